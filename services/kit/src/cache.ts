@@ -1,0 +1,107 @@
+import { Redis } from "ioredis";
+
+/**
+ * The few key-value operations Rowbase needs from Redis: short-lived caches, revocation marks
+ * and counters. `MemoryCache` stands in for Redis in the single-process mode.
+ */
+export interface Cache {
+  readonly kind: "redis" | "memory";
+  get(key: string): Promise<string | null>;
+  set(key: string, value: string, ttlSeconds: number): Promise<void>;
+  del(...keys: string[]): Promise<void>;
+  /** Adds `by` and returns the new value; the key expires `ttlSeconds` after it was created. */
+  incrBy(key: string, by: number, ttlSeconds: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+export class RedisCache implements Cache {
+  readonly kind = "redis";
+
+  /** `prefix` isolates tenants of one Redis (tests, several deployments). */
+  constructor(
+    readonly client: Redis,
+    private readonly prefix = "rb:",
+  ) {}
+
+  static connect(url: string, prefix?: string): RedisCache {
+    return new RedisCache(
+      new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
+      prefix,
+    );
+  }
+
+  async get(key: string) {
+    return this.client.get(this.prefix + key);
+  }
+
+  async set(key: string, value: string, ttlSeconds: number) {
+    await this.client.set(this.prefix + key, value, "EX", ttlSeconds);
+  }
+
+  async del(...keys: string[]) {
+    if (keys.length > 0) await this.client.del(...keys.map((k) => this.prefix + k));
+  }
+
+  async incrBy(key: string, by: number, ttlSeconds: number) {
+    const full = this.prefix + key;
+    const [[, value]] = (await this.client
+      .multi()
+      .incrby(full, by)
+      .expire(full, ttlSeconds, "NX")
+      .exec()) as [[Error | null, number]];
+    return value;
+  }
+
+  get keyPrefix() {
+    return this.prefix;
+  }
+
+  async close() {
+    await this.client.quit();
+  }
+}
+
+export class MemoryCache implements Cache {
+  readonly kind = "memory";
+  private readonly entries = new Map<string, { value: string; expiresAt: number }>();
+
+  private live(key: string) {
+    const entry = this.entries.get(key);
+    if (entry && entry.expiresAt <= Date.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  async get(key: string) {
+    return this.live(key)?.value ?? null;
+  }
+
+  async set(key: string, value: string, ttlSeconds: number) {
+    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+  }
+
+  async del(...keys: string[]) {
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  async incrBy(key: string, by: number, ttlSeconds: number) {
+    const entry = this.live(key);
+    const value = Number(entry?.value ?? 0) + by;
+    this.entries.set(key, {
+      value: String(value),
+      expiresAt: entry?.expiresAt ?? Date.now() + ttlSeconds * 1000,
+    });
+    return value;
+  }
+
+  async close() {
+    this.entries.clear();
+  }
+}
+
+/** Redis when a URL is configured, else the in-process stand-in. */
+export function createCache(url: string | undefined, prefix?: string): Cache {
+  return url ? RedisCache.connect(url, prefix) : new MemoryCache();
+}

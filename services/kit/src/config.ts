@@ -1,0 +1,51 @@
+import { z } from "zod";
+
+/** A configuration value that failed validation; the process should print it and exit 1. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+/**
+ * Parses environment variables once, listing every problem rather than the first. The only
+ * place that reads `process.env` is each process's entry point, which passes it here.
+ */
+export function parseConfig<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined>,
+): z.output<S> {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`),
+    );
+  }
+  return result.data;
+}
+
+const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
+
+/** An optional URL variable: unset or empty means "use the embedded stand-in". */
+export const optionalUrl = z.preprocess(emptyToUndefined, z.url().optional());
+
+/** A TCP port, 0 meaning "any free port". */
+export const port = (fallback: number) =>
+  z.coerce.number().int().min(0).max(65535).default(fallback);
+
+export const logLevel = z
+  .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+  .default("info");
+
+/** A secret shared by the gateway and the services; long enough to resist brute force. */
+export const secret = z.string().min(32, "must be at least 32 characters");
+
+/** What every service needs to start. */
+export const serviceEnv = z.object({
+  DATABASE_URL: z.url(),
+  REDIS_URL: optionalUrl,
+  NATS_URL: optionalUrl,
+  INTERNAL_JWT_SECRET: secret,
+  LOG_LEVEL: logLevel,
+  GRPC_HOST: z.string().default("0.0.0.0"),
+});

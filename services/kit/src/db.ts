@@ -1,0 +1,57 @@
+import { type Migration, Migrator } from "@mikro-orm/migrations";
+import {
+  type AnyEntity,
+  type Constructor,
+  type EntityClass,
+  type EntitySchema,
+  MikroORM,
+} from "@mikro-orm/postgresql";
+import type { Logger } from "./logger.js";
+import { OutboxEvent } from "./outbox.js";
+
+export type Orm = MikroORM;
+
+export interface OrmOptions {
+  url: string;
+  /** The service's own schema; it is also the connection's search_path. */
+  schema: string;
+  entities: (EntitySchema<AnyEntity> | EntityClass<AnyEntity>)[];
+  /** Committed migrations, in order. */
+  migrations: Constructor<Migration>[];
+  logger?: Logger;
+  poolSize?: number;
+}
+
+/** One MikroORM instance per service, confined to the service's schema. */
+export async function createOrm(options: OrmOptions): Promise<Orm> {
+  return MikroORM.init({
+    clientUrl: options.url,
+    schema: options.schema,
+    entities: [OutboxEvent, ...options.entities],
+    extensions: [Migrator],
+    pool: { min: 0, max: options.poolSize ?? 10 },
+    driverOptions: { options: `-c search_path=${options.schema}` },
+    migrations: {
+      migrationsList: options.migrations.map((migration) => ({
+        name: migration.name,
+        class: migration,
+      })),
+      schema: options.schema,
+      transactional: true,
+      allOrNothing: true,
+      snapshot: false,
+      silent: true,
+    },
+    debug: false,
+    allowGlobalContext: false,
+    logger: (message) => options.logger?.debug(message),
+  });
+}
+
+/** Creates the schema if needed and applies pending migrations; returns their names. */
+export async function migrate(orm: Orm, schema: string): Promise<string[]> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  await orm.em.fork().execute(`create schema if not exists "${schema}"`);
+  const applied = await orm.migrator.up();
+  return applied.map((m) => m.name);
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from "node:crypto";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createContextKey,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "@rowbase/proto/grpc/health/v1/health_pb";
+import { errorInfoOf } from "./errors.js";
+import type { Logger } from "./logger.js";
+import { PRINCIPAL_HEADER, principalKey, REQUEST_ID_HEADER, verifyPrincipal } from "./principal.js";
+
+export const requestIdKey = createContextKey<string>("", { description: "request id" });
+
+/** The request id of the current call, for logs and events. */
+export function requestIdOf(ctx: HandlerContext): string {
+  return ctx.values.get(requestIdKey);
+}
+
+export interface GrpcServerOptions {
+  /** Registers the service's handlers. */
+  routes: (router: ConnectRouter) => void;
+  /** Service descriptors reported SERVING by the health service. */
+  services: DescService[];
+  host: string;
+  port: number;
+  logger: Logger;
+  internalSecret: string;
+  /** Extra interceptors, innermost last (e.g. the EntityManager fork). */
+  interceptors?: Interceptor[];
+}
+
+export interface GrpcServer {
+  port: number;
+  /** Marks the server NOT_SERVING, stops taking calls and waits for running ones. */
+  close(): Promise<void>;
+}
+
+/**
+ * Verifies the signed principal, carries the request id, and writes one log line per call.
+ * Unexpected errors are logged with their cause and reach the client as a masked Internal.
+ */
+export function callContextInterceptor(logger: Logger, internalSecret: string): Interceptor {
+  return (next) => async (req) => {
+    const started = performance.now();
+    const requestId = req.header.get(REQUEST_ID_HEADER) || randomUUID();
+    req.contextValues.set(requestIdKey, requestId);
+    const signed = req.header.get(PRINCIPAL_HEADER);
+    if (signed) req.contextValues.set(principalKey, await verifyPrincipal(internalSecret, signed));
+    const procedure = `${req.service.typeName}/${req.method.name}`;
+    try {
+      const res = await next(req);
+      logger.info({ procedure, code: "ok", ms: elapsed(started), request_id: requestId }, "rpc");
+      return res;
+    } catch (error) {
+      const connectError = ConnectError.from(error);
+      const known = errorInfoOf(error) !== undefined;
+      const line = {
+        procedure,
+        code: Code[connectError.code],
+        reason: errorInfoOf(error)?.reason,
+        ms: elapsed(started),
+        request_id: requestId,
+      };
+      if (known || connectError.code !== Code.Internal) logger.info(line, "rpc");
+      else logger.error({ ...line, err: error }, "rpc failed");
+      if (!known && !(error instanceof ConnectError)) {
+        throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      }
+      throw error;
+    }
+  };
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 10) / 10;
+}
+
+/** Serves Connect/gRPC handlers over HTTP/2 cleartext, with grpc.health.v1 beside them. */
+export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
+  let serving = true;
+  const names = new Set(["", ...options.services.map((s) => s.typeName)]);
+  const status = (service: string) =>
+    !names.has(service)
+      ? ServingStatus.SERVICE_UNKNOWN
+      : serving
+        ? ServingStatus.SERVING
+        : ServingStatus.NOT_SERVING;
+
+  const handler = connectNodeAdapter({
+    interceptors: [
+      callContextInterceptor(options.logger, options.internalSecret),
+      ...(options.interceptors ?? []),
+    ],
+    routes(router) {
+      options.routes(router);
+      router.service(Health, {
+        check(req) {
+          const s = status(req.service);
+          if (s === ServingStatus.SERVICE_UNKNOWN) {
+            throw new ConnectError(`unknown service ${req.service}`, Code.NotFound);
+          }
+          return { status: s };
+        },
+        async *watch(req, ctx) {
+          yield { status: status(req.service) };
+          await new Promise<void>((resolve) =>
+            ctx.signal.addEventListener("abort", () => resolve()),
+          );
+        },
+      });
+    },
+  });
+
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    port,
+    async close() {
+      serving = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const session of sessions) session.close();
+      await closed;
+    },
+  };
+}

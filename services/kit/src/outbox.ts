@@ -1,0 +1,155 @@
+import { randomUUID } from "node:crypto";
+import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
+import type { EventBus } from "./bus.js";
+import type { Orm } from "./db.js";
+import type { Logger } from "./logger.js";
+
+/** The outbox table; every service that publishes events creates it in its first migration. */
+export const OUTBOX_TABLE_SQL = `
+create table outbox (
+  seq bigint generated always as identity primary key,
+  event_id uuid not null unique,
+  subject text not null,
+  payload bytea not null,
+  created_at timestamptz not null default now(),
+  published_at timestamptz
+);
+create index outbox_pending on outbox (seq) where published_at is null;
+`;
+
+/** The outbox row as an entity, so that every service's ORM knows the table. */
+export const OutboxEvent = defineEntity({
+  name: "OutboxEvent",
+  tableName: "outbox",
+  properties: {
+    seq: p.bigint().primary().autoincrement().columnType("bigint"),
+    eventId: p.uuid().unique(),
+    subject: p.text(),
+    payload: p.blob(),
+    createdAt: p.datetime(),
+    publishedAt: p.datetime().nullable(),
+  },
+});
+
+/**
+ * Records an event in the caller's transaction: it is published if and only if the change
+ * commits. Returns the event id, which is also the JetStream message id.
+ */
+export async function enqueueEvent(
+  em: EntityManager,
+  subject: string,
+  payload: Uint8Array,
+  eventId: string = randomUUID(),
+): Promise<string> {
+  await em.execute("insert into outbox (event_id, subject, payload) values (?, ?, ?)", [
+    eventId,
+    subject,
+    Buffer.from(payload),
+  ]);
+  return eventId;
+}
+
+export interface OutboxRelayOptions {
+  intervalMs?: number;
+  batchSize?: number;
+  /** Published rows older than this are deleted. */
+  retainPublishedMs?: number;
+}
+
+/**
+ * Publishes committed outbox rows in order and marks them sent. Rows are claimed with
+ * `for update skip locked`, so several replicas can relay side by side; a failed publish
+ * leaves them pending for the next round (nothing is lost while NATS is down).
+ */
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private lastCleanup = 0;
+  private readonly intervalMs: number;
+  private readonly batchSize: number;
+  private readonly retainPublishedMs: number;
+
+  constructor(
+    private readonly orm: Orm,
+    private readonly bus: EventBus,
+    private readonly logger: Logger,
+    options: OutboxRelayOptions = {},
+  ) {
+    this.intervalMs = options.intervalMs ?? 500;
+    this.batchSize = options.batchSize ?? 100;
+    this.retainPublishedMs = options.retainPublishedMs ?? 24 * 3600 * 1000;
+  }
+
+  start() {
+    this.stopped = false;
+    this.timer = setInterval(() => this.kick(), this.intervalMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Runs a relay round now (called after a commit that enqueued events). */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .catch((error) => this.logger.warn({ err: error }, "outbox relay round failed"))
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** Publishes everything pending; resolves when the outbox is empty (used by tests). */
+  async flush(): Promise<void> {
+    while ((await this.relayBatch()) === this.batchSize) {}
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  private async drain() {
+    while ((await this.relayBatch()) === this.batchSize) {}
+    if (Date.now() - this.lastCleanup > 60_000) {
+      this.lastCleanup = Date.now();
+      await this.orm.em
+        .fork()
+        .execute(
+          "delete from outbox where published_at is not null and published_at < now() - (? * interval '1 millisecond')",
+          [this.retainPublishedMs],
+        );
+    }
+  }
+
+  /** Publishes one batch in one transaction; returns how many rows it published. */
+  private async relayBatch(): Promise<number> {
+    return this.orm.em.fork().transactional(async (em) => {
+      const rows = await em.execute<
+        { seq: string; event_id: string; subject: string; payload: Buffer }[]
+      >(
+        `select seq, event_id, subject, payload from outbox
+         where published_at is null order by seq limit ? for update skip locked`,
+        [this.batchSize],
+      );
+      for (const row of rows) {
+        await this.bus.publish(row.subject, new Uint8Array(row.payload), row.event_id);
+      }
+      if (rows.length > 0) {
+        await em.execute("update outbox set published_at = now() where seq in (?)", [
+          rows.map((r) => r.seq),
+        ]);
+      }
+      return rows.length;
+    });
+  }
+}

@@ -1,0 +1,133 @@
+import { randomBytes } from "node:crypto";
+import net from "node:net";
+import pg from "pg";
+
+/**
+ * Where the real PostgreSQL, Redis and NATS for tests are: the URLs from the environment
+ * (TEST_DATABASE_URL / DATABASE_URL, REDIS_URL, NATS_URL), else the default local ports when
+ * something answers there, else containers started by testcontainers when a container runtime
+ * exists. Otherwise it fails and says what to start.
+ */
+export interface TestInfra {
+  databaseUrl: string;
+  redisUrl: string;
+  natsUrl: string;
+}
+
+let infra: Promise<TestInfra> | undefined;
+
+export function testInfra(): Promise<TestInfra> {
+  infra ??= discover();
+  return infra;
+}
+
+function answers(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port, timeout: 1000 });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+    socket.once("timeout", () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+async function discover(): Promise<TestInfra> {
+  const env = process.env;
+  const [databaseUrl, redisUrl, natsUrl] = await Promise.all([
+    find(
+      env.TEST_DATABASE_URL ?? env.DATABASE_URL,
+      5432,
+      "postgres://postgres@127.0.0.1:5432/postgres",
+      {
+        image: "postgres:16-alpine",
+        port: 5432,
+        env: { POSTGRES_HOST_AUTH_METHOD: "trust" },
+        url: (host, port) => `postgres://postgres@${host}:${port}/postgres`,
+      },
+    ),
+    find(env.REDIS_URL, 6379, "redis://127.0.0.1:6379", {
+      image: "redis:7-alpine",
+      port: 6379,
+      url: (host, port) => `redis://${host}:${port}`,
+    }),
+    find(env.NATS_URL, 4222, "nats://127.0.0.1:4222", {
+      image: "nats:2.10-alpine",
+      port: 4222,
+      command: ["-js"],
+      url: (host, port) => `nats://${host}:${port}`,
+    }),
+  ]);
+  return { databaseUrl, redisUrl, natsUrl };
+}
+
+interface ContainerSpec {
+  image: string;
+  port: number;
+  env?: Record<string, string>;
+  command?: string[];
+  url: (host: string, port: number) => string;
+}
+
+async function find(
+  fromEnv: string | undefined,
+  localPort: number,
+  localUrl: string,
+  container: ContainerSpec,
+): Promise<string> {
+  if (fromEnv) return fromEnv;
+  if (await answers("127.0.0.1", localPort)) return localUrl;
+  const tc = await import("testcontainers");
+  try {
+    await tc.getContainerRuntimeClient();
+  } catch {
+    throw new Error(
+      `Nothing answers on 127.0.0.1:${localPort} and no container runtime is available for ${container.image}. ` +
+        "Start PostgreSQL (5432), Redis (6379) and NATS with JetStream (4222) locally, or set " +
+        "DATABASE_URL / REDIS_URL / NATS_URL (see README, 'Running the tests').",
+    );
+  }
+  let generic = new tc.GenericContainer(container.image).withExposedPorts(container.port);
+  if (container.env) generic = generic.withEnvironment(container.env);
+  if (container.command) generic = generic.withCommand(container.command);
+  const started = await generic.start();
+  return container.url(started.getHost(), started.getMappedPort(container.port));
+}
+
+/** A short random suffix for database, key-prefix and stream names of one test run. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/** A fresh, empty database on the test server; `drop()` removes it. */
+export async function createTestDatabase(
+  serverUrl: string,
+): Promise<{ url: string; name: string; drop(): Promise<void> }> {
+  const name = uniqueName("rb_test");
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    async drop() {
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import { Migration } from "@mikro-orm/migrations";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type BusMessage,
+  createLogger,
+  createOrm,
+  enqueueEvent,
+  migrate,
+  NatsBus,
+  type Orm,
+  OUTBOX_TABLE_SQL,
+  OutboxRelay,
+} from "../src/index.js";
+import { createTestDatabase, testInfra, uniqueName } from "../src/testing.js";
+
+class CreateOutbox extends Migration {
+  override up() {
+    this.addSql(OUTBOX_TABLE_SQL);
+  }
+}
+
+const logger = createLogger("kit-test", "silent");
+
+describe("outbox relay against PostgreSQL and NATS JetStream", () => {
+  let orm: Orm;
+  let bus: NatsBus;
+  let drop: () => Promise<void>;
+  const namespace = uniqueName("kit");
+
+  beforeAll(async () => {
+    const infra = await testInfra();
+    const db = await createTestDatabase(infra.databaseUrl);
+    drop = db.drop;
+    orm = await createOrm({
+      url: db.url,
+      schema: "kit_test",
+      entities: [],
+      migrations: [CreateOutbox],
+    });
+    expect(await migrate(orm, "kit_test")).toEqual(["CreateOutbox"]);
+    bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
+    await bus.ensureStreams([{ name: "TEST", subjects: ["test.>"], maxAgeSeconds: 600 }]);
+  });
+
+  afterAll(async () => {
+    await bus?.deleteStreams(["TEST"]);
+    await bus?.close();
+    await orm?.close();
+    await drop?.();
+  });
+
+  it("publishes committed events once, and never rolled-back ones", async () => {
+    const received: BusMessage[] = [];
+    const consumer = await bus.consume(
+      { stream: "TEST", durable: "kit_test", subject: "test.>" },
+      async (m) => {
+        received.push(m);
+      },
+    );
+    const committed = randomUUID();
+    await orm.em.fork().transactional(async (em) => {
+      await enqueueEvent(em, "test.committed", new TextEncoder().encode("yes"), committed);
+    });
+    await expect(
+      orm.em.fork().transactional(async (em) => {
+        await enqueueEvent(em, "test.rolled_back", new TextEncoder().encode("no"));
+        throw new Error("abort");
+      }),
+    ).rejects.toThrow("abort");
+
+    const relay = new OutboxRelay(orm, bus, logger);
+    await relay.flush();
+    // A second relay round and a republish of the same id must not deliver it twice.
+    await relay.flush();
+    await bus.publish("test.committed", new TextEncoder().encode("yes"), committed);
+    await expect.poll(() => received.length, { timeout: 5000 }).toBe(1);
+    await new Promise((r) => setTimeout(r, 300));
+    await consumer.stop();
+
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ subject: "test.committed", id: committed });
+    expect(new TextDecoder().decode(received[0]!.data)).toBe("yes");
+    const pending = await orm.em
+      .fork()
+      .execute("select count(*)::int as n from outbox where published_at is null");
+    expect(pending[0]).toEqual({ n: 1 - 1 });
+  });
+});
