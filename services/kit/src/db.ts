@@ -1,11 +1,5 @@
 import { type Migration, Migrator } from "@mikro-orm/migrations";
-import {
-  type AnyEntity,
-  type Constructor,
-  type EntityClass,
-  type EntitySchema,
-  MikroORM,
-} from "@mikro-orm/postgresql";
+import { type Constructor, MikroORM, type Options } from "@mikro-orm/postgresql";
 import type { Logger } from "./logger.js";
 import { OutboxEvent } from "./outbox.js";
 
@@ -15,7 +9,7 @@ export interface OrmOptions {
   url: string;
   /** The service's own schema; it is also the connection's search_path. */
   schema: string;
-  entities: (EntitySchema<AnyEntity> | EntityClass<AnyEntity>)[];
+  entities: NonNullable<Options["entities"]>;
   /** Committed migrations, in order. */
   migrations: Constructor<Migration>[];
   logger?: Logger;

@@ -59,24 +59,19 @@ export function callContextInterceptor(logger: Logger, internalSecret: string): 
     const procedure = `${req.service.typeName}/${req.method.name}`;
     try {
       const res = await next(req);
-      logger.info({ procedure, code: "ok", ms: elapsed(started), request_id: requestId }, "rpc");
+      logger.info({ procedure, status: "ok", ms: elapsed(started), request_id: requestId }, "rpc");
       return res;
     } catch (error) {
-      const connectError = ConnectError.from(error);
-      const known = errorInfoOf(error) !== undefined;
-      const line = {
-        procedure,
-        code: Code[connectError.code],
-        reason: errorInfoOf(error)?.reason,
-        ms: elapsed(started),
-        request_id: requestId,
-      };
-      if (known || connectError.code !== Code.Internal) logger.info(line, "rpc");
-      else logger.error({ ...line, err: error }, "rpc failed");
-      if (!known && !(error instanceof ConnectError)) {
-        throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
+      const line = { procedure, ms: elapsed(started), request_id: requestId };
+      if (error instanceof ConnectError) {
+        const reason = errorInfoOf(error)?.reason;
+        const status = Code[error.code];
+        if (reason || error.code !== Code.Internal) logger.info({ ...line, status, reason }, "rpc");
+        else logger.error({ ...line, status, err: error }, "rpc failed");
+        throw error;
       }
-      throw error;
+      logger.error({ ...line, status: "Internal", err: error }, "rpc failed");
+      throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
     }
   };
 }

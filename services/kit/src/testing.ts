@@ -131,3 +131,55 @@ export async function createTestDatabase(
     },
   };
 }
+
+export interface CaughtMail {
+  to: string[];
+  subject: string;
+  raw: string;
+}
+
+export interface MailCatcher {
+  /** `smtp://127.0.0.1:<port>`, for SMTP_URL. */
+  url: string;
+  messages: CaughtMail[];
+  /** The latest message to `address`, waiting up to 5 s for one newer than `after`. */
+  next(address: string, after?: number): Promise<CaughtMail>;
+  close(): Promise<void>;
+}
+
+/** A real SMTP server on a free loopback port that keeps what it receives. */
+export async function startMailCatcher(): Promise<MailCatcher> {
+  const { SMTPServer } = await import("smtp-server");
+  const messages: CaughtMail[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        const raw = Buffer.concat(chunks).toString("utf8");
+        const subject = /^Subject: (.*)$/m.exec(raw)?.[1]?.trim() ?? "";
+        messages.push({ to: session.envelope.rcptTo.map((r) => r.address), subject, raw });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.server.address() as net.AddressInfo;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    async next(address, after = 0) {
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        const found = messages.filter((m, i) => i >= after && m.to.includes(address)).at(-1);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`no mail to ${address}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,277 @@
+import { timingSafeEqual } from "node:crypto";
+import {
+  type EntityManager,
+  type InferEntity,
+  LockMode,
+  UniqueConstraintViolationException,
+} from "@mikro-orm/postgresql";
+import { type Cache, Code, domainError, type Orm } from "@rowbase/kit";
+import type { IdentityConfig } from "./config.js";
+import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
+import type { AccessTokenSigner } from "./domain/access-tokens.js";
+import { normalizeEmail } from "./domain/email.js";
+import { hashPassword, verifyPassword } from "./domain/passwords.js";
+import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
+import type { Mailer } from "./mailer.js";
+
+/** A code goes out at most once a minute per address. */
+const RESEND_INTERVAL_MS = 60_000;
+/** Wrong codes that kill a verification code. */
+const MAX_CODE_ATTEMPTS = 5;
+
+export type UserRow = InferEntity<typeof User>;
+
+export interface IssuedSession {
+  accessToken: string;
+  refreshToken: string;
+  expiresIn: number;
+  user: UserRow;
+}
+
+export interface AccountsDeps {
+  orm: Orm;
+  cache: Cache;
+  mailer: Mailer;
+  signer: AccessTokenSigner;
+  config: Pick<IdentityConfig, "CODE_TTL_SECONDS" | "REFRESH_TOKEN_TTL_SECONDS">;
+}
+
+/** The cache key the gateway checks to refuse access tokens of a revoked session at once. */
+export function revokedSessionKey(sessionId: string): string {
+  return `session-revoked:${sessionId}`;
+}
+
+function codeHash(userId: bigint, code: string): string {
+  return sha256(`${userId}:${code}`);
+}
+
+function sameHash(a: string, b: string): boolean {
+  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+}
+
+/** Registration, e-mail verification, sign-in and the session family of refresh tokens. */
+export class Accounts {
+  constructor(private readonly deps: AccountsDeps) {}
+
+  private em(): EntityManager {
+    return this.deps.orm.em.fork();
+  }
+
+  async register(email: string, password: string, name: string): Promise<void> {
+    const address = normalizeEmail(email);
+    const passwordHash = await hashPassword(password);
+    let code: string | undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        code = await this.em().transactional(async (em) => {
+          let user = await em.findOne(
+            User,
+            { email: address },
+            { lockMode: LockMode.PESSIMISTIC_WRITE },
+          );
+          if (user?.emailVerifiedAt) throw domainError(Code.AlreadyExists, "email_already_exists");
+          if (user) {
+            user.passwordHash = passwordHash;
+            if (name) user.name = name;
+          } else {
+            user = em.create(User, { email: address, name, passwordHash });
+          }
+          await em.flush();
+          return this.issueCode(em, user.id, false);
+        });
+        break;
+      } catch (error) {
+        // Two first registrations of one address raced; the loser now sees the winner's row.
+        if (error instanceof UniqueConstraintViolationException && attempt === 0) continue;
+        throw error;
+      }
+    }
+    if (code) await this.mailCode(address, code);
+  }
+
+  async resendCode(email: string): Promise<void> {
+    const address = normalizeEmail(email);
+    const code = await this.em().transactional(async (em) => {
+      const user = await em.findOne(
+        User,
+        { email: address },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!user || user.emailVerifiedAt) return undefined;
+      return this.issueCode(em, user.id, false);
+    });
+    if (code) await this.mailCode(address, code);
+  }
+
+  /**
+   * Replaces the account's code with a new one, unless one went out less than a minute ago:
+   * then the old code stays valid and nothing is mailed (undefined).
+   */
+  private async issueCode(
+    em: EntityManager,
+    userId: bigint,
+    force: boolean,
+  ): Promise<string | undefined> {
+    const now = new Date();
+    const existing = await em.findOne(EmailCode, { userId });
+    if (!force && existing && now.getTime() - existing.sentAt.getTime() < RESEND_INTERVAL_MS) {
+      return undefined;
+    }
+    const code = newCode();
+    const fields = {
+      codeHash: codeHash(userId, code),
+      sentAt: now,
+      expiresAt: new Date(now.getTime() + this.deps.config.CODE_TTL_SECONDS * 1000),
+      failedAttempts: 0,
+    };
+    if (existing) em.assign(existing, fields);
+    else em.create(EmailCode, { userId, ...fields });
+    await em.flush();
+    return code;
+  }
+
+  private async mailCode(to: string, code: string) {
+    const minutes = Math.round(this.deps.config.CODE_TTL_SECONDS / 60);
+    await this.deps.mailer.send({
+      to,
+      subject: `Your Rowbase code: ${code}`,
+      text: `Your Rowbase verification code is ${code}.\nIt is valid for ${minutes} minutes.\n`,
+    });
+  }
+
+  async verifyEmail(email: string, code: string): Promise<IssuedSession> {
+    const address = normalizeEmail(email);
+    // A wrong code must count even though the call fails, so the outcome is returned from the
+    // transaction (which commits) and only then turned into an error.
+    const user = await this.em().transactional(async (em) => {
+      const user = await em.findOne(User, { email: address });
+      if (!user) return undefined;
+      const row = await em.findOne(
+        EmailCode,
+        { userId: user.id },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!row || row.expiresAt <= new Date() || row.failedAttempts >= MAX_CODE_ATTEMPTS)
+        return undefined;
+      if (!sameHash(row.codeHash, codeHash(user.id, code))) {
+        row.failedAttempts += 1;
+        return undefined;
+      }
+      user.emailVerifiedAt = new Date();
+      em.remove(row);
+      return user;
+    });
+    if (!user) throw domainError(Code.InvalidArgument, "invalid_verification_code");
+    return this.openSession(user);
+  }
+
+  async login(email: string, password: string): Promise<IssuedSession> {
+    const user = await this.em().findOne(User, { email: normalizeEmail(email) });
+    // Unknown e-mail and wrong password take the same path, time and answer.
+    const valid = await verifyPassword(user?.passwordHash ?? null, password);
+    if (!user || !valid) throw domainError(Code.Unauthenticated, "invalid_credentials");
+    if (!user.emailVerifiedAt) throw domainError(Code.FailedPrecondition, "email_not_verified");
+    return this.openSession(user);
+  }
+
+  /** Starts a new session family for a signed-in user. */
+  async openSession(user: UserRow): Promise<IssuedSession> {
+    const refreshToken = newRefreshToken();
+    const sessionId = crypto.randomUUID();
+    await this.em().transactional(async (em) => {
+      // The entities declare no relation, so the session row is written before its token.
+      em.create(Session, { id: sessionId, userId: user.id });
+      await em.flush();
+      em.create(RefreshToken, {
+        sessionId,
+        tokenHash: sha256(refreshToken),
+        expiresAt: this.refreshExpiry(),
+      });
+    });
+    return this.issue(user, sessionId, refreshToken);
+  }
+
+  private refreshExpiry(): Date {
+    return new Date(Date.now() + this.deps.config.REFRESH_TOKEN_TTL_SECONDS * 1000);
+  }
+
+  private async issue(
+    user: UserRow,
+    sessionId: string,
+    refreshToken: string,
+  ): Promise<IssuedSession> {
+    return {
+      accessToken: await this.deps.signer.sign(user.id, sessionId),
+      refreshToken,
+      expiresIn: this.deps.signer.ttlSeconds,
+      user,
+    };
+  }
+
+  /**
+   * Rotates a refresh token. A token that was already rotated is reuse: somebody holds a copy,
+   * so the whole session family is revoked.
+   */
+  async refresh(token: string): Promise<IssuedSession> {
+    const next = newRefreshToken();
+    const outcome = await this.em().transactional(async (em) => {
+      const row = await em.findOne(
+        RefreshToken,
+        { tokenHash: sha256(token) },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!row) return { kind: "invalid" as const };
+      const session = await em.findOne(
+        Session,
+        { id: row.sessionId },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!session || session.revokedAt) return { kind: "invalid" as const };
+      if (row.usedAt) {
+        session.revokedAt = new Date();
+        return { kind: "reuse" as const, sessionId: session.id };
+      }
+      const user = await em.findOne(User, { id: session.userId });
+      if (row.expiresAt <= new Date() || !user) return { kind: "invalid" as const };
+      row.usedAt = new Date();
+      em.create(RefreshToken, {
+        sessionId: session.id,
+        tokenHash: sha256(next),
+        expiresAt: this.refreshExpiry(),
+      });
+      return { kind: "ok" as const, user, sessionId: session.id };
+    });
+    if (outcome.kind === "reuse") await this.markRevoked(outcome.sessionId);
+    if (outcome.kind !== "ok") throw domainError(Code.Unauthenticated, "invalid_refresh_token");
+    return this.issue(outcome.user, outcome.sessionId, next);
+  }
+
+  private async markRevoked(sessionId: string) {
+    // Access tokens of the session stay cryptographically valid until they expire; the gateway
+    // refuses them through this mark, kept exactly as long as they could live.
+    await this.deps.cache.set(revokedSessionKey(sessionId), "1", this.deps.signer.ttlSeconds);
+  }
+
+  /** The caller's account, as long as the session it signed in with is alive. */
+  async currentUser(userId: bigint, sessionId: string): Promise<UserRow> {
+    const em = this.em();
+    const session = await em.findOne(Session, { id: sessionId, userId });
+    const user = session && !session.revokedAt ? await em.findOne(User, { id: userId }) : null;
+    if (!user) throw domainError(Code.Unauthenticated, "unauthorized");
+    return user;
+  }
+
+  async logout(userId: bigint, sessionId: string): Promise<void> {
+    await this.em().nativeUpdate(
+      Session,
+      { id: sessionId, userId, revokedAt: null },
+      { revokedAt: new Date() },
+    );
+    await this.markRevoked(sessionId);
+  }
+
+  async users(ids: bigint[]): Promise<UserRow[]> {
+    if (ids.length === 0) return [];
+    return this.em().find(User, { id: { $in: ids } }, { orderBy: { id: "asc" } });
+  }
+}

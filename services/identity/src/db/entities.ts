@@ -1,0 +1,59 @@
+import { defineEntity, p } from "@mikro-orm/postgresql";
+
+export const User = defineEntity({
+  name: "User",
+  tableName: "users",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    email: p.text().unique(),
+    name: p.text().default(""),
+    passwordHash: p.text().nullable(),
+    emailVerifiedAt: p.datetime().nullable(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+
+/** The one live verification code of an unverified account (a new code replaces it). */
+export const EmailCode = defineEntity({
+  name: "EmailCode",
+  tableName: "email_code",
+  properties: {
+    userId: p.bigint().primary().columnType("bigint"),
+    codeHash: p.text(),
+    sentAt: p.datetime(),
+    expiresAt: p.datetime(),
+    failedAttempts: p.integer().default(0),
+  },
+});
+
+/** A session family: every refresh token rotated from one sign-in. */
+export const Session = defineEntity({
+  name: "Session",
+  tableName: "session",
+  properties: {
+    id: p.uuid().primary(),
+    userId: p.bigint().columnType("bigint"),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    revokedAt: p.datetime().nullable(),
+  },
+});
+
+export const RefreshToken = defineEntity({
+  name: "RefreshToken",
+  tableName: "refresh_token",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    sessionId: p.uuid(),
+    tokenHash: p.text().unique(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    expiresAt: p.datetime(),
+    /** Set when the token is rotated; presenting it again is reuse. */
+    usedAt: p.datetime().nullable(),
+  },
+});
+
+export const entities = [User, EmailCode, Session, RefreshToken];

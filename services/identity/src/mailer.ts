@@ -1,0 +1,41 @@
+import type { Logger } from "@rowbase/kit";
+import { createTransport } from "nodemailer";
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+  close(): void;
+}
+
+/**
+ * Mail over SMTP (`smtp://user:pass@host:port`). Without an SMTP URL the mail is written to the
+ * service log instead, which is meant for development only.
+ */
+export function createMailer(smtpUrl: string | undefined, from: string, logger: Logger): Mailer {
+  if (!smtpUrl) {
+    logger.warn("SMTP_URL is not set: e-mails are written to this log (development only)");
+    return {
+      async send(mail) {
+        logger.info(
+          { to: mail.to, subject: mail.subject },
+          `mail (not sent, no SMTP_URL):\n${mail.text}`,
+        );
+      },
+      close() {},
+    };
+  }
+  const transport = createTransport(smtpUrl);
+  return {
+    async send(mail) {
+      await transport.sendMail({ from, ...mail });
+    },
+    close() {
+      transport.close();
+    },
+  };
+}
