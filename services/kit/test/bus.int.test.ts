@@ -1,0 +1,71 @@
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  type BusMessage,
+  createLogger,
+  type EventBus,
+  MemoryBus,
+  NatsBus,
+  subjectMatches,
+} from "../src/index.js";
+import { testInfra, uniqueName } from "../src/testing.js";
+
+const logger = createLogger("kit-test", "silent");
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function natsBus(): Promise<EventBus> {
+  const bus = await NatsBus.connect((await testInfra()).natsUrl, logger, uniqueName("kit"));
+  cleanups.push(async () => {
+    await bus.deleteStreams(["EVENTS"]);
+    await bus.close();
+  });
+  return bus;
+}
+
+const encode = (text: string) => new TextEncoder().encode(text);
+const decode = (data: Uint8Array) => new TextDecoder().decode(data);
+
+// The in-process stand-in keeps JetStream's contract: dedup by id, redelivery after a failure.
+describe.each([
+  ["nats", natsBus],
+  ["memory", async () => new MemoryBus(logger) as EventBus],
+])("%s bus", (_kind, make) => {
+  it("delivers matching subjects once per id and redelivers after a failing handler", async () => {
+    const bus = await make();
+    await bus.ensureStreams([{ name: "EVENTS", subjects: ["ev.>"], maxAgeSeconds: 600 }]);
+    const seen: BusMessage[] = [];
+    let failures = 0;
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "test", subject: "ev.order.*" },
+      async (m) => {
+        if (decode(m.data) === "flaky" && failures++ === 0) throw new Error("first try fails");
+        seen.push(m);
+      },
+    );
+    await bus.publish("ev.order.created", encode("one"), "id-1");
+    await bus.publish("ev.order.created", encode("one again"), "id-1");
+    await bus.publish("ev.customer.created", encode("other subject"), "id-2");
+    await bus.publish("ev.order.paid", encode("flaky"), "id-3");
+    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(2);
+    await new Promise((r) => setTimeout(r, 300));
+    await consumer.stop();
+    expect(seen.map((m) => [m.subject, decode(m.data), m.id])).toEqual([
+      ["ev.order.created", "one", "id-1"],
+      ["ev.order.paid", "flaky", "id-3"],
+    ]);
+    expect(seen[1]!.deliveryCount).toBe(2);
+    if (bus instanceof MemoryBus) await bus.close();
+  });
+});
+
+describe("subjectMatches", () => {
+  it("follows NATS wildcard rules", () => {
+    expect(subjectMatches("a.>", "a.b.c")).toBe(true);
+    expect(subjectMatches("a.>", "a")).toBe(false);
+    expect(subjectMatches("a.*.c", "a.b.c")).toBe(true);
+    expect(subjectMatches("a.*", "a.b.c")).toBe(false);
+    expect(subjectMatches("a.b", "a.b")).toBe(true);
+  });
+});

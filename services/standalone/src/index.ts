@@ -1,0 +1,1 @@
+export { type RunningSystem, type SystemOptions, startSystem } from "./system.js";

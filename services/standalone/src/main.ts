@@ -1,0 +1,57 @@
+import path from "node:path";
+import { ConfigError, createLogger, parseConfig } from "@rowbase/kit";
+import { standaloneEnv } from "./config.js";
+import { startEmbeddedPostgres } from "./embedded-postgres.js";
+import { loadOrCreateSecrets } from "./secrets.js";
+import { startSystem } from "./system.js";
+
+/**
+ * `npm start`: the whole of Rowbase in one process on embedded defaults. Setting DATABASE_URL,
+ * REDIS_URL or NATS_URL switches that piece to the real server.
+ */
+async function main() {
+  const config = parseConfig(standaloneEnv, process.env);
+  const logger = createLogger("rowbase", config.LOG_LEVEL);
+  const dataDir = path.resolve(config.DATA_DIR);
+  const secrets = await loadOrCreateSecrets(dataDir);
+  const postgres = config.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres(dataDir, secrets.postgresPassword, logger);
+  const system = await startSystem({
+    env: process.env,
+    databaseUrl: config.DATABASE_URL ?? postgres!.url,
+    redisUrl: config.REDIS_URL,
+    natsUrl: config.NATS_URL,
+    internalJwtSecret: process.env.INTERNAL_JWT_SECRET || secrets.internalJwtSecret,
+    jwtSigningKeys: process.env.JWT_SIGNING_KEYS || JSON.stringify(secrets.jwtSigningKeys),
+    port: config.PORT,
+    logger,
+  });
+  logger.info(
+    {
+      url: `http://localhost:${system.port}`,
+      postgres: postgres ? "embedded" : "external",
+      redis: system.cache.kind,
+      nats: system.bus.kind,
+    },
+    "Rowbase is running",
+  );
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info("shutting down");
+    await system.stop();
+    await postgres?.stop();
+    process.exit(0);
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    error instanceof ConfigError ? `${error.message}\n` : `Rowbase failed to start: ${(error as Error).stack ?? error}\n`,
+  );
+  process.exit(1);
+});

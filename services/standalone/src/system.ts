@@ -1,0 +1,79 @@
+import {
+  type Cache,
+  createBus,
+  createCache,
+  createServiceClient,
+  type EventBus,
+  type Logger,
+} from "@rowbase/kit";
+import { gatewayEnv, startGateway } from "@rowbase/gateway";
+import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+
+export interface SystemOptions {
+  /** Environment for every piece (SMTP_URL, TTLs, RATE_LIMITS, ...), as each service reads it. */
+  env: Record<string, string | undefined>;
+  databaseUrl: string;
+  redisUrl?: string;
+  natsUrl?: string;
+  internalJwtSecret: string;
+  jwtSigningKeys: string;
+  /** The gateway's port; 0 picks a free one. */
+  port: number;
+  logger: Logger;
+  /** Key prefix in Redis and namespace in NATS, so that several systems can share them. */
+  namespace?: string;
+}
+
+export interface RunningSystem {
+  port: number;
+  cache: Cache;
+  bus: EventBus;
+  stop(): Promise<void>;
+}
+
+/**
+ * Every service and the gateway in one process. Each service listens on its own loopback gRPC
+ * port and the gateway calls it over gRPC, exactly as the separate deployments do.
+ */
+export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
+  const { logger } = options;
+  const cache = createCache(options.redisUrl, options.namespace ? `${options.namespace}:` : undefined);
+  const bus = await createBus(options.natsUrl, logger, options.namespace);
+  const shared = {
+    ...options.env,
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: options.redisUrl,
+    NATS_URL: options.natsUrl,
+    INTERNAL_JWT_SECRET: options.internalJwtSecret,
+    GRPC_HOST: "127.0.0.1",
+    GRPC_PORT: "0",
+  };
+
+  await migrateIdentity(options.databaseUrl);
+  const identity = await startIdentity(
+    identityEnv.parse({ ...shared, JWT_SIGNING_KEYS: options.jwtSigningKeys }),
+    { logger: logger.child({ service: "identity" }), cache },
+  );
+  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
+
+  const gateway = await startGateway({
+    config: gatewayEnv.parse({ ...shared, PORT: String(options.port), IDENTITY_GRPC_URL: identityUrl }),
+    logger: logger.child({ service: "gateway" }),
+    cache,
+    identity: createServiceClient(IdentityService, identityUrl),
+    healthTargets: [{ name: "identity", url: identityUrl }],
+  });
+
+  return {
+    port: gateway.port,
+    cache,
+    bus,
+    async stop() {
+      await gateway.close();
+      await identity.stop();
+      await bus.close();
+      await cache.close();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { randomBytes } from "node:crypto";
+import { generateSigningKey } from "@rowbase/identity";
+import { createLogger } from "@rowbase/kit";
+import { createTestDatabase, type MailCatcher, startMailCatcher, testInfra, uniqueName } from "@rowbase/kit/testing";
+import { type RunningSystem, startSystem } from "@rowbase/standalone";
+
+export interface TestSystem {
+  baseUrl: string;
+  mail: MailCatcher;
+  system: RunningSystem;
+  /** The private signing keys the identity service uses (to forge or expire tokens in tests). */
+  signingKeys: Awaited<ReturnType<typeof generateSigningKey>>[];
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Permissive limits for tests that are not about rate limiting. */
+export const RELAXED_RATE_LIMITS = [
+  "auth_login_ip=10000/60",
+  "auth_login_email=10000/60",
+  "auth_register_ip=10000/60",
+  "auth_resend_ip=10000/60",
+  "auth_verify_ip=10000/60",
+  "auth_refresh_ip=10000/60",
+].join(",");
+
+/**
+ * The whole of Rowbase on free ports against the real PostgreSQL (a fresh database), Redis (a
+ * fresh key prefix) and NATS (fresh stream names), with a real SMTP server catching the mail.
+ */
+export async function startTestSystem(env: Record<string, string> = {}): Promise<TestSystem> {
+  const infra = await testInfra();
+  const database = await createTestDatabase(infra.databaseUrl);
+  const mail = await startMailCatcher();
+  const signingKeys = [await generateSigningKey()];
+  const system = await startSystem({
+    env: { SMTP_URL: mail.url, RATE_LIMITS: RELAXED_RATE_LIMITS, ...env },
+    databaseUrl: database.url,
+    redisUrl: infra.redisUrl,
+    natsUrl: infra.natsUrl,
+    internalJwtSecret: randomBytes(32).toString("base64url"),
+    jwtSigningKeys: JSON.stringify(signingKeys),
+    port: 0,
+    logger: createLogger("e2e", process.env.TEST_LOG_LEVEL ?? "silent"),
+    namespace: uniqueName("e2e"),
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${system.port}`,
+    mail,
+    system,
+    signingKeys,
+    databaseUrl: database.url,
+    async stop() {
+      await system.stop();
+      await mail.close();
+      await database.drop();
+    },
+  };
+}
