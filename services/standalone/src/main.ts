@@ -51,7 +51,9 @@ async function main() {
 
 main().catch((error: unknown) => {
   process.stderr.write(
-    error instanceof ConfigError ? `${error.message}\n` : `Rowbase failed to start: ${(error as Error).stack ?? error}\n`,
+    error instanceof ConfigError
+      ? `${error.message}\n`
+      : `Rowbase failed to start: ${(error as Error).stack ?? error}\n`,
   );
   process.exit(1);
 });

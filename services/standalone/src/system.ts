@@ -1,13 +1,14 @@
+import { gatewayEnv, startGateway } from "@rowbase/gateway";
+import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type Cache,
   createBus,
   createCache,
+  createLogger,
   createServiceClient,
   type EventBus,
   type Logger,
 } from "@rowbase/kit";
-import { gatewayEnv, startGateway } from "@rowbase/gateway";
-import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 
 export interface SystemOptions {
@@ -38,7 +39,10 @@ export interface RunningSystem {
  */
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
   const { logger } = options;
-  const cache = createCache(options.redisUrl, options.namespace ? `${options.namespace}:` : undefined);
+  const cache = createCache(
+    options.redisUrl,
+    options.namespace ? `${options.namespace}:` : undefined,
+  );
   const bus = await createBus(options.natsUrl, logger, options.namespace);
   const shared = {
     ...options.env,
@@ -53,13 +57,17 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   await migrateIdentity(options.databaseUrl);
   const identity = await startIdentity(
     identityEnv.parse({ ...shared, JWT_SIGNING_KEYS: options.jwtSigningKeys }),
-    { logger: logger.child({ service: "identity" }), cache },
+    { logger: createLogger("identity", logger.level), cache },
   );
   const identityUrl = `http://127.0.0.1:${identity.server.port}`;
 
   const gateway = await startGateway({
-    config: gatewayEnv.parse({ ...shared, PORT: String(options.port), IDENTITY_GRPC_URL: identityUrl }),
-    logger: logger.child({ service: "gateway" }),
+    config: gatewayEnv.parse({
+      ...shared,
+      PORT: String(options.port),
+      IDENTITY_GRPC_URL: identityUrl,
+    }),
+    logger: createLogger("gateway", logger.level),
     cache,
     identity: createServiceClient(IdentityService, identityUrl),
     healthTargets: [{ name: "identity", url: identityUrl }],

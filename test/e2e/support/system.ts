@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { generateSigningKey } from "@rowbase/identity";
 import { createLogger } from "@rowbase/kit";
-import { createTestDatabase, type MailCatcher, startMailCatcher, testInfra, uniqueName } from "@rowbase/kit/testing";
+import {
+  createTestDatabase,
+  type MailCatcher,
+  startMailCatcher,
+  testInfra,
+  uniqueName,
+} from "@rowbase/kit/testing";
 import { type RunningSystem, startSystem } from "@rowbase/standalone";
 
 export interface TestSystem {

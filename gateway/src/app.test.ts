@@ -1,0 +1,530 @@
+import net from "node:net";
+import { createLogger, createServiceClient, MemoryCache } from "@rowbase/kit";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { SignJWT, UnsecuredJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadGatewayConfig } from "./config.js";
+import { JSON_BODY_LIMIT_BYTES } from "./http/json-body.js";
+import { type RunningGateway, startGateway } from "./start-gateway.js";
+
+/**
+ * The gateway over real HTTP on a free port. No service runs behind it: the identity URL points
+ * at a closed port, so everything decided before a service call is tested here, and a call
+ * shows how an unreachable service is answered. Flows through the running system are the
+ * e2e tests' job.
+ */
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface TestGateway {
+  url: string;
+  running: RunningGateway;
+}
+
+async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
+  const identityUrl = `http://127.0.0.1:${await closedPort()}`;
+  const config = loadGatewayConfig({
+    IDENTITY_GRPC_URL: identityUrl,
+    INTERNAL_JWT_SECRET: "test-secret-test-secret-test-secret",
+    LOG_LEVEL: "silent",
+    ...env,
+  });
+  const running = await startGateway(
+    {
+      config,
+      logger: createLogger("gateway", "silent"),
+      cache: new MemoryCache(),
+      identity: createServiceClient(IdentityService, identityUrl),
+      healthTargets: [{ name: "identity", url: identityUrl }],
+    },
+    { port: 0, host: "127.0.0.1" },
+  );
+  return { url: `http://127.0.0.1:${running.port}`, running };
+}
+
+async function call(
+  gw: TestGateway,
+  path: string,
+  init: RequestInit & { json?: unknown } = {},
+): Promise<{ status: number; headers: Headers; body: unknown; text: string }> {
+  const { json, ...rest } = init;
+  const response = await fetch(gw.url + path, {
+    ...rest,
+    ...(json !== undefined
+      ? {
+          body: JSON.stringify(json),
+          headers: { "content-type": "application/json", ...rest.headers },
+        }
+      : {}),
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: response.status, headers: response.headers, body, text };
+}
+
+const validation = (method: string, path: string, extra: unknown[]) => ({
+  status_code: 400,
+  detail: `Validation failed for ${method} ${path}`,
+  extra,
+});
+
+describe("the gateway over HTTP", () => {
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    gw = await gateway({ RATE_LIMITS: "off" });
+  });
+
+  afterAll(async () => {
+    await gw.running.close();
+  });
+
+  describe("request ids", () => {
+    it("echoes a sane X-Request-Id and generates one otherwise", async () => {
+      const echoed = await call(gw, "/health", { headers: { "x-request-id": "trace-123.abc" } });
+      expect(echoed.headers.get("x-request-id")).toBe("trace-123.abc");
+      const generated = await call(gw, "/health");
+      expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const insane = await call(gw, "/health", { headers: { "x-request-id": "a b<script>" } });
+      expect(insane.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const long = await call(gw, "/health", { headers: { "x-request-id": "x".repeat(200) } });
+      expect(long.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    it("is on error responses too", async () => {
+      const missing = await call(gw, "/nowhere", { headers: { "x-request-id": "req-404" } });
+      expect(missing.status).toBe(404);
+      expect(missing.headers.get("x-request-id")).toBe("req-404");
+    });
+  });
+
+  describe("routing", () => {
+    it("answers an unknown route 404 not_found", async () => {
+      const response = await call(gw, "/no/such/route", { method: "POST" });
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({ message: "not_found", data: {} });
+    });
+
+    it("answers a known path with the wrong method 405 method_not_allowed with Allow", async () => {
+      for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {
+        const response = await call(gw, "/auth/login", { method });
+        expect(response.status).toBe(405);
+        expect(response.body).toEqual({ message: "method_not_allowed", data: {} });
+        expect(response.headers.get("allow")).toBe("POST, OPTIONS");
+      }
+      const current = await call(gw, "/auth/current", { method: "POST" });
+      expect(current.status).toBe(405);
+      expect(current.headers.get("allow")).toBe("HEAD, GET, OPTIONS");
+    });
+
+    it("answers OPTIONS on a known path with Allow", async () => {
+      const response = await call(gw, "/auth/login", { method: "OPTIONS" });
+      expect(response.status).toBe(204);
+      expect(response.headers.get("allow")).toBe("POST, OPTIONS");
+    });
+  });
+
+  describe("credentials in the query string", () => {
+    it("are refused with the validation envelope naming the parameter, on every path", async () => {
+      for (const [parameter, path, method] of [
+        ["token", "/auth/current", "GET"],
+        ["access_token", "/auth/login", "POST"],
+        ["api_key", "/health", "GET"],
+        ["token", "/no/such/route", "GET"],
+      ] as const) {
+        const response = await call(gw, `${path}?${parameter}=secret`, { method });
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual(
+          validation(method, path, [
+            {
+              key: parameter,
+              message:
+                "credentials are not accepted in the query string; use the Authorization header",
+              source: "query",
+            },
+          ]),
+        );
+      }
+    });
+
+    it("are checked before authentication and body validation", async () => {
+      const response = await call(gw, "/auth/login?token=x", { method: "POST", body: "{bad" });
+      expect((response.body as { extra: { key: string }[] }).extra).toEqual([
+        expect.objectContaining({ key: "token", source: "query" }),
+      ]);
+    });
+  });
+
+  describe("body validation", () => {
+    it("lists every bad, missing and unknown key with its source", async () => {
+      const response = await call(gw, "/auth/register", {
+        method: "POST",
+        json: { email: "not-an-email", password: "short", name: "  ", admin: true },
+      });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(
+        validation("POST", "/auth/register", [
+          { key: "email", message: "must be a valid e-mail address", source: "body" },
+          { key: "password", message: "must be 8-128 characters", source: "body" },
+          { key: "name", message: "must be 1-100 characters", source: "body" },
+          { key: "admin", message: "is not allowed", source: "body" },
+        ]),
+      );
+    });
+
+    it("checks each account body by SPEC section 4", async () => {
+      const cases: [string, unknown, unknown[]][] = [
+        [
+          "/auth/register",
+          { email: "a@example.com", password: "x".repeat(129), name: "Ann\u0007" },
+          [
+            { key: "password", message: "must be 8-128 characters", source: "body" },
+            { key: "name", message: "must not contain control characters", source: "body" },
+          ],
+        ],
+        [
+          "/auth/verify_email",
+          { email: "a@example.com", code: "12345a" },
+          [{ key: "code", message: "must be 6 digits", source: "body" }],
+        ],
+        ["/auth/resend_code", {}, [{ key: "email", message: "is required", source: "body" }]],
+        [
+          "/auth/login",
+          { email: 5, password: "12345678" },
+          [{ key: "email", message: "must be a string", source: "body" }],
+        ],
+        [
+          "/auth/refresh",
+          { refresh_token: "" },
+          [{ key: "refresh_token", message: "is required", source: "body" }],
+        ],
+        [
+          "/auth/refresh",
+          { refresh_token: "r".repeat(201) },
+          [{ key: "refresh_token", message: "must be at most 200 characters", source: "body" }],
+        ],
+      ];
+      for (const [path, json, extra] of cases) {
+        const response = await call(gw, path, { method: "POST", json });
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 400,
+          body: validation("POST", path, extra),
+        });
+      }
+    });
+
+    it("refuses malformed JSON, a wrong content type, a non-object and a missing body", async () => {
+      const cases: [RequestInit, unknown[]][] = [
+        [
+          { body: '{"email": ', headers: { "content-type": "application/json" } },
+          [{ key: "body", message: "is not valid JSON", source: "body" }],
+        ],
+        [
+          {
+            body: "email=a@example.com",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+          },
+          [{ key: "content-type", message: "must be application/json", source: "header" }],
+        ],
+        [
+          { body: "[1,2]", headers: { "content-type": "application/json" } },
+          [{ key: "body", message: "must be a JSON object", source: "body" }],
+        ],
+        [
+          { body: '"a string"', headers: { "content-type": "application/json" } },
+          [{ key: "body", message: "is not valid JSON", source: "body" }],
+        ],
+        [{}, [{ key: "body", message: "a JSON object body is required", source: "body" }]],
+      ];
+      for (const [init, extra] of cases) {
+        const response = await call(gw, "/auth/login", { method: "POST", ...init });
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual(validation("POST", "/auth/login", extra));
+      }
+    });
+
+    it("refuses unknown query parameters", async () => {
+      const response = await call(gw, "/health?verbose=1");
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual(
+        validation("GET", "/health", [
+          { key: "verbose", message: "is not allowed", source: "query" },
+        ]),
+      );
+    });
+
+    it("answers a JSON body over 1 MiB with 413 payload_too_large", async () => {
+      const padding = "x".repeat(JSON_BODY_LIMIT_BYTES);
+      const response = await call(gw, "/auth/login", {
+        method: "POST",
+        json: { email: "a@example.com", password: padding },
+      });
+      expect(response.status).toBe(413);
+      expect(response.body).toEqual({ message: "payload_too_large", data: {} });
+    });
+
+    it("normalises the e-mail before the service is asked (then 503: identity is down)", async () => {
+      const response = await call(gw, "/auth/login", {
+        method: "POST",
+        json: { email: "  Ann@Example.COM ", password: "12345678" },
+      });
+      expect(response.status).toBe(503);
+      expect(response.body).toEqual({ message: "service_unavailable", data: {} });
+    });
+  });
+
+  describe("authentication", () => {
+    it("answers 401 unauthorized without a valid bearer, before looking at the body", async () => {
+      const none = new UnsecuredJWT({ sid: "s" }).setIssuer("rowbase").setSubject("1").encode();
+      const hs256 = await new SignJWT({ sid: "s" })
+        .setProtectedHeader({ alg: "HS256", kid: "k" })
+        .setIssuer("rowbase")
+        .setSubject("1")
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode("test-secret-test-secret-test-secret"));
+      const headers: (Record<string, string> | undefined)[] = [
+        undefined,
+        { authorization: "" },
+        { authorization: "Basic YTpi" },
+        { authorization: "Bearer" },
+        { authorization: "Bearer not-a-jwt" },
+        { authorization: `Bearer rb_${"a".repeat(40)}` },
+        { authorization: `Bearer ${none}` },
+        { authorization: `Bearer ${hs256}` },
+      ];
+      for (const header of headers) {
+        for (const [method, path] of [
+          ["GET", "/auth/current"],
+          ["POST", "/auth/logout"],
+        ]) {
+          const body = method === "POST" ? "{bad" : undefined;
+          const response = await call(gw, path ?? "", { method, headers: header, body });
+          expect({ header, path, status: response.status }).toEqual({ header, path, status: 401 });
+          expect(response.body).toEqual({ message: "unauthorized", data: {} });
+          expect(response.headers.get("www-authenticate")).toBe('Bearer realm="rowbase"');
+        }
+      }
+    });
+
+    it("answers 503 when the keys to check a well-formed token cannot be fetched", async () => {
+      const header = Buffer.from(JSON.stringify({ alg: "EdDSA", kid: "k1" })).toString("base64url");
+      const response = await call(gw, "/auth/current", {
+        headers: { authorization: `Bearer ${header}.e30.c2ln` },
+      });
+      expect(response.status).toBe(503);
+      expect(response.body).toEqual({ message: "service_unavailable", data: {} });
+    });
+  });
+
+  describe("health", () => {
+    it("answers /health with the empty success", async () => {
+      const response = await call(gw, "/health");
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ message: "success", data: {} });
+      expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    });
+
+    it("answers /health/ready 503 naming the services that do not answer", async () => {
+      const response = await call(gw, "/health/ready");
+      expect(response.status).toBe(503);
+      expect(response.body).toEqual({
+        message: "service_unavailable",
+        data: { failing: ["identity"] },
+      });
+    });
+  });
+
+  describe("/openapi.json", () => {
+    let document: {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+      components: { schemas: Record<string, Record<string, unknown>> };
+    };
+
+    beforeAll(async () => {
+      const response = await call(gw, "/openapi.json");
+      expect(response.status).toBe(200);
+      document = response.body as typeof document;
+    });
+
+    it("is a valid OpenAPI 3.1 document, version 1.0.0", async () => {
+      expect(document.openapi).toBe("3.1.0");
+      expect(document.info.version).toBe("1.0.0");
+      const result = await new Validator().validate(document);
+      expect(result.errors).toBeUndefined();
+      expect(result.valid).toBe(true);
+    });
+
+    it("resolves every $ref to a component", () => {
+      const refs = JSON.stringify(document).match(/"\$ref":"[^"]+"/g) ?? [];
+      expect(refs.length).toBeGreaterThan(0);
+      for (const ref of refs) {
+        const name = ref.slice('"$ref":"#/components/schemas/'.length, -1);
+        expect(document.components.schemas, ref).toHaveProperty([name]);
+      }
+    });
+
+    it("lists every account route with the schema that validates its body", () => {
+      const bodies: [string, string, string, string[]][] = [
+        ["/auth/register", "post", "AuthRegisterSchema", ["email", "password"]],
+        ["/auth/verify_email", "post", "VerifyEmailSchema", ["email", "code"]],
+        ["/auth/resend_code", "post", "ResendCodeSchema", ["email"]],
+        ["/auth/login", "post", "AuthLoginSchema", ["email", "password"]],
+        ["/auth/refresh", "post", "AuthRefreshSchema", ["refresh_token"]],
+      ];
+      for (const [path, method, schemaName, required] of bodies) {
+        const operation = document.paths[path]?.[method];
+        expect(operation, `${method} ${path}`).toBeDefined();
+        expect(operation?.requestBody).toEqual({
+          required: true,
+          content: {
+            "application/json": { schema: { $ref: `#/components/schemas/${schemaName}` } },
+          },
+        });
+        const schema = document.components.schemas[schemaName];
+        expect(schema).toMatchObject({ type: "object", required, additionalProperties: false });
+      }
+      expect(document.components.schemas.AuthRegisterSchema).toMatchObject({
+        properties: {
+          password: { type: "string", minLength: 8, maxLength: 128 },
+          name: { type: "string", minLength: 1, maxLength: 100 },
+        },
+      });
+      expect(document.paths["/auth/current"]?.get).toMatchObject({
+        security: [{ bearerAuth: [] }],
+      });
+      expect(document.paths["/auth/logout"]?.post).toMatchObject({
+        security: [{ bearerAuth: [] }],
+      });
+      expect(Object.keys(document.paths)).toEqual(
+        expect.arrayContaining(["/health", "/health/ready"]),
+      );
+    });
+
+    it("documents the success and error envelopes of each route", () => {
+      const login = document.paths["/auth/login"]?.post?.responses as Record<string, unknown>;
+      expect(login[200]).toMatchObject({
+        content: {
+          "application/json": { schema: { $ref: "#/components/schemas/AuthTokenResponse" } },
+        },
+      });
+      expect(Object.keys(login).sort()).toEqual(["200", "400", "401", "413", "429", "500", "503"]);
+      expect(JSON.stringify(login[400])).toContain("email_not_verified");
+      expect(JSON.stringify(login[400])).toContain("ValidationError");
+      expect(JSON.stringify(login[401])).toContain("invalid_credentials");
+      expect(document.components.schemas.AuthToken).toMatchObject({
+        required: expect.arrayContaining([
+          "access_token",
+          "refresh_token",
+          "token_type",
+          "expires_in",
+          "user",
+        ]),
+      });
+    });
+  });
+
+  describe("/docs", () => {
+    it("serves Swagger UI from the package, pointed at /openapi.json", async () => {
+      const page = await call(gw, "/docs");
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+      const scripts = [...page.text.matchAll(/(?:src|href)="(\/docs\/[^"]+)"/g)].map((m) => m[1]);
+      expect(scripts).toContain("/docs/swagger-ui-bundle.js");
+      for (const asset of scripts) {
+        const response = await fetch(gw.url + asset);
+        expect({ asset, status: response.status }).toEqual({ asset, status: 200 });
+        await response.arrayBuffer();
+      }
+      const initializer = await call(gw, "/docs/initializer.js");
+      expect(initializer.text).toContain('url: "/openapi.json"');
+    });
+
+    it("serves no other file", async () => {
+      expect((await call(gw, "/docs/package.json")).status).toBe(404);
+      expect((await call(gw, "/docs/..%2Fpackage.json")).status).toBe(404);
+    });
+  });
+});
+
+describe("rate limits over HTTP", () => {
+  it("answers 429 too_many_requests with Retry-After past the limit", async () => {
+    const gw = await gateway({ RATE_LIMITS: "auth_register_ip=2/60" });
+    try {
+      const statuses: number[] = [];
+      let last: Awaited<ReturnType<typeof call>> | undefined;
+      for (let i = 0; i < 3; i++) {
+        last = await call(gw, "/auth/register", { method: "POST", json: {} });
+        statuses.push(last.status);
+      }
+      // Counted before validation: refused bodies use up the allowance too.
+      expect(statuses).toEqual([400, 400, 429]);
+      expect(last?.body).toEqual({ message: "too_many_requests", data: {} });
+      expect(Number(last?.headers.get("retry-after"))).toBeGreaterThan(0);
+      // Other limits keep their own count.
+      expect((await call(gw, "/auth/resend_code", { method: "POST", json: {} })).status).toBe(400);
+    } finally {
+      await gw.running.close();
+    }
+  });
+
+  it("limits login per e-mail across client IPs", async () => {
+    const gw = await gateway({
+      RATE_LIMITS: "auth_login_ip=off,auth_login_email=1/60",
+      TRUSTED_PROXIES: "127.0.0.1",
+    });
+    try {
+      const login = (ip: string, email: string) =>
+        call(gw, "/auth/login", {
+          method: "POST",
+          headers: { "x-forwarded-for": ip },
+          json: { email, password: "12345678" },
+        });
+      expect((await login("198.51.100.1", "ann@example.com")).status).toBe(503);
+      const second = await login("198.51.100.2", " ANN@example.com");
+      expect(second.status).toBe(429);
+      expect((await login("198.51.100.2", "bob@example.com")).status).toBe(503);
+    } finally {
+      await gw.running.close();
+    }
+  });
+
+  it("keys on X-Forwarded-For only behind a trusted proxy", async () => {
+    const register = (gw: TestGateway, ip: string) =>
+      call(gw, "/auth/register", {
+        method: "POST",
+        headers: { "x-forwarded-for": ip },
+        json: {},
+      });
+    const trusting = await gateway({
+      RATE_LIMITS: "auth_register_ip=1/60",
+      TRUSTED_PROXIES: "127.0.0.1",
+    });
+    const untrusting = await gateway({ RATE_LIMITS: "auth_register_ip=1/60" });
+    try {
+      expect((await register(trusting, "198.51.100.1")).status).toBe(400);
+      expect((await register(trusting, "198.51.100.2")).status).toBe(400);
+      expect((await register(trusting, "198.51.100.1")).status).toBe(429);
+
+      expect((await register(untrusting, "198.51.100.1")).status).toBe(400);
+      expect((await register(untrusting, "198.51.100.2")).status).toBe(429);
+    } finally {
+      await trusting.running.close();
+      await untrusting.running.close();
+    }
+  });
+});

@@ -1,0 +1,82 @@
+import type { Client } from "@connectrpc/connect";
+import { Router } from "@koa/router";
+import type { Cache, Logger } from "@rowbase/kit";
+import type { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import Koa from "koa";
+import { SessionAuthenticator } from "./auth/authenticate.js";
+import { SessionTokenVerifier } from "./auth/session-token-verifier.js";
+import type { GatewayConfig } from "./config.js";
+import { errorMiddleware } from "./errors/error-middleware.js";
+import type { GatewayState } from "./gateway-context.js";
+import { clientIpResolver } from "./http/client-ip.js";
+import { accessLog } from "./middleware/access-log.js";
+import { refuseQueryCredentials } from "./middleware/query-credentials.js";
+import { requestId } from "./middleware/request-id.js";
+import { routeFallback } from "./middleware/route-fallback.js";
+import { RateLimits } from "./rate-limit/rate-limits.js";
+import { authRoutes } from "./routes/auth/auth-routes.js";
+import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
+import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
+import { buildOpenApiDocument } from "./routing/openapi.js";
+import type { Route } from "./routing/route.js";
+import { mountRoutes } from "./routing/route-pipeline.js";
+
+/** What the gateway is built from; the caller owns these and closes them. */
+export interface GatewayDeps {
+  config: GatewayConfig;
+  logger: Logger;
+  /** Shared with the identity service: revoked-session marks are read from it. */
+  cache: Cache;
+  identity: Client<typeof IdentityService>;
+  /** The services /health/ready checks over grpc.health.v1. */
+  healthTargets: HealthTarget[];
+}
+
+/** Every REST route the gateway serves, in the order the document lists them. */
+export function gatewayRoutes(deps: Pick<GatewayDeps, "config" | "identity" | "healthTargets">) {
+  return [
+    ...authRoutes({
+      identity: deps.identity,
+      accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
+    }),
+    ...healthRoutes(deps.healthTargets),
+  ] satisfies Route[];
+}
+
+/**
+ * The gateway as a Koa app that does not listen, so tests and the one-process launcher can
+ * mount it themselves. Order matters: the request id first (every response carries it), the
+ * access log around the one error middleware (it sees the final status), the query-credential
+ * refusal before any route, the routes, and the 404/405 fallback last.
+ */
+export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
+  const { config, logger, cache, identity } = deps;
+  const verifier = new SessionTokenVerifier(
+    async () => {
+      const { keys } = await identity.getJwks({}, { timeoutMs: 5_000 });
+      return keys.map(({ kid, kty, crv, x, alg, use }) => ({ kid, kty, crv, x, alg, use }));
+    },
+    { logger },
+  );
+  const routes = gatewayRoutes(deps);
+  const router = new Router<GatewayState>();
+  mountRoutes(router, routes, {
+    rateLimits: new RateLimits(config.RATE_LIMITS, cache),
+    authenticator: new SessionAuthenticator(verifier, cache),
+    clientIp: clientIpResolver(config.TRUSTED_PROXIES),
+    internalSecret: config.INTERNAL_JWT_SECRET,
+  });
+  mountDocsRoutes(router, () =>
+    buildOpenApiDocument(routes, { serverUrl: config.PUBLIC_BASE_URL }),
+  );
+
+  const app = new Koa<GatewayState>();
+  app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));
+  app.use(requestId(logger));
+  app.use(accessLog());
+  app.use(errorMiddleware());
+  app.use(refuseQueryCredentials());
+  app.use(router.routes());
+  app.use(routeFallback());
+  return app;
+}

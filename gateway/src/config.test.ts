@@ -1,0 +1,70 @@
+import { ConfigError } from "@rowbase/kit";
+import { describe, expect, it } from "vitest";
+import { loadGatewayConfig } from "./config.js";
+import { DEFAULT_RATE_LIMITS } from "./rate-limit/rate-limit-settings.js";
+
+const base = {
+  IDENTITY_GRPC_URL: "http://127.0.0.1:50051",
+  INTERNAL_JWT_SECRET: "x".repeat(32),
+};
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadGatewayConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("gateway configuration", () => {
+  it("fills the documented defaults", () => {
+    const config = loadGatewayConfig(base);
+    expect(config.PORT).toBe(8080);
+    expect(config.PUBLIC_BASE_URL).toBe("http://localhost:8080");
+    expect(config.TRUSTED_PROXIES).toEqual([]);
+    expect(config.REDIS_URL).toBeUndefined();
+    expect(config.LOG_LEVEL).toBe("info");
+    expect(config.RATE_LIMITS).toEqual(DEFAULT_RATE_LIMITS);
+    expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
+  });
+
+  it("reads every variable", () => {
+    const config = loadGatewayConfig({
+      ...base,
+      PORT: "0",
+      PUBLIC_BASE_URL: "https://api.example.com/",
+      TRUSTED_PROXIES: "10.0.0.0/8, 127.0.0.1,loopback",
+      REDIS_URL: "redis://127.0.0.1:6379",
+      LOG_LEVEL: "warn",
+      RATE_LIMITS: "auth_login_ip=1/1",
+      ACCESS_TOKEN_TTL_SECONDS: "60",
+    });
+    expect(config.PORT).toBe(0);
+    expect(config.PUBLIC_BASE_URL).toBe("https://api.example.com");
+    expect(config.TRUSTED_PROXIES).toEqual(["10.0.0.0/8", "127.0.0.1", "loopback"]);
+    expect(config.REDIS_URL).toBe("redis://127.0.0.1:6379");
+    expect(config.RATE_LIMITS.auth_login_ip).toEqual({ points: 1, seconds: 1 });
+    expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(60);
+  });
+
+  it("lists every bad value at once", () => {
+    const problems = problemsOf({
+      INTERNAL_JWT_SECRET: "short",
+      PUBLIC_BASE_URL: "ftp://example.com",
+      TRUSTED_PROXIES: "10.0.0.0/8,not-an-ip",
+      RATE_LIMITS: "nope=1/1",
+    });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^IDENTITY_GRPC_URL:/),
+        expect.stringMatching(/^INTERNAL_JWT_SECRET: must be at least 32 characters/),
+        expect.stringMatching(/^PUBLIC_BASE_URL:/),
+        expect.stringMatching(/^TRUSTED_PROXIES: 'not-an-ip'/),
+        expect.stringMatching(/^RATE_LIMITS: unknown rate limit 'nope'/),
+      ]),
+    );
+    expect(problems).toHaveLength(5);
+  });
+});

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { itemsFromIssues, validationEnvelope } from "./validation-failed.js";
+
+const schema = z.strictObject({
+  email: z.string().email({ message: "must be a valid e-mail address" }),
+  age: z.number().int(),
+  nested: z.strictObject({ flag: z.boolean() }).optional(),
+});
+
+function itemsOf(value: unknown, source: "body" | "query" = "body") {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) throw new Error("expected a failure");
+  return itemsFromIssues(result.error.issues, source);
+}
+
+describe("validation items", () => {
+  it("names missing, wrong-typed, malformed and unknown keys, one item each", () => {
+    expect(itemsOf({ email: "nope", nested: { flag: "yes", other: 1 }, color: "red" })).toEqual([
+      { key: "email", message: "must be a valid e-mail address", source: "body" },
+      { key: "age", message: "is required", source: "body" },
+      { key: "nested.flag", message: "must be a boolean", source: "body" },
+      { key: "nested.other", message: "is not allowed", source: "body" },
+      { key: "color", message: "is not allowed", source: "body" },
+    ]);
+  });
+
+  it("says what is wrong with a body that is not an object", () => {
+    expect(itemsOf(undefined)).toEqual([
+      { key: "body", message: "a JSON object body is required", source: "body" },
+    ]);
+    expect(itemsOf([1, 2])).toEqual([
+      { key: "body", message: "must be a JSON object", source: "body" },
+    ]);
+  });
+
+  it("keeps the source it is given", () => {
+    expect(itemsOf({ email: "a@b.co", age: "3" }, "query")).toEqual([
+      { key: "age", message: "must be a number", source: "query" },
+    ]);
+  });
+
+  it("builds the exact envelope of SPEC section 1", () => {
+    expect(
+      validationEnvelope("POST", "/database/create", [
+        { key: "name", message: "must be 1-100 characters", source: "body" },
+      ]),
+    ).toEqual({
+      status_code: 400,
+      detail: "Validation failed for POST /database/create",
+      extra: [{ key: "name", message: "must be 1-100 characters", source: "body" }],
+    });
+  });
+});

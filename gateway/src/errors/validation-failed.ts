@@ -1,0 +1,84 @@
+import type { z } from "zod";
+
+/** Where a refused value came from, as the validation envelope names it (SPEC section 1). */
+export type ValidationSource = "body" | "query" | "path" | "header";
+
+/** One entry of the validation envelope's `extra`. */
+export interface ValidationItem {
+  key: string;
+  message: string;
+  source: ValidationSource;
+}
+
+/** The exact 400 body of SPEC section 1. */
+export interface ValidationEnvelope {
+  status_code: 400;
+  detail: string;
+  extra: ValidationItem[];
+}
+
+/**
+ * A request the gateway refuses before any service sees it. It carries only the items; the
+ * error middleware adds the method and path, so every 400 of this shape is written in one place.
+ */
+export class ValidationFailed extends Error {
+  constructor(readonly items: ValidationItem[]) {
+    super(`validation failed: ${items.map((item) => `${item.source}.${item.key}`).join(", ")}`);
+    this.name = "ValidationFailed";
+  }
+
+  static of(source: ValidationSource, key: string, message: string): ValidationFailed {
+    return new ValidationFailed([{ key, message, source }]);
+  }
+}
+
+export function validationEnvelope(
+  method: string,
+  path: string,
+  items: ValidationItem[],
+): ValidationEnvelope {
+  return { status_code: 400, detail: `Validation failed for ${method} ${path}`, extra: items };
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "a boolean",
+  object: "an object",
+  array: "an array",
+};
+
+/**
+ * Turns zod issues into envelope items: one item per unknown key, "is required" for a missing
+ * value, and the schema's own message otherwise. Issues must come from a parse with
+ * `reportInput: true`, which is how a missing value is told from a wrong one.
+ */
+export function itemsFromIssues(
+  issues: readonly z.core.$ZodIssue[],
+  source: ValidationSource,
+): ValidationItem[] {
+  const items: ValidationItem[] = [];
+  for (const issue of issues) {
+    const path = issue.path.map(String);
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        items.push({ key: [...path, key].join("."), message: "is not allowed", source });
+      }
+      continue;
+    }
+    const key = path.length > 0 ? path.join(".") : source;
+    items.push({ key, message: messageOf(issue, path.length === 0, source), source });
+  }
+  return items;
+}
+
+function messageOf(issue: z.core.$ZodIssue, atRoot: boolean, source: ValidationSource): string {
+  if (issue.code !== "invalid_type") return issue.message;
+  const missing = issue.input === undefined;
+  if (atRoot && source === "body") {
+    return missing ? "a JSON object body is required" : "must be a JSON object";
+  }
+  if (missing) return "is required";
+  return `must be ${TYPE_NAMES[issue.expected] ?? issue.expected}`;
+}

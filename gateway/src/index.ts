@@ -1,0 +1,13 @@
+export { createGateway, type GatewayDeps, gatewayRoutes } from "./app.js";
+export { type GatewayConfig, gatewayEnv, loadGatewayConfig } from "./config.js";
+export { ERROR_STATUS, type ErrorCode, httpErrorOf } from "./errors/error-table.js";
+export {
+  DEFAULT_RATE_LIMITS,
+  parseRateLimits,
+  RATE_LIMIT_NAMES,
+  type RateLimitName,
+  type RateLimitSettings,
+} from "./rate-limit/rate-limit-settings.js";
+export type { HealthTarget } from "./routes/health/health-routes.js";
+export { buildOpenApiDocument } from "./routing/openapi.js";
+export { type RunningGateway, type StartGatewayOptions, startGateway } from "./start-gateway.js";

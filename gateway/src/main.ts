@@ -1,0 +1,37 @@
+import { ConfigError, createCache, createLogger, createServiceClient } from "@rowbase/kit";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { loadGatewayConfig } from "./config.js";
+import { startGateway } from "./start-gateway.js";
+
+/** Runs the gateway alone, configured by environment (as in Kubernetes). */
+async function main() {
+  const config = loadGatewayConfig();
+  const logger = createLogger("gateway", config.LOG_LEVEL);
+  const cache = createCache(config.REDIS_URL);
+  const identity = createServiceClient(IdentityService, config.IDENTITY_GRPC_URL);
+  const gateway = await startGateway({
+    config,
+    logger,
+    cache,
+    identity,
+    healthTargets: [{ name: "identity", url: config.IDENTITY_GRPC_URL }],
+  });
+  logger.info({ port: gateway.port }, "gateway listening");
+  const shutdown = async () => {
+    logger.info("shutting down");
+    await gateway.close();
+    await cache.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(`gateway failed to start: ${(error as Error).stack ?? error}\n`);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+
+/**
+ * How protobuf values are written in REST responses (SPEC section 1): int64 ids as JSON numbers
+ * (ids stay below 2^53), times as RFC 3339 UTC with milliseconds.
+ */
+export function idOf(id: bigint): number {
+  if (id > BigInt(Number.MAX_SAFE_INTEGER) || id < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw new Error(`id ${id} does not fit a JSON number`);
+  }
+  return Number(id);
+}
+
+export function timeOf(timestamp: Timestamp | undefined): string {
+  if (!timestamp) throw new Error("a required timestamp is missing from the service's answer");
+  return timestampDate(timestamp).toISOString();
+}
+
+/** A message field the contract always fills; its absence is a service bug (500, logged). */
+export function required<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`${what} is missing from the service's answer`);
+  return value;
+}

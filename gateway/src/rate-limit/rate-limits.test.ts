@@ -1,0 +1,90 @@
+import { Code, ConnectError, errorInfoOf, MemoryCache, RedisCache } from "@rowbase/kit";
+import { testInfra, uniqueName } from "@rowbase/kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./rate-limit-settings.js";
+import { RateLimits } from "./rate-limits.js";
+
+const settings: RateLimitSettings = {
+  ...DEFAULT_RATE_LIMITS,
+  auth_login_ip: { points: 2, seconds: 60 },
+  auth_login_email: null,
+};
+
+async function refusal(promise: Promise<unknown>): Promise<ConnectError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${error}`);
+  return error;
+}
+
+describe.each([
+  ["memory", async () => new MemoryCache()],
+  [
+    "redis",
+    async () => RedisCache.connect((await testInfra()).redisUrl, `${uniqueName("gw_rl")}:`),
+  ],
+])("RateLimits on the %s store", (kind, makeCache) => {
+  let cache: MemoryCache | RedisCache;
+  let limits: RateLimits;
+
+  beforeAll(async () => {
+    cache = await makeCache();
+    limits = new RateLimits(settings, cache);
+  });
+
+  afterAll(async () => {
+    if (cache instanceof RedisCache) {
+      const keys = await cache.client.keys(`${cache.keyPrefix}*`);
+      if (keys.length > 0) await cache.client.del(...keys);
+    }
+    await cache.close();
+  });
+
+  it("lets the configured number through, then answers too_many_requests with retry_after", async () => {
+    await limits.consume("auth_login_ip", "10.0.0.1");
+    await limits.consume("auth_login_ip", "10.0.0.1");
+    const error = await refusal(limits.consume("auth_login_ip", "10.0.0.1"));
+    expect(error.code).toBe(Code.ResourceExhausted);
+    const info = errorInfoOf(error);
+    expect(info?.reason).toBe("too_many_requests");
+    const retryAfter = Number(info?.metadata.retry_after);
+    expect(retryAfter).toBeGreaterThanOrEqual(59);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+  });
+
+  it("counts each key on its own", async () => {
+    await limits.consume("auth_login_ip", "10.0.0.2");
+    await limits.consume("auth_login_ip", "10.0.0.2");
+    await limits.consume("auth_login_ip", "10.0.0.3");
+  });
+
+  it("never refuses under a limit that is off", async () => {
+    for (let i = 0; i < 20; i++) await limits.consume("auth_login_email", "a@example.com");
+  });
+
+  if (kind === "redis") {
+    it("keeps its keys under the cache's prefix", async () => {
+      const redis = cache as RedisCache;
+      const keys = await redis.client.keys(`${redis.keyPrefix}rl:auth_login_ip:*`);
+      expect(keys.length).toBeGreaterThan(0);
+    });
+  }
+});
+
+describe("RateLimits when Redis cannot be reached", () => {
+  it("answers Unavailable (503) instead of letting requests through", async () => {
+    const cache = RedisCache.connect("redis://127.0.0.1:1", `${uniqueName("gw_rl")}:`);
+    // Expected connection errors; without a listener ioredis prints each one.
+    cache.client.on("error", () => {});
+    try {
+      const error = await refusal(
+        new RateLimits(settings, cache).consume("auth_login_ip", "10.0.0.4"),
+      );
+      expect(error.code).toBe(Code.Unavailable);
+    } finally {
+      cache.client.disconnect();
+    }
+  });
+});

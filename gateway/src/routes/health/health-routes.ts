@@ -1,0 +1,73 @@
+import { Code, createServiceClient, domainError, REQUEST_ID_HEADER } from "@rowbase/kit";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "@rowbase/proto/grpc/health/v1/health_pb";
+import { defineRoute, type Route } from "../../routing/route.js";
+
+/** A service /health/ready checks, by its gRPC base URL. */
+export interface HealthTarget {
+  name: string;
+  url: string;
+}
+
+/** A readiness probe must answer well within a Kubernetes probe's timeout. */
+const CHECK_TIMEOUT_MS = 2_000;
+
+const tags = ["Health"];
+
+/** SPEC section 12: liveness of the gateway itself, readiness of what it depends on. */
+export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
+  const checks = targets.map((target) => ({
+    name: target.name,
+    client: createServiceClient(Health, target.url),
+  }));
+  return [
+    defineRoute({
+      method: "GET",
+      path: "/health",
+      operationId: "health",
+      summary: "The gateway is running",
+      tags,
+      auth: "none",
+      async handle() {
+        return {};
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      path: "/health/ready",
+      operationId: "healthReady",
+      summary: "Every service the gateway depends on answers its gRPC health check",
+      description:
+        "503 `service_unavailable` with `data.failing` naming the services that did not answer SERVING.",
+      tags,
+      auth: "none",
+      async handle({ ctx }) {
+        const results = await Promise.all(
+          checks.map(async ({ name, client }) => {
+            try {
+              const { status } = await client.check(
+                { service: "" },
+                {
+                  timeoutMs: CHECK_TIMEOUT_MS,
+                  headers: { [REQUEST_ID_HEADER]: ctx.state.requestId },
+                },
+              );
+              return status === ServingStatus.SERVING ? undefined : name;
+            } catch {
+              return name;
+            }
+          }),
+        );
+        const failing = results.filter((name) => name !== undefined);
+        if (failing.length > 0) {
+          throw domainError(Code.Unavailable, "service_unavailable", {
+            failing: JSON.stringify(failing),
+          });
+        }
+        return {};
+      },
+    }),
+  ];
+}

@@ -1,0 +1,235 @@
+import { z } from "zod";
+import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
+import { requestSchemas, responseSchemas, schemaIdOf } from "./api-schemas.js";
+import type { Route } from "./route.js";
+
+type JsonSchema = Record<string, unknown>;
+type OpenApiDocument = Record<string, unknown>;
+
+export interface OpenApiOptions {
+  /** `PUBLIC_BASE_URL`: where the documented routes are served. */
+  serverUrl: string;
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (schema: JsonSchema) => ({ "application/json": { schema } });
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad request",
+  401: "Missing or invalid credential",
+  403: "Forbidden",
+  404: "Not found",
+  413: "Payload too large",
+  429: "Too many requests",
+  503: "A service the gateway depends on cannot be reached",
+};
+
+/**
+ * The OpenAPI 3.1 document of the given routes, generated from the zod schemas the pipeline
+ * validates with (zod's JSON Schema output is draft 2020-12, which OpenAPI 3.1 uses as is).
+ */
+export function buildOpenApiDocument(
+  routes: readonly Route[],
+  options: OpenApiOptions,
+): OpenApiDocument {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = operationOf(route);
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Rowbase API",
+      version: "1.0.0",
+      description:
+        "REST interface of Rowbase. Every response carries `X-Request-Id`. Credentials go in " +
+        "`Authorization: Bearer`, never in the query string.",
+    },
+    servers: [{ url: options.serverUrl }],
+    tags: [...new Set(routes.flatMap((route) => route.tags))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas: { ...registrySchemas(), ...envelopeSchemas(routes) },
+      securitySchemes: {
+        bearerAuth: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT",
+          description: "A session access token from login, verify_email or refresh.",
+        },
+      },
+    },
+  };
+}
+
+function operationOf(route: Route): Record<string, unknown> {
+  const parameters = [...parametersOf(route.query, "query"), ...parametersOf(route.params, "path")];
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: route.tags,
+    security: route.auth === "session" ? [{ bearerAuth: [] }] : [],
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(route.body
+      ? { requestBody: { required: true, content: json(schemaOf(route.body, "input")) } }
+      : {}),
+    responses: responsesOf(route),
+  };
+}
+
+function responsesOf(route: Route): Record<string, unknown> {
+  const dataId = route.response ? schemaIdOf(route.response) : undefined;
+  if (route.response && !dataId) {
+    throw new Error(`${route.operationId}: name its response schema with responseData()`);
+  }
+  const responses: Record<string, unknown> = {
+    200: {
+      description: "Success",
+      content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+    },
+  };
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of errorCodesOf(route)) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  // Every route can refuse its query string (unknown parameters, credentials) with 400.
+  byStatus.set(400, byStatus.get(400) ?? []);
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const domain = codes.length > 0 ? domainErrorSchema(codes) : undefined;
+    const schema =
+      status !== 400
+        ? domain
+        : domain
+          ? { oneOf: [ref("ValidationError"), domain] }
+          : ref("ValidationError");
+    responses[status] = {
+      description: describeStatus(status, codes),
+      ...(status === 429
+        ? {
+            headers: {
+              "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
+            },
+          }
+        : {}),
+      content: json(schema ?? {}),
+    };
+  }
+  responses[500] = { description: "Unexpected failure", content: json(ref("InternalError")) };
+  return responses;
+}
+
+function describeStatus(status: number, codes: ErrorCode[]): string {
+  const text = STATUS_TEXT[status] ?? "Error";
+  return codes.length > 0 ? `${text}: ${codes.map((code) => `\`${code}\``).join(", ")}` : text;
+}
+
+/** The route's own codes plus the ones its pipeline adds. */
+function errorCodesOf(route: Route): ErrorCode[] {
+  const codes = new Set<ErrorCode>(route.errors);
+  if (route.auth === "session") codes.add("unauthorized");
+  if (route.rateLimits.length > 0) codes.add("too_many_requests");
+  if (route.body) codes.add("payload_too_large");
+  codes.add("service_unavailable");
+  return [...codes];
+}
+
+function domainErrorSchema(codes: ErrorCode[]): JsonSchema {
+  return {
+    type: "object",
+    required: ["message", "data"],
+    properties: {
+      message: codes.length === 1 ? { const: codes[0] } : { type: "string", enum: codes },
+      data: { type: "object" },
+    },
+  };
+}
+
+function parametersOf(schema: z.ZodType | undefined, where: "query" | "path") {
+  if (!schema) return [];
+  const object = schemaOf(schema, "input");
+  const properties = (object.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((object.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, property]) => {
+    const { description, ...rest } = property;
+    return {
+      name,
+      in: where,
+      required: where === "path" || required.has(name),
+      ...(typeof description === "string" ? { description } : {}),
+      schema: rest,
+    };
+  });
+}
+
+/** A reference when the schema is named, else its JSON Schema inline. */
+function schemaOf(schema: z.ZodType, io: "input" | "output"): JsonSchema {
+  const id = schemaIdOf(schema);
+  if (id) return ref(id);
+  return withoutDialect(z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema);
+}
+
+function registrySchemas(): Record<string, JsonSchema> {
+  const uri = (id: string) => `#/components/schemas/${id}`;
+  const request = z.toJSONSchema(requestSchemas, { io: "input", uri, unrepresentable: "any" });
+  const response = z.toJSONSchema(responseSchemas, { io: "output", uri, unrepresentable: "any" });
+  const all = { ...request.schemas, ...response.schemas } as Record<string, JsonSchema>;
+  return Object.fromEntries(Object.entries(all).map(([id, s]) => [id, withoutDialect(s)]));
+}
+
+/** The shared envelopes, and `<id>Response` for each named success `data`. */
+function envelopeSchemas(routes: readonly Route[]): Record<string, JsonSchema> {
+  const success = (data: JsonSchema): JsonSchema => ({
+    type: "object",
+    required: ["message", "data"],
+    properties: { message: { const: "success" }, data },
+  });
+  const envelopes: Record<string, JsonSchema> = {
+    EmptyAPIResponse: success({ type: "object", maxProperties: 0 }),
+    ValidationError: {
+      type: "object",
+      required: ["status_code", "detail", "extra"],
+      properties: {
+        status_code: { const: 400 },
+        detail: { type: "string", examples: ["Validation failed for POST /auth/login"] },
+        extra: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["key", "message", "source"],
+            properties: {
+              key: { type: "string" },
+              message: { type: "string" },
+              source: { enum: ["body", "query", "path", "header"] },
+            },
+          },
+        },
+      },
+    },
+    InternalError: {
+      type: "object",
+      required: ["message", "data"],
+      properties: {
+        message: { const: "internal_error" },
+        data: {
+          type: "object",
+          required: ["request_id"],
+          properties: { request_id: { type: "string" } },
+        },
+      },
+    },
+  };
+  for (const route of routes) {
+    const id = route.response ? schemaIdOf(route.response) : undefined;
+    if (id) envelopes[`${id}Response`] = success(ref(id));
+  }
+  return envelopes;
+}
+
+function withoutDialect(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, $id: _id, ...rest } = schema;
+  return rest;
+}

@@ -1,0 +1,115 @@
+import type { IncomingMessage } from "node:http";
+import type { Router, RouterMiddleware } from "@koa/router";
+import { z } from "zod";
+import type { SessionAuthenticator, SessionCaller } from "../auth/authenticate.js";
+import { downstreamCallOptions } from "../auth/downstream-call.js";
+import {
+  itemsFromIssues,
+  ValidationFailed,
+  type ValidationItem,
+  type ValidationSource,
+} from "../errors/validation-failed.js";
+import type { GatewayContext, GatewayState } from "../gateway-context.js";
+import { readJsonBody } from "../http/json-body.js";
+import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
+import { RateLimits } from "../rate-limit/rate-limits.js";
+import type { Route } from "./route.js";
+
+export interface PipelineDeps {
+  rateLimits: RateLimits;
+  authenticator: SessionAuthenticator;
+  clientIp: (req: IncomingMessage) => string;
+  internalSecret: string;
+}
+
+/** A route without a query schema takes no query parameters at all. */
+const NO_QUERY = z.strictObject({});
+
+/** Registers each route on the router as its pipeline. */
+export function mountRoutes(
+  router: Router<GatewayState>,
+  routes: readonly Route[],
+  deps: PipelineDeps,
+): void {
+  for (const route of routes) {
+    router.register(route.path, [route.method], routePipeline(route, deps));
+  }
+}
+
+/**
+ * rate limit (per IP) -> authenticate -> rate limit (per user) -> validate -> rate limit (per
+ * e-mail) -> call -> present. A limit runs as soon as its key is known, so floods are counted
+ * before any work, yet a per-e-mail limit can read the validated address. Errors are not
+ * caught here: they travel to the one error middleware.
+ */
+export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddleware<GatewayState> {
+  const limits = (kind: RateLimitKeyKind) =>
+    route.rateLimits.filter((name) => RateLimits.keyKindOf(name) === kind);
+  const ipLimits = limits("ip");
+  const userLimits = limits("user");
+  const emailLimits = limits("email");
+  if (limits("token").length > 0) {
+    throw new Error(`${route.operationId}: per-token limits need API-token authentication`);
+  }
+  if (userLimits.length > 0 && route.auth !== "session") {
+    throw new Error(`${route.operationId}: a per-user limit needs an authenticated route`);
+  }
+
+  return async (ctx) => {
+    await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
+    const caller =
+      route.auth === "session"
+        ? await deps.authenticator.authenticate(ctx.get("authorization") || undefined)
+        : undefined;
+    if (caller) await consumeAll(deps, userLimits, caller.userId.toString());
+    const input = await validate(ctx, route);
+    if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
+    const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
+    const data = await route.handle({ ctx, ...input, caller: caller as SessionCaller, call });
+    ctx.status = 200;
+    ctx.body = { message: "success", data: data ?? {} };
+  };
+}
+
+async function consumeAll(deps: PipelineDeps, names: RateLimitName[], key: string) {
+  for (const name of names) await deps.rateLimits.consume(name, key);
+}
+
+/** A per-e-mail limit keys on the body's validated (lower-cased) `email`. */
+function emailOf(body: unknown): string {
+  const email = (body as { email?: unknown } | undefined)?.email;
+  if (typeof email !== "string") throw new Error("a per-e-mail limit needs an email in the body");
+  return email;
+}
+
+/** Parses query, path and body against the route's schemas, reporting every problem at once. */
+async function validate(ctx: GatewayContext, route: Route) {
+  const items: ValidationItem[] = [];
+  const query = parse(route.query ?? NO_QUERY, { ...ctx.query }, "query", items);
+  const params = route.params
+    ? parse(route.params, { ...(ctx as { params?: object }).params }, "path", items)
+    : undefined;
+  let body: unknown;
+  if (route.body) {
+    try {
+      body = parse(route.body, await readJsonBody(ctx), "body", items);
+    } catch (error) {
+      if (!(error instanceof ValidationFailed)) throw error;
+      items.push(...error.items);
+    }
+  }
+  if (items.length > 0) throw new ValidationFailed(items);
+  return { query, params, body };
+}
+
+function parse(
+  schema: z.ZodType,
+  value: unknown,
+  source: ValidationSource,
+  items: ValidationItem[],
+): unknown {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  items.push(...itemsFromIssues(result.error.issues, source));
+  return undefined;
+}

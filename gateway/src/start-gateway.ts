@@ -1,0 +1,44 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createGateway, type GatewayDeps } from "./app.js";
+
+export interface StartGatewayOptions {
+  /** Defaults to `config.PORT`; 0 picks a free port. */
+  port?: number;
+  /** Defaults to every interface. */
+  host?: string;
+}
+
+export interface RunningGateway {
+  port: number;
+  /** Stops taking connections and waits for running requests (at most 10 s). */
+  close(): Promise<void>;
+}
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/** Listens with the gateway's Koa app; for `main.ts`, the one-process launcher and e2e tests. */
+export async function startGateway(
+  deps: GatewayDeps,
+  options: StartGatewayOptions = {},
+): Promise<RunningGateway> {
+  const server = createServer(createGateway(deps).callback());
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? deps.config.PORT, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
