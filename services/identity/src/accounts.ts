@@ -5,6 +5,7 @@ import {
   LockMode,
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
+import type { Mailer } from "@rowbase/kit";
 import { type Cache, Code, domainError, type Orm } from "@rowbase/kit";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
@@ -12,7 +13,6 @@ import type { AccessTokenSigner } from "./domain/access-tokens.js";
 import { normalizeEmail } from "./domain/email.js";
 import { hashPassword, verifyPassword } from "./domain/passwords.js";
 import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
-import type { Mailer } from "./mailer.js";
 
 /** A code goes out at most once a minute per address. */
 const RESEND_INTERVAL_MS = 60_000;

@@ -1,5 +1,6 @@
 import {
   type Cache,
+  createMailer,
   createOrm,
   type GrpcServer,
   type Logger,
@@ -12,7 +13,6 @@ import { Accounts } from "./accounts.js";
 import type { IdentityConfig } from "./config.js";
 import { entities } from "./db/entities.js";
 import { AccessTokenSigner } from "./domain/access-tokens.js";
-import { createMailer } from "./mailer.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { createRoutes } from "./server.js";
 

@@ -10,6 +10,10 @@ describe("signed principal", () => {
     const token = { kind: "api_token", tokenId: 9n, organizationId: 3n, access: "read" } as const;
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, user))).toEqual(user);
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, token))).toEqual(token);
+    const service = { kind: "service", service: "gateway" } as const;
+    const operator = { kind: "operator", name: "admin-cli" } as const;
+    expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, service))).toEqual(service);
+    expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, operator))).toEqual(operator);
   });
 
   it("refuses another secret, tampering, expiry and other algorithms", async () => {

@@ -12,7 +12,11 @@ export const REQUEST_ID_HEADER = "x-request-id";
  */
 export type Principal =
   | { kind: "user"; userId: bigint; sessionId: string }
-  | { kind: "api_token"; tokenId: bigint; organizationId: bigint; access: "read" | "read_write" };
+  | { kind: "api_token"; tokenId: bigint; organizationId: bigint; access: "read" | "read_write" }
+  /** Another Rowbase process calling an internal RPC (GetMembership, ResolveApiToken, ...). */
+  | { kind: "service"; service: string }
+  /** A person operating the installation through the admin CLI (plan changes). */
+  | { kind: "operator"; name: string };
 
 const ISSUER = "rowbase-gateway";
 const LIFETIME_SECONDS = 60;
@@ -23,11 +27,7 @@ function keyOf(secret: string): Uint8Array {
 
 /** Signs a principal for one downstream call chain (HS256, 60 s). */
 export async function signPrincipal(secret: string, principal: Principal): Promise<string> {
-  const claims =
-    principal.kind === "user"
-      ? { k: "user", sid: principal.sessionId }
-      : { k: "api_token", org: principal.organizationId.toString(), acc: principal.access };
-  const subject = principal.kind === "user" ? principal.userId : principal.tokenId;
+  const [subject, claims] = claimsOf(principal);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: "HS256" })
     .setIssuer(ISSUER)
@@ -35,6 +35,22 @@ export async function signPrincipal(secret: string, principal: Principal): Promi
     .setIssuedAt()
     .setExpirationTime(`${LIFETIME_SECONDS}s`)
     .sign(keyOf(secret));
+}
+
+function claimsOf(principal: Principal): [string, Record<string, string>] {
+  switch (principal.kind) {
+    case "user":
+      return [principal.userId.toString(), { k: "user", sid: principal.sessionId }];
+    case "api_token":
+      return [
+        principal.tokenId.toString(),
+        { k: "api_token", org: principal.organizationId.toString(), acc: principal.access },
+      ];
+    case "service":
+      return [principal.service, { k: "service" }];
+    case "operator":
+      return [principal.name, { k: "operator" }];
+  }
 }
 
 /** Verifies a signed principal; anything forged, expired or malformed yields undefined. */
@@ -47,6 +63,8 @@ export async function verifyPrincipal(
       issuer: ISSUER,
       algorithms: ["HS256"],
     });
+    if (payload.k === "service" && payload.sub) return { kind: "service", service: payload.sub };
+    if (payload.k === "operator" && payload.sub) return { kind: "operator", name: payload.sub };
     const subject = BigInt(payload.sub ?? "");
     if (payload.k === "user" && typeof payload.sid === "string") {
       return { kind: "user", userId: subject, sessionId: payload.sid };
@@ -79,6 +97,37 @@ export function requirePrincipal(ctx: HandlerContext): Principal {
   const principal = ctx.values.get(principalKey);
   if (!principal) throw domainError(Code.Unauthenticated, "unauthorized");
   return principal;
+}
+
+/** Internal RPCs answer only other Rowbase processes (and operators), never end users. */
+export function requireService(
+  ctx: HandlerContext,
+): Extract<Principal, { kind: "service" | "operator" }> {
+  const principal = requirePrincipal(ctx);
+  if (principal.kind !== "service" && principal.kind !== "operator") {
+    throw domainError(Code.PermissionDenied, "internal_only");
+  }
+  return principal;
+}
+
+/** Operator RPCs (plan changes) answer only the admin CLI. */
+export function requireOperator(ctx: HandlerContext): Extract<Principal, { kind: "operator" }> {
+  const principal = requirePrincipal(ctx);
+  if (principal.kind !== "operator") throw domainError(Code.PermissionDenied, "operator_only");
+  return principal;
+}
+
+/** Call options that carry a principal (and request id) to another service. */
+export async function callAs(
+  secret: string,
+  principal: Principal,
+  requestId?: string,
+): Promise<{ headers: Record<string, string> }> {
+  const headers: Record<string, string> = {
+    [PRINCIPAL_HEADER]: await signPrincipal(secret, principal),
+  };
+  if (requestId) headers[REQUEST_ID_HEADER] = requestId;
+  return { headers };
 }
 
 /** The verified user caller, or Unauthenticated (an API token is not a user). */

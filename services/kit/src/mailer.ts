@@ -1,5 +1,5 @@
-import type { Logger } from "@rowbase/kit";
 import { createTransport } from "nodemailer";
+import type { Logger } from "./logger.js";
 
 export interface Mail {
   to: string;
