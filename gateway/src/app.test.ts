@@ -1,6 +1,7 @@
 import net from "node:net";
 import { createLogger, createServiceClient, MemoryCache } from "@rowbase/kit";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,8 +10,8 @@ import { JSON_BODY_LIMIT_BYTES } from "./http/json-body.js";
 import { type RunningGateway, startGateway } from "./start-gateway.js";
 
 /**
- * The gateway over real HTTP on a free port. No service runs behind it: the identity URL points
- * at a closed port, so everything decided before a service call is tested here, and a call
+ * The gateway over real HTTP on a free port. No service runs behind it: the identity and
+ * organization URLs point at closed ports, so everything decided before a service call is tested here, and a call
  * shows how an unreachable service is answered. Flows through the running system are the
  * e2e tests' job.
  */
@@ -31,8 +32,10 @@ interface TestGateway {
 
 async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const identityUrl = `http://127.0.0.1:${await closedPort()}`;
+  const organizationUrl = `http://127.0.0.1:${await closedPort()}`;
   const config = loadGatewayConfig({
     IDENTITY_GRPC_URL: identityUrl,
+    ORGANIZATION_GRPC_URL: organizationUrl,
     INTERNAL_JWT_SECRET: "test-secret-test-secret-test-secret",
     LOG_LEVEL: "silent",
     ...env,
@@ -43,7 +46,11 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
       logger: createLogger("gateway", "silent"),
       cache: new MemoryCache(),
       identity: createServiceClient(IdentityService, identityUrl),
-      healthTargets: [{ name: "identity", url: identityUrl }],
+      organization: createServiceClient(OrganizationService, organizationUrl),
+      healthTargets: [
+        { name: "identity", url: identityUrl },
+        { name: "organization", url: organizationUrl },
+      ],
     },
     { port: 0, host: "127.0.0.1" },
   );
@@ -318,6 +325,22 @@ describe("the gateway over HTTP", () => {
       }
     });
 
+    it("answers an API token on a management route 401, without resolving it", async () => {
+      // The organization service is not running either: resolving the token would be 503.
+      for (const [method, path] of [
+        ["GET", "/organization/list"],
+        ["GET", "/api_token/list?organization_id=1"],
+        ["POST", "/api_token/create?organization_id=1"],
+      ] as const) {
+        const response = await call(gw, path, {
+          method,
+          headers: { authorization: `Bearer rb_${"A1b2".repeat(10)}` },
+        });
+        expect({ path, status: response.status }).toEqual({ path, status: 401 });
+        expect(response.body).toEqual({ message: "unauthorized", data: {} });
+      }
+    });
+
     it("answers 503 when the keys to check a well-formed token cannot be fetched", async () => {
       const header = Buffer.from(JSON.stringify({ alg: "EdDSA", kid: "k1" })).toString("base64url");
       const response = await call(gw, "/auth/current", {
@@ -341,7 +364,7 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(503);
       expect(response.body).toEqual({
         message: "service_unavailable",
-        data: { failing: ["identity"] },
+        data: { failing: ["identity", "organization"] },
       });
     });
   });
@@ -412,6 +435,153 @@ describe("the gateway over HTTP", () => {
       expect(Object.keys(document.paths)).toEqual(
         expect.arrayContaining(["/health", "/health/ready"]),
       );
+    });
+
+    it("lists every organization and API-token route with its parameters and body", () => {
+      const operations: [string, string, string[], string | undefined, string | undefined][] = [
+        ["post", "/organization/create", [], "OrganizationCreateSchema", "OrganizationGet"],
+        [
+          "get",
+          "/organization/get",
+          ["organization_id?", "organization_slug?"],
+          undefined,
+          "OrganizationGet",
+        ],
+        ["get", "/organization/list", [], undefined, "OrganizationList"],
+        [
+          "post",
+          "/organization/update",
+          ["organization_id"],
+          "OrganizationUpdateSchema",
+          "OrganizationGet",
+        ],
+        ["post", "/organization/delete", ["organization_id"], undefined, undefined],
+        ["get", "/organization/limits", ["organization_id"], undefined, "OrgLimits"],
+        [
+          "post",
+          "/organization/invite/create",
+          ["organization_id"],
+          "InviteCreateSchema",
+          "Invite",
+        ],
+        [
+          "post",
+          "/organization/invite/cancel",
+          ["organization_id", "invite_id"],
+          undefined,
+          undefined,
+        ],
+        ["get", "/organization/invite/list", ["organization_id"], undefined, "PendingInviteList"],
+        ["get", "/organization/my_invite/list", [], undefined, "PendingInviteList"],
+        ["post", "/organization/my_invite/accept", ["invite_id"], undefined, undefined],
+        ["post", "/organization/my_invite/decline", ["invite_id"], undefined, undefined],
+        ["get", "/organization/member/list", ["organization_id"], undefined, "OrgMemberList"],
+        [
+          "post",
+          "/organization/member/update",
+          ["organization_id", "member_id"],
+          "OrgMemberUpdateSchema",
+          undefined,
+        ],
+        [
+          "post",
+          "/organization/member/remove",
+          ["organization_id", "member_id"],
+          undefined,
+          undefined,
+        ],
+        [
+          "post",
+          "/organization/transfer/send_code",
+          ["organization_id"],
+          "OwnerTransferCodeRequestSchema",
+          undefined,
+        ],
+        [
+          "post",
+          "/organization/transfer/confirm",
+          ["organization_id"],
+          "OwnerTransferConfirmSchema",
+          "OwnerTransfer",
+        ],
+        [
+          "post",
+          "/api_token/create",
+          ["organization_id"],
+          "ApiTokenCreateSchema",
+          "ApiTokenCreate",
+        ],
+        ["get", "/api_token/list", ["organization_id"], undefined, "ApiTokenList"],
+        ["post", "/api_token/revoke", ["organization_id", "token_id"], undefined, undefined],
+      ];
+      for (const [method, path, parameters, body, data] of operations) {
+        const operation = document.paths[path]?.[method];
+        expect(operation, `${method} ${path}`).toBeDefined();
+        expect(operation?.security).toEqual([{ bearerAuth: [] }]);
+        const documented = ((operation?.parameters ?? []) as Record<string, unknown>[]).map(
+          (parameter) => {
+            expect(parameter.in).toBe("query");
+            return `${parameter.name}${parameter.required ? "" : "?"}`;
+          },
+        );
+        expect({ path, documented }).toEqual({ path, documented: parameters });
+        if (body) {
+          expect(operation?.requestBody).toEqual({
+            required: true,
+            content: { "application/json": { schema: { $ref: `#/components/schemas/${body}` } } },
+          });
+          expect(document.components.schemas[body]).toMatchObject({
+            type: "object",
+            additionalProperties: false,
+          });
+        } else {
+          expect(operation?.requestBody, path).toBeUndefined();
+        }
+        const success = JSON.stringify((operation?.responses as Record<string, unknown>)?.[200]);
+        expect(success).toContain(data ? `${data}Response` : "EmptyAPIResponse");
+      }
+      expect(Object.keys(document.paths)).not.toContain("/organization/api_stats");
+      const id = (document.paths["/organization/limits"]?.get?.parameters as unknown[])?.[0];
+      expect(id).toMatchObject({
+        schema: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+      });
+      expect(document.components.schemas.InviteCreateSchema).toMatchObject({
+        properties: { role: { enum: ["admin", "editor", "viewer"] } },
+      });
+      expect(document.components.schemas.ApiToken).toMatchObject({
+        required: expect.arrayContaining(["token_id", "token_prefix", "last_used_at"]),
+      });
+    });
+
+    it("lists the domain errors and the rate limit of the organization routes", () => {
+      const responses = (path: string, method = "post") =>
+        JSON.stringify(document.paths[path]?.[method]?.responses);
+      const create = responses("/organization/create");
+      for (const code of [
+        "organization_limit_exceeded",
+        "organization_slug_taken",
+        "too_many_requests",
+      ]) {
+        expect(create).toContain(code);
+      }
+      const confirm = responses("/organization/transfer/confirm");
+      for (const code of [
+        "invalid_verification_code",
+        "transfer_verification_code_expired",
+        "member_not_found",
+        "organization_forbidden",
+      ]) {
+        expect(confirm).toContain(code);
+      }
+      expect(confirm).not.toContain("too_many_requests");
+      expect(responses("/api_token/revoke")).toContain("api_token_not_found");
+      for (const path of [
+        "/organization/invite/create",
+        "/api_token/create",
+        "/organization/transfer/send_code",
+      ]) {
+        expect(responses(path)).toContain("too_many_requests");
+      }
     });
 
     it("documents the success and error envelopes of each route", () => {

@@ -2,8 +2,11 @@ import type { Client } from "@connectrpc/connect";
 import { Router } from "@koa/router";
 import type { Cache, Logger } from "@rowbase/kit";
 import type { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import Koa from "koa";
+import { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
 import { SessionAuthenticator } from "./auth/authenticate.js";
+import { organizationTokenLookup } from "./auth/organization-token-lookup.js";
 import { SessionTokenVerifier } from "./auth/session-token-verifier.js";
 import type { GatewayConfig } from "./config.js";
 import { errorMiddleware } from "./errors/error-middleware.js";
@@ -14,9 +17,12 @@ import { refuseQueryCredentials } from "./middleware/query-credentials.js";
 import { requestId } from "./middleware/request-id.js";
 import { routeFallback } from "./middleware/route-fallback.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
+import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
 import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
+import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
+import { organizationRoutes } from "./routes/organization/organization-routes.js";
 import { buildOpenApiDocument } from "./routing/openapi.js";
 import type { Route } from "./routing/route.js";
 import { mountRoutes } from "./routing/route-pipeline.js";
@@ -25,20 +31,33 @@ import { mountRoutes } from "./routing/route-pipeline.js";
 export interface GatewayDeps {
   config: GatewayConfig;
   logger: Logger;
-  /** Shared with the identity service: revoked-session marks are read from it. */
+  /**
+   * Shared with the services: revoked-session marks (identity) and resolved API tokens, which
+   * the organization service evicts on revocation, are read from it.
+   */
   cache: Cache;
   identity: Client<typeof IdentityService>;
+  /** Organizations, members, invites, API tokens; also resolves presented API tokens. */
+  organization: Client<typeof OrganizationService>;
   /** The services /health/ready checks over grpc.health.v1. */
   healthTargets: HealthTarget[];
 }
 
 /** Every REST route the gateway serves, in the order the document lists them. */
-export function gatewayRoutes(deps: Pick<GatewayDeps, "config" | "identity" | "healthTargets">) {
+export function gatewayRoutes(
+  deps: Pick<GatewayDeps, "config" | "identity" | "organization" | "healthTargets">,
+) {
   return [
     ...authRoutes({
       identity: deps.identity,
       accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
     }),
+    ...oauthRoutes({
+      identity: deps.identity,
+      accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
+    }),
+    ...organizationRoutes({ organization: deps.organization }),
+    ...apiTokenRoutes({ organization: deps.organization }),
     ...healthRoutes(deps.healthTargets),
   ] satisfies Route[];
 }
@@ -63,6 +82,10 @@ export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache),
     authenticator: new SessionAuthenticator(verifier, cache),
+    apiTokens: new ApiTokenAuthenticator(
+      organizationTokenLookup(deps.organization, config.INTERNAL_JWT_SECRET),
+      cache,
+    ),
     clientIp: clientIpResolver(config.TRUSTED_PROXIES),
     internalSecret: config.INTERNAL_JWT_SECRET,
   });

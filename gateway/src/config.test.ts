@@ -5,6 +5,7 @@ import { DEFAULT_RATE_LIMITS } from "./rate-limit/rate-limit-settings.js";
 
 const base = {
   IDENTITY_GRPC_URL: "http://127.0.0.1:50051",
+  ORGANIZATION_GRPC_URL: "http://127.0.0.1:50052",
   INTERNAL_JWT_SECRET: "x".repeat(32),
 };
 
@@ -23,6 +24,7 @@ describe("gateway configuration", () => {
     const config = loadGatewayConfig(base);
     expect(config.PORT).toBe(8080);
     expect(config.PUBLIC_BASE_URL).toBe("http://localhost:8080");
+    expect(config.ORGANIZATION_GRPC_URL).toBe("http://127.0.0.1:50052");
     expect(config.TRUSTED_PROXIES).toEqual([]);
     expect(config.REDIS_URL).toBeUndefined();
     expect(config.LOG_LEVEL).toBe("info");
@@ -59,12 +61,13 @@ describe("gateway configuration", () => {
     expect(problems).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^IDENTITY_GRPC_URL:/),
+        expect.stringMatching(/^ORGANIZATION_GRPC_URL:/),
         expect.stringMatching(/^INTERNAL_JWT_SECRET: must be at least 32 characters/),
         expect.stringMatching(/^PUBLIC_BASE_URL:/),
         expect.stringMatching(/^TRUSTED_PROXIES: 'not-an-ip'/),
         expect.stringMatching(/^RATE_LIMITS: unknown rate limit 'nope'/),
       ]),
     );
-    expect(problems).toHaveLength(5);
+    expect(problems).toHaveLength(6);
   });
 });

@@ -54,6 +54,7 @@ export const gatewayEnv = z
     PUBLIC_BASE_URL: publicBaseUrl,
     TRUSTED_PROXIES: trustedProxies,
     IDENTITY_GRPC_URL: z.url(),
+    ORGANIZATION_GRPC_URL: z.url(),
     /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
     REDIS_URL: optionalUrl,
     INTERNAL_JWT_SECRET: secret,

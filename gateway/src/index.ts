@@ -11,3 +11,5 @@ export {
 export type { HealthTarget } from "./routes/health/health-routes.js";
 export { buildOpenApiDocument } from "./routing/openapi.js";
 export { type RunningGateway, type StartGatewayOptions, startGateway } from "./start-gateway.js";
+export { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
+export { organizationTokenLookup } from "./auth/organization-token-lookup.js";

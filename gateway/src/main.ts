@@ -1,5 +1,6 @@
 import { ConfigError, createCache, createLogger, createServiceClient } from "@rowbase/kit";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { loadGatewayConfig } from "./config.js";
 import { startGateway } from "./start-gateway.js";
 
@@ -9,12 +10,17 @@ async function main() {
   const logger = createLogger("gateway", config.LOG_LEVEL);
   const cache = createCache(config.REDIS_URL);
   const identity = createServiceClient(IdentityService, config.IDENTITY_GRPC_URL);
+  const organization = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const gateway = await startGateway({
     config,
     logger,
     cache,
     identity,
-    healthTargets: [{ name: "identity", url: config.IDENTITY_GRPC_URL }],
+    organization,
+    healthTargets: [
+      { name: "identity", url: config.IDENTITY_GRPC_URL },
+      { name: "organization", url: config.ORGANIZATION_GRPC_URL },
+    ],
   });
   logger.info({ port: gateway.port }, "gateway listening");
   const shutdown = async () => {

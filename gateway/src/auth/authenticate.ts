@@ -4,6 +4,9 @@ import type { SessionTokenVerifier } from "./session-token-verifier.js";
 /** The caller of a session route, as passed on to the services. */
 export type SessionCaller = Extract<Principal, { kind: "user" }>;
 
+/** An API token acting inside its own organization with its access level. */
+export type ApiTokenCaller = Extract<Principal, { kind: "api_token" }>;
+
 /**
  * The cache key the identity service sets (value "1", living at least as long as an access
  * token) when a session family is revoked by logout or refresh-token reuse. Checking it makes a
@@ -22,7 +25,8 @@ export function bearerOf(authorization: string | undefined): string | undefined 
 
 /**
  * Turns an Authorization header into a session caller or 401 `unauthorized`: a valid session
- * JWT whose session has not been revoked. API tokens (`rb_...`) are not accepted yet.
+ * JWT whose session has not been revoked. An API token (`rb_...`) is not a session and gets 401
+ * here; routes that take one resolve it with ApiTokenAuthenticator.
  */
 export class SessionAuthenticator {
   constructor(
@@ -58,6 +62,7 @@ export class SessionAuthenticator {
   }
 }
 
-function unauthorized() {
+/** 401 `unauthorized`: the one answer to every missing, malformed or unknown credential. */
+export function unauthorized() {
   return domainError(Code.Unauthenticated, "unauthorized");
 }

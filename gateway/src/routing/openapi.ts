@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
 import { requestSchemas, responseSchemas, schemaIdOf } from "./api-schemas.js";
-import type { Route } from "./route.js";
+import type { AuthMode, Route } from "./route.js";
 
 type JsonSchema = Record<string, unknown>;
 type OpenApiDocument = Record<string, unknown>;
@@ -13,6 +13,13 @@ export interface OpenApiOptions {
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ "application/json": { schema } });
+
+/** Either scheme satisfies a `session_or_token` route (OpenAPI ORs the entries). */
+const SECURITY: Record<AuthMode, Record<string, string[]>[]> = {
+  none: [],
+  session: [{ bearerAuth: [] }],
+  session_or_token: [{ bearerAuth: [] }, { apiToken: [] }],
+};
 
 const STATUS_TEXT: Record<number, string> = {
   400: "Bad request",
@@ -59,6 +66,13 @@ export function buildOpenApiDocument(
           bearerFormat: "JWT",
           description: "A session access token from login, verify_email or refresh.",
         },
+        apiToken: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "rb_ + 40 base62 characters",
+          description:
+            "An organization's API token from /api_token/create, where a route also takes one.",
+        },
       },
     },
   };
@@ -71,7 +85,7 @@ function operationOf(route: Route): Record<string, unknown> {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: route.tags,
-    security: route.auth === "session" ? [{ bearerAuth: [] }] : [],
+    security: SECURITY[route.auth],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body
       ? { requestBody: { required: true, content: json(schemaOf(route.body, "input")) } }
@@ -85,12 +99,25 @@ function responsesOf(route: Route): Record<string, unknown> {
   if (route.response && !dataId) {
     throw new Error(`${route.operationId}: name its response schema with responseData()`);
   }
-  const responses: Record<string, unknown> = {
-    200: {
-      description: "Success",
-      content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
-    },
-  };
+  const responses: Record<string, unknown> = route.redirect
+    ? {
+        302: {
+          description: "Redirect; the body is not part of the contract",
+          headers: {
+            Location: {
+              description: "Where the client sends the browser next",
+              required: true,
+              schema: { type: "string", format: "uri" },
+            },
+          },
+        },
+      }
+    : {
+        200: {
+          description: "Success",
+          content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+        },
+      };
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(route)) {
     const status = ERROR_STATUS[code];
@@ -130,7 +157,7 @@ function describeStatus(status: number, codes: ErrorCode[]): string {
 /** The route's own codes plus the ones its pipeline adds. */
 function errorCodesOf(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(route.errors);
-  if (route.auth === "session") codes.add("unauthorized");
+  if (route.auth !== "none") codes.add("unauthorized");
   if (route.rateLimits.length > 0) codes.add("too_many_requests");
   if (route.body) codes.add("payload_too_large");
   codes.add("service_unavailable");

@@ -1,7 +1,13 @@
 import type { IncomingMessage } from "node:http";
 import type { Router, RouterMiddleware } from "@koa/router";
 import { z } from "zod";
-import type { SessionAuthenticator, SessionCaller } from "../auth/authenticate.js";
+import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
+import {
+  type ApiTokenCaller,
+  bearerOf,
+  type SessionAuthenticator,
+  type SessionCaller,
+} from "../auth/authenticate.js";
 import { downstreamCallOptions } from "../auth/downstream-call.js";
 import {
   itemsFromIssues,
@@ -13,11 +19,13 @@ import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { readJsonBody } from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
-import type { Route } from "./route.js";
+import { Redirect, type Route } from "./route.js";
 
 export interface PipelineDeps {
   rateLimits: RateLimits;
   authenticator: SessionAuthenticator;
+  /** Resolves API tokens for `session_or_token` routes. */
+  apiTokens: ApiTokenAuthenticator;
   clientIp: (req: IncomingMessage) => string;
   internalSecret: string;
 }
@@ -37,10 +45,10 @@ export function mountRoutes(
 }
 
 /**
- * rate limit (per IP) -> authenticate -> rate limit (per user) -> validate -> rate limit (per
- * e-mail) -> call -> present. A limit runs as soon as its key is known, so floods are counted
- * before any work, yet a per-e-mail limit can read the validated address. Errors are not
- * caught here: they travel to the one error middleware.
+ * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> validate -> rate
+ * limit (per e-mail) -> call -> present. A limit runs as soon as its key is known, so floods
+ * are counted before any work, yet a per-e-mail limit can read the validated address. Errors
+ * are not caught here: they travel to the one error middleware.
  */
 export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddleware<GatewayState> {
   const limits = (kind: RateLimitKeyKind) =>
@@ -48,27 +56,62 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
   const ipLimits = limits("ip");
   const userLimits = limits("user");
   const emailLimits = limits("email");
-  if (limits("token").length > 0) {
+  const tokenLimits = limits("token");
+  if (tokenLimits.length > 0 && route.auth !== "session_or_token") {
     throw new Error(`${route.operationId}: per-token limits need API-token authentication`);
   }
-  if (userLimits.length > 0 && route.auth !== "session") {
+  if (userLimits.length > 0 && route.auth === "none") {
     throw new Error(`${route.operationId}: a per-user limit needs an authenticated route`);
   }
 
   return async (ctx) => {
     await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
-    const caller =
-      route.auth === "session"
-        ? await deps.authenticator.authenticate(ctx.get("authorization") || undefined)
-        : undefined;
-    if (caller) await consumeAll(deps, userLimits, caller.userId.toString());
+    const caller = await callerOf(route, ctx, deps);
+    if (caller?.kind === "user") await consumeAll(deps, userLimits, caller.userId.toString());
+    if (caller?.kind === "api_token") {
+      await consumeAll(deps, tokenLimits, caller.tokenId.toString());
+    }
     const input = await validate(ctx, route);
     if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
     const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
-    const data = await route.handle({ ctx, ...input, caller: caller as SessionCaller, call });
+    const data = await route.handle({ ctx, ...input, caller, call });
+    if (route.redirect) {
+      if (!(data instanceof Redirect)) throw new Error(`${route.operationId}: no redirect target`);
+      // A redirect can carry one-time values (an OAuth state): no cache may keep it.
+      ctx.set("cache-control", "no-store");
+      ctx.redirect(data.location);
+      ctx.status = 302;
+      return;
+    }
     ctx.status = 200;
     ctx.body = { message: "success", data: data ?? {} };
   };
+}
+
+/**
+ * The caller by the route's auth mode, or 401 `unauthorized`. On a `session_or_token` route a
+ * bearer of the API-token form is resolved as one; anything else must be a session JWT. A
+ * `session` route never resolves API tokens: they fail the JWT check like any other non-JWT.
+ */
+export async function callerOf(
+  route: Pick<Route, "auth">,
+  ctx: GatewayContext,
+  deps: Pick<PipelineDeps, "authenticator" | "apiTokens">,
+): Promise<SessionCaller | ApiTokenCaller | undefined> {
+  const authorization = ctx.get("authorization") || undefined;
+  switch (route.auth) {
+    case "none":
+      return undefined;
+    case "session":
+      return deps.authenticator.authenticate(authorization);
+    case "session_or_token": {
+      const credential = bearerOf(authorization);
+      if (credential !== undefined && isApiTokenFormat(credential)) {
+        return deps.apiTokens.authenticate(credential, ctx.state.requestId);
+      }
+      return deps.authenticator.authenticate(authorization);
+    }
+  }
 }
 
 async function consumeAll(deps: PipelineDeps, names: RateLimitName[], key: string) {

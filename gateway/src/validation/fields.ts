@@ -32,3 +32,54 @@ export const name = z
 
 /** The 6-digit code mailed for e-mail verification and owner transfer. */
 export const verificationCode = z.string().regex(/^[0-9]{6}$/, "must be 6 digits");
+
+/** The largest id a JSON number carries exactly (SPEC section 1: ids stay below 2^53). */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+const ID_MESSAGE = `must be an integer between 1 and ${MAX_ID}`;
+
+/** An integer id in a JSON body, as the bigint the protobuf int64 takes. */
+export const bodyId = z
+  .number()
+  .int({ error: ID_MESSAGE })
+  .min(1, ID_MESSAGE)
+  .transform((value) => BigInt(value));
+
+/**
+ * An integer id in the query string. Only plain digits are read (no sign, decimal point,
+ * exponent, hex or spaces, which `Number()` would accept); a repeated parameter is refused
+ * rather than one of its values picked. The preprocess step keeps the document's type
+ * `integer`.
+ */
+export const queryId = z.preprocess(
+  (value, ctx) => {
+    if (Array.isArray(value)) {
+      ctx.addIssue({ code: "custom", message: "must be given once", input: value });
+    } else if (typeof value === "string") {
+      if (/^[0-9]+$/.test(value)) return Number(value);
+      ctx.addIssue({ code: "custom", message: ID_MESSAGE, input: value });
+    }
+    return value;
+  },
+  // The bigint conversion stays inside: a preprocess step that is outermost is what tells the
+  // document generator that the parameter is required (a transform alone accepts absence).
+  z
+    .number()
+    .int({ error: ID_MESSAGE })
+    .min(1, ID_MESSAGE)
+    .transform((value) => BigInt(value)),
+);
+
+/** An organization's URL name (SPEC section 5). */
+export const organizationSlug = z
+  .string()
+  .regex(/^[a-z0-9-]{3,48}$/, "must be 3-48 characters of a-z, 0-9 and -")
+  .describe("3-48 characters of a-z, 0-9 and -; unique");
+
+/** One of a fixed set of names; the message lists them (a missing value is "is required"). */
+export function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  const message = `must be one of ${values.join(", ")}`;
+  return z.enum(values, {
+    error: (issue) => (issue.input === undefined ? "is required" : message),
+  });
+}

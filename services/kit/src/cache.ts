@@ -105,3 +105,11 @@ export class MemoryCache implements Cache {
 export function createCache(url: string | undefined, prefix?: string): Cache {
   return url ? RedisCache.connect(url, prefix) : new MemoryCache();
 }
+
+/**
+ * Where the gateway caches a resolved API token, by the hex SHA-256 of its secret. The
+ * organization service deletes the entry when it revokes the token, so both use this one name.
+ */
+export function apiTokenCacheKey(sha256Hex: string): string {
+  return `api-token:${sha256Hex}`;
+}

@@ -12,6 +12,11 @@ export const standaloneEnv = z.object({
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,
   LOG_LEVEL: logLevel,
+  /**
+   * The services' loopback gRPC ports are this one and the next ones (identity, organization),
+   * fixed so that the admin CLI finds the organization service; 0 picks free ports.
+   */
+  GRPC_BASE_PORT: port(50051),
 });
 
 export type StandaloneConfig = z.output<typeof standaloneEnv>;

@@ -25,6 +25,10 @@ async function main() {
     internalJwtSecret: process.env.INTERNAL_JWT_SECRET || secrets.internalJwtSecret,
     jwtSigningKeys: process.env.JWT_SIGNING_KEYS || JSON.stringify(secrets.jwtSigningKeys),
     port: config.PORT,
+    grpcPorts:
+      config.GRPC_BASE_PORT === 0
+        ? undefined
+        : { identity: config.GRPC_BASE_PORT, organization: config.GRPC_BASE_PORT + 1 },
     logger,
   });
   logger.info(

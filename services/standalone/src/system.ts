@@ -9,7 +9,9 @@ import {
   type EventBus,
   type Logger,
 } from "@rowbase/kit";
+import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 
 export interface SystemOptions {
   /** Environment for every piece (SMTP_URL, TTLs, RATE_LIMITS, ...), as each service reads it. */
@@ -21,6 +23,8 @@ export interface SystemOptions {
   jwtSigningKeys: string;
   /** The gateway's port; 0 picks a free one. */
   port: number;
+  /** Loopback gRPC ports of the services (0 or absent: a free one). */
+  grpcPorts?: { identity?: number; organization?: number };
   logger: Logger;
   /** Key prefix in Redis and namespace in NATS, so that several systems can share them. */
   namespace?: string;
@@ -28,6 +32,8 @@ export interface SystemOptions {
 
 export interface RunningSystem {
   port: number;
+  /** Where each service answers gRPC (for the admin CLI and tests). */
+  grpcUrls: { identity: string; organization: string };
   cache: Cache;
   bus: EventBus;
   stop(): Promise<void>;
@@ -51,34 +57,56 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     NATS_URL: options.natsUrl,
     INTERNAL_JWT_SECRET: options.internalJwtSecret,
     GRPC_HOST: "127.0.0.1",
-    GRPC_PORT: "0",
   };
+  const grpcPort = (name: keyof NonNullable<SystemOptions["grpcPorts"]>) =>
+    String(options.grpcPorts?.[name] ?? 0);
 
   await migrateIdentity(options.databaseUrl);
+  await migrateOrganization(options.databaseUrl);
   const identity = await startIdentity(
-    identityEnv.parse({ ...shared, JWT_SIGNING_KEYS: options.jwtSigningKeys }),
+    identityEnv.parse({
+      ...shared,
+      GRPC_PORT: grpcPort("identity"),
+      JWT_SIGNING_KEYS: options.jwtSigningKeys,
+    }),
     { logger: createLogger("identity", logger.level), cache },
   );
   const identityUrl = `http://127.0.0.1:${identity.server.port}`;
+  const organization = await startOrganization(
+    organizationEnv.parse({
+      ...shared,
+      GRPC_PORT: grpcPort("organization"),
+      IDENTITY_GRPC_URL: identityUrl,
+    }),
+    { logger: createLogger("organization", logger.level), cache, bus },
+  );
+  const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
 
   const gateway = await startGateway({
     config: gatewayEnv.parse({
       ...shared,
       PORT: String(options.port),
       IDENTITY_GRPC_URL: identityUrl,
+      ORGANIZATION_GRPC_URL: organizationUrl,
     }),
     logger: createLogger("gateway", logger.level),
     cache,
     identity: createServiceClient(IdentityService, identityUrl),
-    healthTargets: [{ name: "identity", url: identityUrl }],
+    organization: createServiceClient(OrganizationService, organizationUrl),
+    healthTargets: [
+      { name: "identity", url: identityUrl },
+      { name: "organization", url: organizationUrl },
+    ],
   });
 
   return {
     port: gateway.port,
+    grpcUrls: { identity: identityUrl, organization: organizationUrl },
     cache,
     bus,
     async stop() {
       await gateway.close();
+      await organization.stop();
       await identity.stop();
       await bus.close();
       await cache.close();

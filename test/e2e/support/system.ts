@@ -17,6 +17,7 @@ export interface TestSystem {
   /** The private signing keys the identity service uses (to forge or expire tokens in tests). */
   signingKeys: Awaited<ReturnType<typeof generateSigningKey>>[];
   databaseUrl: string;
+  internalJwtSecret: string;
   stop(): Promise<void>;
 }
 
@@ -39,12 +40,13 @@ export async function startTestSystem(env: Record<string, string> = {}): Promise
   const database = await createTestDatabase(infra.databaseUrl);
   const mail = await startMailCatcher();
   const signingKeys = [await generateSigningKey()];
+  const internalJwtSecret = randomBytes(32).toString("base64url");
   const system = await startSystem({
     env: { SMTP_URL: mail.url, RATE_LIMITS: RELAXED_RATE_LIMITS, ...env },
     databaseUrl: database.url,
     redisUrl: infra.redisUrl,
     natsUrl: infra.natsUrl,
-    internalJwtSecret: randomBytes(32).toString("base64url"),
+    internalJwtSecret,
     jwtSigningKeys: JSON.stringify(signingKeys),
     port: 0,
     logger: createLogger("e2e", process.env.TEST_LOG_LEVEL ?? "silent"),
@@ -56,6 +58,7 @@ export async function startTestSystem(env: Record<string, string> = {}): Promise
     system,
     signingKeys,
     databaseUrl: database.url,
+    internalJwtSecret,
     async stop() {
       await system.stop();
       await mail.close();

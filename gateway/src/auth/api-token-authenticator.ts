@@ -1,0 +1,136 @@
+import { createHash } from "node:crypto";
+import { apiTokenCacheKey, type Cache, Code, ConnectError } from "@rowbase/kit";
+import { type ApiTokenCaller, unauthorized } from "./authenticate.js";
+
+/** SPEC section 2: `rb_` and 40 base62 characters. */
+const API_TOKEN_FORMAT = /^rb_[0-9A-Za-z]{40}$/;
+
+/** Whether a bearer credential has the form of an API token (and so is not a session JWT). */
+export function isApiTokenFormat(credential: string): boolean {
+  return API_TOKEN_FORMAT.test(credential);
+}
+
+/** The SHA-256 of a token's secret: what the organization service stores and resolves. */
+export function apiTokenSha256(token: string): Buffer {
+  return createHash("sha256").update(token, "utf8").digest();
+}
+
+/**
+ * Asks the organization service which live token has this hash: its caller, or undefined when
+ * none has (unknown or revoked). Other failures (service down) throw.
+ */
+export type ApiTokenLookup = (
+  sha256: Uint8Array,
+  requestId: string,
+) => Promise<ApiTokenCaller | undefined>;
+
+export interface ApiTokenCacheTtl {
+  /**
+   * A live token. Revocation must bite within 5 s on every replica (SPEC section 2); the
+   * service deletes the entry, but a lookup already under way when it does can write the old
+   * answer back, so the entry lives a second less than that bound.
+   */
+  foundSeconds: number;
+  /** An unknown token: shorter, it only spares the service repeated misses. */
+  notFoundSeconds: number;
+}
+
+export const API_TOKEN_CACHE_TTL: ApiTokenCacheTtl = { foundSeconds: 4, notFoundSeconds: 2 };
+
+/** The cached answer for a hash that resolves to no token. */
+const NOT_FOUND = "-";
+
+/** What is cached for a live token: its ids and access, nothing secret. */
+export function encodeCachedToken(caller: ApiTokenCaller): string {
+  return `${caller.tokenId}:${caller.organizationId}:${caller.access}`;
+}
+
+const CACHED_TOKEN = /^([1-9][0-9]{0,18}):([1-9][0-9]{0,18}):(read|read_write)$/;
+
+/**
+ * A cached entry read back: the caller, `null` for a cached "no such token", or undefined for a
+ * miss (no entry, or one this gateway cannot read, which is then asked for again).
+ */
+export function decodeCachedToken(value: string | null): ApiTokenCaller | null | undefined {
+  if (value === null) return undefined;
+  if (value === NOT_FOUND) return null;
+  const match = CACHED_TOKEN.exec(value);
+  if (!match) return undefined;
+  const [, tokenId = "", organizationId = "", access] = match;
+  return {
+    kind: "api_token",
+    tokenId: BigInt(tokenId),
+    organizationId: BigInt(organizationId),
+    access: access === "read_write" ? "read_write" : "read",
+  };
+}
+
+/**
+ * Turns a presented API token into its caller or 401 `unauthorized`. The answer, found or not,
+ * is kept in the shared cache under `api-token:<sha256 hex>` for a few seconds, so a busy token
+ * costs the organization service one call per 4 s across all replicas; revocation deletes the
+ * entry, and its lifetime bounds how long a revoked token can still pass. Concurrent requests
+ * with the same token in this process share one lookup. The cache failing is 503, never a
+ * pass.
+ */
+export class ApiTokenAuthenticator {
+  private readonly inFlight = new Map<string, Promise<ApiTokenCaller | undefined>>();
+
+  constructor(
+    private readonly lookup: ApiTokenLookup,
+    private readonly cache: Cache,
+    private readonly ttl: ApiTokenCacheTtl = API_TOKEN_CACHE_TTL,
+  ) {}
+
+  async authenticate(credential: string, requestId: string): Promise<ApiTokenCaller> {
+    if (!isApiTokenFormat(credential)) throw unauthorized();
+    const caller = await this.resolve(credential, requestId);
+    if (!caller) throw unauthorized();
+    return caller;
+  }
+
+  /** The token's caller, from the cache or the service; undefined when no live token has it. */
+  async resolve(token: string, requestId: string): Promise<ApiTokenCaller | undefined> {
+    const sha256 = apiTokenSha256(token);
+    const key = apiTokenCacheKey(sha256.toString("hex"));
+    const cached = decodeCachedToken(await this.cacheCall(() => this.cache.get(key)));
+    if (cached !== undefined) return cached ?? undefined;
+    let pending = this.inFlight.get(key);
+    if (!pending) {
+      pending = this.lookUpAndCache(sha256, key, requestId).finally(() =>
+        this.inFlight.delete(key),
+      );
+      this.inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async lookUpAndCache(
+    sha256: Uint8Array,
+    key: string,
+    requestId: string,
+  ): Promise<ApiTokenCaller | undefined> {
+    const caller = await this.lookup(sha256, requestId);
+    await this.cacheCall(() =>
+      caller
+        ? this.cache.set(key, encodeCachedToken(caller), this.ttl.foundSeconds)
+        : this.cache.set(key, NOT_FOUND, this.ttl.notFoundSeconds),
+    );
+    return caller;
+  }
+
+  /** The error table maps Unavailable to 503 `service_unavailable`; the cause goes to the log. */
+  private async cacheCall<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw new ConnectError(
+        "API-token cache unusable",
+        Code.Unavailable,
+        undefined,
+        undefined,
+        error,
+      );
+    }
+  }
+}

@@ -1,0 +1,294 @@
+import net from "node:net";
+import { createServiceClient } from "@rowbase/kit";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
+import type { Route } from "../../routing/route.js";
+import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { apiTokenRoutes } from "../api-token/api-token-routes.js";
+import { organizationRoutes } from "./organization-routes.js";
+
+/**
+ * The organization and API-token routes through the real pipeline, with the organization client
+ * pointed at a closed port: everything decided before the service call is checked here, and a
+ * request that passes shows up as 503 (the call was made). Answers of the running service are
+ * the e2e tests' job.
+ */
+
+async function closedPortUrl(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+async function routesAtClosedPort(): Promise<Route[]> {
+  const organization = createServiceClient(OrganizationService, await closedPortUrl());
+  return [...organizationRoutes({ organization }), ...apiTokenRoutes({ organization })];
+}
+
+/** Each route with a request that passes validation. */
+const VALID: [string, string, unknown?][] = [
+  ["POST", "/organization/create", { name: "Acme" }],
+  ["GET", "/organization/get?organization_id=1"],
+  ["GET", "/organization/get?organization_slug=acme"],
+  ["GET", "/organization/list"],
+  ["POST", "/organization/update?organization_id=1", { name: "Acme 2" }],
+  ["POST", "/organization/delete?organization_id=1"],
+  ["GET", "/organization/limits?organization_id=1"],
+  ["POST", "/organization/invite/create?organization_id=1", { email: "a@b.co", role: "admin" }],
+  ["POST", "/organization/invite/cancel?organization_id=1&invite_id=2"],
+  ["GET", "/organization/invite/list?organization_id=1"],
+  ["GET", "/organization/my_invite/list"],
+  ["POST", "/organization/my_invite/accept?invite_id=2"],
+  ["POST", "/organization/my_invite/decline?invite_id=2"],
+  ["GET", "/organization/member/list?organization_id=1"],
+  ["POST", "/organization/member/update?organization_id=1&member_id=3", { role: "viewer" }],
+  ["POST", "/organization/member/remove?organization_id=1&member_id=3"],
+  ["POST", "/organization/transfer/send_code?organization_id=1", { member_id: 3 }],
+  ["POST", "/organization/transfer/confirm?organization_id=1", { member_id: 3, code: "123456" }],
+  ["POST", "/api_token/create?organization_id=1", { name: "Zapier", access: "read" }],
+  ["GET", "/api_token/list?organization_id=1"],
+  ["POST", "/api_token/revoke?organization_id=1&token_id=4"],
+];
+
+const validation = (method: string, path: string, extra: unknown[]) => ({
+  status_code: 400,
+  detail: `Validation failed for ${method} ${path}`,
+  extra,
+});
+
+describe("organization and API-token routes", () => {
+  let harness: RouteHarness;
+  let session: string;
+
+  beforeAll(async () => {
+    harness = await startRouteHarness(await routesAtClosedPort());
+    session = await harness.sessionToken(42n);
+  });
+
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  it("serves exactly SPEC section 5's routes but api_stats", async () => {
+    const routes = await routesAtClosedPort();
+    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
+      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
+    );
+    expect(routes.every((route) => route.auth === "session")).toBe(true);
+  });
+
+  it("answer 401 without a session, and to an API token, before reading the request", async () => {
+    for (const [method, path] of VALID) {
+      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+        // A body that does not parse: authentication comes first.
+        const response = await harness.request(method, path, {
+          token,
+          json: method === "POST" ? { unknown: true } : undefined,
+        });
+        expect({ method, path, token, status: response.status }).toEqual({
+          method,
+          path,
+          token,
+          status: 401,
+        });
+        expect(response.body).toEqual({ message: "unauthorized", data: {} });
+      }
+    }
+  });
+
+  it("call the organization service once the request is valid (503: it is not running)", async () => {
+    for (const [method, path, json] of VALID) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ method, path, status: response.status, body: response.body }).toEqual({
+        method,
+        path,
+        status: 503,
+        body: { message: "service_unavailable", data: {} },
+      });
+    }
+  });
+
+  it("refuse bad ids, missing parameters and unknown ones with the validation envelope", async () => {
+    const idMessage = "must be an integer between 1 and 9007199254740991";
+    const cases: [string, string, unknown, unknown[]][] = [
+      [
+        "GET",
+        "/organization/limits?organization_id=-1",
+        undefined,
+        [{ key: "organization_id", message: idMessage, source: "query" }],
+      ],
+      [
+        "GET",
+        "/organization/member/list",
+        undefined,
+        [{ key: "organization_id", message: "is required", source: "query" }],
+      ],
+      [
+        "POST",
+        "/organization/invite/cancel?organization_id=1&invite_id=1.5",
+        undefined,
+        [{ key: "invite_id", message: idMessage, source: "query" }],
+      ],
+      [
+        "POST",
+        "/organization/member/remove?organization_id=1&member_id=9007199254740992",
+        undefined,
+        [{ key: "member_id", message: idMessage, source: "query" }],
+      ],
+      [
+        "POST",
+        "/organization/my_invite/accept?invite_id=1&invite_id=2",
+        undefined,
+        [{ key: "invite_id", message: "must be given once", source: "query" }],
+      ],
+      [
+        "GET",
+        "/organization/list?organization_id=1",
+        undefined,
+        [{ key: "organization_id", message: "is not allowed", source: "query" }],
+      ],
+      [
+        "GET",
+        "/organization/get",
+        undefined,
+        [
+          {
+            key: "organization_id",
+            message: "organization_id or organization_slug is required",
+            source: "query",
+          },
+        ],
+      ],
+      [
+        "GET",
+        "/organization/get?organization_id=1&organization_slug=acme",
+        undefined,
+        [
+          {
+            key: "organization_slug",
+            message: "must not be given together with organization_id",
+            source: "query",
+          },
+        ],
+      ],
+      [
+        "POST",
+        "/organization/create",
+        { name: "A", plan: "business" },
+        [{ key: "plan", message: "is not allowed", source: "body" }],
+      ],
+      [
+        "POST",
+        "/organization/update?organization_id=x",
+        { organization_slug: "A B" },
+        [
+          { key: "organization_id", message: idMessage, source: "query" },
+          {
+            key: "organization_slug",
+            message: "must be 3-48 characters of a-z, 0-9 and -",
+            source: "body",
+          },
+        ],
+      ],
+      [
+        "POST",
+        "/organization/invite/create?organization_id=1",
+        { email: "a@b.co", role: "owner" },
+        [{ key: "role", message: "must be one of admin, editor, viewer", source: "body" }],
+      ],
+      [
+        "POST",
+        "/organization/member/update?organization_id=1&member_id=2",
+        { role: "owner" },
+        [{ key: "role", message: "must be one of admin, editor, viewer", source: "body" }],
+      ],
+      [
+        "POST",
+        "/organization/transfer/send_code?organization_id=1",
+        { member_id: "3" },
+        [{ key: "member_id", message: "must be a number", source: "body" }],
+      ],
+      [
+        "POST",
+        "/organization/transfer/confirm?organization_id=1",
+        { member_id: 3, code: "abc" },
+        [{ key: "code", message: "must be 6 digits", source: "body" }],
+      ],
+      [
+        "POST",
+        "/api_token/create?organization_id=1",
+        { name: "x", access: "admin" },
+        [{ key: "access", message: "must be one of read, read_write", source: "body" }],
+      ],
+      [
+        "POST",
+        "/api_token/revoke?organization_id=1",
+        undefined,
+        [{ key: "token_id", message: "is required", source: "query" }],
+      ],
+      [
+        "POST",
+        "/organization/create",
+        undefined,
+        [{ key: "body", message: "a JSON object body is required", source: "body" }],
+      ],
+    ];
+    for (const [method, path, json, extra] of cases) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ path, status: response.status, body: response.body }).toEqual({
+        path,
+        status: 400,
+        body: validation(method, path.split("?")[0] ?? path, extra),
+      });
+    }
+  });
+});
+
+describe("org_write_user over HTTP", () => {
+  it("shares one per-user allowance among the creating routes, counted before validation", async () => {
+    const settings = parseRateLimits("org_write_user=4/60");
+    if (!settings.ok) throw new Error(settings.problems.join("; "));
+    const harness = await startRouteHarness(await routesAtClosedPort(), {
+      rateLimits: settings.settings,
+    });
+    try {
+      const ann = await harness.sessionToken(1n);
+      const statuses: number[] = [];
+      for (const [path, json] of [
+        ["/organization/create", { name: "Acme" }],
+        ["/organization/invite/create?organization_id=1", { email: "a@b.co", role: "viewer" }],
+        ["/api_token/create?organization_id=1", { name: "t", access: "read" }],
+        ["/organization/transfer/send_code?organization_id=1", {}],
+        ["/organization/create", { name: "Acme" }],
+      ] as const) {
+        statuses.push((await harness.request("POST", path, { token: ann, json })).status);
+      }
+      expect(statuses).toEqual([503, 503, 503, 400, 429]);
+
+      // Not limited: reading, and the routes that create nothing.
+      expect((await harness.request("GET", "/organization/list", { token: ann })).status).toBe(503);
+      const confirm = await harness.request(
+        "POST",
+        "/organization/transfer/confirm?organization_id=1",
+        {
+          token: ann,
+          json: { member_id: 2, code: "123456" },
+        },
+      );
+      expect(confirm.status).toBe(503);
+
+      // Another user has an allowance of their own.
+      const bob = await harness.sessionToken(2n);
+      const other = await harness.request("POST", "/organization/create", {
+        token: bob,
+        json: { name: "Bob's" },
+      });
+      expect(other.status).toBe(503);
+    } finally {
+      await harness.close();
+    }
+  });
+});

@@ -1,0 +1,133 @@
+import { apiTokenCacheKey, Code, domainError, SUBJECTS } from "@rowbase/kit";
+import {
+  ApiTokenCreatedSchema,
+  ApiTokenRevokedSchema,
+} from "@rowbase/proto/rowbase/events/v1/org_events_pb";
+import { authorize } from "./access.js";
+import type { Transactions, UserCall } from "./change-set.js";
+import { ApiToken, type ApiTokenRow } from "./db/entities.js";
+import { changesBetween, valuesSet } from "./domain/audit.js";
+import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
+import { checkName, validationFailed } from "./domain/validation.js";
+import { type Access, accessToProto } from "./wire.js";
+
+/** `last_used_at` is written at most this often per token, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+function tokenNotFound() {
+  return domainError(Code.NotFound, "api_token_not_found");
+}
+
+/** What the gateway needs to act for a presented token. */
+export interface ResolvedToken {
+  tokenId: bigint;
+  organizationId: bigint;
+  access: Access;
+}
+
+/** API tokens: secrets shown once at creation and stored only as SHA-256. */
+export class ApiTokens {
+  constructor(private readonly deps: { tx: Transactions }) {}
+
+  async create(
+    call: UserCall,
+    organizationId: bigint,
+    rawName: string,
+    access: Access | undefined,
+  ): Promise<{ token: ApiTokenRow; secret: string }> {
+    const checked = checkName(rawName);
+    if ("problem" in checked) {
+      throw validationFailed({ key: "name", message: checked.problem, source: "body" });
+    }
+    if (!access) {
+      throw validationFailed({
+        key: "access",
+        message: "must be read or read_write",
+        source: "body",
+      });
+    }
+    return this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      await authorize(em, organizationId, call.userId, "manage", "organization_not_found");
+      const secret = newApiTokenSecret();
+      const token = em.create(ApiToken, {
+        organizationId,
+        name: checked.name,
+        access,
+        tokenHash: sha256Hex(secret),
+        tokenPrefix: secret.slice(0, TOKEN_PREFIX_LENGTH),
+        createdBy: call.userId,
+        lastUsedAt: null,
+        revokedAt: null,
+      });
+      await em.flush();
+      await changes.publish(SUBJECTS.apiTokenCreated, ApiTokenCreatedSchema, {
+        organizationId,
+        tokenId: token.id,
+        name: token.name,
+        access: accessToProto(access),
+      });
+      await changes.audit(
+        organizationId,
+        "api_token.created",
+        { type: "api_token", id: token.id },
+        valuesSet({ name: token.name, access, token_prefix: token.tokenPrefix }),
+      );
+      return { token, secret };
+    });
+  }
+
+  /** The organization's live tokens, oldest first; never their secrets. */
+  async list(call: UserCall, organizationId: bigint): Promise<ApiTokenRow[]> {
+    const em = this.deps.tx.em();
+    await authorize(em, organizationId, call.userId, "manage", "organization_not_found");
+    return em.find(ApiToken, { organizationId, revokedAt: null }, { orderBy: { id: "asc" } });
+  }
+
+  /**
+   * Revokes a token of this organization; a token of another organization, or one already
+   * revoked, is not found. The gateways' cache entry is deleted after the commit, and
+   * ApiTokenRevoked tells the replicas that keep their own.
+   */
+  async revoke(call: UserCall, organizationId: bigint, tokenId: bigint): Promise<void> {
+    await this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      await authorize(em, organizationId, call.userId, "manage", "api_token_not_found");
+      const token = await em.findOne(ApiToken, { id: tokenId, organizationId, revokedAt: null });
+      if (!token) throw tokenNotFound();
+      token.revokedAt = new Date();
+      await em.flush();
+      await changes.publish(SUBJECTS.apiTokenRevoked, ApiTokenRevokedSchema, {
+        organizationId,
+        tokenId: token.id,
+        tokenSha256: Buffer.from(token.tokenHash, "hex"),
+      });
+      await changes.audit(
+        organizationId,
+        "api_token.revoked",
+        { type: "api_token", id: token.id },
+        changesBetween({ revoked: false }, { revoked: true }),
+      );
+      changes.evict(apiTokenCacheKey(token.tokenHash));
+    });
+  }
+
+  /** Internal: the live token whose secret hashes to `sha256`, for the gateway. */
+  async resolve(sha256: Uint8Array): Promise<ResolvedToken> {
+    if (sha256.length !== 32) throw tokenNotFound();
+    const em = this.deps.tx.em();
+    const token = await em.findOne(ApiToken, {
+      tokenHash: Buffer.from(sha256).toString("hex"),
+      revokedAt: null,
+    });
+    if (!token) throw tokenNotFound();
+    const now = new Date();
+    const stale = new Date(now.getTime() - LAST_USED_RESOLUTION_MS);
+    await em.nativeUpdate(
+      ApiToken,
+      { id: token.id, $or: [{ lastUsedAt: null }, { lastUsedAt: { $lt: stale } }] },
+      { lastUsedAt: now },
+    );
+    return { tokenId: token.id, organizationId: token.organizationId, access: token.access };
+  }
+}

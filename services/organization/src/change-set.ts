@@ -1,0 +1,122 @@
+import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  type Cache,
+  type Logger,
+  type Orm,
+  type OutboxRelay,
+  type Principal,
+  publishEvent,
+  SUBJECTS,
+} from "@rowbase/kit";
+import {
+  AuditEvent_ChangeSchema,
+  AuditEvent_TargetSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import type { AuditChange } from "./domain/audit.js";
+
+/** Who is calling and for which request; events carry both. */
+export interface CallContext {
+  principal: Principal;
+  requestId: string;
+}
+
+/** A call by a signed-in user. */
+export interface UserCall extends CallContext {
+  userId: bigint;
+}
+
+export type AuditTargetType = "organization" | "member" | "invite" | "api_token";
+
+/**
+ * What one transaction changes besides its rows: events written to the outbox (published if and
+ * only if the transaction commits) and cache entries to evict once it has committed.
+ */
+export class ChangeSet {
+  readonly evictions = new Set<string>();
+  private events = 0;
+
+  constructor(
+    readonly em: EntityManager,
+    private readonly context: CallContext,
+  ) {}
+
+  get enqueuedEvents(): number {
+    return this.events;
+  }
+
+  async publish<D extends DescMessage>(
+    subject: string,
+    schema: D,
+    init: Omit<MessageShape<D>, "$typeName" | "meta">,
+  ): Promise<void> {
+    await publishEvent(this.em, subject, schema, init, this.context);
+    this.events += 1;
+  }
+
+  /** An audit event `audit.<type>.<verb>` on the AUDIT stream. */
+  async audit(
+    organizationId: bigint,
+    action: `${AuditTargetType}.${string}`,
+    target: { type: AuditTargetType; id: bigint },
+    changes: AuditChange[] = [],
+  ): Promise<void> {
+    await this.publish(SUBJECTS.audit(action), AuditEventSchema, {
+      organizationId,
+      databaseId: 0n,
+      tableId: 0n,
+      action,
+      target: create(AuditEvent_TargetSchema, { type: target.type, id: target.id }),
+      changes: changes.map((change) =>
+        create(AuditEvent_ChangeSchema, {
+          key: change.key,
+          label: "",
+          oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
+          newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
+        }),
+      ),
+    });
+  }
+
+  /** A cache key to delete after the commit (membership roles, resolved API tokens). */
+  evict(...keys: string[]): void {
+    for (const key of keys) this.evictions.add(key);
+  }
+}
+
+/**
+ * Runs write transactions: after a commit it wakes the outbox relay and evicts caches; after a
+ * rollback it does neither.
+ */
+export class Transactions {
+  constructor(
+    private readonly orm: Orm,
+    private readonly relay: Pick<OutboxRelay, "kick">,
+    private readonly cache: Cache,
+    private readonly logger: Logger,
+  ) {}
+
+  /** A fresh EntityManager for reads outside a transaction. */
+  em(): EntityManager {
+    return this.orm.em.fork();
+  }
+
+  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
+    let changes: ChangeSet | undefined;
+    const result = await this.orm.em.fork().transactional(async (em) => {
+      changes = new ChangeSet(em, context);
+      return work(changes);
+    });
+    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
+    if (changes && changes.evictions.size > 0) {
+      // The change is committed: a cache that cannot be reached must not turn it into a failed
+      // call. Entries live only seconds, and member events evict them again.
+      await this.cache
+        .del(...changes.evictions)
+        .catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
+    }
+    return result;
+  }
+}

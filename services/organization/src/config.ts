@@ -1,0 +1,26 @@
+import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { z } from "zod";
+
+const seconds = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+
+export const organizationEnv = z.object({
+  DATABASE_URL: z.url(),
+  REDIS_URL: optionalUrl,
+  NATS_URL: optionalUrl,
+  INTERNAL_JWT_SECRET: secret,
+  LOG_LEVEL: logLevel,
+  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_PORT: port(50052),
+  /** The identity service, for members' e-mails and names (`http://host:port`). */
+  IDENTITY_GRPC_URL: z.url(),
+  SMTP_URL: optionalUrl,
+  MAIL_FROM: z.string().default("Rowbase <no-reply@rowbase.local>"),
+  /** Life of an owner-transfer code. */
+  CODE_TTL_SECONDS: seconds(900),
+  /** Life of an invitation. */
+  INVITE_TTL_SECONDS: seconds(604_800),
+  /** Where the REST API answers, for links in invitation mails. */
+  PUBLIC_BASE_URL: optionalUrl,
+});
+
+export type OrganizationConfig = z.output<typeof organizationEnv>;

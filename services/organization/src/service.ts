@@ -1,0 +1,96 @@
+import {
+  type Cache,
+  createMailer,
+  createOrm,
+  createServiceClient,
+  type EventBus,
+  type GrpcServer,
+  type Logger,
+  migrate,
+  type Orm,
+  OutboxRelay,
+  STREAMS,
+  startGrpcServer,
+} from "@rowbase/kit";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { ApiTokens } from "./api-tokens.js";
+import { Transactions } from "./change-set.js";
+import type { OrganizationConfig } from "./config.js";
+import { entities } from "./db/entities.js";
+import { Invites } from "./invites.js";
+import { Members } from "./members.js";
+import { migrations } from "./migrations/initial-schema.js";
+import { Organizations } from "./organizations.js";
+import { createRoutes } from "./server.js";
+import { UserDirectory } from "./user-directory.js";
+
+export const SCHEMA = "organization";
+
+export function createOrganizationOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+}
+
+export async function migrateOrganization(databaseUrl: string): Promise<string[]> {
+  const orm = await createOrganizationOrm(databaseUrl);
+  try {
+    return await migrate(orm, SCHEMA);
+  } finally {
+    await orm.close();
+  }
+}
+
+export interface RunningOrganization {
+  server: GrpcServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the organization service on its gRPC port with the given shared pieces, and the relay
+ * that publishes its outbox to the bus. The caller owns (and closes) the cache and the bus.
+ */
+export async function startOrganization(
+  config: OrganizationConfig,
+  deps: { logger: Logger; cache: Cache; bus: EventBus },
+): Promise<RunningOrganization> {
+  await deps.bus.ensureStreams(STREAMS);
+  const orm = await createOrganizationOrm(config.DATABASE_URL, deps.logger);
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
+  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  const tx = new Transactions(orm, relay, deps.cache, deps.logger);
+  const directory = new UserDirectory(
+    createServiceClient(IdentityService, config.IDENTITY_GRPC_URL),
+    config.INTERNAL_JWT_SECRET,
+  );
+  relay.start();
+  let server: GrpcServer;
+  try {
+    server = await startGrpcServer({
+      routes: createRoutes({
+        organizations: new Organizations({ tx }),
+        invites: new Invites({ tx, directory, mailer, logger: deps.logger, config }),
+        members: new Members({ tx, directory, mailer, config }),
+        apiTokens: new ApiTokens({ tx }),
+      }),
+      services: [OrganizationService],
+      host: config.GRPC_HOST,
+      port: config.GRPC_PORT,
+      logger: deps.logger,
+      internalSecret: config.INTERNAL_JWT_SECRET,
+    });
+  } catch (error) {
+    await relay.stop();
+    mailer.close();
+    await orm.close();
+    throw error;
+  }
+  return {
+    server,
+    async stop() {
+      await server.close();
+      await relay.stop();
+      mailer.close();
+      await orm.close();
+    },
+  };
+}

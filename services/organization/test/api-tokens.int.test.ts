@@ -1,0 +1,263 @@
+import { createHash } from "node:crypto";
+import { toJsonString } from "@bufbuild/protobuf";
+import { apiTokenCacheKey } from "@rowbase/kit";
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  ApiTokenCreatedSchema,
+  ApiTokenRevokedSchema,
+} from "@rowbase/proto/rowbase/events/v1/org_events_pb";
+import { TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { ListApiTokensResponseSchema } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  eventsOf,
+  type Harness,
+  reasonOf,
+  SERVICE,
+  startHarness,
+  stateOf,
+  type TestUser,
+  team,
+  validationOf,
+} from "./harness.js";
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+const sha256 = (secret: string) => createHash("sha256").update(secret).digest();
+
+async function createToken(
+  organizationId: bigint,
+  by: TestUser,
+  name = "ci",
+  access = TokenAccess.READ_WRITE,
+) {
+  return h.org.createApiToken({ organizationId, name, access }, await as(by));
+}
+
+describe("create and list", () => {
+  it("returns an rb_ secret once and stores only its SHA-256", async () => {
+    const { id, owner, admin } = await team(h);
+    const { apiToken, token } = await createToken(id, admin, "  zapier  ", TokenAccess.READ);
+    expect(token).toMatch(/^rb_[0-9A-Za-z]{40}$/);
+    expect(apiToken).toMatchObject({
+      name: "zapier",
+      access: TokenAccess.READ,
+      tokenPrefix: token.slice(0, 8),
+    });
+    expect(apiToken!.tokenId).toBeGreaterThan(0n);
+    expect(apiToken!.createdAt).toBeDefined();
+    expect(apiToken!.lastUsedAt).toBeUndefined();
+
+    const { rows } = await h.db.query("select * from organization.api_tokens where id = $1", [
+      apiToken!.tokenId,
+    ]);
+    expect(rows[0].token_hash).toBe(sha256(token).toString("hex"));
+    expect(rows[0].created_by).toBe(admin.id.toString());
+    const everything = JSON.stringify(
+      (await h.db.query("select * from organization.api_tokens")).rows,
+    );
+    expect(everything).not.toContain(token.slice(8));
+    const outbox = (await h.db.query("select payload from organization.outbox")).rows
+      .map((r) => Buffer.from(r.payload).toString("latin1"))
+      .join("");
+    expect(outbox).not.toContain(token.slice(8));
+
+    const second = await createToken(id, owner, "etl");
+    expect(second.token).not.toBe(token);
+    const list = await h.org.listApiTokens({ organizationId: id }, await as(owner));
+    expect(list.apiTokens.map((t) => [t.name, t.access, t.tokenPrefix])).toEqual([
+      ["zapier", TokenAccess.READ, token.slice(0, 8)],
+      ["etl", TokenAccess.READ_WRITE, second.token.slice(0, 8)],
+    ]);
+    const json = toJsonString(ListApiTokensResponseSchema, list);
+    expect(json).not.toContain(token.slice(8));
+    expect(json).not.toContain(second.token.slice(8));
+
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.api_token.created", ApiTokenCreatedSchema).find(
+          (e) => e.tokenId === apiToken!.tokenId,
+        ),
+      )
+      .toMatchObject({ organizationId: id, name: "zapier", access: TokenAccess.READ });
+    await expect
+      .poll(
+        () =>
+          eventsOf(h.events, "audit.api_token.created", AuditEventSchema).find(
+            (e) => e.target?.id === apiToken!.tokenId,
+          )?.meta?.actor?.id,
+      )
+      .toBe(admin.id);
+  });
+
+  it("is for owners and admins only, and validates the request", async () => {
+    const { id, owner, editor, viewer, outsider } = await team(h);
+    await createToken(id, owner);
+    const before = await stateOf(h.db, id);
+    for (const user of [editor, viewer]) {
+      expect(await reasonOf(createToken(id, user))).toBe("organization_forbidden");
+      expect(await reasonOf(h.org.listApiTokens({ organizationId: id }, await as(user)))).toBe(
+        "organization_forbidden",
+      );
+    }
+    expect(await reasonOf(createToken(id, outsider))).toBe("organization_not_found");
+    expect(await reasonOf(h.org.listApiTokens({ organizationId: id }, await as(outsider)))).toBe(
+      "organization_not_found",
+    );
+    expect(await validationOf(createToken(id, owner, ""))).toEqual([
+      expect.objectContaining({ key: "name", source: "body" }),
+    ]);
+    expect(await validationOf(createToken(id, owner, "x".repeat(101)))).toEqual([
+      expect.objectContaining({ key: "name" }),
+    ]);
+    expect(await validationOf(createToken(id, owner, "ok", TokenAccess.UNSPECIFIED))).toEqual([
+      expect.objectContaining({ key: "access" }),
+    ]);
+    expect(await stateOf(h.db, id)).toEqual(before);
+  });
+});
+
+describe("revoke and resolve", () => {
+  it("resolves a live token for services, stamping last_used_at at most once a minute", async () => {
+    const { id, owner } = await team(h);
+    const { apiToken, token } = await createToken(id, owner, "reader", TokenAccess.READ);
+    const resolved = await h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(SERVICE));
+    expect(resolved).toMatchObject({
+      tokenId: apiToken!.tokenId,
+      organizationId: id,
+      access: TokenAccess.READ,
+    });
+    const lastUsed = async () =>
+      (
+        await h.db.query("select last_used_at from organization.api_tokens where id = $1", [
+          apiToken!.tokenId,
+        ])
+      ).rows[0].last_used_at as Date | null;
+    const first = await lastUsed();
+    expect(first).toBeInstanceOf(Date);
+    await h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(SERVICE));
+    expect(await lastUsed()).toEqual(first);
+    await h.db.query(
+      "update organization.api_tokens set last_used_at = now() - interval '2 minutes' where id = $1",
+      [apiToken!.tokenId],
+    );
+    const stale = await lastUsed();
+    await h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(SERVICE));
+    expect((await lastUsed())!.getTime()).toBeGreaterThan(stale!.getTime());
+    const { apiTokens } = await h.org.listApiTokens({ organizationId: id }, await as(owner));
+    expect(apiTokens[0]!.lastUsedAt).toBeDefined();
+
+    expect(
+      await reasonOf(h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(owner))),
+    ).toBe("internal_only");
+    expect(
+      await reasonOf(
+        h.org.resolveApiToken({ tokenSha256: sha256(`${token}x`) }, await as(SERVICE)),
+      ),
+    ).toBe("api_token_not_found");
+    expect(
+      await reasonOf(
+        h.org.resolveApiToken({ tokenSha256: new Uint8Array([1, 2, 3]) }, await as(SERVICE)),
+      ),
+    ).toBe("api_token_not_found");
+  });
+
+  it("revokes a token of the organization at once, and nothing else", async () => {
+    const a = await team(h);
+    const b = await team(h);
+    const { apiToken, token } = await createToken(a.id, a.owner);
+    const other = await createToken(b.id, b.owner);
+    const hex = sha256(token).toString("hex");
+    await h.cache.set(apiTokenCacheKey(hex), "cached", 60);
+
+    const before = await stateOf(h.db, a.id);
+    const beforeB = await stateOf(h.db, b.id);
+    expect(
+      await reasonOf(
+        h.org.revokeApiToken(
+          { organizationId: a.id, tokenId: other.apiToken!.tokenId },
+          await as(a.owner),
+        ),
+      ),
+    ).toBe("api_token_not_found");
+    expect(
+      await reasonOf(
+        h.org.revokeApiToken(
+          { organizationId: b.id, tokenId: apiToken!.tokenId },
+          await as(a.owner),
+        ),
+      ),
+    ).toBe("api_token_not_found");
+    expect(
+      await reasonOf(
+        h.org.revokeApiToken(
+          { organizationId: a.id, tokenId: apiToken!.tokenId },
+          await as(a.editor),
+        ),
+      ),
+    ).toBe("organization_forbidden");
+    expect(
+      await reasonOf(
+        h.org.revokeApiToken({ organizationId: a.id, tokenId: 999_999n }, await as(a.owner)),
+      ),
+    ).toBe("api_token_not_found");
+    expect(await stateOf(h.db, a.id)).toEqual(before);
+    expect(await stateOf(h.db, b.id)).toEqual(beforeB);
+    expect(await h.cache.get(apiTokenCacheKey(hex))).toBe("cached");
+
+    await h.org.revokeApiToken(
+      { organizationId: a.id, tokenId: apiToken!.tokenId },
+      await as(a.admin),
+    );
+    expect(await h.cache.get(apiTokenCacheKey(hex))).toBeNull();
+    expect(
+      await reasonOf(h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(SERVICE))),
+    ).toBe("api_token_not_found");
+    expect(
+      (await h.org.listApiTokens({ organizationId: a.id }, await as(a.owner))).apiTokens,
+    ).toEqual([]);
+    expect(
+      await reasonOf(
+        h.org.revokeApiToken(
+          { organizationId: a.id, tokenId: apiToken!.tokenId },
+          await as(a.owner),
+        ),
+      ),
+    ).toBe("api_token_not_found");
+    // The other organization's token still works.
+    expect(
+      (await h.org.resolveApiToken({ tokenSha256: sha256(other.token) }, await as(SERVICE)))
+        .organizationId,
+    ).toBe(b.id);
+
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.api_token.revoked", ApiTokenRevokedSchema).find(
+          (e) => e.tokenId === apiToken!.tokenId,
+        ),
+      )
+      .toBeDefined();
+    const revoked = eventsOf(h.events, "org.api_token.revoked", ApiTokenRevokedSchema).find(
+      (e) => e.tokenId === apiToken!.tokenId,
+    )!;
+    expect(revoked.organizationId).toBe(a.id);
+    expect(Buffer.from(revoked.tokenSha256).toString("hex")).toBe(hex);
+    await expect
+      .poll(
+        () =>
+          eventsOf(h.events, "audit.api_token.revoked", AuditEventSchema).find(
+            (e) => e.target?.id === apiToken!.tokenId,
+          )?.meta?.actor?.id,
+      )
+      .toBe(a.admin.id);
+  });
+});

@@ -1,0 +1,477 @@
+import { membershipCacheKey } from "@rowbase/kit";
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  MemberRemovedSchema,
+  MemberUpdatedSchema,
+} from "@rowbase/proto/rowbase/events/v1/org_events_pb";
+import { Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  eventsOf,
+  type Harness,
+  newOrganization,
+  reasonOf,
+  startHarness,
+  stateOf,
+  type TestUser,
+  team,
+  validationOf,
+} from "./harness.js";
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+async function roleOf(organizationId: bigint, user: TestUser): Promise<string | undefined> {
+  const { rows } = await h.db.query(
+    "select role from organization.members where organization_id = $1 and user_id = $2",
+    [organizationId, user.id],
+  );
+  return rows[0]?.role;
+}
+
+async function transferCode(owner: TestUser, send: () => Promise<unknown>): Promise<string> {
+  const before = h.mail.messages.length;
+  await send();
+  const message = await h.mail.next(owner.email, before);
+  return /transfer code: (\d{6})/.exec(message.subject)![1]!;
+}
+
+function wrongCode(code: string) {
+  return code === "000000" ? "111111" : "000000";
+}
+
+describe("list", () => {
+  it("lists every member with e-mail and name from identity, to any member only", async () => {
+    const { id, owner, admin, editor, viewer, outsider } = await team(h);
+    const { members } = await h.org.listMembers({ organizationId: id }, await as(viewer));
+    expect(members.map((m) => [m.userId, m.email, m.name, m.role])).toEqual([
+      [owner.id, owner.email, "Owner", Role.OWNER],
+      [admin.id, admin.email, "Admin", Role.ADMIN],
+      [editor.id, editor.email, "Editor", Role.EDITOR],
+      [viewer.id, viewer.email, "Viewer", Role.VIEWER],
+    ]);
+    expect(members.every((m) => m.memberId > 0n && m.joinedAt !== undefined)).toBe(true);
+    expect(await reasonOf(h.org.listMembers({ organizationId: id }, await as(outsider)))).toBe(
+      "organization_not_found",
+    );
+  });
+});
+
+describe("update", () => {
+  it("follows the role table: managers change roles, only the owner touches admins", async () => {
+    const { id, owner, admin, editor, viewer, memberOf } = await team(h);
+    // An admin moves editors and viewers between those roles.
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(editor), role: Role.VIEWER },
+      await as(admin),
+    );
+    expect(await roleOf(id, editor)).toBe("viewer");
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(editor), role: Role.EDITOR },
+      await as(admin),
+    );
+    expect(await roleOf(id, editor)).toBe("editor");
+    // The owner gives and takes the admin role.
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(viewer), role: Role.ADMIN },
+      await as(owner),
+    );
+    expect(await roleOf(id, viewer)).toBe("admin");
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(viewer), role: Role.VIEWER },
+      await as(owner),
+    );
+    expect(await roleOf(id, viewer)).toBe("viewer");
+  });
+
+  it("refuses what the role table forbids and changes nothing", async () => {
+    const { id, owner, admin, editor, viewer, outsider, memberOf } = await team(h);
+    const before = await stateOf(h.db, id);
+    const refused: [TestUser, TestUser, Role, string][] = [
+      [admin, editor, Role.ADMIN, "organization_forbidden"], // giving admin needs the owner
+      [admin, admin, Role.EDITOR, "organization_forbidden"], // an admin is the owner's
+      [admin, owner, Role.ADMIN, "organization_forbidden"], // nobody changes the owner
+      [owner, owner, Role.ADMIN, "organization_forbidden"], // not even the owner
+      [editor, viewer, Role.EDITOR, "organization_forbidden"],
+      [viewer, editor, Role.VIEWER, "organization_forbidden"],
+      [viewer, viewer, Role.EDITOR, "organization_forbidden"],
+      [outsider, editor, Role.VIEWER, "member_not_found"],
+    ];
+    for (const [actor, target, role, reason] of refused) {
+      expect(
+        await reasonOf(
+          h.org.updateMember(
+            { organizationId: id, memberId: memberOf(target), role },
+            await as(actor),
+          ),
+        ),
+        `${actor.name} -> ${target.name}`,
+      ).toBe(reason);
+    }
+    expect(
+      await reasonOf(
+        h.org.updateMember(
+          { organizationId: id, memberId: 999_999n, role: Role.VIEWER },
+          await as(owner),
+        ),
+      ),
+    ).toBe("member_not_found");
+    for (const role of [Role.OWNER, Role.UNSPECIFIED]) {
+      expect(
+        await validationOf(
+          h.org.updateMember(
+            { organizationId: id, memberId: memberOf(editor), role },
+            await as(owner),
+          ),
+        ),
+      ).toEqual([expect.objectContaining({ key: "role", source: "body" })]);
+    }
+    expect(await stateOf(h.db, id)).toEqual(before);
+  });
+
+  it("refuses a member of another organization as not found", async () => {
+    const a = await team(h);
+    const b = await team(h);
+    const before = await stateOf(h.db, b.id);
+    expect(
+      await reasonOf(
+        h.org.updateMember(
+          { organizationId: a.id, memberId: b.memberOf(b.editor), role: Role.VIEWER },
+          await as(a.owner),
+        ),
+      ),
+    ).toBe("member_not_found");
+    expect(
+      await reasonOf(
+        h.org.removeMember(
+          { organizationId: a.id, memberId: b.memberOf(b.editor) },
+          await as(a.owner),
+        ),
+      ),
+    ).toBe("member_not_found");
+    expect(await stateOf(h.db, b.id)).toEqual(before);
+  });
+
+  it("announces and audits a role change and evicts the cached role", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    await h.cache.set(membershipCacheKey(id, editor.id), "editor", 60);
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(editor), role: Role.VIEWER },
+      await as(owner),
+    );
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.member.updated", MemberUpdatedSchema).find(
+          (e) => e.organizationId === id,
+        ),
+      )
+      .toMatchObject({
+        memberId: memberOf(editor),
+        userId: editor.id,
+        role: Role.VIEWER,
+        previousRole: Role.EDITOR,
+      });
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "audit.member.updated", AuditEventSchema).find(
+          (e) => e.organizationId === id,
+        ),
+      )
+      .toBeDefined();
+    const audit = eventsOf(h.events, "audit.member.updated", AuditEventSchema).find(
+      (e) => e.organizationId === id,
+    )!;
+    expect(audit.meta?.actor?.id).toBe(owner.id);
+    expect(audit.target).toMatchObject({ type: "member", id: memberOf(editor) });
+    expect(
+      audit.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
+    ).toEqual([["role", "editor", "viewer"]]);
+  });
+});
+
+describe("remove", () => {
+  it("lets managers remove members and members leave; the removed user is refused at once", async () => {
+    const { id, owner, admin, editor, viewer, memberOf } = await team(h);
+    await h.cache.set(membershipCacheKey(id, editor.id), "editor", 60);
+    await h.org.removeMember({ organizationId: id, memberId: memberOf(editor) }, await as(admin));
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    expect(await roleOf(id, editor)).toBeUndefined();
+    expect(await reasonOf(h.org.listMembers({ organizationId: id }, await as(editor)))).toBe(
+      "organization_not_found",
+    );
+
+    await h.org.removeMember({ organizationId: id, memberId: memberOf(viewer) }, await as(viewer));
+    expect(await roleOf(id, viewer)).toBeUndefined();
+    await h.org.removeMember({ organizationId: id, memberId: memberOf(admin) }, await as(owner));
+    expect(await roleOf(id, admin)).toBeUndefined();
+
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.member.removed", MemberRemovedSchema)
+          .filter((e) => e.organizationId === id)
+          .map((e) => e.userId),
+      )
+      .toEqual([editor.id, viewer.id, admin.id]);
+    await expect
+      .poll(
+        () =>
+          eventsOf(h.events, "audit.member.removed", AuditEventSchema).filter(
+            (e) => e.organizationId === id,
+          ).length,
+      )
+      .toBe(3);
+    const [byAdmin, left] = eventsOf(h.events, "audit.member.removed", AuditEventSchema).filter(
+      (e) => e.organizationId === id,
+    );
+    expect(byAdmin!.meta?.actor?.id).toBe(admin.id);
+    expect(left!.meta?.actor?.id).toBe(viewer.id);
+    expect(
+      Object.fromEntries(byAdmin!.changes.map((c) => [c.key, c.oldValue?.kind.value])),
+    ).toEqual({ user_id: Number(editor.id), role: "editor" });
+  });
+
+  it("never removes the owner, and keeps admins for the owner", async () => {
+    const { id, owner, admin, editor, viewer, outsider, memberOf } = await team(h);
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(viewer), role: Role.ADMIN },
+      await as(owner),
+    );
+    const before = await stateOf(h.db, id);
+    const refused: [TestUser, TestUser, string][] = [
+      [owner, owner, "organization_forbidden"], // the owner cannot leave
+      [admin, owner, "organization_forbidden"],
+      [admin, viewer, "organization_forbidden"], // viewer is an admin now
+      [editor, admin, "organization_forbidden"],
+      [editor, owner, "organization_forbidden"],
+      [outsider, editor, "member_not_found"],
+    ];
+    for (const [actor, target, reason] of refused) {
+      expect(
+        await reasonOf(
+          h.org.removeMember({ organizationId: id, memberId: memberOf(target) }, await as(actor)),
+        ),
+        `${actor.name} removes ${target.name}`,
+      ).toBe(reason);
+    }
+    expect(await stateOf(h.db, id)).toEqual(before);
+  });
+});
+
+describe("owner transfer", () => {
+  it("refuses non-owners, self and strangers without sending a code", async () => {
+    const { id, owner, admin, editor, outsider, memberOf } = await team(h);
+    const other = await newOrganization(h, outsider, "Other");
+    const { members } = await h.org.listMembers(
+      { organizationId: other.organizationId },
+      await as(outsider),
+    );
+    const before = await stateOf(h.db, id);
+    const mails = h.mail.messages.length;
+    expect(
+      await reasonOf(
+        h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(admin)),
+      ),
+    ).toBe("organization_forbidden");
+    expect(
+      await reasonOf(
+        h.org.sendTransferCode(
+          { organizationId: id, memberId: memberOf(editor) },
+          await as(outsider),
+        ),
+      ),
+    ).toBe("organization_not_found");
+    expect(
+      await reasonOf(
+        h.org.sendTransferCode({ organizationId: id, memberId: memberOf(owner) }, await as(owner)),
+      ),
+    ).toBe("cannot_transfer_to_self");
+    expect(
+      await reasonOf(
+        h.org.sendTransferCode(
+          { organizationId: id, memberId: members[0]!.memberId },
+          await as(owner),
+        ),
+      ),
+    ).toBe("member_not_found");
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(editor), code: "123456" },
+          await as(owner),
+        ),
+      ),
+    ).toBe("invalid_verification_code");
+    expect(await stateOf(h.db, id)).toEqual(before);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(h.mail.messages.slice(mails).filter((m) => m.to.includes(owner.email))).toHaveLength(0);
+  });
+
+  it("kills a code after five wrong tries", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    const code = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    for (let i = 0; i < 5; i++) {
+      expect(
+        await reasonOf(
+          h.org.confirmTransfer(
+            { organizationId: id, memberId: memberOf(editor), code: wrongCode(code) },
+            await as(owner),
+          ),
+        ),
+      ).toBe("invalid_verification_code");
+    }
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(editor), code },
+          await as(owner),
+        ),
+      ),
+    ).toBe("invalid_verification_code");
+    expect(await roleOf(id, owner)).toBe("owner");
+    expect(await roleOf(id, editor)).toBe("editor");
+  });
+
+  it("refuses an expired code, and a code sent for another member", async () => {
+    const { id, owner, admin, editor, memberOf } = await team(h);
+    const expired = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    await h.db.query(
+      "update organization.transfer_codes set expires_at = now() - interval '1 second' where organization_id = $1",
+      [id],
+    );
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(editor), code: expired },
+          await as(owner),
+        ),
+      ),
+    ).toBe("transfer_verification_code_expired");
+
+    const forEditor = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(admin), code: forEditor },
+          await as(owner),
+        ),
+      ),
+    ).toBe("invalid_verification_code");
+    expect(await roleOf(id, owner)).toBe("owner");
+    expect(await roleOf(id, admin)).toBe("admin");
+  });
+
+  it("hands ownership over with the right code: the old owner becomes an admin", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    const code = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    const message = await h.mail.next(owner.email);
+    expect(message.raw).toContain(`is ${code}`);
+    await h.cache.set(membershipCacheKey(id, owner.id), "owner", 60);
+    await h.cache.set(membershipCacheKey(id, editor.id), "editor", 60);
+
+    const { organization } = await h.org.confirmTransfer(
+      { organizationId: id, memberId: memberOf(editor), code },
+      await as(owner),
+    );
+    expect(organization).toMatchObject({ organizationId: id, role: Role.ADMIN });
+    expect(await roleOf(id, owner)).toBe("admin");
+    expect(await roleOf(id, editor)).toBe("owner");
+    expect(await h.cache.get(membershipCacheKey(id, owner.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from organization.transfer_codes where organization_id = $1",
+      [id],
+    );
+    expect(rows[0].n).toBe(0);
+    // The code is spent; the old owner has lost the owner's rights, the new one has them.
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(editor), code },
+          await as(owner),
+        ),
+      ),
+    ).toBe("organization_forbidden");
+    expect(await reasonOf(h.org.deleteOrganization({ organizationId: id }, await as(owner)))).toBe(
+      "organization_forbidden",
+    );
+    expect(
+      await reasonOf(
+        h.org.removeMember({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+      ),
+    ).toBe("organization_forbidden");
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(owner), role: Role.VIEWER },
+      await as(editor),
+    );
+    expect(await roleOf(id, owner)).toBe("viewer");
+
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.member.updated", MemberUpdatedSchema)
+          .filter((e) => e.organizationId === id)
+          .slice(0, 2)
+          .map((e) => [e.userId, e.previousRole, e.role]),
+      )
+      .toEqual([
+        [owner.id, Role.OWNER, Role.ADMIN],
+        [editor.id, Role.EDITOR, Role.OWNER],
+      ]);
+  });
+
+  it("refuses to make a member the owner of a sixth organization", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    for (let i = 0; i < 5; i++) await newOrganization(h, editor, `Editor owns ${i}`);
+    const code = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    expect(
+      await reasonOf(
+        h.org.confirmTransfer(
+          { organizationId: id, memberId: memberOf(editor), code },
+          await as(owner),
+        ),
+      ),
+    ).toBe("organization_limit_exceeded");
+    expect(await roleOf(id, owner)).toBe("owner");
+  });
+});
+
+describe("schema invariants", () => {
+  it("allows exactly one owner per organization, whatever writes the rows", async () => {
+    const { id, editor } = await team(h);
+    await expect(
+      h.db.query(
+        "update organization.members set role = 'owner' where organization_id = $1 and user_id = $2",
+        [id, editor.id],
+      ),
+    ).rejects.toThrow(/members_one_owner/);
+    await expect(
+      h.db.query(
+        "update organization.members set role = 'admin' where organization_id = $1 and role = 'owner'",
+        [id],
+      ),
+    ).rejects.toThrow(/exactly one owner/);
+    await expect(
+      h.db.query("insert into organization.organizations (slug, name) values ($1, 'Ownerless')", [
+        `ownerless-${id}`,
+      ]),
+    ).rejects.toThrow(/exactly one owner/);
+  });
+});
