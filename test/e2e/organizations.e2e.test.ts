@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEmail, type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
+import {
+  addMember as addMemberTo,
+  createOrg as createOrgIn,
+  expectError,
+  q,
+} from "./support/organizations.js";
 import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
@@ -18,43 +24,20 @@ afterAll(async () => {
 const user = () => signUp(sys, api);
 const isoMillis = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-async function createOrg(owner: SignedUpUser, body: Record<string, unknown> = {}) {
+const createOrg = (owner: SignedUpUser, body: Record<string, unknown> = {}) =>
+  body.organization_slug === undefined ? createOrgIn(api, owner) : createOrgWithSlug(owner, body);
+
+async function createOrgWithSlug(owner: SignedUpUser, body: Record<string, unknown>) {
   const response = await api("POST", "/organization/create", {
     token: owner.token,
-    body: { name: `Org ${Math.random().toString(36).slice(2, 8)}`, ...body },
+    body: { name: "Org", ...body },
   });
   expect(response.status, JSON.stringify(response.body)).toBe(200);
   return response.body.data.organization;
 }
 
-/** Invites `invitee` with `role` and accepts; returns the member id. */
-async function addMember(owner: SignedUpUser, orgId: number, invitee: SignedUpUser, role: string) {
-  const invite = await api("POST", "/organization/invite/create", {
-    token: owner.token,
-    query: { organization_id: String(orgId) },
-    body: { email: invitee.email, role },
-  });
-  expect(invite.status, JSON.stringify(invite.body)).toBe(200);
-  const accepted = await api("POST", "/organization/my_invite/accept", {
-    token: invitee.token,
-    query: { invite_id: String(invite.body.data.invite.invite_id) },
-  });
-  expect(accepted.status).toBe(200);
-  const members = await api("GET", "/organization/member/list", {
-    token: owner.token,
-    query: { organization_id: String(orgId) },
-  });
-  return members.body.data.members.find((m: { user_id: number }) => m.user_id === invitee.id)
-    .member_id as number;
-}
-
-const q = (values: Record<string, number | string>) =>
-  Object.fromEntries(Object.entries(values).map(([k, v]) => [k, String(v)]));
-
-function expectError(response: { status: number; body: unknown }, status: number, message: string) {
-  expect(response.status, JSON.stringify(response.body)).toBe(status);
-  expect(response.body).toEqual({ message, data: {} });
-}
+const addMember = (owner: SignedUpUser, orgId: number, invitee: SignedUpUser, role: string) =>
+  addMemberTo(api, owner, orgId, invitee, role);
 
 describe("organizations", () => {
   it("creates, reads, lists and updates an organization", async () => {

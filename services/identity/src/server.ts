@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { requireUser } from "@rowbase/kit";
+import { requestIdOf, requireUser } from "@rowbase/kit";
 import {
   type Session,
   SessionSchema,
@@ -11,10 +11,12 @@ import {
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import type { Accounts, IssuedSession, UserRow } from "./accounts.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
+import type { OidcSignIn } from "./oidc-sign-in.js";
 
 export interface IdentityServerDeps {
   accounts: Accounts;
   signer: AccessTokenSigner;
+  oidc: OidcSignIn;
 }
 
 function toUser(row: UserRow): User {
@@ -36,11 +38,8 @@ function toSession(issued: IssuedSession): Session {
   });
 }
 
-/**
- * The identity handlers: proto in, account rule, proto out. The OpenID Connect RPCs are not
- * served yet and answer Unimplemented.
- */
-export function createRoutes({ accounts, signer }: IdentityServerDeps) {
+/** The identity handlers: proto in, account rule, proto out. */
+export function createRoutes({ accounts, signer, oidc }: IdentityServerDeps) {
   return (router: ConnectRouter) =>
     router.service(IdentityService, {
       async register(req) {
@@ -74,6 +73,13 @@ export function createRoutes({ accounts, signer }: IdentityServerDeps) {
       },
       async getUsers(req) {
         return { users: (await accounts.users(req.ids)).map(toUser) };
+      },
+      async beginOidcSignIn(req, ctx) {
+        return { authorizationUrl: await oidc.begin(req.redirectUri, requestIdOf(ctx)) };
+      },
+      async exchangeOidcCode(req, ctx) {
+        const issued = await oidc.exchange(req.code, req.state, requestIdOf(ctx));
+        return { session: toSession(issued) };
       },
     });
 }

@@ -10,10 +10,11 @@ import {
 } from "@rowbase/kit";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { Accounts } from "./accounts.js";
-import type { IdentityConfig } from "./config.js";
+import { type IdentityConfig, oidcSettingsOf } from "./config.js";
 import { entities } from "./db/entities.js";
 import { AccessTokenSigner } from "./domain/access-tokens.js";
-import { migrations } from "./migrations/initial-schema.js";
+import { migrations } from "./migrations/index.js";
+import { OidcSignIn } from "./oidc-sign-in.js";
 import { createRoutes } from "./server.js";
 
 export const SCHEMA = "identity";
@@ -48,8 +49,14 @@ export async function startIdentity(
     config.ACCESS_TOKEN_TTL_SECONDS,
   );
   const accounts = new Accounts({ orm, cache: deps.cache, mailer, signer, config });
+  const oidc = new OidcSignIn({
+    orm,
+    accounts,
+    settings: oidcSettingsOf(config),
+    logger: deps.logger,
+  });
   const server = await startGrpcServer({
-    routes: createRoutes({ accounts, signer }),
+    routes: createRoutes({ accounts, signer, oidc }),
     services: [IdentityService],
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,

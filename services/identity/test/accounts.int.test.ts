@@ -88,7 +88,7 @@ beforeAll(async () => {
     SMTP_URL: mail.url,
     JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
   });
-  expect(await migrateIdentity(database.url)).toEqual(["InitialSchema"]);
+  expect(await migrateIdentity(database.url)).toEqual(["InitialSchema", "OidcSignIn"]);
   service = await startIdentity(config, {
     logger: createLogger("identity", process.env.TEST_LOG_LEVEL ?? "silent"),
     cache,

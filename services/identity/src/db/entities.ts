@@ -56,4 +56,33 @@ export const RefreshToken = defineEntity({
   },
 });
 
-export const entities = [User, EmailCode, Session, RefreshToken];
+/**
+ * A started OpenID Connect sign-in, waiting for the provider's redirect. Keyed by the SHA-256 of
+ * its `state`, which only the browser holds; consumed once, by `delete ... returning`.
+ */
+export const OidcSignInAttempt = defineEntity({
+  name: "OidcSignInAttempt",
+  tableName: "oidc_sign_in",
+  properties: {
+    stateHash: p.text().primary(),
+    nonce: p.text(),
+    codeVerifier: p.text(),
+    redirectUri: p.text(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    expiresAt: p.datetime(),
+  },
+});
+
+/** An account at the OpenID Connect provider, known by (issuer, subject), signing in as a user. */
+export const OidcIdentity = defineEntity({
+  name: "OidcIdentity",
+  tableName: "oidc_identity",
+  properties: {
+    issuer: p.text().primary(),
+    subject: p.text().primary(),
+    userId: p.bigint().columnType("bigint"),
+    createdAt: p.datetime().onCreate(() => new Date()),
+  },
+});
+
+export const entities = [User, EmailCode, Session, RefreshToken, OidcSignInAttempt, OidcIdentity];

@@ -40,5 +40,3 @@ export class InitialSchema extends Migration {
     this.addSql(OUTBOX_TABLE_SQL);
   }
 }
-
-export const migrations = [InitialSchema];

@@ -1,0 +1,54 @@
+import { normalizeEmail } from "./email.js";
+
+/** How long a started sign-in waits for the provider's redirect (SPEC section 4). */
+export const SIGN_IN_TTL_SECONDS = 600;
+
+/** What Rowbase asks the provider for: an ID token, the e-mail and the display name. */
+export const OIDC_SCOPE = "openid email profile";
+
+/**
+ * The redirect URI of a sign-in: the default when the client names none, else the one it names
+ * if the operator allowed it (compared as normalised URLs), else undefined. An open choice would
+ * let anybody have codes for Rowbase's client sent to a page of theirs.
+ */
+export function chooseRedirectUri(
+  requested: string,
+  defaultUri: string,
+  allowed: readonly string[],
+): string | undefined {
+  if (requested === "") return defaultUri;
+  let href: string;
+  try {
+    href = new URL(requested).href;
+  } catch {
+    return undefined;
+  }
+  return allowed.includes(href) ? href : undefined;
+}
+
+/** What a sign-in takes from the provider's claims about the person. */
+export interface OidcProfile {
+  /** Normalised; undefined when the provider sent none or not an address. */
+  email: string | undefined;
+  /** Only the boolean `true` counts: a missing claim or the string "true" does not. */
+  emailVerified: boolean;
+  /** The `name` claim made fit for a display name (may be empty). */
+  name: string;
+}
+
+const MAX_EMAIL_LENGTH = 254;
+const MAX_NAME_LENGTH = 100;
+const CONTROL_CHARACTERS = /\p{Cc}/gu;
+
+export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfile {
+  const email = typeof claims.email === "string" ? normalizeEmail(claims.email) : "";
+  const name = typeof claims.name === "string" ? claims.name : "";
+  return {
+    email: /^[^\s@]+@[^\s@]+$/.test(email) && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
+    emailVerified: claims.email_verified === true,
+    name: [...name.replace(CONTROL_CHARACTERS, " ").trim()]
+      .slice(0, MAX_NAME_LENGTH)
+      .join("")
+      .trim(),
+  };
+}
