@@ -1,4 +1,6 @@
 export { createGateway, type GatewayDeps, gatewayRoutes } from "./app.js";
+export { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
+export { organizationTokenLookup } from "./auth/organization-token-lookup.js";
 export { type GatewayConfig, gatewayEnv, loadGatewayConfig } from "./config.js";
 export { ERROR_STATUS, type ErrorCode, httpErrorOf } from "./errors/error-table.js";
 export {
@@ -11,5 +13,3 @@ export {
 export type { HealthTarget } from "./routes/health/health-routes.js";
 export { buildOpenApiDocument } from "./routing/openapi.js";
 export { type RunningGateway, type StartGatewayOptions, startGateway } from "./start-gateway.js";
-export { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
-export { organizationTokenLookup } from "./auth/organization-token-lookup.js";
