@@ -1,5 +1,6 @@
 import net from "node:net";
 import { createLogger, createServiceClient, MemoryCache } from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { Validator } from "@seriousme/openapi-schema-validator";
@@ -10,8 +11,8 @@ import { JSON_BODY_LIMIT_BYTES } from "./http/json-body.js";
 import { type RunningGateway, startGateway } from "./start-gateway.js";
 
 /**
- * The gateway over real HTTP on a free port. No service runs behind it: the identity and
- * organization URLs point at closed ports, so everything decided before a service call is tested here, and a call
+ * The gateway over real HTTP on a free port. No service runs behind it: the identity,
+ * organization and catalog URLs point at closed ports, so everything decided before a service call is tested here, and a call
  * shows how an unreachable service is answered. Flows through the running system are the
  * e2e tests' job.
  */
@@ -33,9 +34,11 @@ interface TestGateway {
 async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const identityUrl = `http://127.0.0.1:${await closedPort()}`;
   const organizationUrl = `http://127.0.0.1:${await closedPort()}`;
+  const catalogUrl = `http://127.0.0.1:${await closedPort()}`;
   const config = loadGatewayConfig({
     IDENTITY_GRPC_URL: identityUrl,
     ORGANIZATION_GRPC_URL: organizationUrl,
+    CATALOG_GRPC_URL: catalogUrl,
     INTERNAL_JWT_SECRET: "test-secret-test-secret-test-secret",
     LOG_LEVEL: "silent",
     ...env,
@@ -47,9 +50,11 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
       cache: new MemoryCache(),
       identity: createServiceClient(IdentityService, identityUrl),
       organization: createServiceClient(OrganizationService, organizationUrl),
+      catalog: createServiceClient(CatalogService, catalogUrl),
       healthTargets: [
         { name: "identity", url: identityUrl },
         { name: "organization", url: organizationUrl },
+        { name: "catalog", url: catalogUrl },
       ],
     },
     { port: 0, host: "127.0.0.1" },
@@ -331,6 +336,8 @@ describe("the gateway over HTTP", () => {
         ["GET", "/organization/list"],
         ["GET", "/api_token/list?organization_id=1"],
         ["POST", "/api_token/create?organization_id=1"],
+        ["GET", "/database/list?organization_id=1"],
+        ["POST", "/field/create?table_id=1"],
       ] as const) {
         const response = await call(gw, path, {
           method,
@@ -364,7 +371,7 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(503);
       expect(response.body).toEqual({
         message: "service_unavailable",
-        data: { failing: ["identity", "organization"] },
+        data: { failing: ["identity", "organization", "catalog"] },
       });
     });
   });
@@ -582,6 +589,180 @@ describe("the gateway over HTTP", () => {
       ]) {
         expect(responses(path)).toContain("too_many_requests");
       }
+    });
+
+    it("lists every database, table and field route with its parameters and body", () => {
+      const operations: [string, string, string[], string | undefined, string | undefined][] = [
+        ["post", "/database/create", ["organization_id"], "DatabaseCreateSchema", "DatabaseGet"],
+        ["get", "/database/get", ["database_id"], undefined, "DatabaseGet"],
+        ["post", "/database/update", ["database_id"], "DatabaseUpdateSchema", "DatabaseGet"],
+        ["post", "/database/delete", ["database_id"], undefined, "Delete"],
+        ["get", "/database/list", ["organization_id"], undefined, "DatabaseList"],
+        ["post", "/table/create", ["database_id"], "TableCreateSchema", "TableGet"],
+        ["get", "/table/get", ["table_id"], undefined, "TableGet"],
+        ["post", "/table/update", ["table_id"], "TableUpdateSchema", "TableUpdate"],
+        ["post", "/table/delete", ["table_id"], undefined, "Delete"],
+        ["get", "/table/list", ["database_id"], undefined, "TableList"],
+        ["post", "/field/create", ["table_id"], "FieldCreateSchema", "FieldGet"],
+        ["get", "/field/list", ["table_id"], undefined, "FieldList"],
+        ["post", "/field/update", ["field_id"], "FieldUpdateSchema", "FieldGet"],
+        ["post", "/field/delete", ["field_id"], undefined, undefined],
+      ];
+      for (const [method, path, parameters, body, data] of operations) {
+        const operation = document.paths[path]?.[method];
+        expect(operation, `${method} ${path}`).toBeDefined();
+        expect(operation?.security).toEqual([{ bearerAuth: [] }]);
+        const documented = ((operation?.parameters ?? []) as Record<string, unknown>[]).map(
+          (parameter) => {
+            expect(parameter).toMatchObject({
+              in: "query",
+              schema: { type: "integer", minimum: 1 },
+            });
+            return `${parameter.name}${parameter.required ? "" : "?"}`;
+          },
+        );
+        expect({ path, documented }).toEqual({ path, documented: parameters });
+        if (body) {
+          expect(operation?.requestBody).toEqual({
+            required: true,
+            content: { "application/json": { schema: { $ref: `#/components/schemas/${body}` } } },
+          });
+          expect(document.components.schemas[body]).toMatchObject({
+            type: "object",
+            additionalProperties: false,
+          });
+        } else {
+          expect(operation?.requestBody, path).toBeUndefined();
+        }
+        const success = JSON.stringify((operation?.responses as Record<string, unknown>)?.[200]);
+        expect(success).toContain(data ? `${data}Response` : "EmptyAPIResponse");
+      }
+      const schemas = document.components.schemas;
+      const fieldTypes = [
+        "text",
+        "long_text",
+        "number",
+        "boolean",
+        "date",
+        "datetime",
+        "single_select",
+        "multi_select",
+        "email",
+        "url",
+        "phone",
+        "json",
+        "file",
+        "autonumber",
+        "created_at",
+        "updated_at",
+      ];
+      expect(schemas.FieldCreateSchema).toMatchObject({
+        required: ["name", "type"],
+        properties: {
+          type: { enum: fieldTypes },
+          options: { type: "object" },
+          required: { type: "boolean" },
+          description: { type: "string", maxLength: 1000 },
+        },
+      });
+      expect(schemas.FieldUpdateSchema).toMatchObject({
+        properties: { position: { type: "integer", minimum: 0 }, type: { enum: fieldTypes } },
+      });
+      expect(schemas.FieldUpdateSchema?.required).toBeUndefined();
+      expect(schemas.TableCreateSchema).toMatchObject({
+        required: ["name"],
+        properties: {
+          fields: {
+            type: "array",
+            maxItems: 500,
+            items: { $ref: "#/components/schemas/FieldCreateSchema" },
+          },
+        },
+      });
+      expect(schemas.Field).toMatchObject({
+        required: [
+          "field_id",
+          "table_id",
+          "name",
+          "type",
+          "options",
+          "required",
+          "description",
+          "position",
+          "created_at",
+          "updated_at",
+        ],
+        properties: { type: { enum: fieldTypes }, options: { type: "object" } },
+      });
+      expect(schemas.Database).toMatchObject({
+        required: [
+          "database_id",
+          "organization_id",
+          "name",
+          "description",
+          "created_at",
+          "updated_at",
+        ],
+      });
+      expect(schemas.Table).toMatchObject({
+        required: ["table_id", "database_id", "name", "description", "created_at", "updated_at"],
+      });
+      expect(schemas.TableGet).toMatchObject({ required: ["table", "fields"] });
+      expect(schemas.Delete).toMatchObject({ required: ["deleted_id"] });
+    });
+
+    it("lists the domain errors and the rate limits of the catalog routes", () => {
+      const responses = (path: string, method = "post") =>
+        JSON.stringify(document.paths[path]?.[method]?.responses);
+      const expected: [string, string, string[]][] = [
+        ["post", "/database/create", ["organization_not_found", "organization_forbidden"]],
+        ["get", "/database/get", ["database_not_found"]],
+        ["post", "/database/update", ["database_not_found", "organization_forbidden"]],
+        ["post", "/database/delete", ["database_not_found", "organization_forbidden"]],
+        ["get", "/database/list", ["organization_not_found"]],
+        [
+          "post",
+          "/table/create",
+          ["database_not_found", "table_name_taken", "field_name_taken", "invalid_field_options"],
+        ],
+        ["get", "/table/get", ["table_not_found"]],
+        ["post", "/table/update", ["table_not_found", "table_name_taken"]],
+        ["post", "/table/delete", ["table_not_found", "organization_forbidden"]],
+        ["get", "/table/list", ["database_not_found"]],
+        ["post", "/field/create", ["table_not_found", "field_name_taken", "invalid_field_options"]],
+        ["get", "/field/list", ["table_not_found"]],
+        [
+          "post",
+          "/field/update",
+          [
+            "field_not_found",
+            "field_name_taken",
+            "invalid_field_options",
+            "field_type_change_invalid",
+            "organization_forbidden",
+          ],
+        ],
+        ["post", "/field/delete", ["field_not_found", "organization_forbidden"]],
+      ];
+      for (const [method, path, codes] of expected) {
+        const documented = responses(path, method);
+        for (const code of codes)
+          expect({ path, code, documented }).toMatchObject({
+            documented: expect.stringContaining(code),
+          });
+        const limited = path === "/database/create" || path === "/database/delete";
+        expect({ path, limited: documented.includes("too_many_requests") }).toEqual({
+          path,
+          limited,
+        });
+      }
+      const fieldUpdate = document.paths["/field/update"]?.post?.responses as Record<
+        string,
+        unknown
+      >;
+      expect(JSON.stringify(fieldUpdate[400])).toContain("ValidationError");
+      expect(JSON.stringify(fieldUpdate[404])).toContain("field_not_found");
+      expect(JSON.stringify(fieldUpdate[403])).toContain("organization_forbidden");
     });
 
     it("documents the success and error envelopes of each route", () => {

@@ -1,6 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import { Router } from "@koa/router";
 import type { Cache, Logger } from "@rowbase/kit";
+import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import Koa from "koa";
@@ -19,10 +20,13 @@ import { routeFallback } from "./middleware/route-fallback.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
+import { databaseRoutes } from "./routes/database/database-routes.js";
 import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
+import { fieldRoutes } from "./routes/field/field-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { organizationRoutes } from "./routes/organization/organization-routes.js";
+import { tableRoutes } from "./routes/table/table-routes.js";
 import { buildOpenApiDocument } from "./routing/openapi.js";
 import type { Route } from "./routing/route.js";
 import { mountRoutes } from "./routing/route-pipeline.js";
@@ -39,13 +43,15 @@ export interface GatewayDeps {
   identity: Client<typeof IdentityService>;
   /** Organizations, members, invites, API tokens; also resolves presented API tokens. */
   organization: Client<typeof OrganizationService>;
+  /** Databases, tables and fields. */
+  catalog: Client<typeof CatalogService>;
   /** The services /health/ready checks over grpc.health.v1. */
   healthTargets: HealthTarget[];
 }
 
 /** Every REST route the gateway serves, in the order the document lists them. */
 export function gatewayRoutes(
-  deps: Pick<GatewayDeps, "config" | "identity" | "organization" | "healthTargets">,
+  deps: Pick<GatewayDeps, "config" | "identity" | "organization" | "catalog" | "healthTargets">,
 ) {
   return [
     ...authRoutes({
@@ -58,6 +64,9 @@ export function gatewayRoutes(
     }),
     ...organizationRoutes({ organization: deps.organization }),
     ...apiTokenRoutes({ organization: deps.organization }),
+    ...databaseRoutes({ catalog: deps.catalog }),
+    ...tableRoutes({ catalog: deps.catalog }),
+    ...fieldRoutes({ catalog: deps.catalog }),
     ...healthRoutes(deps.healthTargets),
   ] satisfies Route[];
 }

@@ -6,6 +6,7 @@ import { DEFAULT_RATE_LIMITS } from "./rate-limit/rate-limit-settings.js";
 const base = {
   IDENTITY_GRPC_URL: "http://127.0.0.1:50051",
   ORGANIZATION_GRPC_URL: "http://127.0.0.1:50052",
+  CATALOG_GRPC_URL: "http://127.0.0.1:50053",
   INTERNAL_JWT_SECRET: "x".repeat(32),
 };
 
@@ -25,6 +26,7 @@ describe("gateway configuration", () => {
     expect(config.PORT).toBe(8080);
     expect(config.PUBLIC_BASE_URL).toBe("http://localhost:8080");
     expect(config.ORGANIZATION_GRPC_URL).toBe("http://127.0.0.1:50052");
+    expect(config.CATALOG_GRPC_URL).toBe("http://127.0.0.1:50053");
     expect(config.TRUSTED_PROXIES).toEqual([]);
     expect(config.REDIS_URL).toBeUndefined();
     expect(config.LOG_LEVEL).toBe("info");
@@ -62,12 +64,13 @@ describe("gateway configuration", () => {
       expect.arrayContaining([
         expect.stringMatching(/^IDENTITY_GRPC_URL:/),
         expect.stringMatching(/^ORGANIZATION_GRPC_URL:/),
+        expect.stringMatching(/^CATALOG_GRPC_URL:/),
         expect.stringMatching(/^INTERNAL_JWT_SECRET: must be at least 32 characters/),
         expect.stringMatching(/^PUBLIC_BASE_URL:/),
         expect.stringMatching(/^TRUSTED_PROXIES: 'not-an-ip'/),
         expect.stringMatching(/^RATE_LIMITS: unknown rate limit 'nope'/),
       ]),
     );
-    expect(problems).toHaveLength(6);
+    expect(problems).toHaveLength(7);
   });
 });

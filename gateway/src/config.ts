@@ -55,6 +55,7 @@ export const gatewayEnv = z
     TRUSTED_PROXIES: trustedProxies,
     IDENTITY_GRPC_URL: z.url(),
     ORGANIZATION_GRPC_URL: z.url(),
+    CATALOG_GRPC_URL: z.url(),
     /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
     REDIS_URL: optionalUrl,
     INTERNAL_JWT_SECRET: secret,

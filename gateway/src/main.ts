@@ -1,4 +1,5 @@
 import { ConfigError, createCache, createLogger, createServiceClient } from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { loadGatewayConfig } from "./config.js";
@@ -11,15 +12,18 @@ async function main() {
   const cache = createCache(config.REDIS_URL);
   const identity = createServiceClient(IdentityService, config.IDENTITY_GRPC_URL);
   const organization = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
+  const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
   const gateway = await startGateway({
     config,
     logger,
     cache,
     identity,
     organization,
+    catalog,
     healthTargets: [
       { name: "identity", url: config.IDENTITY_GRPC_URL },
       { name: "organization", url: config.ORGANIZATION_GRPC_URL },
+      { name: "catalog", url: config.CATALOG_GRPC_URL },
     ],
   });
   logger.info({ port: gateway.port }, "gateway listening");

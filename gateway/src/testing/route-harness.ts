@@ -44,10 +44,11 @@ export interface HarnessResponse {
 export interface RouteHarness {
   /** A valid session access token for the user, as identity would issue it. */
   sessionToken(userId: bigint): Promise<string>;
+  /** `rawJson` is sent as is, for bodies JSON.stringify cannot write (e.g. `1e999`). */
   request(
     method: string,
     path: string,
-    init?: { token?: string; json?: unknown },
+    init?: { token?: string; json?: unknown; rawJson?: string },
   ): Promise<HarnessResponse>;
   close(): Promise<void>;
 }
@@ -103,12 +104,10 @@ export async function startRouteHarness(
     async request(method, path, init = {}) {
       const headers: Record<string, string> = {};
       if (init.token) headers.authorization = `Bearer ${init.token}`;
-      if (init.json !== undefined) headers["content-type"] = "application/json";
-      const response = await fetch(base + path, {
-        method,
-        headers,
-        body: init.json === undefined ? undefined : JSON.stringify(init.json),
-      });
+      const sent =
+        init.rawJson ?? (init.json === undefined ? undefined : JSON.stringify(init.json));
+      if (sent !== undefined) headers["content-type"] = "application/json";
+      const response = await fetch(base + path, { method, headers, body: sent });
       const text = await response.text();
       let body: unknown = text;
       try {

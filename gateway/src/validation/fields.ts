@@ -30,6 +30,26 @@ export const name = z
   .max(100, "must be 1-100 characters")
   .regex(NO_CONTROL_CHARACTERS, "must not contain control characters");
 
+/** Line breaks and tabs are text in a description; other control characters are not. */
+const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;
+
+export const MAX_DESCRIPTION_LENGTH = 1000;
+
+/**
+ * A free-text description of a database, table or field. SPEC section 6 leaves its limits open:
+ * trimmed, at most 1000 characters, line breaks and tabs allowed, other control characters (NUL
+ * among them, which PostgreSQL text cannot hold) refused. An empty string clears it.
+ */
+export const description = z
+  .string()
+  .trim()
+  .max(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
+  .regex(TEXT_CHARACTERS, "must not contain control characters other than tabs and line breaks")
+  .describe(
+    `At most ${MAX_DESCRIPTION_LENGTH} characters once trimmed; tabs and line breaks allowed, ` +
+      "other control characters not; an empty string clears it",
+  );
+
 /** The 6-digit code mailed for e-mail verification and owner transfer. */
 export const verificationCode = z.string().regex(/^[0-9]{6}$/, "must be 6 digits");
 

@@ -36,6 +36,19 @@ export const SUBJECTS = {
   apiTokenRevoked: "org.api_token.revoked",
   inviteCreated: "org.invite.created",
   inviteStatusChanged: "org.invite.status_changed",
+  databaseCreated: "catalog.database.created",
+  databaseUpdated: "catalog.database.updated",
+  databaseDeleted: "catalog.database.deleted",
+  tableCreated: "catalog.table.created",
+  tableUpdated: "catalog.table.updated",
+  tableDeleted: "catalog.table.deleted",
+  fieldCreated: "catalog.field.created",
+  fieldUpdated: "catalog.field.updated",
+  fieldDeleted: "catalog.field.deleted",
+  fieldTypeChanged: "catalog.field.type_changed",
+  fieldChoicesRenamed: "catalog.field.choices_renamed",
+  /** Every catalog event, for schema cache eviction in records and files. */
+  catalogAny: "catalog.>",
   /** Audit events: `audit.<target type>.<verb>`, e.g. `audit.member.updated`. */
   audit: (action: string) => `audit.${action}`,
 } as const;

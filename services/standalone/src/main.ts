@@ -28,7 +28,11 @@ async function main() {
     grpcPorts:
       config.GRPC_BASE_PORT === 0
         ? undefined
-        : { identity: config.GRPC_BASE_PORT, organization: config.GRPC_BASE_PORT + 1 },
+        : {
+            identity: config.GRPC_BASE_PORT,
+            organization: config.GRPC_BASE_PORT + 1,
+            catalog: config.GRPC_BASE_PORT + 2,
+          },
     logger,
   });
   logger.info(

@@ -1,3 +1,4 @@
+import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
 import { gatewayEnv, startGateway } from "@rowbase/gateway";
 import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
@@ -10,6 +11,7 @@ import {
   type Logger,
 } from "@rowbase/kit";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 
@@ -24,7 +26,7 @@ export interface SystemOptions {
   /** The gateway's port; 0 picks a free one. */
   port: number;
   /** Loopback gRPC ports of the services (0 or absent: a free one). */
-  grpcPorts?: { identity?: number; organization?: number };
+  grpcPorts?: { identity?: number; organization?: number; catalog?: number };
   logger: Logger;
   /** Key prefix in Redis and namespace in NATS, so that several systems can share them. */
   namespace?: string;
@@ -33,7 +35,7 @@ export interface SystemOptions {
 export interface RunningSystem {
   port: number;
   /** Where each service answers gRPC (for the admin CLI and tests). */
-  grpcUrls: { identity: string; organization: string };
+  grpcUrls: { identity: string; organization: string; catalog: string };
   cache: Cache;
   bus: EventBus;
   stop(): Promise<void>;
@@ -63,6 +65,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
 
   await migrateIdentity(options.databaseUrl);
   await migrateOrganization(options.databaseUrl);
+  await migrateCatalog(options.databaseUrl);
   const identity = await startIdentity(
     identityEnv.parse({
       ...shared,
@@ -81,6 +84,15 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     { logger: createLogger("organization", logger.level), cache, bus },
   );
   const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
+  const catalog = await startCatalog(
+    catalogEnv.parse({
+      ...shared,
+      GRPC_PORT: grpcPort("catalog"),
+      ORGANIZATION_GRPC_URL: organizationUrl,
+    }),
+    { logger: createLogger("catalog", logger.level), cache, bus },
+  );
+  const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
 
   const gateway = await startGateway({
     config: gatewayEnv.parse({
@@ -88,24 +100,28 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       PORT: String(options.port),
       IDENTITY_GRPC_URL: identityUrl,
       ORGANIZATION_GRPC_URL: organizationUrl,
+      CATALOG_GRPC_URL: catalogUrl,
     }),
     logger: createLogger("gateway", logger.level),
     cache,
     identity: createServiceClient(IdentityService, identityUrl),
     organization: createServiceClient(OrganizationService, organizationUrl),
+    catalog: createServiceClient(CatalogService, catalogUrl),
     healthTargets: [
       { name: "identity", url: identityUrl },
       { name: "organization", url: organizationUrl },
+      { name: "catalog", url: catalogUrl },
     ],
   });
 
   return {
     port: gateway.port,
-    grpcUrls: { identity: identityUrl, organization: organizationUrl },
+    grpcUrls: { identity: identityUrl, organization: organizationUrl, catalog: catalogUrl },
     cache,
     bus,
     async stop() {
       await gateway.close();
+      await catalog.stop();
       await organization.stop();
       await identity.stop();
       await bus.close();

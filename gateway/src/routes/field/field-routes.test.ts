@@ -1,0 +1,235 @@
+import { createServiceClient } from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FIELD_TYPES } from "../../presentation/field-types.js";
+import type { Route } from "../../routing/route.js";
+import { closedPortUrl } from "../../testing/closed-port.js";
+import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { MAX_JSON_DEPTH } from "../../validation/json-object.js";
+import { fieldRoutes } from "./field-routes.js";
+
+/**
+ * The field routes through the real pipeline, with the catalog client pointed at a closed port
+ * (a request that passes validation shows up as 503: the call was made). Whether options fit a
+ * type is the service's call, so options of any content pass here.
+ */
+
+async function routesAtClosedPort(): Promise<Route[]> {
+  const catalog = createServiceClient(CatalogService, await closedPortUrl());
+  return fieldRoutes({ catalog });
+}
+
+/** Each route with a request that passes validation. */
+const VALID: [string, string, unknown?][] = [
+  ["POST", "/field/create?table_id=1", { name: "Email", type: "email" }],
+  [
+    "POST",
+    "/field/create?table_id=1",
+    {
+      name: "Stage",
+      type: "multi_select",
+      options: { choices: [{ name: "New", color: "blue" }, { name: "Won" }] },
+      required: true,
+      description: "Where the deal is",
+    },
+  ],
+  // Unknown option keys are the service's to refuse (invalid_field_options).
+  ["POST", "/field/create?table_id=1", { name: "N", type: "number", options: { digits: 2 } }],
+  ["GET", "/field/list?table_id=1"],
+  ["POST", "/field/update?field_id=3", {}],
+  ["POST", "/field/update?field_id=3", { position: 0 }],
+  ["POST", "/field/update?field_id=3", { position: 1_000_000_000_000 }],
+  [
+    "POST",
+    "/field/update?field_id=3",
+    { name: "Phone", type: "phone", options: {}, required: false, description: "" },
+  ],
+  ["POST", "/field/delete?field_id=3"],
+];
+
+const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
+const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
+
+const validation = (method: string, path: string, extra: unknown[]) => ({
+  status_code: 400,
+  detail: `Validation failed for ${method} ${path}`,
+  extra,
+});
+
+describe("field routes", () => {
+  let harness: RouteHarness;
+  let session: string;
+
+  beforeAll(async () => {
+    harness = await startRouteHarness(await routesAtClosedPort());
+    session = await harness.sessionToken(42n);
+  });
+
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  it("serve exactly SPEC section 6's field routes, for a session only", async () => {
+    const routes = await routesAtClosedPort();
+    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
+      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
+    );
+    expect(routes.every((route) => route.auth === "session")).toBe(true);
+  });
+
+  it("answer 401 without a session, and to an API token, before reading the request", async () => {
+    for (const [method, path] of VALID) {
+      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+        const response = await harness.request(method, path, {
+          token,
+          json: method === "POST" ? { type: "nope" } : undefined,
+        });
+        expect({ method, path, token, status: response.status }).toEqual({
+          method,
+          path,
+          token,
+          status: 401,
+        });
+        expect(response.body).toEqual({ message: "unauthorized", data: {} });
+      }
+    }
+  });
+
+  it("call the catalog service once the request is valid (503: it is not running)", async () => {
+    for (const [method, path, json] of VALID) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ method, path, status: response.status, body: response.body }).toEqual({
+        method,
+        path,
+        status: 503,
+        body: { message: "service_unavailable", data: {} },
+      });
+    }
+  });
+
+  it("refuse unknown type names, options that are not an object, and bad ids", async () => {
+    // One object more than allowed: the innermost sits under MAX_JSON_DEPTH keys.
+    let deep: unknown = {};
+    for (let i = 0; i < MAX_JSON_DEPTH; i++) deep = { a: deep };
+    const cases: [string, string, unknown, unknown[]][] = [
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "string" },
+        [{ key: "type", message: TYPE_MESSAGE, source: "body" }],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "TEXT" },
+        [{ key: "type", message: TYPE_MESSAGE, source: "body" }],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F" },
+        [{ key: "type", message: "is required", source: "body" }],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "number", options: "decimals=2" },
+        [{ key: "options", message: "must be a JSON object", source: "body" }],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "number", options: null },
+        [{ key: "options", message: "must be a JSON object", source: "body" }],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "json", options: deep },
+        [
+          {
+            key: ["options", ...Array(MAX_JSON_DEPTH).fill("a")].join("."),
+            message: `must not nest more than ${MAX_JSON_DEPTH} levels deep`,
+            source: "body",
+          },
+        ],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=1",
+        { name: "F", type: "text", table_id: 1, id: 5 },
+        [
+          { key: "table_id", message: "is not allowed", source: "body" },
+          { key: "id", message: "is not allowed", source: "body" },
+        ],
+      ],
+      [
+        "POST",
+        "/field/create?table_id=abc",
+        { name: "F", type: "text" },
+        [{ key: "table_id", message: ID_MESSAGE, source: "query" }],
+      ],
+      [
+        "GET",
+        "/field/list",
+        undefined,
+        [{ key: "table_id", message: "is required", source: "query" }],
+      ],
+      [
+        "POST",
+        "/field/update?field_id=3",
+        { type: "rich_text", options: [], position: -1 },
+        [
+          { key: "type", message: TYPE_MESSAGE, source: "body" },
+          { key: "options", message: "must be a JSON object", source: "body" },
+          { key: "position", message: "must be an integer of at least 0", source: "body" },
+        ],
+      ],
+      [
+        "POST",
+        "/field/update?field_id=3",
+        { position: 1.5, table_id: 2 },
+        [
+          { key: "position", message: "must be an integer", source: "body" },
+          { key: "table_id", message: "is not allowed", source: "body" },
+        ],
+      ],
+      [
+        "POST",
+        "/field/update?table_id=1",
+        { name: "F" },
+        [
+          { key: "field_id", message: "is required", source: "query" },
+          { key: "table_id", message: "is not allowed", source: "query" },
+        ],
+      ],
+      [
+        "POST",
+        "/field/delete?field_id=9007199254740992",
+        undefined,
+        [{ key: "field_id", message: ID_MESSAGE, source: "query" }],
+      ],
+    ];
+    for (const [method, path, json, extra] of cases) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ path, status: response.status, body: response.body }).toEqual({
+        path,
+        status: 400,
+        body: validation(method, path.split("?")[0] ?? path, extra),
+      });
+    }
+  });
+
+  it("refuse an option number a Struct cannot carry as sent (JSON.parse makes it Infinity)", async () => {
+    const response = await harness.request("POST", "/field/create?table_id=1", {
+      token: session,
+      rawJson: '{"name": "F", "type": "number", "options": {"min": 0, "max": 1e999}}',
+    });
+    expect({ status: response.status, body: response.body }).toEqual({
+      status: 400,
+      body: validation("POST", "/field/create", [
+        { key: "options.max", message: "must be a finite number", source: "body" },
+      ]),
+    });
+  });
+});

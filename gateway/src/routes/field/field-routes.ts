@@ -1,0 +1,119 @@
+import type { Client } from "@connectrpc/connect";
+import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { fieldTypeValue } from "../../presentation/field-types.js";
+import { defineRoute, type Route } from "../../routing/route.js";
+import { fieldDefinitionOf, presentField } from "./field-presenters.js";
+import {
+  FieldCreateSchema,
+  FieldGetSchema,
+  FieldIdQuery,
+  FieldListSchema,
+  FieldTableQuery,
+  FieldUpdateSchema,
+} from "./field-schemas.js";
+
+export interface FieldRoutesDeps {
+  catalog: Client<typeof CatalogService>;
+}
+
+const tags = ["Fields"];
+
+/**
+ * SPEC section 6, the fields (columns) of a table, for a signed-in member (any member reads;
+ * owner, admin and editor write, enforced by the catalog service, which also judges options).
+ */
+export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
+  return [
+    defineRoute({
+      method: "POST",
+      path: "/field/create",
+      operationId: "fieldCreate",
+      summary: "Add a field to a table, last in its field order",
+      tags,
+      auth: "session",
+      query: FieldTableQuery,
+      body: FieldCreateSchema,
+      response: FieldGetSchema,
+      errors: [
+        "table_not_found",
+        "organization_forbidden",
+        "field_name_taken",
+        "invalid_field_options",
+      ],
+      async handle({ query, body, call }) {
+        const response = await catalog.createField(
+          { tableId: query.table_id, field: fieldDefinitionOf(body) },
+          call,
+        );
+        return { field: presentField(response.field) };
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      path: "/field/list",
+      operationId: "fieldList",
+      summary: "The table's fields in position order",
+      tags,
+      auth: "session",
+      query: FieldTableQuery,
+      response: FieldListSchema,
+      errors: ["table_not_found"],
+      async handle({ query, call }) {
+        const { fields } = await catalog.listFields({ tableId: query.table_id }, call);
+        return { fields: fields.map((field) => presentField(field)) };
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/field/update",
+      operationId: "fieldUpdate",
+      summary: "Rename, move, retype or reconfigure a field",
+      description:
+        "A type change converts stored values where a conversion exists (text <-> number, " +
+        "boolean, date, select, email, url, phone) and otherwise answers " +
+        "`field_type_change_invalid`. A choice that keeps its `id` under a new name is renamed, " +
+        "stored values included.",
+      tags,
+      auth: "session",
+      query: FieldIdQuery,
+      body: FieldUpdateSchema,
+      response: FieldGetSchema,
+      errors: [
+        "field_not_found",
+        "organization_forbidden",
+        "field_name_taken",
+        "invalid_field_options",
+        "field_type_change_invalid",
+      ],
+      async handle({ query, body, call }) {
+        const response = await catalog.updateField(
+          {
+            fieldId: query.field_id,
+            name: body.name,
+            type: body.type === undefined ? undefined : fieldTypeValue(body.type),
+            options: body.options,
+            required: body.required,
+            description: body.description,
+            position: body.position,
+          },
+          call,
+        );
+        return { field: presentField(response.field) };
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/field/delete",
+      operationId: "fieldDelete",
+      summary: "Delete a field and its values in every record",
+      tags,
+      auth: "session",
+      query: FieldIdQuery,
+      errors: ["field_not_found", "organization_forbidden"],
+      async handle({ query, call }) {
+        await catalog.deleteField({ fieldId: query.field_id }, call);
+        return {};
+      },
+    }),
+  ];
+}

@@ -1,0 +1,183 @@
+import { createServiceClient } from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FIELD_TYPES } from "../../presentation/field-types.js";
+import type { Route } from "../../routing/route.js";
+import { closedPortUrl } from "../../testing/closed-port.js";
+import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { tableRoutes } from "./table-routes.js";
+
+/**
+ * The table routes through the real pipeline, with the catalog client pointed at a closed port
+ * (a request that passes validation shows up as 503: the call was made).
+ */
+
+async function routesAtClosedPort(): Promise<Route[]> {
+  const catalog = createServiceClient(CatalogService, await closedPortUrl());
+  return tableRoutes({ catalog });
+}
+
+const manyFields = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ name: `Field ${i}`, type: "text" }));
+
+/** Each route with a request that passes validation. */
+const VALID: [string, string, unknown?][] = [
+  ["POST", "/table/create?database_id=1", { name: "Leads" }],
+  [
+    "POST",
+    "/table/create?database_id=1",
+    {
+      name: "Leads",
+      description: "From the web form",
+      fields: [
+        { name: "Email", type: "email", required: true },
+        { name: "Stage", type: "single_select", options: { choices: [{ name: "New" }] } },
+        { name: "Score", type: "number", options: { decimals: 1 }, description: "0-10" },
+        ...FIELD_TYPES.map((type) => ({ name: `A ${type}`, type })),
+      ],
+    },
+  ],
+  ["POST", "/table/create?database_id=1", { name: "Wide", fields: manyFields(500) }],
+  ["GET", "/table/get?table_id=2"],
+  ["POST", "/table/update?table_id=2", { name: "Deals" }],
+  ["POST", "/table/delete?table_id=2"],
+  ["GET", "/table/list?database_id=1"],
+];
+
+const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
+const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
+
+const validation = (method: string, path: string, extra: unknown[]) => ({
+  status_code: 400,
+  detail: `Validation failed for ${method} ${path}`,
+  extra,
+});
+
+describe("table routes", () => {
+  let harness: RouteHarness;
+  let session: string;
+
+  beforeAll(async () => {
+    harness = await startRouteHarness(await routesAtClosedPort());
+    session = await harness.sessionToken(42n);
+  });
+
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  it("serve exactly SPEC section 6's table routes, for a session only", async () => {
+    const routes = await routesAtClosedPort();
+    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
+      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
+    );
+    expect(routes.every((route) => route.auth === "session")).toBe(true);
+    expect(routes.every((route) => route.rateLimits.length === 0)).toBe(true);
+  });
+
+  it("answer 401 without a session, and to an API token, before reading the request", async () => {
+    for (const [method, path] of VALID) {
+      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+        const response = await harness.request(method, path, {
+          token,
+          json: method === "POST" ? { unknown: true } : undefined,
+        });
+        expect({ method, path, token, status: response.status }).toEqual({
+          method,
+          path,
+          token,
+          status: 401,
+        });
+        expect(response.body).toEqual({ message: "unauthorized", data: {} });
+      }
+    }
+  });
+
+  it("call the catalog service once the request is valid (503: it is not running)", async () => {
+    for (const [method, path, json] of VALID) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ method, path, status: response.status, body: response.body }).toEqual({
+        method,
+        path,
+        status: 503,
+        body: { message: "service_unavailable", data: {} },
+      });
+    }
+  });
+
+  it("refuse bad ids, bad fields and unknown keys with the validation envelope", async () => {
+    const cases: [string, string, unknown, unknown[]][] = [
+      [
+        "POST",
+        "/table/create",
+        { name: "T" },
+        [{ key: "database_id", message: "is required", source: "query" }],
+      ],
+      [
+        "POST",
+        "/table/create?database_id=1",
+        {
+          name: "T",
+          fields: [
+            { name: "ok", type: "text" },
+            { name: "bad type", type: "varchar" },
+            { name: "bad options", type: "number", options: [{ decimals: 2 }] },
+            { name: "", type: "text", position: 0 },
+          ],
+          primary_key: "ok",
+        },
+        [
+          { key: "fields.1.type", message: TYPE_MESSAGE, source: "body" },
+          { key: "fields.2.options", message: "must be a JSON object", source: "body" },
+          { key: "fields.3.name", message: "must be 1-100 characters", source: "body" },
+          { key: "fields.3.position", message: "is not allowed", source: "body" },
+          { key: "primary_key", message: "is not allowed", source: "body" },
+        ],
+      ],
+      [
+        "POST",
+        "/table/create?database_id=1",
+        { name: "T", fields: manyFields(501) },
+        [{ key: "fields", message: "must have at most 500 items", source: "body" }],
+      ],
+      [
+        "POST",
+        "/table/create?database_id=1",
+        { name: "T", fields: { name: "F", type: "text" } },
+        [{ key: "fields", message: "must be an array", source: "body" }],
+      ],
+      [
+        "GET",
+        "/table/get?table_id=-3",
+        undefined,
+        [{ key: "table_id", message: ID_MESSAGE, source: "query" }],
+      ],
+      [
+        "POST",
+        "/table/update?table_id=2",
+        { name: "Deals", fields: [] },
+        [{ key: "fields", message: "is not allowed", source: "body" }],
+      ],
+      [
+        "POST",
+        "/table/delete?table_id=2&database_id=1",
+        undefined,
+        [{ key: "database_id", message: "is not allowed", source: "query" }],
+      ],
+      [
+        "GET",
+        "/table/list?database_id=1e3",
+        undefined,
+        [{ key: "database_id", message: ID_MESSAGE, source: "query" }],
+      ],
+    ];
+    for (const [method, path, json, extra] of cases) {
+      const response = await harness.request(method, path, { token: session, json });
+      expect({ path, status: response.status, body: response.body }).toEqual({
+        path,
+        status: 400,
+        body: validation(method, path.split("?")[0] ?? path, extra),
+      });
+    }
+  });
+});

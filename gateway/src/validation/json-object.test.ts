@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { itemsFromIssues } from "../errors/validation-failed.js";
+import { jsonObject, MAX_JSON_DEPTH } from "./json-object.js";
+
+const Body = z.strictObject({ options: jsonObject.optional() });
+
+function parse(value: unknown) {
+  const result = Body.safeParse(value, { reportInput: true });
+  return result.success
+    ? { ok: true as const, value: result.data }
+    : { ok: false as const, items: itemsFromIssues(result.error.issues, "body") };
+}
+
+/** `{"a": {"a": ... {}}}` with `levels` objects in all. */
+function nested(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) value = { a: value };
+  return value;
+}
+
+describe("a free-form JSON object", () => {
+  it("passes any JSON object through unchanged, and may be left out", () => {
+    const options = {
+      choices: [{ name: "Open", color: "green", id: "c1" }, { name: "Done" }],
+      decimals: 2,
+      min: -1.5,
+      flag: false,
+      none: null,
+      nested: { list: [[1, "two", { three: 3 }]] },
+    };
+    expect(parse({ options })).toEqual({ ok: true, value: { options } });
+    expect(parse({ options: {} })).toEqual({ ok: true, value: { options: {} } });
+    expect(parse({})).toEqual({ ok: true, value: {} });
+  });
+
+  it("refuses anything but an object with the key of the value", () => {
+    for (const options of [[], [1], "text", 5, true, null]) {
+      expect({ options, result: parse({ options }) }).toEqual({
+        options,
+        result: {
+          ok: false,
+          items: [{ key: "options", message: "must be a JSON object", source: "body" }],
+        },
+      });
+    }
+  });
+
+  it("takes nesting up to MAX_JSON_DEPTH levels and refuses deeper, without recursing", () => {
+    expect(parse({ options: nested(MAX_JSON_DEPTH) }).ok).toBe(true);
+    const tooDeep = parse({ options: nested(MAX_JSON_DEPTH + 1) });
+    expect(tooDeep).toEqual({
+      ok: false,
+      items: [
+        {
+          key: ["options", ...Array(MAX_JSON_DEPTH).fill("a")].join("."),
+          message: `must not nest more than ${MAX_JSON_DEPTH} levels deep`,
+          source: "body",
+        },
+      ],
+    });
+    // Far deeper than the stack would allow a recursive walk (or a Struct encoder) to go.
+    const hostile = JSON.parse(`{"options": ${'{"a":'.repeat(200_000)}1${"}".repeat(200_000)}}`);
+    expect(parse(hostile)).toMatchObject({ ok: false, items: [{ source: "body" }] });
+    const arrays = JSON.parse(`{"options": {"a": ${"[".repeat(100)}${"]".repeat(100)}}}`);
+    expect(parse(arrays)).toMatchObject({
+      ok: false,
+      items: [{ message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` }],
+    });
+  });
+
+  it("names the first value a Struct could not carry as sent", () => {
+    // JSON.parse reads an out-of-range number as Infinity.
+    expect(parse(JSON.parse('{"options": {"ok": 1, "max": 1e400}}'))).toEqual({
+      ok: false,
+      items: [{ key: "options.max", message: "must be a finite number", source: "body" }],
+    });
+    expect(
+      parse(JSON.parse('{"options": {"choices": [{"name": "a"}, {"__proto__": {}}]}}')),
+    ).toEqual({
+      ok: false,
+      items: [{ key: "options.choices.1.__proto__", message: "is not allowed", source: "body" }],
+    });
+    expect(parse({ options: { at: new Date(0) } })).toEqual({
+      ok: false,
+      items: [{ key: "options.at", message: "must be a JSON value", source: "body" }],
+    });
+    expect(parse({ options: { a: [1, undefined] } })).toEqual({
+      ok: false,
+      items: [{ key: "options.a.1", message: "must be a JSON value", source: "body" }],
+    });
+    expect(parse({ options: { a: Number.NaN, b: Number.POSITIVE_INFINITY } })).toEqual({
+      ok: false,
+      items: [{ key: "options.a", message: "must be a finite number", source: "body" }],
+    });
+  });
+});

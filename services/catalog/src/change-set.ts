@@ -1,0 +1,117 @@
+import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  type Logger,
+  type Orm,
+  type OutboxRelay,
+  type Principal,
+  publishEvent,
+  SUBJECTS,
+} from "@rowbase/kit";
+import {
+  AuditEvent_ChangeSchema,
+  AuditEvent_TargetSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import type { AuditChange } from "./domain/audit.js";
+
+/**
+ * Who is calling and for which request; events carry both. The principal is absent when
+ * catalog acts on its own (the organization deletion saga): events then name the system.
+ */
+export interface CallContext {
+  principal: Principal | undefined;
+  requestId: string;
+}
+
+/** A call with a verified principal. */
+export interface Call extends CallContext {
+  principal: Principal;
+}
+
+export type AuditTargetType = "database" | "table" | "field";
+
+/** Where an audited target lives; `tableId` is absent for a database. */
+export interface AuditScope {
+  organizationId: bigint;
+  databaseId: bigint;
+  tableId?: bigint;
+}
+
+/**
+ * What one transaction changes besides its rows: events written to the outbox, published if
+ * and only if the transaction commits.
+ */
+export class ChangeSet {
+  private events = 0;
+
+  constructor(
+    readonly em: EntityManager,
+    private readonly context: CallContext,
+  ) {}
+
+  get enqueuedEvents(): number {
+    return this.events;
+  }
+
+  async publish<D extends DescMessage>(
+    subject: string,
+    schema: D,
+    init: Omit<MessageShape<D>, "$typeName" | "meta">,
+  ): Promise<void> {
+    await publishEvent(this.em, subject, schema, init, {
+      ...(this.context.principal ? { principal: this.context.principal } : {}),
+      requestId: this.context.requestId,
+    });
+    this.events += 1;
+  }
+
+  /** An audit event `audit.<type>.<verb>` on the AUDIT stream. */
+  async audit(
+    scope: AuditScope,
+    action: `${AuditTargetType}.${string}`,
+    target: { type: AuditTargetType; id: bigint },
+    changes: AuditChange[] = [],
+  ): Promise<void> {
+    await this.publish(SUBJECTS.audit(action), AuditEventSchema, {
+      organizationId: scope.organizationId,
+      databaseId: scope.databaseId,
+      tableId: scope.tableId ?? 0n,
+      action,
+      target: create(AuditEvent_TargetSchema, { type: target.type, id: target.id }),
+      changes: changes.map((change) =>
+        create(AuditEvent_ChangeSchema, {
+          key: change.key,
+          label: "",
+          oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
+          newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
+        }),
+      ),
+    });
+  }
+}
+
+/** Runs write transactions and wakes the outbox relay after a commit that enqueued events. */
+export class Transactions {
+  constructor(
+    private readonly orm: Orm,
+    private readonly relay: Pick<OutboxRelay, "kick">,
+    readonly logger: Logger,
+  ) {}
+
+  /** A fresh EntityManager for reads outside a transaction. */
+  em(): EntityManager {
+    return this.orm.em.fork();
+  }
+
+  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
+    let changes: ChangeSet | undefined;
+    const result = await this.orm.em.fork().transactional(async (em) => {
+      changes = new ChangeSet(em, context);
+      return work(changes);
+    });
+    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
+    return result;
+  }
+}

@@ -1,0 +1,22 @@
+import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { z } from "zod";
+
+export const catalogEnv = z.object({
+  DATABASE_URL: z.url(),
+  REDIS_URL: optionalUrl,
+  NATS_URL: optionalUrl,
+  INTERNAL_JWT_SECRET: secret,
+  LOG_LEVEL: logLevel,
+  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_PORT: port(50053),
+  /** The organization service, for members' roles (`http://host:port`). */
+  ORGANIZATION_GRPC_URL: z.url(),
+  /**
+   * The records service, asked before a field's type changes whether every stored value
+   * converts (RecordsService.CheckFieldTypeChange). Unset until records runs: then only the
+   * type-change table decides.
+   */
+  RECORDS_GRPC_URL: optionalUrl,
+});
+
+export type CatalogConfig = z.output<typeof catalogEnv>;

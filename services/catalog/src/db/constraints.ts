@@ -1,0 +1,78 @@
+import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
+
+/** Whether `error` is a unique violation of the named constraint or unique index. */
+export function violates(error: unknown, constraint: string): boolean {
+  return (
+    error instanceof UniqueConstraintViolationException &&
+    (error as { constraint?: string }).constraint === constraint
+  );
+}
+
+export const TABLE_NAME_KEY = "tables_database_name_key";
+export const FIELD_NAME_KEY = "fields_table_name_key";
+
+function organizationLockKey(organizationId: bigint): string {
+  return `catalog.organization:${organizationId}`;
+}
+
+/**
+ * Taken (shared) by every database create of the organization until its transaction ends, and
+ * exclusively by the organization's deletion: a create either commits before the deletion
+ * reads what to delete, or runs after it and finds the organization gone.
+ */
+export async function lockOrganizationShared(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<void> {
+  await em.execute("select pg_advisory_xact_lock_shared(hashtextextended(?, 0))", [
+    organizationLockKey(organizationId),
+  ]);
+}
+
+export async function lockOrganizationExclusive(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<void> {
+  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+    organizationLockKey(organizationId),
+  ]);
+}
+
+export async function organizationDeleted(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<boolean> {
+  const rows = await em.execute<{ found: number }[]>(
+    "select 1 as found from deleted_organizations where organization_id = ?",
+    [organizationId],
+  );
+  return rows.length > 0;
+}
+
+/** Whether another table of the database has this name, regardless of case. */
+export async function tableNameUsed(
+  em: EntityManager,
+  databaseId: bigint,
+  name: string,
+  exceptId = 0n,
+): Promise<boolean> {
+  const rows = await em.execute(
+    "select 1 from tables where database_id = ? and lower(name) = lower(?) and id <> ?",
+    [databaseId, name, exceptId],
+  );
+  return rows.length > 0;
+}
+
+/** Whether another field of the table has this name, regardless of case. */
+export async function fieldNameUsed(
+  em: EntityManager,
+  tableId: bigint,
+  name: string,
+  exceptId = 0n,
+): Promise<boolean> {
+  const rows = await em.execute(
+    "select 1 from fields where table_id = ? and lower(name) = lower(?) and id <> ?",
+    [tableId, name, exceptId],
+  );
+  return rows.length > 0;
+}

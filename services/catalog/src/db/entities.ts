@@ -1,0 +1,63 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
+import { FIELD_TYPE_NAMES } from "@rowbase/kit/field-types";
+
+export const Database = defineEntity({
+  name: "Database",
+  tableName: "databases",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    organizationId: p.bigint().columnType("bigint"),
+    name: p.text(),
+    description: p.text().default(""),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+
+export const Table = defineEntity({
+  name: "Table",
+  tableName: "tables",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    databaseId: p.bigint().columnType("bigint"),
+    name: p.text(),
+    description: p.text().default(""),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+
+export const Field = defineEntity({
+  name: "Field",
+  tableName: "fields",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    tableId: p.bigint().columnType("bigint"),
+    name: p.text(),
+    type: p.enum(FIELD_TYPE_NAMES).columnType("text"),
+    /** Normalised by the field-type registry: defaults filled in, choices with ids. */
+    options: p.json<JsonObject>().columnType("jsonb"),
+    required: p.boolean().default(false),
+    description: p.text().default(""),
+    /** 0-based, without gaps within the table. */
+    position: p.integer(),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+
+export const entities = [Database, Table, Field];
+
+export type DatabaseRow = InferEntity<typeof Database>;
+export type TableRow = InferEntity<typeof Table>;
+export type FieldRow = InferEntity<typeof Field>;

@@ -1,0 +1,52 @@
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { describe, expect, it } from "vitest";
+import { checkFieldDefinition } from "./field-definition.js";
+
+const input = (overrides: Partial<Parameters<typeof checkFieldDefinition>[0]> = {}) => ({
+  name: "Price",
+  type: FieldType.NUMBER,
+  required: false,
+  description: "",
+  ...overrides,
+});
+
+describe("checkFieldDefinition", () => {
+  it("normalises name, description and options", () => {
+    expect(
+      checkFieldDefinition(
+        input({ name: " Price ", description: " In EUR ", options: { decimals: 2 } }),
+      ),
+    ).toEqual({
+      ok: true,
+      field: {
+        name: "Price",
+        type: "number",
+        options: { decimals: 2 },
+        required: false,
+        description: "In EUR",
+      },
+    });
+  });
+
+  it("sorts problems into validation failures and option errors, keyed with the prefix", () => {
+    expect(
+      checkFieldDefinition(
+        input({ name: "", type: FieldType.AUTONUMBER, required: true, options: { start: 1 } }),
+        "fields.3.",
+      ),
+    ).toEqual({
+      ok: false,
+      validation: [{ key: "fields.3.name", message: "must be 1-100 characters", source: "body" }],
+      options: [
+        { key: "fields.3.options.start", message: "is not allowed" },
+        { key: "fields.3.required", message: "cannot be true for a read-only type" },
+      ],
+    });
+  });
+
+  it("does not look at options of an unknown type", () => {
+    const result = checkFieldDefinition(input({ type: FieldType.UNSPECIFIED, options: { x: 1 } }));
+    expect(result).toMatchObject({ ok: false, options: [] });
+    expect(result.ok ? [] : result.validation.map((v) => v.key)).toEqual(["type"]);
+  });
+});

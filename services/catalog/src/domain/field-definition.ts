@@ -1,0 +1,79 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  FIELD_TYPE_NAMES,
+  type FieldTypeName,
+  fieldTypeFromProto,
+  isReadOnlyType,
+  type OptionError,
+  parseFieldOptions,
+} from "@rowbase/kit/field-types";
+import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { checkDescription, checkName, type ValidationItem } from "./validation.js";
+
+/** A field as a request defines it (FieldDefinition). */
+export interface FieldInput {
+  name: string;
+  type: FieldType;
+  options?: JsonObject | undefined;
+  required: boolean;
+  description: string;
+}
+
+/** A field definition that passed every check, options normalised. */
+export interface CheckedField {
+  name: string;
+  type: FieldTypeName;
+  options: JsonObject;
+  required: boolean;
+  description: string;
+}
+
+export type FieldCheck =
+  | { ok: true; field: CheckedField }
+  | { ok: false; validation: ValidationItem[]; options: OptionError[] };
+
+export const TYPE_MESSAGE = `must be one of ${FIELD_TYPE_NAMES.join(", ")}`;
+export const READ_ONLY_REQUIRED = "cannot be true for a read-only type";
+
+/**
+ * Checks a new field: its name and description (validation failures) and its type's options
+ * and `required` (invalid_field_options). `prefix` places the keys, e.g. `fields.2.` for the
+ * third initial field of a table.
+ */
+export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck {
+  const validation: ValidationItem[] = [];
+  const optionErrors: OptionError[] = [];
+  const name = checkName(input.name);
+  if ("problem" in name) {
+    validation.push({ key: `${prefix}name`, message: name.problem, source: "body" });
+  }
+  const description = checkDescription(input.description);
+  if ("problem" in description) {
+    validation.push({ key: `${prefix}description`, message: description.problem, source: "body" });
+  }
+  const type = fieldTypeFromProto(input.type);
+  if (!type) {
+    validation.push({ key: `${prefix}type`, message: TYPE_MESSAGE, source: "body" });
+    return { ok: false, validation, options: optionErrors };
+  }
+  const options = parseFieldOptions(type, input.options);
+  if (!options.ok) {
+    optionErrors.push(...options.errors.map((e) => ({ ...e, key: `${prefix}${e.key}` })));
+  }
+  if (input.required && isReadOnlyType(type)) {
+    optionErrors.push({ key: `${prefix}required`, message: READ_ONLY_REQUIRED });
+  }
+  if ("problem" in name || "problem" in description || !options.ok || optionErrors.length > 0) {
+    return { ok: false, validation, options: optionErrors };
+  }
+  return {
+    ok: true,
+    field: {
+      name: name.name,
+      type,
+      options: options.options,
+      required: input.required,
+      description: description.description,
+    },
+  };
+}

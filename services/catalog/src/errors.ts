@@ -1,0 +1,14 @@
+import { Code, domainError } from "@rowbase/kit";
+
+export function tableNameTaken() {
+  return domainError(Code.AlreadyExists, "table_name_taken");
+}
+
+export function fieldNameTaken() {
+  return domainError(Code.AlreadyExists, "field_name_taken");
+}
+
+/** The type pair has no conversion, or (records' answer) a stored value does not convert. */
+export function fieldTypeChangeInvalid(metadata: Record<string, string> = {}) {
+  return domainError(Code.FailedPrecondition, "field_type_change_invalid", metadata);
+}

@@ -1,0 +1,253 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { SUBJECTS } from "@rowbase/kit";
+import {
+  canChangeType,
+  choiceRenames,
+  fieldTypeFromProto,
+  fieldTypeToProto,
+  isReadOnlyType,
+  isSelectType,
+  optionsAfterTypeChange,
+  parseFieldOptions,
+} from "@rowbase/kit/field-types";
+import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import {
+  ChoiceRenameSchema,
+  ChoicesRenamedSchema,
+  FieldCreatedSchema,
+  FieldDeletedSchema,
+  FieldTypeChangedSchema,
+  FieldUpdatedSchema,
+} from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
+import { type Access, scopeOf } from "./access.js";
+import type { Call, Transactions } from "./change-set.js";
+import { FIELD_NAME_KEY, fieldNameUsed, violates } from "./db/constraints.js";
+import { Field, type FieldRow } from "./db/entities.js";
+import { changesBetween, type JsonValue, valuesRemoved, valuesSet } from "./domain/audit.js";
+import {
+  checkFieldDefinition,
+  type FieldInput,
+  READ_ONLY_REQUIRED,
+  TYPE_MESSAGE,
+} from "./domain/field-definition.js";
+import { shiftFor, targetPosition } from "./domain/positions.js";
+import {
+  invalidFieldOptions,
+  requiredDescription,
+  requiredName,
+  validationFailed,
+} from "./domain/validation.js";
+import { fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
+import type { TypeChangeCheck } from "./type-change-check.js";
+import { toField } from "./wire.js";
+
+/** A field's properties as audit events show them. */
+export function fieldValues(field: FieldRow): Record<string, JsonValue> {
+  return {
+    name: field.name,
+    type: field.type,
+    options: field.options,
+    required: field.required,
+    description: field.description,
+    position: field.position,
+  };
+}
+
+export interface FieldPatch {
+  name?: string | undefined;
+  type?: FieldType | undefined;
+  options?: JsonObject | undefined;
+  required?: boolean | undefined;
+  description?: string | undefined;
+  position?: number | undefined;
+}
+
+/** Fields of a table: create, list, reconfigure, move, delete. */
+export class Fields {
+  constructor(
+    private readonly deps: {
+      tx: Transactions;
+      access: Access;
+      /** Asks records whether stored values convert; absent until records runs. */
+      checkTypeChange?: TypeChangeCheck | undefined;
+    },
+  ) {}
+
+  /** Adds a field at the end of the table's field order. */
+  async create(call: Call, tableId: bigint, input: FieldInput): Promise<FieldRow> {
+    const checked = checkFieldDefinition(input);
+    if (!checked.ok) {
+      if (checked.validation.length > 0) throw validationFailed(...checked.validation);
+      throw invalidFieldOptions(checked.options);
+    }
+    const definition = checked.field;
+    try {
+      return await this.deps.tx.run(call, async (changes) => {
+        const { em } = changes;
+        const access = await this.deps.access.table(em, call.principal, tableId, "write", "update");
+        if (await fieldNameUsed(em, tableId, definition.name)) throw fieldNameTaken();
+        const position = await em.count(Field, { tableId });
+        const field = em.create(Field, { tableId, ...definition, position });
+        await em.flush();
+        await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {
+          ...scopeOf(access),
+          fieldId: field.id,
+          name: field.name,
+          type: fieldTypeToProto(field.type),
+        });
+        await changes.audit(
+          scopeOf(access),
+          "field.created",
+          { type: "field", id: field.id },
+          valuesSet(fieldValues(field)),
+        );
+        return field;
+      });
+    } catch (error) {
+      if (violates(error, FIELD_NAME_KEY)) throw fieldNameTaken();
+      throw error;
+    }
+  }
+
+  /** The table's fields in position order. */
+  async list(call: Call, tableId: bigint): Promise<FieldRow[]> {
+    const em = this.deps.tx.em();
+    await this.deps.access.table(em, call.principal, tableId, "read");
+    return em.find(Field, { tableId }, { orderBy: { position: "asc" } });
+  }
+
+  /**
+   * Changes what the patch names. A type change must have a conversion (and, with records
+   * running, every stored value must convert); options replace the old ones as a whole, and a
+   * type change without options keeps a select's choices or starts from the new type's
+   * defaults. A choice that keeps its id under a new name is a rename. A move shifts the fields
+   * in between by one.
+   */
+  async update(call: Call, fieldId: bigint, patch: FieldPatch): Promise<FieldRow> {
+    const name = patch.name === undefined ? undefined : requiredName(patch.name);
+    const description =
+      patch.description === undefined ? undefined : requiredDescription(patch.description);
+    const newType = patch.type === undefined ? undefined : fieldTypeFromProto(patch.type);
+    if (patch.type !== undefined && newType === undefined) {
+      throw validationFailed({ key: "type", message: TYPE_MESSAGE, source: "body" });
+    }
+    if (patch.position !== undefined && patch.position < 0) {
+      throw validationFailed({ key: "position", message: "must be 0 or more", source: "body" });
+    }
+    try {
+      return await this.deps.tx.run(call, async (changes) => {
+        const { em } = changes;
+        const access = await this.deps.access.field(em, call.principal, fieldId, "write", {
+          lockTable: true,
+        });
+        const { field } = access;
+        const old = { type: field.type, options: field.options };
+        const before = fieldValues(field);
+        const type = newType ?? field.type;
+        const typeChanged = type !== field.type;
+        if (typeChanged && !canChangeType(field.type, type)) throw fieldTypeChangeInvalid();
+
+        let options = field.options;
+        if (patch.options !== undefined) {
+          const parsed = parseFieldOptions(type, patch.options, { previous: old });
+          if (!parsed.ok) throw invalidFieldOptions(parsed.errors);
+          options = parsed.options;
+        } else if (typeChanged) {
+          options = optionsAfterTypeChange(old, type);
+        }
+        const required = patch.required ?? field.required;
+        if (required && isReadOnlyType(type)) {
+          throw invalidFieldOptions([{ key: "required", message: READ_ONLY_REQUIRED }]);
+        }
+        if (
+          name !== undefined &&
+          name !== field.name &&
+          (await fieldNameUsed(em, field.tableId, name, fieldId))
+        ) {
+          throw fieldNameTaken();
+        }
+        if (typeChanged && this.deps.checkTypeChange) {
+          await this.deps.checkTypeChange(toField(field), fieldTypeToProto(type), options, call);
+        }
+
+        if (patch.position !== undefined) {
+          const count = await em.count(Field, { tableId: field.tableId });
+          const to = targetPosition(patch.position, count);
+          const shift = shiftFor(field.position, to);
+          if (shift) {
+            await em.execute(
+              `update fields set position = position + ?
+               where table_id = ? and position between ? and ? and id <> ?`,
+              [shift.by, field.tableId, shift.low, shift.high, fieldId],
+            );
+          }
+          field.position = to;
+        }
+        if (name !== undefined) field.name = name;
+        if (description !== undefined) field.description = description;
+        field.type = type;
+        field.options = options;
+        field.required = required;
+
+        const changed = changesBetween(before, fieldValues(field));
+        if (changed.length === 0) return field;
+        await em.flush();
+        const scope = scopeOf(access);
+        await changes.publish(SUBJECTS.fieldUpdated, FieldUpdatedSchema, { ...scope, fieldId });
+        if (typeChanged) {
+          await changes.publish(SUBJECTS.fieldTypeChanged, FieldTypeChangedSchema, {
+            ...scope,
+            fieldId,
+            oldType: fieldTypeToProto(old.type),
+            newType: fieldTypeToProto(type),
+            oldOptions: old.options,
+            newOptions: options,
+          });
+        } else if (isSelectType(type)) {
+          const renames = choiceRenames(old.options, options);
+          if (renames.length > 0) {
+            await changes.publish(SUBJECTS.fieldChoicesRenamed, ChoicesRenamedSchema, {
+              ...scope,
+              fieldId,
+              renames: renames.map((rename) => create(ChoiceRenameSchema, rename)),
+            });
+          }
+        }
+        await changes.audit(scope, "field.updated", { type: "field", id: fieldId }, changed);
+        return field;
+      });
+    } catch (error) {
+      if (violates(error, FIELD_NAME_KEY)) throw fieldNameTaken();
+      throw error;
+    }
+  }
+
+  /** Deletes a field and closes the gap in the order; records drop its values on the event. */
+  async delete(call: Call, fieldId: bigint): Promise<void> {
+    await this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      const access = await this.deps.access.field(em, call.principal, fieldId, "write", {
+        lockTable: true,
+      });
+      const { field } = access;
+      await em.nativeDelete(Field, { id: fieldId });
+      await em.execute(
+        "update fields set position = position - 1 where table_id = ? and position > ?",
+        [field.tableId, field.position],
+      );
+      const scope = scopeOf(access);
+      await changes.publish(SUBJECTS.fieldDeleted, FieldDeletedSchema, {
+        ...scope,
+        fieldId,
+        type: fieldTypeToProto(field.type),
+      });
+      await changes.audit(
+        scope,
+        "field.deleted",
+        { type: "field", id: fieldId },
+        valuesRemoved(fieldValues(field)),
+      );
+    });
+  }
+}

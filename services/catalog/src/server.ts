@@ -1,0 +1,124 @@
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import type { Call } from "./change-set.js";
+import type { Databases } from "./databases.js";
+import type { Fields } from "./fields.js";
+import type { Tables } from "./tables.js";
+import { toDatabase, toField, toTable } from "./wire.js";
+
+export interface CatalogServerDeps {
+  databases: Databases;
+  tables: Tables;
+  fields: Fields;
+}
+
+function callOf(ctx: HandlerContext): Call {
+  return { principal: requirePrincipal(ctx), requestId: requestIdOf(ctx) };
+}
+
+/**
+ * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed principal (a
+ * user, or an API token inside its organization) and authorize through kit's Authorizer;
+ * GetTableSchema answers other services only, GetDatabase answers them too.
+ */
+export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
+  return (router: ConnectRouter) =>
+    router.service(CatalogService, {
+      async createDatabase(req, ctx) {
+        const database = await databases.create(
+          callOf(ctx),
+          req.organizationId,
+          req.name,
+          req.description,
+        );
+        return { database: toDatabase(database) };
+      },
+      async getDatabase(req, ctx) {
+        return { database: toDatabase(await databases.get(callOf(ctx), req.databaseId)) };
+      },
+      async listDatabases(req, ctx) {
+        const rows = await databases.list(callOf(ctx), req.organizationId);
+        return { databases: rows.map(toDatabase) };
+      },
+      async updateDatabase(req, ctx) {
+        const database = await databases.update(callOf(ctx), req.databaseId, {
+          name: req.name,
+          description: req.description,
+        });
+        return { database: toDatabase(database) };
+      },
+      async deleteDatabase(req, ctx) {
+        await databases.delete(callOf(ctx), req.databaseId);
+        return { deletedId: req.databaseId };
+      },
+
+      async createTable(req, ctx) {
+        const view = await tables.create(
+          callOf(ctx),
+          req.databaseId,
+          req.name,
+          req.description,
+          req.fields,
+        );
+        return { table: toTable(view.table), fields: view.fields.map(toField) };
+      },
+      async getTable(req, ctx) {
+        const view = await tables.get(callOf(ctx), req.tableId);
+        return { table: toTable(view.table), fields: view.fields.map(toField) };
+      },
+      async listTables(req, ctx) {
+        return { tables: (await tables.list(callOf(ctx), req.databaseId)).map(toTable) };
+      },
+      async updateTable(req, ctx) {
+        const table = await tables.update(callOf(ctx), req.tableId, {
+          name: req.name,
+          description: req.description,
+        });
+        return { table: toTable(table) };
+      },
+      async deleteTable(req, ctx) {
+        await tables.delete(callOf(ctx), req.tableId);
+        return { deletedId: req.tableId };
+      },
+
+      async createField(req, ctx) {
+        const definition = req.field ?? {
+          name: "",
+          type: 0,
+          options: undefined,
+          required: false,
+          description: "",
+        };
+        return { field: toField(await fields.create(callOf(ctx), req.tableId, definition)) };
+      },
+      async listFields(req, ctx) {
+        return { fields: (await fields.list(callOf(ctx), req.tableId)).map(toField) };
+      },
+      async updateField(req, ctx) {
+        const field = await fields.update(callOf(ctx), req.fieldId, {
+          name: req.name,
+          type: req.type,
+          options: req.options,
+          required: req.required,
+          description: req.description,
+          position: req.position,
+        });
+        return { field: toField(field) };
+      },
+      async deleteField(req, ctx) {
+        await fields.delete(callOf(ctx), req.fieldId);
+        return {};
+      },
+
+      async getTableSchema(req, ctx) {
+        requireService(ctx);
+        const schema = await tables.schema(req.tableId);
+        return {
+          table: toTable(schema.table),
+          fields: schema.fields.map(toField),
+          organizationId: schema.organizationId,
+        };
+      },
+    });
+}

@@ -1,0 +1,105 @@
+import {
+  Authorizer,
+  type Cache,
+  createOrm,
+  type EventBus,
+  type GrpcServer,
+  type Logger,
+  migrate,
+  type Orm,
+  OutboxRelay,
+  STREAMS,
+  startGrpcServer,
+} from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { Access } from "./access.js";
+import { Transactions } from "./change-set.js";
+import type { CatalogConfig } from "./config.js";
+import { Databases } from "./databases.js";
+import { entities } from "./db/entities.js";
+import { Fields } from "./fields.js";
+import { organizationMembershipLookup } from "./membership.js";
+import { migrations } from "./migrations/initial-schema.js";
+import { listenForOrganizationDeletion } from "./organization-deletion.js";
+import { createRoutes } from "./server.js";
+import { Tables } from "./tables.js";
+import { recordsTypeChangeCheck } from "./type-change-check.js";
+
+export const SCHEMA = "catalog";
+
+export function createCatalogOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+}
+
+export async function migrateCatalog(databaseUrl: string): Promise<string[]> {
+  const orm = await createCatalogOrm(databaseUrl);
+  try {
+    return await migrate(orm, SCHEMA);
+  } finally {
+    await orm.close();
+  }
+}
+
+export interface RunningCatalog {
+  server: GrpcServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the catalog service on its gRPC port with the given shared pieces: the relay that
+ * publishes its outbox, the membership cache evictions (`catalog_membership`) and the
+ * organization deletion saga (`catalog_org_deleted`). The caller owns (and closes) the cache
+ * and the bus.
+ */
+export async function startCatalog(
+  config: CatalogConfig,
+  deps: { logger: Logger; cache: Cache; bus: EventBus },
+): Promise<RunningCatalog> {
+  await deps.bus.ensureStreams(STREAMS);
+  const orm = await createCatalogOrm(config.DATABASE_URL, deps.logger);
+  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  const tx = new Transactions(orm, relay, deps.logger);
+  const authorizer = new Authorizer(
+    organizationMembershipLookup(config.ORGANIZATION_GRPC_URL, config.INTERNAL_JWT_SECRET),
+    deps.cache,
+  );
+  const access = new Access(authorizer);
+  const databases = new Databases({ tx, access });
+  const tables = new Tables({ tx, access });
+  const fields = new Fields({
+    tx,
+    access,
+    checkTypeChange: config.RECORDS_GRPC_URL
+      ? recordsTypeChangeCheck(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
+      : undefined,
+  });
+  const consumers: { stop(): Promise<void> }[] = [];
+  relay.start();
+  let server: GrpcServer;
+  try {
+    consumers.push(await authorizer.listen(deps.bus, "catalog_membership"));
+    consumers.push(await listenForOrganizationDeletion(deps.bus, databases, deps.logger));
+    server = await startGrpcServer({
+      routes: createRoutes({ databases, tables, fields }),
+      services: [CatalogService],
+      host: config.GRPC_HOST,
+      port: config.GRPC_PORT,
+      logger: deps.logger,
+      internalSecret: config.INTERNAL_JWT_SECRET,
+    });
+  } catch (error) {
+    for (const consumer of consumers) await consumer.stop();
+    await relay.stop();
+    await orm.close();
+    throw error;
+  }
+  return {
+    server,
+    async stop() {
+      await server.close();
+      for (const consumer of consumers) await consumer.stop();
+      await relay.stop();
+      await orm.close();
+    },
+  };
+}

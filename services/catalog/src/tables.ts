@@ -1,0 +1,241 @@
+import { SUBJECTS } from "@rowbase/kit";
+import { fieldTypeToProto, type OptionError } from "@rowbase/kit/field-types";
+import {
+  FieldCreatedSchema,
+  TableCreatedSchema,
+  TableDeletedSchema,
+  TableUpdatedSchema,
+} from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
+import { type Access, notFound, scopeOf } from "./access.js";
+import type { Call, Transactions } from "./change-set.js";
+import { FIELD_NAME_KEY, TABLE_NAME_KEY, tableNameUsed, violates } from "./db/constraints.js";
+import { Field, type FieldRow, Table, type TableRow } from "./db/entities.js";
+import { changesBetween, valuesRemoved, valuesSet } from "./domain/audit.js";
+import {
+  type CheckedField,
+  checkFieldDefinition,
+  type FieldInput,
+} from "./domain/field-definition.js";
+import {
+  invalidFieldOptions,
+  requiredDescription,
+  requiredName,
+  type ValidationItem,
+  validationFailed,
+} from "./domain/validation.js";
+import { fieldNameTaken, tableNameTaken } from "./errors.js";
+import { fieldValues } from "./fields.js";
+
+export interface TableView {
+  table: TableRow;
+  fields: FieldRow[];
+}
+
+/** The initial fields of a new table, all checked before anything is written. */
+function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
+  const validation: ValidationItem[] = [];
+  const optionErrors: OptionError[] = [];
+  const fields: CheckedField[] = [];
+  inputs.forEach((input, index) => {
+    const checked = checkFieldDefinition(input, `fields.${index}.`);
+    if (checked.ok) fields.push(checked.field);
+    else {
+      validation.push(...checked.validation);
+      optionErrors.push(...checked.options);
+    }
+  });
+  if (validation.length > 0) throw validationFailed(...validation);
+  if (optionErrors.length > 0) throw invalidFieldOptions(optionErrors);
+  const names = new Set<string>();
+  for (const field of fields) {
+    const lower = field.name.toLowerCase();
+    if (names.has(lower)) throw fieldNameTaken();
+    names.add(lower);
+  }
+  return fields;
+}
+
+/** Tables of a database, and their fields in position order. */
+export class Tables {
+  constructor(private readonly deps: { tx: Transactions; access: Access }) {}
+
+  /**
+   * Creates a table with its initial fields, all or nothing: any invalid field refuses the
+   * whole request and nothing is written. The fields take positions 0, 1, ... in request order.
+   */
+  async create(
+    call: Call,
+    databaseId: bigint,
+    rawName: string,
+    rawDescription: string,
+    inputs: FieldInput[],
+  ): Promise<TableView> {
+    const name = requiredName(rawName);
+    const description = requiredDescription(rawDescription);
+    const definitions = checkInitialFields(inputs);
+    try {
+      return await this.deps.tx.run(call, async (changes) => {
+        const { em } = changes;
+        const { database } = await this.deps.access.database(
+          em,
+          call.principal,
+          databaseId,
+          "write",
+          "share",
+        );
+        if (await tableNameUsed(em, databaseId, name)) throw tableNameTaken();
+        const table = em.create(Table, { databaseId, name, description });
+        await em.flush();
+        const fields = definitions.map((definition, position) =>
+          em.create(Field, { tableId: table.id, ...definition, position }),
+        );
+        await em.flush();
+        const scope = {
+          organizationId: database.organizationId,
+          databaseId,
+          tableId: table.id,
+        };
+        await changes.publish(SUBJECTS.tableCreated, TableCreatedSchema, {
+          organizationId: database.organizationId,
+          databaseId,
+          tableId: table.id,
+          name,
+        });
+        await changes.audit(
+          scope,
+          "table.created",
+          { type: "table", id: table.id },
+          valuesSet({ name, description }),
+        );
+        for (const field of fields) {
+          await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {
+            organizationId: database.organizationId,
+            databaseId,
+            tableId: table.id,
+            fieldId: field.id,
+            name: field.name,
+            type: fieldTypeToProto(field.type),
+          });
+          await changes.audit(
+            scope,
+            "field.created",
+            { type: "field", id: field.id },
+            valuesSet(fieldValues(field)),
+          );
+        }
+        return { table, fields };
+      });
+    } catch (error) {
+      if (violates(error, TABLE_NAME_KEY)) throw tableNameTaken();
+      if (violates(error, FIELD_NAME_KEY)) throw fieldNameTaken();
+      throw error;
+    }
+  }
+
+  async get(call: Call, tableId: bigint): Promise<TableView> {
+    const em = this.deps.tx.em();
+    const { table } = await this.deps.access.table(em, call.principal, tableId, "read");
+    const fields = await em.find(Field, { tableId }, { orderBy: { position: "asc" } });
+    return { table, fields };
+  }
+
+  /** Internal: a table with its fields and owner, for services, without a role check. */
+  async schema(tableId: bigint): Promise<TableView & { organizationId: bigint }> {
+    const em = this.deps.tx.em();
+    const rows = await em.execute<{ organization_id: string }[]>(
+      "select d.organization_id from tables t join databases d on d.id = t.database_id where t.id = ?",
+      [tableId],
+    );
+    const table = rows[0] ? await em.findOne(Table, { id: tableId }) : null;
+    if (!rows[0] || !table) throw notFound("table_not_found");
+    const fields = await em.find(Field, { tableId }, { orderBy: { position: "asc" } });
+    return { table, fields, organizationId: BigInt(rows[0].organization_id) };
+  }
+
+  /** The database's tables, oldest first. */
+  async list(call: Call, databaseId: bigint): Promise<TableRow[]> {
+    const em = this.deps.tx.em();
+    await this.deps.access.database(em, call.principal, databaseId, "read");
+    return em.find(Table, { databaseId }, { orderBy: { id: "asc" } });
+  }
+
+  async update(
+    call: Call,
+    tableId: bigint,
+    patch: { name?: string | undefined; description?: string | undefined },
+  ): Promise<TableRow> {
+    const name = patch.name === undefined ? undefined : requiredName(patch.name);
+    const description =
+      patch.description === undefined ? undefined : requiredDescription(patch.description);
+    try {
+      return await this.deps.tx.run(call, async (changes) => {
+        const { em } = changes;
+        const { table, database } = await this.deps.access.table(
+          em,
+          call.principal,
+          tableId,
+          "write",
+          "update",
+        );
+        if (
+          name !== undefined &&
+          name !== table.name &&
+          (await tableNameUsed(em, table.databaseId, name, tableId))
+        ) {
+          throw tableNameTaken();
+        }
+        const before = { name: table.name, description: table.description };
+        if (name !== undefined) table.name = name;
+        if (description !== undefined) table.description = description;
+        const changed = changesBetween(before, {
+          name: table.name,
+          description: table.description,
+        });
+        if (changed.length === 0) return table;
+        await em.flush();
+        await changes.publish(SUBJECTS.tableUpdated, TableUpdatedSchema, {
+          organizationId: database.organizationId,
+          databaseId: table.databaseId,
+          tableId,
+          name: table.name,
+        });
+        await changes.audit(
+          scopeOf({ table, database }),
+          "table.updated",
+          { type: "table", id: tableId },
+          changed,
+        );
+        return table;
+      });
+    } catch (error) {
+      if (violates(error, TABLE_NAME_KEY)) throw tableNameTaken();
+      throw error;
+    }
+  }
+
+  /** Deletes a table with its fields; records and files follow the event. */
+  async delete(call: Call, tableId: bigint): Promise<void> {
+    await this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      const access = await this.deps.access.table(em, call.principal, tableId, "write", "update");
+      const { table, database } = access;
+      const fieldCount = await em.count(Field, { tableId });
+      await em.nativeDelete(Table, { id: tableId });
+      await changes.publish(SUBJECTS.tableDeleted, TableDeletedSchema, {
+        organizationId: database.organizationId,
+        databaseId: table.databaseId,
+        tableId,
+      });
+      await changes.audit(
+        scopeOf(access),
+        "table.deleted",
+        { type: "table", id: tableId },
+        valuesRemoved({
+          name: table.name,
+          description: table.description,
+          field_count: fieldCount,
+        }),
+      );
+    });
+  }
+}

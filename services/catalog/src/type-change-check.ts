@@ -1,0 +1,48 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { Code, callAs, createServiceClient, errorInfoOf } from "@rowbase/kit";
+import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { CallContext } from "./change-set.js";
+import { fieldTypeChangeInvalid } from "./errors.js";
+
+/**
+ * Asks whether every stored value of `field` converts to the new type and options; throws
+ * field_type_change_invalid when one does not.
+ */
+export type TypeChangeCheck = (
+  field: Field,
+  newType: FieldType,
+  newOptions: JsonObject,
+  context: CallContext,
+) => Promise<void>;
+
+/**
+ * The check through RecordsService.CheckFieldTypeChange, called as the catalog service. A
+ * refusal becomes catalog's own field_type_change_invalid (with the records service's
+ * metadata); records being unreachable fails the update with Unavailable (503), since the
+ * change cannot be judged safe without it.
+ */
+export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string): TypeChangeCheck {
+  const records = createServiceClient(RecordsService, baseUrl);
+  return async (field, newType, newOptions, context) => {
+    try {
+      await records.checkFieldTypeChange(
+        { field, newType, newOptions },
+        await callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId),
+      );
+    } catch (error) {
+      const info = errorInfoOf(error);
+      if (info?.reason === "field_type_change_invalid") {
+        throw fieldTypeChangeInvalid(info.metadata);
+      }
+      if (
+        error instanceof ConnectError &&
+        (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
+      ) {
+        throw new ConnectError("records service unavailable", Code.Unavailable);
+      }
+      throw new Error("RecordsService.CheckFieldTypeChange failed", { cause: error });
+    }
+  };
+}

@@ -1,0 +1,414 @@
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  DatabaseCreatedSchema,
+  DatabaseDeletedSchema,
+  DatabaseUpdatedSchema,
+  TableDeletedSchema,
+} from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
+import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  eventOf,
+  eventsOf,
+  failureOf,
+  type Harness,
+  reasonOf,
+  SERVICE,
+  startHarness,
+  stateOf,
+  type Team,
+  team,
+  validationOf,
+} from "./harness.js";
+
+let h: Harness;
+let t: Team;
+
+beforeAll(async () => {
+  h = await startHarness();
+  t = await team(h);
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+async function newDatabase(name = "Projects", description = "") {
+  const { database } = await h.catalog.createDatabase(
+    { organizationId: t.organizationId, name, description },
+    await as(t.editor),
+  );
+  return database!;
+}
+
+const changesOf = (audit: { changes: { key: string; oldValue?: unknown; newValue?: unknown }[] }) =>
+  Object.fromEntries(
+    audit.changes.map((c) => [
+      c.key,
+      {
+        old: (c.oldValue as { kind?: { value?: unknown } })?.kind?.value,
+        new: (c.newValue as { kind?: { value?: unknown } })?.kind?.value,
+      },
+    ]),
+  );
+
+describe("CreateDatabase", () => {
+  it("creates a database, announces it and audits it", async () => {
+    const { database } = await h.catalog.createDatabase(
+      { organizationId: t.organizationId, name: "  CRM  ", description: "Leads\nand deals" },
+      await as(t.editor),
+    );
+    expect(database).toMatchObject({
+      organizationId: t.organizationId,
+      name: "CRM",
+      description: "Leads\nand deals",
+    });
+    expect(database!.databaseId).toBeGreaterThan(0n);
+    expect(database!.createdAt).toBeDefined();
+    expect(database!.updatedAt).toBeDefined();
+
+    const created = await eventOf(
+      h,
+      "catalog.database.created",
+      DatabaseCreatedSchema,
+      (e) => e.databaseId === database!.databaseId,
+    );
+    expect(created).toMatchObject({ organizationId: t.organizationId, name: "CRM" });
+    expect(created.meta?.actor).toMatchObject({ type: Actor_Type.USER, id: t.editor.id });
+    expect(created.meta?.eventId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const audit = await eventOf(
+      h,
+      "audit.database.created",
+      AuditEventSchema,
+      (e) => e.target?.id === database!.databaseId,
+    );
+    expect(audit).toMatchObject({
+      organizationId: t.organizationId,
+      databaseId: database!.databaseId,
+      tableId: 0n,
+      action: "database.created",
+      target: { type: "database", id: database!.databaseId },
+    });
+    expect(changesOf(audit)).toEqual({
+      name: { old: undefined, new: "CRM" },
+      description: { old: undefined, new: "Leads\nand deals" },
+    });
+  });
+
+  it("lets every writing role create and allows repeated names", async () => {
+    const names = new Set<bigint>();
+    for (const user of [t.owner, t.admin, t.editor]) {
+      const { database } = await h.catalog.createDatabase(
+        { organizationId: t.organizationId, name: "Same name", description: "" },
+        await as(user),
+      );
+      names.add(database!.databaseId);
+    }
+    expect(names.size).toBe(3);
+  });
+
+  it("refuses a viewer (403) and an outsider (404), and writes nothing", async () => {
+    const before = await stateOf(h.db, t.organizationId);
+    const viewer = await failureOf(
+      h.catalog.createDatabase(
+        { organizationId: t.organizationId, name: "Nope", description: "" },
+        await as(t.viewer),
+      ),
+    );
+    expect(viewer).toMatchObject({ code: 7, reason: "organization_forbidden" });
+    const outsider = await failureOf(
+      h.catalog.createDatabase(
+        { organizationId: t.organizationId, name: "Nope", description: "" },
+        await as(t.outsider),
+      ),
+    );
+    expect(outsider).toMatchObject({ code: 5, reason: "organization_not_found" });
+    expect(
+      await reasonOf(
+        h.catalog.createDatabase(
+          { organizationId: 987654321n, name: "Nope", description: "" },
+          await as(t.owner),
+        ),
+      ),
+    ).toBe("organization_not_found");
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+
+  it("refuses a call without a principal and a service principal", async () => {
+    expect(
+      await failureOf(
+        h.catalog.createDatabase({ organizationId: t.organizationId, name: "X", description: "" }),
+      ),
+    ).toMatchObject({ code: 16, reason: "unauthorized" });
+    expect(
+      await reasonOf(
+        h.catalog.createDatabase(
+          { organizationId: t.organizationId, name: "X", description: "" },
+          await as(SERVICE),
+        ),
+      ),
+    ).toBe("organization_not_found");
+  });
+
+  it("applies API tokens' access inside their own organization only", async () => {
+    const token = (access: "read" | "read_write", organizationId = t.organizationId) =>
+      as({ kind: "api_token", tokenId: 1n, organizationId, access });
+    const { database } = await h.catalog.createDatabase(
+      { organizationId: t.organizationId, name: "By token", description: "" },
+      await token("read_write"),
+    );
+    expect(database!.name).toBe("By token");
+    expect(
+      await reasonOf(
+        h.catalog.createDatabase(
+          { organizationId: t.organizationId, name: "X", description: "" },
+          await token("read"),
+        ),
+      ),
+    ).toBe("token_read_only");
+    expect(
+      await reasonOf(
+        h.catalog.getDatabase(
+          { databaseId: database!.databaseId },
+          await token("read_write", t.outsiderOrganizationId),
+        ),
+      ),
+    ).toBe("database_not_found");
+  });
+
+  it.each([
+    ["", "must be 1-100 characters"],
+    ["    ", "must be 1-100 characters"],
+    ["x".repeat(101), "must be 1-100 characters"],
+    ["tab\there", "must not contain control characters"],
+    ["nul\u0000", "must not contain control characters"],
+  ])("refuses the name %j", async (name, message) => {
+    expect(
+      await validationOf(
+        h.catalog.createDatabase(
+          { organizationId: t.organizationId, name, description: "" },
+          await as(t.editor),
+        ),
+      ),
+    ).toEqual([{ key: "name", message, source: "body" }]);
+  });
+
+  it("takes a name of 100 characters after trimming and refuses long descriptions", async () => {
+    const database = await newDatabase(`  ${"n".repeat(100)}  `);
+    expect(database.name).toBe("n".repeat(100));
+    expect(
+      await validationOf(
+        h.catalog.createDatabase(
+          { organizationId: t.organizationId, name: "ok", description: "d".repeat(1001) },
+          await as(t.editor),
+        ),
+      ),
+    ).toEqual([{ key: "description", message: "must be at most 1000 characters", source: "body" }]);
+  });
+});
+
+describe("GetDatabase and ListDatabases", () => {
+  it("answers every member, and services without a role", async () => {
+    const database = await newDatabase("Readable");
+    for (const user of [t.owner, t.admin, t.editor, t.viewer]) {
+      const { database: got } = await h.catalog.getDatabase(
+        { databaseId: database.databaseId },
+        await as(user),
+      );
+      expect(got).toEqual(database);
+    }
+    const { database: got } = await h.catalog.getDatabase(
+      { databaseId: database.databaseId },
+      await as(SERVICE),
+    );
+    expect(got).toEqual(database);
+  });
+
+  it("answers 404 to outsiders and for missing ids", async () => {
+    const database = await newDatabase("Hidden");
+    expect(
+      await failureOf(
+        h.catalog.getDatabase({ databaseId: database.databaseId }, await as(t.outsider)),
+      ),
+    ).toMatchObject({ code: 5, reason: "database_not_found" });
+    for (const principal of [await as(t.owner), await as(SERVICE)]) {
+      expect(await reasonOf(h.catalog.getDatabase({ databaseId: 99999999n }, principal))).toBe(
+        "database_not_found",
+      );
+    }
+  });
+
+  it("lists the organization's databases oldest first, to members only", async () => {
+    const { databases: before } = await h.catalog.listDatabases(
+      { organizationId: t.organizationId },
+      await as(t.viewer),
+    );
+    const a = await newDatabase("List A");
+    const b = await newDatabase("List B");
+    const { databases } = await h.catalog.listDatabases(
+      { organizationId: t.organizationId },
+      await as(t.viewer),
+    );
+    expect(databases).toHaveLength(before.length + 2);
+    expect(databases.slice(-2)).toEqual([a, b]);
+    const ids = databases.map((d) => d.databaseId);
+    expect([...ids].sort((x, y) => (x < y ? -1 : 1))).toEqual(ids);
+    expect(databases.every((d) => d.organizationId === t.organizationId)).toBe(true);
+
+    expect(
+      await reasonOf(
+        h.catalog.listDatabases({ organizationId: t.organizationId }, await as(t.outsider)),
+      ),
+    ).toBe("organization_not_found");
+    const { databases: theirs } = await h.catalog.listDatabases(
+      { organizationId: t.outsiderOrganizationId },
+      await as(t.outsider),
+    );
+    expect(theirs).toEqual([]);
+  });
+});
+
+describe("UpdateDatabase", () => {
+  it("changes what is given, keeps the rest, announces and audits old and new", async () => {
+    const database = await newDatabase("Before", "Kept");
+    const { database: updated } = await h.catalog.updateDatabase(
+      { databaseId: database.databaseId, name: " After " },
+      await as(t.admin),
+    );
+    expect(updated).toMatchObject({ name: "After", description: "Kept" });
+    expect(updated!.createdAt).toEqual(database.createdAt);
+    const event = await eventOf(
+      h,
+      "catalog.database.updated",
+      DatabaseUpdatedSchema,
+      (e) => e.databaseId === database.databaseId,
+    );
+    expect(event).toMatchObject({ organizationId: t.organizationId, name: "After" });
+    const audit = await eventOf(
+      h,
+      "audit.database.updated",
+      AuditEventSchema,
+      (e) => e.target?.id === database.databaseId,
+    );
+    expect(changesOf(audit)).toEqual({ name: { old: "Before", new: "After" } });
+
+    const { database: cleared } = await h.catalog.updateDatabase(
+      { databaseId: database.databaseId, description: "" },
+      await as(t.editor),
+    );
+    expect(cleared).toMatchObject({ name: "After", description: "" });
+  });
+
+  it("publishes nothing when nothing changes", async () => {
+    const database = await newDatabase("Same");
+    const before = await stateOf(h.db, t.organizationId);
+    const { database: same } = await h.catalog.updateDatabase(
+      { databaseId: database.databaseId, name: "Same" },
+      await as(t.editor),
+    );
+    expect(same).toEqual(database);
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+
+  it("refuses viewers, outsiders, missing ids and bad names without a change", async () => {
+    const database = await newDatabase("Guarded");
+    const before = await stateOf(h.db, t.organizationId);
+    const id = database.databaseId;
+    expect(
+      await reasonOf(h.catalog.updateDatabase({ databaseId: id, name: "X" }, await as(t.viewer))),
+    ).toBe("organization_forbidden");
+    expect(
+      await reasonOf(h.catalog.updateDatabase({ databaseId: id, name: "X" }, await as(t.outsider))),
+    ).toBe("database_not_found");
+    expect(
+      await reasonOf(
+        h.catalog.updateDatabase({ databaseId: 99999999n, name: "X" }, await as(t.owner)),
+      ),
+    ).toBe("database_not_found");
+    expect(
+      await validationOf(
+        h.catalog.updateDatabase({ databaseId: id, name: " " }, await as(t.owner)),
+      ),
+    ).toEqual([{ key: "name", message: "must be 1-100 characters", source: "body" }]);
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+});
+
+describe("DeleteDatabase", () => {
+  it("deletes the database with its tables and fields, naming every table in the event", async () => {
+    const database = await newDatabase("Doomed");
+    const call = await as(t.editor);
+    const { table: a } = await h.catalog.createTable(
+      {
+        databaseId: database.databaseId,
+        name: "A",
+        description: "",
+        fields: [{ name: "Title", type: 1, required: false, description: "" }],
+      },
+      call,
+    );
+    const { table: b } = await h.catalog.createTable(
+      { databaseId: database.databaseId, name: "B", description: "", fields: [] },
+      call,
+    );
+    const { deletedId } = await h.catalog.deleteDatabase({ databaseId: database.databaseId }, call);
+    expect(deletedId).toBe(database.databaseId);
+    expect(await reasonOf(h.catalog.getDatabase({ databaseId: database.databaseId }, call))).toBe(
+      "database_not_found",
+    );
+    expect(await reasonOf(h.catalog.getTable({ tableId: a!.tableId }, call))).toBe(
+      "table_not_found",
+    );
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from catalog.fields where table_id = any($1)",
+      [[a!.tableId.toString(), b!.tableId.toString()]],
+    );
+    expect(rows[0].n).toBe(0);
+
+    const event = await eventOf(
+      h,
+      "catalog.database.deleted",
+      DatabaseDeletedSchema,
+      (e) => e.databaseId === database.databaseId,
+    );
+    expect(event.organizationId).toBe(t.organizationId);
+    expect(event.tableIds).toEqual([a!.tableId, b!.tableId]);
+    const audit = await eventOf(
+      h,
+      "audit.database.deleted",
+      AuditEventSchema,
+      (e) => e.target?.id === database.databaseId,
+    );
+    expect(audit.changes.map((c) => c.key)).toEqual(["name", "description", "table_ids"]);
+    expect(audit.changes.every((c) => c.newValue === undefined)).toBe(true);
+    // A second delete finds nothing.
+    expect(
+      await reasonOf(h.catalog.deleteDatabase({ databaseId: database.databaseId }, call)),
+    ).toBe("database_not_found");
+    // The database event stands for its tables: no table.deleted was published for them (they
+    // would have been written to the outbox before it).
+    expect(
+      eventsOf(h.events, "catalog.table.deleted", TableDeletedSchema).filter(
+        (e) => e.tableId === a!.tableId || e.tableId === b!.tableId,
+      ),
+    ).toEqual([]);
+  });
+
+  it("refuses viewers and outsiders, deleting nothing", async () => {
+    const database = await newDatabase("Kept");
+    const before = await stateOf(h.db, t.organizationId);
+    expect(
+      await reasonOf(
+        h.catalog.deleteDatabase({ databaseId: database.databaseId }, await as(t.viewer)),
+      ),
+    ).toBe("organization_forbidden");
+    expect(
+      await reasonOf(
+        h.catalog.deleteDatabase({ databaseId: database.databaseId }, await as(t.outsider)),
+      ),
+    ).toBe("database_not_found");
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+});

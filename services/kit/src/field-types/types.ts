@@ -1,0 +1,75 @@
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+
+/** The wire names of the field types (SPEC section 6), as REST clients and the database know them. */
+export const FIELD_TYPE_NAMES = [
+  "text",
+  "long_text",
+  "number",
+  "boolean",
+  "date",
+  "datetime",
+  "single_select",
+  "multi_select",
+  "email",
+  "url",
+  "phone",
+  "json",
+  "file",
+  "autonumber",
+  "created_at",
+  "updated_at",
+] as const;
+
+export type FieldTypeName = (typeof FIELD_TYPE_NAMES)[number];
+
+const TO_PROTO: Record<FieldTypeName, FieldType> = {
+  text: FieldType.TEXT,
+  long_text: FieldType.LONG_TEXT,
+  number: FieldType.NUMBER,
+  boolean: FieldType.BOOLEAN,
+  date: FieldType.DATE,
+  datetime: FieldType.DATETIME,
+  single_select: FieldType.SINGLE_SELECT,
+  multi_select: FieldType.MULTI_SELECT,
+  email: FieldType.EMAIL,
+  url: FieldType.URL,
+  phone: FieldType.PHONE,
+  json: FieldType.JSON,
+  file: FieldType.FILE,
+  autonumber: FieldType.AUTONUMBER,
+  created_at: FieldType.CREATED_AT,
+  updated_at: FieldType.UPDATED_AT,
+};
+
+const FROM_PROTO = new Map<FieldType, FieldTypeName>(
+  FIELD_TYPE_NAMES.map((name) => [TO_PROTO[name], name]),
+);
+
+/**
+ * Types whose values the system writes: a file field's value comes from the files service, the
+ * others from the record's own bookkeeping. They can never be `required` nor written through
+ * records.
+ */
+const READ_ONLY: ReadonlySet<FieldTypeName> = new Set([
+  "file",
+  "autonumber",
+  "created_at",
+  "updated_at",
+]);
+
+export function isFieldTypeName(value: unknown): value is FieldTypeName {
+  return typeof value === "string" && (FIELD_TYPE_NAMES as readonly string[]).includes(value);
+}
+
+export function fieldTypeToProto(name: FieldTypeName): FieldType {
+  return TO_PROTO[name];
+}
+
+/** The type named by a message; undefined for FIELD_TYPE_UNSPECIFIED or an unknown number. */
+export function fieldTypeFromProto(type: FieldType): FieldTypeName | undefined {
+  return FROM_PROTO.get(type);
+}
+
+export function isReadOnlyType(name: FieldTypeName): boolean {
+  return READ_ONLY.has(name);
+}

@@ -1,0 +1,373 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import {
+  type Choice,
+  choicesOf,
+  type FieldLike,
+  type NumberSettings,
+  numberSettingsOf,
+  textLimitOf,
+} from "./options.js";
+import { isReadOnlyType } from "./types.js";
+
+/** A value checked against its field: what to store, or what is wrong with it. */
+export type ValueResult = { ok: true; value: JsonValue } | { ok: false; message: string };
+
+/** The largest `json` value, serialised (UTF-8 bytes of its JSON text). */
+export const JSON_MAX_BYTES = 100 * 1024;
+/** How deeply a `json` value may nest (arrays and objects). */
+export const JSON_MAX_DEPTH = 64;
+export const EMAIL_MAX_LENGTH = 254;
+export const URL_MAX_LENGTH = 2_048;
+export const PHONE_MAX_LENGTH = 40;
+/** The longest numeric string accepted for a number. */
+const NUMBER_STRING_MAX = 400;
+
+const ok = (value: JsonValue): ValueResult => ({ ok: true, value });
+const fail = (message: string): ValueResult => ({ ok: false, message });
+
+/**
+ * Checks one value written to a field and returns the value to store (SPEC section 6):
+ *
+ * - `null` (or `undefined`) clears the value and is always accepted here; whether the field may
+ *   be empty (`required`) is the caller's rule, see `isEmptyValue`.
+ * - An empty string clears every type except text, long_text and json, which keep it.
+ * - text/long_text: at most 10,000 (or `max_length`) / 100,000 characters (code points).
+ * - number: a finite JSON number or numeric string, rounded half away from zero to `decimals`,
+ *   then checked against `min`/`max`.
+ * - date: `YYYY-MM-DD`, a real calendar date in years 1-9999. datetime: RFC 3339 with an offset,
+ *   stored as UTC ISO with milliseconds.
+ * - single_select: one choice name (matched exactly, else regardless of case; the stored value
+ *   is the choice's own spelling). multi_select: an array of them, repeats dropped.
+ * - email, url (http/https), phone: checked and trimmed.
+ * - json: any JSON value of at most 100 KiB serialised, nested at most 64 deep.
+ * - file, autonumber, created_at, updated_at: read-only, always refused.
+ *
+ * No string may hold NUL characters or unpaired surrogates: PostgreSQL cannot store them.
+ */
+export function validateValue(field: FieldLike, value: unknown): ValueResult {
+  if (isReadOnlyType(field.type)) return fail("is read-only");
+  if (value === null || value === undefined) return ok(null);
+  if (
+    value === "" &&
+    field.type !== "text" &&
+    field.type !== "long_text" &&
+    field.type !== "json"
+  ) {
+    return ok(null);
+  }
+  switch (field.type) {
+    case "text":
+    case "long_text":
+      return checkText(value, textLimitOf(field));
+    case "number":
+      return checkNumber(value, numberSettingsOf(field));
+    case "boolean":
+      return typeof value === "boolean" ? ok(value) : fail("must be true or false");
+    case "date":
+      return checkDate(value);
+    case "datetime":
+      return checkDatetime(value);
+    case "single_select":
+      return checkSingleSelect(value, choicesOf(field.options));
+    case "multi_select":
+      return checkMultiSelect(value, choicesOf(field.options));
+    case "email":
+      return checkEmail(value);
+    case "url":
+      return checkUrl(value);
+    case "phone":
+      return checkPhone(value);
+    case "json":
+      return checkJson(value);
+    default:
+      return fail("is read-only");
+  }
+}
+
+/** Whether a value counts as empty for a `required` field: null, missing, "" or []. */
+export function isEmptyValue(value: unknown): boolean {
+  return (
+    value === null ||
+    value === undefined ||
+    value === "" ||
+    (Array.isArray(value) && value.length === 0)
+  );
+}
+
+/** The problem with a string PostgreSQL could not store faithfully, if any. */
+function storableStringProblem(value: string): string | undefined {
+  if (value.includes("\u0000")) return "must not contain NUL characters";
+  if (!value.isWellFormed()) return "must be valid Unicode (no unpaired surrogates)";
+  return undefined;
+}
+
+/** Characters as people count them: Unicode code points, not UTF-16 units. */
+export function codePointLength(value: string): number {
+  let surrogatePairs = 0;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) surrogatePairs++;
+  }
+  return value.length - surrogatePairs;
+}
+
+function checkText(value: unknown, limit: number): ValueResult {
+  if (typeof value !== "string") return fail("must be a string");
+  // A string of more than 2 * limit UTF-16 units has more than `limit` code points.
+  if (value.length > 2 * limit || codePointLength(value) > limit) {
+    return fail(`must be at most ${limit} characters`);
+  }
+  const problem = storableStringProblem(value);
+  return problem ? fail(problem) : ok(value);
+}
+
+const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/** A JSON number or a numeric string as a finite number; a message otherwise. */
+export function parseNumber(value: unknown): number | string {
+  let n: number;
+  if (typeof value === "number") {
+    n = value;
+  } else if (typeof value === "string") {
+    const text = value.trim();
+    if (text.length > NUMBER_STRING_MAX || !NUMERIC.test(text)) return "must be a number";
+    n = Number(text);
+  } else {
+    return "must be a number";
+  }
+  if (!Number.isFinite(n)) return "must be a finite number";
+  return n;
+}
+
+/**
+ * Rounds half away from zero to `decimals` places through the decimal exponent, which avoids
+ * the binary error of `n * 10 ** d` (1.005 rounds to 1.01).
+ */
+export function roundTo(n: number, decimals: number): number {
+  if (!Number.isFinite(n) || Math.abs(n) >= 2 ** 52) return n === 0 ? 0 : n;
+  const [mantissa, exponent] = Math.abs(n).toExponential().split("e") as [string, string];
+  const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
+  const rounded = Math.sign(n) * Number(`${shifted}e${-decimals}`);
+  return rounded === 0 ? 0 : rounded;
+}
+
+function checkNumber(value: unknown, settings: NumberSettings): ValueResult {
+  const parsed = parseNumber(value);
+  if (typeof parsed === "string") return fail(parsed);
+  const n = roundTo(parsed, settings.decimals);
+  if (settings.min !== undefined && n < settings.min)
+    return fail(`must be at least ${settings.min}`);
+  if (settings.max !== undefined && n > settings.max)
+    return fail(`must be at most ${settings.max}`);
+  return ok(n);
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+function isCalendarDate(year: number, month: number, day: number): boolean {
+  return (
+    year >= 1 &&
+    year <= 9999 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth(year, month)
+  );
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+function checkDate(value: unknown): ValueResult {
+  if (typeof value !== "string") return fail("must be a date string YYYY-MM-DD");
+  const match = DATE.exec(value.trim());
+  if (!match) return fail("must be a date string YYYY-MM-DD");
+  const [, y, m, d] = match.map(Number) as [number, number, number, number];
+  if (!isCalendarDate(y, m, d)) return fail("must be a real calendar date (years 1-9999)");
+  return ok(value.trim());
+}
+
+const DATETIME =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/** An RFC 3339 date-time as epoch milliseconds, or undefined when it is not one. */
+export function parseDatetime(value: string): number | undefined {
+  const match = DATETIME.exec(value.trim());
+  if (!match) return undefined;
+  const [, y, mo, d, h, mi, s, fraction, , sign, oh, om] = match;
+  const [year, month, day] = [Number(y), Number(mo), Number(d)];
+  const [hour, minute, second] = [Number(h), Number(mi), Number(s)];
+  if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) {
+    return undefined;
+  }
+  let offsetMinutes = 0;
+  if (sign) {
+    const [offsetHours, offsetMins] = [Number(oh), Number(om)];
+    if (offsetHours > 23 || offsetMins > 59) return undefined;
+    offsetMinutes = (sign === "-" ? -1 : 1) * (offsetHours * 60 + offsetMins);
+  }
+  const date = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0-99 to 1900-1999.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number((fraction ?? "").padEnd(3, "0").slice(0, 3)));
+  return date.getTime() - offsetMinutes * 60_000;
+}
+
+/** Epoch milliseconds as the stored datetime form, if it lies in years 1-9999 (UTC). */
+export function datetimeString(ms: number): string | undefined {
+  const date = new Date(ms);
+  if (Number.isNaN(date.getTime())) return undefined;
+  const year = date.getUTCFullYear();
+  if (year < 1 || year > 9999) return undefined;
+  return date.toISOString();
+}
+
+function checkDatetime(value: unknown): ValueResult {
+  const message = "must be an RFC 3339 date-time such as 2026-11-21T10:15:00Z";
+  if (typeof value !== "string") return fail(message);
+  const ms = parseDatetime(value);
+  if (ms === undefined) return fail(message);
+  const stored = datetimeString(ms);
+  return stored ? ok(stored) : fail("must lie in the years 1-9999 (UTC)");
+}
+
+/** The stored spelling of a choice name: an exact match first, then one regardless of case. */
+function choiceNamed(choices: Choice[], raw: string): string | undefined {
+  const name = raw.trim();
+  const exact = choices.find((c) => c.name === name);
+  if (exact) return exact.name;
+  const lower = name.toLowerCase();
+  return choices.find((c) => c.name.toLowerCase() === lower)?.name;
+}
+
+function checkSingleSelect(value: unknown, choices: Choice[]): ValueResult {
+  if (typeof value !== "string") return fail("must be a choice name (a string)");
+  const name = choiceNamed(choices, value);
+  return name === undefined ? fail("is not a choice of this field") : ok(name);
+}
+
+function checkMultiSelect(value: unknown, choices: Choice[]): ValueResult {
+  if (!Array.isArray(value)) return fail("must be an array of choice names");
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const [index, item] of value.entries()) {
+    if (typeof item !== "string") return fail(`item ${index} must be a choice name (a string)`);
+    const name = choiceNamed(choices, item);
+    if (name === undefined) return fail(`item ${index} is not a choice of this field`);
+    if (!seen.has(name)) {
+      seen.add(name);
+      names.push(name);
+    }
+  }
+  return ok(names);
+}
+
+const EMAIL_LOCAL = /^[\p{L}\p{N}!#$%&'*+/=?^_`{|}~-]+(\.[\p{L}\p{N}!#$%&'*+/=?^_`{|}~-]+)*$/u;
+const DOMAIN_LABEL = /^[\p{L}\p{N}]([\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?$/u;
+const TOP_LEVEL = /^(\p{L}{2,63}|xn--[a-z0-9-]{1,59})$/iu;
+
+/** Whether a host name has at least two labels and a top-level label of letters. */
+function isDomain(domain: string): boolean {
+  const labels = domain.split(".");
+  return (
+    domain.length <= 253 &&
+    labels.length >= 2 &&
+    labels.every((label) => DOMAIN_LABEL.test(label)) &&
+    TOP_LEVEL.test(labels.at(-1)!)
+  );
+}
+
+function checkEmail(value: unknown): ValueResult {
+  const message = "must be an e-mail address such as ada@example.com";
+  if (typeof value !== "string") return fail(message);
+  const email = value.trim();
+  if (email.length > EMAIL_MAX_LENGTH)
+    return fail(`must be at most ${EMAIL_MAX_LENGTH} characters`);
+  const at = email.lastIndexOf("@");
+  if (at < 1) return fail(message);
+  const local = email.slice(0, at);
+  const domain = email.slice(at + 1);
+  if (local.length > 64 || !EMAIL_LOCAL.test(local) || !isDomain(domain)) return fail(message);
+  return ok(email);
+}
+
+function checkUrl(value: unknown): ValueResult {
+  const message = "must be an absolute http or https URL";
+  if (typeof value !== "string") return fail(message);
+  const text = value.trim();
+  if (text.length > URL_MAX_LENGTH) return fail(`must be at most ${URL_MAX_LENGTH} characters`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
+  if (/[\s\u0000-\u001f\u007f]/.test(text)) return fail("must not contain spaces");
+  if (!text.isWellFormed()) return fail(message);
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return fail(message);
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+    return fail(message);
+  }
+  return ok(text);
+}
+
+const PHONE = /^\+?[\d\s().\-/]+$/;
+const PHONE_EXTENSION = /^(.*?)\s*(?:x|ext\.?|#)\s*\d{1,6}$/i;
+
+function checkPhone(value: unknown): ValueResult {
+  const message = "must be a phone number: digits, spaces, ( ) . - /, a leading + and an extension";
+  if (typeof value !== "string") return fail(message);
+  const phone = value.trim();
+  if (phone.length > PHONE_MAX_LENGTH)
+    return fail(`must be at most ${PHONE_MAX_LENGTH} characters`);
+  const main = PHONE_EXTENSION.exec(phone)?.[1] ?? phone;
+  if (!PHONE.test(main)) return fail(message);
+  const digits = main.replace(/\D/g, "").length;
+  if (digits < 3 || digits > 20) return fail("must have 3-20 digits");
+  return ok(phone);
+}
+
+/** The problem with a value that is not plain JSON PostgreSQL can store, if any. */
+function jsonProblem(value: unknown, depth: number): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return storableStringProblem(value);
+    case "number":
+      return Number.isFinite(value) ? undefined : "must not contain NaN or Infinity";
+    case "boolean":
+      return undefined;
+    case "object": {
+      if (value === null) return undefined;
+      if (depth >= JSON_MAX_DEPTH) return `must not nest more than ${JSON_MAX_DEPTH} levels`;
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const problem = jsonProblem(item, depth + 1);
+          if (problem) return problem;
+        }
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return "must be plain JSON";
+      for (const key of Object.keys(value)) {
+        const problem =
+          storableStringProblem(key) ??
+          jsonProblem((value as Record<string, unknown>)[key], depth + 1);
+        if (problem) return problem;
+      }
+      return undefined;
+    }
+    default:
+      return "must be plain JSON";
+  }
+}
+
+function checkJson(value: unknown): ValueResult {
+  const problem = jsonProblem(value, 0);
+  if (problem) return fail(problem);
+  if (Buffer.byteLength(JSON.stringify(value), "utf8") > JSON_MAX_BYTES) {
+    return fail(`must be at most ${JSON_MAX_BYTES} bytes as JSON`);
+  }
+  return ok(value as JsonValue);
+}
