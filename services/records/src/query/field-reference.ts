@@ -1,0 +1,87 @@
+/** The wire names of the field types (SPEC section 6); kept here so the query language stands alone. */
+export const QUERY_FIELD_TYPES = [
+  "text",
+  "long_text",
+  "number",
+  "boolean",
+  "date",
+  "datetime",
+  "single_select",
+  "multi_select",
+  "email",
+  "url",
+  "phone",
+  "json",
+  "file",
+  "autonumber",
+  "created_at",
+  "updated_at",
+] as const;
+
+export type QueryFieldType = (typeof QUERY_FIELD_TYPES)[number];
+
+/** What the query language needs to know about one field of the table. */
+export interface QueryField {
+  /** The field id as a decimal string; it is the key of the value in `record.data`. */
+  id: string;
+  name: string;
+  type: QueryFieldType;
+  /**
+   * The choice names of a select field, when the caller has them. A filter value is then matched
+   * to its choice as the write path matches it (exactly, else regardless of case), so
+   * `(Status,eq,active)` finds the stored "Active"; a name that is no choice is kept as given and
+   * matches nothing. Without them values compare exactly.
+   */
+  choices?: readonly string[];
+}
+
+/** Record columns that `where` and `sort` accept besides fields (SPEC section 8.3). */
+export const SYSTEM_COLUMNS = ["row_id", "created_at", "updated_at"] as const;
+
+export type SystemColumn = (typeof SYSTEM_COLUMNS)[number];
+
+/** What a reference names: a field of the table, or a column of the record itself. */
+export type ReferenceTarget =
+  | { kind: "field"; field: QueryField }
+  | { kind: "column"; column: SystemColumn };
+
+const ALL_DIGITS = /^[0-9]+$/;
+
+function isSystemColumn(text: string): text is SystemColumn {
+  return (SYSTEM_COLUMNS as readonly string[]).includes(text);
+}
+
+/**
+ * Finds what a reference names, or undefined when it names nothing. The order:
+ *
+ * 1. All digits: always a field id (SPEC section 8), never a name.
+ * 2. A field whose name is exactly the text.
+ * 3. `row_id`, `created_at`, `updated_at` (when `systemColumns`): the record's own columns. A
+ *    field named exactly so wins over them, so a user's field is never shadowed; its column is
+ *    then reached through nothing else, which only matters for a table that chose those names.
+ * 4. A field whose name equals the text regardless of case: names are unique regardless of
+ *    case within a table (SPEC section 6), so this cannot be ambiguous.
+ */
+export function resolveReference(
+  text: string,
+  fields: readonly QueryField[],
+  options: { systemColumns: boolean },
+): ReferenceTarget | undefined {
+  if (ALL_DIGITS.test(text)) {
+    const field = fields.find((f) => f.id === text);
+    return field && { kind: "field", field };
+  }
+  const exact = fields.find((f) => f.name === text);
+  if (exact) return { kind: "field", field: exact };
+  if (options.systemColumns && isSystemColumn(text)) return { kind: "column", column: text };
+  const lower = text.toLowerCase();
+  const folded = fields.find((f) => f.name.toLowerCase() === lower);
+  return folded && { kind: "field", field: folded };
+}
+
+/** Whether two targets are the same field or column. */
+export function sameTarget(a: ReferenceTarget, b: ReferenceTarget): boolean {
+  if (a.kind === "field" && b.kind === "field") return a.field.id === b.field.id;
+  if (a.kind === "column" && b.kind === "column") return a.column === b.column;
+  return false;
+}

@@ -1,0 +1,46 @@
+/**
+ * The query language of the records service (SPEC section 8.3): `where`, `sort` and `fields`
+ * parsed into trees and compiled to parameterised PostgreSQL over
+ * `records.record(row_id, data, created_at, updated_at)`. Pure functions, no I/O; every client
+ * mistake is a QueryError with the parameter and a 1-based position.
+ */
+export {
+  QUERY_FIELD_TYPES,
+  type QueryField,
+  type QueryFieldType,
+  type ReferenceTarget,
+  resolveReference,
+  SYSTEM_COLUMNS,
+  type SystemColumn,
+} from "./field-reference.js";
+export { parseFields } from "./fields-parser.js";
+export {
+  QueryError,
+  type QueryParameter,
+  type QueryValidationIssue,
+} from "./query-error.js";
+export { compileOrderBy, parseSort, SORT_MAX_KEYS, type SortKey } from "./sort.js";
+export type {
+  AndNode,
+  ConditionNode,
+  ConditionValue,
+  Literal,
+  NotNode,
+  Operator,
+  OrNode,
+  WhereNode,
+} from "./where-ast.js";
+export {
+  OPERATORS,
+  WHERE_MAX_CONDITIONS,
+  WHERE_MAX_DEPTH,
+  WHERE_MAX_LENGTH,
+} from "./where-ast.js";
+export {
+  buildWhere,
+  type CompileOptions,
+  compileWhere,
+  type SqlFragment,
+} from "./where-compiler.js";
+export { parseWhere } from "./where-parser.js";
+export { printWhere } from "./where-printer.js";

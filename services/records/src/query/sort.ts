@@ -1,0 +1,82 @@
+import {
+  type QueryField,
+  type ReferenceTarget,
+  resolveReference,
+  sameTarget,
+} from "./field-reference.js";
+import { QueryError, quoteForMessage } from "./query-error.js";
+import { splitReferenceList } from "./reference-list.js";
+import { columnPrefix, valueSource } from "./value-expression.js";
+
+export const SORT_MAX_KEYS = 20;
+
+export interface SortKey {
+  target: ReferenceTarget;
+  descending: boolean;
+}
+
+/**
+ * Parses `sort` (SPEC section 8.3): comma-separated references, `-` before one for descending,
+ * `row_id`, `created_at` and `updated_at` accepted besides fields. Unknown references, the same
+ * field twice (whatever the direction or spelling), more than 20 keys, and json or file fields
+ * (which have no order) are errors.
+ */
+export function parseSort(text: string, fields: readonly QueryField[]): SortKey[] {
+  const items = splitReferenceList(text, "sort", { descending: true });
+  if (items.length > SORT_MAX_KEYS) {
+    throw new QueryError(
+      "sort",
+      `more than ${SORT_MAX_KEYS} sort keys`,
+      items[SORT_MAX_KEYS]!.position,
+    );
+  }
+  const keys: SortKey[] = [];
+  for (const item of items) {
+    const target = resolveReference(item.text, fields, { systemColumns: true });
+    if (!target) {
+      throw new QueryError("sort", `unknown field ${quoteForMessage(item.text)}`, item.position);
+    }
+    if (target.kind === "field" && (target.field.type === "json" || target.field.type === "file")) {
+      throw new QueryError(
+        "sort",
+        `cannot sort by ${target.field.type} field ${quoteForMessage(target.field.name)}`,
+        item.position,
+      );
+    }
+    if (keys.some((key) => sameTarget(key.target, target))) {
+      throw new QueryError(
+        "sort",
+        `${quoteForMessage(item.text)} is sorted by twice`,
+        item.position,
+      );
+    }
+    keys.push({ target, descending: item.descending });
+  }
+  return keys;
+}
+
+/**
+ * The ORDER BY list (without the keywords) for sort keys: each key's typed value (numbers as
+ * numbers, dates as dates, text by code point), nulls (blank and malformed values) last
+ * ascending and first descending, then `row_id` ascending to break ties — so paging is stable
+ * and ties keep creation order whatever the direction. No keys: `row_id` ascending. It holds no
+ * parameters: only checked field ids reach the SQL.
+ */
+export function compileOrderBy(
+  keys: readonly SortKey[],
+  options: { tableAlias?: string } = {},
+): string {
+  const rowId = `${columnPrefix(options.tableAlias)}row_id`;
+  const terms = keys.map((key) => {
+    const source = valueSource(key.target, options.tableAlias);
+    const textual =
+      source.kind === "text" || source.kind === "single_select" || source.kind === "multi_select";
+    const value = textual ? `${source.typed} COLLATE "C"` : source.typed;
+    return key.descending ? `${value} DESC NULLS FIRST` : `${value} ASC NULLS LAST`;
+  });
+  const byRowId = keys.some(
+    (key) => key.target.kind === "column" && key.target.column === "row_id",
+  );
+  if (!byRowId) terms.push(`${rowId} ASC`);
+  return terms.join(", ");
+}

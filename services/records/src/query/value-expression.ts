@@ -1,0 +1,143 @@
+import type { QueryFieldType, ReferenceTarget } from "./field-reference.js";
+
+/** How the query language treats a value: which operators fit, how it is read and compared. */
+export type ValueKind =
+  | "text"
+  | "single_select"
+  | "multi_select"
+  | "number"
+  | "row_id"
+  | "date"
+  | "datetime"
+  | "boolean"
+  | "json"
+  | "file";
+
+const KIND_OF_TYPE: Readonly<Record<QueryFieldType, ValueKind>> = {
+  text: "text",
+  long_text: "text",
+  email: "text",
+  url: "text",
+  phone: "text",
+  number: "number",
+  autonumber: "number",
+  boolean: "boolean",
+  date: "date",
+  datetime: "datetime",
+  created_at: "datetime",
+  updated_at: "datetime",
+  single_select: "single_select",
+  multi_select: "multi_select",
+  json: "json",
+  file: "file",
+};
+
+/**
+ * SQL that reads one field or column of a record. The field id is the only text that comes from
+ * outside and reaches the SQL; it is checked to be digits first.
+ */
+export interface ValueSource {
+  kind: ValueKind;
+  /** The field id when the value lives in `data` (`data @> {"id": ...}` then applies). */
+  fieldId: string | undefined;
+  /** A select field's choice names, when known. */
+  choices: readonly string[] | undefined;
+  /** The record's `data` column. */
+  data: string;
+  /**
+   * The value with its SQL type (text, numeric, date, timestamptz, boolean, bigint), NULL when
+   * it is blank or is not of the field's type. Every cast sits behind a check that makes it
+   * unable to fail, so a malformed stored value matches nothing instead of failing the query.
+   */
+  typed: string;
+  /** True when the value is blank (missing, null, "" or []), never NULL. */
+  blank: string;
+}
+
+const FIELD_ID = /^[0-9]{1,19}$/;
+const TABLE_ALIAS = /^[a-z_][a-z0-9_]{0,62}$/;
+
+// The stored forms of dates and datetimes, down to the calendar (30 February and 0000 are out),
+// so that `::date` / `::timestamptz` behind them cannot fail. PostgreSQL accepts offsets up to
+// 15:59. No backslash and no "?" in them: the SQL then means the same whatever
+// standard_conforming_strings says, and no "?"-placeholder layer can misread it.
+const YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
+const MONTH_DAY =
+  "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
+const LEAP_DAY =
+  "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)-02-29";
+const DATE_BODY = `(${YEAR}-${MONTH_DAY}|${LEAP_DAY})`;
+const TIME_BODY =
+  "[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]([.][0-9]{1,9}){0,1}([Zz]|[+-](0[0-9]|1[0-5]):[0-5][0-9])";
+/** Exported for the tests that hold them against PostgreSQL's own parser. */
+export const SQL_DATE_PATTERN = `^${DATE_BODY}$`;
+export const SQL_DATETIME_PATTERN = `^${DATE_BODY}${TIME_BODY}$`;
+
+/** `alias.` for a valid alias; an invalid one is a programming error. */
+export function columnPrefix(alias: string | undefined): string {
+  if (alias === undefined) return "";
+  if (!TABLE_ALIAS.test(alias)) throw new Error(`invalid table alias ${JSON.stringify(alias)}`);
+  return `${alias}.`;
+}
+
+function columnSource(kind: ValueKind, column: string, data: string): ValueSource {
+  return {
+    kind,
+    fieldId: undefined,
+    choices: undefined,
+    data,
+    typed: column,
+    blank: `(${column} IS NULL)`,
+  };
+}
+
+export function valueSource(target: ReferenceTarget, alias: string | undefined): ValueSource {
+  const prefix = columnPrefix(alias);
+  const data = `${prefix}data`;
+  if (target.kind === "column") {
+    const kind = target.column === "row_id" ? "row_id" : "datetime";
+    return columnSource(kind, `${prefix}${target.column}`, data);
+  }
+  const { field } = target;
+  // A created_at / updated_at field shows the record's own timestamps.
+  if (field.type === "created_at" || field.type === "updated_at") {
+    return columnSource("datetime", `${prefix}${field.type}`, data);
+  }
+  if (!FIELD_ID.test(field.id)) {
+    throw new Error(`field id must be 1-19 digits, got ${JSON.stringify(field.id)}`);
+  }
+  const kind = KIND_OF_TYPE[field.type];
+  const json = `${data}->'${field.id}'`;
+  const text = `(${data}->>'${field.id}')`;
+  return {
+    kind,
+    fieldId: field.id,
+    choices: field.choices,
+    data,
+    typed: typedValue(kind, json, text),
+    blank: `(coalesce(${json}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb))`,
+  };
+}
+
+function typedValue(kind: ValueKind, json: string, text: string): string {
+  switch (kind) {
+    case "text":
+    case "single_select":
+      return `(CASE WHEN jsonb_typeof(${json}) = 'string' AND ${text} <> '' THEN ${text} END)`;
+    case "number":
+    case "row_id":
+      return `(CASE WHEN jsonb_typeof(${json}) = 'number' THEN (${json})::numeric END)`;
+    case "boolean":
+      return `(CASE WHEN jsonb_typeof(${json}) = 'boolean' THEN (${json})::boolean END)`;
+    case "date":
+      return `(CASE WHEN ${text} ~ '${SQL_DATE_PATTERN}' THEN ${text}::date END)`;
+    case "datetime":
+      return `(CASE WHEN ${text} ~ '${SQL_DATETIME_PATTERN}' THEN ${text}::timestamptz END)`;
+    case "multi_select":
+      // The array's JSON text: it orders by the first choice, then the next.
+      return `(CASE WHEN jsonb_typeof(${json}) = 'array' AND ${json} <> '[]'::jsonb THEN ${text} END)`;
+    case "json":
+    case "file":
+      return json;
+  }
+}

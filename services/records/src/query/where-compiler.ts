@@ -1,0 +1,351 @@
+import { formatDay, formatInstant } from "./calendar.js";
+import { type QueryField, type ReferenceTarget, resolveReference } from "./field-reference.js";
+import {
+  type Parsed,
+  parseBooleanValue,
+  parseDatetimeValue,
+  parseDateValue,
+  parseIntegerValue,
+  parseNumberValue,
+  type TimeSpan,
+} from "./filter-value.js";
+import { QueryError, quoteForMessage } from "./query-error.js";
+import { type ParamType, SqlParams } from "./sql-params.js";
+import { type ValueKind, type ValueSource, valueSource } from "./value-expression.js";
+import type { ConditionNode, Literal, Operator, WhereNode } from "./where-ast.js";
+import { parseWhere } from "./where-parser.js";
+
+export interface CompileOptions {
+  /** Parameters the caller's SQL already uses: the first placeholder here is `$(paramOffset+1)`. */
+  paramOffset: number;
+  /** The moment relative dates count from, in UTC (one per request). */
+  now: Date;
+  /** Qualifies the record's columns (`r.data`, `r.row_id`) when the statement needs it. */
+  tableAlias?: string;
+}
+
+/** A parameterised piece of SQL: user text is only ever in `params`. */
+export interface SqlFragment {
+  sql: string;
+  params: unknown[];
+}
+
+const COMPARISONS: readonly Operator[] = [
+  "eq",
+  "neq",
+  "gt",
+  "gte",
+  "lt",
+  "lte",
+  "btw",
+  "in",
+  "nin",
+  "blank",
+  "notblank",
+];
+
+/** Which operators fit which values (SPEC section 8.3); any other pairing is a 400. */
+const OPERATORS_BY_KIND: Readonly<Record<ValueKind, ReadonlySet<Operator>>> = {
+  text: new Set([...COMPARISONS, "like", "nlike"]),
+  single_select: new Set([
+    "eq",
+    "neq",
+    "in",
+    "nin",
+    "anyof",
+    "nanyof",
+    "like",
+    "nlike",
+    "blank",
+    "notblank",
+  ]),
+  multi_select: new Set(["anyof", "allof", "nanyof", "blank", "notblank"]),
+  number: new Set(COMPARISONS),
+  row_id: new Set(COMPARISONS),
+  date: new Set(COMPARISONS),
+  datetime: new Set(COMPARISONS),
+  boolean: new Set(["eq", "neq", "checked", "notchecked", "blank", "notblank"]),
+  json: new Set(["blank", "notblank"]),
+  file: new Set(["blank", "notblank"]),
+};
+
+/** Each negative operator is exactly the complement of its positive one. */
+const NEGATED: ReadonlyMap<Operator, Operator> = new Map<Operator, Operator>([
+  ["neq", "eq"],
+  ["nlike", "like"],
+  ["nin", "in"],
+  ["nanyof", "anyof"],
+  ["notchecked", "checked"],
+  ["notblank", "blank"],
+]);
+
+const SYMBOL = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
+type Inequality = keyof typeof SYMBOL;
+
+/**
+ * Compiles a parsed `where` against the table's fields into a boolean SQL expression over
+ * `record(row_id, data, created_at, updated_at)`, to be ANDed with the caller's own conditions.
+ *
+ * Semantics (as Airtable's filters):
+ * - Blank is a missing key, JSON null, "" or []. A value of the wrong JSON type (which the write
+ *   path never stores) counts as not blank but matches no comparison.
+ * - Positive operators (eq, gt, ..., like, in, anyof, allof, checked) never match a blank value.
+ *   Negative ones (neq, nlike, nin, nanyof, notchecked, notblank) are exactly their complement,
+ *   so `(Status,neq,Done)` includes the records with no Status, and `~not X` is the complement
+ *   of X. Every condition compiles to TRUE or FALSE, never NULL, so NOT and OR behave.
+ * - eq is exact (case-sensitive), like/nlike is a case-insensitive substring with `%`, `_` and
+ *   `\` taken literally, gt/lt on text compare code points (COLLATE "C"), the same on every
+ *   server whatever its locale.
+ * - Dates compare as days. On a datetime field a date-time value names its millisecond and a
+ *   date (or today, daysAgo:N, ...) names its whole UTC day: `(At,eq,today)` is any time today,
+ *   `(At,lte,2026-01-31)` includes all of 31 January.
+ * - A created_at / updated_at field reads the record's own column.
+ */
+export function compileWhere(
+  node: WhereNode,
+  fields: readonly QueryField[],
+  options: CompileOptions,
+): SqlFragment {
+  const compiler = new WhereCompiler(fields, options);
+  const sql = compiler.compile(node);
+  return { sql, params: compiler.params.values };
+}
+
+/** `parseWhere` then `compileWhere`. */
+export function buildWhere(
+  text: string,
+  fields: readonly QueryField[],
+  options: CompileOptions,
+): SqlFragment {
+  return compileWhere(parseWhere(text), fields, options);
+}
+
+function describe(target: ReferenceTarget): string {
+  return target.kind === "field"
+    ? `${target.field.type} field ${quoteForMessage(target.field.name)}`
+    : `the column ${target.column}`;
+}
+
+function fail(reason: string, position: number): QueryError {
+  return new QueryError("where", reason, position);
+}
+
+function parsedOrFail<T>(parsed: Parsed<T>, literal: Literal): T {
+  if (parsed.ok) return parsed.value;
+  throw fail(`${quoteForMessage(literal.text)} ${parsed.message}`, literal.position);
+}
+
+/** A compared value: its parameter, the parameter's type and its JSON form for `data @>`. */
+interface Scalar {
+  value: string;
+  type: "text" | "numeric" | "bigint" | "date";
+  json: string | undefined;
+}
+
+const jsonEntry = (fieldId: string, value: string) => `{${JSON.stringify(fieldId)}:${value}}`;
+
+/** The stored spelling of a choice: exact, else regardless of case, else the text as given. */
+function choiceName(source: ValueSource, text: string): string {
+  if (!source.choices || source.choices.includes(text)) return text;
+  const lower = text.toLowerCase();
+  return source.choices.find((choice) => choice.toLowerCase() === lower) ?? text;
+}
+
+/** A span as a tstzrange literal; `from < to` always, so PostgreSQL accepts it. */
+function rangeLiteral(span: TimeSpan): string {
+  return `["${formatInstant(span.from)}","${formatInstant(span.to)}")`;
+}
+
+function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, "\\$&")}%`;
+}
+
+class WhereCompiler {
+  readonly params: SqlParams;
+
+  constructor(
+    private readonly fields: readonly QueryField[],
+    private readonly options: CompileOptions,
+  ) {
+    if (Number.isNaN(options.now.getTime())) throw new Error("now must be a valid Date");
+    this.params = new SqlParams(options.paramOffset);
+  }
+
+  compile(node: WhereNode): string {
+    switch (node.kind) {
+      case "condition":
+        return this.condition(node);
+      case "not":
+        return `(NOT ${this.compile(node.operand)})`;
+      case "and":
+        return `(${node.operands.map((operand) => this.compile(operand)).join(" AND ")})`;
+      case "or":
+        return `(${node.operands.map((operand) => this.compile(operand)).join(" OR ")})`;
+    }
+  }
+
+  private condition(node: ConditionNode): string {
+    const target = resolveReference(node.ref.text, this.fields, { systemColumns: true });
+    if (!target) throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position);
+    const source = valueSource(target, this.options.tableAlias);
+    if (!OPERATORS_BY_KIND[source.kind].has(node.operator)) {
+      throw fail(
+        `operator '${node.operator}' does not apply to ${describe(target)}`,
+        node.operatorPosition,
+      );
+    }
+    const positive = NEGATED.get(node.operator);
+    if (positive) return `(NOT ${this.positive(source, positive, node)})`;
+    return this.positive(source, node.operator, node);
+  }
+
+  /** A positive operator: TRUE or FALSE, and FALSE for a blank value (blank aside). */
+  private positive(source: ValueSource, operator: Operator, node: ConditionNode): string {
+    const single = () => {
+      if (node.value.kind !== "single") throw new Error(`operator ${operator} without its value`);
+      return node.value.value;
+    };
+    const items = () => {
+      if (node.value.kind !== "list") throw new Error(`operator ${operator} without its list`);
+      return node.value.items;
+    };
+    switch (operator) {
+      case "blank":
+        return source.blank;
+      case "checked":
+        return this.contains(source, "true");
+      case "eq":
+        return this.equals(source, single());
+      case "in":
+        return this.oneOf(source, items());
+      case "gt":
+      case "gte":
+      case "lt":
+      case "lte":
+        return this.inequality(source, operator, single());
+      case "btw":
+        return this.between(source, items() as [Literal, Literal]);
+      case "like": {
+        const pattern = this.params.add(likePattern(single().text), "text");
+        return `coalesce(${source.typed} ILIKE ${pattern}, false)`;
+      }
+      case "anyof":
+        return this.anyOf(source, items());
+      case "allof": {
+        const names = items().map((item) => choiceName(source, item.text));
+        return this.contains(source, JSON.stringify(names));
+      }
+      default:
+        throw new Error(`operator ${operator} is not a positive operator`);
+    }
+  }
+
+  /** `data @> {"id": json}`: exact JSON equality of the stored value, served by the GIN index. */
+  private contains(source: ValueSource, json: string): string {
+    const param = this.params.add(jsonEntry(source.fieldId!, json), "jsonb");
+    return `coalesce(${source.data} @> ${param}, false)`;
+  }
+
+  private equals(source: ValueSource, literal: Literal): string {
+    if (source.kind === "datetime") return this.within(source, this.span(literal));
+    if (source.kind === "boolean") {
+      return this.contains(source, String(parsedOrFail(parseBooleanValue(literal.text), literal)));
+    }
+    const scalar = this.scalar(source, literal);
+    if (source.fieldId !== undefined && scalar.json !== undefined) {
+      return this.contains(source, scalar.json);
+    }
+    return `coalesce(${source.typed} = ${this.params.add(scalar.value, scalar.type)}, false)`;
+  }
+
+  private oneOf(source: ValueSource, items: Literal[]): string {
+    if (source.kind === "datetime") {
+      const ranges = this.params.add(
+        items.map((item) => rangeLiteral(this.span(item))),
+        "tstzrange[]",
+      );
+      return `coalesce(${source.typed} <@ ANY(${ranges}), false)`;
+    }
+    const scalars = items.map((item) => this.scalar(source, item));
+    if (source.fieldId !== undefined && scalars.every((s) => s.json !== undefined)) {
+      const entries = scalars.map((s) => jsonEntry(source.fieldId!, s.json!));
+      return `coalesce(${source.data} @> ANY(${this.params.add(entries, "jsonb[]")}), false)`;
+    }
+    const type = `${scalars[0]!.type}[]` as ParamType;
+    const param = this.params.add(
+      scalars.map((s) => s.value),
+      type,
+    );
+    return `coalesce(${source.typed} = ANY(${param}), false)`;
+  }
+
+  private anyOf(source: ValueSource, items: Literal[]): string {
+    if (source.kind === "single_select") return this.oneOf(source, items);
+    // A multi_select holds one of them: its array contains that one-item array.
+    const entries = items.map((item) =>
+      jsonEntry(source.fieldId!, JSON.stringify([choiceName(source, item.text)])),
+    );
+    return `coalesce(${source.data} @> ANY(${this.params.add(entries, "jsonb[]")}), false)`;
+  }
+
+  private inequality(source: ValueSource, operator: Inequality, literal: Literal): string {
+    if (source.kind === "datetime") {
+      const span = this.span(literal);
+      // A span [from, to): after it is >= to, up to its end is < to.
+      const bound = operator === "gt" || operator === "lte" ? span.to : span.from;
+      const symbol = operator === "gt" || operator === "gte" ? ">=" : "<";
+      const param = this.params.add(formatInstant(bound), "timestamptz");
+      return `coalesce(${source.typed} ${symbol} ${param}, false)`;
+    }
+    const scalar = this.scalar(source, literal);
+    const param = this.params.add(scalar.value, scalar.type);
+    const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
+    return `coalesce(${left} ${SYMBOL[operator]} ${param}, false)`;
+  }
+
+  /** Inclusive at both ends; a low end above the high end matches nothing. */
+  private between(source: ValueSource, [low, high]: [Literal, Literal]): string {
+    if (source.kind === "datetime") {
+      const from = this.params.add(formatInstant(this.span(low).from), "timestamptz");
+      const to = this.params.add(formatInstant(this.span(high).to), "timestamptz");
+      return `coalesce(${source.typed} >= ${from} AND ${source.typed} < ${to}, false)`;
+    }
+    const [a, b] = [this.scalar(source, low), this.scalar(source, high)];
+    const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
+    const [from, to] = [this.params.add(a.value, a.type), this.params.add(b.value, b.type)];
+    return `coalesce(${left} BETWEEN ${from} AND ${to}, false)`;
+  }
+
+  private within(source: ValueSource, span: TimeSpan): string {
+    return `coalesce(${source.typed} <@ ${this.params.add(rangeLiteral(span), "tstzrange")}, false)`;
+  }
+
+  private span(literal: Literal): TimeSpan {
+    return parsedOrFail(parseDatetimeValue(literal.text, this.options.now), literal);
+  }
+
+  private scalar(source: ValueSource, literal: Literal): Scalar {
+    switch (source.kind) {
+      case "number": {
+        const n = parsedOrFail(parseNumberValue(literal.text), literal);
+        return { value: String(n), type: "numeric", json: JSON.stringify(n) };
+      }
+      case "row_id": {
+        const value = parsedOrFail(parseIntegerValue(literal.text), literal);
+        return { value, type: "bigint", json: undefined };
+      }
+      case "date": {
+        const day = parsedOrFail(parseDateValue(literal.text, this.options.now), literal);
+        return { value: formatDay(day), type: "date", json: undefined };
+      }
+      case "text":
+        return { value: literal.text, type: "text", json: JSON.stringify(literal.text) };
+      case "single_select": {
+        const name = choiceName(source, literal.text);
+        return { value: name, type: "text", json: JSON.stringify(name) };
+      }
+      default:
+        throw new Error(`no scalar values for ${source.kind}`);
+    }
+  }
+}
