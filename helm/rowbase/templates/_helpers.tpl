@@ -1,0 +1,366 @@
+{{/*
+Names are DNS labels: at most 63 characters, no trailing dash.
+*/}}
+{{- define "rowbase.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The release's prefix: the release name alone when it already contains the chart name.
+*/}}
+{{- define "rowbase.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+"<fullname>-<suffix>", shortening the prefix rather than the suffix so that names stay distinct.
+Call with (dict "root" $ "suffix" "identity").
+*/}}
+{{- define "rowbase.suffixedName" -}}
+{{- $prefix := include "rowbase.fullname" .root | trunc (int (sub 62 (len .suffix))) | trimSuffix "-" }}
+{{- printf "%s-%s" $prefix .suffix }}
+{{- end }}
+
+{{- define "rowbase.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of every resource. Call with (dict "root" $ "component" "identity"); component may be "".
+*/}}
+{{- define "rowbase.labels" -}}
+helm.sh/chart: {{ include "rowbase.chart" .root }}
+{{ include "rowbase.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: rowbase
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels a selector matches: stable across upgrades (no version), so selectors never change.
+*/}}
+{{- define "rowbase.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rowbase.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- if .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+{{- end }}
+
+{{- define "rowbase.image" -}}
+{{- $image := .Values.image }}
+{{- if $image.digest }}
+{{- printf "%s@%s" $image.repository $image.digest }}
+{{- else }}
+{{- /* skaffold passes "<tag>@<digest>", and "<tag>@" when a local build has no digest */}}
+{{- printf "%s:%s" $image.repository (toString (default .Chart.AppVersion $image.tag) | trimSuffix "@") }}
+{{- end }}
+{{- end }}
+
+{{/*
+What each process is, as the code has it (each service's src/config.ts and src/main.ts). Not
+values: these are facts of the code, not settings.
+  kind     grpc (a service) or http (the gateway)
+  main     the compiled entry point, relative to the image's working directory
+  needs    the secrets and stores it reads
+  calls    the services whose <NAME>_GRPC_URL it gets (when they are enabled)
+  requires the services it cannot start without
+  migrates whether `main migrate` applies migrations
+*/}}
+{{- define "rowbase.components" -}}
+- name: gateway
+  kind: http
+  main: gateway/dist/src/main.js
+  needs: [redis, internalJwtSecret]
+  calls: [identity, organization, catalog, records, files]
+  requires: [identity, organization, catalog]
+  migrates: false
+- name: identity
+  kind: grpc
+  main: services/identity/dist/src/main.js
+  needs: [database, redis, internalJwtSecret, jwtSigningKeys, mail, oidc]
+  calls: []
+  requires: []
+  migrates: true
+- name: organization
+  kind: grpc
+  main: services/organization/dist/src/main.js
+  needs: [database, redis, nats, internalJwtSecret, mail]
+  calls: [identity]
+  requires: [identity]
+  migrates: true
+- name: catalog
+  kind: grpc
+  main: services/catalog/dist/src/main.js
+  needs: [database, redis, nats, internalJwtSecret]
+  calls: [organization, records]
+  requires: [organization]
+  migrates: true
+- name: records
+  kind: grpc
+  main: services/records/dist/src/main.js
+  needs: [database, redis, nats, internalJwtSecret]
+  calls: [organization, catalog]
+  requires: [organization, catalog]
+  migrates: true
+- name: files
+  kind: grpc
+  main: services/files/dist/src/main.js
+  needs: [database, redis, nats, internalJwtSecret, fileUrlSecret]
+  calls: [organization, catalog]
+  requires: [organization, catalog]
+  migrates: true
+{{- end }}
+
+{{/*
+One component's facts by name. Call with (dict "root" $ "name" "identity"); returns YAML.
+*/}}
+{{- define "rowbase.component" -}}
+{{- $name := .name }}
+{{- range (include "rowbase.components" .root | fromYamlArray) }}
+{{- if eq .name $name }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A process's settings: serviceDefaults with the process's own section over it, key by key and
+one level deep into maps (so `gateway.autoscaling.enabled: true` keeps the default
+maxReplicas). Written out by hand because sprig's merge takes false and 0 for "unset".
+Call with (dict "root" $ "name" "identity"); returns YAML.
+*/}}
+{{- define "rowbase.settings" -}}
+{{- $defaults := .root.Values.serviceDefaults }}
+{{- $own := index .root.Values .name }}
+{{- $out := dict }}
+{{- range $key, $default := $defaults }}
+{{- if not (hasKey $own $key) }}
+{{- $_ := set $out $key $default }}
+{{- else if and (kindIs "map" $default) (kindIs "map" (index $own $key)) }}
+{{- $merged := deepCopy $default }}
+{{- range $k, $v := index $own $key }}{{ $_ := set $merged $k $v }}{{ end }}
+{{- $_ := set $out $key $merged }}
+{{- else }}
+{{- $_ := set $out $key (index $own $key) }}
+{{- end }}
+{{- end }}
+{{- range $key, $value := $own }}
+{{- if not (hasKey $out $key) }}{{ $_ := set $out $key $value }}{{ end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+The gRPC base URL of an enabled service, as the others reach it through its Service.
+*/}}
+{{- define "rowbase.grpcUrl" -}}
+{{- printf "http://%s:%d" (include "rowbase.suffixedName" (dict "root" .root "suffix" .name)) (int (index .root.Values .name).port) }}
+{{- end }}
+
+{{- define "rowbase.secretName" -}}
+{{- include "rowbase.suffixedName" (dict "root" . "suffix" "secrets") }}
+{{- end }}
+
+{{- define "rowbase.publicBaseUrl" -}}
+{{- if .Values.config.publicBaseUrl }}
+{{- .Values.config.publicBaseUrl }}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts }}
+{{- $host := (first .Values.ingress.hosts).host }}
+{{- $tls := false }}
+{{- range .Values.ingress.tls }}{{ if has $host .hosts }}{{ $tls = true }}{{ end }}{{ end }}
+{{- printf "%s://%s" (ternary "https" "http" $tls) $host }}
+{{- end }}
+{{- end }}
+
+{{/*
+Plain configuration of one process: the data of its ConfigMap, and the inline env of its
+migration container (the hook Job runs before the ConfigMap exists). Call with
+(dict "root" $ "name" "identity"); returns a YAML map of strings.
+*/}}
+{{- define "rowbase.configData" -}}
+{{- $root := .root }}
+{{- $c := include "rowbase.component" . | fromYaml }}
+{{- $own := index $root.Values .name }}
+{{- $data := dict "LOG_LEVEL" $root.Values.config.logLevel }}
+{{- if eq $c.kind "http" }}
+{{- $_ := set $data "PORT" (toString (int $own.port)) }}
+{{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}
+{{- with $own.rateLimits }}{{ $_ := set $data "RATE_LIMITS" . }}{{ end }}
+{{- else }}
+{{- $_ := set $data "GRPC_HOST" "0.0.0.0" }}
+{{- $_ := set $data "GRPC_PORT" (toString (int $own.port)) }}
+{{- end }}
+{{- if or (eq .name "gateway") (eq .name "organization") }}
+{{- with include "rowbase.publicBaseUrl" $root }}{{ $_ := set $data "PUBLIC_BASE_URL" . }}{{ end }}
+{{- end }}
+{{- if has "mail" $c.needs }}
+{{- $_ := set $data "MAIL_FROM" $root.Values.mail.from }}
+{{- end }}
+{{- if has "oidc" $c.needs }}
+{{- $oidc := $root.Values.identity.oidc }}
+{{- with $oidc.issuer }}{{ $_ := set $data "OIDC_ISSUER" . }}{{ end }}
+{{- with $oidc.clientId }}{{ $_ := set $data "OIDC_CLIENT_ID" . }}{{ end }}
+{{- with $oidc.redirectUri }}{{ $_ := set $data "OIDC_REDIRECT_URI" . }}{{ end }}
+{{- with $oidc.allowedRedirectUris }}{{ $_ := set $data "OIDC_ALLOWED_REDIRECT_URIS" . }}{{ end }}
+{{- end }}
+{{- range $c.calls }}
+{{- if (index $root.Values .).enabled }}
+{{- $_ := set $data (printf "%s_GRPC_URL" (upper .)) (include "rowbase.grpcUrl" (dict "root" $root "name" .)) }}
+{{- end }}
+{{- end }}
+{{- $env := (include "rowbase.settings" . | fromYaml).env | default dict }}
+{{- range $key, $value := $env }}
+{{- $_ := set $data $key (ternary (toString (int64 $value)) (toString $value) (kindIs "float64" $value)) }}
+{{- end }}
+{{- toYaml $data }}
+{{- end }}
+
+{{/*
+Where one secret variable comes from: {name, key} of a Secret, or {} when the variable is not
+set at all (optional ones). Call with (dict "root" $ "component" "identity" "var" "DATABASE_URL").
+*/}}
+{{- define "rowbase.secretRef" -}}
+{{- $v := .root.Values }}
+{{- $settings := include "rowbase.settings" (dict "root" .root "name" .component) | fromYaml }}
+{{- $chart := include "rowbase.secretName" .root }}
+{{- $ref := dict }}
+{{- if eq .var "DATABASE_URL" }}
+  {{- $db := default dict $settings.database }}
+  {{- if $db.existingSecret }}
+    {{- $ref = dict "name" $db.existingSecret "key" (default "DATABASE_URL" $db.existingSecretKey) }}
+  {{- else if $v.database.existingSecret }}
+    {{- $ref = dict "name" $v.database.existingSecret "key" $v.database.existingSecretKey }}
+  {{- else }}
+    {{- $ref = dict "name" $chart "key" "DATABASE_URL" }}
+  {{- end }}
+{{- else if eq .var "REDIS_URL" }}
+  {{- $ref = ternary (dict "name" $v.redis.existingSecret "key" $v.redis.existingSecretKey) (dict "name" $chart "key" "REDIS_URL") (ne $v.redis.existingSecret "") }}
+{{- else if eq .var "NATS_URL" }}
+  {{- $ref = ternary (dict "name" $v.nats.existingSecret "key" $v.nats.existingSecretKey) (dict "name" $chart "key" "NATS_URL") (ne $v.nats.existingSecret "") }}
+{{- else if eq .var "SMTP_URL" }}
+  {{- if $v.mail.existingSecret }}
+    {{- $ref = dict "name" $v.mail.existingSecret "key" $v.mail.existingSecretKey }}
+  {{- else if $v.mail.smtpUrl }}
+    {{- $ref = dict "name" $chart "key" "SMTP_URL" }}
+  {{- end }}
+{{- else if eq .var "OIDC_CLIENT_SECRET" }}
+  {{- $oidc := $v.identity.oidc }}
+  {{- if $oidc.existingSecret }}
+    {{- $ref = dict "name" $oidc.existingSecret "key" $oidc.existingSecretKey }}
+  {{- else if $oidc.clientSecret }}
+    {{- $ref = dict "name" $chart "key" "OIDC_CLIENT_SECRET" }}
+  {{- end }}
+{{- else }}
+  {{- $ref = dict "name" (default $chart $v.secrets.existingSecret) "key" .var }}
+{{- end }}
+{{- toYaml $ref }}
+{{- end }}
+
+{{/*
+The secret env entries of one process (secretKeyRef only: no secret value in a pod spec).
+Call with (dict "root" $ "name" "identity").
+*/}}
+{{- define "rowbase.secretEnv" -}}
+{{- $c := include "rowbase.component" . | fromYaml }}
+{{- $vars := list }}
+{{- range $c.needs }}
+{{- $vars = concat $vars (get (dict
+    "database" (list "DATABASE_URL")
+    "redis" (list "REDIS_URL")
+    "nats" (list "NATS_URL")
+    "internalJwtSecret" (list "INTERNAL_JWT_SECRET")
+    "jwtSigningKeys" (list "JWT_SIGNING_KEYS")
+    "fileUrlSecret" (list "FILE_URL_SECRET")
+    "mail" (list "SMTP_URL")
+    "oidc" (list "OIDC_CLIENT_SECRET")) .) }}
+{{- end }}
+{{- range $vars }}
+{{- $ref := include "rowbase.secretRef" (dict "root" $.root "component" $.name "var" .) | fromYaml }}
+{{- if $ref.name }}
+- name: {{ . }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ref.name }}
+      key: {{ $ref.key }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Stops rendering with one message listing every setting a working installation lacks.
+*/}}
+{{- define "rowbase.validate" -}}
+{{- $v := .Values }}
+{{- $problems := list }}
+{{- if not (or $v.database.url $v.database.existingSecret) }}
+{{- $problems = append $problems "database.url or database.existingSecret (PostgreSQL)" }}
+{{- end }}
+{{- if not (or $v.redis.url $v.redis.existingSecret) }}
+{{- $problems = append $problems "redis.url or redis.existingSecret" }}
+{{- end }}
+{{- if not (or $v.nats.url $v.nats.existingSecret) }}
+{{- $problems = append $problems "nats.url or nats.existingSecret (NATS with JetStream)" }}
+{{- end }}
+{{- range (include "rowbase.components" . | fromYamlArray) }}
+{{- $name := .name }}
+{{- if (index $v $name).enabled }}
+{{- range .requires }}
+{{- if not (index $v .).enabled }}
+{{- $problems = append $problems (printf "%s.enabled: %s needs it" . $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $v.secrets.jwtSigningKeys }}
+{{- $keys := fromJsonArray . }}
+{{- $valid := gt (len $keys) 0 }}
+{{- range $keys }}
+{{- if not (and (kindIs "map" .) (eq (get . "kty") "OKP") (eq (get . "crv") "Ed25519") (get . "kid") (get . "x") (get . "d")) }}
+{{- $valid = false }}
+{{- end }}
+{{- end }}
+{{- if not $valid }}
+{{- $problems = append $problems "secrets.jwtSigningKeys: a JSON array of Ed25519 private JWKs, each with kty OKP, crv Ed25519, kid, x and d" }}
+{{- end }}
+{{- end }}
+{{- with $v.secrets.internalJwtSecret }}
+{{- if lt (len .) 32 }}
+{{- $problems = append $problems "secrets.internalJwtSecret: at least 32 characters" }}
+{{- end }}
+{{- end }}
+{{- if $problems }}
+{{- fail (printf "\n\nRowbase needs these values:\n  - %s\n\nSee the README section \"Run on Kubernetes\"." (join "\n  - " $problems)) }}
+{{- end }}
+{{- end }}
+
+{{/*
+A fresh JWT_SIGNING_KEYS value: one Ed25519 private JWK. Sprig generates the key as PKCS#8 PEM,
+whose DER ends with the 32-byte seed (the JWK's `d`). Sprig cannot derive the public key (`x`)
+directly, so a throwaway self-signed certificate is made with the key and `x` is read from its
+SubjectPublicKeyInfo, which follows a fixed 12-byte prefix (RFC 8410). The kid is a truncated
+SHA-256 of the public JWK's canonical form (as in RFC 7638, hex instead of base64url).
+*/}}
+{{- define "rowbase.newSigningKeys" -}}
+{{- $pem := genPrivateKey "ed25519" }}
+{{- $cert := genSelfSignedCertWithKey "rowbase-jwt-key" nil nil 1 $pem }}
+{{- $certDer := regexReplaceAll "-----[A-Z ]+-----|\\s" $cert.Cert "" | b64dec }}
+{{- $spki := splitList "\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00" $certDer }}
+{{- if ne (len $spki) 2 }}{{ fail "could not read the generated Ed25519 public key" }}{{ end }}
+{{- $x := index $spki 1 | substr 0 32 | b64enc | replace "+" "-" | replace "/" "_" | trimAll "=" }}
+{{- $d := regexReplaceAll "-----[A-Z ]+-----|\\s" $pem "" | b64dec | substr 16 48 | b64enc | replace "+" "-" | replace "/" "_" | trimAll "=" }}
+{{- $kid := printf "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}" $x | sha256sum | trunc 16 }}
+{{- list (dict "kty" "OKP" "crv" "Ed25519" "kid" $kid "x" $x "d" $d) | toJson }}
+{{- end }}

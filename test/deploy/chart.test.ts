@@ -1,0 +1,612 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Ajv } from "ajv";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
+import { Job } from "kubernetes-models/batch/v1/Job";
+import { Ingress } from "kubernetes-models/networking.k8s.io/v1/Ingress";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
+import { Pod } from "kubernetes-models/v1/Pod";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { Service } from "kubernetes-models/v1/Service";
+import { ServiceAccount } from "kubernetes-models/v1/ServiceAccount";
+import { describe, expect, it } from "vitest";
+import { parse, parseAllDocuments, stringify } from "yaml";
+
+// Renders the charts with the real helm that deploy/check-chart.sh unpacks into .tools/, and
+// checks what matters in the manifests. CI runs that script first (.ci/run), so there a missing
+// binary is a failure; on a developer machine without it these tests are skipped.
+
+const root = path.resolve(import.meta.dirname, "../..");
+const chart = path.join(root, "helm/rowbase");
+const helm = process.env.HELM ?? path.join(root, ".tools/helm");
+const haveHelm = existsSync(helm);
+
+// biome-ignore lint/suspicious/noExplicitAny: rendered YAML is walked generically.
+type Manifest = Record<string, any>;
+
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  "v1/ConfigMap": ConfigMap,
+  "v1/PersistentVolumeClaim": PersistentVolumeClaim,
+  "v1/Pod": Pod,
+  "v1/Secret": Secret,
+  "v1/Service": Service,
+  "v1/ServiceAccount": ServiceAccount,
+  "apps/v1/Deployment": Deployment,
+  "autoscaling/v2/HorizontalPodAutoscaler": HorizontalPodAutoscaler,
+  "batch/v1/Job": Job,
+  "networking.k8s.io/v1/Ingress": Ingress,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+};
+
+/** The setups CI supports, each a values file layered over values.yaml. */
+const SETUPS = [
+  ...readdirSync(path.join(root, "deploy/ci-values"))
+    .filter((file) => file.endsWith(".yaml"))
+    .map((file) => `deploy/ci-values/${file}`),
+  "deploy/values-kind.yaml",
+];
+
+/** Services that ship in the image today; records and files are off until they do. */
+const SHIPPED = ["gateway", "identity", "organization", "catalog"];
+
+function helmTemplate(chartDir: string, release: string, args: string[]): Manifest[] {
+  const out = execFileSync(
+    helm,
+    ["template", release, chartDir, "--namespace", "rowbase", ...args],
+    {
+      cwd: root,
+      encoding: "utf8",
+      maxBuffer: 32 * 1024 * 1024,
+    },
+  );
+  return parseAllDocuments(out).flatMap((doc) => {
+    expect(doc.errors).toEqual([]);
+    const value = doc.toJS() as Manifest | null;
+    return value ? [value] : [];
+  });
+}
+
+const renders = new Map<string, Manifest[]>();
+function render(setup: string): Manifest[] {
+  let manifests = renders.get(setup);
+  if (!manifests) {
+    manifests = helmTemplate(chart, "rowbase", ["-f", setup]);
+    renders.set(setup, manifests);
+  }
+  return manifests;
+}
+
+const ofKind = (manifests: Manifest[], kind: string) => manifests.filter((m) => m.kind === kind);
+const named = (manifests: Manifest[], kind: string, name: string) =>
+  manifests.find((m) => m.kind === kind && m.metadata.name === name);
+const componentOf = (m: Manifest): string =>
+  m.spec?.template?.metadata?.labels?.["app.kubernetes.io/component"] ??
+  m.metadata.labels["app.kubernetes.io/component"];
+const hookOf = (m: Manifest): string[] =>
+  (m.metadata.annotations?.["helm.sh/hook"] ?? "").split(",").filter(Boolean);
+const hookWeight = (m: Manifest) => Number(m.metadata.annotations?.["helm.sh/hook-weight"] ?? 0);
+const decode = (value: string) => Buffer.from(value, "base64").toString("utf8");
+
+function containersOf(podSpec: Manifest): Manifest[] {
+  return [...(podSpec.initContainers ?? []), ...podSpec.containers];
+}
+
+function expectHardened(podSpec: Manifest, where: string) {
+  const pod = podSpec.securityContext;
+  expect(pod?.runAsNonRoot, `${where}: pod runAsNonRoot`).toBe(true);
+  expect(pod?.runAsUser, `${where}: pod runAsUser`).toBeGreaterThan(0);
+  expect(pod?.seccompProfile?.type, `${where}: seccomp`).toBe("RuntimeDefault");
+  expect(podSpec.automountServiceAccountToken, `${where}: no API token`).toBe(false);
+  for (const container of containersOf(podSpec)) {
+    const sc = container.securityContext;
+    const label = `${where}/${container.name}`;
+    expect(sc?.readOnlyRootFilesystem, `${label}: read-only root`).toBe(true);
+    expect(sc?.allowPrivilegeEscalation, `${label}: no privilege escalation`).toBe(false);
+    expect(sc?.capabilities?.drop, `${label}: capabilities`).toContain("ALL");
+    expect(container.resources?.requests?.memory, `${label}: memory request`).toBeTruthy();
+    expect(container.resources?.limits?.memory, `${label}: memory limit`).toBeTruthy();
+  }
+}
+
+/** Every secretKeyRef names a rendered Secret that has the key, or a Secret made outside it. */
+function expectSecretRefsResolve(manifests: Manifest[], podSpec: Manifest, where: string) {
+  for (const container of containersOf(podSpec)) {
+    for (const env of container.env ?? []) {
+      const ref = env.valueFrom?.secretKeyRef;
+      if (!ref) continue;
+      const secret = named(manifests, "Secret", ref.name);
+      if (secret) {
+        expect(Object.keys(secret.data ?? {}), `${where}: ${env.name} in ${ref.name}`).toContain(
+          ref.key,
+        );
+      } else {
+        expect(ref.name, `${where}: ${env.name} names the chart's Secret, not rendered`).not.toBe(
+          "rowbase-secrets",
+        );
+      }
+    }
+  }
+}
+
+describe("helm binary", () => {
+  it("is present (bash deploy/check-chart.sh fetches it)", (ctx) => {
+    if (!haveHelm && !process.env.CI) ctx.skip("no helm: run `bash deploy/check-chart.sh` first");
+    expect(existsSync(helm), `${helm} is missing: .ci/run runs deploy/check-chart.sh first`).toBe(
+      true,
+    );
+  });
+});
+
+describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
+  it("stops on default values and names the data stores a real installation needs", () => {
+    const result = spawnSync(helm, ["template", "rowbase", chart], { encoding: "utf8" });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain("database.url or database.existingSecret");
+    expect(result.stderr).toContain("redis.url or redis.existingSecret");
+    expect(result.stderr).toContain("nats.url or nats.existingSecret");
+  });
+
+  it("refuses values the schema does not know (helm enforces values.schema.json)", () => {
+    const typo = spawnSync(
+      helm,
+      ["template", "rowbase", chart, "-f", SETUPS[0]!, "--set", "gateway.replicas=2"],
+      {
+        cwd: root,
+        encoding: "utf8",
+      },
+    );
+    expect(typo.status).not.toBe(0);
+    expect(typo.stderr).toContain("'replicas' not allowed");
+  });
+
+  describe.each(SETUPS)("%s", (setup) => {
+    it("renders manifests that are valid Kubernetes objects", () => {
+      const manifests = render(setup);
+      expect(manifests.length).toBeGreaterThan(10);
+      for (const manifest of manifests) {
+        const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}`];
+        expect(Model, `no model for ${manifest.apiVersion} ${manifest.kind}`).toBeDefined();
+        expect(() => new Model!(manifest as never).validate()).not.toThrow();
+      }
+    });
+
+    it("gives every Deployment probes, resources, a hardened non-root pod and matching selectors", () => {
+      const manifests = render(setup);
+      const deployments = ofKind(manifests, "Deployment");
+      expect(deployments.map(componentOf)).toEqual(expect.arrayContaining(SHIPPED));
+      for (const deployment of deployments) {
+        const name = deployment.metadata.name;
+        const component = componentOf(deployment);
+        const podSpec = deployment.spec.template.spec;
+        const podLabels = deployment.spec.template.metadata.labels;
+        const selector = deployment.spec.selector.matchLabels;
+
+        expect(podLabels, `${name}: selector matches the pod template`).toMatchObject(selector);
+        expect(selector["app.kubernetes.io/component"]).toBe(component);
+        expect(Object.keys(selector), `${name}: selector must not change on upgrade`).not.toContain(
+          "app.kubernetes.io/version",
+        );
+        for (const spread of podSpec.topologySpreadConstraints ?? []) {
+          expect(podLabels, `${name}: spread over its own pods`).toMatchObject(
+            spread.labelSelector.matchLabels,
+          );
+        }
+        expectHardened(podSpec, name);
+        expect(
+          podSpec.volumes.find((v: Manifest) => v.name === "tmp")?.emptyDir,
+          `${name}: /tmp is an emptyDir`,
+        ).toBeDefined();
+
+        expect(podSpec.containers).toHaveLength(1);
+        const [container] = podSpec.containers;
+        expect(container.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
+        const [port] = container.ports;
+        if (component === "gateway") {
+          expect(container.startupProbe.httpGet).toMatchObject({ path: "/health", port: "http" });
+          expect(container.livenessProbe.httpGet).toMatchObject({ path: "/health", port: "http" });
+          expect(container.readinessProbe.httpGet).toMatchObject({
+            path: "/health/ready",
+            port: "http",
+          });
+        } else {
+          for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+            expect(container[probe]?.grpc?.port, `${name}: ${probe} on grpc.health.v1`).toBe(
+              port.containerPort,
+            );
+          }
+        }
+
+        // SIGTERM comes after preStop; the gateway then drains for at most 10 s.
+        const preStop = Number(container.lifecycle?.preStop?.exec?.command?.[1] ?? 0);
+        expect(podSpec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(preStop + 10);
+
+        const service = named(manifests, "Service", name);
+        expect(service, `${name}: Service`).toBeDefined();
+        expect(podLabels).toMatchObject(service!.spec.selector);
+        expect(service!.spec.ports[0].targetPort).toBe(port.name);
+
+        const configMap = container.envFrom?.[0]?.configMapRef?.name;
+        expect(named(manifests, "ConfigMap", configMap), `${name}: ConfigMap`).toBeDefined();
+        expectSecretRefsResolve(manifests, podSpec, name);
+      }
+    });
+
+    it("wires <SERVICE>_GRPC_URL to the Service of that service and port", () => {
+      const manifests = render(setup);
+      const urls = ofKind(manifests, "ConfigMap").flatMap((cm) =>
+        Object.entries(cm.data as Record<string, string>).filter(([key]) =>
+          key.endsWith("_GRPC_URL"),
+        ),
+      );
+      expect(urls.length).toBeGreaterThanOrEqual(4);
+      for (const [key, value] of urls) {
+        const url = new URL(value);
+        expect(url.protocol).toBe("http:");
+        const service = named(manifests, "Service", url.hostname);
+        expect(service, `${key}=${value}: no such Service`).toBeDefined();
+        expect(service!.spec.ports[0].port).toBe(Number(url.port));
+        expect(service!.spec.selector["app.kubernetes.io/component"]).toBe(
+          key.replace(/_GRPC_URL$/, "").toLowerCase(),
+        );
+      }
+    });
+
+    it("migrates every enabled service in a pre-install/pre-upgrade hook Job that runs `migrate`", () => {
+      const manifests = render(setup);
+      const jobs = ofKind(manifests, "Job");
+      expect(jobs).toHaveLength(1);
+      const [job] = jobs;
+      expect(hookOf(job!)).toEqual(expect.arrayContaining(["pre-install", "pre-upgrade"]));
+      const podSpec = job!.spec.template.spec;
+      expectHardened(podSpec, "migrations");
+
+      const services = ofKind(manifests, "Deployment").filter((d) => componentOf(d) !== "gateway");
+      const steps = containersOf(podSpec);
+      expect(steps.map((c) => c.args)).toEqual(
+        expect.arrayContaining(
+          services.map((d) => [d.spec.template.spec.containers[0].args[0], "migrate"]),
+        ),
+      );
+      expect(steps).toHaveLength(services.length);
+      for (const step of steps) {
+        // A pre-install hook runs before ordinary resources exist: nothing but hooks and
+        // Secrets made outside the chart may feed it.
+        expect(step.envFrom, `${step.name}: no ConfigMap`).toBeUndefined();
+        for (const env of step.env) {
+          const ref = env.valueFrom?.secretKeyRef;
+          if (!ref) continue;
+          const secret = named(manifests, "Secret", ref.name);
+          if (!secret) continue;
+          expect(hookOf(secret), `${ref.name} must exist before the Job`).toContain("pre-install");
+          expect(hookWeight(secret)).toBeLessThan(hookWeight(job!));
+        }
+      }
+      expectSecretRefsResolve(manifests, podSpec, "migrations");
+    });
+
+    it("has a helm test pod that checks the gateway's /health/ready", () => {
+      const manifests = render(setup);
+      const pods = ofKind(manifests, "Pod");
+      expect(pods).toHaveLength(1);
+      const [pod] = pods;
+      expect(hookOf(pod!)).toEqual(["test"]);
+      expectHardened(pod!.spec, "test");
+      const url = new URL(pod!.spec.containers[0].env[0].value);
+      expect(url.pathname).toBe("/health/ready");
+      const gateway = named(manifests, "Service", url.hostname);
+      expect(gateway?.spec.selector["app.kubernetes.io/component"]).toBe("gateway");
+      expect(Number(url.port)).toBe(gateway!.spec.ports[0].port);
+    });
+
+    it("gives each NetworkPolicy the process's own pods, only when enabled", () => {
+      const manifests = render(setup);
+      const values = mergedValues(setup);
+      const policies = ofKind(manifests, "NetworkPolicy");
+      const deployments = ofKind(manifests, "Deployment");
+      if (!values.networkPolicy.enabled) {
+        expect(policies).toEqual([]);
+        return;
+      }
+      expect(policies).toHaveLength(deployments.length);
+      for (const deployment of deployments) {
+        const policy = named(manifests, "NetworkPolicy", deployment.metadata.name);
+        expect(policy?.spec.podSelector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+        expect(policy?.spec.policyTypes).toEqual(["Ingress", "Egress"]);
+      }
+    });
+  });
+
+  it("lets only the gateway and a service's callers reach it, with NetworkPolicies on", () => {
+    const manifests = render("deploy/ci-values/all-services.yaml");
+    const allowedCallers = (component: string) =>
+      named(manifests, "NetworkPolicy", `rowbase-${component}`)!
+        .spec.ingress.flatMap((rule: Manifest) => rule.from ?? [])
+        .map((peer: Manifest) => peer.podSelector.matchLabels["app.kubernetes.io/component"])
+        .sort();
+    expect(allowedCallers("identity")).toEqual(["gateway", "organization"]);
+    expect(allowedCallers("organization")).toEqual(["catalog", "files", "gateway", "records"]);
+    expect(allowedCallers("catalog")).toEqual(["files", "gateway", "records"]);
+    expect(allowedCallers("records")).toEqual(["catalog", "gateway"]);
+    expect(allowedCallers("files")).toEqual(["gateway"]);
+
+    const egressPorts = (component: string) =>
+      named(manifests, "NetworkPolicy", `rowbase-${component}`)!
+        .spec.egress.flatMap((rule: Manifest) => rule.ports.map((p: Manifest) => p.port))
+        .sort();
+    // The gateway has no database; every service has one.
+    expect(egressPorts("gateway")).not.toContain(5432);
+    expect(egressPorts("catalog")).toEqual(expect.arrayContaining([53, 5432, 6379, 4222, 50052]));
+  });
+
+  it("narrows the gateway's callers to the configured peers and the test pod", () => {
+    const manifests = render("deploy/ci-values/network-policies.yaml");
+    const [rule] = named(manifests, "NetworkPolicy", "rowbase-gateway")!.spec.ingress;
+    expect(rule.from).toEqual([
+      { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress-nginx" } } },
+      {
+        podSelector: {
+          matchLabels: {
+            "app.kubernetes.io/name": "rowbase",
+            "app.kubernetes.io/instance": "rowbase",
+            "app.kubernetes.io/component": "test",
+          },
+        },
+      },
+    ]);
+  });
+
+  it("routes the Ingress to the gateway Service and derives PUBLIC_BASE_URL from its host", () => {
+    const manifests = render("deploy/ci-values/ingress.yaml");
+    const [ingress] = ofKind(manifests, "Ingress");
+    const backend = ingress!.spec.rules[0].http.paths[0].backend.service;
+    const gateway = named(manifests, "Service", backend.name);
+    expect(gateway?.spec.selector["app.kubernetes.io/component"]).toBe("gateway");
+    expect(backend.port.number).toBe(gateway!.spec.ports[0].port);
+    expect(named(manifests, "ConfigMap", "rowbase-gateway")!.data.PUBLIC_BASE_URL).toBe(
+      "https://api.rowbase.example.com",
+    );
+  });
+
+  it("keeps records and files off until they ship, and wires them when switched on", () => {
+    for (const setup of SETUPS.filter((s) => !s.endsWith("all-services.yaml"))) {
+      const components = ofKind(render(setup), "Deployment").map(componentOf);
+      expect(components.sort()).toEqual([...SHIPPED].sort());
+    }
+    const all = render("deploy/ci-values/all-services.yaml");
+    expect(ofKind(all, "Deployment").map(componentOf).sort()).toEqual(
+      [...SHIPPED, "records", "files"].sort(),
+    );
+    const files = named(all, "Deployment", "rowbase-files")!.spec.template.spec.containers[0];
+    expect(files.env.map((e: Manifest) => e.name)).toContain("FILE_URL_SECRET");
+    expect(named(all, "ConfigMap", "rowbase-gateway")!.data.RECORDS_GRPC_URL).toBe(
+      "http://rowbase-records:50054",
+    );
+  });
+
+  it("starts each shipped process from a real entry point of the repository", () => {
+    for (const deployment of ofKind(render("deploy/ci-values/external.yaml"), "Deployment")) {
+      const main: string = deployment.spec.template.spec.containers[0].args[0];
+      const source = main.replace("/dist/src/", "/src/").replace(/\.js$/, ".ts");
+      expect(existsSync(path.join(root, source)), source).toBe(true);
+    }
+  });
+
+  it("generates a valid Ed25519 signing JWK, and uses given secrets as they are", () => {
+    for (let i = 0; i < 5; i++) {
+      const [secret] = helmTemplate(chart, "rowbase", [
+        "-f",
+        "deploy/ci-values/external.yaml",
+        "--show-only",
+        "templates/secret.yaml",
+      ]);
+      const keys = JSON.parse(decode(secret!.data.JWT_SIGNING_KEYS));
+      expect(keys).toHaveLength(1);
+      const [jwk] = keys;
+      expect(jwk).toMatchObject({ kty: "OKP", crv: "Ed25519" });
+      expect(jwk.kid).toMatch(/^[0-9a-f]{16}$/);
+      const privateKey = createPrivateKey({ key: jwk, format: "jwk" });
+      // x must be the public half of d: derive it from d alone and compare.
+      const derived = createPublicKey(privateKey).export({ format: "jwk" });
+      expect(derived.x).toBe(jwk.x);
+      const publicKey = createPublicKey({
+        key: { kty: "OKP", crv: "Ed25519", x: jwk.x },
+        format: "jwk",
+      });
+      const signature = sign(null, Buffer.from("rowbase"), privateKey);
+      expect(verify(null, Buffer.from("rowbase"), publicKey, signature)).toBe(true);
+      expect(decode(secret!.data.INTERNAL_JWT_SECRET)).toMatch(/^[A-Za-z0-9]{48}$/);
+    }
+
+    const { privateKey } = generateKeyPairSync("ed25519");
+    const given = JSON.stringify([{ ...privateKey.export({ format: "jwk" }), kid: "given" }]);
+    const dir = mkdtempSync(path.join(tmpdir(), "rowbase-chart-"));
+    const file = path.join(dir, "secrets.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        secrets: { jwtSigningKeys: given, internalJwtSecret: "0123456789abcdef0123456789abcdef" },
+      }),
+    );
+    const [secret] = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "-f",
+      file,
+      "--show-only",
+      "templates/secret.yaml",
+    ]);
+    rmSync(dir, { recursive: true });
+    expect(decode(secret!.data.JWT_SIGNING_KEYS)).toBe(given);
+    expect(decode(secret!.data.INTERNAL_JWT_SECRET)).toBe("0123456789abcdef0123456789abcdef");
+
+    const bad = spawnSync(
+      helm,
+      [
+        "template",
+        "rowbase",
+        chart,
+        "-f",
+        "deploy/ci-values/external.yaml",
+        "--set-string",
+        "secrets.jwtSigningKeys=[1]",
+      ],
+      { cwd: root, encoding: "utf8" },
+    );
+    expect(bad.stderr).toContain("secrets.jwtSigningKeys: a JSON array of Ed25519 private JWKs");
+  });
+
+  it("renders no Secret of its own when every secret comes from outside", () => {
+    const manifests = render("deploy/ci-values/existing-secrets.yaml");
+    expect(ofKind(manifests, "Secret")).toEqual([]);
+  });
+
+  it("renders the dev-services chart for kind as valid objects with the URLs the chart reads", () => {
+    const manifests = helmTemplate(path.join(root, "deploy/dev-services"), "rowbase-deps", []);
+    for (const manifest of manifests) {
+      const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}`];
+      expect(Model, `no model for ${manifest.apiVersion} ${manifest.kind}`).toBeDefined();
+      expect(() => new Model!(manifest as never).validate()).not.toThrow();
+    }
+    const kind = parse(readFileSync(path.join(root, "deploy/values-kind.yaml"), "utf8"));
+    const secret = named(manifests, "Secret", kind.database.existingSecret);
+    expect(Object.keys(secret!.stringData)).toEqual(
+      expect.arrayContaining(["DATABASE_URL", "REDIS_URL", "NATS_URL"]),
+    );
+    for (const url of ["REDIS_URL", "NATS_URL"]) {
+      expect(named(manifests, "Service", new URL(secret!.stringData[url]).hostname)).toBeDefined();
+    }
+    expect(
+      named(manifests, "Service", new URL(secret!.stringData.DATABASE_URL).hostname),
+    ).toBeDefined();
+  });
+});
+
+describe("the chart's generated Secret", () => {
+  const source = readFileSync(path.join(chart, "templates/secret.yaml"), "utf8");
+
+  it("reads the Secret already in the cluster with lookup, so upgrades keep generated values", () => {
+    expect(source).toMatch(
+      /\$existing := \(lookup "v1" "Secret" \.Release\.Namespace \$name\)\.data/,
+    );
+    for (const key of ["INTERNAL_JWT_SECRET", "FILE_URL_SECRET", "JWT_SIGNING_KEYS"]) {
+      // given value, else the one in the cluster, else a new one - in that order
+      const line = source.split("\n").find((l) => l.includes(`get $existing "${key}"`));
+      expect(line, `${key} is read back from the existing Secret`).toBeDefined();
+      expect(line!.indexOf("$v.secrets.")).toBeLessThan(line!.indexOf("$existing"));
+    }
+    expect(source).toContain("(randAlphaNum 48)) }}");
+    expect(source).toContain('include "rowbase.newSigningKeys"');
+  });
+});
+
+/** values.yaml with a setup's file over it, merged as Helm does (maps merge, the rest replaces). */
+function mergedValues(setup: string): Manifest {
+  const base = parse(readFileSync(path.join(chart, "values.yaml"), "utf8"));
+  const overlay = parse(readFileSync(path.join(root, setup), "utf8"));
+  const merge = (a: Manifest, b: Manifest): Manifest => {
+    const out: Manifest = { ...a };
+    for (const [key, value] of Object.entries(b)) {
+      const isMap = (v: unknown) => typeof v === "object" && v !== null && !Array.isArray(v);
+      out[key] = isMap(value) && isMap(a[key]) ? merge(a[key], value) : value;
+    }
+    return out;
+  };
+  return merge(base, overlay);
+}
+
+describe("values", () => {
+  const schema = JSON.parse(readFileSync(path.join(chart, "values.schema.json"), "utf8"));
+  const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(schema);
+  const valuesText = readFileSync(path.join(chart, "values.yaml"), "utf8");
+
+  it("uses draft-07", () => {
+    expect(schema.$schema).toBe("http://json-schema.org/draft-07/schema#");
+  });
+
+  it.each(["helm/rowbase/values.yaml", ...SETUPS])("%s matches values.schema.json", (file) => {
+    const values = file === "helm/rowbase/values.yaml" ? parse(valuesText) : mergedValues(file);
+    expect(validate(values), JSON.stringify(validate.errors, null, 2)).toBe(true);
+  });
+
+  it("rejects unknown keys and malformed URLs", () => {
+    const values = parse(valuesText);
+    expect(validate({ ...values, gatway: {} })).toBe(false);
+    expect(validate({ ...values, database: { ...values.database, url: "mysql://x" } })).toBe(false);
+    expect(validate({ ...values, records: { ...values.records, replicas: 2 } })).toBe(false);
+    expect(
+      validate({ ...values, secrets: { ...values.secrets, internalJwtSecret: "short" } }),
+    ).toBe(false);
+  });
+
+  it("documents every value with a `## @param` line", () => {
+    const params = [...valuesText.matchAll(/^\s*## @param (\S+)/gm)].map((m) => m[1]!);
+    const leaves: string[] = [];
+    const walk = (value: unknown, at: string) => {
+      if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+        const entries = Object.entries(value);
+        if (entries.length === 0) leaves.push(at);
+        for (const [key, child] of entries) walk(child, at ? `${at}.${key}` : key);
+      } else {
+        leaves.push(at);
+      }
+    };
+    walk(parse(valuesText), "");
+    for (const leaf of leaves) {
+      const documented = params.some((p) => leaf === p || leaf.startsWith(`${p}.`));
+      expect(documented, `${leaf} has no ## @param line`).toBe(true);
+    }
+    for (const param of params) {
+      expect(
+        leaves.some((leaf) => leaf === param || leaf.startsWith(`${param}.`)),
+        `## @param ${param} names no value`,
+      ).toBe(true);
+    }
+  });
+});
+
+describe("skaffold, kind and the image", () => {
+  const skaffold = parse(readFileSync(path.join(root, "skaffold.yaml"), "utf8"));
+
+  it("points skaffold at files that exist and at names the charts produce", () => {
+    expect(skaffold.apiVersion).toMatch(/^skaffold\/v4beta\d+$/);
+    const [artifact] = skaffold.build.artifacts;
+    expect(existsSync(path.join(root, artifact.docker.dockerfile))).toBe(true);
+    const [deps, app] = skaffold.deploy.helm.releases;
+    expect(existsSync(path.join(root, deps.chartPath, "Chart.yaml"))).toBe(true);
+    expect(existsSync(path.join(root, app.chartPath, "Chart.yaml"))).toBe(true);
+    for (const file of app.valuesFiles) expect(existsSync(path.join(root, file))).toBe(true);
+    expect(app.setValueTemplates["image.repository"]).toContain(`IMAGE_REPO_${artifact.image}`);
+
+    const kindValues = parse(readFileSync(path.join(root, "deploy/values-kind.yaml"), "utf8"));
+    expect(kindValues.database.existingSecret).toBe(`${deps.name}-connections`);
+    // The release is named like the chart, so the gateway Service is "<release>-gateway".
+    expect(app.name).toBe("rowbase");
+    expect(skaffold.portForward[0].resourceName).toBe(`${app.name}-gateway`);
+    expect(existsSync(path.join(root, "deploy/kind-config.yaml"))).toBe(true);
+  });
+
+  it("builds one non-root Node 24 image whose command picks the process", () => {
+    const dockerfile = readFileSync(path.join(root, "deploy/Dockerfile"), "utf8");
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const final = stages.at(-1)!;
+    expect(dockerfile).toMatch(/node:24-bookworm-slim/);
+    expect(final).toMatch(/^USER [1-9]\d*:[1-9]\d*$/m);
+    expect(final).toMatch(/^ENTRYPOINT \["node"\]$/m);
+    expect(final).not.toMatch(/npm ci(?! --omit=dev)/);
+    expect(dockerfile).toMatch(/npm ci --omit=dev/);
+    expect(dockerfile).toMatch(/npx tsc -b/);
+
+    const ignored = readFileSync(path.join(root, ".dockerignore"), "utf8").split("\n");
+    expect(ignored).toEqual(
+      expect.arrayContaining(["**/node_modules", "**/dist", "**/*.tsbuildinfo", ".git"]),
+    );
+  });
+});
