@@ -1,8 +1,10 @@
 import net from "node:net";
-import { createLogger, createServiceClient, MemoryCache } from "@rowbase/kit";
+import { createLogger, createServiceClient, MemoryBus, MemoryCache } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +14,7 @@ import { type RunningGateway, startGateway } from "./start-gateway.js";
 
 /**
  * The gateway over real HTTP on a free port. No service runs behind it: the identity,
- * organization and catalog URLs point at closed ports, so everything decided before a service call is tested here, and a call
+ * organization, catalog and records URLs point at closed ports, so everything decided before a service call is tested here, and a call
  * shows how an unreachable service is answered. Flows through the running system are the
  * e2e tests' job.
  */
@@ -35,10 +37,14 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const identityUrl = `http://127.0.0.1:${await closedPort()}`;
   const organizationUrl = `http://127.0.0.1:${await closedPort()}`;
   const catalogUrl = `http://127.0.0.1:${await closedPort()}`;
+  const recordsUrl = `http://127.0.0.1:${await closedPort()}`;
+  const filesUrl = `http://127.0.0.1:${await closedPort()}`;
   const config = loadGatewayConfig({
     IDENTITY_GRPC_URL: identityUrl,
     ORGANIZATION_GRPC_URL: organizationUrl,
     CATALOG_GRPC_URL: catalogUrl,
+    RECORDS_GRPC_URL: recordsUrl,
+    FILES_GRPC_URL: filesUrl,
     INTERNAL_JWT_SECRET: "test-secret-test-secret-test-secret",
     LOG_LEVEL: "silent",
     ...env,
@@ -48,13 +54,18 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
       config,
       logger: createLogger("gateway", "silent"),
       cache: new MemoryCache(),
+      bus: new MemoryBus(createLogger("bus", "silent")),
       identity: createServiceClient(IdentityService, identityUrl),
       organization: createServiceClient(OrganizationService, organizationUrl),
       catalog: createServiceClient(CatalogService, catalogUrl),
+      records: createServiceClient(RecordsService, recordsUrl),
+      files: createServiceClient(FilesService, filesUrl),
       healthTargets: [
         { name: "identity", url: identityUrl },
         { name: "organization", url: organizationUrl },
         { name: "catalog", url: catalogUrl },
+        { name: "records", url: recordsUrl },
+        { name: "files", url: filesUrl },
       ],
     },
     { port: 0, host: "127.0.0.1" },
@@ -138,6 +149,28 @@ describe("the gateway over HTTP", () => {
       const current = await call(gw, "/auth/current", { method: "POST" });
       expect(current.status).toBe(405);
       expect(current.headers.get("allow")).toBe("HEAD, GET, OPTIONS");
+    });
+
+    it("answers PUT on the v1 record paths 405, and keeps /records/batch apart", async () => {
+      const v1 = "/public/v1/databases/1/tables/2/records";
+      for (const path of [v1, `${v1}/7`]) {
+        const response = await call(gw, path, { method: "PUT", json: { data: {} } });
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 405,
+          body: { message: "method_not_allowed", data: {} },
+        });
+      }
+      const batch = await call(gw, `${v1}/batch`, { method: "GET" });
+      expect(batch.status).toBe(405);
+      expect(batch.headers.get("allow")).toBe("POST, PATCH, OPTIONS");
+      const word = await call(gw, `${v1}/everything`, { method: "GET" });
+      expect(word.status).toBe(404);
+      const unauthenticated = await call(gw, `${v1}/7`, { method: "GET" });
+      expect(unauthenticated.status).toBe(401);
+      expect(unauthenticated.body).toEqual({ message: "unauthorized", data: {} });
+      const queryForm = await call(gw, "/public/record/list?database_id=1&table_id=2");
+      expect(queryForm.status).toBe(401);
     });
 
     it("answers OPTIONS on a known path with Allow", async () => {
@@ -371,7 +404,7 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(503);
       expect(response.body).toEqual({
         message: "service_unavailable",
-        data: { failing: ["identity", "organization", "catalog"] },
+        data: { failing: ["identity", "organization", "catalog", "records", "files"] },
       });
     });
   });
@@ -763,6 +796,167 @@ describe("the gateway over HTTP", () => {
       expect(JSON.stringify(fieldUpdate[400])).toContain("ValidationError");
       expect(JSON.stringify(fieldUpdate[404])).toContain("field_not_found");
       expect(JSON.stringify(fieldUpdate[403])).toContain("organization_forbidden");
+    });
+
+    it("lists every record route of both families with its parameters, body and errors", () => {
+      const v1 = "/public/v1/databases/{database_id}/tables/{table_id}";
+      const listParameters = [
+        "limit?",
+        "offset?",
+        "response_format?",
+        "rich_text?",
+        "where?",
+        "fields?",
+        "sort?",
+      ];
+      const readParameters = ["response_format?", "rich_text?", "fields?"];
+      const operations: [string, string, string[], string | undefined, string][] = [
+        [
+          "get",
+          `${v1}/records`,
+          [...listParameters, "database_id", "table_id"],
+          undefined,
+          "PublicList",
+        ],
+        [
+          "get",
+          `${v1}/records/{row_id}`,
+          [...readParameters, "database_id", "table_id", "row_id"],
+          undefined,
+          "PublicGet",
+        ],
+        ["post", `${v1}/records`, ["database_id", "table_id"], "PublicCreateBody", "PublicRecord"],
+        [
+          "patch",
+          `${v1}/records/{row_id}`,
+          ["database_id", "table_id", "row_id"],
+          "PublicUpdateBody",
+          "PublicRecord",
+        ],
+        [
+          "delete",
+          `${v1}/records/{row_id}`,
+          ["database_id", "table_id", "row_id"],
+          undefined,
+          "PublicDelete",
+        ],
+        [
+          "post",
+          `${v1}/records/batch`,
+          ["database_id", "table_id"],
+          "PublicBatchCreateBody",
+          "PublicBatchRecords",
+        ],
+        [
+          "patch",
+          `${v1}/records/batch`,
+          ["database_id", "table_id"],
+          "PublicBatchUpdateBody",
+          "PublicBatchRecords",
+        ],
+        [
+          "post",
+          `${v1}/records/batch_delete`,
+          ["database_id", "table_id"],
+          "PublicBatchDeleteBody",
+          "PublicBatchDelete",
+        ],
+        ["post", "/public/record/create", ["table_id"], "PublicCreateBody", "PublicRecord"],
+        [
+          "get",
+          "/public/record/get",
+          ["table_id", "row_id", "database_id?", ...readParameters],
+          undefined,
+          "PublicGet",
+        ],
+        [
+          "get",
+          "/public/record/list",
+          ["database_id", "table_id", ...listParameters],
+          undefined,
+          "PublicList",
+        ],
+        [
+          "put",
+          "/public/record/update",
+          ["table_id", "row_id"],
+          "PublicUpdateBody",
+          "PublicRecord",
+        ],
+        ["post", "/public/record/delete", ["table_id", "row_id"], undefined, "PublicDelete"],
+        ["delete", "/public/record/delete", ["table_id", "row_id"], undefined, "PublicDelete"],
+      ];
+      for (const [method, path, parameters, body, data] of operations) {
+        const operation = document.paths[path]?.[method];
+        expect(operation, `${method} ${path}`).toBeDefined();
+        expect(operation?.security).toEqual([{ bearerAuth: [] }, { apiToken: [] }]);
+        const documented = ((operation?.parameters ?? []) as Record<string, unknown>[]).map(
+          (parameter) => `${parameter.name}${parameter.required ? "" : "?"}`,
+        );
+        expect({ method, path, documented }).toEqual({ method, path, documented: parameters });
+        if (body) {
+          expect(operation?.requestBody).toEqual({
+            required: true,
+            content: { "application/json": { schema: { $ref: `#/components/schemas/${body}` } } },
+          });
+        } else {
+          expect(operation?.requestBody, path).toBeUndefined();
+        }
+        const responses = operation?.responses as Record<string, unknown>;
+        expect(JSON.stringify(responses[200])).toContain(`${data}Response`);
+        const errors = JSON.stringify(responses);
+        for (const code of [
+          "table_not_found",
+          "api_call_limit_exceeded",
+          "too_many_requests",
+          "unauthorized",
+          "ValidationError",
+        ]) {
+          expect({ path, method, code, has: errors.includes(code) }).toMatchObject({ has: true });
+        }
+        const writes = method !== "get";
+        expect({ path, method, readOnly: errors.includes("token_read_only") }).toEqual({
+          path,
+          method,
+          readOnly: writes,
+        });
+      }
+      expect(Object.keys(document.paths[`${v1}/records/{row_id}`] ?? {}).sort()).toEqual([
+        "delete",
+        "get",
+        "patch",
+      ]);
+      const create = JSON.stringify(document.paths["/public/record/create"]?.post?.responses);
+      expect(create).toContain("record_limit_exceeded");
+      const list = document.paths["/public/record/list"]?.get?.parameters as Record<
+        string,
+        unknown
+      >[];
+      expect(list.find((parameter) => parameter.name === "limit")).toMatchObject({
+        schema: { type: "integer", minimum: 1, maximum: 1000, default: 50 },
+      });
+      expect(list.find((parameter) => parameter.name === "response_format")).toMatchObject({
+        schema: { enum: ["ids", "names"], default: "ids" },
+      });
+      expect(list.find((parameter) => parameter.name === "where")).toMatchObject({
+        schema: { type: "string", maxLength: 4096 },
+      });
+      const openApi = document.paths[`${v1}/openapi.json`]?.get?.responses as Record<
+        string,
+        unknown
+      >;
+      expect(openApi[200]).toMatchObject({
+        content: {
+          "application/json": { schema: { $ref: "#/components/schemas/TableOpenApiDocument" } },
+        },
+      });
+      expect(document.components.schemas.TableOpenApiDocumentResponse).toBeUndefined();
+      expect(document.components.schemas.Record).toMatchObject({
+        required: ["row_id", "table_id", "created_at", "updated_at", "data"],
+      });
+      expect(document.components.schemas.PublicList).toMatchObject({
+        required: ["records", "total", "limit", "offset"],
+      });
     });
 
     it("documents the success and error envelopes of each route", () => {

@@ -1,9 +1,17 @@
 import type { Client } from "@connectrpc/connect";
 import { Router } from "@koa/router";
-import type { Cache, Logger } from "@rowbase/kit";
+import {
+  type Cache,
+  type EventBus,
+  type Logger,
+  type MetricsRegistry,
+  processMetricsRegistry,
+} from "@rowbase/kit";
 import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import type { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import Koa from "koa";
 import { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
 import { SessionAuthenticator } from "./auth/authenticate.js";
@@ -14,18 +22,23 @@ import { errorMiddleware } from "./errors/error-middleware.js";
 import type { GatewayState } from "./gateway-context.js";
 import { clientIpResolver } from "./http/client-ip.js";
 import { accessLog } from "./middleware/access-log.js";
+import { httpMetrics } from "./middleware/http-metrics.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
 import { requestId } from "./middleware/request-id.js";
+import { requestTrace } from "./middleware/request-trace.js";
 import { routeFallback } from "./middleware/route-fallback.js";
+import { createApiCallQuota } from "./quota/api-call-quota.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
 import { databaseRoutes } from "./routes/database/database-routes.js";
 import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
+import { fileRoutes } from "./routes/file/file-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { organizationRoutes } from "./routes/organization/organization-routes.js";
+import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
 import { buildOpenApiDocument } from "./routing/openapi.js";
 import type { Route } from "./routing/route.js";
@@ -37,22 +50,50 @@ export interface GatewayDeps {
   logger: Logger;
   /**
    * Shared with the services: revoked-session marks (identity) and resolved API tokens, which
-   * the organization service evicts on revocation, are read from it.
+   * the organization service evicts on revocation, are read from it; the monthly API-call
+   * counters live in it, with the plans, table owners and roles they are checked against.
    */
   cache: Cache;
+  /** Where the gateway publishes usage events (ApiCallsCounted on `usage.api_calls`). */
+  bus: EventBus;
   identity: Client<typeof IdentityService>;
   /** Organizations, members, invites, API tokens; also resolves presented API tokens. */
   organization: Client<typeof OrganizationService>;
-  /** Databases, tables and fields. */
+  /** Databases, tables and fields; also names the organization that owns a table. */
   catalog: Client<typeof CatalogService>;
+  /** Records of tables and their query language. */
+  records: Client<typeof RecordsService>;
+  /** Files of records: uploads, serving, signed URLs (streams through the gateway). */
+  files: Client<typeof FilesService>;
   /** The services /health/ready checks over grpc.health.v1. */
   healthTargets: HealthTarget[];
+  /** Where request counts and rate-limit refusals go; the process's registry when absent. */
+  metrics?: MetricsRegistry;
 }
 
 /** Every REST route the gateway serves, in the order the document lists them. */
 export function gatewayRoutes(
-  deps: Pick<GatewayDeps, "config" | "identity" | "organization" | "catalog" | "healthTargets">,
+  deps: Pick<
+    GatewayDeps,
+    | "config"
+    | "cache"
+    | "bus"
+    | "identity"
+    | "organization"
+    | "catalog"
+    | "records"
+    | "files"
+    | "healthTargets"
+  >,
 ) {
+  // One API-call quota for the record and file routes: both count as public API calls.
+  const quota = createApiCallQuota({
+    cache: deps.cache,
+    bus: deps.bus,
+    organization: deps.organization,
+    catalog: deps.catalog,
+    internalSecret: deps.config.INTERNAL_JWT_SECRET,
+  });
   return [
     ...authRoutes({
       identity: deps.identity,
@@ -67,18 +108,36 @@ export function gatewayRoutes(
     ...databaseRoutes({ catalog: deps.catalog }),
     ...tableRoutes({ catalog: deps.catalog }),
     ...fieldRoutes({ catalog: deps.catalog }),
+    ...recordRoutes({
+      records: deps.records,
+      quota,
+      publicBaseUrl: deps.config.PUBLIC_BASE_URL,
+    }),
+    ...fileRoutes({
+      files: deps.files,
+      records: deps.records,
+      organization: deps.organization,
+      cache: deps.cache,
+      bus: deps.bus,
+      quota,
+      internalSecret: deps.config.INTERNAL_JWT_SECRET,
+      publicBaseUrl: deps.config.PUBLIC_BASE_URL,
+      uploadMaxBytes: deps.config.FILE_UPLOAD_MAX_BYTES,
+    }),
     ...healthRoutes(deps.healthTargets),
   ] satisfies Route[];
 }
 
 /**
  * The gateway as a Koa app that does not listen, so tests and the one-process launcher can
- * mount it themselves. Order matters: the request id first (every response carries it), the
- * access log around the one error middleware (it sees the final status), the query-credential
+ * mount it themselves. Order matters: the request's trace span first (every log line below
+ * carries its trace id), the request id next (every response carries it), the metrics and the
+ * access log around the one error middleware (they see the final status), the query-credential
  * refusal before any route, the routes, and the 404/405 fallback last.
  */
 export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
   const { config, logger, cache, identity } = deps;
+  const metrics = deps.metrics ?? processMetricsRegistry();
   const verifier = new SessionTokenVerifier(
     async () => {
       const { keys } = await identity.getJwks({}, { timeoutMs: 5_000 });
@@ -89,7 +148,7 @@ export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
   const routes = gatewayRoutes(deps);
   const router = new Router<GatewayState>();
   mountRoutes(router, routes, {
-    rateLimits: new RateLimits(config.RATE_LIMITS, cache),
+    rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
     authenticator: new SessionAuthenticator(verifier, cache),
     apiTokens: new ApiTokenAuthenticator(
       organizationTokenLookup(deps.organization, config.INTERNAL_JWT_SECRET),
@@ -104,7 +163,9 @@ export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
 
   const app = new Koa<GatewayState>();
   app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));
+  app.use(requestTrace());
   app.use(requestId(logger));
+  app.use(httpMetrics(metrics));
   app.use(accessLog());
   app.use(errorMiddleware());
   app.use(refuseQueryCredentials());

@@ -7,6 +7,8 @@ const base = {
   IDENTITY_GRPC_URL: "http://127.0.0.1:50051",
   ORGANIZATION_GRPC_URL: "http://127.0.0.1:50052",
   CATALOG_GRPC_URL: "http://127.0.0.1:50053",
+  RECORDS_GRPC_URL: "http://127.0.0.1:50054",
+  FILES_GRPC_URL: "http://127.0.0.1:50055",
   INTERNAL_JWT_SECRET: "x".repeat(32),
 };
 
@@ -27,8 +29,12 @@ describe("gateway configuration", () => {
     expect(config.PUBLIC_BASE_URL).toBe("http://localhost:8080");
     expect(config.ORGANIZATION_GRPC_URL).toBe("http://127.0.0.1:50052");
     expect(config.CATALOG_GRPC_URL).toBe("http://127.0.0.1:50053");
+    expect(config.RECORDS_GRPC_URL).toBe("http://127.0.0.1:50054");
+    expect(config.FILES_GRPC_URL).toBe("http://127.0.0.1:50055");
+    expect(config.FILE_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
     expect(config.TRUSTED_PROXIES).toEqual([]);
     expect(config.REDIS_URL).toBeUndefined();
+    expect(config.NATS_URL).toBeUndefined();
     expect(config.LOG_LEVEL).toBe("info");
     expect(config.RATE_LIMITS).toEqual(DEFAULT_RATE_LIMITS);
     expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
@@ -41,6 +47,7 @@ describe("gateway configuration", () => {
       PUBLIC_BASE_URL: "https://api.example.com/",
       TRUSTED_PROXIES: "10.0.0.0/8, 127.0.0.1,loopback",
       REDIS_URL: "redis://127.0.0.1:6379",
+      NATS_URL: "nats://127.0.0.1:4222",
       LOG_LEVEL: "warn",
       RATE_LIMITS: "auth_login_ip=1/1",
       ACCESS_TOKEN_TTL_SECONDS: "60",
@@ -49,6 +56,7 @@ describe("gateway configuration", () => {
     expect(config.PUBLIC_BASE_URL).toBe("https://api.example.com");
     expect(config.TRUSTED_PROXIES).toEqual(["10.0.0.0/8", "127.0.0.1", "loopback"]);
     expect(config.REDIS_URL).toBe("redis://127.0.0.1:6379");
+    expect(config.NATS_URL).toBe("nats://127.0.0.1:4222");
     expect(config.RATE_LIMITS.auth_login_ip).toEqual({ points: 1, seconds: 1 });
     expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(60);
   });
@@ -65,12 +73,14 @@ describe("gateway configuration", () => {
         expect.stringMatching(/^IDENTITY_GRPC_URL:/),
         expect.stringMatching(/^ORGANIZATION_GRPC_URL:/),
         expect.stringMatching(/^CATALOG_GRPC_URL:/),
+        expect.stringMatching(/^RECORDS_GRPC_URL:/),
+        expect.stringMatching(/^FILES_GRPC_URL:/),
         expect.stringMatching(/^INTERNAL_JWT_SECRET: must be at least 32 characters/),
         expect.stringMatching(/^PUBLIC_BASE_URL:/),
         expect.stringMatching(/^TRUSTED_PROXIES: 'not-an-ip'/),
         expect.stringMatching(/^RATE_LIMITS: unknown rate limit 'nope'/),
       ]),
     );
-    expect(problems).toHaveLength(7);
+    expect(problems).toHaveLength(9);
   });
 });

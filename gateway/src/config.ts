@@ -1,4 +1,4 @@
-import { logLevel, optionalUrl, parseConfig, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, parseConfig, port, secret } from "@rowbase/kit";
 import proxyaddr from "proxy-addr";
 import { z } from "zod";
 import { parseRateLimits } from "./rate-limit/rate-limit-settings.js";
@@ -56,11 +56,31 @@ export const gatewayEnv = z
     IDENTITY_GRPC_URL: z.url(),
     ORGANIZATION_GRPC_URL: z.url(),
     CATALOG_GRPC_URL: z.url(),
+    RECORDS_GRPC_URL: z.url(),
+    FILES_GRPC_URL: z.url(),
+    /**
+     * The absolute ceiling of one upload, whatever the plan says (the files service enforces the
+     * plan's `max_file_bytes` and the field's `max_size`): business's 1 GB by default. Past it an
+     * upload fails mid-stream with 413 `file_too_large`. Raise it for enterprise plans above it.
+     */
+    FILE_UPLOAD_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .default(1_000_000_000),
     /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
     REDIS_URL: optionalUrl,
+    /**
+     * Where usage events (API calls counted) are published. Unset: an in-process bus that nobody
+     * else reads (single-process mode only; the launcher passes its shared bus instead).
+     */
+    NATS_URL: optionalUrl,
     INTERNAL_JWT_SECRET: secret,
     LOG_LEVEL: logLevel,
     RATE_LIMITS: rateLimits,
+    /** METRICS_PORT (`/metrics`, apart from PORT) and OTEL_EXPORTER_OTLP_ENDPOINT. */
+    ...observabilityEnv.shape,
     /** What `expires_in` says when the identity service leaves it out. */
     ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(900),
   })

@@ -1,7 +1,16 @@
-import { ConfigError, createCache, createLogger, createServiceClient } from "@rowbase/kit";
+import {
+  ConfigError,
+  createBus,
+  createCache,
+  createLogger,
+  createServiceClient,
+  startObservability,
+} from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { loadGatewayConfig } from "./config.js";
 import { startGateway } from "./start-gateway.js";
 
@@ -9,28 +18,39 @@ import { startGateway } from "./start-gateway.js";
 async function main() {
   const config = loadGatewayConfig();
   const logger = createLogger("gateway", config.LOG_LEVEL);
+  const observability = await startObservability({ serviceName: "gateway", config, logger });
   const cache = createCache(config.REDIS_URL);
+  const bus = await createBus(config.NATS_URL, logger);
   const identity = createServiceClient(IdentityService, config.IDENTITY_GRPC_URL);
   const organization = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
+  const records = createServiceClient(RecordsService, config.RECORDS_GRPC_URL);
+  const files = createServiceClient(FilesService, config.FILES_GRPC_URL);
   const gateway = await startGateway({
     config,
     logger,
     cache,
+    bus,
     identity,
     organization,
     catalog,
+    records,
+    files,
     healthTargets: [
       { name: "identity", url: config.IDENTITY_GRPC_URL },
       { name: "organization", url: config.ORGANIZATION_GRPC_URL },
       { name: "catalog", url: config.CATALOG_GRPC_URL },
+      { name: "records", url: config.RECORDS_GRPC_URL },
+      { name: "files", url: config.FILES_GRPC_URL },
     ],
   });
   logger.info({ port: gateway.port }, "gateway listening");
   const shutdown = async () => {
     logger.info("shutting down");
     await gateway.close();
+    await bus.close();
     await cache.close();
+    await observability.close();
     process.exit(0);
   };
   process.once("SIGTERM", shutdown);

@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { STREAMS } from "@rowbase/kit";
 import { createGateway, type GatewayDeps } from "./app.js";
 
 export interface StartGatewayOptions {
@@ -17,11 +18,16 @@ export interface RunningGateway {
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
-/** Listens with the gateway's Koa app; for `main.ts`, the one-process launcher and e2e tests. */
+/**
+ * Listens with the gateway's Koa app; for `main.ts`, the one-process launcher and e2e tests.
+ * The event streams are made sure of first, so usage events have their stream even when the
+ * gateway starts before any service.
+ */
 export async function startGateway(
   deps: GatewayDeps,
   options: StartGatewayOptions = {},
 ): Promise<RunningGateway> {
+  await deps.bus.ensureStreams(STREAMS);
   const server = createServer(createGateway(deps).callback());
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -46,6 +46,53 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
 };
 
+/**
+ * Custom resources have no kubernetes-models class: the fields the chart sets are checked
+ * against the CRD's own names and types (prometheus-operator's ServiceMonitor, monitoring.coreos.com/v1).
+ */
+const CUSTOM_RESOURCES: Record<string, object> = {
+  "monitoring.coreos.com/v1/ServiceMonitor": {
+    type: "object",
+    required: ["metadata", "spec"],
+    properties: {
+      spec: {
+        type: "object",
+        additionalProperties: false,
+        required: ["selector", "endpoints"],
+        properties: {
+          jobLabel: { type: "string" },
+          namespaceSelector: {
+            type: "object",
+            properties: { matchNames: { type: "array", items: { type: "string" } } },
+          },
+          selector: {
+            type: "object",
+            properties: {
+              matchLabels: { type: "object", additionalProperties: { type: "string" } },
+            },
+          },
+          endpoints: {
+            type: "array",
+            minItems: 1,
+            items: {
+              type: "object",
+              additionalProperties: false,
+              required: ["port"],
+              properties: {
+                port: { type: "string" },
+                path: { type: "string", pattern: "^/" },
+                scheme: { enum: ["http", "https"] },
+                interval: { type: "string", pattern: "^([0-9]+(ms|s|m|h))+$" },
+                scrapeTimeout: { type: "string", pattern: "^([0-9]+(ms|s|m|h))+$" },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
 /** The setups CI supports, each a values file layered over values.yaml. */
 const SETUPS = [
   ...readdirSync(path.join(root, "deploy/ci-values"))
@@ -172,6 +219,12 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       const manifests = render(setup);
       expect(manifests.length).toBeGreaterThan(10);
       for (const manifest of manifests) {
+        const custom = CUSTOM_RESOURCES[`${manifest.apiVersion}/${manifest.kind}`];
+        if (custom) {
+          const validate = new Ajv({ allErrors: true }).compile(custom);
+          expect(validate(manifest), JSON.stringify(validate.errors)).toBe(true);
+          continue;
+        }
         const Model = MODELS[`${manifest.apiVersion}/${manifest.kind}`];
         expect(Model, `no model for ${manifest.apiVersion} ${manifest.kind}`).toBeDefined();
         expect(() => new Model!(manifest as never).validate()).not.toThrow();
@@ -361,6 +414,65 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         },
       },
     ]);
+  });
+
+  it("serves every process's /metrics inside the cluster, scraped by the optional ServiceMonitor", () => {
+    const selects = (selector: Record<string, string>, labels: Record<string, string>) =>
+      Object.entries(selector).every(([key, value]) => labels?.[key] === value);
+    const metricsPort = (service: Manifest) =>
+      service.spec.ports.find((p: Manifest) => p.name === "metrics");
+    for (const setup of SETUPS) {
+      const manifests = render(setup);
+      const values = mergedValues(setup);
+      expect(ofKind(manifests, "ServiceMonitor"), setup).toHaveLength(
+        values.metrics.serviceMonitor.enabled ? 1 : 0,
+      );
+      for (const service of ofKind(manifests, "Service")) {
+        if (service.spec.type !== "ClusterIP") expect(metricsPort(service), setup).toBeUndefined();
+      }
+      for (const deployment of ofKind(manifests, "Deployment")) {
+        const where = `${setup}: ${deployment.metadata.name}`;
+        const container = deployment.spec.template.spec.containers[0];
+        const port = container.ports.find((p: Manifest) => p.name === "metrics");
+        const config = named(manifests, "ConfigMap", container.envFrom[0].configMapRef.name)!;
+        expect(Number(config.data.METRICS_PORT), where).toBe(port?.containerPort);
+        expect(config.data.OTEL_EXPORTER_OTLP_ENDPOINT, where).toBe(
+          values.tracing.otlpEndpoint || undefined,
+        );
+        const scraped = ofKind(manifests, "Service").filter(
+          (s) =>
+            selects(s.spec.selector, deployment.spec.template.metadata.labels) && metricsPort(s),
+        );
+        expect(scraped, where).toHaveLength(1);
+        expect(metricsPort(scraped[0]!).targetPort).toBe("metrics");
+      }
+    }
+
+    const manifests = render("deploy/ci-values/observability.yaml");
+    const [monitor] = ofKind(manifests, "ServiceMonitor");
+    expect(monitor!.metadata.labels.release).toBe("kube-prometheus-stack");
+    expect(monitor!.spec.endpoints).toEqual([
+      expect.objectContaining({ port: "metrics", path: "/metrics", interval: "15s" }),
+    ]);
+    const scraped = ofKind(manifests, "Service").filter(
+      (s) => selects(monitor!.spec.selector.matchLabels, s.metadata.labels) && metricsPort(s),
+    );
+    expect(scraped.map(componentOf).sort()).toEqual([...SHIPPED].sort());
+    // The gateway is behind a LoadBalancer: its metrics port is on a ClusterIP Service apart.
+    expect(named(manifests, "Service", "rowbase-gateway-metrics")?.spec.type).toBe("ClusterIP");
+
+    // With NetworkPolicies, the monitoring namespace may scrape and the collector is reachable.
+    for (const policy of ofKind(manifests, "NetworkPolicy")) {
+      expect(policy.spec.ingress).toContainEqual({
+        ports: [{ port: "metrics", protocol: "TCP" }],
+        from: [
+          { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } },
+        ],
+      });
+      expect(
+        policy.spec.egress.flatMap((rule: Manifest) => rule.ports.map((p: Manifest) => p.port)),
+      ).toContain(4318);
+    }
   });
 
   it("routes the Ingress to the gateway Service and derives PUBLIC_BASE_URL from its host", () => {

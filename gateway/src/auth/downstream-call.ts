@@ -1,5 +1,11 @@
 import type { CallOptions } from "@connectrpc/connect";
-import { PRINCIPAL_HEADER, type Principal, REQUEST_ID_HEADER, signPrincipal } from "@rowbase/kit";
+import {
+  injectTraceContext,
+  PRINCIPAL_HEADER,
+  type Principal,
+  REQUEST_ID_HEADER,
+  signPrincipal,
+} from "@rowbase/kit";
 
 /**
  * How long the gateway waits for a service; past it the call fails DeadlineExceeded, which the
@@ -8,8 +14,9 @@ import { PRINCIPAL_HEADER, type Principal, REQUEST_ID_HEADER, signPrincipal } fr
 export const RPC_TIMEOUT_MS = 10_000;
 
 /**
- * The options of every gRPC call made for one request: its request id, and the authenticated
- * caller as kit's signed principal (services verify it and never trust a bare header).
+ * The options of every gRPC call made for one request: its request id, its trace (W3C
+ * `traceparent` of the request's span), and the authenticated caller as kit's signed principal
+ * (services verify it and never trust a bare header).
  */
 export async function downstreamCallOptions(
   internalSecret: string,
@@ -17,6 +24,7 @@ export async function downstreamCallOptions(
   caller: Principal | undefined,
 ): Promise<CallOptions> {
   const headers: Record<string, string> = { [REQUEST_ID_HEADER]: requestId };
+  injectTraceContext(headers);
   if (caller) headers[PRINCIPAL_HEADER] = await signPrincipal(internalSecret, caller);
   return { headers, timeoutMs: RPC_TIMEOUT_MS };
 }

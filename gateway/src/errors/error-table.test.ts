@@ -48,6 +48,8 @@ const CONTRACT: Record<number, string[]> = {
   ],
   405: ["method_not_allowed"],
   413: ["payload_too_large", "file_too_large"],
+  /** An addition for file serving (SPEC 7: HTTP Range support). */
+  416: ["range_not_satisfiable"],
   429: ["too_many_requests", "api_call_limit_exceeded"],
   503: ["service_unavailable"],
 };
@@ -101,6 +103,18 @@ describe("the error table", () => {
       request,
     );
     expect(notAllowed.headers).toEqual({ allow: "POST, OPTIONS" });
+  });
+
+  it("adds Content-Range with the file's size to 416", () => {
+    const response = httpErrorOf(
+      domainError(Code.OutOfRange, "range_not_satisfiable", { size: "1234" }),
+      request,
+    );
+    expect(response.status).toBe(416);
+    expect(response.body).toEqual({ message: "range_not_satisfiable", data: {} });
+    expect(response.headers).toEqual({ "content-range": "bytes */1234" });
+    const unsized = httpErrorOf(domainError(Code.OutOfRange, "range_not_satisfiable"), request);
+    expect(unsized.headers).toEqual({});
   });
 
   it("passes only the declared metadata on as data", () => {

@@ -50,6 +50,8 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   payload_too_large: 413,
   file_too_large: 413,
+  /** A Range that starts past the end of a served file (files service); an addition. */
+  range_not_satisfiable: 416,
   too_many_requests: 429,
   api_call_limit_exceeded: 429,
   internal_error: 500,
@@ -68,6 +70,8 @@ export const VALIDATION_REASON = "validation_failed";
 /** ErrorInfo metadata keys that become response headers, for the statuses that need them. */
 export const RETRY_AFTER_METADATA = "retry_after";
 export const ALLOW_METADATA = "allow";
+/** The size of the file a 416 refers to, answered as `Content-Range: bytes *\/<size>`. */
+export const SIZE_METADATA = "size";
 
 /** Seconds a client is told to wait on a 429 whose source did not say. */
 const DEFAULT_RETRY_AFTER_SECONDS = 60;
@@ -155,6 +159,9 @@ function domain(code: ErrorCode, metadata: Record<string, string>): HttpErrorRes
   }
   if (status === 401) headers["www-authenticate"] = 'Bearer realm="rowbase"';
   if (status === 405 && metadata[ALLOW_METADATA]) headers.allow = metadata[ALLOW_METADATA];
+  if (status === 416 && /^[0-9]{1,19}$/.test(metadata[SIZE_METADATA] ?? "")) {
+    headers["content-range"] = `bytes */${metadata[SIZE_METADATA]}`;
+  }
   const dataKey = ERROR_DATA[code];
   const data = dataKey ? jsonObjectOf(dataKey, metadata[dataKey]) : {};
   return {

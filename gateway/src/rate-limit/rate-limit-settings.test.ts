@@ -11,7 +11,7 @@ describe("parseRateLimits", () => {
     expect(DEFAULT_RATE_LIMITS.oauth_exchange_ip).toEqual({ points: 20, seconds: 60 });
   });
 
-  it("knows exactly the names of SPEC section 13", () => {
+  it("knows exactly the names of SPEC section 13, and records_user", () => {
     expect([...RATE_LIMIT_NAMES].sort()).toEqual(
       [
         "auth_login_ip",
@@ -23,6 +23,8 @@ describe("parseRateLimits", () => {
         "oauth_exchange_ip",
         "org_write_user",
         "records_token",
+        // The addition: record routes called with a member's session, per user.
+        "records_user",
       ].sort(),
     );
   });

@@ -17,6 +17,8 @@ export const RATE_LIMIT_KEYS = {
   oauth_exchange_ip: "ip",
   org_write_user: "user",
   records_token: "token",
+  /** An addition to SPEC 13: record routes called with a member's session, per user. */
+  records_user: "user",
 } as const satisfies Record<string, RateLimitKeyKind>;
 
 export type RateLimitName = keyof typeof RATE_LIMIT_KEYS;
@@ -35,7 +37,8 @@ export type RateLimitSettings = Readonly<Record<RateLimitName, RateLimitRule | n
 /**
  * SPEC section 10. "20 requests/s per token (burst 40)" becomes 40 per 2 s: the same average
  * rate, and a fixed window of that size lets a burst of 40 through, which a single
- * `points/seconds` pair (the override syntax) can express.
+ * `points/seconds` pair (the override syntax) can express. A member's session on the record
+ * routes gets the same allowance per user (`records_user`).
  */
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   auth_login_ip: { points: 10, seconds: 60 },
@@ -47,6 +50,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   oauth_exchange_ip: { points: 20, seconds: 60 },
   org_write_user: { points: 30, seconds: 60 },
   records_token: { points: 40, seconds: 2 },
+  records_user: { points: 40, seconds: 2 },
 };
 
 export type RateLimitParseResult =

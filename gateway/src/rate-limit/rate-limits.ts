@@ -1,5 +1,13 @@
 import { createHash } from "node:crypto";
-import { type Cache, Code, ConnectError, domainError, RedisCache } from "@rowbase/kit";
+import {
+  type Cache,
+  Code,
+  ConnectError,
+  domainError,
+  type MetricsRegistry,
+  processMetricsRegistry,
+  RedisCache,
+} from "@rowbase/kit";
 import {
   type RateLimiterAbstract,
   RateLimiterMemory,
@@ -7,6 +15,7 @@ import {
   RateLimiterRes,
 } from "rate-limiter-flexible";
 import { RETRY_AFTER_METADATA, retryAfterOf } from "../errors/error-table.js";
+import { rateLimitRefusals } from "./rate-limit-metrics.js";
 import {
   RATE_LIMIT_KEYS,
   RATE_LIMIT_NAMES,
@@ -21,8 +30,14 @@ import {
  */
 export class RateLimits {
   private readonly limiters = new Map<RateLimitName, RateLimiterAbstract>();
+  private readonly refusals: ReturnType<typeof rateLimitRefusals>;
 
-  constructor(settings: RateLimitSettings, cache: Cache) {
+  constructor(
+    settings: RateLimitSettings,
+    cache: Cache,
+    metrics: MetricsRegistry = processMetricsRegistry(),
+  ) {
+    this.refusals = rateLimitRefusals(metrics);
     for (const name of RATE_LIMIT_NAMES) {
       const rule = settings[name];
       if (!rule) continue;
@@ -57,6 +72,7 @@ export class RateLimits {
     } catch (error) {
       // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) when over the limit.
       if (error instanceof RateLimiterRes) {
+        this.refusals.inc({ limit: name });
         throw domainError(Code.ResourceExhausted, "too_many_requests", {
           [RETRY_AFTER_METADATA]: retryAfterOf(error),
         });

@@ -27,6 +27,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: "Forbidden",
   404: "Not found",
   413: "Payload too large",
+  416: "Range not satisfiable",
   429: "Too many requests",
   503: "A service the gateway depends on cannot be reached",
 };
@@ -89,7 +90,9 @@ function operationOf(route: Route): Record<string, unknown> {
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body
       ? { requestBody: { required: true, content: json(schemaOf(route.body, "input")) } }
-      : {}),
+      : route.multipartFile
+        ? { requestBody: multipartBody(route.multipartFile) }
+        : {}),
     responses: responsesOf(route),
   };
 }
@@ -99,7 +102,9 @@ function responsesOf(route: Route): Record<string, unknown> {
   if (route.response && !dataId) {
     throw new Error(`${route.operationId}: name its response schema with responseData()`);
   }
-  const responses: Record<string, unknown> = route.redirect
+  const responses: Record<string, unknown> = route.binary
+    ? binaryResponses()
+    : route.redirect
     ? {
         302: {
           description: "Redirect; the body is not part of the contract",
@@ -112,12 +117,19 @@ function responsesOf(route: Route): Record<string, unknown> {
           },
         },
       }
-    : {
-        200: {
-          description: "Success",
-          content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
-        },
-      };
+    : route.raw && dataId
+      ? {
+          200: {
+            description: "Success: the document itself, without an envelope",
+            content: json(ref(dataId)),
+          },
+        }
+      : {
+          200: {
+            description: "Success",
+            content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+          },
+        };
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(route)) {
     const status = ERROR_STATUS[code];
@@ -141,12 +153,72 @@ function responsesOf(route: Route): Record<string, unknown> {
               "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
             },
           }
-        : {}),
+        : status === 416
+          ? {
+              headers: {
+                "Content-Range": {
+                  description: "`bytes */size`: the size of the file",
+                  schema: { type: "string" },
+                },
+              },
+            }
+          : {}),
       content: json(schema ?? {}),
     };
   }
   responses[500] = { description: "Unexpected failure", content: json(ref("InternalError")) };
   return responses;
+}
+
+/** One binary part, and nothing else, in a multipart/form-data body. */
+function multipartBody(part: string): Record<string, unknown> {
+  return {
+    required: true,
+    description: `Exactly one part, named \`${part}\`, holding the file; its filename is kept`,
+    content: {
+      "multipart/form-data": {
+        schema: {
+          type: "object",
+          required: [part],
+          additionalProperties: false,
+          properties: { [part]: { type: "string", contentMediaType: "application/octet-stream" } },
+        },
+      },
+    },
+  };
+}
+
+/** What a route that answers bytes documents: the whole, a range, or "not modified". */
+function binaryResponses(): Record<string, unknown> {
+  const bytes = { "*/*": { schema: { type: "string", format: "binary" } } };
+  const header = (description: string, schema: JsonSchema = { type: "string" }) => ({
+    description,
+    schema,
+  });
+  const common = {
+    "Content-Length": header("Bytes of this response", { type: "integer" }),
+    ETag: header("The SHA-256 of the file's bytes, quoted"),
+    "Accept-Ranges": header("`bytes`"),
+    "Content-Disposition": header("`inline` or `attachment` (active content), with the file name"),
+    "X-Content-Type-Options": header("`nosniff`"),
+    "Content-Security-Policy": header("`default-src 'none'; sandbox`"),
+  };
+  return {
+    200: {
+      description: "The file's bytes, with the content type sniffed when it was stored",
+      headers: common,
+      content: bytes,
+    },
+    206: {
+      description: "One range of the bytes (a `Range: bytes=...` request)",
+      headers: { ...common, "Content-Range": header("`bytes first-last/size`") },
+      content: bytes,
+    },
+    304: {
+      description: "`If-None-Match` names the file's ETag",
+      headers: { ETag: common.ETag },
+    },
+  };
 }
 
 function describeStatus(status: number, codes: ErrorCode[]): string {
@@ -251,7 +323,7 @@ function envelopeSchemas(routes: readonly Route[]): Record<string, JsonSchema> {
   };
   for (const route of routes) {
     const id = route.response ? schemaIdOf(route.response) : undefined;
-    if (id) envelopes[`${id}Response`] = success(ref(id));
+    if (id && !route.raw) envelopes[`${id}Response`] = success(ref(id));
   }
   return envelopes;
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { Router, RouterMiddleware } from "@koa/router";
+import type { Layer, Router, RouterMiddleware } from "@koa/router";
 import { z } from "zod";
 import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
 import {
@@ -19,6 +19,7 @@ import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { readJsonBody } from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
+import { restrictParams } from "./path-pattern.js";
 import { Redirect, type Route } from "./route.js";
 
 export interface PipelineDeps {
@@ -40,7 +41,9 @@ export function mountRoutes(
   deps: PipelineDeps,
 ): void {
   for (const route of routes) {
-    router.register(route.path, [route.method], routePipeline(route, deps));
+    // One string path registers one Layer (the union return type covers arrays of paths).
+    const layer = router.register(route.path, [route.method], routePipeline(route, deps)) as Layer;
+    if (route.paramPatterns) restrictParams(layer, route.paramPatterns);
   }
 }
 
@@ -75,12 +78,19 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
     const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
     const data = await route.handle({ ctx, ...input, caller, call });
+    // The handler has set the status, the headers and the body (bytes) itself.
+    if (route.binary) return;
     if (route.redirect) {
       if (!(data instanceof Redirect)) throw new Error(`${route.operationId}: no redirect target`);
       // A redirect can carry one-time values (an OAuth state): no cache may keep it.
       ctx.set("cache-control", "no-store");
       ctx.redirect(data.location);
       ctx.status = 302;
+      return;
+    }
+    if (route.raw) {
+      ctx.status = 200;
+      ctx.body = data;
       return;
     }
     ctx.status = 200;

@@ -63,6 +63,13 @@ export interface RouteSpec<
   method: HttpMethod;
   /** A @koa/router (path-to-regexp v8) path: `/x/:id`. */
   path: string;
+  /**
+   * Regular-expression sources that path parameters must match for the route to match at all
+   * (path-to-regexp v8 has no inline patterns): `{ row_id: "[0-9]+" }` keeps
+   * `/records/batch` from being read as a record id. A path that fails one is another route's,
+   * or 404/405.
+   */
+  paramPatterns?: Record<string, string>;
   operationId: string;
   summary: string;
   description?: string;
@@ -82,6 +89,21 @@ export interface RouteSpec<
   response?: R;
   /** Answers 302 to where the handler says instead of a success envelope (no `response`). */
   redirect?: D;
+  /**
+   * Answers the handler's JSON as the whole body, without the success envelope: for documents
+   * made to be fed to tools (a table's OpenAPI document), as /openapi.json is.
+   */
+  raw?: boolean;
+  /**
+   * The body is multipart/form-data with one binary part of this name, which the handler reads
+   * as a stream itself (the pipeline reads no JSON body); the document shows it so.
+   */
+  multipartFile?: string;
+  /**
+   * The handler answers itself: status, headers and a byte stream (file serving, with Range
+   * and conditional answers). No envelope and no `response` schema; the handler returns `{}`.
+   */
+  binary?: boolean;
   /** Domain errors the route can answer besides the ones every route of its kind has. */
   errors?: ErrorCode[];
   handle(input: RouteInput<A, Output<Q>, Output<B>, Output<P>>): Promise<Success<R, D>>;
@@ -91,6 +113,7 @@ export interface RouteSpec<
 export interface Route {
   method: HttpMethod;
   path: string;
+  paramPatterns?: Record<string, string>;
   operationId: string;
   summary: string;
   description?: string;
@@ -102,6 +125,9 @@ export interface Route {
   body?: z.ZodType;
   response?: z.ZodType;
   redirect: boolean;
+  raw: boolean;
+  multipartFile?: string;
+  binary: boolean;
   errors: ErrorCode[];
   handle(input: RouteInput<AuthMode, unknown, unknown, unknown>): Promise<unknown>;
 }
@@ -118,9 +144,20 @@ export function defineRoute<
   if (spec.redirect && spec.response) {
     throw new Error(`${spec.operationId}: a redirect route has no response schema`);
   }
+  if (spec.raw && !spec.response) {
+    throw new Error(`${spec.operationId}: a raw route documents its body with a response schema`);
+  }
+  if (spec.binary && (spec.response || spec.redirect || spec.raw)) {
+    throw new Error(`${spec.operationId}: a binary route answers bytes only`);
+  }
+  if (spec.multipartFile && spec.body) {
+    throw new Error(`${spec.operationId}: a multipart route has no JSON body`);
+  }
   return {
     ...spec,
     redirect: spec.redirect ?? false,
+    raw: spec.raw ?? false,
+    binary: spec.binary ?? false,
     rateLimits: spec.rateLimits ?? [],
     errors: spec.errors ?? [],
     handle: spec.handle as Route["handle"],

@@ -42,6 +42,8 @@ export interface HarnessResponse {
 }
 
 export interface RouteHarness {
+  /** `http://127.0.0.1:<port>`, for requests `request` cannot make (multipart, own headers). */
+  baseUrl: string;
   /** A valid session access token for the user, as identity would issue it. */
   sessionToken(userId: bigint): Promise<string>;
   /** `rawJson` is sent as is, for bodies JSON.stringify cannot write (e.g. `1e999`). */
@@ -93,6 +95,7 @@ export async function startRouteHarness(
   const base = `http://127.0.0.1:${port}`;
 
   return {
+    baseUrl: base,
     sessionToken: (userId) =>
       new SignJWT({ sid: `session-${userId}` })
         .setProtectedHeader({ alg: "EdDSA", kid })

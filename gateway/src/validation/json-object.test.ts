@@ -34,6 +34,13 @@ describe("a free-form JSON object", () => {
     expect(parse({})).toEqual({ ok: true, value: {} });
   });
 
+  it("says a required one that is missing is required", () => {
+    const result = z.strictObject({ data: jsonObject }).safeParse({}, { reportInput: true });
+    expect(result.success ? [] : itemsFromIssues(result.error.issues, "body")).toEqual([
+      { key: "data", message: "is required", source: "body" },
+    ]);
+  });
+
   it("refuses anything but an object with the key of the value", () => {
     for (const options of [[], [1], "text", 5, true, null]) {
       expect({ options, result: parse({ options }) }).toEqual({

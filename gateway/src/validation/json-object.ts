@@ -67,7 +67,8 @@ function isPlainObject(value: unknown): value is object {
 export const jsonObject = z.preprocess(
   (value, ctx) => {
     if (!isPlainObject(value)) {
-      ctx.addIssue({ code: "custom", message: "must be a JSON object", input: value });
+      const message = value === undefined ? "is required" : "must be a JSON object";
+      ctx.addIssue({ code: "custom", message, input: value });
       return value;
     }
     const problem = firstProblem(value);

@@ -195,6 +195,8 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $c := include "rowbase.component" . | fromYaml }}
 {{- $own := index $root.Values .name }}
 {{- $data := dict "LOG_LEVEL" $root.Values.config.logLevel }}
+{{- $_ := set $data "METRICS_PORT" (toString (int $root.Values.metrics.port)) }}
+{{- with $root.Values.tracing.otlpEndpoint }}{{ $_ := set $data "OTEL_EXPORTER_OTLP_ENDPOINT" . }}{{ end }}
 {{- if eq $c.kind "http" }}
 {{- $_ := set $data "PORT" (toString (int $own.port)) }}
 {{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}

@@ -15,6 +15,9 @@ Call with (dict "root" $ "name" "identity"); renders nothing when the process is
 {{- $grpc := eq $c.kind "grpc" }}
 {{- $portName := ternary "grpc" "http" $grpc }}
 {{- $port := int $s.port }}
+{{- $metricsPort := int $root.Values.metrics.port }}
+{{- /* A gateway Service reachable from outside must not carry /metrics: it gets its own. */}}
+{{- $separateMetricsService := ne (ternary "ClusterIP" (dig "service" "type" "ClusterIP" $s) $grpc) "ClusterIP" }}
 {{- $configData := include "rowbase.configData" . }}
 {{- $serviceAccount := ternary $fullName (default "default" $s.serviceAccount.name) $s.serviceAccount.create }}
 ---
@@ -95,6 +98,10 @@ spec:
           ports:
             - name: {{ $portName }}
               containerPort: {{ $port }}
+              protocol: TCP
+            # GET /metrics for Prometheus (METRICS_PORT), plain HTTP/1.1.
+            - name: metrics
+              containerPort: {{ $metricsPort }}
               protocol: TCP
           envFrom:
             - configMapRef:
@@ -181,6 +188,32 @@ spec:
       targetPort: {{ $portName }}
       protocol: TCP
       appProtocol: {{ ternary "kubernetes.io/h2c" "http" $grpc }}
+    {{- if not $separateMetricsService }}
+    - name: metrics
+      port: {{ $metricsPort }}
+      targetPort: metrics
+      protocol: TCP
+      appProtocol: http
+    {{- end }}
+{{- if $separateMetricsService }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "rowbase.suffixedName" (dict "root" $root "suffix" (printf "%s-metrics" $name)) }}
+  labels:
+    {{- include "rowbase.labels" $ctx | nindent 4 }}
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "rowbase.selectorLabels" $ctx | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ $metricsPort }}
+      targetPort: metrics
+      protocol: TCP
+      appProtocol: http
+{{- end }}
 {{- if $s.autoscaling.enabled }}
 ---
 apiVersion: autoscaling/v2

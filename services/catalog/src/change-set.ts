@@ -2,12 +2,14 @@ import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  type Cache,
   type Logger,
   type Orm,
   type OutboxRelay,
   type Principal,
   publishEvent,
   SUBJECTS,
+  tableSchemaCacheKey,
 } from "@rowbase/kit";
 import {
   AuditEvent_ChangeSchema,
@@ -41,9 +43,11 @@ export interface AuditScope {
 
 /**
  * What one transaction changes besides its rows: events written to the outbox, published if
- * and only if the transaction commits.
+ * and only if the transaction commits, and the tables whose cached schemas go once it commits.
  */
 export class ChangeSet {
+  /** Tables whose schema (the table or its fields) this transaction changes. */
+  readonly changedTables = new Set<bigint>();
   private events = 0;
 
   constructor(
@@ -65,6 +69,15 @@ export class ChangeSet {
       requestId: this.context.requestId,
     });
     this.events += 1;
+    // Every catalog event that names tables announces a change of them: their cached schemas
+    // (records, files) must go once this commits.
+    const named = init as { tableId?: unknown; tableIds?: unknown };
+    if (typeof named.tableId === "bigint" && named.tableId !== 0n) {
+      this.changedTables.add(named.tableId);
+    }
+    if (Array.isArray(named.tableIds)) {
+      for (const id of named.tableIds) if (typeof id === "bigint") this.changedTables.add(id);
+    }
   }
 
   /** An audit event `audit.<type>.<verb>` on the AUDIT stream. */
@@ -92,11 +105,15 @@ export class ChangeSet {
   }
 }
 
-/** Runs write transactions and wakes the outbox relay after a commit that enqueued events. */
+/**
+ * Runs write transactions: after a commit it wakes the outbox relay and deletes the cached
+ * schemas of the tables it changed (`tableSchemaCacheKey`); after a rollback it does neither.
+ */
 export class Transactions {
   constructor(
     private readonly orm: Orm,
     private readonly relay: Pick<OutboxRelay, "kick">,
+    private readonly cache: Cache,
     readonly logger: Logger,
   ) {}
 
@@ -112,6 +129,13 @@ export class Transactions {
       return work(changes);
     });
     if (changes && changes.enqueuedEvents > 0) this.relay.kick();
+    if (changes && changes.changedTables.size > 0) {
+      // The change is committed: a cache that cannot be reached must not fail the call. The
+      // entries live a minute at most, and records and files evict them again on the events.
+      await this.cache
+        .del(...[...changes.changedTables].map(tableSchemaCacheKey))
+        .catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
+    }
     return result;
   }
 }

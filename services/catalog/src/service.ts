@@ -58,7 +58,7 @@ export async function startCatalog(
   await deps.bus.ensureStreams(STREAMS);
   const orm = await createCatalogOrm(config.DATABASE_URL, deps.logger);
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
-  const tx = new Transactions(orm, relay, deps.logger);
+  const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const authorizer = new Authorizer(
     organizationMembershipLookup(config.ORGANIZATION_GRPC_URL, config.INTERNAL_JWT_SECRET),
     deps.cache,

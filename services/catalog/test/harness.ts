@@ -11,6 +11,7 @@ import {
   PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
+  STREAMS,
   signPrincipal,
 } from "@rowbase/kit";
 import {
@@ -259,7 +260,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       await service.stop();
       await organization.stop();
       await identity.stop();
-      await bus.deleteStreams(["CATALOG", "ORG", "AUDIT", "USAGE"]);
+      await bus.deleteStreams(STREAMS.map((s) => s.name));
       await bus.close();
       await cache.close();
       await mail.close();

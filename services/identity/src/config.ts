@@ -1,4 +1,4 @@
-import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
@@ -113,6 +113,7 @@ const identityFields = z.object({
   LOG_LEVEL: logLevel,
   GRPC_HOST: z.string().default("0.0.0.0"),
   GRPC_PORT: port(50051),
+  ...observabilityEnv.shape,
   SMTP_URL: optionalUrl,
   MAIL_FROM: z.string().default("Rowbase <no-reply@rowbase.local>"),
   JWT_SIGNING_KEYS: signingKeys,

@@ -1,4 +1,10 @@
-import { ConfigError, createCache, createLogger, parseConfig } from "@rowbase/kit";
+import {
+  ConfigError,
+  createCache,
+  createLogger,
+  parseConfig,
+  startObservability,
+} from "@rowbase/kit";
 import { identityEnv } from "./config.js";
 import { migrateIdentity, startIdentity } from "./service.js";
 
@@ -11,6 +17,7 @@ async function main() {
     logger.info({ applied }, "migrations applied");
     return;
   }
+  const observability = await startObservability({ serviceName: "identity", config, logger });
   const cache = createCache(config.REDIS_URL);
   const service = await startIdentity(config, { logger, cache });
   logger.info({ port: service.server.port }, "identity listening");
@@ -18,6 +25,7 @@ async function main() {
     logger.info("shutting down");
     await service.stop();
     await cache.close();
+    await observability.close();
     process.exit(0);
   };
   process.once("SIGTERM", shutdown);

@@ -2,6 +2,9 @@ import { EventEmitter } from "node:events";
 import {
   AckPolicy,
   DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
   jetstream,
@@ -9,7 +12,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from "@nats-io/jetstream";
-import { connect, type NatsConnection, nanos } from "@nats-io/transport-node";
+import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
 import type { Logger } from "./logger.js";
 
 export interface BusMessage {
@@ -26,6 +29,21 @@ export interface StreamSpec {
   subjects: string[];
   /** How long messages are kept. */
   maxAgeSeconds: number;
+  /**
+   * `limits` (the default) keeps a message until its age or the size limit removes it, whoever
+   * consumed it: each service has its own durable consumer, and one added later (or reset)
+   * still finds the history. `interest`/`workqueue` would drop messages on acknowledgement.
+   */
+  retention?: "limits" | "interest" | "workqueue";
+  /** Size limit of the stream; unlimited when absent. */
+  maxBytes?: number;
+  /**
+   * What a full stream does: `new` refuses further publishes (an outbox keeps them and retries,
+   * so nothing is lost), `old` (the default) drops the oldest messages.
+   */
+  discard?: "old" | "new";
+  /** JetStream's window for `Nats-Msg-Id` deduplication; 2 minutes (capped by the age) if absent. */
+  duplicateWindowSeconds?: number;
 }
 
 export interface ConsumerSpec {
@@ -34,8 +52,43 @@ export interface ConsumerSpec {
   durable: string;
   /** One subject pattern (`org.>`): NATS 2.9 has no multi-subject filters. */
   subject: string;
-  /** Deliveries before a message goes to `<stream>.dead` instead. */
+  /**
+   * Deliveries before a message goes to `dead.<durable>` (the DEAD stream) instead; 20 when
+   * absent. With the backoff between attempts (doubling from 1 s, at most a minute) that is
+   * about 15 minutes, so an outage of the consumer's database does not dead-letter its events.
+   */
   maxDeliver?: number;
+}
+
+/** Headers of a dead letter: where it came from and why it was given up. */
+export const DEAD_LETTER_HEADERS = {
+  subject: "Rowbase-Dead-Subject",
+  stream: "Rowbase-Dead-Stream",
+  id: "Rowbase-Dead-Id",
+  deliveries: "Rowbase-Dead-Deliveries",
+  error: "Rowbase-Dead-Error",
+} as const;
+
+/** The subject a consumer's given-up messages go to (stored by the DEAD stream, `dead.>`). */
+export function deadLetterSubject(durable: string): string {
+  return `dead.${durable}`;
+}
+
+const DEFAULT_MAX_DELIVER = 20;
+
+/** Delay before the next attempt after `deliveries` failed ones: 1 s, 2 s, 4 s... at most 60 s. */
+export function redeliveryDelayMs(deliveries: number): number {
+  return Math.min(60_000, 500 * 2 ** Math.min(deliveries, 10));
+}
+
+const RETENTION = {
+  limits: RetentionPolicy.Limits,
+  interest: RetentionPolicy.Interest,
+  workqueue: RetentionPolicy.Workqueue,
+} as const;
+
+function isApiError(error: unknown, code: number): boolean {
+  return error instanceof JetStreamApiError && error.code === code;
 }
 
 export type Handler = (message: BusMessage) => Promise<void>;
@@ -56,6 +109,18 @@ export interface EventBus {
 
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
+export interface NatsBusOptions {
+  /**
+   * Whether streams get their `maxBytes`. JetStream reserves a stream's max_bytes on the server
+   * up front and refuses streams past its `max_file_store`, so every namespace (each test run,
+   * each deployment sharing the server) would reserve the whole budget again. By default only
+   * the un-namespaced streams of a deployment do; namespaced ones are bounded by age.
+   */
+  reserveBytes?: boolean;
+}
+/** How long a delivered message may stay unacknowledged before JetStream redelivers it. */
+const CONSUMER_ACK_WAIT_MS = 30_000;
+
 export class NatsBus implements EventBus {
   readonly kind = "nats";
 
@@ -66,11 +131,24 @@ export class NatsBus implements EventBus {
     private readonly logger: Logger,
     /** Prefixes stream names and subjects so that tests and deployments never collide. */
     private readonly namespace: string,
+    private readonly reserveBytes: boolean,
   ) {}
 
-  static async connect(url: string, logger: Logger, namespace = ""): Promise<NatsBus> {
+  static async connect(
+    url: string,
+    logger: Logger,
+    namespace = "",
+    options: NatsBusOptions = {},
+  ): Promise<NatsBus> {
     const nc = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
-    return new NatsBus(nc, jetstream(nc), await jetstreamManager(nc), logger, namespace);
+    return new NatsBus(
+      nc,
+      jetstream(nc),
+      await jetstreamManager(nc),
+      logger,
+      namespace,
+      options.reserveBytes ?? namespace === "",
+    );
   }
 
   private subject(subject: string) {
@@ -81,22 +159,34 @@ export class NatsBus implements EventBus {
     return this.namespace ? `${this.namespace}_${name}` : name;
   }
 
+  /**
+   * Creates each stream, or brings an existing one to the spec (limits, windows, subjects). A
+   * change JetStream cannot make in place (the retention or storage type) fails the start
+   * loudly rather than running against a stream that is not what the code expects.
+   */
   async ensureStreams(streams: StreamSpec[]) {
     for (const spec of streams) {
+      const maxAgeMs = spec.maxAgeSeconds * 1000;
+      const windowMs = (spec.duplicateWindowSeconds ?? DUPLICATE_WINDOW_MS / 1000) * 1000;
       const config = {
         name: this.streamName(spec.name),
         subjects: spec.subjects.map((s) => this.subject(s)),
-        retention: RetentionPolicy.Limits,
+        retention: RETENTION[spec.retention ?? "limits"],
         storage: StorageType.File,
-        max_age: nanos(spec.maxAgeSeconds * 1000),
-        duplicate_window: nanos(Math.min(DUPLICATE_WINDOW_MS, spec.maxAgeSeconds * 1000)),
+        discard: spec.discard === "new" ? DiscardPolicy.New : DiscardPolicy.Old,
+        max_age: nanos(maxAgeMs),
+        max_bytes: this.reserveBytes ? (spec.maxBytes ?? -1) : -1,
+        duplicate_window: nanos(Math.min(windowMs, maxAgeMs)),
       };
+      let exists = true;
       try {
         await this.jsm.streams.info(config.name);
-        await this.jsm.streams.update(config.name, config);
-      } catch {
-        await this.jsm.streams.add(config);
+      } catch (error) {
+        if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error;
+        exists = false;
       }
+      if (exists) await this.jsm.streams.update(config.name, config);
+      else await this.jsm.streams.add(config);
     }
   }
 
@@ -112,15 +202,8 @@ export class NatsBus implements EventBus {
 
   async consume(spec: ConsumerSpec, handler: Handler) {
     const stream = this.streamName(spec.stream);
-    const maxDeliver = spec.maxDeliver ?? 10;
-    await this.jsm.consumers.add(stream, {
-      durable_name: spec.durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      max_deliver: maxDeliver,
-      ack_wait: nanos(30_000),
-      filter_subject: this.subject(spec.subject),
-    });
+    const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), maxDeliver);
     const consumer = await this.js.consumers.get(stream, spec.durable);
     const messages = await consumer.consume({ max_messages: 64 });
     const prefix = this.namespace ? `${this.namespace}.` : "";
@@ -141,10 +224,10 @@ export class NatsBus implements EventBus {
             "consumer failed",
           );
           if (message.deliveryCount >= maxDeliver) {
-            await this.publish(`dead.${spec.durable}`, m.data, message.id).catch(() => undefined);
+            await this.deadLetter(spec, message, error);
             m.term();
           } else {
-            m.nak(Math.min(30_000, 250 * 2 ** message.deliveryCount));
+            m.nak(redeliveryDelayMs(message.deliveryCount));
           }
         }
       }
@@ -155,6 +238,71 @@ export class NatsBus implements EventBus {
         await done;
       },
     };
+  }
+
+  /**
+   * The durable consumer with explicit acks, created once and brought to the spec on later
+   * starts (max deliveries and ack wait can change in place; its subject filter cannot on
+   * NATS 2.9, so a new filter needs a new durable name).
+   */
+  private async ensureConsumer(
+    stream: string,
+    durable: string,
+    filterSubject: string,
+    maxDeliver: number,
+  ) {
+    const mutable = { max_deliver: maxDeliver, ack_wait: nanos(CONSUMER_ACK_WAIT_MS) };
+    let existing: Awaited<ReturnType<JetStreamManager["consumers"]["info"]>> | undefined;
+    try {
+      existing = await this.jsm.consumers.info(stream, durable);
+    } catch (error) {
+      if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw error;
+    }
+    if (!existing) {
+      await this.jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: filterSubject,
+        ...mutable,
+      });
+    } else if (
+      existing.config.max_deliver !== mutable.max_deliver ||
+      existing.config.ack_wait !== mutable.ack_wait
+    ) {
+      await this.jsm.consumers.update(stream, durable, mutable);
+    }
+  }
+
+  /**
+   * Stores a message that failed every delivery on `dead.<durable>` (the DEAD stream), with
+   * where it came from and the last error, so that an operator can inspect and republish it
+   * (consumers deduplicate, so republishing with the original id is safe). Only if that fails
+   * is the message lost, and the log says so.
+   */
+  private async deadLetter(spec: ConsumerSpec, message: BusMessage, error: unknown) {
+    const h = headers();
+    h.set(DEAD_LETTER_HEADERS.subject, message.subject);
+    h.set(DEAD_LETTER_HEADERS.stream, spec.stream);
+    h.set(DEAD_LETTER_HEADERS.id, message.id);
+    h.set(DEAD_LETTER_HEADERS.deliveries, String(message.deliveryCount));
+    h.set(DEAD_LETTER_HEADERS.error, String((error as Error)?.message ?? error).slice(0, 512));
+    try {
+      await this.js.publish(this.subject(deadLetterSubject(spec.durable)), message.data, {
+        // Per durable: two consumers giving up the same event are two dead letters.
+        msgID: `${spec.durable}:${message.id}`,
+        headers: h,
+      });
+      this.logger.error(
+        { subject: message.subject, id: message.id, durable: spec.durable },
+        "message dead-lettered",
+      );
+    } catch (publishError) {
+      this.logger.error(
+        { err: publishError, subject: message.subject, id: message.id, durable: spec.durable },
+        "dead letter not stored: message dropped",
+      );
+    }
   }
 
   async close() {
@@ -191,7 +339,7 @@ export class MemoryBus implements EventBus {
   }
 
   async consume(spec: ConsumerSpec, handler: Handler) {
-    const maxDeliver = spec.maxDeliver ?? 10;
+    const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
     let chain = Promise.resolve();
     const deliver = (message: BusMessage) => {
       chain = chain.then(async () => {
@@ -203,6 +351,16 @@ export class MemoryBus implements EventBus {
             this.logger.error({ err: error, subject: message.subject }, "consumer failed");
           }
         }
+        // Given up, as JetStream would: keep it on the dead-letter subject.
+        this.logger.error(
+          { subject: message.subject, id: message.id, durable: spec.durable },
+          "message dead-lettered",
+        );
+        await this.publish(
+          deadLetterSubject(spec.durable),
+          message.data,
+          `${spec.durable}:${message.id}`,
+        );
       });
     };
     const listener = (message: BusMessage) => {

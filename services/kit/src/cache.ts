@@ -113,3 +113,20 @@ export function createCache(url: string | undefined, prefix?: string): Cache {
 export function apiTokenCacheKey(sha256Hex: string): string {
   return `api-token:${sha256Hex}`;
 }
+
+/**
+ * Where records and files cache a table's schema (catalog's GetTableSchema, as JSON). Catalog
+ * deletes the entry after every commit that changes the table or its fields, so all three use
+ * this one name; catalog events evict it again.
+ */
+export function tableSchemaCacheKey(tableId: bigint): string {
+  return `table-schema:${tableId}`;
+}
+
+/**
+ * Where services cache an organization's plan and limits (organization's GetPlan, as JSON);
+ * evicted on `org.plan.changed`.
+ */
+export function planCacheKey(organizationId: bigint): string {
+  return `plan:${organizationId}`;
+}

@@ -40,8 +40,17 @@ export const logLevel = z
 /** A secret shared by the gateway and the services; long enough to resist brute force. */
 export const secret = z.string().min(32, "must be at least 32 characters");
 
+/** Metrics and traces, read alike by every process (README "Observability"). */
+export const observabilityEnv = z.object({
+  /** `GET /metrics` for Prometheus on its own HTTP/1.1 port; 0 picks a free one. */
+  METRICS_PORT: port(9464),
+  /** OTLP/HTTP base URL of a collector (`http://collector:4318`); unset, no span is exported. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+});
+
 /** What every service needs to start. */
 export const serviceEnv = z.object({
+  ...observabilityEnv.shape,
   DATABASE_URL: z.url(),
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,

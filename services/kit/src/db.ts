@@ -1,6 +1,8 @@
 import { type Migration, Migrator } from "@mikro-orm/migrations";
 import { type Constructor, MikroORM, type Options } from "@mikro-orm/postgresql";
+import type { Pool } from "pg";
 import type { Logger } from "./logger.js";
+import { type MetricsRegistry, processMetricsRegistry, trackDbPool } from "./metrics.js";
 import { OutboxEvent } from "./outbox.js";
 
 export type Orm = MikroORM;
@@ -14,6 +16,8 @@ export interface OrmOptions {
   migrations: Constructor<Migration>[];
   logger?: Logger;
   poolSize?: number;
+  /** Where the pool gauges are; the process's registry when absent. */
+  metrics?: MetricsRegistry;
 }
 
 /** One MikroORM instance per service, confined to the service's schema. */
@@ -24,7 +28,11 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
     entities: [OutboxEvent, ...options.entities],
     extensions: [Migrator],
     pool: { min: 0, max: options.poolSize ?? 10 },
-    driverOptions: { options: `-c search_path=${options.schema}` },
+    driverOptions: {
+      options: `-c search_path=${options.schema}`,
+      onPoolCreated: (pool: Pool) =>
+        trackDbPool(options.metrics ?? processMetricsRegistry(), options.schema, pool),
+    },
     migrations: {
       migrationsList: options.migrations.map((migration) => ({
         name: migration.name,

@@ -13,13 +13,59 @@ import type { Principal } from "./principal.js";
 
 const DAY = 24 * 3600;
 
-/** The JetStream streams every service expects; `ensureStreams` creates them idempotently. */
-export const STREAMS: StreamSpec[] = [
-  { name: "CATALOG", subjects: ["catalog.>"], maxAgeSeconds: 7 * DAY },
-  { name: "ORG", subjects: ["org.>"], maxAgeSeconds: 7 * DAY },
-  { name: "AUDIT", subjects: ["audit.>"], maxAgeSeconds: 7 * DAY },
-  { name: "USAGE", subjects: ["usage.>"], maxAgeSeconds: 7 * DAY },
-];
+const MIB = 1024 ** 2;
+const GIB = 1024 * MIB;
+
+/**
+ * The JetStream streams every service expects; `ensureStreams` creates them idempotently and
+ * brings existing ones to these limits at every start.
+ *
+ * All keep messages by limits (never on acknowledgement: every service has its own durable
+ * consumer, and one created later still reads the last 7 days). Consumers remember processed
+ * ids for longer than that (`consumeOnce`), so no redelivery is ever applied twice. Streams fed
+ * by an outbox refuse publishes when full (`discard: "new"`): the outbox keeps the events and
+ * the relay retries, so a full stream delays events instead of dropping unconsumed ones.
+ * USAGE is fed directly by the gateway (no outbox), so it drops its oldest instead. DEAD keeps
+ * the messages consumers gave up on (`dead.<durable>`) for an operator to inspect and replay.
+ * The 2-minute duplicate window covers the outbox relay's republish of a batch whose
+ * "published" mark did not commit; later duplicates are caught by `consumeOnce`. The byte
+ * limits (3 GiB in all) are reserved on the server by a deployment's un-namespaced streams
+ * only (see `NatsBusOptions.reserveBytes`); its `max_file_store` must exceed their sum.
+ */
+export const STREAMS: StreamSpec[] = (
+  [
+    {
+      name: "CATALOG",
+      subjects: ["catalog.>"],
+      maxAgeSeconds: 7 * DAY,
+      maxBytes: 256 * MIB,
+      discard: "new",
+    },
+    {
+      name: "ORG",
+      subjects: ["org.>"],
+      maxAgeSeconds: 7 * DAY,
+      maxBytes: 256 * MIB,
+      discard: "new",
+    },
+    { name: "AUDIT", subjects: ["audit.>"], maxAgeSeconds: 7 * DAY, maxBytes: GIB, discard: "new" },
+    { name: "USAGE", subjects: ["usage.>"], maxAgeSeconds: 7 * DAY, maxBytes: GIB, discard: "old" },
+    {
+      name: "RECORDS",
+      subjects: ["records.>"],
+      maxAgeSeconds: 7 * DAY,
+      maxBytes: 256 * MIB,
+      discard: "new",
+    },
+    {
+      name: "DEAD",
+      subjects: ["dead.>"],
+      maxAgeSeconds: 30 * DAY,
+      maxBytes: 256 * MIB,
+      discard: "old",
+    },
+  ] satisfies StreamSpec[]
+).map((spec): StreamSpec => ({ retention: "limits", duplicateWindowSeconds: 120, ...spec }));
 
 /** Event subjects, one place for all publishers and consumers. */
 export const SUBJECTS = {
@@ -49,6 +95,16 @@ export const SUBJECTS = {
   fieldChoicesRenamed: "catalog.field.choices_renamed",
   /** Every catalog event, for schema cache eviction in records and files. */
   catalogAny: "catalog.>",
+  /** Records deleted by a delete or batch delete, for the files service to clean up. */
+  recordsDeleted: "records.deleted",
+  /** Record-route calls counted by the gateway (ApiCallsCounted), on the USAGE stream. */
+  apiCallsCounted: "usage.api_calls",
+  /** File bytes moved, counted by the gateway (TransferCounted), on the USAGE stream. */
+  transferCounted: "usage.transfer",
+  /** Every usage event, for the organization service's daily aggregates. */
+  usageAny: "usage.>",
+  /** Every audit event, for the organization service's audit store. */
+  auditAny: "audit.>",
   /** Audit events: `audit.<target type>.<verb>`, e.g. `audit.member.updated`. */
   audit: (action: string) => `audit.${action}`,
 } as const;

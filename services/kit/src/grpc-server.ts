@@ -17,7 +17,9 @@ import {
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { errorInfoOf } from "./errors.js";
 import type { Logger } from "./logger.js";
+import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import { PRINCIPAL_HEADER, principalKey, REQUEST_ID_HEADER, verifyPrincipal } from "./principal.js";
+import { rpcObservabilityInterceptor } from "./rpc-observability.js";
 
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 
@@ -37,6 +39,8 @@ export interface GrpcServerOptions {
   internalSecret: string;
   /** Extra interceptors, innermost last (e.g. the EntityManager fork). */
   interceptors?: Interceptor[];
+  /** Where the RPC counts and latencies go; the process's registry when absent. */
+  metrics?: MetricsRegistry;
 }
 
 export interface GrpcServer {
@@ -93,6 +97,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   const handler = connectNodeAdapter({
     interceptors: [
+      rpcObservabilityInterceptor(options.metrics ?? processMetricsRegistry()),
       callContextInterceptor(options.logger, options.internalSecret),
       ...(options.interceptors ?? []),
     ],

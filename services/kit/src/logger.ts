@@ -1,6 +1,10 @@
 import { pino } from "pino";
+import { traceLogFields } from "./tracing.js";
 
 export type Logger = pino.Logger;
+
+/** Where log lines go instead of stdout (tests capture them). */
+export type LogDestination = pino.DestinationStream;
 
 /** Paths whose values never reach a log line. */
 const redact = [
@@ -20,12 +24,21 @@ const redact = [
   "req.headers.authorization",
 ];
 
-/** JSON logs with the service name on every line and secrets redacted. */
-export function createLogger(service: string, level = "info"): Logger {
-  return pino({
+/**
+ * JSON logs with the service name on every line, the trace id on every line written while a
+ * request is handled (`trace_id`), and secrets redacted.
+ */
+export function createLogger(
+  service: string,
+  level = "info",
+  destination?: LogDestination,
+): Logger {
+  const options: pino.LoggerOptions = {
     name: service,
     level,
     base: { service },
     redact: { paths: redact, censor: "[redacted]" },
-  });
+    mixin: traceLogFields,
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

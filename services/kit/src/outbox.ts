@@ -3,6 +3,8 @@ import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
 import type { EventBus } from "./bus.js";
 import type { Orm } from "./db.js";
 import type { Logger } from "./logger.js";
+import { type MetricsRegistry, outboxMetrics, processMetricsRegistry } from "./metrics.js";
+import { untraced } from "./tracing.js";
 
 /** The outbox table; every service that publishes events creates it in its first migration. */
 export const OUTBOX_TABLE_SQL = `
@@ -54,6 +56,10 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Published rows older than this are deleted. */
   retainPublishedMs?: number;
+  /** How often a round also measures the lag (pending events, oldest age) for the gauges. */
+  lagSampleMs?: number;
+  /** Where the lag gauges are; the process's registry when absent. */
+  metrics?: MetricsRegistry;
 }
 
 /**
@@ -67,9 +73,13 @@ export class OutboxRelay {
   private again = false;
   private stopped = false;
   private lastCleanup = 0;
+  private lastLagSample = 0;
   private readonly intervalMs: number;
   private readonly batchSize: number;
   private readonly retainPublishedMs: number;
+  private readonly lagSampleMs: number;
+  private readonly lag: ReturnType<typeof outboxMetrics>;
+  private readonly schema: string;
 
   constructor(
     private readonly orm: Orm,
@@ -80,6 +90,9 @@ export class OutboxRelay {
     this.intervalMs = options.intervalMs ?? 500;
     this.batchSize = options.batchSize ?? 100;
     this.retainPublishedMs = options.retainPublishedMs ?? 24 * 3600 * 1000;
+    this.lagSampleMs = options.lagSampleMs ?? 5_000;
+    this.lag = outboxMetrics(options.metrics ?? processMetricsRegistry());
+    this.schema = String(orm.config.get("schema") ?? "public");
   }
 
   start() {
@@ -96,7 +109,8 @@ export class OutboxRelay {
       this.again = true;
       return;
     }
-    this.running = this.drain()
+    // A kick comes after a commit, inside that request's trace: the round is not part of it.
+    this.running = untraced(() => this.round())
       .catch((error) => this.logger.warn({ err: error }, "outbox relay round failed"))
       .finally(() => {
         this.running = undefined;
@@ -116,6 +130,30 @@ export class OutboxRelay {
     this.stopped = true;
     clearInterval(this.timer);
     await this.running;
+  }
+
+  /** Drains, then measures the lag when a sample is due, also (above all) when draining failed. */
+  private async round() {
+    try {
+      await this.drain();
+    } finally {
+      if (Date.now() - this.lastLagSample >= this.lagSampleMs) {
+        this.lastLagSample = Date.now();
+        await this.sampleLag().catch((error) =>
+          this.logger.warn({ err: error }, "outbox lag not measured"),
+        );
+      }
+    }
+  }
+
+  /** Sets the lag gauges from the pending rows (the partial index `outbox_pending` has them). */
+  async sampleLag(): Promise<void> {
+    const [row] = await this.orm.em.fork().execute<{ pending: string; age: number | null }[]>(
+      `select count(*) as pending, extract(epoch from now() - min(created_at))::float8 as age
+       from outbox where published_at is null`,
+    );
+    this.lag.pending.set({ schema: this.schema }, Number(row?.pending ?? 0));
+    this.lag.oldestAge.set({ schema: this.schema }, Math.max(0, row?.age ?? 0));
   }
 
   private async drain() {

@@ -183,3 +183,4 @@ export async function startMailCatcher(): Promise<MailCatcher> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+export { type NatsServerProcess, startNatsServer } from "./nats-server.js";

@@ -7,7 +7,9 @@ export type NotFoundReason =
   | "organization_not_found"
   | "member_not_found"
   | "invite_not_found"
-  | "api_token_not_found";
+  | "api_token_not_found"
+  | "database_not_found"
+  | "table_not_found";
 
 export interface Access {
   organization: OrganizationRow;

@@ -1,4 +1,4 @@
-import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
@@ -11,6 +11,7 @@ export const organizationEnv = z.object({
   LOG_LEVEL: logLevel,
   GRPC_HOST: z.string().default("0.0.0.0"),
   GRPC_PORT: port(50052),
+  ...observabilityEnv.shape,
   /** The identity service, for members' e-mails and names (`http://host:port`). */
   IDENTITY_GRPC_URL: z.url(),
   SMTP_URL: optionalUrl,
@@ -21,6 +22,17 @@ export const organizationEnv = z.object({
   INVITE_TTL_SECONDS: seconds(604_800),
   /** Where the REST API answers, for links in invitation mails. */
   PUBLIC_BASE_URL: optionalUrl,
+  /**
+   * The records service, asked for an organization's record count (RecordsService.
+   * GetRecordUsage) in GetLimits. Unset until records runs: the count then reads 0.
+   */
+  RECORDS_GRPC_URL: optionalUrl,
+  /**
+   * The catalog service, asked which organization owns a database or table (GetDatabase,
+   * GetTableSchema) when the audit log is listed for one that has no stored events yet. Unset:
+   * such a scope answers database_not_found/table_not_found.
+   */
+  CATALOG_GRPC_URL: optionalUrl,
 });
 
 export type OrganizationConfig = z.output<typeof organizationEnv>;

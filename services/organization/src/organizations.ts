@@ -32,6 +32,7 @@ import {
 } from "./domain/plans.js";
 import { isSlug, slugCandidate, slugFromName } from "./domain/slugs.js";
 import { checkName, validationFailed } from "./domain/validation.js";
+import { monthlyUsage } from "./usage-stats.js";
 import { limitsToProto, planToProto, roleToProto } from "./wire.js";
 
 /** An organization as its caller sees it. */
@@ -104,9 +105,18 @@ async function freeSlug(em: EntityManager, base: string): Promise<string> {
   }
 }
 
+/** How many records an organization holds (the records service's count). */
+export type RecordUsageLookup = (organizationId: bigint, requestId: string) => Promise<bigint>;
+
 /** Organizations: create, read, rename, delete; plans, limits and usage; memberships. */
 export class Organizations {
-  constructor(private readonly deps: { tx: Transactions }) {}
+  constructor(
+    private readonly deps: {
+      tx: Transactions;
+      /** Absent until records runs: records usage then reads the local counter (0). */
+      recordUsage?: RecordUsageLookup | undefined;
+    },
+  ) {}
 
   /**
    * Creates an organization on the free plan with the caller as its owner. The owner count is
@@ -325,31 +335,23 @@ export class Organizations {
       "organization_not_found",
     );
     const members = await em.count(Member, { organizationId });
-    // Counters of the current UTC month only: a row last fed in an earlier month reads 0.
-    const [row] = await em.execute<
-      {
-        records: string;
-        file_storage_bytes: string;
-        api_calls_this_month: string;
-        transfer_bytes_this_month: string;
-      }[]
-    >(
-      `select records, file_storage_bytes,
-         case when usage_month = date_trunc('month', now() at time zone 'utc')::date
-           then api_calls_this_month else 0 end as api_calls_this_month,
-         case when usage_month = date_trunc('month', now() at time zone 'utc')::date
-           then transfer_bytes_this_month else 0 end as transfer_bytes_this_month
-       from organization_usage where organization_id = ?`,
+    const [row] = await em.execute<{ records: string; file_storage_bytes: string }[]>(
+      "select records, file_storage_bytes from organization_usage where organization_id = ?",
       [organizationId],
     );
+    // This UTC month's calls and transfer, as aggregated from the gateway's usage events.
+    const monthly = await monthlyUsage(em, organizationId);
+    const records = this.deps.recordUsage
+      ? await this.deps.recordUsage(organizationId, call.requestId)
+      : BigInt(row?.records ?? 0);
     return {
       plan: organization.plan,
       limits: limitsOf(organization.plan, organization.enterpriseLimits),
       usage: {
-        records: BigInt(row?.records ?? 0),
-        apiCallsThisMonth: BigInt(row?.api_calls_this_month ?? 0),
+        records,
+        apiCallsThisMonth: monthly.apiCalls,
         fileStorageBytes: BigInt(row?.file_storage_bytes ?? 0),
-        transferBytesThisMonth: BigInt(row?.transfer_bytes_this_month ?? 0),
+        transferBytesThisMonth: monthly.transferBytes,
         members: BigInt(members),
       },
     };

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requireOperator, requireService, requireUser } from "@rowbase/kit";
 import {
@@ -16,12 +16,15 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokens } from "./api-tokens.js";
+import type { AuditLog } from "./audit-log.js";
+import { toApiStats, toAuditLogEntry } from "./audit-wire.js";
 import type { UserCall } from "./change-set.js";
 import type { ApiTokenRow } from "./db/entities.js";
 import { validationFailed } from "./domain/validation.js";
 import type { Invites, InviteView } from "./invites.js";
 import type { Members, MemberView } from "./members.js";
 import type { Organizations, OrganizationView } from "./organizations.js";
+import type { UsageStats } from "./usage-stats.js";
 import {
   accessFromProto,
   accessToProto,
@@ -39,6 +42,8 @@ export interface OrganizationServerDeps {
   invites: Invites;
   members: Members;
   apiTokens: ApiTokens;
+  auditLog: AuditLog;
+  usage: UsageStats;
 }
 
 function userCall(ctx: HandlerContext): UserCall {
@@ -96,14 +101,16 @@ function toApiToken(token: ApiTokenRow): ApiToken {
 
 /**
  * The organization handlers: proto in, rule, proto out. Public RPCs act for the signed-in user;
- * GetMembership, ResolveApiToken and GetPlan answer other services, SetPlan operators.
- * GetApiStats, ListAuditEvents and GetMonthlyUsage are not served yet and answer Unimplemented.
+ * GetMembership, ResolveApiToken, GetPlan and GetMonthlyUsage answer other services, SetPlan
+ * operators.
  */
 export function createRoutes({
   organizations,
   invites,
   members,
   apiTokens,
+  auditLog,
+  usage,
 }: OrganizationServerDeps) {
   return (router: ConnectRouter) =>
     router.service(OrganizationService, {
@@ -153,6 +160,15 @@ export function createRoutes({
           limits: limitsToProto(limits),
           usage: create(PlanUsageSchema, usage),
         };
+      },
+      async getApiStats(req, ctx) {
+        const stats = await usage.stats(
+          userCall(ctx),
+          req.organizationId,
+          req.fromDate,
+          req.toDate,
+        );
+        return { stats: toApiStats(stats) };
       },
 
       async createInvite(req, ctx) {
@@ -236,6 +252,25 @@ export function createRoutes({
         return {};
       },
 
+      async listAuditEvents(req, ctx) {
+        const call = userCall(ctx);
+        if (req.scope.case === undefined) {
+          throw validationFailed({
+            key: "organization_id",
+            message: "exactly one of organization_id, database_id and table_id is required",
+            source: "query",
+          });
+        }
+        const { entries, total } = await auditLog.list(call, req.scope, {
+          limit: req.limit,
+          offset: req.offset,
+          since: req.since ? timestampDate(req.since) : undefined,
+          until: req.until ? timestampDate(req.until) : undefined,
+          action: req.action,
+        });
+        return { events: entries.map(toAuditLogEntry), total };
+      },
+
       async getMembership(req, ctx) {
         requireService(ctx);
         const membership = await organizations.membership(req.organizationId, req.userId);
@@ -259,6 +294,14 @@ export function createRoutes({
         requireService(ctx);
         const { plan, limits } = await organizations.plan(req.organizationId);
         return { plan: planToProto(plan), limits: limitsToProto(limits) };
+      },
+      async getMonthlyUsage(req, ctx) {
+        requireService(ctx);
+        const monthly = await usage.monthly(req.organizationId);
+        return {
+          apiCallsThisMonth: monthly.apiCalls,
+          transferBytesThisMonth: monthly.transferBytes,
+        };
       },
       async setPlan(req, ctx) {
         const principal = requireOperator(ctx);

@@ -15,14 +15,19 @@ import {
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { ApiTokens } from "./api-tokens.js";
+import { AuditLog } from "./audit-log.js";
+import { catalogScopeOwners } from "./audit-scope-owners.js";
 import { Transactions } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { entities } from "./db/entities.js";
+import { startEventConsumers } from "./event-consumers.js";
 import { Invites } from "./invites.js";
 import { Members } from "./members.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { Organizations } from "./organizations.js";
+import { recordsUsageLookup } from "./record-usage.js";
 import { createRoutes } from "./server.js";
+import { UsageStats } from "./usage-stats.js";
 import { UserDirectory } from "./user-directory.js";
 
 export const SCHEMA = "organization";
@@ -42,6 +47,8 @@ export async function migrateOrganization(databaseUrl: string): Promise<string[]
 
 export interface RunningOrganization {
   server: GrpcServer;
+  /** The audit store, for its retention job (tests run it at a chosen time). */
+  auditLog: AuditLog;
   stop(): Promise<void>;
 }
 
@@ -63,14 +70,37 @@ export async function startOrganization(
     config.INTERNAL_JWT_SECRET,
   );
   relay.start();
+  const auditLog = new AuditLog({
+    tx,
+    owners: config.CATALOG_GRPC_URL
+      ? catalogScopeOwners(config.CATALOG_GRPC_URL, config.INTERNAL_JWT_SECRET)
+      : undefined,
+    logger: deps.logger,
+  });
+  const usage = new UsageStats({ tx, logger: deps.logger });
+  let consumers: Awaited<ReturnType<typeof startEventConsumers>> | undefined;
   let server: GrpcServer;
   try {
+    consumers = await startEventConsumers({
+      orm,
+      bus: deps.bus,
+      logger: deps.logger,
+      auditLog,
+      usage,
+    });
     server = await startGrpcServer({
       routes: createRoutes({
-        organizations: new Organizations({ tx }),
+        organizations: new Organizations({
+          tx,
+          recordUsage: config.RECORDS_GRPC_URL
+            ? recordsUsageLookup(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
+            : undefined,
+        }),
         invites: new Invites({ tx, directory, mailer, logger: deps.logger, config }),
         members: new Members({ tx, directory, mailer, config }),
         apiTokens: new ApiTokens({ tx }),
+        auditLog,
+        usage,
       }),
       services: [OrganizationService],
       host: config.GRPC_HOST,
@@ -79,6 +109,7 @@ export async function startOrganization(
       internalSecret: config.INTERNAL_JWT_SECRET,
     });
   } catch (error) {
+    await consumers?.stop();
     await relay.stop();
     mailer.close();
     await orm.close();
@@ -86,8 +117,10 @@ export async function startOrganization(
   }
   return {
     server,
+    auditLog,
     async stop() {
       await server.close();
+      await consumers?.stop();
       await relay.stop();
       mailer.close();
       await orm.close();

@@ -10,6 +10,7 @@ import {
   PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
+  STREAMS,
   signPrincipal,
 } from "@rowbase/kit";
 import {
@@ -28,6 +29,7 @@ import {
   migrateOrganization,
   type OrganizationConfig,
   organizationEnv,
+  type RunningOrganization,
   startOrganization,
 } from "../src/index.js";
 
@@ -46,6 +48,10 @@ export interface Harness {
   db: pg.Pool;
   cache: RedisCache;
   config: OrganizationConfig;
+  /** The running service (its audit store's retention job, for one). */
+  service: RunningOrganization;
+  /** The harness's own connection to NATS, under the test's namespace. */
+  bus: NatsBus;
   /** Every message published on the ORG and AUDIT streams since the start. */
   events: BusMessage[];
   /** A registered user with a verified e-mail. */
@@ -126,14 +132,17 @@ export async function stateOf(db: pg.Pool, organizationId: bigint): Promise<unkn
  * The real identity service and the organization service against one fresh database, Redis
  * under a unique prefix, NATS under a unique namespace and a mail catcher.
  */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  env: Record<string, string> = {},
+  options: { natsUrl?: string } = {},
+): Promise<Harness> {
   const infra = await testInfra();
   const database = await createTestDatabase(infra.databaseUrl);
   const mail = await startMailCatcher();
   const logger = createLogger("organization-test", process.env.TEST_LOG_LEVEL ?? "silent");
   const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("org")}:`);
   const namespace = uniqueName("org");
-  const bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
+  const bus = await NatsBus.connect(options.natsUrl ?? infra.natsUrl, logger, namespace);
 
   await migrateIdentity(database.url);
   const identity = await startIdentity(
@@ -159,7 +168,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     SMTP_URL: mail.url,
     ...env,
   });
-  expect(await migrateOrganization(database.url)).toEqual(["InitialSchema"]);
+  expect(await migrateOrganization(database.url)).toEqual(["InitialSchema", "AuditLogAndUsage"]);
   const service = await startOrganization(config, { logger, cache, bus });
   const org = createServiceClient(OrganizationService, `http://127.0.0.1:${service.server.port}`);
 
@@ -197,6 +206,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     db,
     cache,
     config,
+    service,
+    bus,
     events,
     user: (name = "Ada") => register(name, true),
     unverifiedUser: () => register("Unverified", false),
@@ -205,7 +216,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       await db.end();
       await service.stop();
       await identity.stop();
-      await bus.deleteStreams(["CATALOG", "ORG", "AUDIT", "USAGE"]);
+      await bus.deleteStreams(STREAMS.map((s) => s.name));
       await bus.close();
       await cache.close();
       await mail.close();

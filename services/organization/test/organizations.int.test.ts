@@ -446,12 +446,16 @@ describe("plans and limits", () => {
       "organization_not_found",
     );
 
-    // Counters of an earlier month read 0; this month's count.
+    // Records and storage come from organization_usage; the monthly counters from the daily
+    // usage aggregates, where days of an earlier month do not count.
     await h.db.query(
-      `update organization.organization_usage
-         set records = 12, file_storage_bytes = 34, api_calls_this_month = 56,
-             transfer_bytes_this_month = 78, usage_month = date '2000-01-01'
+      `update organization.organization_usage set records = 12, file_storage_bytes = 34
        where organization_id = $1`,
+      [id],
+    );
+    await h.db.query(
+      `insert into organization.usage_daily (organization_id, day, api_calls, transfer_bytes)
+       values ($1, date '2000-01-31', 1000, 2000)`,
       [id],
     );
     expect((await h.org.getLimits({ organizationId: id }, await as(viewer))).usage).toMatchObject({
@@ -460,12 +464,20 @@ describe("plans and limits", () => {
       apiCallsThisMonth: 0n,
       transferBytesThisMonth: 0n,
     });
-    await h.db.query(
-      `update organization.organization_usage
-         set usage_month = date_trunc('month', now() at time zone 'utc')::date
-       where organization_id = $1`,
-      [id],
-    );
+    // Today and the first of this month (the same day on the 1st: then added up).
+    for (const [day, calls, bytes] of [
+      ["(now() at time zone 'utc')::date", 50, 70],
+      ["date_trunc('month', now() at time zone 'utc')::date", 6, 8],
+    ] as const) {
+      await h.db.query(
+        `insert into organization.usage_daily (organization_id, day, api_calls, transfer_bytes)
+         values ($1, ${day}, $2, $3)
+         on conflict (organization_id, day) do update
+           set api_calls = usage_daily.api_calls + excluded.api_calls,
+               transfer_bytes = usage_daily.transfer_bytes + excluded.transfer_bytes`,
+        [id, calls, bytes],
+      );
+    }
     expect((await h.org.getLimits({ organizationId: id }, await as(viewer))).usage).toMatchObject({
       apiCallsThisMonth: 56n,
       transferBytesThisMonth: 78n,
@@ -586,14 +598,6 @@ describe("plans and limits", () => {
         h.org.getMembership({ organizationId: id, userId: editor.id }, await as(editor)),
       ),
     ).toBe("internal_only");
-  });
-
-  it("leaves the RPCs of other issues unimplemented", async () => {
-    const owner = await h.user();
-    const { organizationId } = await newOrganization(owner, "Stats");
-    await expect(h.org.getApiStats({ organizationId }, await as(owner))).rejects.toMatchObject({
-      code: 12,
-    });
   });
 });
 

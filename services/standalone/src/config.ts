@@ -1,4 +1,4 @@
-import { logLevel, optionalUrl, port } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port } from "@rowbase/kit";
 import { z } from "zod";
 
 /**
@@ -17,6 +17,8 @@ export const standaloneEnv = z.object({
    * fixed so that the admin CLI finds the organization service; 0 picks free ports.
    */
   GRPC_BASE_PORT: port(50051),
+  /** One `/metrics` (METRICS_PORT) for every service and the gateway, sharing one registry. */
+  ...observabilityEnv.shape,
 });
 
 export type StandaloneConfig = z.output<typeof standaloneEnv>;

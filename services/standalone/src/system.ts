@@ -1,4 +1,5 @@
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
+import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { gatewayEnv, startGateway } from "@rowbase/gateway";
 import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
@@ -8,12 +9,17 @@ import {
   createLogger,
   createServiceClient,
   type EventBus,
+  type LogDestination,
   type Logger,
 } from "@rowbase/kit";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
+import { freePort } from "./free-port.js";
 
 export interface SystemOptions {
   /** Environment for every piece (SMTP_URL, TTLs, RATE_LIMITS, ...), as each service reads it. */
@@ -22,12 +28,24 @@ export interface SystemOptions {
   redisUrl?: string;
   natsUrl?: string;
   internalJwtSecret: string;
+  /** Signs file URLs (FILE_URL_SECRET). */
+  fileUrlSecret: string;
+  /** Where the files service keeps bytes unless FILES_DIR or S3_* say otherwise. */
+  filesDir: string;
   jwtSigningKeys: string;
   /** The gateway's port; 0 picks a free one. */
   port: number;
   /** Loopback gRPC ports of the services (0 or absent: a free one). */
-  grpcPorts?: { identity?: number; organization?: number; catalog?: number };
+  grpcPorts?: {
+    identity?: number;
+    organization?: number;
+    catalog?: number;
+    records?: number;
+    files?: number;
+  };
   logger: Logger;
+  /** Where every process's log lines go instead of stdout (tests read them). */
+  logDestination?: LogDestination;
   /** Key prefix in Redis and namespace in NATS, so that several systems can share them. */
   namespace?: string;
 }
@@ -35,7 +53,13 @@ export interface SystemOptions {
 export interface RunningSystem {
   port: number;
   /** Where each service answers gRPC (for the admin CLI and tests). */
-  grpcUrls: { identity: string; organization: string; catalog: string };
+  grpcUrls: {
+    identity: string;
+    organization: string;
+    catalog: string;
+    records: string;
+    files: string;
+  };
   cache: Cache;
   bus: EventBus;
   stop(): Promise<void>;
@@ -47,6 +71,7 @@ export interface RunningSystem {
  */
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
   const { logger } = options;
+  const processLogger = (name: string) => createLogger(name, logger.level, options.logDestination);
   const cache = createCache(
     options.redisUrl,
     options.namespace ? `${options.namespace}:` : undefined,
@@ -60,39 +85,74 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     INTERNAL_JWT_SECRET: options.internalJwtSecret,
     GRPC_HOST: "127.0.0.1",
   };
-  const grpcPort = (name: keyof NonNullable<SystemOptions["grpcPorts"]>) =>
-    String(options.grpcPorts?.[name] ?? 0);
+  // Every port is settled before anything starts, because the services call each other in
+  // both directions (catalog asks records about type changes, records asks catalog for schemas).
+  const ports = {
+    identity: options.grpcPorts?.identity || (await freePort()),
+    organization: options.grpcPorts?.organization || (await freePort()),
+    catalog: options.grpcPorts?.catalog || (await freePort()),
+    records: options.grpcPorts?.records || (await freePort()),
+    files: options.grpcPorts?.files || (await freePort()),
+  };
+  const grpcPort = (name: keyof typeof ports) => String(ports[name]);
+  const identityUrl = `http://127.0.0.1:${ports.identity}`;
+  const organizationUrl = `http://127.0.0.1:${ports.organization}`;
+  const catalogUrl = `http://127.0.0.1:${ports.catalog}`;
+  const recordsUrl = `http://127.0.0.1:${ports.records}`;
+  const filesUrl = `http://127.0.0.1:${ports.files}`;
 
   await migrateIdentity(options.databaseUrl);
   await migrateOrganization(options.databaseUrl);
   await migrateCatalog(options.databaseUrl);
+  await migrateRecords(options.databaseUrl);
+  await migrateFiles(options.databaseUrl);
   const identity = await startIdentity(
     identityEnv.parse({
       ...shared,
       GRPC_PORT: grpcPort("identity"),
       JWT_SIGNING_KEYS: options.jwtSigningKeys,
     }),
-    { logger: createLogger("identity", logger.level), cache },
+    { logger: processLogger("identity"), cache },
   );
-  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
   const organization = await startOrganization(
     organizationEnv.parse({
       ...shared,
       GRPC_PORT: grpcPort("organization"),
       IDENTITY_GRPC_URL: identityUrl,
+      RECORDS_GRPC_URL: recordsUrl,
     }),
-    { logger: createLogger("organization", logger.level), cache, bus },
+    { logger: processLogger("organization"), cache, bus },
   );
-  const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
   const catalog = await startCatalog(
     catalogEnv.parse({
       ...shared,
       GRPC_PORT: grpcPort("catalog"),
       ORGANIZATION_GRPC_URL: organizationUrl,
+      RECORDS_GRPC_URL: recordsUrl,
     }),
-    { logger: createLogger("catalog", logger.level), cache, bus },
+    { logger: processLogger("catalog"), cache, bus },
   );
-  const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
+  const records = await startRecords(
+    recordsEnv.parse({
+      ...shared,
+      GRPC_PORT: grpcPort("records"),
+      ORGANIZATION_GRPC_URL: organizationUrl,
+      CATALOG_GRPC_URL: catalogUrl,
+    }),
+    { logger: processLogger("records"), cache, bus },
+  );
+  const files = await startFiles(
+    filesEnv.parse({
+      ...shared,
+      GRPC_PORT: grpcPort("files"),
+      ORGANIZATION_GRPC_URL: organizationUrl,
+      CATALOG_GRPC_URL: catalogUrl,
+      RECORDS_GRPC_URL: recordsUrl,
+      FILE_URL_SECRET: options.fileUrlSecret,
+      FILES_DIR: options.env.FILES_DIR ?? options.filesDir,
+    }),
+    { logger: processLogger("files"), cache, bus },
+  );
 
   const gateway = await startGateway({
     config: gatewayEnv.parse({
@@ -101,26 +161,41 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       IDENTITY_GRPC_URL: identityUrl,
       ORGANIZATION_GRPC_URL: organizationUrl,
       CATALOG_GRPC_URL: catalogUrl,
+      RECORDS_GRPC_URL: recordsUrl,
+      FILES_GRPC_URL: filesUrl,
     }),
-    logger: createLogger("gateway", logger.level),
+    logger: processLogger("gateway"),
     cache,
     identity: createServiceClient(IdentityService, identityUrl),
     organization: createServiceClient(OrganizationService, organizationUrl),
     catalog: createServiceClient(CatalogService, catalogUrl),
+    records: createServiceClient(RecordsService, recordsUrl),
+    files: createServiceClient(FilesService, filesUrl),
+    bus,
     healthTargets: [
       { name: "identity", url: identityUrl },
       { name: "organization", url: organizationUrl },
       { name: "catalog", url: catalogUrl },
+      { name: "records", url: recordsUrl },
+      { name: "files", url: filesUrl },
     ],
   });
 
   return {
     port: gateway.port,
-    grpcUrls: { identity: identityUrl, organization: organizationUrl, catalog: catalogUrl },
+    grpcUrls: {
+      identity: identityUrl,
+      organization: organizationUrl,
+      catalog: catalogUrl,
+      records: recordsUrl,
+      files: filesUrl,
+    },
     cache,
     bus,
     async stop() {
       await gateway.close();
+      await files.stop();
+      await records.stop();
       await catalog.stop();
       await organization.stop();
       await identity.stop();

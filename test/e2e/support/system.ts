@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { generateSigningKey } from "@rowbase/identity";
-import { createLogger } from "@rowbase/kit";
+import { createLogger, type LogDestination, NatsBus, STREAMS } from "@rowbase/kit";
 import {
   createTestDatabase,
   type MailCatcher,
@@ -34,22 +37,34 @@ export const RELAXED_RATE_LIMITS = [
 /**
  * The whole of Rowbase on free ports against the real PostgreSQL (a fresh database), Redis (a
  * fresh key prefix) and NATS (fresh stream names), with a real SMTP server catching the mail.
+ * With `logs`, every process writes its log lines there, at info level.
  */
-export async function startTestSystem(env: Record<string, string> = {}): Promise<TestSystem> {
+export async function startTestSystem(
+  env: Record<string, string> = {},
+  options: { logs?: LogDestination } = {},
+): Promise<TestSystem> {
   const infra = await testInfra();
   const database = await createTestDatabase(infra.databaseUrl);
   const mail = await startMailCatcher();
   const signingKeys = [await generateSigningKey()];
   const internalJwtSecret = randomBytes(32).toString("base64url");
+  const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-"));
   const system = await startSystem({
     env: { SMTP_URL: mail.url, RATE_LIMITS: RELAXED_RATE_LIMITS, ...env },
     databaseUrl: database.url,
     redisUrl: infra.redisUrl,
     natsUrl: infra.natsUrl,
     internalJwtSecret,
+    fileUrlSecret: randomBytes(32).toString("base64url"),
+    filesDir,
     jwtSigningKeys: JSON.stringify(signingKeys),
     port: 0,
-    logger: createLogger("e2e", process.env.TEST_LOG_LEVEL ?? "silent"),
+    logger: createLogger(
+      "e2e",
+      options.logs ? "info" : (process.env.TEST_LOG_LEVEL ?? "silent"),
+      options.logs,
+    ),
+    logDestination: options.logs,
     namespace: uniqueName("e2e"),
   });
   return {
@@ -60,9 +75,12 @@ export async function startTestSystem(env: Record<string, string> = {}): Promise
     databaseUrl: database.url,
     internalJwtSecret,
     async stop() {
+      // The namespaced streams of this run are of no use to anyone once it is over.
+      if (system.bus instanceof NatsBus) await system.bus.deleteStreams(STREAMS.map((s) => s.name));
       await system.stop();
       await mail.close();
       await database.drop();
+      await rm(filesDir, { recursive: true, force: true });
     },
   };
 }

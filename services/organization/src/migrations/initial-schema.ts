@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 
 /**
  * The invariants live in constraints, so that no interleaving of calls can break them: one slug
@@ -129,4 +130,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema];
+export const migrations = [InitialSchema, AuditLogAndUsage];

@@ -1,0 +1,167 @@
+import { randomUUID } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import type { Client } from "@connectrpc/connect";
+import {
+  Authorizer,
+  actorOf,
+  type Cache,
+  Code,
+  domainError,
+  type EventBus,
+  type Logger,
+  SUBJECTS,
+} from "@rowbase/kit";
+import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { ApiCallsCountedSchema } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
+import { organizationMembershipLookup } from "../auth/organization-membership-lookup.js";
+import { type ErrorCode, RETRY_AFTER_METADATA } from "../errors/error-table.js";
+import { ApiCallCounter } from "./api-call-counter.js";
+import { PlanAllowances } from "./plan-allowances.js";
+import { TableOrganizations } from "./table-organizations.js";
+import { unavailableOnFailure } from "./unavailable-on-failure.js";
+
+/** Who a record-route call is charged for, and how to log for its request. */
+export interface ChargeContext {
+  requestId: string;
+  log: Logger;
+}
+
+/** Whether a member's session may act in an organization: its role there, if any. */
+export type MemberRoles = Pick<Authorizer, "roleOf">;
+
+export interface ApiCallQuotaParts {
+  counter: ApiCallCounter;
+  allowances: PlanAllowances;
+  tables: TableOrganizations;
+  members: MemberRoles;
+  /** Where ApiCallsCounted goes (`usage.api_calls`). */
+  bus: EventBus;
+}
+
+/**
+ * SPEC 8.4 and 10: every record-route call counts as one public API call of an organization per
+ * UTC month, and past the plan's `api_calls_per_month` the route answers 429
+ * `api_call_limit_exceeded` (Retry-After: the seconds to the next month) without counting it.
+ * An API token's calls are its organization's; a member's session call is charged to the
+ * organization that owns the table, and only if the user is a member there: anyone else gets
+ * the 404 `table_not_found` the records service would give, so nobody can spend, or probe, the
+ * allowance of an organization they do not belong to. Each counted call is published as an
+ * ApiCallsCounted event without holding up the response.
+ */
+export class ApiCallQuota {
+  constructor(private readonly parts: ApiCallQuotaParts) {}
+
+  async charge(
+    caller: SessionCaller | ApiTokenCaller,
+    tableId: bigint,
+    context: ChargeContext,
+  ): Promise<void> {
+    const organizationId = await this.organizationOf(caller, tableId, context.requestId);
+    await this.count(caller, organizationId, "table_not_found", context);
+  }
+
+  /**
+   * Charges a call to an organization named some other way (the file routes: the organization
+   * of a record). A member's session must belong to it, else the route's 404 `notFound`.
+   */
+  async chargeOrganization(
+    caller: SessionCaller | ApiTokenCaller,
+    organizationId: bigint,
+    notFound: ErrorCode,
+    context: ChargeContext,
+  ): Promise<void> {
+    if (caller.kind === "user" && !(await this.parts.members.roleOf(caller, organizationId))) {
+      throw domainError(Code.NotFound, notFound);
+    }
+    await this.count(caller, organizationId, notFound, context);
+  }
+
+  private async count(
+    caller: SessionCaller | ApiTokenCaller,
+    organizationId: bigint,
+    notFound: ErrorCode,
+    context: ChargeContext,
+  ): Promise<void> {
+    const allowance = await this.parts.allowances.apiCallsPerMonth(
+      organizationId,
+      context.requestId,
+      notFound,
+    );
+    const result = await this.parts.counter.count(organizationId, allowance);
+    if (!result.admitted) {
+      throw domainError(Code.ResourceExhausted, "api_call_limit_exceeded", {
+        [RETRY_AFTER_METADATA]: String(result.retryAfterSeconds),
+      });
+    }
+    this.publish(caller, organizationId, context);
+  }
+
+  private async organizationOf(
+    caller: SessionCaller | ApiTokenCaller,
+    tableId: bigint,
+    requestId: string,
+  ): Promise<bigint> {
+    if (caller.kind === "api_token") return caller.organizationId;
+    const organizationId = await this.parts.tables.organizationOf(tableId, requestId);
+    const role = await this.parts.members.roleOf(caller, organizationId);
+    if (!role) throw domainError(Code.NotFound, "table_not_found");
+    return organizationId;
+  }
+
+  /** Fire and forget: a failure is logged, the call it counts has been answered anyway. */
+  private publish(
+    caller: SessionCaller | ApiTokenCaller,
+    organizationId: bigint,
+    context: ChargeContext,
+  ): void {
+    const eventId = randomUUID();
+    const event = create(ApiCallsCountedSchema, {
+      meta: create(EventMetaSchema, {
+        eventId,
+        occurredAt: timestampNow(),
+        actor: actorOf(caller),
+        requestId: context.requestId,
+      }),
+      organizationId,
+      tokenId: caller.kind === "api_token" ? caller.tokenId : 0n,
+      apiCalls: 1n,
+    });
+    const data = toBinary(ApiCallsCountedSchema, event);
+    Promise.resolve()
+      .then(() => this.parts.bus.publish(SUBJECTS.apiCallsCounted, data, eventId))
+      .catch((error: unknown) =>
+        context.log.warn(
+          { err: error, organization_id: organizationId.toString(), event_id: eventId },
+          "usage event not published",
+        ),
+      );
+  }
+}
+
+export interface ApiCallQuotaDeps {
+  /** The shared cache (Redis): counters, plans, table owners and roles. */
+  cache: Cache;
+  bus: EventBus;
+  organization: Client<typeof OrganizationService>;
+  catalog: Client<typeof CatalogService>;
+  internalSecret: string;
+}
+
+/** The quota as the gateway runs it; a cache that fails answers 503, never a pass. */
+export function createApiCallQuota(deps: ApiCallQuotaDeps): ApiCallQuota {
+  const cache = unavailableOnFailure(deps.cache);
+  return new ApiCallQuota({
+    counter: new ApiCallCounter(cache),
+    allowances: new PlanAllowances(deps.organization, cache, deps.internalSecret),
+    tables: new TableOrganizations(deps.catalog, cache, deps.internalSecret),
+    members: new Authorizer(
+      organizationMembershipLookup(deps.organization, deps.internalSecret),
+      cache,
+    ),
+    bus: deps.bus,
+  });
+}

@@ -1,0 +1,244 @@
+import type { CallOptions, Client } from "@connectrpc/connect";
+import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import type { z } from "zod";
+import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
+import { RPC_TIMEOUT_MS } from "../../auth/downstream-call.js";
+import type { GatewayContext } from "../../gateway-context.js";
+import { timeOf } from "../../presentation/wire-values.js";
+import type { ApiCallQuota } from "../../quota/api-call-quota.js";
+import type { RecordOrganizations } from "../../quota/record-organizations.js";
+import {
+  RESERVATION_BLOCK_BYTES,
+  type TransferContext,
+  type TransferQuota,
+} from "../../quota/transfer-quota.js";
+import type { RequestedRange } from "./byte-range.js";
+import { sendFile } from "./file-serving.js";
+import { presentFileInfo } from "./file-presenters.js";
+import type {
+  FileDeleteSchema,
+  FileRenameSchema,
+  FileRestoreSchema,
+  FileUploadSchema,
+  FileUrlSchema,
+} from "./file-schemas.js";
+import { UPLOAD_PART } from "./file-schemas.js";
+import { receiveUpload, UPLOAD_ABANDONED } from "./multipart-upload.js";
+
+/** The request a file call is made for. */
+export interface FileCall {
+  caller: SessionCaller | ApiTokenCaller;
+  /** The gRPC options of the request: its id and the caller's signed principal. */
+  call: CallOptions;
+  ctx: GatewayContext;
+}
+
+export interface FileOperationsDeps {
+  files: Client<typeof FilesService>;
+  quota: ApiCallQuota;
+  transfer: TransferQuota;
+  recordOrganizations: Pick<RecordOrganizations, "organizationOf">;
+  /** `PUBLIC_BASE_URL`: where signed file URLs point. */
+  publicBaseUrl: string;
+  /** The absolute ceiling of an upload, whatever the plan (the service enforces the plan's). */
+  uploadMaxBytes: number;
+}
+
+type Data<S extends z.ZodType> = z.output<S>;
+
+/**
+ * A streaming call runs as long as its bytes take; its own deadline would cut large files.
+ * Waiting phases have theirs instead (the metadata of a serve, the answer after an upload).
+ */
+function streaming(call: CallOptions, signal: AbortSignal): CallOptions {
+  const { timeoutMs: _deadline, ...rest } = call;
+  return { ...rest, signal };
+}
+
+/** The byte range for ByteRange: unset fields stay unset. */
+function byteRangeOf(range: RequestedRange | undefined) {
+  if (!range) return undefined;
+  return "suffixLength" in range
+    ? { first: 0n, suffixLength: range.suffixLength }
+    : { first: range.first, ...(range.last !== undefined ? { last: range.last } : {}) };
+}
+
+/**
+ * UploadFile's messages: the header, then the chunks. An abandoned upload ends with a second
+ * header, which the contract refuses ("the first message, and only it"), so the service fails
+ * the call and stores nothing even where a cancelled stream would reach it as a clean end.
+ */
+async function* uploadMessages(
+  header: { rowId: bigint; fieldId: bigint; fileName: string },
+  chunks: AsyncIterable<Uint8Array | typeof UPLOAD_ABANDONED>,
+) {
+  const first = { payload: { case: "header" as const, value: { ...header, declaredSize: 0n } } };
+  yield first;
+  for await (const chunk of chunks) {
+    if (chunk === UPLOAD_ABANDONED) {
+      yield first;
+      return;
+    }
+    yield { payload: { case: "chunk" as const, value: chunk } };
+  }
+}
+
+/**
+ * The file routes of SPEC section 7 on the files service, which authorizes every call (404
+ * across organizations, 403 `token_read_only` and `organization_forbidden` on writes) and keeps
+ * the plan's storage and file size limits. The gateway adds what only it can do: every call is
+ * one public API call of the organization (429 `api_call_limit_exceeded` past the plan), and
+ * the bytes that pass through it are its data transfer (403 `transfer_limit_exceeded`).
+ *
+ * The organization of a call: an API token's own; for a member's session, the organization of
+ * the record (RecordsService.ResolveRecord, cached), where the user must be a member, else the
+ * 404 `record_not_found` the service would answer. A call that names no record (row_id 0) is
+ * charged to nobody; the service answers it `file_not_found`.
+ */
+export class FileOperations {
+  constructor(private readonly deps: FileOperationsDeps) {}
+
+  async storageCheck(
+    rowId: bigint,
+    fileSize: bigint,
+    request: FileCall,
+  ): Promise<Record<string, never>> {
+    await this.charge(rowId, request);
+    await this.deps.files.storageCheck({ rowId, fileSize }, request.call);
+    return {};
+  }
+
+  async upload(
+    rowId: bigint,
+    fieldId: bigint,
+    request: FileCall,
+  ): Promise<Data<typeof FileUploadSchema>> {
+    const organizationId = await this.charge(rowId, request);
+    if (organizationId === undefined) throw new Error("an upload names a record");
+    const meter = await this.deps.transfer.meter(organizationId, this.transferContext(request));
+    try {
+      const response = await receiveUpload(request.ctx, {
+        partName: UPLOAD_PART,
+        maxBytes: this.deps.uploadMaxBytes,
+        answerTimeoutMs: RPC_TIMEOUT_MS,
+        hooks: {
+          before: (bytes) => meter.admit(bytes, RESERVATION_BLOCK_BYTES),
+          after: (bytes) => meter.count(bytes),
+        },
+        sink: ({ fileName, chunks, signal }) =>
+          this.deps.files.uploadFile(
+            uploadMessages({ rowId, fieldId, fileName }, chunks),
+            streaming(request.call, signal),
+          ),
+      });
+      await meter.settle();
+      return { file: presentFileInfo(response.file) };
+    } catch (error) {
+      // A refused upload stored nothing, and counts nothing.
+      await meter.cancel();
+      throw error;
+    }
+  }
+
+  async serve(rowId: bigint, fieldId: bigint, request: FileCall): Promise<object> {
+    await this.charge(rowId, request);
+    await sendFile(request.ctx, {
+      open: (range, signal) =>
+        this.deps.files.serveFile(
+          { rowId, fieldId, range: byteRangeOf(range) },
+          streaming(request.call, signal),
+        ),
+      meter: (organizationId) =>
+        this.deps.transfer.meter(organizationId, this.transferContext(request)),
+      headerTimeoutMs: RPC_TIMEOUT_MS,
+    });
+    return {};
+  }
+
+  /** A signed link's download: no caller, the token is the authority; only transfer counts. */
+  async serveSigned(token: string, call: CallOptions, ctx: GatewayContext): Promise<object> {
+    const context: TransferContext = {
+      caller: undefined,
+      requestId: ctx.state.requestId,
+      log: ctx.state.log,
+    };
+    await sendFile(ctx, {
+      open: (range, signal) =>
+        this.deps.files.serveSignedFile(
+          { token, range: byteRangeOf(range) },
+          streaming(call, signal),
+        ),
+      meter: (organizationId) =>
+        this.deps.transfer.meter(organizationId, context, "file_not_found"),
+      headerTimeoutMs: RPC_TIMEOUT_MS,
+    });
+    return {};
+  }
+
+  async url(
+    rowId: bigint,
+    fieldId: bigint,
+    download: boolean,
+    request: FileCall,
+  ): Promise<Data<typeof FileUrlSchema>> {
+    await this.charge(rowId, request);
+    const response = await this.deps.files.createFileUrl(
+      { rowId, fieldId, download },
+      request.call,
+    );
+    if (!response.token) throw new Error("CreateFileUrl answered without a token");
+    return {
+      url: `${this.deps.publicBaseUrl}/file/signed/${encodeURIComponent(response.token)}`,
+      expires_at: timeOf(response.expiresAt),
+    };
+  }
+
+  async rename(
+    rowId: bigint,
+    fieldId: bigint,
+    fileName: string,
+    request: FileCall,
+  ): Promise<Data<typeof FileRenameSchema>> {
+    await this.charge(rowId, request);
+    const response = await this.deps.files.renameFile({ rowId, fieldId, fileName }, request.call);
+    return { file: presentFileInfo(response.file) };
+  }
+
+  async delete(
+    rowId: bigint,
+    fieldId: bigint,
+    request: FileCall,
+  ): Promise<Data<typeof FileDeleteSchema>> {
+    await this.charge(rowId, request);
+    const response = await this.deps.files.deleteFile({ rowId, fieldId }, request.call);
+    return { file: presentFileInfo(response.file) };
+  }
+
+  async restore(
+    rowId: bigint,
+    fieldId: bigint,
+    request: FileCall,
+  ): Promise<Data<typeof FileRestoreSchema>> {
+    await this.charge(rowId, request);
+    const response = await this.deps.files.restoreFile({ rowId, fieldId }, request.call);
+    return { file: presentFileInfo(response.file) };
+  }
+
+  /** Counts the call as one API call of its organization, which it returns (if it names one). */
+  private async charge(rowId: bigint, { caller, ctx }: FileCall): Promise<bigint | undefined> {
+    const context = { requestId: ctx.state.requestId, log: ctx.state.log };
+    let organizationId: bigint;
+    if (caller.kind === "api_token") {
+      organizationId = caller.organizationId;
+    } else {
+      if (rowId <= 0n) return undefined;
+      organizationId = await this.deps.recordOrganizations.organizationOf(rowId, context.requestId);
+    }
+    await this.deps.quota.chargeOrganization(caller, organizationId, "record_not_found", context);
+    return organizationId;
+  }
+
+  private transferContext({ caller, ctx }: FileCall): TransferContext {
+    return { caller, requestId: ctx.state.requestId, log: ctx.state.log };
+  }
+}

@@ -1,0 +1,177 @@
+import { z } from "zod";
+import { requestBody, responseData } from "../../routing/api-schemas.js";
+import { MAX_ID, queryId } from "../../validation/fields.js";
+
+/**
+ * Parameters, bodies and answers of the file routes (SPEC section 7, INTERFACE.md 4.6). A file
+ * is addressed by the pair (row_id, field_id).
+ */
+
+/** The largest file size a query can name: ids and sizes stay below 2^53 (SPEC section 1). */
+export const MAX_FILE_SIZE_PARAMETER = Number.MAX_SAFE_INTEGER;
+
+/** The one part an upload carries (INTERFACE.md 4.6). */
+export const UPLOAD_PART = "file";
+
+/** The longest file name, in characters (code points); SPEC section 7. */
+export const FILE_NAME_MAX = 255;
+
+/** A repeated query parameter is refused rather than one of its values picked. */
+function once(value: unknown, ctx: z.RefinementCtx): boolean {
+  if (!Array.isArray(value)) return true;
+  ctx.addIssue({ code: "custom", message: "must be given once", input: value });
+  return false;
+}
+
+/**
+ * A whole number in the query string in [min, max], digits only; `fallback` when absent (the
+ * default sits inside the preprocess step so that the document shows the parameter optional).
+ */
+function queryWholeNumber(min: number, max: number, message: string, fallback?: number) {
+  const number = z.number().int({ error: message }).min(min, message).max(max, message);
+  return z.preprocess(
+    (value, ctx) => {
+      if (!once(value, ctx)) return value;
+      if (typeof value === "string") {
+        if (/^[0-9]{1,16}$/.test(value)) return Number(value);
+        ctx.addIssue({ code: "custom", message, input: value });
+      }
+      return value;
+    },
+    fallback === undefined ? number : number.default(fallback),
+  );
+}
+
+/** `true`/`false` (or `1`/`0`) in the query string; absent is false. */
+const queryBoolean = z.preprocess(
+  (value, ctx) => {
+    if (!once(value, ctx)) return value;
+    if (typeof value !== "string") return value;
+    const lower = value.toLowerCase();
+    if (lower === "true" || lower === "1") return true;
+    if (lower === "false" || lower === "0") return false;
+    ctx.addIssue({ code: "custom", message: "must be true or false", input: value });
+    return value;
+  },
+  z.boolean({ error: "must be true or false" }).default(false),
+);
+
+const rowId = queryId.describe("The record");
+const fieldId = queryId.describe("The record's file field");
+
+/**
+ * INTERFACE.md 4.6 gives rename's parameters as optional with default 0; 0 names no file, which
+ * the files service answers 404 `file_not_found` (SPEC section 7).
+ */
+function renameId(description: string) {
+  const message = `must be an integer between 0 and ${MAX_ID}`;
+  return queryWholeNumber(0, MAX_ID, message, 0)
+    .transform((value) => BigInt(value))
+    .describe(description);
+}
+
+/** The pair of the serve, url, delete, restore and upload routes. */
+export const FileQuery = z.strictObject({ row_id: rowId, field_id: fieldId });
+
+export const FileRenameQuery = z.strictObject({
+  row_id: renameId("The record (0, the default, names no file)"),
+  field_id: renameId("The record's file field (0, the default, names no file)"),
+});
+
+export const StorageCheckQuery = z.strictObject({
+  row_id: rowId,
+  file_size: queryWholeNumber(
+    0,
+    MAX_FILE_SIZE_PARAMETER,
+    `must be an integer between 0 and ${MAX_FILE_SIZE_PARAMETER}`,
+  )
+    .transform((value) => BigInt(value))
+    .describe("Bytes of the file about to be uploaded"),
+});
+
+export const FileUrlQuery = z.strictObject({
+  row_id: rowId,
+  field_id: fieldId,
+  download: queryBoolean.describe(
+    "`true`: the link serves the file as an attachment (a download) instead of inline",
+  ),
+});
+
+/** The token of a signed file URL, as `GET /file/url` handed it out. */
+export const SignedFilePath = z.strictObject({
+  token: z
+    .string()
+    .min(1, "is required")
+    .max(1024, "must be at most 1024 characters")
+    .describe("The opaque signed token of a URL from `GET /file/url`"),
+});
+
+/** No `/`, `\`, control characters (NUL, line breaks) or bidirectional overrides. */
+const FORBIDDEN_IN_NAMES = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+const fileNameMessage = `must be 1-${FILE_NAME_MAX} characters`;
+
+/**
+ * A file's new name as SPEC section 7 allows it: trimmed, 1-255 characters, no path separators
+ * or control characters, not `.` or `..`. The files service applies the same rules.
+ */
+export const fileName = z
+  .string()
+  .trim()
+  .refine((name) => {
+    const length = [...name].length;
+    return length >= 1 && length <= FILE_NAME_MAX;
+  }, fileNameMessage)
+  .refine((name) => !name.includes("/") && !name.includes("\\"), "must not contain '/' or '\\'")
+  .refine((name) => !FORBIDDEN_IN_NAMES.test(name), "must not contain control characters")
+  .refine((name) => name !== "." && name !== "..", "must not be '.' or '..'")
+  .meta({ minLength: 1, maxLength: FILE_NAME_MAX })
+  .describe(
+    `The file's new name: 1-${FILE_NAME_MAX} characters once trimmed, no '/', '\\' or control ` +
+      "characters",
+  );
+
+export const FileRenameRequest = requestBody(
+  "FileRenameRequest",
+  z.strictObject({ file_name: fileName }),
+);
+
+/** Response `data` of the file routes; the envelopes take INTERFACE.md's names. */
+
+const time = z.iso.datetime();
+
+export const FileInfoSchema = responseData(
+  "FileInfo",
+  z.object({
+    row_id: z.number().int(),
+    field_id: z.number().int(),
+    file_name: z.string(),
+    content_type: z
+      .string()
+      .describe("Sniffed from the bytes when the file was stored, not taken from the client"),
+    size: z.number().int().min(0).describe("Bytes"),
+    sha256: z.string().describe("Lower-case hex SHA-256 of the bytes; the ETag when served"),
+    created_at: time,
+    updated_at: time,
+    deleted_at: time
+      .nullable()
+      .describe("Set while the file is deleted (or replaced); it can be restored for 30 days"),
+  }),
+);
+
+const fileOnly = () => z.object({ file: FileInfoSchema });
+
+export const FileUploadSchema = responseData("FileUpload", fileOnly());
+export const FileRenameSchema = responseData("FileRename", fileOnly());
+export const FileDeleteSchema = responseData("FileDelete", fileOnly());
+export const FileRestoreSchema = responseData("FileRestore", fileOnly());
+
+export const FileUrlSchema = responseData(
+  "FileUrl",
+  z.object({
+    url: z
+      .string()
+      .describe("Absolute; serves the file without a bearer token until `expires_at`"),
+    expires_at: time,
+  }),
+);

@@ -1,0 +1,227 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { CallOptions, Client } from "@connectrpc/connect";
+import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { z } from "zod";
+import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
+import type { GatewayContext } from "../../gateway-context.js";
+import { countOf, idOf, required } from "../../presentation/wire-values.js";
+import type { ApiCallQuota } from "../../quota/api-call-quota.js";
+import { presentRecord, responseFormatValue, richTextValue } from "./record-presenters.js";
+import type {
+  PublicBatchDeleteSchema,
+  PublicBatchRecordsSchema,
+  PublicDeleteSchema,
+  PublicListSchema,
+  PublicRecordSchema,
+  ResponseFormatName,
+  RichTextFormatName,
+  TableOpenApiDocumentSchema,
+} from "./record-schemas.js";
+
+/**
+ * The table a record call names. `databaseId` is set by the v1 routes (the path has it) and by
+ * the query-form routes that take one; the records service then checks the table is in it.
+ */
+export interface TableTarget {
+  tableId: bigint;
+  databaseId?: bigint | undefined;
+}
+
+/** How the records of a read come out. */
+export interface ReadOptions {
+  response_format: ResponseFormatName;
+  rich_text?: RichTextFormatName | undefined;
+  /** Raw items of `fields` (see splitReferenceItems); empty: every field. */
+  fields: string[];
+}
+
+export interface ListOptions extends ReadOptions {
+  limit: number;
+  offset: number;
+  /** Empty: every record. */
+  where: string;
+  /** Raw items of `sort`; empty: `row_id` ascending. */
+  sort: string[];
+}
+
+/** The request a record call is made for. */
+export interface RecordCall {
+  caller: SessionCaller | ApiTokenCaller;
+  /** The gRPC options of the request: its id and the caller's signed principal. */
+  call: CallOptions;
+  ctx: GatewayContext;
+}
+
+export interface RecordOperationsDeps {
+  records: Client<typeof RecordsService>;
+  quota: ApiCallQuota;
+  /** `PUBLIC_BASE_URL`: the server of the per-table OpenAPI documents. */
+  publicBaseUrl: string;
+}
+
+type Data<S extends z.ZodType> = z.output<S>;
+
+/**
+ * The one implementation behind both route families of SPEC section 8: the v1 routes and the
+ * query-form routes read their parameters from different places and call these. Every call is
+ * charged to the monthly API-call quota first (429 `api_call_limit_exceeded` past it), then made
+ * to the records service, which authorizes it (404 across organizations, 403 `token_read_only`
+ * and `organization_forbidden` on writes) and validates the values and the query.
+ */
+export class RecordOperations {
+  constructor(private readonly deps: RecordOperationsDeps) {}
+
+  async list(
+    target: TableTarget,
+    options: ListOptions,
+    request: RecordCall,
+  ): Promise<Data<typeof PublicListSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.listRecords(
+      {
+        ...tableOf(target),
+        limit: options.limit,
+        offset: options.offset,
+        where: options.where,
+        sort: options.sort,
+        fields: options.fields,
+        responseFormat: responseFormatValue(options.response_format),
+        richText: richTextValue(options.rich_text),
+      },
+      request.call,
+    );
+    return {
+      records: response.records.map((record) => presentRecord(record)),
+      total: countOf(response.total),
+      limit: response.limit,
+      offset: response.offset,
+    };
+  }
+
+  async get(
+    target: TableTarget,
+    rowId: bigint,
+    options: ReadOptions,
+    request: RecordCall,
+  ): Promise<Data<typeof PublicRecordSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.getRecord(
+      {
+        ...tableOf(target),
+        rowId,
+        fields: options.fields,
+        responseFormat: responseFormatValue(options.response_format),
+        richText: richTextValue(options.rich_text),
+      },
+      request.call,
+    );
+    return { record: presentRecord(response.record) };
+  }
+
+  async create(
+    target: TableTarget,
+    data: JsonObject,
+    request: RecordCall,
+  ): Promise<Data<typeof PublicRecordSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.createRecord(
+      { ...tableOf(target), data },
+      request.call,
+    );
+    return { record: presentRecord(response.record) };
+  }
+
+  async update(
+    target: TableTarget,
+    rowId: bigint,
+    data: JsonObject,
+    request: RecordCall,
+  ): Promise<Data<typeof PublicRecordSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.updateRecord(
+      { ...tableOf(target), rowId, data },
+      request.call,
+    );
+    return { record: presentRecord(response.record) };
+  }
+
+  async delete(
+    target: TableTarget,
+    rowId: bigint,
+    request: RecordCall,
+  ): Promise<Data<typeof PublicDeleteSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.deleteRecord(
+      { ...tableOf(target), rowId },
+      request.call,
+    );
+    return { deleted_id: idOf(response.deletedId) };
+  }
+
+  async batchCreate(
+    target: TableTarget,
+    drafts: { data: JsonObject }[],
+    request: RecordCall,
+  ): Promise<Data<typeof PublicBatchRecordsSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.batchCreateRecords(
+      { ...tableOf(target), records: drafts.map(({ data }) => ({ data })) },
+      request.call,
+    );
+    return { records: response.records.map((record) => presentRecord(record)) };
+  }
+
+  async batchUpdate(
+    target: TableTarget,
+    patches: { row_id: bigint; data: JsonObject }[],
+    request: RecordCall,
+  ): Promise<Data<typeof PublicBatchRecordsSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.batchUpdateRecords(
+      {
+        ...tableOf(target),
+        records: patches.map(({ row_id: rowId, data }) => ({ rowId, data })),
+      },
+      request.call,
+    );
+    return { records: response.records.map((record) => presentRecord(record)) };
+  }
+
+  async batchDelete(
+    target: TableTarget,
+    rowIds: bigint[],
+    request: RecordCall,
+  ): Promise<Data<typeof PublicBatchDeleteSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.batchDeleteRecords(
+      { ...tableOf(target), rowIds },
+      request.call,
+    );
+    return { deleted_ids: response.deletedIds.map((rowId) => idOf(rowId)) };
+  }
+
+  /** The table's own OpenAPI document, with PUBLIC_BASE_URL as its server. */
+  async tableOpenApi(
+    target: TableTarget,
+    request: RecordCall,
+  ): Promise<Data<typeof TableOpenApiDocumentSchema>> {
+    await this.charge(target, request);
+    const response = await this.deps.records.getTableOpenApi(
+      { ...tableOf(target), baseUrl: this.deps.publicBaseUrl },
+      request.call,
+    );
+    return required(response.document, "document");
+  }
+
+  private charge(target: TableTarget, { caller, ctx }: RecordCall): Promise<void> {
+    return this.deps.quota.charge(caller, target.tableId, {
+      requestId: ctx.state.requestId,
+      log: ctx.state.log,
+    });
+  }
+}
+
+/** The table fields every request shares; no database is 0, which the contract reads as none. */
+function tableOf(target: TableTarget): { tableId: bigint; databaseId: bigint } {
+  return { tableId: target.tableId, databaseId: target.databaseId ?? 0n };
+}

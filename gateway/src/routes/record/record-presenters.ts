@@ -1,0 +1,41 @@
+import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
+import { ResponseFormat, RichTextFormat } from "@rowbase/proto/rowbase/records/v1/records_pb";
+import type { z } from "zod";
+import { idOf, required, timeOf } from "../../presentation/wire-values.js";
+import type { RecordSchema, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
+
+/**
+ * A record as SPEC section 8 writes it. `data` arrives as the JsonObject protobuf-es makes of a
+ * google.protobuf.Struct, already keyed as the response format says; a table without fields
+ * leaves it unset, which is `{}`.
+ */
+export function presentRecord(record: RecordMessage | undefined): z.output<typeof RecordSchema> {
+  const r = required(record, "record");
+  return {
+    row_id: idOf(r.rowId),
+    table_id: idOf(r.tableId),
+    created_at: timeOf(r.createdAt),
+    updated_at: timeOf(r.updatedAt),
+    data: r.data ?? {},
+  };
+}
+
+const RESPONSE_FORMAT_VALUES: Record<ResponseFormatName, ResponseFormat> = {
+  ids: ResponseFormat.IDS,
+  names: ResponseFormat.NAMES,
+};
+
+const RICH_TEXT_VALUES: Record<RichTextFormatName, RichTextFormat> = {
+  markdown: RichTextFormat.MARKDOWN,
+  html: RichTextFormat.HTML,
+  plain: RichTextFormat.PLAIN,
+};
+
+export function responseFormatValue(name: ResponseFormatName): ResponseFormat {
+  return RESPONSE_FORMAT_VALUES[name];
+}
+
+/** Absent: UNSPECIFIED, which the contract reads as markdown. */
+export function richTextValue(name: RichTextFormatName | undefined): RichTextFormat {
+  return name === undefined ? RichTextFormat.UNSPECIFIED : RICH_TEXT_VALUES[name];
+}

@@ -1,0 +1,290 @@
+import { z } from "zod";
+import { requestBody, responseData } from "../../routing/api-schemas.js";
+import { bodyId, oneOf, queryId } from "../../validation/fields.js";
+import { jsonObject } from "../../validation/json-object.js";
+import { splitReferenceItems } from "./reference-items.js";
+
+/**
+ * Parameters, bodies and answers of the record routes (SPEC section 8, INTERFACE.md 4.9-4.10).
+ * The v1 routes take the table (and row) from the path, the query-form routes from the query
+ * string; both read the same list and read options.
+ */
+
+/** SPEC 8.3. */
+export const LIMIT_DEFAULT = 50;
+export const LIMIT_MAX = 1000;
+/**
+ * SPEC 8.3 sets no upper bound on `offset`; ListRecordsRequest.offset is an int32, and a page
+ * ten million records in is far past any table a plan holds.
+ */
+export const OFFSET_MAX = 10_000_000;
+/** The records of one batch call (SPEC 8.1). */
+export const BATCH_MAX = 1000;
+/** SPEC 8.3, counted in characters (Unicode code points), as the records service counts. */
+export const WHERE_MAX_LENGTH = 4096;
+/** The records service's bound on `sort` and `fields` (room for hundreds of field names). */
+export const REFERENCE_LIST_MAX_LENGTH = 16_384;
+
+export const RESPONSE_FORMATS = ["ids", "names"] as const;
+export type ResponseFormatName = (typeof RESPONSE_FORMATS)[number];
+export const RICH_TEXT_FORMATS = ["markdown", "html", "plain"] as const;
+export type RichTextFormatName = (typeof RICH_TEXT_FORMATS)[number];
+
+/** A repeated query parameter is refused rather than one of its values picked. */
+function once(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (Array.isArray(value)) {
+    ctx.addIssue({ code: "custom", message: "must be given once", input: value });
+  }
+  return value;
+}
+
+/**
+ * A whole number in the query string, digits only, in [min, max], with a default when absent.
+ * The default sits inside the preprocess step so the document shows it and the parameter as
+ * optional.
+ */
+function queryInteger(min: number, max: number, fallback: number) {
+  const message = `must be an integer between ${min} and ${max}`;
+  return z.preprocess(
+    (value, ctx) => {
+      if (Array.isArray(value)) return once(value, ctx);
+      if (typeof value === "string") {
+        if (/^[0-9]{1,10}$/.test(value)) return Number(value);
+        ctx.addIssue({ code: "custom", message, input: value });
+      }
+      return value;
+    },
+    z.number().int({ error: message }).min(min, message).max(max, message).default(fallback),
+  );
+}
+
+/** Text of at most `max` characters (code points); a NUL or lone surrogate is the service's. */
+function queryText(max: number) {
+  const message = `must be at most ${max} characters`;
+  return z
+    .preprocess(
+      once,
+      z
+        .string()
+        // Twice as many UTF-16 units is more characters than allowed, whatever they are.
+        .max(2 * max, message)
+        .refine((text) => Array.from(text).length <= max, message)
+        .meta({ maxLength: max }),
+    )
+    .optional();
+}
+
+const limit = queryInteger(1, LIMIT_MAX, LIMIT_DEFAULT).describe(
+  `Records per page, 1-${LIMIT_MAX}`,
+);
+const offset = queryInteger(0, OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
+
+const responseFormat = z
+  .preprocess(once, oneOf(RESPONSE_FORMATS).default("ids"))
+  .describe('Keys of `data`: field ids as decimal strings (`"12"`, the default) or field names');
+
+const richText = z
+  .preprocess(once, oneOf(RICH_TEXT_FORMATS).optional())
+  .describe(
+    "How long_text values come out: `markdown` as stored (the default), `html` rendered and " +
+      "sanitised, `plain` text only",
+  );
+
+const where = queryText(WHERE_MAX_LENGTH)
+  .transform((text) => text ?? "")
+  .describe(
+    "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))` (SPEC 8.3); " +
+      "empty or absent: every record",
+  );
+
+/** `sort` and `fields` as their raw items (see splitReferenceItems); empty or absent: none. */
+function referenceList(descending: boolean, description: string) {
+  return queryText(REFERENCE_LIST_MAX_LENGTH)
+    .transform((text) => splitReferenceItems(text ?? "", { descending }))
+    .describe(description);
+}
+
+const fields = referenceList(
+  false,
+  "Comma-separated field ids or names; only these appear in `data`. A name holding a comma is " +
+    'double-quoted (`Name,"Size, net"`). Empty or absent: every field',
+);
+
+const sort = referenceList(
+  true,
+  "Comma-separated field ids or names, `-` before one for descending; `row_id`, `created_at` " +
+    "and `updated_at` too. Ties break by `row_id`; nulls last ascending, first descending. " +
+    "Empty or absent: `row_id` ascending",
+);
+
+/** The options of a single-record read (GET one record). */
+const readOptions = { response_format: responseFormat, rich_text: richText, fields };
+
+/** The options of a list read (SPEC 8.3). */
+const listOptions = {
+  limit,
+  offset,
+  response_format: responseFormat,
+  rich_text: richText,
+  where,
+  fields,
+  sort,
+};
+
+const databaseId = queryId.describe("The database that holds the table");
+const tableId = queryId.describe("The table");
+const rowId = queryId.describe("The record");
+
+/** Path parameters of the v1 routes. */
+
+export const TablePath = z.strictObject({ database_id: databaseId, table_id: tableId });
+
+export const RecordPath = z.strictObject({
+  database_id: databaseId,
+  table_id: tableId,
+  row_id: rowId,
+});
+
+/**
+ * `row_id` in a v1 path: digits only, so `/records/batch` and `/records/batch_delete` are never
+ * read as a record id, and any other word there is no route at all (404).
+ */
+export const ROW_ID_PATTERN = "[0-9]+";
+
+/** Query strings of the v1 routes. */
+
+export const V1ListQuery = z.strictObject(listOptions);
+export const V1GetQuery = z.strictObject(readOptions);
+
+/** Query strings of the query-form routes (INTERFACE.md 4.10). */
+
+export const PublicListQuery = z.strictObject({
+  database_id: databaseId,
+  table_id: tableId,
+  ...listOptions,
+});
+
+export const PublicGetQuery = z.strictObject({
+  table_id: tableId,
+  row_id: rowId,
+  database_id: queryId
+    .optional()
+    .describe("When given, the table must be in this database, else 404 `table_not_found`"),
+  ...readOptions,
+});
+
+export const PublicTableQuery = z.strictObject({ table_id: tableId });
+
+export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId });
+
+/** Request bodies; PublicCreateBody is INTERFACE.md's name, the others follow it. */
+
+const data = jsonObject.describe(
+  "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
+    "values of the wrong type answer 400 with one `extra` item per key, and nothing is written",
+);
+
+const batchMessage = `must have 1-${BATCH_MAX} items`;
+
+function batch<S extends z.ZodType>(item: S) {
+  return z.array(item).min(1, batchMessage).max(BATCH_MAX, batchMessage);
+}
+
+export const PublicCreateBody = requestBody(
+  "PublicCreateBody",
+  z.strictObject({ data }),
+  "The new record's values; fields left out take their default or stay empty.",
+);
+
+export const PublicUpdateBody = requestBody(
+  "PublicUpdateBody",
+  z.strictObject({ data }),
+  "Only the fields named change (a partial update); `null` empties a field.",
+);
+
+export const PublicBatchCreateBody = requestBody(
+  "PublicBatchCreateBody",
+  z.strictObject({
+    records: batch(z.strictObject({ data })).describe("Created in this order, all or none"),
+  }),
+);
+
+export const PublicBatchUpdateBody = requestBody(
+  "PublicBatchUpdateBody",
+  z.strictObject({
+    records: batch(z.strictObject({ row_id: bodyId.describe("The record"), data })).describe(
+      "Each record's changes, applied all or none",
+    ),
+  }),
+);
+
+export const PublicBatchDeleteBody = requestBody(
+  "PublicBatchDeleteBody",
+  z.strictObject({
+    row_ids: batch(bodyId).describe("The records to delete, all or none"),
+  }),
+);
+
+/** Response `data` of the record routes; the envelopes take INTERFACE.md's names. */
+
+const id = z.number().int();
+const time = z.iso.datetime();
+
+export const RecordSchema = responseData(
+  "Record",
+  z.object({
+    row_id: id,
+    table_id: id,
+    created_at: time,
+    updated_at: time,
+    data: z
+      .record(z.string(), z.unknown())
+      .describe(
+        "One key per field of the table (or of `fields`): the field id as a decimal string, or " +
+          "its name with `response_format=names`. An empty cell is `null`, never left out",
+      ),
+  }),
+);
+
+/** `{"record"}`: what create and update answer, INTERFACE.md's PublicRecordResponse. */
+export const PublicRecordSchema = responseData("PublicRecord", z.object({ record: RecordSchema }));
+
+/** `{"record"}`: what get answers, INTERFACE.md's PublicGetResponse. */
+export const PublicGetSchema = responseData("PublicGet", z.object({ record: RecordSchema }));
+
+/** INTERFACE.md's PublicListResponse. */
+export const PublicListSchema = responseData(
+  "PublicList",
+  z.object({
+    records: z.array(RecordSchema),
+    total: z.number().int().min(0).describe("Every record that matches `where`"),
+    limit: z.number().int().describe("The page size applied"),
+    offset: z.number().int().describe("The offset applied"),
+  }),
+);
+
+/** INTERFACE.md's PublicDeleteResponse. */
+export const PublicDeleteSchema = responseData(
+  "PublicDelete",
+  z.object({ deleted_id: id.describe("The row_id of the deleted record") }),
+);
+
+export const PublicBatchRecordsSchema = responseData(
+  "PublicBatchRecords",
+  z.object({ records: z.array(RecordSchema).describe("In request order") }),
+);
+
+export const PublicBatchDeleteSchema = responseData(
+  "PublicBatchDelete",
+  z.object({ deleted_ids: z.array(id).describe("In request order") }),
+);
+
+/** The per-table OpenAPI document, served as is (no envelope). */
+export const TableOpenApiDocumentSchema = responseData(
+  "TableOpenApiDocument",
+  z
+    .record(z.string(), z.unknown())
+    .describe(
+      "An OpenAPI 3.1 document of this table's record routes with its real fields and types",
+    ),
+);

@@ -1,0 +1,90 @@
+import {
+  type Authorizer,
+  Code,
+  domainError,
+  type Permission,
+  type Principal,
+  type Role,
+} from "@rowbase/kit";
+import { type FieldLike, fieldLikeOf } from "@rowbase/kit/field-types";
+import type { Upstream } from "./upstream.js";
+
+/** A record the caller may act on, with where it lives. */
+export interface RecordTarget {
+  rowId: bigint;
+  tableId: bigint;
+  databaseId: bigint;
+  organizationId: bigint;
+  role: Role;
+}
+
+/** A file field of a record the caller may act on. */
+export interface PairTarget extends RecordTarget {
+  fieldId: bigint;
+  field: FieldLike;
+}
+
+export function recordNotFound() {
+  return domainError(Code.NotFound, "record_not_found");
+}
+
+export function fileNotFound() {
+  return domainError(Code.NotFound, "file_not_found");
+}
+
+export function fieldNotFileType() {
+  return domainError(Code.InvalidArgument, "field_not_file_type");
+}
+
+/**
+ * Finds what a call addresses and checks the caller's role there (SPEC section 3): the row's
+ * table and organization come from records, the role from kit's Authorizer, the field from the
+ * table's schema. A row of another organization is record_not_found, whatever the field; a
+ * field that is not a file field of the row's table is field_not_file_type.
+ */
+export class Access {
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly authorizer: Authorizer,
+  ) {}
+
+  async record(
+    principal: Principal,
+    rowId: bigint,
+    permission: Permission,
+    requestId: string,
+  ): Promise<RecordTarget & { schema: Awaited<ReturnType<Upstream["tableSchema"]>> }> {
+    if (rowId <= 0n) throw recordNotFound();
+    const home = await this.upstream.resolveRecord(rowId, requestId);
+    const role = await this.authorizer.authorize(
+      principal,
+      home.organizationId,
+      permission,
+      "record_not_found",
+    );
+    const schema = await this.upstream.tableSchema(home.tableId, requestId);
+    if (!schema?.table || schema.organizationId !== home.organizationId) throw recordNotFound();
+    return {
+      rowId,
+      tableId: home.tableId,
+      databaseId: schema.table.databaseId,
+      organizationId: home.organizationId,
+      role,
+      schema,
+    };
+  }
+
+  async pair(
+    principal: Principal,
+    rowId: bigint,
+    fieldId: bigint,
+    permission: Permission,
+    requestId: string,
+  ): Promise<PairTarget> {
+    const { schema, ...record } = await this.record(principal, rowId, permission, requestId);
+    const found = schema?.fields.find((f) => f.fieldId === fieldId);
+    const field = found ? fieldLikeOf(found) : undefined;
+    if (field?.type !== "file") throw fieldNotFileType();
+    return { ...record, fieldId, field };
+  }
+}

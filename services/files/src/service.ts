@@ -1,0 +1,139 @@
+import {
+  Authorizer,
+  type Cache,
+  createOrm,
+  type EventBus,
+  type GrpcServer,
+  type Logger,
+  migrate,
+  type Orm,
+  OutboxRelay,
+  STREAMS,
+  startGrpcServer,
+} from "@rowbase/kit";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { Access } from "./access.js";
+import { Transactions } from "./change-set.js";
+import { Cleanup } from "./cleanup.js";
+import { type FilesConfig, storageSettingsOf } from "./config.js";
+import { entities } from "./db/entities.js";
+import { Files } from "./files.js";
+import { DURABLES, listen } from "./listeners.js";
+import { Maintenance, type MaintenanceOptions } from "./maintenance.js";
+import { organizationMembershipLookup } from "./membership.js";
+import { migrations } from "./migrations/initial-schema.js";
+import { createRoutes } from "./server.js";
+import { type BlobStore, createBlobStore } from "./storage/index.js";
+import { streamingErrorsInterceptor } from "./streaming.js";
+import { Upstream } from "./upstream.js";
+
+export const SCHEMA = "files";
+
+export function createFilesOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+}
+
+export async function migrateFiles(databaseUrl: string): Promise<string[]> {
+  const orm = await createFilesOrm(databaseUrl);
+  try {
+    return await migrate(orm, SCHEMA);
+  } finally {
+    await orm.close();
+  }
+}
+
+export interface RunningFiles {
+  server: GrpcServer;
+  /** The blob store in use (`directory` or `s3`). */
+  blobs: BlobStore;
+  /** Runs one round of the scheduled purge and byte collection now. */
+  maintain(): Promise<{ purged: number; collected: number }>;
+  stop(): Promise<void>;
+}
+
+export interface FilesOptions {
+  /** The scheduled purge and byte collection (default: every minute). */
+  maintenance?: MaintenanceOptions;
+}
+
+/**
+ * Starts the files service on its gRPC port with the given shared pieces: the outbox relay, the
+ * membership cache evictions, the catalog, organization and records event consumers, and the
+ * maintenance job. The caller owns (and closes) the cache and the bus.
+ */
+export async function startFiles(
+  config: FilesConfig,
+  deps: { logger: Logger; cache: Cache; bus: EventBus },
+  options: FilesOptions = {},
+): Promise<RunningFiles> {
+  await deps.bus.ensureStreams(STREAMS);
+  const orm = await createFilesOrm(config.DATABASE_URL, deps.logger);
+  const blobs = createBlobStore(storageSettingsOf(config));
+  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  let maintenance: Maintenance | undefined;
+  const tx = new Transactions(orm, relay, deps.logger, () => maintenance?.kick());
+  maintenance = new Maintenance(orm, tx, blobs, deps.logger, options.maintenance);
+  const authorizer = new Authorizer(
+    organizationMembershipLookup(config.ORGANIZATION_GRPC_URL, config.INTERNAL_JWT_SECRET),
+    deps.cache,
+  );
+  const upstream = new Upstream(
+    {
+      records: config.RECORDS_GRPC_URL,
+      catalog: config.CATALOG_GRPC_URL,
+      organization: config.ORGANIZATION_GRPC_URL,
+    },
+    config.INTERNAL_JWT_SECRET,
+    deps.cache,
+    deps.logger,
+  );
+  const files = new Files({
+    tx,
+    access: new Access(upstream, authorizer),
+    upstream,
+    blobs,
+    urlSecret: config.FILE_URL_SECRET,
+    urlTtlSeconds: config.FILE_URL_TTL_SECONDS,
+    logger: deps.logger,
+  });
+  const consumers: { stop(): Promise<void> }[] = [];
+  relay.start();
+  maintenance.start();
+  let server: GrpcServer;
+  try {
+    consumers.push(await authorizer.listen(deps.bus, DURABLES.membership));
+    consumers.push(
+      ...(await listen(deps.bus, { cleanup: new Cleanup(tx), upstream, logger: deps.logger })),
+    );
+    server = await startGrpcServer({
+      routes: createRoutes({ files }),
+      services: [FilesService],
+      host: config.GRPC_HOST,
+      port: config.GRPC_PORT,
+      logger: deps.logger,
+      internalSecret: config.INTERNAL_JWT_SECRET,
+      interceptors: [streamingErrorsInterceptor(deps.logger)],
+    });
+  } catch (error) {
+    for (const consumer of consumers) await consumer.stop();
+    await maintenance.stop();
+    await relay.stop();
+    await blobs.close();
+    await orm.close();
+    throw error;
+  }
+  const running = maintenance;
+  return {
+    server,
+    blobs,
+    maintain: () => running.runOnce(),
+    async stop() {
+      await server.close();
+      for (const consumer of consumers) await consumer.stop();
+      await running.stop();
+      await relay.stop();
+      await blobs.close();
+      await orm.close();
+    },
+  };
+}

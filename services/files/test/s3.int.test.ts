@@ -1,0 +1,3 @@
+import { filesSuite } from "./suite.js";
+
+filesSuite("s3");

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { FIELD_TYPE_NAMES, jsonSchemaOf } from "./index.js";
+
+describe("JSON Schemas of field values", () => {
+  it("admits null for every type and marks the system's values read-only", () => {
+    for (const type of FIELD_TYPE_NAMES) {
+      const schema = jsonSchemaOf({ type, options: {} });
+      const readOnly = ["file", "autonumber", "created_at", "updated_at"].includes(type);
+      expect(schema.readOnly === true, type).toBe(readOnly);
+      if (type === "json") continue;
+      const types = schema.type as string[] | undefined;
+      const nullable =
+        types?.includes("null") ||
+        (schema.enum as unknown[] | undefined)?.includes(null) ||
+        (schema.anyOf as { type?: string }[] | undefined)?.some((s) => s.type === "null");
+      expect(nullable, type).toBe(true);
+    }
+  });
+
+  it("carries the limits the options set", () => {
+    expect(jsonSchemaOf({ type: "text", options: { max_length: 20 } })).toEqual({
+      type: ["string", "null"],
+      maxLength: 20,
+    });
+    expect(
+      jsonSchemaOf({ type: "number", options: { decimals: 2, min: 0, max: 9 } }),
+    ).toMatchObject({ type: ["number", "null"], minimum: 0, maximum: 9 });
+    expect(
+      jsonSchemaOf({
+        type: "single_select",
+        options: {
+          choices: [
+            { id: "1", name: "A" },
+            { id: "2", name: "B" },
+          ],
+        },
+      }),
+    ).toEqual({ type: "string", enum: ["A", "B", null] });
+    expect(
+      jsonSchemaOf({ type: "multi_select", options: { choices: [{ id: "1", name: "A" }] } }),
+    ).toMatchObject({ type: ["array", "null"], items: { type: "string", enum: ["A"] } });
+    expect(jsonSchemaOf({ type: "date" })).toMatchObject({ format: "date" });
+    expect(jsonSchemaOf({ type: "datetime" })).toMatchObject({ format: "date-time" });
+    expect(jsonSchemaOf({ type: "email" })).toMatchObject({ format: "email", maxLength: 254 });
+  });
+
+  it("describes what a write may send, which is more than what is read", () => {
+    const input = jsonSchemaOf({ type: "number", options: { decimals: 0 } }, "input");
+    expect(input.anyOf).toEqual(
+      expect.arrayContaining([expect.objectContaining({ type: "string" })]),
+    );
+    expect(
+      jsonSchemaOf(
+        { type: "single_select", options: { choices: [{ id: "1", name: "A" }] } },
+        "input",
+      ),
+    ).toMatchObject({ type: ["string", "null"] });
+  });
+});

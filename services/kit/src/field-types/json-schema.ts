@@ -1,0 +1,135 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { choicesOf, type FieldLike, numberSettingsOf, textLimitOf } from "./options.js";
+import { isReadOnlyType } from "./types.js";
+import { EMAIL_MAX_LENGTH, JSON_MAX_BYTES, PHONE_MAX_LENGTH, URL_MAX_LENGTH } from "./values.js";
+
+/**
+ * Whether a schema describes a value as records return it (`output`) or as a write may send it
+ * (`input`: numbers also as numeric strings, select names regardless of case).
+ */
+export type SchemaDirection = "output" | "input";
+
+/** The metadata a file field holds (SPEC section 7, FileInfo). */
+const FILE_INFO: JsonObject = {
+  type: "object",
+  properties: {
+    row_id: { type: "integer" },
+    field_id: { type: "integer" },
+    file_name: { type: "string" },
+    content_type: { type: "string" },
+    size: { type: "integer" },
+    sha256: { type: "string" },
+    created_at: { type: "string", format: "date-time" },
+    updated_at: { type: "string", format: "date-time" },
+    deleted_at: { type: ["string", "null"], format: "date-time" },
+  },
+};
+
+/** A schema that also admits null (an empty cell). */
+function nullable(schema: JsonObject): JsonObject {
+  if (Array.isArray(schema.enum)) return { ...schema, enum: [...schema.enum, null] };
+  if (typeof schema.type === "string") return { ...schema, type: [schema.type, "null"] };
+  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: "null" }] };
+  return schema;
+}
+
+function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject {
+  const { decimals, min, max } = numberSettingsOf(field);
+  const bounds: JsonObject = {};
+  if (min !== undefined) bounds.minimum = min;
+  if (max !== undefined) bounds.maximum = max;
+  const description = `Rounded half away from zero to ${decimals} decimal place${decimals === 1 ? "" : "s"}.`;
+  if (direction === "output") return { type: "number", ...bounds, description };
+  return {
+    anyOf: [
+      { type: "number", ...bounds },
+      { type: "string", pattern: "^\\s*[+-]?(\\d+\\.?\\d*|\\.\\d+)([eE][+-]?\\d+)?\\s*$" },
+    ],
+    description: `${description} A numeric string is accepted and converted.`,
+  };
+}
+
+/**
+ * The JSON Schema (2020-12, as OpenAPI 3.1 uses it) of a field's value: the type and the limits
+ * its options set, `readOnly` for the values the system writes, null for an empty cell. The one
+ * description of values besides `validateValue`, for documents such as a table's OpenAPI.
+ */
+export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "output"): JsonObject {
+  const readOnly = isReadOnlyType(field.type);
+  let schema: JsonObject;
+  switch (field.type) {
+    case "text":
+      schema = { type: "string", maxLength: textLimitOf(field) };
+      break;
+    case "long_text":
+      schema = {
+        type: "string",
+        maxLength: textLimitOf(field),
+        description: "Rich text, stored as Markdown; `rich_text` chooses how it is returned.",
+      };
+      break;
+    case "number":
+      schema = numberSchema(field, direction);
+      break;
+    case "boolean":
+      schema = { type: "boolean" };
+      break;
+    case "date":
+      schema = { type: "string", format: "date", description: "YYYY-MM-DD" };
+      break;
+    case "datetime":
+      schema = {
+        type: "string",
+        format: "date-time",
+        description: "RFC 3339; returned in UTC with milliseconds.",
+      };
+      break;
+    case "single_select": {
+      const names: JsonValue[] = choicesOf(field.options).map((c) => c.name);
+      schema =
+        direction === "output"
+          ? { type: "string", enum: names }
+          : { type: "string", description: `One of: ${names.join(", ")} (any case).` };
+      break;
+    }
+    case "multi_select": {
+      const names: JsonValue[] = choicesOf(field.options).map((c) => c.name);
+      schema = {
+        type: "array",
+        items: direction === "output" ? { type: "string", enum: names } : { type: "string" },
+        uniqueItems: direction === "output",
+        description: `Choice names from: ${names.join(", ")}.`,
+      };
+      break;
+    }
+    case "email":
+      schema = { type: "string", format: "email", maxLength: EMAIL_MAX_LENGTH };
+      break;
+    case "url":
+      schema = { type: "string", format: "uri", maxLength: URL_MAX_LENGTH };
+      break;
+    case "phone":
+      schema = { type: "string", maxLength: PHONE_MAX_LENGTH };
+      break;
+    case "json":
+      return { description: `Any JSON value of at most ${JSON_MAX_BYTES} bytes.` };
+    case "file":
+      schema = { ...FILE_INFO, description: "Written through the /file routes." };
+      break;
+    case "autonumber":
+      schema = { type: "integer", description: "Assigned when the record is created." };
+      break;
+    case "created_at":
+      schema = { type: "string", format: "date-time", description: "When the record was created." };
+      break;
+    case "updated_at":
+      schema = {
+        type: "string",
+        format: "date-time",
+        description: "When the record was last changed.",
+      };
+      break;
+  }
+  const result = nullable(schema);
+  return readOnly ? { ...result, readOnly: true } : result;
+}

@@ -1,0 +1,192 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { gunzipSync } from "node:zlib";
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Migration } from "@mikro-orm/migrations";
+import { Health } from "@rowbase/proto/grpc/health/v1/health_pb";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createLogger,
+  createOrm,
+  type GrpcServer,
+  MemoryBus,
+  migrate,
+  type Orm,
+  OUTBOX_TABLE_SQL,
+  OutboxRelay,
+  startGrpcServer,
+  startTracing,
+  type Tracing,
+} from "../src/index.js";
+import { createTestDatabase, testInfra } from "../src/testing.js";
+
+// Tracing on, as with OTEL_EXPORTER_OTLP_ENDPOINT set: spans go over OTLP/HTTP (JSON) to a
+// collector, here a plain HTTP server that keeps what it is sent.
+
+class CreateOutbox extends Migration {
+  override up() {
+    this.addSql(OUTBOX_TABLE_SQL);
+  }
+}
+
+interface OtlpAttribute {
+  key: string;
+  value: { stringValue?: string; intValue?: number | string };
+}
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: OtlpAttribute[];
+  status?: { code?: number };
+  events?: { name: string; attributes: OtlpAttribute[] }[];
+}
+interface ExportedSpan extends OtlpSpan {
+  serviceName: string | undefined;
+}
+
+const TRACE_ID = "5bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN_ID = "00f067aa0ba902b7";
+const SERVER_KIND = 2;
+
+const logger = createLogger("kit-test", "silent");
+const exported: ExportedSpan[] = [];
+let collector: Server;
+let tracing: Tracing;
+let orm: Orm;
+let relay: OutboxRelay;
+let server: GrpcServer;
+let drop: () => Promise<void>;
+
+function attribute(span: OtlpSpan, key: string) {
+  const value = span.attributes.find((a) => a.key === key)?.value;
+  return value?.stringValue ?? (value?.intValue === undefined ? undefined : Number(value.intValue));
+}
+
+beforeAll(async () => {
+  collector = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      let body = Buffer.concat(chunks);
+      if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
+      if (req.url === "/v1/traces") {
+        const request = JSON.parse(body.toString("utf8"));
+        for (const resourceSpans of request.resourceSpans ?? []) {
+          const serviceName = resourceSpans.resource.attributes.find(
+            (a: OtlpAttribute) => a.key === "service.name",
+          )?.value.stringValue;
+          for (const scope of resourceSpans.scopeSpans ?? []) {
+            for (const span of scope.spans ?? []) exported.push({ ...span, serviceName });
+          }
+        }
+      }
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve));
+  const { port } = collector.address() as AddressInfo;
+  tracing = await startTracing({
+    serviceName: "kit-trace-test",
+    otlpEndpoint: `http://127.0.0.1:${port}/`,
+  });
+
+  const infra = await testInfra();
+  const db = await createTestDatabase(infra.databaseUrl);
+  drop = db.drop;
+  orm = await createOrm({
+    url: db.url,
+    schema: "kit_trace",
+    entities: [],
+    migrations: [CreateOutbox],
+  });
+  await migrate(orm, "kit_trace");
+  relay = new OutboxRelay(orm, new MemoryBus(logger), logger);
+  server = await startGrpcServer({
+    routes: (router) =>
+      router.service(IdentityService, {
+        async getJwks() {
+          await orm.em.fork().execute("select 42 as answer");
+          // As a service does after a commit that enqueued events: the relay's round must
+          // not become part of this call's trace.
+          relay.kick();
+          return { keys: [] };
+        },
+        getUsers() {
+          throw new Error("the disk is on fire");
+        },
+      }),
+    services: [IdentityService],
+    host: "127.0.0.1",
+    port: 0,
+    logger,
+    internalSecret: "a-shared-internal-secret-of-32-chars!",
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await relay?.stop();
+  await tracing?.shutdown();
+  await orm?.close();
+  await drop?.();
+  await new Promise((resolve) => collector?.close(resolve));
+});
+
+describe("traces exported over OTLP", () => {
+  it("continue the caller's trace through the RPC into its PostgreSQL queries", async () => {
+    expect(tracing.recording).toBe(true);
+    const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${server.port}` });
+    const identity = createClient(IdentityService, transport);
+    await identity.getJwks({}, { headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN_ID}-01` } });
+    await expect(identity.getUsers({})).rejects.toMatchObject({ code: Code.Internal });
+    // Probes are not traced (they would send a trace every few seconds per pod).
+    await createClient(Health, transport).check({});
+    await relay.stop();
+    await tracing.shutdown(); // flushes the batch to the collector
+
+    const rpc = exported.find((s) => s.name === "rowbase.identity.v1.IdentityService/GetJwks");
+    expect(rpc).toMatchObject({
+      traceId: TRACE_ID,
+      parentSpanId: CALLER_SPAN_ID,
+      kind: SERVER_KIND,
+      serviceName: "kit-trace-test",
+    });
+    expect(attribute(rpc!, "rpc.system")).toBe("grpc");
+    expect(attribute(rpc!, "rpc.grpc.status_code")).toBe(0);
+
+    const queries = exported.filter((s) => s.traceId === TRACE_ID && s !== rpc);
+    const select = queries.find((s) =>
+      s.attributes.some((a) => a.value.stringValue === "select 42 as answer"),
+    );
+    expect(select, JSON.stringify(queries, null, 2)).toBeDefined();
+    expect(select!.parentSpanId).toBe(rpc!.spanId);
+    expect(attribute(select!, "db.system.name") ?? attribute(select!, "db.system")).toBe(
+      "postgresql",
+    );
+
+    // A server fault marks its span failed and keeps the masked cause as the exception.
+    const failed = exported.find((s) => s.name === "rowbase.identity.v1.IdentityService/GetUsers");
+    expect(failed?.status?.code).toBe(2);
+    expect(attribute(failed!, "rpc.grpc.status_code")).toBe(Code.Internal);
+    const exception = failed?.events?.find((e) => e.name === "exception");
+    expect(exception?.attributes).toContainEqual({
+      key: "exception.message",
+      value: { stringValue: "the disk is on fire" },
+    });
+
+    // Queries no call started (the migrations in beforeAll) make no traces of their own, nor
+    // does the health check.
+    expect(new Set(exported.map((s) => s.traceId))).toEqual(new Set([TRACE_ID, failed!.traceId]));
+
+    // The relay ran (kicked inside the call) but recorded nothing, in this trace or another.
+    const relayQueries = exported.filter((s) =>
+      s.attributes.some((a) => a.value.stringValue?.includes("from outbox")),
+    );
+    expect(relayQueries).toEqual([]);
+  });
+});

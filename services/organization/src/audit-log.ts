@@ -1,0 +1,322 @@
+import { fromBinary, toJson } from "@bufbuild/protobuf";
+import { timestampDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { QueryResult } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { type BusMessage, Code, domainError, type Logger } from "@rowbase/kit";
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { authorize } from "./access.js";
+import type { ScopeOwners } from "./audit-scope-owners.js";
+import type { Transactions, UserCall } from "./change-set.js";
+import type { JsonValue } from "./domain/audit.js";
+import { auditQueryOf } from "./domain/audit-query.js";
+import {
+  expiredPartitions,
+  monthStart,
+  nextMonthStart,
+  partitionName,
+  retentionCutoff,
+  utcLiteral,
+} from "./domain/audit-retention.js";
+import { validationFailed } from "./domain/validation.js";
+
+export type ActorType = "user" | "api_token" | "system";
+
+/** One change as stored: `old`/`new` absent when the key had no value before/after. */
+export interface StoredChange {
+  key: string;
+  label?: string;
+  old?: JsonValue;
+  new?: JsonValue;
+}
+
+/** One stored audit event. Ids of "no database"/"no table" are null here, 0 on the wire. */
+export interface AuditEntry {
+  eventId: string;
+  at: Date;
+  organizationId: bigint;
+  databaseId: bigint | null;
+  tableId: bigint | null;
+  actor: { type: ActorType; id: bigint };
+  action: string;
+  target: { type: string; id: bigint; fieldId: bigint | null };
+  changes: StoredChange[];
+}
+
+export type AuditScope =
+  | { case: "organizationId"; value: bigint }
+  | { case: "databaseId"; value: bigint }
+  | { case: "tableId"; value: bigint };
+
+/** The list parameters as they come in (proto fields; limit 0 is "unset"). */
+export interface AuditListInput {
+  limit: number;
+  offset: number;
+  since?: Date | undefined;
+  until?: Date | undefined;
+  action: string;
+}
+
+interface AuditRow {
+  event_id: string;
+  /** ISO 8601 in UTC with milliseconds (raw queries return timestamps as text). */
+  at_iso: string;
+  organization_id: string;
+  database_id: string | null;
+  table_id: string | null;
+  actor_type: ActorType;
+  actor_id: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  target_field_id: string | null;
+  changes: StoredChange[];
+}
+
+const ACTOR_TYPES: Partial<Record<Actor_Type, ActorType>> = {
+  [Actor_Type.USER]: "user",
+  [Actor_Type.API_TOKEN]: "api_token",
+};
+
+/** Serializes partition changes between replicas (creating and dropping). */
+const PARTITION_LOCK =
+  "select pg_advisory_xact_lock(hashtext('organization.audit_event_partitions'))";
+
+const nullIfZero = (id: bigint) => (id === 0n ? null : id);
+const bigintOrNull = (value: string | null) => (value === null ? null : BigInt(value));
+
+/**
+ * The audit store (SPEC section 11): every AuditEvent of the AUDIT stream, kept 90 days in the
+ * monthly partitions of `audit_event`, listed per organization, database or table to members
+ * of the organization. A database or table scope is resolved to its organization from the
+ * stored events (they carry it, and ids are never reused), else from the catalog when one is
+ * configured, so that a live database without events answers an empty list to members; a
+ * scope nobody can resolve answers its 404, like a non-member.
+ */
+export class AuditLog {
+  constructor(
+    private readonly deps: {
+      tx: Transactions;
+      /** Absent without CATALOG_GRPC_URL: scopes resolve from stored events only. */
+      owners?: ScopeOwners | undefined;
+      logger: Logger;
+    },
+  ) {}
+
+  /**
+   * Stores one AUDIT message in the consumer's transaction. An event already past the
+   * retention (delivered more than 90 days late) is not stored. Returns whether it stored.
+   */
+  async store(em: EntityManager, message: BusMessage, now = new Date()): Promise<boolean> {
+    const event = fromBinary(AuditEventSchema, message.data);
+    const at = event.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
+    if (at.getTime() < retentionCutoff(now).getTime()) return false;
+    const actor = event.meta?.actor;
+    const changes: StoredChange[] = event.changes.map((change) => ({
+      key: change.key,
+      ...(change.label ? { label: change.label } : {}),
+      ...(change.oldValue ? { old: toJson(ValueSchema, change.oldValue) as JsonValue } : {}),
+      ...(change.newValue ? { new: toJson(ValueSchema, change.newValue) as JsonValue } : {}),
+    }));
+    await em.execute(
+      `insert into audit_event (event_id, at, organization_id, database_id, table_id,
+         actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
+         request_id)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)
+       on conflict do nothing`,
+      [
+        event.meta?.eventId || message.id,
+        at,
+        event.organizationId,
+        nullIfZero(event.databaseId),
+        nullIfZero(event.tableId),
+        (actor && ACTOR_TYPES[actor.type]) ?? "system",
+        actor?.id ?? 0n,
+        event.action,
+        event.target?.type ?? "",
+        event.target?.id ?? 0n,
+        nullIfZero(event.target?.fieldId ?? 0n),
+        JSON.stringify(changes),
+        event.meta?.requestId || null,
+      ],
+    );
+    return true;
+  }
+
+  /**
+   * One page of a scope's events, newest first, with the total that match. Every member of the
+   * organization may read; anyone else gets the scope's 404.
+   */
+  async list(
+    call: UserCall,
+    scope: AuditScope,
+    input: AuditListInput,
+    now = new Date(),
+  ): Promise<{ entries: AuditEntry[]; total: bigint }> {
+    const query = auditQueryOf(input);
+    if ("problems" in query) throw validationFailed(...query.problems);
+    const em = this.deps.tx.em();
+    const column = {
+      organizationId: "organization_id",
+      databaseId: "database_id",
+      tableId: "table_id",
+    }[scope.case];
+    const organizationId = await this.organizationOf(em, call, scope);
+
+    const conditions = [`${column} = ?`, "organization_id = ?", "at >= ?"];
+    const cutoff = retentionCutoff(now);
+    const since = query.since && query.since > cutoff ? query.since : cutoff;
+    const params: unknown[] = [scope.value, organizationId, since];
+    if (query.until) {
+      conditions.push("at < ?");
+      params.push(query.until);
+    }
+    if (query.action) {
+      conditions.push("action = ?");
+      params.push(query.action);
+    }
+    const where = conditions.join(" and ");
+    const [count] = await em.execute<{ total: string }[]>(
+      `select count(*) as total from audit_event where ${where}`,
+      params,
+    );
+    const rows = await em.execute<AuditRow[]>(
+      `select event_id, to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
+         organization_id, database_id, table_id, actor_type, actor_id, action,
+         target_type, target_id, target_field_id, changes
+       from audit_event where ${where}
+       order by at desc, event_id desc limit ? offset ?`,
+      [...params, query.limit, query.offset],
+    );
+    return { entries: rows.map(toEntry), total: BigInt(count?.total ?? 0) };
+  }
+
+  /** The scope's organization, once the caller is known to be a member of it. */
+  private async organizationOf(
+    em: EntityManager,
+    call: UserCall,
+    scope: AuditScope,
+  ): Promise<bigint> {
+    if (scope.case === "organizationId") {
+      await authorize(em, scope.value, call.userId, "read", "organization_not_found");
+      return scope.value;
+    }
+    const [column, notFound, fromCatalog] =
+      scope.case === "databaseId"
+        ? (["database_id", "database_not_found", this.deps.owners?.databaseOrganization] as const)
+        : (["table_id", "table_not_found", this.deps.owners?.tableOrganization] as const);
+    const [stored] = await em.execute<{ organization_id: string }[]>(
+      `select organization_id from audit_event where ${column} = ? limit 1`,
+      [scope.value],
+    );
+    const organizationId = stored
+      ? BigInt(stored.organization_id)
+      : await fromCatalog?.(scope.value, call.requestId);
+    if (organizationId === undefined) throw domainError(Code.NotFound, notFound);
+    await authorize(em, organizationId, call.userId, "read", notFound);
+    return organizationId;
+  }
+
+  /**
+   * Creates the monthly partition holding `month` unless it exists; returns whether it did.
+   * Fails when the default partition already holds rows of that month (a partition cannot be
+   * created over them): those rows then stay in the default partition, which expiry also
+   * covers.
+   */
+  async ensurePartition(month: Date): Promise<boolean> {
+    const name = partitionName(month);
+    const from = utcLiteral(monthStart(month));
+    const to = utcLiteral(nextMonthStart(month));
+    return this.deps.tx.em().transactional(async (em) => {
+      await em.execute("set local lock_timeout = '5s'");
+      await em.execute(PARTITION_LOCK);
+      const [found] = await em.execute<{ oid: string | null }[]>(
+        "select to_regclass(?)::text as oid",
+        [name],
+      );
+      if (found?.oid) return false;
+      // The name and bounds come from a Date, never from input.
+      await em.execute(
+        `create table ${name} partition of audit_event for values from ('${from}') to ('${to}')`,
+      );
+      return true;
+    });
+  }
+
+  /**
+   * The 90-day expiry: drops the monthly partitions that lie wholly before the cutoff, then
+   * deletes the older rows of the partition that straddles it (and of the default partition).
+   * Run hourly, the delete only ever meets an hour's worth of rows.
+   */
+  async expire(now = new Date()): Promise<{ droppedPartitions: string[]; deletedRows: number }> {
+    const em = this.deps.tx.em();
+    const partitions = await em.execute<{ name: string }[]>(
+      `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+       where i.inhparent = 'audit_event'::regclass`,
+    );
+    const droppedPartitions = expiredPartitions(
+      partitions.map((p) => p.name),
+      now,
+    );
+    if (droppedPartitions.length > 0) {
+      await em.fork().transactional(async (tx) => {
+        await tx.execute("set local lock_timeout = '5s'");
+        await tx.execute(PARTITION_LOCK);
+        for (const name of droppedPartitions) await tx.execute(`drop table if exists ${name}`);
+      });
+    }
+    const deleted = await em
+      .fork()
+      .execute<QueryResult>("delete from audit_event where at < ?", [retentionCutoff(now)], "run");
+    return { droppedPartitions, deletedRows: deleted.affectedRows };
+  }
+
+  /**
+   * The periodic job: this month's and next month's partitions exist, expired events are gone.
+   * Failures are logged, never thrown: the next run tries again, and events still land in the
+   * default partition meanwhile.
+   */
+  async maintain(now = new Date()): Promise<void> {
+    for (const month of [monthStart(now), nextMonthStart(now)]) {
+      try {
+        if (await this.ensurePartition(month)) {
+          this.deps.logger.info({ partition: partitionName(month) }, "audit partition created");
+        }
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: error, partition: partitionName(month) },
+          "audit partition not created",
+        );
+      }
+    }
+    try {
+      const expired = await this.expire(now);
+      if (expired.droppedPartitions.length > 0 || expired.deletedRows > 0) {
+        this.deps.logger.info(
+          { dropped: expired.droppedPartitions, deleted: expired.deletedRows },
+          "expired audit events removed",
+        );
+      }
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, "audit expiry failed");
+    }
+  }
+}
+
+function toEntry(row: AuditRow): AuditEntry {
+  return {
+    eventId: row.event_id,
+    at: new Date(row.at_iso),
+    organizationId: BigInt(row.organization_id),
+    databaseId: bigintOrNull(row.database_id),
+    tableId: bigintOrNull(row.table_id),
+    actor: { type: row.actor_type, id: BigInt(row.actor_id) },
+    action: row.action,
+    target: {
+      type: row.target_type,
+      id: BigInt(row.target_id),
+      fieldId: bigintOrNull(row.target_field_id),
+    },
+    changes: row.changes,
+  };
+}

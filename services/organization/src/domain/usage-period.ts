@@ -1,0 +1,70 @@
+import type { ValidationItem } from "./validation.js";
+
+/** A period of whole UTC days, both ends inclusive, as YYYY-MM-DD. */
+export interface UsagePeriod {
+  from: string;
+  to: string;
+  /** Every day of the period, oldest first. */
+  days: string[];
+}
+
+/** The longest period api_stats answers in one call (a year, leap day included). */
+export const MAX_PERIOD_DAYS = 366;
+
+const DAY_MS = 24 * 3600 * 1000;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** The UTC day of an instant, YYYY-MM-DD. */
+export function utcDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+/** The first day of the UTC month of a day, YYYY-MM-01. */
+export function firstOfMonth(day: string): string {
+  return `${day.slice(0, 7)}-01`;
+}
+
+/** Midnight UTC of a YYYY-MM-DD day that exists in the calendar, else undefined. */
+function parseDay(text: string): number | undefined {
+  const match = DATE.exec(text);
+  if (!match) return undefined;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const at = Date.UTC(year, month - 1, day);
+  return utcDay(new Date(at)) === text ? at : undefined;
+}
+
+/**
+ * The period of an api_stats request (SPEC section 5): `to` defaults to today, `from` to the
+ * first of `to`'s month, so that neither given means "this month so far". Either the period or
+ * what is wrong with the parameters (REST names `from` and `to`).
+ */
+export function usagePeriodOf(
+  fromText: string,
+  toText: string,
+  now: Date,
+): UsagePeriod | { problems: ValidationItem[] } {
+  const problems: ValidationItem[] = [];
+  const mustBeDate = "must be a date YYYY-MM-DD";
+  const to = toText === "" ? utcDay(now) : toText;
+  const from = fromText === "" ? firstOfMonth(to) : fromText;
+  const toAt = parseDay(to);
+  const fromAt = parseDay(from);
+  if (fromText !== "" && fromAt === undefined)
+    problems.push({ key: "from", message: mustBeDate, source: "query" });
+  if (toText !== "" && toAt === undefined)
+    problems.push({ key: "to", message: mustBeDate, source: "query" });
+  if (problems.length > 0 || fromAt === undefined || toAt === undefined) return { problems };
+  if (fromAt > toAt) {
+    return { problems: [{ key: "from", message: "must not be after to", source: "query" }] };
+  }
+  const count = (toAt - fromAt) / DAY_MS + 1;
+  if (count > MAX_PERIOD_DAYS) {
+    return {
+      problems: [
+        { key: "from", message: `period must be at most ${MAX_PERIOD_DAYS} days`, source: "query" },
+      ],
+    };
+  }
+  const days = Array.from({ length: count }, (_, i) => utcDay(new Date(fromAt + i * DAY_MS)));
+  return { from, to, days };
+}

@@ -1,0 +1,584 @@
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { create, toBinary, toJson } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { SUBJECTS } from "@rowbase/kit";
+import { DatabaseSchema, TableSchema } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import {
+  AuditEvent_ChangeSchema,
+  AuditEvent_TargetSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  Actor_Type,
+  ActorSchema,
+  EventMetaSchema,
+} from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import {
+  type AuditLogEntry,
+  AuditLogEntry_Actor_Type,
+  Role,
+  TokenAccess,
+} from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import type { ListAuditEventsRequest } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  type Harness,
+  newOrganization,
+  reasonOf,
+  startHarness,
+  type TestUser,
+  team,
+  validationOf,
+} from "./harness.js";
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/**
+ * A catalog that knows a few databases and tables, as the real one answers GetDatabase and
+ * GetTableSchema to a service principal (the organization service resolves scopes with them).
+ */
+async function startStubCatalog(
+  databases: Map<bigint, bigint>,
+  tables: Map<bigint, { databaseId: bigint; organizationId: bigint }>,
+) {
+  const routes = (router: ConnectRouter) =>
+    router.service(CatalogService, {
+      async getDatabase(req) {
+        const organizationId = databases.get(req.databaseId);
+        if (organizationId === undefined) {
+          throw new ConnectError("database_not_found", Code.NotFound);
+        }
+        return {
+          database: create(DatabaseSchema, {
+            databaseId: req.databaseId,
+            organizationId,
+            name: "Stub",
+          }),
+        };
+      },
+      async getTableSchema(req) {
+        const table = tables.get(req.tableId);
+        if (!table) throw new ConnectError("table_not_found", Code.NotFound);
+        return {
+          table: create(TableSchema, { tableId: req.tableId, databaseId: table.databaseId }),
+          fields: [],
+          organizationId: table.organizationId,
+        };
+      },
+    });
+  const server = http2.createServer(connectNodeAdapter({ routes }));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+type Scope = ListAuditEventsRequest["scope"];
+const byOrganization = (value: bigint): Scope => ({ case: "organizationId", value });
+const byDatabase = (value: bigint): Scope => ({ case: "databaseId", value });
+const byTable = (value: bigint): Scope => ({ case: "tableId", value });
+
+async function list(
+  harness: Harness,
+  who: TestUser,
+  scope: Scope,
+  params: Partial<Omit<ListAuditEventsRequest, "scope" | "$typeName">> = {},
+) {
+  return harness.org.listAuditEvents({ scope, limit: 1000, ...params }, await as(who));
+}
+
+/** What a change says, in plain JSON (old/new absent when unset). */
+function changesOf(entry: AuditLogEntry | undefined) {
+  return entry?.changes.map((change) => ({
+    key: change.key,
+    ...(change.label ? { label: change.label } : {}),
+    ...(change.oldValue ? { old: toJson(ValueSchema, change.oldValue) } : {}),
+    ...(change.newValue ? { new: toJson(ValueSchema, change.newValue) } : {}),
+  }));
+}
+
+/** Publishes an AuditEvent as another service (catalog, records) would; returns its id. */
+async function publishAudit(
+  harness: Harness,
+  init: {
+    organizationId: bigint;
+    databaseId?: bigint;
+    tableId?: bigint;
+    action: string;
+    target: { type: string; id: bigint };
+    actor: TestUser;
+    changes?: { key: string; label?: string; old?: unknown; new?: unknown }[];
+    at?: Date;
+  },
+): Promise<string> {
+  const eventId = crypto.randomUUID();
+  const event = create(AuditEventSchema, {
+    meta: create(EventMetaSchema, {
+      eventId,
+      occurredAt: timestampFromDate(init.at ?? new Date()),
+      actor: create(ActorSchema, { type: Actor_Type.USER, id: init.actor.id }),
+      requestId: "test",
+    }),
+    organizationId: init.organizationId,
+    databaseId: init.databaseId ?? 0n,
+    tableId: init.tableId ?? 0n,
+    action: init.action,
+    target: create(AuditEvent_TargetSchema, init.target),
+    changes: (init.changes ?? []).map((change) =>
+      create(AuditEvent_ChangeSchema, {
+        key: change.key,
+        label: change.label ?? "",
+        oldValue: "old" in change ? create(ValueSchema, toValue(change.old)) : undefined,
+        newValue: "new" in change ? create(ValueSchema, toValue(change.new)) : undefined,
+      }),
+    ),
+  });
+  await harness.bus.publish(
+    SUBJECTS.audit(init.action),
+    toBinary(AuditEventSchema, event),
+    eventId,
+  );
+  return eventId;
+}
+
+function toValue(value: unknown) {
+  if (value === null) return { kind: { case: "nullValue" as const, value: 0 } };
+  if (typeof value === "number") return { kind: { case: "numberValue" as const, value } };
+  if (typeof value === "boolean") return { kind: { case: "boolValue" as const, value } };
+  return { kind: { case: "stringValue" as const, value: String(value) } };
+}
+
+/** Waits until the store holds the event. */
+async function stored(harness: Harness, eventId: string) {
+  await expect
+    .poll(
+      async () =>
+        (
+          await harness.db.query(
+            "select count(*)::int as n from organization.audit_event where event_id = $1",
+            [eventId],
+          )
+        ).rows[0].n,
+      { timeout: 10_000 },
+    )
+    .toBe(1);
+}
+
+const databases = new Map<bigint, bigint>();
+const tables = new Map<bigint, { databaseId: bigint; organizationId: bigint }>();
+let catalog: Awaited<ReturnType<typeof startStubCatalog>>;
+let h: Harness;
+
+beforeAll(async () => {
+  catalog = await startStubCatalog(databases, tables);
+  h = await startHarness({ CATALOG_GRPC_URL: catalog.url });
+});
+
+afterAll(async () => {
+  await h?.stop();
+  await catalog?.close();
+});
+
+describe("organization changes", () => {
+  it("lists member, invite and token changes with actor, target and old/new values", async () => {
+    const { id, owner, admin, editor, viewer, outsider, memberOf } = await team(h);
+    await h.org.updateMember(
+      { organizationId: id, memberId: memberOf(editor), role: Role.VIEWER },
+      await as(admin),
+    );
+    const { apiToken } = await h.org.createApiToken(
+      { organizationId: id, name: "CI", access: TokenAccess.READ_WRITE },
+      await as(owner),
+    );
+    await h.org.updateOrganization({ organizationId: id, name: "Team Renamed" }, await as(owner));
+
+    await expect
+      .poll(async () => (await list(h, viewer, byOrganization(id))).events[0]?.action, {
+        timeout: 10_000,
+      })
+      .toBe("organization.updated");
+    const { events, total } = await list(h, viewer, byOrganization(id));
+    expect(Number(total)).toBe(events.length);
+    const times = events.map((e) => e.at!.seconds * 1000n + BigInt(e.at!.nanos / 1e6));
+    expect([...times].sort((a, b) => (a > b ? -1 : a < b ? 1 : 0))).toEqual(times);
+
+    const memberUpdated = events.find((e) => e.action === "member.updated");
+    expect(memberUpdated).toMatchObject({
+      organizationId: id,
+      databaseId: 0n,
+      tableId: 0n,
+      actor: { type: AuditLogEntry_Actor_Type.USER, id: admin.id },
+      target: { type: "member", id: memberOf(editor) },
+    });
+    expect(memberUpdated!.eventId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(changesOf(memberUpdated)).toEqual([{ key: "role", old: "editor", new: "viewer" }]);
+
+    const invite = events.find(
+      (e) => e.action === "invite.created" && changesOf(e)?.[0]?.new === admin.email,
+    );
+    expect(invite).toMatchObject({
+      actor: { type: AuditLogEntry_Actor_Type.USER, id: owner.id },
+      target: { type: "invite" },
+    });
+    expect(changesOf(invite)).toEqual([
+      { key: "email", new: admin.email },
+      { key: "role", new: "admin" },
+      { key: "expires_at", new: expect.any(String) },
+    ]);
+
+    const token = events.find((e) => e.action === "api_token.created");
+    expect(token).toMatchObject({ target: { type: "api_token", id: apiToken!.tokenId } });
+    expect(changesOf(token)).toEqual([
+      { key: "name", new: "CI" },
+      { key: "access", new: "read_write" },
+      { key: "token_prefix", new: apiToken!.tokenPrefix },
+    ]);
+    expect(changesOf(events[0])).toEqual([{ key: "name", old: "Team", new: "Team Renamed" }]);
+    // Three invites accepted, plus the owner at the start.
+    expect(events.filter((e) => e.action === "member.added")).toHaveLength(4);
+    expect(events.filter((e) => e.action === "invite.accepted")).toHaveLength(3);
+
+    expect(await reasonOf(list(h, outsider, byOrganization(id)))).toBe("organization_not_found");
+    expect(await reasonOf(list(h, outsider, byOrganization(999_999_999n)))).toBe(
+      "organization_not_found",
+    );
+  });
+
+  it("pages newest first, filters by action and time, and validates its parameters", async () => {
+    const owner = await h.user("Pager");
+    const { organizationId } = await newOrganization(h, owner, "Pages");
+    for (const name of ["One", "Two", "Three"]) {
+      await h.org.createApiToken(
+        { organizationId, name, access: TokenAccess.READ },
+        await as(owner),
+      );
+    }
+    const scope = byOrganization(organizationId);
+    // organization.created, member.added (the owner), three tokens.
+    await expect
+      .poll(async () => (await list(h, owner, scope)).total, { timeout: 10_000 })
+      .toBe(5n);
+    const all = (await list(h, owner, scope)).events;
+    expect(all.slice(0, 3).map((e) => changesOf(e)?.[0]?.new)).toEqual(["Three", "Two", "One"]);
+
+    const page1 = await list(h, owner, scope, { limit: 2 });
+    const page2 = await list(h, owner, scope, { limit: 2, offset: 2 });
+    const page3 = await list(h, owner, scope, { limit: 2, offset: 4 });
+    const beyond = await list(h, owner, scope, { limit: 2, offset: 10 });
+    expect([page1, page2, page3, beyond].map((p) => p.total)).toEqual([5n, 5n, 5n, 5n]);
+    expect([...page1.events, ...page2.events, ...page3.events].map((e) => e.eventId)).toEqual(
+      all.map((e) => e.eventId),
+    );
+    expect(beyond.events).toEqual([]);
+
+    const tokens = await list(h, owner, scope, { action: "api_token.created" });
+    expect(tokens.total).toBe(3n);
+    expect(tokens.events.every((e) => e.action === "api_token.created")).toBe(true);
+    expect((await list(h, owner, scope, { action: "record.updated" })).total).toBe(0n);
+
+    // since is inclusive, until exclusive.
+    const second = all[1]!;
+    const since = await list(h, owner, scope, { since: second.at });
+    expect(since.events.map((e) => e.eventId)).toEqual(all.slice(0, 2).map((e) => e.eventId));
+    const until = await list(h, owner, scope, { until: second.at });
+    expect(until.events.map((e) => e.eventId)).toEqual(all.slice(2).map((e) => e.eventId));
+
+    expect(await validationOf(list(h, owner, scope, { limit: 1001 }))).toEqual([
+      { key: "limit", message: "must be 1-1000", source: "query" },
+    ]);
+    expect(await validationOf(list(h, owner, scope, { limit: -1, offset: -1 }))).toEqual([
+      { key: "limit", message: "must be 1-1000", source: "query" },
+      { key: "offset", message: "must be 0 or more", source: "query" },
+    ]);
+    expect(await validationOf(list(h, owner, scope, { action: "drop table" }))).toMatchObject([
+      { key: "action" },
+    ]);
+    expect(
+      await validationOf(list(h, owner, scope, { since: second.at, until: second.at })),
+    ).toMatchObject([{ key: "until" }]);
+    expect(await validationOf(list(h, owner, { case: undefined }))).toMatchObject([
+      { key: "organization_id", source: "query" },
+    ]);
+  });
+});
+
+describe("database and table scopes", () => {
+  it("answers members of the owning organization, 404 to everyone else", async () => {
+    const { id, owner, editor, viewer, outsider } = await team(h);
+    const other = await newOrganization(h, outsider, "Elsewhere");
+    const base = 10_000n * id;
+    const [db1, db2, dbQuiet, dbUnknown] = [base + 1n, base + 2n, base + 3n, base + 4n];
+    const [t11, t12, tQuiet] = [base + 11n, base + 12n, base + 31n];
+    databases.set(db1, id).set(db2, id).set(dbQuiet, id);
+    tables.set(tQuiet, { databaseId: dbQuiet, organizationId: id });
+
+    const recordUpdated = await publishAudit(h, {
+      organizationId: id,
+      databaseId: db1,
+      tableId: t11,
+      action: "record.updated",
+      target: { type: "record", id: 7n },
+      actor: editor,
+      changes: [{ key: "12", label: "Name", old: "Ada", new: "Grace" }],
+    });
+    await publishAudit(h, {
+      organizationId: id,
+      databaseId: db1,
+      tableId: t12,
+      action: "field.created",
+      target: { type: "field", id: 44n },
+      actor: owner,
+      changes: [{ key: "name", new: "Score" }],
+    });
+    await publishAudit(h, {
+      organizationId: id,
+      databaseId: db1,
+      action: "database.updated",
+      target: { type: "database", id: db1 },
+      actor: owner,
+      changes: [{ key: "description", old: null, new: "CRM" }],
+    });
+    const last = await publishAudit(h, {
+      organizationId: id,
+      databaseId: db2,
+      tableId: base + 21n,
+      action: "record.deleted",
+      target: { type: "record", id: 8n },
+      actor: editor,
+    });
+    await stored(h, last);
+
+    const inDatabase = await list(h, viewer, byDatabase(db1));
+    expect(inDatabase.events.map((e) => e.action)).toEqual([
+      "database.updated",
+      "field.created",
+      "record.updated",
+    ]);
+    expect(changesOf(inDatabase.events[0])).toEqual([
+      { key: "description", old: null, new: "CRM" },
+    ]);
+    const inTable = await list(h, viewer, byTable(t11));
+    expect(inTable.total).toBe(1n);
+    expect(inTable.events[0]).toMatchObject({
+      eventId: recordUpdated,
+      organizationId: id,
+      databaseId: db1,
+      tableId: t11,
+      actor: { type: AuditLogEntry_Actor_Type.USER, id: editor.id },
+      target: { type: "record", id: 7n },
+    });
+    expect(changesOf(inTable.events[0])).toEqual([
+      { key: "12", label: "Name", old: "Ada", new: "Grace" },
+    ]);
+    const inOrganization = await list(h, viewer, byOrganization(id));
+    expect(inOrganization.events.slice(0, 4).map((e) => e.action)).toEqual([
+      "record.deleted",
+      "database.updated",
+      "field.created",
+      "record.updated",
+    ]);
+
+    // A member of another organization learns nothing.
+    expect(await reasonOf(list(h, outsider, byDatabase(db1)))).toBe("database_not_found");
+    expect(await reasonOf(list(h, outsider, byTable(t11)))).toBe("table_not_found");
+    // A live database or table without events (known to the catalog): empty to members only.
+    expect(await list(h, viewer, byDatabase(dbQuiet))).toMatchObject({ events: [], total: 0n });
+    expect(await list(h, viewer, byTable(tQuiet))).toMatchObject({ events: [], total: 0n });
+    expect(await reasonOf(list(h, outsider, byDatabase(dbQuiet)))).toBe("database_not_found");
+    expect(await reasonOf(list(h, outsider, byTable(tQuiet)))).toBe("table_not_found");
+    // Neither stored nor in the catalog.
+    expect(await reasonOf(list(h, owner, byDatabase(dbUnknown)))).toBe("database_not_found");
+    expect(await reasonOf(list(h, owner, byTable(base + 99n)))).toBe("table_not_found");
+    // The outsider's own organization's log holds only its own events.
+    await expect
+      .poll(async () => (await list(h, outsider, byOrganization(other.organizationId))).total)
+      .toBe(2n);
+    const own = await list(h, outsider, byOrganization(other.organizationId));
+    expect(own.events.map((e) => e.action).sort()).toEqual([
+      "member.added",
+      "organization.created",
+    ]);
+    expect(own.events.every((e) => e.organizationId === other.organizationId)).toBe(true);
+  });
+
+  it("returns 50 events when no limit is given", async () => {
+    const owner = await h.user("Busy");
+    const { organizationId } = await newOrganization(h, owner, "Busy");
+    const tableId = 10_000n * organizationId + 77n;
+    let lastId = "";
+    for (let i = 0; i < 55; i++) {
+      lastId = await publishAudit(h, {
+        organizationId,
+        databaseId: tableId - 1n,
+        tableId,
+        action: "record.created",
+        target: { type: "record", id: BigInt(i + 1) },
+        actor: owner,
+      });
+    }
+    await stored(h, lastId);
+    await expect
+      .poll(async () => (await list(h, owner, byTable(tableId))).total, { timeout: 10_000 })
+      .toBe(55n);
+    const page = await h.org.listAuditEvents(
+      { scope: byTable(tableId), limit: 0 },
+      await as(owner),
+    );
+    expect(page.events).toHaveLength(50);
+    expect(page.total).toBe(55n);
+  });
+});
+
+describe("without a catalog", () => {
+  let bare: Harness;
+  beforeAll(async () => {
+    bare = await startHarness();
+  });
+  afterAll(async () => {
+    await bare?.stop();
+  });
+
+  it("resolves database and table scopes from the stored events only", async () => {
+    const owner = await bare.user("Bare");
+    const outsider = await bare.user("Other");
+    const { organizationId } = await newOrganization(bare, owner, "Bare");
+    const databaseId = 10_000n * organizationId + 5n;
+    const eventId = await publishAudit(bare, {
+      organizationId,
+      databaseId,
+      tableId: databaseId + 1n,
+      action: "table.updated",
+      target: { type: "table", id: databaseId + 1n },
+      actor: owner,
+      changes: [{ key: "name", old: "A", new: "B" }],
+    });
+    await stored(bare, eventId);
+    expect((await list(bare, owner, byDatabase(databaseId))).total).toBe(1n);
+    expect((await list(bare, owner, byTable(databaseId + 1n))).total).toBe(1n);
+    expect(await reasonOf(list(bare, outsider, byDatabase(databaseId)))).toBe("database_not_found");
+    // Nothing stored and nobody to ask: not found, members included.
+    expect(await reasonOf(list(bare, owner, byDatabase(databaseId + 100n)))).toBe(
+      "database_not_found",
+    );
+  });
+});
+
+describe("retention", () => {
+  async function auditRows(organizationId: bigint): Promise<string[]> {
+    const { rows } = await h.db.query(
+      "select event_id from organization.audit_event where organization_id = $1 order by at",
+      [organizationId],
+    );
+    return rows.map((r) => r.event_id);
+  }
+
+  it("keeps 90 days: older events are hidden, then deleted by the retention job", async () => {
+    const owner = await h.user("Keeper");
+    const { organizationId } = await newOrganization(h, owner, "Keeper");
+    const ids: string[] = [];
+    for (const name of ["old", "recent", "new"]) {
+      ids.push(
+        await publishAudit(h, {
+          organizationId,
+          action: "organization.updated",
+          target: { type: "organization", id: organizationId },
+          actor: owner,
+          changes: [{ key: "name", new: name }],
+        }),
+      );
+    }
+    for (const id of ids) await stored(h, id);
+    const [old, recent, fresh] = ids as [string, string, string];
+    await h.db.query(
+      "update organization.audit_event set at = now() - interval '100 days' where event_id = $1",
+      [old],
+    );
+    await h.db.query(
+      "update organization.audit_event set at = now() - interval '89 days' where event_id = $1",
+      [recent],
+    );
+    const listed = async () =>
+      (await list(h, owner, byOrganization(organizationId))).events.map((e) => e.eventId);
+    // Past 90 days an event is no longer listed, even before the job removed it.
+    expect(await listed()).not.toContain(old);
+    expect(await listed()).toContain(recent);
+    expect(await auditRows(organizationId)).toContain(old);
+
+    const result = await h.service.auditLog.expire();
+    expect(result.deletedRows).toBeGreaterThanOrEqual(1);
+    const left = await auditRows(organizationId);
+    expect(left).not.toContain(old);
+    expect(left).toEqual(expect.arrayContaining([recent, fresh]));
+  });
+
+  it("drops whole monthly partitions past the cutoff, and keeps this month's and the next", async () => {
+    const partitions = async () =>
+      (
+        await h.db.query(
+          `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+           where i.inhparent = 'organization.audit_event'::regclass order by 1`,
+        )
+      ).rows.map((r) => r.name as string);
+    const month = (at: Date) =>
+      `audit_event_p${at.getUTCFullYear()}${String(at.getUTCMonth() + 1).padStart(2, "0")}`;
+    const now = new Date();
+    const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+    expect(await partitions()).toEqual(
+      expect.arrayContaining(["audit_event_default", month(now), month(next)]),
+    );
+
+    const longAgo = new Date(now.getTime() - 150 * DAY_MS);
+    expect(await h.service.auditLog.ensurePartition(longAgo)).toBe(true);
+    expect(await h.service.auditLog.ensurePartition(longAgo)).toBe(false);
+    const owner = await h.user("Archivist");
+    const { organizationId } = await newOrganization(h, owner, "Archive");
+    await h.db.query(
+      `insert into organization.audit_event (event_id, at, organization_id, actor_type, actor_id,
+         action, target_type, target_id)
+       values ('archived', $1, $2, 'user', $3, 'organization.updated', 'organization', $2)`,
+      [longAgo, organizationId, owner.id],
+    );
+    const { rows } = await h.db.query(
+      "select tableoid::regclass::text as part from organization.audit_event where event_id = 'archived'",
+    );
+    expect(rows[0].part).toMatch(new RegExp(`${month(longAgo)}$`));
+
+    const result = await h.service.auditLog.expire();
+    expect(result.droppedPartitions).toContain(month(longAgo));
+    expect(await partitions()).not.toContain(month(longAgo));
+    expect(await partitions()).toEqual(expect.arrayContaining([month(now), month(next)]));
+    expect(await auditRows(organizationId)).not.toContain("archived");
+  });
+
+  it("does not store an event delivered after its 90 days", async () => {
+    const owner = await h.user("Late");
+    const { organizationId } = await newOrganization(h, owner, "Late");
+    const late = await publishAudit(h, {
+      organizationId,
+      action: "organization.updated",
+      target: { type: "organization", id: organizationId },
+      actor: owner,
+      at: new Date(Date.now() - 91 * DAY_MS),
+    });
+    await expect
+      .poll(
+        async () =>
+          (
+            await h.db.query(
+              `select count(*)::int as n from organization.processed_event
+               where consumer = 'organization_audit' and event_id = $1`,
+              [late],
+            )
+          ).rows[0].n,
+        { timeout: 10_000 },
+      )
+      .toBe(1);
+    expect(await auditRows(organizationId)).not.toContain(late);
+  });
+});

@@ -1,0 +1,39 @@
+import type { Authorizer, Permission, Role } from "@rowbase/kit";
+import type { Call } from "./change-set.js";
+import { tableNotFound } from "./errors.js";
+import type { TableSchema, TableSchemas } from "./table-schema.js";
+
+export interface TableAccess {
+  schema: TableSchema;
+  role: Role;
+}
+
+/**
+ * Finds a table and checks the caller's right there through kit's Authorizer (SPEC section 3):
+ * a missing table, one outside the named database and one of another organization are the same
+ * 404 `table_not_found`; a read token writing gets `token_read_only`, a viewer
+ * `organization_forbidden`.
+ */
+export class Access {
+  constructor(
+    private readonly schemas: TableSchemas,
+    private readonly authorizer: Authorizer,
+  ) {}
+
+  async table(
+    call: Call,
+    tableId: bigint,
+    databaseId: bigint,
+    permission: Permission,
+  ): Promise<TableAccess> {
+    const schema = await this.schemas.get(tableId, call.requestId);
+    if (databaseId !== 0n && schema.databaseId !== databaseId) throw tableNotFound();
+    const role = await this.authorizer.authorize(
+      call.principal,
+      schema.organizationId,
+      permission,
+      "table_not_found",
+    );
+    return { schema, role };
+  }
+}

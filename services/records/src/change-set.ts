@@ -1,0 +1,133 @@
+import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { type EntityManager, IsolationLevel } from "@mikro-orm/postgresql";
+import {
+  type Logger,
+  type Orm,
+  type OutboxRelay,
+  type Principal,
+  publishEvent,
+  SUBJECTS,
+} from "@rowbase/kit";
+import {
+  AuditEvent_ChangeSchema,
+  AuditEvent_TargetSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import type { ValueChange } from "./domain/audit.js";
+
+/**
+ * Who is calling and for which request; events carry both. The principal is absent when records
+ * acts on its own (catalog and organization events): events then name the system.
+ */
+export interface CallContext {
+  principal: Principal | undefined;
+  requestId: string;
+}
+
+/** A call with a verified principal. */
+export interface Call extends CallContext {
+  principal: Principal;
+}
+
+/** Where a record lives, for its events and audit entries. */
+export interface RecordScope {
+  organizationId: bigint;
+  databaseId: bigint;
+  tableId: bigint;
+}
+
+/** How a record's actor columns (`created_by`, `updated_by`) name a principal. */
+export function actorName(principal: Principal | undefined): string {
+  if (principal?.kind === "user") return `user:${principal.userId}`;
+  if (principal?.kind === "api_token") return `api_token:${principal.tokenId}`;
+  return "system";
+}
+
+/**
+ * What one transaction changes besides its rows: events written to the outbox, published if and
+ * only if the transaction commits.
+ */
+export class ChangeSet {
+  private events = 0;
+
+  constructor(
+    readonly em: EntityManager,
+    readonly context: CallContext,
+  ) {}
+
+  get enqueuedEvents(): number {
+    return this.events;
+  }
+
+  async publish<D extends DescMessage>(
+    subject: string,
+    schema: D,
+    init: Omit<MessageShape<D>, "$typeName" | "meta">,
+  ): Promise<void> {
+    await publishEvent(this.em, subject, schema, init, {
+      ...(this.context.principal ? { principal: this.context.principal } : {}),
+      requestId: this.context.requestId,
+    });
+    this.events += 1;
+  }
+
+  /**
+   * An audit event `audit.record.<verb>` on the AUDIT stream; each change is keyed by field id
+   * with the field's name at the time as its label (SPEC section 11).
+   */
+  async auditRecord(
+    scope: RecordScope,
+    verb: "created" | "updated" | "deleted",
+    rowId: bigint,
+    changes: ValueChange[],
+  ): Promise<void> {
+    const action = `record.${verb}`;
+    await this.publish(SUBJECTS.audit(action), AuditEventSchema, {
+      organizationId: scope.organizationId,
+      databaseId: scope.databaseId,
+      tableId: scope.tableId,
+      action,
+      target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
+      changes: changes.map((change) =>
+        create(AuditEvent_ChangeSchema, {
+          key: change.key,
+          label: change.label,
+          oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
+          newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
+        }),
+      ),
+    });
+  }
+}
+
+/** Runs transactions and wakes the outbox relay after a commit that enqueued events. */
+export class Transactions {
+  constructor(
+    private readonly orm: Orm,
+    private readonly relay: Pick<OutboxRelay, "kick">,
+    readonly logger: Logger,
+  ) {}
+
+  /** A fresh EntityManager for reads outside a transaction. */
+  em(): EntityManager {
+    return this.orm.em.fork();
+  }
+
+  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
+    let changes: ChangeSet | undefined;
+    const result = await this.orm.em.fork().transactional(async (em) => {
+      changes = new ChangeSet(em, context);
+      return work(changes);
+    });
+    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
+    return result;
+  }
+
+  /** Several reads that must see one snapshot (a page and its total). */
+  async snapshot<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.orm.em
+      .fork()
+      .transactional(work, { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
+  }
+}

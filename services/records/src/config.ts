@@ -1,0 +1,18 @@
+import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { z } from "zod";
+
+export const recordsEnv = z.object({
+  DATABASE_URL: z.url(),
+  REDIS_URL: optionalUrl,
+  NATS_URL: optionalUrl,
+  INTERNAL_JWT_SECRET: secret,
+  LOG_LEVEL: logLevel,
+  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_PORT: port(50054),
+  /** The organization service, for members' roles and plans (`http://host:port`). */
+  ORGANIZATION_GRPC_URL: z.url(),
+  /** The catalog service, for table schemas (`http://host:port`). */
+  CATALOG_GRPC_URL: z.url(),
+});
+
+export type RecordsConfig = z.output<typeof recordsEnv>;

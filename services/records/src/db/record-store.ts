@@ -1,0 +1,361 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { StoredRecord } from "../domain/record-output.js";
+import { query } from "./sql.js";
+
+/**
+ * A `record` row as read through `recordColumns` (bigint as text; times as epoch milliseconds,
+ * since the ORM's driver hands timestamptz over as text in the session's time zone).
+ */
+interface RecordRow {
+  row_id: string;
+  table_id: string;
+  data: JsonObject;
+  created_ms: number;
+  updated_ms: number;
+}
+
+/** Epoch milliseconds of a timestamptz column, as a JSON-safe double. */
+export function epochMs(column: string): string {
+  return `floor(extract(epoch from ${column}) * 1000)::float8`;
+}
+
+/** The select list that `toStored` reads, for `record` under an optional alias. */
+export function recordColumns(alias?: string): string {
+  const p = alias ? `${alias}.` : "";
+  return `${p}row_id, ${p}table_id, ${p}data, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
+}
+
+const RECORD_COLUMNS = recordColumns();
+
+export function toStored(row: RecordRow): StoredRecord {
+  return {
+    rowId: BigInt(row.row_id),
+    tableId: BigInt(row.table_id),
+    data: row.data,
+    createdAt: new Date(row.created_ms),
+    updatedAt: new Date(row.updated_ms),
+  };
+}
+
+const byRowId = (a: StoredRecord, b: StoredRecord) =>
+  a.rowId < b.rowId ? -1 : a.rowId > b.rowId ? 1 : 0;
+
+/** Reads rows of records in a statement that returns `RECORD_COLUMNS`. */
+export async function recordsOf(
+  em: EntityManager,
+  sql: string,
+  params: readonly unknown[],
+): Promise<StoredRecord[]> {
+  return (await query<RecordRow>(em, sql, params)).map(toStored);
+}
+
+function tableLockKey(tableId: bigint): string {
+  return `records.table:${tableId}`;
+}
+
+function organizationLockKey(organizationId: bigint): string {
+  return `records.organization:${organizationId}`;
+}
+
+/**
+ * Taken (shared) by every create until its transaction ends, and exclusively by the deletion of
+ * the table or the organization: a create either commits before the deletion removes what it
+ * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) — so a
+ * create racing a deletion never leaves a record behind. Returns whether the table can still take
+ * records.
+ */
+export async function lockForCreate(
+  em: EntityManager,
+  tableId: bigint,
+  organizationId: bigint,
+): Promise<boolean> {
+  const rows = await query<{ gone: boolean }>(
+    em,
+    `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+            pg_advisory_xact_lock_shared(hashtextextended($2, 0)),
+            (exists (select 1 from deleted_table where table_id = $3)
+             or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
+    [organizationLockKey(organizationId), tableLockKey(tableId), tableId, organizationId],
+  );
+  return rows[0]?.gone !== true;
+}
+
+export async function lockTableExclusive(em: EntityManager, tableId: bigint): Promise<void> {
+  await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [tableLockKey(tableId)]);
+}
+
+export async function lockOrganizationExclusive(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<void> {
+  await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+    organizationLockKey(organizationId),
+  ]);
+}
+
+/**
+ * Counts `count` new records against the organization's limit in the caller's transaction: the
+ * conditional update either takes the whole batch or nothing, and its row lock orders parallel
+ * creates, so the count never passes the limit. Returns false when it would.
+ */
+export async function reserveRecords(
+  em: EntityManager,
+  organizationId: bigint,
+  count: number,
+  limit: bigint,
+): Promise<boolean> {
+  await query(
+    em,
+    "insert into organization_usage (organization_id, records) values ($1, 0) on conflict do nothing",
+    [organizationId],
+  );
+  const rows = await query(
+    em,
+    `update organization_usage set records = records + $2
+     where organization_id = $1 and records + $2 <= $3 returning records`,
+    [organizationId, count, limit],
+  );
+  return rows.length > 0;
+}
+
+/** Gives back the count of deleted records. */
+export async function releaseRecords(
+  em: EntityManager,
+  organizationId: bigint,
+  count: number,
+): Promise<void> {
+  if (count === 0) return;
+  await query(
+    em,
+    `update organization_usage set records = greatest(records - $2, 0)
+     where organization_id = $1`,
+    [organizationId, count],
+  );
+}
+
+/** The records an organization holds, as counted. */
+export async function recordUsage(em: EntityManager, organizationId: bigint): Promise<bigint> {
+  const rows = await query<{ records: string }>(
+    em,
+    "select records from organization_usage where organization_id = $1",
+    [organizationId],
+  );
+  return BigInt(rows[0]?.records ?? 0);
+}
+
+/**
+ * The next `count` numbers of an autonumber field, the first of them returned. The counter row
+ * stays locked until the transaction ends, so numbers are unique and follow creation order.
+ */
+export async function takeAutonumbers(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+  count: number,
+): Promise<number> {
+  const rows = await query<{ last_value: string }>(
+    em,
+    `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, $3)
+     on conflict (table_id, field_id)
+       do update set last_value = autonumber_counter.last_value + excluded.last_value
+     returning last_value`,
+    [tableId, fieldId, count],
+  );
+  return Number(rows[0]!.last_value) - count + 1;
+}
+
+/**
+ * Numbers the records of a table that have no value for an autonumber field yet (those created
+ * before the field was), in creation order after the numbers already given. Safe to repeat.
+ */
+export async function numberExistingRecords(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+): Promise<number> {
+  const [counter] = await query<{ last_value: string }>(
+    em,
+    `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, 0)
+     on conflict (table_id, field_id) do update set last_value = autonumber_counter.last_value
+     returning last_value`,
+    [tableId, fieldId],
+  );
+  const numbered = await query(
+    em,
+    `with numbered as (
+       select row_id, row_number() over (order by row_id) as n
+       from record where table_id = $1 and not (data ? $2::text)
+     )
+     update record r set data = r.data || jsonb_build_object($2::text, $3::bigint + numbered.n)
+     from numbered where r.row_id = numbered.row_id
+     returning r.row_id`,
+    [tableId, fieldId, counter!.last_value],
+  );
+  if (numbered.length > 0) {
+    await query(
+      em,
+      "update autonumber_counter set last_value = last_value + $3 where table_id = $1 and field_id = $2",
+      [tableId, fieldId, numbered.length],
+    );
+  }
+  return numbered.length;
+}
+
+/**
+ * Inserts records in the given order; the result is in the same order (identities are assigned
+ * in the order of the ordered select).
+ */
+export async function insertRecords(
+  em: EntityManager,
+  target: { tableId: bigint; organizationId: bigint; actor: string },
+  datas: readonly JsonObject[],
+): Promise<StoredRecord[]> {
+  const rows = await recordsOf(
+    em,
+    `insert into record (table_id, organization_id, data, created_by, updated_by)
+     select $1, $2, item.data, $3, $3
+     from unnest($4::jsonb[]) with ordinality as item(data, n)
+     order by item.n
+     returning ${RECORD_COLUMNS}`,
+    [target.tableId, target.organizationId, target.actor, datas.map((d) => JSON.stringify(d))],
+  );
+  return rows.sort(byRowId);
+}
+
+/**
+ * The records of a table among `rowIds`, locked for update when asked, in row_id order (so that
+ * two writers lock in one order and cannot deadlock).
+ */
+export async function findRecords(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  options: { lock: boolean },
+): Promise<StoredRecord[]> {
+  return recordsOf(
+    em,
+    `select ${RECORD_COLUMNS} from record
+     where table_id = $1 and row_id = any($2::bigint[])
+     order by row_id ${options.lock ? "for update" : ""}`,
+    [tableId, rowIds],
+  );
+}
+
+/** Writes new data for records (already locked) and stamps the change. */
+export async function writeRecords(
+  em: EntityManager,
+  actor: string,
+  changes: readonly { rowId: bigint; data: JsonObject }[],
+): Promise<StoredRecord[]> {
+  const rows = await recordsOf(
+    em,
+    `update record r set data = item.data, updated_at = now(), updated_by = $1
+     from unnest($2::bigint[], $3::jsonb[]) as item(row_id, data)
+     where r.row_id = item.row_id
+     returning ${recordColumns("r")}`,
+    [actor, changes.map((c) => c.rowId), changes.map((c) => JSON.stringify(c.data))],
+  );
+  return rows.sort(byRowId);
+}
+
+/** Deletes records of a table (already locked); returns the ones deleted. */
+export async function deleteRecords(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+): Promise<StoredRecord[]> {
+  const rows = await recordsOf(
+    em,
+    `delete from record where table_id = $1 and row_id = any($2::bigint[])
+     returning ${RECORD_COLUMNS}`,
+    [tableId, rowIds],
+  );
+  return rows.sort(byRowId);
+}
+
+/**
+ * Deletes every record of the tables and gives their count back to each organization's usage.
+ * Returns how many it deleted.
+ */
+export async function deleteTablesRecords(
+  em: EntityManager,
+  tableIds: readonly bigint[],
+): Promise<number> {
+  if (tableIds.length === 0) return 0;
+  const rows = await query<{ deleted: string }>(
+    em,
+    `with gone as (
+       delete from record where table_id = any($1::bigint[]) returning organization_id
+     ), counted as (
+       select organization_id, count(*) as n from gone group by organization_id
+     ), released as (
+       update organization_usage u set records = greatest(u.records - counted.n, 0)
+       from counted where u.organization_id = counted.organization_id
+     )
+     select coalesce(sum(n), 0) as deleted from counted`,
+    [tableIds],
+  );
+  await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tableIds]);
+  return Number(rows[0]?.deleted ?? 0);
+}
+
+/** Deletes every record of an organization and its usage row. Returns how many it deleted. */
+export async function deleteOrganizationRecords(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<number> {
+  await query(
+    em,
+    `delete from autonumber_counter where table_id in (
+       select distinct table_id from record where organization_id = $1
+     )`,
+    [organizationId],
+  );
+  const rows = await query<{ deleted: string }>(
+    em,
+    `with gone as (delete from record where organization_id = $1 returning 1)
+     select count(*) as deleted from gone`,
+    [organizationId],
+  );
+  await query(em, "delete from organization_usage where organization_id = $1", [organizationId]);
+  return Number(rows[0]?.deleted ?? 0);
+}
+
+/**
+ * Marks an event applied by a consumer in the caller's transaction; false when it already was (a
+ * redelivery or a replay), in which case the caller must not apply it again. The primary key
+ * makes a concurrent second delivery wait for the first one's transaction.
+ */
+export async function markProcessed(
+  em: EntityManager,
+  consumer: string,
+  eventId: string,
+): Promise<boolean> {
+  const rows = await query(
+    em,
+    `insert into processed_event (consumer, event_id) values ($1, $2)
+     on conflict do nothing returning event_id`,
+    [consumer, eventId],
+  );
+  return rows.length > 0;
+}
+
+/** Whether a consumer has not applied an event yet (without marking it). */
+export async function notProcessed(
+  em: EntityManager,
+  consumer: string,
+  eventId: string,
+): Promise<boolean> {
+  const rows = await query(
+    em,
+    "select 1 from processed_event where consumer = $1 and event_id = $2",
+    [consumer, eventId],
+  );
+  return rows.length === 0;
+}
+
+/** Forgets applied events older than the streams keep messages (7 days), with a margin. */
+export async function forgetOldEvents(em: EntityManager): Promise<void> {
+  await query(em, "delete from processed_event where processed_at < now() - interval '14 days'");
+}

@@ -1,0 +1,527 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { isReadOnlyType, jsonSchemaOf } from "@rowbase/kit/field-types";
+import { OPERATORS, WHERE_MAX_LENGTH } from "../query/index.js";
+import type { SchemaField, TableSchema } from "../table-schema.js";
+
+/** The most records one list page, batch create, update or delete takes (SPEC section 8). */
+export const PAGE_MAX = 1000;
+export const BATCH_MAX = 1000;
+export const DEFAULT_LIMIT = 50;
+
+/** Sets a key that may be any field name, "__proto__" included. */
+function put(target: JsonObject, key: string, value: JsonValue): void {
+  Object.defineProperty(target, key, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+}
+
+const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: JsonObject): JsonObject => ({
+  content: { "application/json": { schema } },
+});
+
+/** `{"message": "success", "data": <data>}`. */
+function success(description: string, data: JsonObject): JsonObject {
+  return {
+    description,
+    ...json({
+      type: "object",
+      required: ["message", "data"],
+      properties: { message: { const: "success" }, data },
+    }),
+  };
+}
+
+const ERRORS: JsonObject = {
+  "400": { description: "Validation failed", ...json(ref("ValidationError")) },
+  "401": { description: "Missing or invalid credential (`unauthorized`)", ...json(ref("Error")) },
+  "403": {
+    description:
+      "`token_read_only`, `organization_forbidden` or `record_limit_exceeded` (record creates)",
+    ...json(ref("Error")),
+  },
+  "404": { description: "`table_not_found` or `record_not_found`", ...json(ref("Error")) },
+  "429": {
+    description: "`too_many_requests` or `api_call_limit_exceeded`, with Retry-After",
+    ...json(ref("Error")),
+  },
+};
+
+function withErrors(responses: JsonObject): JsonObject {
+  return { ...responses, ...ERRORS };
+}
+
+function integerParameter(
+  name: string,
+  location: "path" | "query",
+  value: bigint,
+  description: string,
+): JsonObject {
+  return {
+    name,
+    in: location,
+    required: true,
+    description,
+    schema: { type: "integer", format: "int64", enum: [Number(value)], default: Number(value) },
+  };
+}
+
+const ROW_ID_PARAMETER = (location: "path" | "query"): JsonObject => ({
+  name: "row_id",
+  in: location,
+  required: true,
+  schema: { type: "integer", format: "int64", minimum: 1 },
+});
+
+function readParameters(fields: readonly SchemaField[]): JsonObject[] {
+  const names = fields.map((f) => f.name);
+  return [
+    {
+      name: "response_format",
+      in: "query",
+      description: "Keys of `data`: field ids (`ids`) or field names (`names`).",
+      schema: { type: "string", enum: ["ids", "names"], default: "ids" },
+    },
+    {
+      name: "rich_text",
+      in: "query",
+      description:
+        "How long_text values come out: as stored (`markdown`), rendered and sanitised (`html`) or as text only (`plain`).",
+      schema: { type: "string", enum: ["markdown", "html", "plain"], default: "markdown" },
+    },
+    {
+      name: "fields",
+      in: "query",
+      description: `Comma-separated field references (id or name; a name holding a comma in double quotes): only these appear in \`data\`. Fields: ${names.join(", ")}.`,
+      schema: { type: "string" },
+    },
+  ];
+}
+
+function listParameters(fields: readonly SchemaField[]): JsonObject[] {
+  const sortable = fields.filter((f) => f.type !== "json" && f.type !== "file").map((f) => f.name);
+  return [
+    {
+      name: "limit",
+      in: "query",
+      schema: { type: "integer", minimum: 1, maximum: PAGE_MAX, default: DEFAULT_LIMIT },
+    },
+    { name: "offset", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
+    {
+      name: "where",
+      in: "query",
+      description: [
+        'A filter: `(ref,op[,value])` conditions joined by `~and` / `~or` (~and binds tighter), negated with `~not`, grouped with parentheses; values may be double-quoted (`""` is a quote).',
+        `Operators: ${OPERATORS.join(", ")}. Dates also take today, yesterday, tomorrow, daysAgo:N, daysFromNow:N (UTC).`,
+        `At most ${WHERE_MAX_LENGTH} characters, depth 10, 50 conditions.`,
+        "Example: `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))`.",
+      ].join(" "),
+      schema: { type: "string", maxLength: WHERE_MAX_LENGTH },
+    },
+    {
+      name: "sort",
+      in: "query",
+      description: `Comma-separated references, \`-\` before one for descending; ties break by row_id; nulls last ascending, first descending. Sortable: ${[...sortable, "row_id", "created_at", "updated_at"].join(", ")}.`,
+      schema: { type: "string" },
+    },
+    ...readParameters(fields),
+  ];
+}
+
+/** The value schemas of the table's fields, keyed as `keyOf` says. */
+function dataSchema(
+  fields: readonly SchemaField[],
+  keyOf: (field: SchemaField) => string,
+  description: string,
+): JsonObject {
+  const properties: JsonObject = {};
+  for (const field of fields) {
+    put(properties, keyOf(field), {
+      title: field.name,
+      ...(field.description ? { description: field.description } : {}),
+      ...jsonSchemaOf(field, "output"),
+    });
+  }
+  return {
+    type: "object",
+    description,
+    properties,
+    required: fields.map(keyOf),
+    additionalProperties: false,
+  };
+}
+
+function inputSchema(fields: readonly SchemaField[], create: boolean): JsonObject {
+  const writable = fields.filter((f) => !isReadOnlyType(f.type));
+  const properties: JsonObject = {};
+  for (const field of writable) {
+    put(properties, field.name, {
+      description: `Field ${field.id}${field.required ? " (required)" : ""}${field.description ? `: ${field.description}` : ""}`,
+      ...jsonSchemaOf(field, "input"),
+    });
+  }
+  const required = create ? writable.filter((f) => f.required).map((f) => f.name) : [];
+  return {
+    type: "object",
+    description: `Values keyed by field name (any case) or by field id (all digits). ${create ? "Required fields must be present and non-empty." : "Only the named fields change; required fields cannot be cleared."} Read-only fields (${
+      fields
+        .filter((f) => isReadOnlyType(f.type))
+        .map((f) => f.name)
+        .join(", ") || "none"
+    }) cannot be written.`,
+    properties,
+    patternProperties: { "^[0-9]+$": { description: "A field by its id." } },
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+  };
+}
+
+function components(schema: TableSchema): JsonObject {
+  const record = (data: string): JsonObject => ({
+    type: "object",
+    required: ["row_id", "table_id", "created_at", "updated_at", "data"],
+    properties: {
+      row_id: { type: "integer", format: "int64" },
+      table_id: { type: "integer", format: "int64" },
+      created_at: { type: "string", format: "date-time" },
+      updated_at: { type: "string", format: "date-time" },
+      data: ref(data),
+    },
+  });
+  return {
+    securitySchemes: {
+      bearer: {
+        type: "http",
+        scheme: "bearer",
+        description: "An API token (`rb_...`) of the table's organization, or a member's session.",
+      },
+    },
+    schemas: {
+      Record: record("RecordData"),
+      RecordByName: record("RecordDataByName"),
+      RecordData: dataSchema(
+        schema.fields,
+        (f) => f.id,
+        "With response_format=ids: every field by id, null when empty.",
+      ),
+      RecordDataByName: dataSchema(
+        schema.fields,
+        (f) => f.name,
+        "With response_format=names: every field by name, null when empty.",
+      ),
+      RecordCreateData: inputSchema(schema.fields, true),
+      RecordUpdateData: inputSchema(schema.fields, false),
+      ValidationError: {
+        type: "object",
+        required: ["status_code", "detail"],
+        properties: {
+          status_code: { const: 400 },
+          detail: { type: "string" },
+          extra: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                key: { type: "string" },
+                message: { type: "string" },
+                source: { enum: ["body", "query", "path", "header"] },
+              },
+            },
+          },
+        },
+      },
+      Error: {
+        type: "object",
+        required: ["message", "data"],
+        properties: { message: { type: "string" }, data: { type: "object" } },
+      },
+    },
+  };
+}
+
+const RECORD_OUT: JsonObject = {
+  oneOf: [ref("Record"), ref("RecordByName")],
+  description: "Keyed as response_format says.",
+};
+
+/**
+ * An OpenAPI 3.1 document of one table's record routes, both families of SPEC sections 8.1 and
+ * 8.2, with the table's real field names and value schemas (the registry's `jsonSchemaOf`),
+ * read-only fields marked, and the list parameters of section 8.3.
+ */
+export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
+  const { fields } = schema;
+  const v1 = `/public/v1/databases/{database_id}/tables/{table_id}`;
+  const pathIds = [
+    integerParameter("database_id", "path", schema.databaseId, "This table's database."),
+    integerParameter("table_id", "path", schema.tableId, "This table."),
+  ];
+  const queryTable = integerParameter("table_id", "query", schema.tableId, "This table.");
+  const queryDatabase = (required: boolean): JsonObject => ({
+    ...integerParameter("database_id", "query", schema.databaseId, "This table's database."),
+    required,
+  });
+  const security: JsonValue = [{ bearer: [] }];
+  const op = (operation: JsonObject): JsonObject => ({ security, ...operation });
+  const createBody = (key: string): JsonObject => ({
+    required: true,
+    ...json({
+      type: "object",
+      required: [key],
+      additionalProperties: false,
+      properties: { [key]: ref("RecordCreateData") },
+    }),
+  });
+  const updateBody: JsonObject = {
+    required: true,
+    ...json({
+      type: "object",
+      required: ["data"],
+      additionalProperties: false,
+      properties: { data: ref("RecordUpdateData") },
+    }),
+  };
+  const recordResponse = (description: string) =>
+    withErrors({
+      "200": success(description, {
+        type: "object",
+        required: ["record"],
+        properties: { record: RECORD_OUT },
+      }),
+    });
+  const listResponse = withErrors({
+    "200": success("A page of records", {
+      type: "object",
+      required: ["records", "total", "limit", "offset"],
+      properties: {
+        records: { type: "array", items: RECORD_OUT },
+        total: { type: "integer", description: "Every record that matches `where`." },
+        limit: { type: "integer" },
+        offset: { type: "integer" },
+      },
+    }),
+  });
+  const deleteResponse = withErrors({
+    "200": success("Deleted", {
+      type: "object",
+      required: ["deleted_id"],
+      properties: { deleted_id: { type: "integer", format: "int64" } },
+    }),
+  });
+  const recordsResponse = (description: string) =>
+    withErrors({
+      "200": success(description, {
+        type: "object",
+        required: ["records"],
+        properties: { records: { type: "array", items: ref("Record") } },
+      }),
+    });
+  const notAllowed: JsonObject = {
+    "405": { description: "`method_not_allowed`: PUT does not replace records; use PATCH." },
+  };
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: `Rowbase table ${schema.name}`,
+      version: "1.0.0",
+      description: `The record routes of table ${schema.tableId} (database ${schema.databaseId}) with its fields: ${fields.map((f) => `${f.name} (${f.type}, id ${f.id})`).join(", ")}.`,
+    },
+    ...(baseUrl ? { servers: [{ url: baseUrl }] } : {}),
+    security,
+    paths: {
+      [`${v1}/records`]: {
+        parameters: pathIds,
+        get: op({
+          operationId: "listRecords",
+          summary: "List records",
+          parameters: listParameters(fields),
+          responses: listResponse,
+        }),
+        post: op({
+          operationId: "createRecord",
+          summary: "Create a record",
+          requestBody: createBody("data"),
+          responses: recordResponse("The created record, keyed by field id"),
+        }),
+        put: { summary: "Not supported", responses: notAllowed },
+      },
+      [`${v1}/records/{row_id}`]: {
+        parameters: [...pathIds, ROW_ID_PARAMETER("path")],
+        get: op({
+          operationId: "getRecord",
+          summary: "Get a record",
+          parameters: readParameters(fields),
+          responses: recordResponse("The record"),
+        }),
+        patch: op({
+          operationId: "updateRecord",
+          summary: "Change the named fields of a record",
+          requestBody: updateBody,
+          responses: recordResponse("The updated record, keyed by field id"),
+        }),
+        delete: op({
+          operationId: "deleteRecord",
+          summary: "Delete a record",
+          responses: deleteResponse,
+        }),
+        put: { summary: "Not supported", responses: notAllowed },
+      },
+      [`${v1}/records/batch`]: {
+        parameters: pathIds,
+        post: op({
+          operationId: "batchCreateRecords",
+          summary: `Create 1-${BATCH_MAX} records, all or none`,
+          requestBody: {
+            required: true,
+            ...json({
+              type: "object",
+              required: ["records"],
+              additionalProperties: false,
+              properties: {
+                records: {
+                  type: "array",
+                  minItems: 1,
+                  maxItems: BATCH_MAX,
+                  items: {
+                    type: "object",
+                    required: ["data"],
+                    additionalProperties: false,
+                    properties: { data: ref("RecordCreateData") },
+                  },
+                },
+              },
+            }),
+          },
+          responses: recordsResponse("The created records in request order"),
+        }),
+        patch: op({
+          operationId: "batchUpdateRecords",
+          summary: `Change 1-${BATCH_MAX} records, all or none`,
+          requestBody: {
+            required: true,
+            ...json({
+              type: "object",
+              required: ["records"],
+              additionalProperties: false,
+              properties: {
+                records: {
+                  type: "array",
+                  minItems: 1,
+                  maxItems: BATCH_MAX,
+                  items: {
+                    type: "object",
+                    required: ["row_id", "data"],
+                    additionalProperties: false,
+                    properties: {
+                      row_id: { type: "integer", format: "int64" },
+                      data: ref("RecordUpdateData"),
+                    },
+                  },
+                },
+              },
+            }),
+          },
+          responses: recordsResponse("The updated records in request order"),
+        }),
+      },
+      [`${v1}/records/batch_delete`]: {
+        parameters: pathIds,
+        post: op({
+          operationId: "batchDeleteRecords",
+          summary: `Delete 1-${BATCH_MAX} records, all or none (an unknown id deletes nothing: 404)`,
+          requestBody: {
+            required: true,
+            ...json({
+              type: "object",
+              required: ["row_ids"],
+              additionalProperties: false,
+              properties: {
+                row_ids: {
+                  type: "array",
+                  minItems: 1,
+                  maxItems: BATCH_MAX,
+                  items: { type: "integer", format: "int64" },
+                },
+              },
+            }),
+          },
+          responses: withErrors({
+            "200": success("Deleted", {
+              type: "object",
+              required: ["deleted_ids"],
+              properties: {
+                deleted_ids: { type: "array", items: { type: "integer", format: "int64" } },
+              },
+            }),
+          }),
+        }),
+      },
+      [`${v1}/openapi.json`]: {
+        parameters: pathIds,
+        get: op({
+          operationId: "getTableOpenApi",
+          summary: "This document",
+          responses: withErrors({ "200": { description: "An OpenAPI 3.1 document" } }),
+        }),
+      },
+      "/public/record/create": {
+        post: op({
+          operationId: "publicCreateRecord",
+          summary: "Create a record (query form)",
+          parameters: [queryTable],
+          requestBody: createBody("data"),
+          responses: recordResponse("The created record, keyed by field id"),
+        }),
+      },
+      "/public/record/get": {
+        get: op({
+          operationId: "publicGetRecord",
+          summary: "Get a record (query form)",
+          parameters: [
+            queryTable,
+            ROW_ID_PARAMETER("query"),
+            queryDatabase(false),
+            ...readParameters(fields),
+          ],
+          responses: recordResponse("The record"),
+        }),
+      },
+      "/public/record/list": {
+        get: op({
+          operationId: "publicListRecords",
+          summary: "List records (query form)",
+          parameters: [queryDatabase(true), queryTable, ...listParameters(fields)],
+          responses: listResponse,
+        }),
+      },
+      "/public/record/update": {
+        put: op({
+          operationId: "publicUpdateRecord",
+          summary: "Change the named fields of a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          requestBody: updateBody,
+          responses: recordResponse("The updated record, keyed by field id"),
+        }),
+      },
+      "/public/record/delete": {
+        post: op({
+          operationId: "publicDeleteRecord",
+          summary: "Delete a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          responses: deleteResponse,
+        }),
+        delete: op({
+          operationId: "publicDeleteRecordByDelete",
+          summary: "Delete a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          responses: deleteResponse,
+        }),
+      },
+    },
+    components: components(schema),
+  };
+}

@@ -1,0 +1,43 @@
+import { Code, type ConnectError, domainError } from "@rowbase/kit";
+
+/** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
+export const VALIDATION_REASON = "validation_failed";
+
+/** One item of the 400 validation envelope's `extra`. */
+export interface ValidationItem {
+  key: string;
+  message: string;
+  source: "body" | "query" | "path" | "header";
+}
+
+/** A request refused key by key; `extra` carries the items as JSON. Nothing was written. */
+export function validationFailed(items: ValidationItem[]): ConnectError {
+  return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
+}
+
+/** A missing table, one of another organization, or one outside the named database. */
+export function tableNotFound(): ConnectError {
+  return domainError(Code.NotFound, "table_not_found");
+}
+
+/** A missing record, or one of another table. */
+export function recordNotFound(): ConnectError {
+  return domainError(Code.NotFound, "record_not_found");
+}
+
+/**
+ * A create past the plan's record limit. ResourceExhausted is the canonical code for a quota;
+ * the gateway answers 403 from the reason (SPEC section 9).
+ */
+export function recordLimitExceeded(): ConnectError {
+  return domainError(Code.ResourceExhausted, "record_limit_exceeded");
+}
+
+/**
+ * A stored value that does not convert to a field's new type (catalog passes this on as its own
+ * field_type_change_invalid). `row_ids`: a JSON array of a few offending rows; `count`: how many
+ * values fail in all; `message`: the first problem.
+ */
+export function fieldTypeChangeInvalid(metadata: Record<string, string>): ConnectError {
+  return domainError(Code.FailedPrecondition, "field_type_change_invalid", metadata);
+}

@@ -1,0 +1,379 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { SUBJECTS } from "@rowbase/kit";
+import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
+import type { Access } from "./access.js";
+import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
+import {
+  deleteRecords,
+  findRecords,
+  insertRecords,
+  lockForCreate,
+  recordColumns,
+  recordsOf,
+  releaseRecords,
+  reserveRecords,
+  takeAutonumbers,
+  writeRecords,
+} from "./db/record-store.js";
+import { query } from "./db/sql.js";
+import { valueChanges } from "./domain/audit.js";
+import { BATCH_MAX, DEFAULT_LIMIT, PAGE_MAX, tableOpenApi } from "./domain/openapi.js";
+import { queryFieldsOf } from "./domain/query-fields.js";
+import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
+import type { StoredRecord } from "./domain/record-output.js";
+import {
+  recordLimitExceeded,
+  recordNotFound,
+  tableNotFound,
+  type ValidationItem,
+  validationFailed,
+} from "./errors.js";
+import type { Plans } from "./plans.js";
+import {
+  buildWhere,
+  compileOrderBy,
+  parseFields,
+  parseSort,
+  QueryError,
+  type QueryField,
+  type SortKey,
+} from "./query/index.js";
+import type { SchemaField, TableSchema } from "./table-schema.js";
+
+/** Which table a call addresses: `databaseId` 0 when the route names none. */
+export interface TableRef {
+  tableId: bigint;
+  databaseId: bigint;
+}
+
+/** Records with the table they belong to, for presenting them. */
+export interface RecordsView {
+  schema: TableSchema;
+  records: StoredRecord[];
+}
+
+export interface RecordView {
+  schema: TableSchema;
+  record: StoredRecord;
+}
+
+export interface ListParams {
+  limit: number;
+  offset: number;
+  where: string;
+  sort: readonly string[];
+  fields: readonly string[];
+}
+
+export interface ListView extends RecordsView {
+  /** The fields to show, in order. */
+  fields: SchemaField[];
+  total: bigint;
+  limit: number;
+  offset: number;
+}
+
+/** A request's query-language parameter as a 400 with its position. */
+function queryProblem(error: unknown): never {
+  if (error instanceof QueryError) throw validationFailed([error.toValidationIssue()]);
+  throw error;
+}
+
+/**
+ * The fields a `fields` parameter selects, every field when it has no items. The items are the
+ * parameter split at its commas as written (the gateway keeps quotes and spaces), so joined they
+ * are the parameter exactly and errors name the positions the client sees.
+ */
+export function selectedFields(schema: TableSchema, items: readonly string[]): SchemaField[] {
+  if (items.length === 0) return schema.fields;
+  try {
+    const selected = parseFields(items.join(","), queryFieldsOf(schema.fields));
+    return selected.map((field) => schema.fields.find((f) => f.id === field.id)!);
+  } catch (error) {
+    return queryProblem(error);
+  }
+}
+
+/** The sort keys of a `sort` parameter, given as `fields` is; none: row_id ascending. */
+function sortKeys(queryFields: readonly QueryField[], items: readonly string[]): SortKey[] {
+  if (items.length === 0) return [];
+  try {
+    return parseSort(items.join(","), queryFields);
+  } catch (error) {
+    return queryProblem(error);
+  }
+}
+
+function scopeOf(schema: TableSchema) {
+  return {
+    organizationId: schema.organizationId,
+    databaseId: schema.databaseId,
+    tableId: schema.tableId,
+  };
+}
+
+function batchSizeProblem(key: string, count: number, what: string): ValidationItem | undefined {
+  if (count >= 1 && count <= BATCH_MAX) return undefined;
+  return { key, message: `must hold 1-${BATCH_MAX} ${what}`, source: "body" };
+}
+
+/**
+ * Records of tables: the write path (values checked by the field-type registry, the plan's record
+ * limit, autonumbers, audit events) and the read path (the query language over `data`). Every
+ * write is all or nothing.
+ */
+export class Records {
+  constructor(private readonly deps: { tx: Transactions; access: Access; plans: Plans }) {}
+
+  /**
+   * Creates records in request order (SPEC section 8.4). Every bad value of every record is
+   * listed (in a batch under `records.<index>.data.<key>`), and then nothing is written.
+   */
+  async create(
+    call: Call,
+    table: TableRef,
+    inputs: readonly (JsonObject | undefined)[],
+    batch: boolean,
+  ): Promise<RecordsView> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    if (batch) {
+      const problem = batchSizeProblem("records", inputs.length, "records");
+      if (problem) throw validationFailed([problem]);
+    }
+    const items: ValidationItem[] = [];
+    const checked: CheckedValues[] = [];
+    inputs.forEach((data, index) => {
+      const result = checkInput(
+        schema.fields,
+        data,
+        "create",
+        batch ? `records.${index}.data.` : "",
+      );
+      if (result.ok) checked.push(result.values);
+      else items.push(...result.items);
+    });
+    if (items.length > 0) throw validationFailed(items);
+    const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
+
+    return this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      if (!(await lockForCreate(em, schema.tableId, schema.organizationId))) {
+        throw tableNotFound();
+      }
+      if (!(await reserveRecords(em, schema.organizationId, checked.length, quota.records))) {
+        throw recordLimitExceeded();
+      }
+      const datas = checked.map((values) => applyValues({}, values));
+      for (const field of schema.fields.filter((f) => f.type === "autonumber")) {
+        const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
+        datas.forEach((data, index) => {
+          data[field.id] = first + index;
+        });
+      }
+      const records = await insertRecords(
+        em,
+        {
+          tableId: schema.tableId,
+          organizationId: schema.organizationId,
+          actor: actorName(call.principal),
+        },
+        datas,
+      );
+      for (const record of records) {
+        await changes.auditRecord(
+          scopeOf(schema),
+          "created",
+          record.rowId,
+          valueChanges(schema.fields, {}, record.data),
+        );
+      }
+      return { schema, records };
+    });
+  }
+
+  async get(call: Call, table: TableRef, rowId: bigint): Promise<RecordView> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    const [record] = await findRecords(this.deps.tx.em(), schema.tableId, [rowId], {
+      lock: false,
+    });
+    if (!record) throw recordNotFound();
+    return { schema, record };
+  }
+
+  /**
+   * A page of the records matching `where`, in `sort` order with row_id breaking ties, and the
+   * count of all matches, read from one snapshot.
+   */
+  async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    const problems: ValidationItem[] = [];
+    const limit = params.limit === 0 ? DEFAULT_LIMIT : params.limit;
+    if (limit < 1 || limit > PAGE_MAX) {
+      problems.push({ key: "limit", message: `must be 1-${PAGE_MAX}`, source: "query" });
+    }
+    if (params.offset < 0) {
+      problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+    }
+    if (problems.length > 0) throw validationFailed(problems);
+
+    const queryFields = queryFieldsOf(schema.fields);
+    const fields = selectedFields(schema, params.fields);
+    const orderBy = compileOrderBy(sortKeys(queryFields, params.sort), { tableAlias: "r" });
+    let filter = { sql: "true", params: [] as unknown[] };
+    // Only an absent filter means "every record"; a blank one is a 400 (it never fails open).
+    if (params.where !== "") {
+      try {
+        filter = buildWhere(params.where, queryFields, {
+          paramOffset: 1,
+          now: new Date(),
+          tableAlias: "r",
+        });
+      } catch (error) {
+        queryProblem(error);
+      }
+    }
+    const matching = `from record r where r.table_id = $1 and ${filter.sql}`;
+    const base = [schema.tableId, ...filter.params];
+    const next = base.length;
+    const { records, total } = await this.deps.tx.snapshot(async (em) => {
+      const [counted] = await query<{ total: string }>(
+        em,
+        `select count(*) as total ${matching}`,
+        base,
+      );
+      const page = await recordsOf(
+        em,
+        `select ${recordColumns("r")} ${matching}
+         order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
+        [...base, limit, params.offset],
+      );
+      return { records: page, total: BigInt(counted?.total ?? 0) };
+    });
+    return { schema, records, fields, total, limit, offset: params.offset };
+  }
+
+  /** Changes the named fields of records of the table, all or none. */
+  async update(
+    call: Call,
+    table: TableRef,
+    patches: readonly { rowId: bigint; data: JsonObject | undefined }[],
+    batch: boolean,
+  ): Promise<RecordsView> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    const items: ValidationItem[] = [];
+    if (batch) {
+      const problem = batchSizeProblem("records", patches.length, "records");
+      if (problem) throw validationFailed([problem]);
+    }
+    const checked: CheckedValues[] = [];
+    const seen = new Map<bigint, number>();
+    patches.forEach((patch, index) => {
+      const prefix = batch ? `records.${index}.` : "";
+      const first = seen.get(patch.rowId);
+      if (first !== undefined) {
+        items.push({
+          key: `${prefix}row_id`,
+          message: `appears more than once (first at records.${first})`,
+          source: "body",
+        });
+      }
+      seen.set(patch.rowId, first ?? index);
+      const result = checkInput(schema.fields, patch.data, "update", batch ? `${prefix}data.` : "");
+      if (result.ok) checked.push(result.values);
+      else items.push(...result.items);
+    });
+    if (items.length > 0) throw validationFailed(items);
+
+    return this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      const rowIds = patches.map((patch) => patch.rowId);
+      const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
+      if (found.length !== rowIds.length) throw recordNotFound();
+      const byId = new Map(found.map((record) => [record.rowId, record]));
+      const writes: { rowId: bigint; data: JsonObject }[] = [];
+      patches.forEach((patch, index) => {
+        const before = byId.get(patch.rowId)!;
+        const data = applyValues(before.data, checked[index]!);
+        if (valueChanges(schema.fields, before.data, data).length > 0) {
+          writes.push({ rowId: patch.rowId, data });
+        }
+      });
+      const written =
+        writes.length > 0 ? await writeRecords(em, actorName(call.principal), writes) : [];
+      for (const after of written) {
+        await changes.auditRecord(
+          scopeOf(schema),
+          "updated",
+          after.rowId,
+          valueChanges(schema.fields, byId.get(after.rowId)!.data, after.data),
+        );
+        byId.set(after.rowId, after);
+      }
+      return { schema, records: rowIds.map((rowId) => byId.get(rowId)!) };
+    });
+  }
+
+  /**
+   * Deletes records of the table, all or none: an id that is not a record of the table refuses
+   * the whole request with record_not_found and deletes nothing. Repeated ids count once.
+   */
+  async delete(
+    call: Call,
+    table: TableRef,
+    rawRowIds: readonly bigint[],
+    batch: boolean,
+  ): Promise<bigint[]> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    if (batch) {
+      const problem = batchSizeProblem("row_ids", rawRowIds.length, "ids");
+      if (problem) throw validationFailed([problem]);
+    }
+    const rowIds = [...new Set(rawRowIds)];
+    return this.deps.tx.run(call, async (changes) => {
+      const { em } = changes;
+      const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
+      if (found.length !== rowIds.length) throw recordNotFound();
+      await deleteRecords(em, schema.tableId, rowIds);
+      await releaseRecords(em, schema.organizationId, found.length);
+      await this.announceDeletion(changes, schema, found);
+      return rowIds;
+    });
+  }
+
+  private async announceDeletion(
+    changes: ChangeSet,
+    schema: TableSchema,
+    records: readonly StoredRecord[],
+  ): Promise<void> {
+    for (const record of records) {
+      await changes.auditRecord(
+        scopeOf(schema),
+        "deleted",
+        record.rowId,
+        valueChanges(schema.fields, record.data, {}),
+      );
+    }
+    await changes.publish(SUBJECTS.recordsDeleted, RecordsDeletedSchema, {
+      organizationId: schema.organizationId,
+      tableId: schema.tableId,
+      rowIds: records.map((record) => record.rowId),
+    });
+  }
+
+  /** The OpenAPI document of the table's record routes. */
+  async openApi(call: Call, table: TableRef, baseUrl: string): Promise<JsonObject> {
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    return tableOpenApi(schema, baseUrl);
+  }
+
+  /** Internal: where a record lives. */
+  async resolve(rowId: bigint): Promise<{ tableId: bigint; organizationId: bigint }> {
+    const rows = await query<{ table_id: string; organization_id: string }>(
+      this.deps.tx.em(),
+      "select table_id, organization_id from record where row_id = $1",
+      [rowId],
+    );
+    if (!rows[0]) throw recordNotFound();
+    return { tableId: BigInt(rows[0].table_id), organizationId: BigInt(rows[0].organization_id) };
+  }
+}

@@ -1,0 +1,139 @@
+import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { Call } from "./change-set.js";
+import { validationFailed } from "./errors.js";
+import { type Records, selectedFields } from "./records.js";
+import type { TypeChanges } from "./type-changes.js";
+import { outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
+
+export interface RecordsServerDeps {
+  records: Records;
+  typeChanges: TypeChanges;
+  /** The organization's record count, for GetRecordUsage. */
+  usage(organizationId: bigint): Promise<bigint>;
+}
+
+function callOf(ctx: HandlerContext): Call {
+  return { principal: requirePrincipal(ctx), requestId: requestIdOf(ctx) };
+}
+
+/**
+ * The records handlers: proto in, rule, proto out. Public RPCs act for the signed principal (an
+ * API token inside its organization, or a member's session) and authorize through kit's
+ * Authorizer; ResolveRecord, GetRecordUsage and CheckFieldTypeChange answer other services only.
+ * Writes answer with every field keyed by id, markdown as stored.
+ */
+export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps) {
+  return (router: ConnectRouter) =>
+    router.service(RecordsService, {
+      async createRecord(req, ctx) {
+        const { schema, records: created } = await records.create(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          [req.data],
+          false,
+        );
+        return { record: toRecord(created[0]!, schema.fields, WRITE_OUTPUT) };
+      },
+      async getRecord(req, ctx) {
+        const output = outputOptionsOf(req.responseFormat, req.richText);
+        const { schema, record } = await records.get(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          req.rowId,
+        );
+        return { record: toRecord(record, selectedFields(schema, req.fields), output) };
+      },
+      async listRecords(req, ctx) {
+        const output = outputOptionsOf(req.responseFormat, req.richText);
+        const view = await records.list(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          {
+            limit: req.limit,
+            offset: req.offset,
+            where: req.where,
+            sort: req.sort,
+            fields: req.fields,
+          },
+        );
+        return {
+          records: view.records.map((record) => toRecord(record, view.fields, output)),
+          total: view.total,
+          limit: view.limit,
+          offset: view.offset,
+        };
+      },
+      async updateRecord(req, ctx) {
+        const { schema, records: updated } = await records.update(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          [{ rowId: req.rowId, data: req.data }],
+          false,
+        );
+        return { record: toRecord(updated[0]!, schema.fields, WRITE_OUTPUT) };
+      },
+      async deleteRecord(req, ctx) {
+        await records.delete(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          [req.rowId],
+          false,
+        );
+        return { deletedId: req.rowId };
+      },
+      async batchCreateRecords(req, ctx) {
+        const { schema, records: created } = await records.create(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          req.records.map((draft) => draft.data),
+          true,
+        );
+        return { records: created.map((record) => toRecord(record, schema.fields, WRITE_OUTPUT)) };
+      },
+      async batchUpdateRecords(req, ctx) {
+        const { schema, records: updated } = await records.update(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          req.records.map((patch) => ({ rowId: patch.rowId, data: patch.data })),
+          true,
+        );
+        return { records: updated.map((record) => toRecord(record, schema.fields, WRITE_OUTPUT)) };
+      },
+      async batchDeleteRecords(req, ctx) {
+        const deletedIds = await records.delete(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          req.rowIds,
+          true,
+        );
+        return { deletedIds };
+      },
+      async getTableOpenApi(req, ctx) {
+        const document = await records.openApi(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          req.baseUrl,
+        );
+        return { document };
+      },
+
+      async resolveRecord(req, ctx) {
+        requireService(ctx);
+        return records.resolve(req.rowId);
+      },
+      async getRecordUsage(req, ctx) {
+        requireService(ctx);
+        return { records: await usage(req.organizationId) };
+      },
+      async checkFieldTypeChange(req, ctx) {
+        requireService(ctx);
+        if (!req.field) {
+          throw validationFailed([{ key: "field", message: "is required", source: "body" }]);
+        }
+        await typeChanges.check(req.field, req.newType, req.newOptions);
+        return {};
+      },
+    });
+}

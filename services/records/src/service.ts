@@ -1,0 +1,119 @@
+import {
+  Authorizer,
+  type Cache,
+  createOrm,
+  createServiceClient,
+  type EventBus,
+  type GrpcServer,
+  type Logger,
+  migrate,
+  type Orm,
+  OutboxRelay,
+  STREAMS,
+  startGrpcServer,
+} from "@rowbase/kit";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { Access } from "./access.js";
+import { CatalogEvents } from "./catalog-events.js";
+import { Transactions } from "./change-set.js";
+import type { RecordsConfig } from "./config.js";
+import { recordUsage } from "./db/record-store.js";
+import { organizationMembershipLookup } from "./membership.js";
+import { migrations } from "./migrations/initial-schema.js";
+import { listenForOrganizationDeletion } from "./organization-events.js";
+import { Plans } from "./plans.js";
+import { Records } from "./records.js";
+import { createRoutes } from "./server.js";
+import { TableSchemas } from "./table-schema.js";
+import { TypeChanges } from "./type-changes.js";
+
+export const SCHEMA = "records";
+
+/**
+ * The records ORM. It maps no entity of its own (besides kit's outbox): records lives in jsonb,
+ * conditional updates and set-based statements, all through parameterised SQL (`db/sql.ts`); the
+ * ORM gives it connections, transactions and migrations.
+ */
+export function createRecordsOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities: [], migrations, logger });
+}
+
+export async function migrateRecords(databaseUrl: string): Promise<string[]> {
+  const orm = await createRecordsOrm(databaseUrl);
+  try {
+    return await migrate(orm, SCHEMA);
+  } finally {
+    await orm.close();
+  }
+}
+
+export interface RunningRecords {
+  server: GrpcServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the records service on its gRPC port with the given shared pieces: the relay that
+ * publishes its outbox, and its consumers — membership cache evictions (`records_membership`),
+ * catalog changes (`records_catalog`), plan changes (`records_plan`) and the organization
+ * deletion saga (`records_org_deleted`). The caller owns (and closes) the cache and the bus.
+ */
+export async function startRecords(
+  config: RecordsConfig,
+  deps: { logger: Logger; cache: Cache; bus: EventBus },
+): Promise<RunningRecords> {
+  await deps.bus.ensureStreams(STREAMS);
+  const orm = await createRecordsOrm(config.DATABASE_URL, deps.logger);
+  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  const tx = new Transactions(orm, relay, deps.logger);
+  const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
+  const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
+  const authorizer = new Authorizer(
+    organizationMembershipLookup(organizations, config.INTERNAL_JWT_SECRET),
+    deps.cache,
+  );
+  const schemas = new TableSchemas(catalog, deps.cache, config.INTERNAL_JWT_SECRET, deps.logger);
+  const plans = new Plans(organizations, deps.cache, config.INTERNAL_JWT_SECRET, deps.logger);
+  const records = new Records({ tx, access: new Access(schemas, authorizer), plans });
+  const typeChanges = new TypeChanges(tx);
+  const catalogEvents = new CatalogEvents({ tx, schemas, typeChanges, logger: deps.logger });
+  const consumers: { stop(): Promise<void> }[] = [];
+  relay.start();
+  let server: GrpcServer;
+  try {
+    consumers.push(await authorizer.listen(deps.bus, "records_membership"));
+    consumers.push(await catalogEvents.listen(deps.bus));
+    consumers.push(await plans.listen(deps.bus));
+    consumers.push(
+      await listenForOrganizationDeletion(deps.bus, { tx, cache: deps.cache, logger: deps.logger }),
+    );
+    server = await startGrpcServer({
+      routes: createRoutes({
+        records,
+        typeChanges,
+        usage: (organizationId) => recordUsage(tx.em(), organizationId),
+      }),
+      services: [RecordsService],
+      host: config.GRPC_HOST,
+      port: config.GRPC_PORT,
+      logger: deps.logger,
+      internalSecret: config.INTERNAL_JWT_SECRET,
+    });
+  } catch (error) {
+    for (const consumer of consumers) await consumer.stop();
+    await relay.stop();
+    await orm.close();
+    throw error;
+  }
+  return {
+    server,
+    async stop() {
+      await server.close();
+      for (const consumer of consumers) await consumer.stop();
+      await relay.stop();
+      await orm.close();
+    },
+  };
+}

@@ -1,0 +1,171 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  canChangeType,
+  type FieldLike,
+  fieldLikeOf,
+  fieldTypeFromProto,
+} from "@rowbase/kit/field-types";
+import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import type { Transactions } from "./change-set.js";
+import { epochMs, markProcessed, notProcessed } from "./db/record-store.js";
+import { query } from "./db/sql.js";
+import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
+import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
+
+/** Records read and converted per statement (and, when applying, per transaction). */
+const CHUNK = 500;
+/** How many offending rows a refusal names. */
+const EXAMPLES = 5;
+
+interface CellRow {
+  row_id: string;
+  value: JsonValue | null;
+  has_value: boolean;
+  created_ms: number;
+  updated_ms: number;
+}
+
+/** Whether a field's values come from the record's columns rather than from `data`. */
+function fromColumns(field: FieldLike): boolean {
+  return field.type === "created_at" || field.type === "updated_at";
+}
+
+/**
+ * The next chunk of a field's cells after `afterRowId`: only records holding a value, unless the
+ * value comes from the record's own columns.
+ */
+async function cellsAfter(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+  from: FieldLike,
+  afterRowId: string,
+  lock: boolean,
+): Promise<CellRow[]> {
+  return query<CellRow>(
+    em,
+    `select row_id, data -> $2::text as value, data ? $2::text as has_value,
+       ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms
+     from record
+     where table_id = $1 and row_id > $3 ${fromColumns(from) ? "" : "and data ? $2::text"}
+     order by row_id limit ${CHUNK} ${lock ? "for update" : ""}`,
+    [tableId, fieldId, afterRowId],
+  );
+}
+
+function cellOf(row: CellRow): StoredCell {
+  return {
+    value: row.value ?? null,
+    createdAt: new Date(row.created_ms),
+    updatedAt: new Date(row.updated_ms),
+  };
+}
+
+/**
+ * Field type changes against the stored values: the check catalog asks for before it changes a
+ * type (CheckFieldTypeChange), and the conversion that follows the FieldTypeChanged event. Both
+ * use the field-type registry's `convertValue`, the one place for conversion rules.
+ */
+export class TypeChanges {
+  constructor(private readonly tx: Transactions) {}
+
+  /**
+   * Refuses with field_type_change_invalid when a stored value of the field does not convert to
+   * the new type and options, naming a few of the rows.
+   */
+  async check(field: Field, newType: FieldType, newOptions: JsonObject | undefined): Promise<void> {
+    const from = fieldLikeOf(field);
+    const toType = fieldTypeFromProto(newType);
+    const items: ValidationItem[] = [];
+    if (!from) items.push({ key: "field.type", message: "is not a known type", source: "body" });
+    if (!toType) items.push({ key: "new_type", message: "is not a known type", source: "body" });
+    if (!from || !toType) throw validationFailed(items);
+    const to: FieldLike = { type: toType, options: newOptions ?? {} };
+    if (!canChangeType(from.type, to.type)) {
+      throw fieldTypeChangeInvalid({ message: `cannot convert ${from.type} to ${to.type}` });
+    }
+    const em = this.tx.em();
+    const offending: string[] = [];
+    let count = 0;
+    let message = "";
+    for (let after = "0"; ; ) {
+      const rows = await cellsAfter(
+        em,
+        field.tableId,
+        field.fieldId.toString(),
+        from,
+        after,
+        false,
+      );
+      for (const row of rows) {
+        const problem = conversionProblem(from, to, cellOf(row));
+        if (problem === undefined) continue;
+        count += 1;
+        if (offending.length < EXAMPLES) offending.push(row.row_id);
+        if (!message) message = `record ${row.row_id}: ${problem}`;
+      }
+      if (rows.length < CHUNK) break;
+      after = rows.at(-1)!.row_id;
+    }
+    if (count > 0) {
+      throw fieldTypeChangeInvalid({
+        row_ids: JSON.stringify(offending.map(Number)),
+        count: String(count),
+        message,
+      });
+    }
+  }
+
+  /**
+   * Converts the stored values of a field whose type changed, a chunk of records per transaction
+   * (a large table is never locked whole); the event counts as applied with the last chunk. A
+   * value that does not convert becomes null. Applying it again changes nothing: values already
+   * of the new type stay.
+   */
+  async apply(
+    consumer: string,
+    eventId: string,
+    change: { tableId: bigint; fieldId: bigint; from: FieldLike; to: FieldLike },
+  ): Promise<number> {
+    const fieldId = change.fieldId.toString();
+    let converted = 0;
+    for (let after = "0"; ; ) {
+      const { rows, done } = await this.tx.run(
+        { principal: undefined, requestId: "" },
+        async ({ em }) => {
+          if (after === "0" && !(await notProcessed(em, consumer, eventId))) {
+            return { rows: [] as CellRow[], done: true };
+          }
+          const rows = await cellsAfter(em, change.tableId, fieldId, change.from, after, true);
+          const ids: string[] = [];
+          const values: (string | null)[] = [];
+          for (const row of rows) {
+            const value = convertedValue(change.from, change.to, cellOf(row));
+            const before = row.has_value ? JSON.stringify(row.value) : null;
+            const now = value === null ? null : JSON.stringify(value);
+            if (before === now) continue;
+            ids.push(row.row_id);
+            values.push(now);
+          }
+          if (ids.length > 0) {
+            await query(
+              em,
+              `update record r set data = case when item.value is null then r.data - $1::text
+                 else jsonb_set(r.data, array[$1::text], item.value) end
+               from unnest($2::bigint[], $3::jsonb[]) as item(row_id, value)
+               where r.row_id = item.row_id`,
+              [fieldId, ids, values],
+            );
+          }
+          converted += ids.length;
+          const last = rows.length < CHUNK;
+          if (last) await markProcessed(em, consumer, eventId);
+          return { rows, done: last };
+        },
+      );
+      if (done) return converted;
+      after = rows.at(-1)!.row_id;
+    }
+  }
+}

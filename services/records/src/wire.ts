@@ -1,0 +1,59 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  type Record,
+  RecordSchema,
+  ResponseFormat,
+  RichTextFormat,
+} from "@rowbase/proto/rowbase/records/v1/records_pb";
+import { type OutputOptions, outputData, type StoredRecord } from "./domain/record-output.js";
+import type { RichText } from "./domain/rich-text.js";
+import { type ValidationItem, validationFailed } from "./errors.js";
+import type { SchemaField } from "./table-schema.js";
+
+/** Writes answer with every field keyed by id, as stored (SPEC section 8). */
+export const WRITE_OUTPUT: OutputOptions = { keys: "ids", richText: "markdown" };
+
+export function toRecord(
+  record: StoredRecord,
+  fields: readonly SchemaField[],
+  options: OutputOptions,
+): Record {
+  return create(RecordSchema, {
+    rowId: record.rowId,
+    tableId: record.tableId,
+    createdAt: timestampFromDate(record.createdAt),
+    updatedAt: timestampFromDate(record.updatedAt),
+    data: outputData(record, fields, options),
+  });
+}
+
+const KEYS = new Map<ResponseFormat, OutputOptions["keys"]>([
+  [ResponseFormat.UNSPECIFIED, "ids"],
+  [ResponseFormat.IDS, "ids"],
+  [ResponseFormat.NAMES, "names"],
+]);
+
+const RICH_TEXT = new Map<RichTextFormat, RichText>([
+  [RichTextFormat.UNSPECIFIED, "markdown"],
+  [RichTextFormat.MARKDOWN, "markdown"],
+  [RichTextFormat.HTML, "html"],
+  [RichTextFormat.PLAIN, "plain"],
+]);
+
+/** The output options a read asks for; an enum value this build does not know is a 400. */
+export function outputOptionsOf(
+  responseFormat: ResponseFormat,
+  richText: RichTextFormat,
+): OutputOptions {
+  const keys = KEYS.get(responseFormat);
+  const text = RICH_TEXT.get(richText);
+  const items: ValidationItem[] = [];
+  if (!keys)
+    items.push({ key: "response_format", message: "must be ids or names", source: "query" });
+  if (!text) {
+    items.push({ key: "rich_text", message: "must be markdown, html or plain", source: "query" });
+  }
+  if (!keys || !text) throw validationFailed(items);
+  return { keys, richText: text };
+}

@@ -1,0 +1,395 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, createServiceClient, SUBJECTS } from "@rowbase/kit";
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CatalogEvents } from "../src/catalog-events.js";
+import { Transactions } from "../src/change-set.js";
+import { createRecordsOrm } from "../src/service.js";
+import { TableSchemas } from "../src/table-schema.js";
+import { TypeChanges } from "../src/type-changes.js";
+import {
+  as,
+  createTable,
+  def,
+  eventsOf,
+  eventually,
+  failureOf,
+  type Harness,
+  reasonOf,
+  SECRET,
+  SERVICE,
+  startHarness,
+  type Team,
+  type TestTable,
+  team,
+} from "./harness.js";
+
+// What records does on its own: audit and deletion events for its writes, and its part of
+// catalog's and organization's changes (CATALOG and ORG streams).
+
+let h: Harness;
+let t: Team;
+
+beforeAll(async () => {
+  h = await startHarness();
+  t = await team(h);
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+async function stored(tableId: bigint): Promise<JsonObject[]> {
+  const { rows } = await h.db.query(
+    "select data from records.record where table_id = $1 order by row_id",
+    [tableId.toString()],
+  );
+  return rows.map((r) => r.data);
+}
+
+async function usageOf(organizationId: bigint): Promise<bigint> {
+  return (await h.records.getRecordUsage({ organizationId }, await as(SERVICE))).records;
+}
+
+async function seed(table: TestTable, rows: JsonObject[]) {
+  const { records } = await h.records.batchCreateRecords(
+    { tableId: table.tableId, records: rows.map((data) => ({ data })) },
+    await as(t.editor),
+  );
+  return records;
+}
+
+describe("audit and deletion events", () => {
+  it("records who changed which value of a record, keyed by field id and labelled by name", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Age", FieldType.NUMBER),
+      def("Seq", FieldType.AUTONUMBER),
+    ]);
+    const call = await as(t.editor);
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "Ada", Age: 36 } },
+      call,
+    );
+    const rowId = record!.rowId;
+    await h.records.updateRecord(
+      { tableId: table.tableId, rowId, data: { Age: 37, Name: "Ada" } },
+      call,
+    );
+    await h.records.deleteRecord({ tableId: table.tableId, rowId }, call);
+
+    const audit = (action: string) =>
+      eventually(() => {
+        const found = eventsOf(h.events, `audit.${action}`, AuditEventSchema).find(
+          (e) => e.target?.id === rowId,
+        );
+        if (!found) throw new Error(`no ${action}`);
+        return found;
+      });
+    const created = await audit("record.created");
+    expect(created).toMatchObject({
+      organizationId: t.organizationId,
+      databaseId: table.databaseId,
+      tableId: table.tableId,
+      action: "record.created",
+      target: { type: "record", id: rowId },
+      meta: { actor: { type: Actor_Type.USER, id: t.editor.id } },
+    });
+    const changes = (event: typeof created) =>
+      event.changes.map((c) => ({
+        key: c.key,
+        label: c.label,
+        old: c.oldValue?.kind.value,
+        new: c.newValue?.kind.value,
+      }));
+    expect(changes(created)).toEqual([
+      { key: table.id.Name, label: "Name", old: undefined, new: "Ada" },
+      { key: table.id.Age, label: "Age", old: undefined, new: 36 },
+      { key: table.id.Seq, label: "Seq", old: undefined, new: 1 },
+    ]);
+    expect(changes(await audit("record.updated"))).toEqual([
+      { key: table.id.Age, label: "Age", old: 36, new: 37 },
+    ]);
+    expect(changes(await audit("record.deleted"))).toEqual([
+      { key: table.id.Name, label: "Name", old: "Ada", new: undefined },
+      { key: table.id.Age, label: "Age", old: 37, new: undefined },
+      { key: table.id.Seq, label: "Seq", old: 1, new: undefined },
+    ]);
+    const deleted = await eventually(() => {
+      const found = eventsOf(h.events, SUBJECTS.recordsDeleted, RecordsDeletedSchema).find(
+        (e) => e.tableId === table.tableId,
+      );
+      if (!found) throw new Error("no records.deleted");
+      return found;
+    });
+    expect(deleted).toMatchObject({ organizationId: t.organizationId, rowIds: [rowId] });
+  });
+
+  it("announces a batch delete once, with every row", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const ids = (await seed(table, [{}, {}, {}])).map((r) => r.rowId);
+    await h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: ids }, await as(t.editor));
+    const event = await eventually(() => {
+      const found = eventsOf(h.events, SUBJECTS.recordsDeleted, RecordsDeletedSchema).find(
+        (e) => e.tableId === table.tableId,
+      );
+      if (!found) throw new Error("no records.deleted");
+      return found;
+    });
+    expect(event.rowIds).toEqual(ids);
+  });
+});
+
+describe("catalog changes", () => {
+  it("drops a deleted field's values from every record", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Age", FieldType.NUMBER),
+    ]);
+    await seed(table, [{ Name: "a", Age: 1 }, { Age: 2 }, { Name: "c" }]);
+    await h.catalog.deleteField({ fieldId: BigInt(table.id.Age!) }, await as(t.owner));
+    // Catalog deletes the cached schema with its commit: the field is gone from reads at once.
+    const { records } = await h.records.listRecords({ tableId: table.tableId }, await as(t.viewer));
+    expect(records.map((r) => r.data)).toEqual([
+      { [table.id.Name!]: "a" },
+      { [table.id.Name!]: null },
+      { [table.id.Name!]: "c" },
+    ]);
+    await eventually(async () =>
+      expect(await stored(table.tableId)).toEqual([
+        { [table.id.Name!]: "a" },
+        {},
+        { [table.id.Name!]: "c" },
+      ]),
+    );
+  });
+
+  it("deletes a deleted table's records and gives their count back", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    await seed(table, [{}, {}, {}, {}]);
+    const before = await usageOf(t.organizationId);
+    await h.catalog.deleteTable({ tableId: table.tableId }, await as(t.owner));
+    await eventually(async () => expect(await stored(table.tableId)).toEqual([]));
+    expect(await usageOf(t.organizationId)).toBe(before - 4n);
+    expect(
+      await reasonOf(
+        h.records.createRecord({ tableId: table.tableId, data: {} }, await as(t.editor)),
+      ),
+    ).toBe("table_not_found");
+  });
+
+  it("deletes the records of every table of a deleted database", async () => {
+    const first = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const { table: second } = await h.catalog.createTable(
+      { databaseId: first.databaseId, name: "Second", description: "", fields: [] },
+      await as(t.owner),
+    );
+    await seed(first, [{}, {}]);
+    await h.records.createRecord({ tableId: second!.tableId, data: {} }, await as(t.editor));
+    const before = await usageOf(t.organizationId);
+    await h.catalog.deleteDatabase({ databaseId: first.databaseId }, await as(t.owner));
+    await eventually(async () => {
+      expect(await stored(first.tableId)).toEqual([]);
+      expect(await stored(second!.tableId)).toEqual([]);
+    });
+    expect(await usageOf(t.organizationId)).toBe(before - 3n);
+  });
+
+  it("refuses a type change a stored value cannot make, then converts the values", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Code", FieldType.TEXT),
+      def("Other", FieldType.TEXT),
+    ]);
+    const rows = await seed(table, [{ Code: "12" }, { Code: "x" }, { Code: " 7.0 " }, {}]);
+    const owner = await as(t.owner);
+    const refusal = await failureOf(
+      h.catalog.updateField({ fieldId: BigInt(table.id.Code!), type: FieldType.NUMBER }, owner),
+    );
+    expect(refusal).toMatchObject({
+      code: Code.FailedPrecondition,
+      reason: "field_type_change_invalid",
+    });
+    expect(JSON.parse(refusal.metadata.row_ids!)).toEqual([Number(rows[1]!.rowId)]);
+    expect(refusal.metadata.count).toBe("1");
+
+    await h.records.updateRecord(
+      { tableId: table.tableId, rowId: rows[1]!.rowId, data: { Code: "13" } },
+      await as(t.editor),
+    );
+    await h.catalog.updateField({ fieldId: BigInt(table.id.Code!), type: FieldType.NUMBER }, owner);
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual([
+        12,
+        13,
+        7,
+        undefined,
+      ]),
+    );
+    // And back: numbers become text.
+    await h.catalog.updateField({ fieldId: BigInt(table.id.Code!), type: FieldType.TEXT }, owner);
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual([
+        "12",
+        "13",
+        "7",
+        undefined,
+      ]),
+    );
+  });
+
+  it("answers CheckFieldTypeChange for services only", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Mail", FieldType.TEXT)]);
+    await seed(table, [{ Mail: "ada@example.com" }, { Mail: "not mail" }]);
+    const { fields } = await h.catalog.listFields({ tableId: table.tableId }, await as(t.owner));
+    const field = fields[0]!;
+    const refusal = await failureOf(
+      h.records.checkFieldTypeChange({ field, newType: FieldType.EMAIL }, await as(SERVICE)),
+    );
+    expect(refusal.reason).toBe("field_type_change_invalid");
+    expect(refusal.metadata.message).toMatch(/e-mail address/);
+    await h.records.checkFieldTypeChange(
+      { field, newType: FieldType.LONG_TEXT },
+      await as(SERVICE),
+    );
+    expect(
+      await reasonOf(
+        h.records.checkFieldTypeChange({ field, newType: FieldType.LONG_TEXT }, await as(t.owner)),
+      ),
+    ).toBe("internal_only");
+  });
+
+  it("turns a created_at field into a datetime holding each record's creation time", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Made", FieldType.CREATED_AT),
+    ]);
+    const rows = await seed(table, [{ Name: "a" }, { Name: "b" }]);
+    const made = rows.map((r) => r.data![table.id.Made!]);
+    await h.catalog.updateField(
+      { fieldId: BigInt(table.id.Made!), type: FieldType.DATETIME },
+      await as(t.owner),
+    );
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[table.id.Made!])).toEqual(made),
+    );
+  });
+
+  it("renames stored choices, swaps included, in single and multi selects", async () => {
+    const choices = { choices: [{ name: "A" }, { name: "B" }, { name: "C" }] };
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("One", FieldType.SINGLE_SELECT, choices),
+      def("Many", FieldType.MULTI_SELECT, choices),
+    ]);
+    await seed(table, [
+      { One: "A", Many: ["A", "B", "C"] },
+      { One: "B", Many: ["B"] },
+      { One: "C", Many: [] },
+    ]);
+    const owner = await as(t.owner);
+    const swap = async (fieldName: string) => {
+      const field = table.fields.find((f) => f.name === fieldName)!;
+      const [a, b, c] = (field.options!.choices as JsonObject[]).map((ch) => ch.id as string);
+      await h.catalog.updateField(
+        {
+          fieldId: field.fieldId,
+          options: {
+            choices: [
+              { id: a!, name: "B" },
+              { id: b!, name: "A" },
+              { id: c!, name: "Cee" },
+            ],
+          },
+        },
+        owner,
+      );
+    };
+    await swap("One");
+    await swap("Many");
+    const expected = [
+      { [table.id.One!]: "B", [table.id.Many!]: ["B", "A", "Cee"] },
+      { [table.id.One!]: "A", [table.id.Many!]: ["A"] },
+      { [table.id.One!]: "Cee", [table.id.Many!]: [] },
+    ];
+    await eventually(async () => expect(await stored(table.tableId)).toEqual(expected));
+
+    // Applying the same events again (a redelivery) changes nothing: each is applied once.
+    const orm = await createRecordsOrm(h.databaseUrl);
+    try {
+      const tx = new Transactions(orm, { kick() {} }, h.logger);
+      const schemas = new TableSchemas(
+        createServiceClient(CatalogService, "http://127.0.0.1:9"),
+        h.cache,
+        SECRET,
+        h.logger,
+      );
+      const consumer = new CatalogEvents({
+        tx,
+        schemas,
+        typeChanges: new TypeChanges(tx),
+        logger: h.logger,
+      });
+      const renames = h.events.filter((e) => e.subject === SUBJECTS.fieldChoicesRenamed);
+      expect(renames.length).toBeGreaterThanOrEqual(2);
+      for (const message of renames) await consumer.handle(message);
+    } finally {
+      await orm.close();
+    }
+    expect(await stored(table.tableId)).toEqual(expected);
+  });
+
+  it("numbers existing records when an autonumber field is added, and goes on from there", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    await seed(table, [{ Name: "a" }, { Name: "b" }, { Name: "c" }]);
+    const { field } = await h.catalog.createField(
+      {
+        tableId: table.tableId,
+        field: { name: "No", type: FieldType.AUTONUMBER, required: false, description: "" },
+      },
+      await as(t.owner),
+    );
+    const id = field!.fieldId.toString();
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[id])).toEqual([1, 2, 3]),
+    );
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "d" } },
+      await as(t.editor),
+    );
+    expect(record!.data![id]).toBe(4);
+  });
+});
+
+describe("organization deletion", () => {
+  it("deletes the organization's records and its count", async () => {
+    const owner = await h.user("Leaving");
+    const { organization } = await h.org.createOrganization(
+      { name: "Leaving", organizationSlug: "" },
+      await as(owner),
+    );
+    const organizationId = organization!.organizationId;
+    const table = await createTable(h, owner, organizationId, [def("Name", FieldType.TEXT)]);
+    await h.records.batchCreateRecords(
+      { tableId: table.tableId, records: [{ data: {} }, { data: {} }] },
+      await as(owner),
+    );
+    expect(await usageOf(organizationId)).toBe(2n);
+    await h.org.deleteOrganization({ organizationId }, await as(owner));
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from records.record where organization_id = $1",
+        [organizationId.toString()],
+      );
+      expect(rows[0].n).toBe(0);
+      expect(await usageOf(organizationId)).toBe(0n);
+    });
+    const { rows } = await h.db.query(
+      "select 1 from records.deleted_organization where organization_id = $1",
+      [organizationId.toString()],
+    );
+    expect(rows).toHaveLength(1);
+  });
+});

@@ -1,0 +1,177 @@
+import { Code, planCacheKey } from "@rowbase/kit";
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  createTable,
+  def,
+  eventually,
+  failureOf,
+  type Harness,
+  OPERATOR,
+  SERVICE,
+  startHarness,
+  type TestTable,
+  type TestUser,
+} from "./harness.js";
+
+// The plan's record limit (SPEC sections 8.4 and 10): counted in the same transaction as the
+// insert, so that parallel creates never overshoot it.
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+async function organizationOf(owner: TestUser): Promise<bigint> {
+  const { organization } = await h.org.createOrganization(
+    { name: "Limited", organizationSlug: "" },
+    await as(owner),
+  );
+  return organization!.organizationId;
+}
+
+function enterprise(records: bigint) {
+  return {
+    records,
+    apiCallsPerMonth: 1_000_000n,
+    fileStorageBytes: 1_000_000_000n,
+    transferBytesPerMonth: 1_000_000_000n,
+    members: 10n,
+    maxFileBytes: 1_000_000n,
+  };
+}
+
+async function countOf(organizationId: bigint): Promise<{ rows: number; usage: bigint }> {
+  const { rows } = await h.db.query(
+    "select count(*)::int as n from records.record where organization_id = $1",
+    [organizationId.toString()],
+  );
+  const usage = await h.records.getRecordUsage({ organizationId }, await as(SERVICE));
+  return { rows: rows[0].n, usage: usage.records };
+}
+
+describe("the record limit", () => {
+  let owner: TestUser;
+  let organizationId: bigint;
+  let table: TestTable;
+
+  beforeAll(async () => {
+    owner = await h.user("Limited owner");
+    organizationId = await organizationOf(owner);
+    await h.org.setPlan(
+      { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(20n) },
+      await as(OPERATOR),
+    );
+    table = await createTable(h, owner, organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Seq", FieldType.AUTONUMBER),
+    ]);
+  });
+
+  it("lets exactly one of 64 parallel creates at limit-1 through", async () => {
+    const call = await as(owner);
+    await h.records.batchCreateRecords(
+      { tableId: table.tableId, records: Array.from({ length: 19 }, () => ({ data: {} })) },
+      call,
+    );
+    const results = await Promise.allSettled(
+      Array.from({ length: 64 }, (_, i) =>
+        h.records.createRecord({ tableId: table.tableId, data: { Name: `p${i}` } }, call),
+      ),
+    );
+    const created = results.filter((r) => r.status === "fulfilled");
+    expect(created).toHaveLength(1);
+    for (const result of results) {
+      if (result.status === "rejected") {
+        const failure = await failureOf(Promise.reject(result.reason));
+        expect(failure).toMatchObject({
+          code: Code.ResourceExhausted,
+          reason: "record_limit_exceeded",
+        });
+      }
+    }
+    expect(await countOf(organizationId)).toEqual({ rows: 20, usage: 20n });
+    const limits = await h.org.getLimits({ organizationId }, call);
+    expect(limits.usage!.records).toBe(20n);
+    expect(limits.limits!.records).toBe(20n);
+  });
+
+  it("refuses a batch that would pass the limit as a whole, writing nothing", async () => {
+    const call = await as(owner);
+    const rows = await h.records.listRecords({ tableId: table.tableId, limit: 1000 }, call);
+    await h.records.batchDeleteRecords(
+      { tableId: table.tableId, rowIds: rows.records.slice(0, 2).map((r) => r.rowId) },
+      call,
+    );
+    expect(await countOf(organizationId)).toEqual({ rows: 18, usage: 18n });
+    const failure = await failureOf(
+      h.records.batchCreateRecords(
+        { tableId: table.tableId, records: [{ data: {} }, { data: {} }, { data: {} }] },
+        call,
+      ),
+    );
+    expect(failure.reason).toBe("record_limit_exceeded");
+    expect(await countOf(organizationId)).toEqual({ rows: 18, usage: 18n });
+    await h.records.batchCreateRecords(
+      { tableId: table.tableId, records: [{ data: {} }, { data: {} }] },
+      call,
+    );
+    expect(await countOf(organizationId)).toEqual({ rows: 20, usage: 20n });
+  });
+
+  it("follows a plan change at once (org.plan.changed evicts the cached plan)", async () => {
+    const call = await as(owner);
+    expect(
+      await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
+    ).toMatchObject({ reason: "record_limit_exceeded" });
+    // The plan entry is shared with the gateway: every limit, int64s as decimal strings.
+    expect(JSON.parse((await h.cache.get(planCacheKey(organizationId)))!)).toMatchObject({
+      records: "20",
+      apiCallsPerMonth: "1000000",
+    });
+    await h.org.setPlan(
+      { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(21n) },
+      await as(OPERATOR),
+    );
+    await eventually(async () => {
+      await h.records.createRecord({ tableId: table.tableId, data: {} }, call);
+    });
+    expect(await countOf(organizationId)).toEqual({ rows: 21, usage: 21n });
+  });
+});
+
+describe("the free plan", () => {
+  it("holds its 1,000 records under 64 parallel creates", async () => {
+    const owner = await h.user("Free owner");
+    const organizationId = await organizationOf(owner);
+    const table = await createTable(h, owner, organizationId, [def("Name", FieldType.TEXT)]);
+    // 999 records straight into storage, counted as the service counts them.
+    await h.db.query(
+      `insert into records.record (table_id, organization_id, created_by, updated_by)
+       select $1, $2, 'system', 'system' from generate_series(1, 999)`,
+      [table.tableId.toString(), organizationId.toString()],
+    );
+    await h.db.query(
+      "insert into records.organization_usage (organization_id, records) values ($1, 999)",
+      [organizationId.toString()],
+    );
+    const call = await as(owner);
+    const results = await Promise.allSettled(
+      Array.from({ length: 64 }, () =>
+        h.records.createRecord({ tableId: table.tableId, data: { Name: "late" } }, call),
+      ),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(await countOf(organizationId)).toEqual({ rows: 1000, usage: 1000n });
+    const limits = await h.org.getLimits({ organizationId }, call);
+    expect(limits.limits!.records).toBe(1000n);
+    expect(limits.usage!.records).toBe(1000n);
+  });
+});

@@ -1,0 +1,101 @@
+import { type MetricsServer, startMetricsServer } from "@rowbase/kit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { client } from "./support/http.js";
+import { startTestSystem, type TestSystem } from "./support/system.js";
+
+interface LogLine {
+  service: string;
+  msg: string;
+  trace_id?: string;
+  request_id?: string;
+  procedure?: string;
+  route?: string;
+  status?: string | number;
+}
+
+const lines: LogLine[] = [];
+let sys: TestSystem;
+let api: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  sys = await startTestSystem(
+    {},
+    { logs: { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) } },
+  );
+  api = client(sys.baseUrl);
+});
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+const LOGIN = "rowbase.identity.v1.IdentityService/Login";
+const login = (headers: Record<string, string> = {}) =>
+  api("POST", "/auth/login", {
+    body: { email: `nobody.${Date.now()}@example.test`, password: "correct horse battery" },
+    headers,
+  });
+
+describe("a request's trace id", () => {
+  it("reaches the identity service's log lines from the client's traceparent", async () => {
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const response = await login({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    expect(response.status).toBe(401);
+    expect(response.body).toMatchObject({ message: "invalid_credentials" });
+
+    const requestId = response.headers.get("x-request-id");
+    const identity = lines.filter((l) => l.service === "identity" && l.procedure === LOGIN);
+    expect(identity.find((l) => l.request_id === requestId)).toMatchObject({
+      msg: "rpc",
+      trace_id: traceId,
+    });
+    // The gateway's own line of the request carries it too.
+    expect(
+      lines.find((l) => l.service === "gateway" && l.msg === "request" && l.trace_id === traceId),
+    ).toMatchObject({ route: "/auth/login", status: 401, request_id: requestId });
+  });
+
+  it("is made by the gateway when the client sends none, and is the same in both processes", async () => {
+    const response = await login();
+    const requestId = response.headers.get("x-request-id");
+    const gateway = lines.find(
+      (l) => l.service === "gateway" && l.msg === "request" && l.request_id === requestId,
+    );
+    const identity = lines.find(
+      (l) => l.service === "identity" && l.procedure === LOGIN && l.request_id === requestId,
+    );
+    expect(gateway?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(identity?.trace_id).toBe(gateway?.trace_id);
+  });
+});
+
+describe("the one registry of the one-process system", () => {
+  let metrics: MetricsServer;
+
+  beforeAll(async () => {
+    metrics = await startMetricsServer({ port: 0, host: "127.0.0.1" });
+  });
+
+  afterAll(async () => {
+    await metrics?.close();
+  });
+
+  it("counts the gateway's request and the service's call on one /metrics", async () => {
+    const scrape = async () => (await fetch(`http://127.0.0.1:${metrics.port}/metrics`)).text();
+    const sample = (text: string, series: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(`${series} `))
+          ?.split(" ")[1] ?? 0,
+      );
+    const http = 'rowbase_http_requests_total{method="POST",route="/auth/login",status="401"}';
+    const rpc = `rowbase_rpc_server_handled_total{procedure="${LOGIN}",code="Unauthenticated"}`;
+    const before = await scrape();
+    await login();
+    const after = await scrape();
+    expect(sample(after, http)).toBe(sample(before, http) + 1);
+    expect(sample(after, rpc)).toBe(sample(before, rpc) + 1);
+    expect(after).toContain("nodejs_eventloop_lag_seconds");
+  });
+});
