@@ -56,8 +56,10 @@ describe("rich text as plain text", () => {
     ).toBe("Title\n\nSome bold & a link.\n\none\n\ntwo");
   });
 
-  it("keeps raw HTML as the text it is", () => {
-    expect(markdownToPlain("<b>hi</b>")).toBe("<b>hi</b>");
+  it("drops raw HTML tags and script bodies, keeping the words between tags", () => {
+    expect(markdownToPlain("a <b>hi</b> b")).toBe("a hi b");
+    expect(markdownToPlain("<script>alert(1)</script>\n\nafter")).toBe("after");
+    expect(markdownToPlain("<img src=x onerror=alert(1)>")).toBe("");
   });
 
   it("keeps code", () => {

@@ -11,6 +11,12 @@ export type RichText = "markdown" | "html" | "plain";
 const markdown = new MarkdownIt({ html: false, linkify: true, typographer: false });
 
 /**
+ * For plain text the same Markdown is read with raw HTML recognised as HTML, so that its tags
+ * (and a `<script>`'s body) are dropped rather than shown: plain output carries no tags at all.
+ */
+const markdownWithHtml = new MarkdownIt({ html: true, linkify: true, typographer: false });
+
+/**
  * The sanitiser behind the renderer, so that safety never rests on one library alone: only
  * formatting tags, only http(s) and mailto links, images over http(s), no attribute but the
  * few listed (so no `on*=` handler and no `style`), and every link opened without giving the
@@ -73,7 +79,7 @@ export function markdownToHtml(source: string): string {
   return sanitizeHtml(markdown.render(source), SANITIZE);
 }
 
-type Token = ReturnType<typeof markdown.parse>[number];
+type Token = ReturnType<typeof markdownWithHtml.parse>[number];
 
 /** The text of inline tokens: words, code, image descriptions; breaks as line breaks. */
 function inlineText(tokens: readonly Token[]): string {
@@ -88,12 +94,13 @@ function inlineText(tokens: readonly Token[]): string {
 
 /**
  * Markdown as text only: the words of paragraphs, headings, list items, quotes, code and table
- * cells, blocks separated by a blank line, without markup or entities (`a &amp; b` is `a & b`).
+ * cells, blocks separated by a blank line, without markup, raw HTML or entities (`a &amp; b`
+ * is `a & b`).
  */
 export function markdownToPlain(source: string): string {
   const blocks: string[] = [];
   let cells: string[] | undefined;
-  for (const token of markdown.parse(source, {})) {
+  for (const token of markdownWithHtml.parse(source, {})) {
     if (token.type === "tr_open") cells = [];
     else if (token.type === "tr_close") {
       blocks.push((cells ?? []).join("\t"));

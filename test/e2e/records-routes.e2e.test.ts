@@ -1,0 +1,403 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { client } from "./support/http.js";
+import { expectError, q } from "./support/organizations.js";
+import {
+  ALL_TYPES_FIELDS,
+  allFields,
+  byIds,
+  createTable,
+  createTenant,
+  expectRecord,
+  expectValidation,
+  FULL,
+  list,
+  RECORD_TEST_RATE_LIMITS,
+  type RecordShape,
+  seed,
+  type Tenant,
+  type TestTable,
+  v1,
+} from "./support/records.js";
+import { startTestSystem, type TestSystem } from "./support/system.js";
+
+/** SPEC 8.1 and 8.2: every record route of both families, its success shape and errors. */
+
+let sys: TestSystem;
+let api: ReturnType<typeof client>;
+let tenant: Tenant;
+let table: TestTable;
+
+beforeAll(async () => {
+  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
+  api = client(sys.baseUrl);
+  tenant = await createTenant(sys, api, { plan: "business" });
+  table = await createTable(api, tenant, ALL_TYPES_FIELDS);
+});
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+const full = (values: Record<string, unknown>, record: RecordShape) =>
+  allFields(table, values, record);
+
+describe("v1 routes (SPEC 8.1)", () => {
+  it("creates, gets, lists, patches and deletes a record with the documented shapes", async () => {
+    const p = v1(tenant.databaseId, table.tableId);
+    const created = await api("POST", p.records, {
+      token: tenant.writeToken,
+      body: { data: FULL },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(created.body.message).toBe("success");
+    expect(Object.keys(created.body.data)).toEqual(["record"]);
+    const record = created.body.data.record as RecordShape;
+    expectRecord(record, table);
+    expect(record.data).toEqual(byIds(table, full(FULL, record)));
+    expect(record.data[table.id("Attachment")]).toBeNull();
+    expect(record.created_at).toBe(record.updated_at);
+
+    const got = await api("GET", p.record(record.row_id), { token: tenant.readToken });
+    expect(got.body).toEqual({ message: "success", data: { record } });
+    const named = await api("GET", p.record(record.row_id), {
+      token: tenant.readToken,
+      query: { response_format: "names" },
+    });
+    expectRecord(named.body.data.record, table, "names");
+    expect(named.body.data.record.data).toEqual(full(FULL, record));
+
+    const listed = await api("GET", p.records, { token: tenant.readToken });
+    expect(listed.status).toBe(200);
+    expect(Object.keys(listed.body.data).sort()).toEqual(["limit", "offset", "records", "total"]);
+    expect(listed.body.data).toMatchObject({ limit: 50, offset: 0 });
+    expect(listed.body.data.records).toContainEqual(record);
+    expect(listed.body.data.total).toBe(listed.body.data.records.length);
+
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const patched = await api("PATCH", p.record(record.row_id), {
+      token: tenant.writeToken,
+      body: { data: { Text: "changed", Number: null, [table.id("Flag")]: false } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(Object.keys(patched.body.data)).toEqual(["record"]);
+    const after = patched.body.data.record as RecordShape;
+    expectRecord(after, table);
+    expect(after.row_id).toBe(record.row_id);
+    expect(after.created_at).toBe(record.created_at);
+    expect(after.updated_at > record.updated_at).toBe(true);
+    expect(after.data).toEqual(
+      byIds(table, {
+        ...full({ ...FULL, Text: "changed", Number: null, Flag: false }, after),
+        Serial: record.data[table.id("Serial")],
+        Created: record.created_at,
+      }),
+    );
+    expect(
+      (await api("GET", p.record(record.row_id), { token: tenant.readToken })).body.data.record,
+    ).toEqual(after);
+
+    const deleted = await api("DELETE", p.record(record.row_id), { token: tenant.writeToken });
+    expect(deleted.body).toEqual({ message: "success", data: { deleted_id: record.row_id } });
+    for (const [method, body] of [
+      ["GET", undefined],
+      ["PATCH", { data: { Text: "x" } }],
+      ["DELETE", undefined],
+    ] as const) {
+      expectError(
+        await api(method, p.record(record.row_id), { token: tenant.writeToken, body }),
+        404,
+        "record_not_found",
+      );
+    }
+  });
+
+  it("takes field ids as keys, converts numeric strings and leaves unnamed fields empty", async () => {
+    const p = v1(tenant.databaseId, table.tableId);
+    const byId = await api("POST", p.records, {
+      token: tenant.writeToken,
+      body: { data: { [table.id("Text")]: "by id", [table.id("Number")]: "42" } },
+    });
+    expect(byId.status, JSON.stringify(byId.body)).toBe(200);
+    const record = byId.body.data.record as RecordShape;
+    expect(record.data).toEqual(byIds(table, full({ Text: "by id", Number: 42 }, record)));
+
+    const empty = await api("POST", p.records, { token: tenant.writeToken, body: { data: {} } });
+    expect(empty.status).toBe(200);
+    const blank = empty.body.data.record as RecordShape;
+    expectRecord(blank, table);
+    expect(blank.data).toEqual(byIds(table, full({}, blank)));
+    expect(blank.data[table.id("Serial")]).toBe((record.data[table.id("Serial")] as number) + 1);
+  });
+
+  it("creates, updates and deletes in batches, all or nothing", async () => {
+    const t = await createTable(api, tenant, [
+      { name: "Name", type: "text" },
+      { name: "Qty", type: "number" },
+    ]);
+    const p = v1(t.databaseId, t.tableId);
+    const created = await api("POST", p.batch, {
+      token: tenant.writeToken,
+      body: { records: [{ data: { Name: "a", Qty: 1 } }, { data: { Name: "b" } }, { data: {} }] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(Object.keys(created.body.data)).toEqual(["records"]);
+    const [a, b, c] = created.body.data.records as RecordShape[];
+    for (const record of [a!, b!, c!]) expectRecord(record, t);
+    expect([a, b, c].map((r) => r!.data)).toEqual([
+      { [t.id("Name")]: "a", [t.id("Qty")]: 1 },
+      { [t.id("Name")]: "b", [t.id("Qty")]: null },
+      { [t.id("Name")]: null, [t.id("Qty")]: null },
+    ]);
+    expect(a!.row_id < b!.row_id && b!.row_id < c!.row_id).toBe(true);
+
+    const updated = await api("PATCH", p.batch, {
+      token: tenant.writeToken,
+      body: {
+        records: [
+          { row_id: c!.row_id, data: { Name: "c" } },
+          { row_id: a!.row_id, data: { Qty: 10 } },
+        ],
+      },
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(Object.keys(updated.body.data)).toEqual(["records"]);
+    expect((updated.body.data.records as RecordShape[]).map((r) => [r.row_id, r.data])).toEqual([
+      [c!.row_id, { [t.id("Name")]: "c", [t.id("Qty")]: null }],
+      [a!.row_id, { [t.id("Name")]: "a", [t.id("Qty")]: 10 }],
+    ]);
+
+    const snapshot = await list(api, tenant.readToken, t);
+    // A missing row or a bad value anywhere in a batch update changes nothing.
+    expectError(
+      await api("PATCH", p.batch, {
+        token: tenant.writeToken,
+        body: {
+          records: [
+            { row_id: a!.row_id, data: { Qty: 99 } },
+            { row_id: 999_999_999, data: { Qty: 1 } },
+          ],
+        },
+      }),
+      404,
+      "record_not_found",
+    );
+    const badUpdate = await api("PATCH", p.batch, {
+      token: tenant.writeToken,
+      body: {
+        records: [
+          { row_id: a!.row_id, data: { Qty: 99 } },
+          { row_id: b!.row_id, data: { Qty: "lots" } },
+        ],
+      },
+    });
+    expect(badUpdate.status).toBe(400);
+    expect(badUpdate.body.status_code).toBe(400);
+    // A bad value anywhere in a batch create writes nothing.
+    const badCreate = await api("POST", p.batch, {
+      token: tenant.writeToken,
+      body: { records: [{ data: { Name: "ok" } }, { data: { Nope: 1 } }] },
+    });
+    expect(badCreate.status).toBe(400);
+    expect(badCreate.body.extra).toEqual(
+      expect.arrayContaining([expect.objectContaining({ source: "body" })]),
+    );
+    expect(await list(api, tenant.readToken, t)).toEqual(snapshot);
+
+    for (const [method, path, body] of [
+      ["POST", p.batch, { records: [] }],
+      ["POST", p.batch, { records: Array.from({ length: 1001 }, () => ({ data: {} })) }],
+      ["PATCH", p.batch, { records: [] }],
+      ["POST", p.batchDelete, { row_ids: [] }],
+      ["POST", p.batchDelete, { ids: [a!.row_id] }],
+    ] as const) {
+      const response = await api(method, path, { token: tenant.writeToken, body });
+      expect(response.status, `${method} ${path} ${JSON.stringify(body).slice(0, 80)}`).toBe(400);
+      expect(response.body.extra[0].source).toBe("body");
+    }
+    expect(await list(api, tenant.readToken, t)).toEqual(snapshot);
+
+    const removed = await api("POST", p.batchDelete, {
+      token: tenant.writeToken,
+      body: { row_ids: [c!.row_id, a!.row_id] },
+    });
+    expect(removed.body).toEqual({
+      message: "success",
+      data: { deleted_ids: [c!.row_id, a!.row_id] },
+    });
+    const left = await list(api, tenant.readToken, t);
+    expect(left.records.map((r) => r.row_id)).toEqual([b!.row_id]);
+    expect(left.total).toBe(1);
+    expectError(
+      await api("GET", p.record(a!.row_id), { token: tenant.readToken }),
+      404,
+      "record_not_found",
+    );
+  });
+
+  it("answers PUT with 405 and serves a per-table OpenAPI document with the real fields", async () => {
+    const p = v1(tenant.databaseId, table.tableId);
+    const row = await seed(api, tenant.writeToken, table, [{ Text: "x" }]);
+    for (const path of [p.records, p.record(row[0]!.row_id)]) {
+      expectError(
+        await api("PUT", path, { token: tenant.writeToken, body: { data: { Text: "y" } } }),
+        405,
+        "method_not_allowed",
+      );
+    }
+    expect(
+      (await api("GET", p.record(row[0]!.row_id), { token: tenant.readToken })).body.data.record
+        .data[table.id("Text")],
+    ).toBe("x");
+
+    const t = await createTable(api, tenant, [
+      { name: "Customer name", type: "text" },
+      { name: "Lifetime value", type: "number" },
+    ]);
+    const doc = await api("GET", v1(t.databaseId, t.tableId).openapi, { token: tenant.readToken });
+    expect(doc.status, doc.text.slice(0, 300)).toBe(200);
+    expect(doc.body.openapi).toMatch(/^3\.1/);
+    expect(Object.keys(doc.body.paths).join(" ")).toContain("/records");
+    const hasFieldSchema = (names: string[]) =>
+      schemasWithProperties(doc.body).some((properties) =>
+        names.every((name) => Object.hasOwn(properties, name)),
+      );
+    expect(hasFieldSchema(["Customer name", "Lifetime value"])).toBe(true);
+
+    const added = await api("POST", "/field/create", {
+      token: tenant.owner.token,
+      query: q({ table_id: t.tableId }),
+      body: { name: "Renewal date", type: "date" },
+    });
+    expect(added.status).toBe(200);
+    const again = await api("GET", v1(t.databaseId, t.tableId).openapi, {
+      token: tenant.readToken,
+    });
+    expect(again.status).toBe(200);
+    const properties = schemasWithProperties(again.body);
+    expect(
+      properties.some((p) =>
+        ["Customer name", "Lifetime value", "Renewal date"].every((n) => Object.hasOwn(p, n)),
+      ),
+    ).toBe(true);
+  });
+});
+
+/** Every `properties` object anywhere in an OpenAPI document. */
+function schemasWithProperties(node: unknown): Record<string, unknown>[] {
+  const found: Record<string, unknown>[] = [];
+  const walk = (value: unknown) => {
+    if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === "object") {
+      const object = value as Record<string, unknown>;
+      if (object.properties && typeof object.properties === "object") {
+        found.push(object.properties as Record<string, unknown>);
+      }
+      Object.values(object).forEach(walk);
+    }
+  };
+  walk(node);
+  return found;
+}
+
+describe("query-form routes (SPEC 8.2)", () => {
+  it("creates, gets, lists, updates with PUT and deletes by POST and by DELETE", async () => {
+    const tid = { table_id: table.tableId };
+    const created = await api("POST", "/public/record/create", {
+      token: tenant.writeToken,
+      query: q(tid),
+      body: { data: { Text: "query form", Status: "Lost" } },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    expect(Object.keys(created.body.data)).toEqual(["record"]);
+    const record = created.body.data.record as RecordShape;
+    expectRecord(record, table);
+    expect(record.data).toEqual(byIds(table, full({ Text: "query form", Status: "Lost" }, record)));
+    const row = { ...tid, row_id: record.row_id };
+
+    const got = await api("GET", "/public/record/get", { token: tenant.readToken, query: q(row) });
+    expect(got.body).toEqual({ message: "success", data: { record } });
+    const inDatabase = await api("GET", "/public/record/get", {
+      token: tenant.readToken,
+      query: q({ ...row, database_id: tenant.databaseId, response_format: "names" }),
+    });
+    expect(inDatabase.status).toBe(200);
+    expectRecord(inDatabase.body.data.record, table, "names");
+
+    const listed = await api("GET", "/public/record/list", {
+      token: tenant.readToken,
+      query: q({ ...tid, database_id: tenant.databaseId, limit: 1000 }),
+    });
+    expect(listed.status).toBe(200);
+    expect(Object.keys(listed.body.data).sort()).toEqual(["limit", "offset", "records", "total"]);
+    expect(listed.body.data).toMatchObject({ limit: 1000, offset: 0 });
+    expect(listed.body.data.records).toContainEqual(record);
+
+    const updated = await api("PUT", "/public/record/update", {
+      token: tenant.writeToken,
+      query: q(row),
+      body: { data: { Number: "7.5" } },
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(Object.keys(updated.body.data)).toEqual(["record"]);
+    expect(updated.body.data.record.data).toEqual({
+      ...record.data,
+      [table.id("Number")]: 7.5,
+      [table.id("Updated")]: updated.body.data.record.updated_at,
+    });
+
+    const byPost = await api("POST", "/public/record/delete", {
+      token: tenant.writeToken,
+      query: q(row),
+    });
+    expect(byPost.body).toEqual({ message: "success", data: { deleted_id: record.row_id } });
+    const other = (await seed(api, tenant.writeToken, table, [{ Text: "second" }]))[0]!;
+    const byDelete = await api("DELETE", "/public/record/delete", {
+      token: tenant.writeToken,
+      query: q({ ...tid, row_id: other.row_id }),
+    });
+    expect(byDelete.body).toEqual({ message: "success", data: { deleted_id: other.row_id } });
+
+    for (const [method, path, body] of [
+      ["GET", "/public/record/get", undefined],
+      ["PUT", "/public/record/update", { data: { Text: "x" } }],
+      ["POST", "/public/record/delete", undefined],
+      ["DELETE", "/public/record/delete", undefined],
+    ] as const) {
+      expectError(
+        await api(method, path, { token: tenant.writeToken, query: q(row), body }),
+        404,
+        "record_not_found",
+      );
+    }
+  });
+
+  it("refuses missing or malformed parameters with the validation shape", async () => {
+    const cases: [string, string, Record<string, string | number>, string][] = [
+      ["GET", "/public/record/get", { table_id: table.tableId }, "row_id"],
+      ["GET", "/public/record/get", { table_id: table.tableId, row_id: "abc" }, "row_id"],
+      ["GET", "/public/record/list", { table_id: table.tableId }, "database_id"],
+      ["GET", "/public/record/list", { database_id: tenant.databaseId }, "table_id"],
+      ["POST", "/public/record/create", {}, "table_id"],
+      ["PUT", "/public/record/update", { table_id: table.tableId }, "row_id"],
+      ["POST", "/public/record/delete", { row_id: 1 }, "table_id"],
+    ];
+    for (const [method, path, query, key] of cases) {
+      const response = await api(method, path, {
+        token: tenant.writeToken,
+        query: q(query),
+        body: method === "GET" || path.endsWith("delete") ? undefined : { data: {} },
+      });
+      expectValidation(response, [{ key, source: "query" }]);
+    }
+    // A known path with the wrong method.
+    expectError(
+      await api("PATCH", "/public/record/update", {
+        token: tenant.writeToken,
+        query: q({ table_id: table.tableId, row_id: 1 }),
+        body: { data: {} },
+      }),
+      405,
+      "method_not_allowed",
+    );
+  });
+});
