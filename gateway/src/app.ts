@@ -115,6 +115,7 @@ export function gatewayRoutes(
     }),
     ...fileRoutes({
       files: deps.files,
+      filesUrl: deps.config.FILES_GRPC_URL,
       records: deps.records,
       organization: deps.organization,
       cache: deps.cache,

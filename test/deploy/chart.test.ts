@@ -386,7 +386,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         .sort();
     expect(allowedCallers("identity")).toEqual(["gateway", "organization"]);
     expect(allowedCallers("organization")).toEqual(["catalog", "files", "gateway", "records"]);
-    expect(allowedCallers("catalog")).toEqual(["files", "gateway", "records"]);
+    expect(allowedCallers("catalog")).toEqual(["files", "gateway", "organization", "records"]);
     expect(allowedCallers("records")).toEqual(["catalog", "gateway"]);
     expect(allowedCallers("files")).toEqual(["gateway"]);
 

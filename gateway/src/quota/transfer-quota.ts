@@ -133,12 +133,14 @@ export class TransferMeter {
     this.settled = true;
     const unused = this.reserved - this.moved;
     if (this.key && unused > 0) {
-      await this.counter.release(this.key, unused).catch((error: unknown) =>
-        this.log.warn(
-          { err: error, organization_id: this.organizationId.toString(), bytes: unused },
-          "transfer reservation not given back",
-        ),
-      );
+      await this.counter
+        .release(this.key, unused)
+        .catch((error: unknown) =>
+          this.log.warn(
+            { err: error, organization_id: this.organizationId.toString(), bytes: unused },
+            "transfer reservation not given back",
+          ),
+        );
     }
     if (this.moved > 0) this.onSettled(this.moved);
   }

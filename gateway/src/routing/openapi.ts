@@ -105,31 +105,31 @@ function responsesOf(route: Route): Record<string, unknown> {
   const responses: Record<string, unknown> = route.binary
     ? binaryResponses()
     : route.redirect
-    ? {
-        302: {
-          description: "Redirect; the body is not part of the contract",
-          headers: {
-            Location: {
-              description: "Where the client sends the browser next",
-              required: true,
-              schema: { type: "string", format: "uri" },
+      ? {
+          302: {
+            description: "Redirect; the body is not part of the contract",
+            headers: {
+              Location: {
+                description: "Where the client sends the browser next",
+                required: true,
+                schema: { type: "string", format: "uri" },
+              },
             },
           },
-        },
-      }
-    : route.raw && dataId
-      ? {
-          200: {
-            description: "Success: the document itself, without an envelope",
-            content: json(ref(dataId)),
-          },
         }
-      : {
-          200: {
-            description: "Success",
-            content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
-          },
-        };
+      : route.raw && dataId
+        ? {
+            200: {
+              description: "Success: the document itself, without an envelope",
+              content: json(ref(dataId)),
+            },
+          }
+        : {
+            200: {
+              description: "Success",
+              content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+            },
+          };
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(route)) {
     const status = ERROR_STATUS[code];

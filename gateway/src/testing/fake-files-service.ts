@@ -117,7 +117,9 @@ export async function startFakeFilesService(internalSecret: string): Promise<Fak
 
   async function* serve(
     file: StoredFile,
-    range: { first: bigint; last?: bigint | undefined; suffixLength?: bigint | undefined } | undefined,
+    range:
+      | { first: bigint; last?: bigint | undefined; suffixLength?: bigint | undefined }
+      | undefined,
     download: boolean,
   ) {
     const size = BigInt(file.bytes.length);
@@ -195,7 +197,11 @@ export async function startFakeFilesService(internalSecret: string): Promise<Fak
               if (next.value.payload.case === "header") {
                 throw domainError(Code.InvalidArgument, "validation_failed", {
                   extra: JSON.stringify([
-                    { key: "file", message: "only the first message may be the header", source: "body" },
+                    {
+                      key: "file",
+                      message: "only the first message may be the header",
+                      source: "body",
+                    },
                   ]),
                 });
               }
@@ -203,7 +209,8 @@ export async function startFakeFilesService(internalSecret: string): Promise<Fak
               const chunk = next.value.payload.value;
               size += chunk.byteLength;
               state.lastChunks.push(chunk.byteLength);
-              if (size > state.maxFileBytes) throw domainError(Code.InvalidArgument, "file_too_large");
+              if (size > state.maxFileBytes)
+                throw domainError(Code.InvalidArgument, "file_too_large");
               chunks.push(Buffer.from(chunk));
             }
             const bytes = Buffer.concat(chunks);
@@ -236,7 +243,8 @@ export async function startFakeFilesService(internalSecret: string): Promise<Fak
         },
 
         async *serveFile(req, ctx) {
-          if (req.rowId <= 0n || req.fieldId <= 0n) throw domainError(Code.NotFound, "file_not_found");
+          if (req.rowId <= 0n || req.fieldId <= 0n)
+            throw domainError(Code.NotFound, "file_not_found");
           access(ctx, req.rowId, req.fieldId, false);
           yield* serve(liveFile(req.rowId, req.fieldId), req.range, false);
         },
@@ -261,7 +269,8 @@ export async function startFakeFilesService(internalSecret: string): Promise<Fak
         },
 
         async renameFile(req, ctx) {
-          if (req.rowId <= 0n || req.fieldId <= 0n) throw domainError(Code.NotFound, "file_not_found");
+          if (req.rowId <= 0n || req.fieldId <= 0n)
+            throw domainError(Code.NotFound, "file_not_found");
           access(ctx, req.rowId, req.fieldId, true);
           const k = key(req.rowId, req.fieldId);
           const renamed = touched(liveFile(req.rowId, req.fieldId), { fileName: req.fileName });

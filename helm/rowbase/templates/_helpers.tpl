@@ -74,18 +74,18 @@ What each process is, as the code has it (each service's src/config.ts and src/m
 values: these are facts of the code, not settings.
   kind     grpc (a service) or http (the gateway)
   main     the compiled entry point, relative to the image's working directory
-  needs    the secrets and stores it reads
+  needs    the secrets, stores and settings it reads (fileStorage: FILES_DIR or S3_*)
   calls    the services whose <NAME>_GRPC_URL it gets (when they are enabled)
-  requires the services it cannot start without
+  requires the services it cannot start without (a required <NAME>_GRPC_URL)
   migrates whether `main migrate` applies migrations
 */}}
 {{- define "rowbase.components" -}}
 - name: gateway
   kind: http
   main: gateway/dist/src/main.js
-  needs: [redis, internalJwtSecret]
+  needs: [redis, nats, internalJwtSecret]
   calls: [identity, organization, catalog, records, files]
-  requires: [identity, organization, catalog]
+  requires: [identity, organization, catalog, records, files]
   migrates: false
 - name: identity
   kind: grpc
@@ -98,7 +98,7 @@ values: these are facts of the code, not settings.
   kind: grpc
   main: services/organization/dist/src/main.js
   needs: [database, redis, nats, internalJwtSecret, mail]
-  calls: [identity]
+  calls: [identity, catalog, records, files]
   requires: [identity]
   migrates: true
 - name: catalog
@@ -112,15 +112,15 @@ values: these are facts of the code, not settings.
   kind: grpc
   main: services/records/dist/src/main.js
   needs: [database, redis, nats, internalJwtSecret]
-  calls: [organization, catalog]
+  calls: [organization, catalog, files]
   requires: [organization, catalog]
   migrates: true
 - name: files
   kind: grpc
   main: services/files/dist/src/main.js
-  needs: [database, redis, nats, internalJwtSecret, fileUrlSecret]
-  calls: [organization, catalog]
-  requires: [organization, catalog]
+  needs: [database, redis, nats, internalJwtSecret, fileUrlSecret, fileStorage]
+  calls: [organization, catalog, records]
+  requires: [organization, catalog, records]
   migrates: true
 {{- end }}
 
@@ -218,6 +218,17 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- with $oidc.redirectUri }}{{ $_ := set $data "OIDC_REDIRECT_URI" . }}{{ end }}
 {{- with $oidc.allowedRedirectUris }}{{ $_ := set $data "OIDC_ALLOWED_REDIRECT_URIS" . }}{{ end }}
 {{- end }}
+{{- if has "fileStorage" $c.needs }}
+{{- $files := $root.Values.files }}
+{{- $_ := set $data "FILE_URL_TTL_SECONDS" (toString (int $files.urlTtlSeconds)) }}
+{{- if eq $files.storage.type "s3" }}
+{{- $_ := set $data "S3_ENDPOINT" $files.storage.s3.endpoint }}
+{{- $_ := set $data "S3_BUCKET" $files.storage.s3.bucket }}
+{{- $_ := set $data "S3_REGION" $files.storage.s3.region }}
+{{- else }}
+{{- $_ := set $data "FILES_DIR" $files.storage.directory.path }}
+{{- end }}
+{{- end }}
 {{- range $c.calls }}
 {{- if (index $root.Values .).enabled }}
 {{- $_ := set $data (printf "%s_GRPC_URL" (upper .)) (include "rowbase.grpcUrl" (dict "root" $root "name" .)) }}
@@ -265,6 +276,15 @@ set at all (optional ones). Call with (dict "root" $ "component" "identity" "var
   {{- else if $oidc.clientSecret }}
     {{- $ref = dict "name" $chart "key" "OIDC_CLIENT_SECRET" }}
   {{- end }}
+{{- else if or (eq .var "S3_ACCESS_KEY_ID") (eq .var "S3_SECRET_ACCESS_KEY") }}
+  {{- $s3 := $v.files.storage.s3 }}
+  {{- if ne $v.files.storage.type "s3" }}
+  {{- else if $s3.existingSecret }}
+    {{- $keys := $s3.existingSecretKeys }}
+    {{- $ref = dict "name" $s3.existingSecret "key" (ternary $keys.accessKeyId $keys.secretAccessKey (eq .var "S3_ACCESS_KEY_ID")) }}
+  {{- else }}
+    {{- $ref = dict "name" $chart "key" .var }}
+  {{- end }}
 {{- else }}
   {{- $ref = dict "name" (default $chart $v.secrets.existingSecret) "key" .var }}
 {{- end }}
@@ -286,6 +306,7 @@ Call with (dict "root" $ "name" "identity").
     "internalJwtSecret" (list "INTERNAL_JWT_SECRET")
     "jwtSigningKeys" (list "JWT_SIGNING_KEYS")
     "fileUrlSecret" (list "FILE_URL_SECRET")
+    "fileStorage" (list "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY")
     "mail" (list "SMTP_URL")
     "oidc" (list "OIDC_CLIENT_SECRET")) .) }}
 {{- end }}
@@ -323,6 +344,28 @@ Stops rendering with one message listing every setting a working installation la
 {{- if not (index $v .).enabled }}
 {{- $problems = append $problems (printf "%s.enabled: %s needs it" . $name) }}
 {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $v.files.enabled }}
+{{- $storage := $v.files.storage }}
+{{- if eq $storage.type "s3" }}
+{{- $s3 := $storage.s3 }}
+{{- if not $s3.endpoint }}
+{{- $problems = append $problems "files.storage.s3.endpoint: the S3 API's URL (https://s3.<region>.amazonaws.com, or your MinIO/R2/... endpoint)" }}
+{{- end }}
+{{- if not $s3.bucket }}
+{{- $problems = append $problems "files.storage.s3.bucket" }}
+{{- end }}
+{{- if not (or $s3.existingSecret (and $s3.accessKeyId $s3.secretAccessKey)) }}
+{{- $problems = append $problems "files.storage.s3.accessKeyId and files.storage.s3.secretAccessKey, or files.storage.s3.existingSecret" }}
+{{- end }}
+{{- else }}
+{{- $files := include "rowbase.settings" (dict "root" . "name" "files") | fromYaml }}
+{{- $several := or (gt (int $files.replicaCount) 1) (and $files.autoscaling.enabled (gt (int $files.autoscaling.maxReplicas) 1)) }}
+{{- $persistence := $storage.directory.persistence }}
+{{- if and $several (not (and $persistence.enabled (has "ReadWriteMany" $persistence.accessModes))) }}
+{{- $problems = append $problems "files.storage: several files replicas share one directory only on a ReadWriteMany volume (files.storage.directory.persistence.enabled with accessModes [ReadWriteMany], from a storage class that offers it: NFS, EFS, Azure Files, CephFS, ...); otherwise run one replica (files.replicaCount: 1, no autoscaling) or use files.storage.type s3" }}
 {{- end }}
 {{- end }}
 {{- end }}

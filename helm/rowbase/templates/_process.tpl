@@ -20,6 +20,13 @@ Call with (dict "root" $ "name" "identity"); renders nothing when the process is
 {{- $separateMetricsService := ne (ternary "ClusterIP" (dig "service" "type" "ClusterIP" $s) $grpc) "ClusterIP" }}
 {{- $configData := include "rowbase.configData" . }}
 {{- $serviceAccount := ternary $fullName (default "default" $s.serviceAccount.name) $s.serviceAccount.create }}
+{{- /* The files directory (files.storage.type directory): a PersistentVolumeClaim or an emptyDir. */}}
+{{- $filesDir := dict }}
+{{- if and (has "fileStorage" $c.needs) (eq $root.Values.files.storage.type "directory") }}
+{{- $filesDir = $root.Values.files.storage.directory }}
+{{- end }}
+{{- /* A ReadWriteOnce volume attaches to one node: the old pod goes before the new one starts. */}}
+{{- $recreate := and $filesDir $filesDir.persistence.enabled (not (has "ReadWriteMany" $filesDir.persistence.accessModes)) }}
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -60,10 +67,15 @@ spec:
     matchLabels:
       {{- include "rowbase.selectorLabels" $ctx | nindent 6 }}
   strategy:
+    {{- if $recreate }}
+    # The files volume is ReadWriteOnce: a new pod on another node could not mount it.
+    type: Recreate
+    {{- else }}
     type: RollingUpdate
     rollingUpdate:
       maxUnavailable: 0
       maxSurge: 25%
+    {{- end }}
   template:
     metadata:
       labels:
@@ -73,7 +85,7 @@ spec:
         {{- end }}
       annotations:
         checksum/config: {{ $configData | sha256sum }}
-        checksum/secrets: {{ list $root.Values.secrets $root.Values.database $root.Values.redis $root.Values.nats $root.Values.mail $root.Values.identity.oidc $s.database | toJson | sha256sum }}
+        checksum/secrets: {{ list $root.Values.secrets $root.Values.database $root.Values.redis $root.Values.nats $root.Values.mail $root.Values.identity.oidc $s.database (ternary $root.Values.files.storage.s3 dict (has "fileStorage" $c.needs)) | toJson | sha256sum }}
         {{- with $s.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -142,11 +154,29 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- if $filesDir }}
+            - name: files
+              mountPath: {{ $filesDir.path }}
+            {{- end }}
       volumes:
-        # The root filesystem is read-only; /tmp is the one writable place.
+        # The root filesystem is read-only; /tmp is the one writable place (and the files directory).
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        {{- if $filesDir }}
+        - name: files
+          {{- if $filesDir.persistence.enabled }}
+          persistentVolumeClaim:
+            claimName: {{ default $fullName $filesDir.persistence.existingClaim }}
+          {{- else }}
+          # Development only: the files go with the pod.
+          emptyDir:
+            {{- with $filesDir.emptyDirSizeLimit }}
+            sizeLimit: {{ . }}
+            {{- else }} {}
+            {{- end }}
+          {{- end }}
+        {{- end }}
       {{- with $s.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

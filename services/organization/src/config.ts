@@ -28,6 +28,11 @@ export const organizationEnv = z.object({
    */
   RECORDS_GRPC_URL: optionalUrl,
   /**
+   * The files service, asked for the bytes an organization stores (FilesService.
+   * GetStorageUsage) in GetLimits. Unset until files runs: the usage then reads 0.
+   */
+  FILES_GRPC_URL: optionalUrl,
+  /**
    * The catalog service, asked which organization owns a database or table (GetDatabase,
    * GetTableSchema) when the audit log is listed for one that has no stored events yet. Unset:
    * such a scope answers database_not_found/table_not_found.

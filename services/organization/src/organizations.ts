@@ -108,6 +108,9 @@ async function freeSlug(em: EntityManager, base: string): Promise<string> {
 /** How many records an organization holds (the records service's count). */
 export type RecordUsageLookup = (organizationId: bigint, requestId: string) => Promise<bigint>;
 
+/** How many bytes of files an organization stores (the files service's count). */
+export type StorageUsageLookup = (organizationId: bigint, requestId: string) => Promise<bigint>;
+
 /** Organizations: create, read, rename, delete; plans, limits and usage; memberships. */
 export class Organizations {
   constructor(
@@ -115,6 +118,8 @@ export class Organizations {
       tx: Transactions;
       /** Absent until records runs: records usage then reads the local counter (0). */
       recordUsage?: RecordUsageLookup | undefined;
+      /** Absent until files runs: storage usage then reads the local counter (0). */
+      storageUsage?: StorageUsageLookup | undefined;
     },
   ) {}
 
@@ -341,16 +346,21 @@ export class Organizations {
     );
     // This UTC month's calls and transfer, as aggregated from the gateway's usage events.
     const monthly = await monthlyUsage(em, organizationId);
-    const records = this.deps.recordUsage
-      ? await this.deps.recordUsage(organizationId, call.requestId)
-      : BigInt(row?.records ?? 0);
+    const [records, fileStorageBytes] = await Promise.all([
+      this.deps.recordUsage
+        ? this.deps.recordUsage(organizationId, call.requestId)
+        : BigInt(row?.records ?? 0),
+      this.deps.storageUsage
+        ? this.deps.storageUsage(organizationId, call.requestId)
+        : BigInt(row?.file_storage_bytes ?? 0),
+    ]);
     return {
       plan: organization.plan,
       limits: limitsOf(organization.plan, organization.enterpriseLimits),
       usage: {
         records,
         apiCallsThisMonth: monthly.apiCalls,
-        fileStorageBytes: BigInt(row?.file_storage_bytes ?? 0),
+        fileStorageBytes,
         transferBytesThisMonth: monthly.transferBytes,
         members: BigInt(members),
       },

@@ -27,6 +27,7 @@ import { migrations } from "./migrations/initial-schema.js";
 import { Organizations } from "./organizations.js";
 import { recordsUsageLookup } from "./record-usage.js";
 import { createRoutes } from "./server.js";
+import { filesStorageUsageLookup } from "./storage-usage.js";
 import { UsageStats } from "./usage-stats.js";
 import { UserDirectory } from "./user-directory.js";
 
@@ -94,6 +95,9 @@ export async function startOrganization(
           tx,
           recordUsage: config.RECORDS_GRPC_URL
             ? recordsUsageLookup(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
+            : undefined,
+          storageUsage: config.FILES_GRPC_URL
+            ? filesStorageUsageLookup(config.FILES_GRPC_URL, config.INTERNAL_JWT_SECRET)
             : undefined,
         }),
         invites: new Invites({ tx, directory, mailer, logger: deps.logger, config }),

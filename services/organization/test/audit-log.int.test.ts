@@ -318,7 +318,10 @@ describe("database and table scopes", () => {
     databases.set(db1, id).set(db2, id).set(dbQuiet, id);
     tables.set(tQuiet, { databaseId: dbQuiet, organizationId: id });
 
+    // Distinct times, oldest first: the log lists newest first.
+    const t0 = Date.now();
     const recordUpdated = await publishAudit(h, {
+      at: new Date(t0 + 10),
       organizationId: id,
       databaseId: db1,
       tableId: t11,
@@ -328,6 +331,7 @@ describe("database and table scopes", () => {
       changes: [{ key: "12", label: "Name", old: "Ada", new: "Grace" }],
     });
     await publishAudit(h, {
+      at: new Date(t0 + 20),
       organizationId: id,
       databaseId: db1,
       tableId: t12,
@@ -337,6 +341,7 @@ describe("database and table scopes", () => {
       changes: [{ key: "name", new: "Score" }],
     });
     await publishAudit(h, {
+      at: new Date(t0 + 30),
       organizationId: id,
       databaseId: db1,
       action: "database.updated",
@@ -345,6 +350,7 @@ describe("database and table scopes", () => {
       changes: [{ key: "description", old: null, new: "CRM" }],
     });
     const last = await publishAudit(h, {
+      at: new Date(t0 + 40),
       organizationId: id,
       databaseId: db2,
       tableId: base + 21n,

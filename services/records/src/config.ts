@@ -13,6 +13,11 @@ export const recordsEnv = z.object({
   ORGANIZATION_GRPC_URL: z.url(),
   /** The catalog service, for table schemas (`http://host:port`). */
   CATALOG_GRPC_URL: z.url(),
+  /**
+   * The files service, asked for the live files of the records a response shows
+   * (FilesService.ListRecordFiles). Unset until files runs: file fields then show null.
+   */
+  FILES_GRPC_URL: optionalUrl,
 });
 
 export type RecordsConfig = z.output<typeof recordsEnv>;

@@ -20,7 +20,7 @@ import { valueChanges } from "./domain/audit.js";
 import { BATCH_MAX, DEFAULT_LIMIT, PAGE_MAX, tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
-import type { StoredRecord } from "./domain/record-output.js";
+import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
 import {
   recordLimitExceeded,
   recordNotFound,
@@ -28,6 +28,7 @@ import {
   type ValidationItem,
   validationFailed,
 } from "./errors.js";
+import type { FileValues } from "./file-values.js";
 import type { Plans } from "./plans.js";
 import {
   buildWhere,
@@ -46,15 +47,20 @@ export interface TableRef {
   databaseId: bigint;
 }
 
-/** Records with the table they belong to, for presenting them. */
+/** Records with the table they belong to and their live files, for presenting them. */
 export interface RecordsView {
   schema: TableSchema;
   records: StoredRecord[];
+  /** The files of the records' file fields (SPEC section 7), by row and field. */
+  files: RecordFiles;
 }
 
 export interface RecordView {
   schema: TableSchema;
   record: StoredRecord;
+  /** The fields to show, in order. */
+  fields: SchemaField[];
+  files: RecordFiles;
 }
 
 export interface ListParams {
@@ -123,7 +129,9 @@ function batchSizeProblem(key: string, count: number, what: string): ValidationI
  * write is all or nothing.
  */
 export class Records {
-  constructor(private readonly deps: { tx: Transactions; access: Access; plans: Plans }) {}
+  constructor(
+    private readonly deps: { tx: Transactions; access: Access; plans: Plans; files: FileValues },
+  ) {}
 
   /**
    * Creates records in request order (SPEC section 8.4). Every bad value of every record is
@@ -187,17 +195,27 @@ export class Records {
           valueChanges(schema.fields, {}, record.data),
         );
       }
-      return { schema, records };
+      // A new row has no file yet (row ids are never reused, and an upload needs the committed
+      // row), so files is not asked: a create must not fail with 503 after it committed.
+      return { schema, records, files: new Map() };
     });
   }
 
-  async get(call: Call, table: TableRef, rowId: bigint): Promise<RecordView> {
+  /** A record with the fields `fields` selects (SPEC section 8.3), all when it is empty. */
+  async get(
+    call: Call,
+    table: TableRef,
+    rowId: bigint,
+    fieldItems: readonly string[] = [],
+  ): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    const fields = selectedFields(schema, fieldItems);
     const [record] = await findRecords(this.deps.tx.em(), schema.tableId, [rowId], {
       lock: false,
     });
     if (!record) throw recordNotFound();
-    return { schema, record };
+    const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
+    return { schema, record, fields, files };
   }
 
   /**
@@ -249,7 +267,12 @@ export class Records {
       );
       return { records: page, total: BigInt(counted?.total ?? 0) };
     });
-    return { schema, records, fields, total, limit, offset: params.offset };
+    const files = await this.deps.files.of(
+      fields,
+      records.map((record) => record.rowId),
+      call.requestId,
+    );
+    return { schema, records, files, fields, total, limit, offset: params.offset };
   }
 
   /** Changes the named fields of records of the table, all or none. */
@@ -283,10 +306,13 @@ export class Records {
       else items.push(...result.items);
     });
     if (items.length > 0) throw validationFailed(items);
+    // Asked before writing: an update does not change files, and files being unreachable then
+    // refuses the request with nothing written instead of failing after the commit.
+    const rowIds = patches.map((patch) => patch.rowId);
+    const files = await this.deps.files.of(schema.fields, rowIds, call.requestId);
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const rowIds = patches.map((patch) => patch.rowId);
       const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
       if (found.length !== rowIds.length) throw recordNotFound();
       const byId = new Map(found.map((record) => [record.rowId, record]));
@@ -309,7 +335,7 @@ export class Records {
         );
         byId.set(after.rowId, after);
       }
-      return { schema, records: rowIds.map((rowId) => byId.get(rowId)!) };
+      return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };
     });
   }
 

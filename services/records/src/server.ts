@@ -3,7 +3,7 @@ import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { Call } from "./change-set.js";
 import { validationFailed } from "./errors.js";
-import { type Records, selectedFields } from "./records.js";
+import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";
 import { outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
 
@@ -28,22 +28,30 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
   return (router: ConnectRouter) =>
     router.service(RecordsService, {
       async createRecord(req, ctx) {
-        const { schema, records: created } = await records.create(
+        const {
+          schema,
+          records: created,
+          files,
+        } = await records.create(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           [req.data],
           false,
         );
-        return { record: toRecord(created[0]!, schema.fields, WRITE_OUTPUT) };
+        const record = created[0]!;
+        return {
+          record: toRecord(record, schema.fields, WRITE_OUTPUT, files.get(record.rowId)),
+        };
       },
       async getRecord(req, ctx) {
         const output = outputOptionsOf(req.responseFormat, req.richText);
-        const { schema, record } = await records.get(
+        const { record, fields, files } = await records.get(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           req.rowId,
+          req.fields,
         );
-        return { record: toRecord(record, selectedFields(schema, req.fields), output) };
+        return { record: toRecord(record, fields, output, files.get(record.rowId)) };
       },
       async listRecords(req, ctx) {
         const output = outputOptionsOf(req.responseFormat, req.richText);
@@ -59,20 +67,29 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           },
         );
         return {
-          records: view.records.map((record) => toRecord(record, view.fields, output)),
+          records: view.records.map((record) =>
+            toRecord(record, view.fields, output, view.files.get(record.rowId)),
+          ),
           total: view.total,
           limit: view.limit,
           offset: view.offset,
         };
       },
       async updateRecord(req, ctx) {
-        const { schema, records: updated } = await records.update(
+        const {
+          schema,
+          records: updated,
+          files,
+        } = await records.update(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           [{ rowId: req.rowId, data: req.data }],
           false,
         );
-        return { record: toRecord(updated[0]!, schema.fields, WRITE_OUTPUT) };
+        const record = updated[0]!;
+        return {
+          record: toRecord(record, schema.fields, WRITE_OUTPUT, files.get(record.rowId)),
+        };
       },
       async deleteRecord(req, ctx) {
         await records.delete(
@@ -84,22 +101,38 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         return { deletedId: req.rowId };
       },
       async batchCreateRecords(req, ctx) {
-        const { schema, records: created } = await records.create(
+        const {
+          schema,
+          records: created,
+          files,
+        } = await records.create(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           req.records.map((draft) => draft.data),
           true,
         );
-        return { records: created.map((record) => toRecord(record, schema.fields, WRITE_OUTPUT)) };
+        return {
+          records: created.map((record) =>
+            toRecord(record, schema.fields, WRITE_OUTPUT, files.get(record.rowId)),
+          ),
+        };
       },
       async batchUpdateRecords(req, ctx) {
-        const { schema, records: updated } = await records.update(
+        const {
+          schema,
+          records: updated,
+          files,
+        } = await records.update(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           req.records.map((patch) => ({ rowId: patch.rowId, data: patch.data })),
           true,
         );
-        return { records: updated.map((record) => toRecord(record, schema.fields, WRITE_OUTPUT)) };
+        return {
+          records: updated.map((record) =>
+            toRecord(record, schema.fields, WRITE_OUTPUT, files.get(record.rowId)),
+          ),
+        };
       },
       async batchDeleteRecords(req, ctx) {
         const deletedIds = await records.delete(

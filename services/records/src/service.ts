@@ -13,6 +13,7 @@ import {
   startGrpcServer,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { Access } from "./access.js";
@@ -20,6 +21,7 @@ import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/record-store.js";
+import { FileValues } from "./file-values.js";
 import { organizationMembershipLookup } from "./membership.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -76,7 +78,11 @@ export async function startRecords(
   );
   const schemas = new TableSchemas(catalog, deps.cache, config.INTERNAL_JWT_SECRET, deps.logger);
   const plans = new Plans(organizations, deps.cache, config.INTERNAL_JWT_SECRET, deps.logger);
-  const records = new Records({ tx, access: new Access(schemas, authorizer), plans });
+  const files = new FileValues(
+    config.FILES_GRPC_URL ? createServiceClient(FilesService, config.FILES_GRPC_URL) : undefined,
+    config.INTERNAL_JWT_SECRET,
+  );
+  const records = new Records({ tx, access: new Access(schemas, authorizer), plans, files });
   const typeChanges = new TypeChanges(tx);
   const catalogEvents = new CatalogEvents({ tx, schemas, typeChanges, logger: deps.logger });
   const consumers: { stop(): Promise<void> }[] = [];

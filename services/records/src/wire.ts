@@ -6,7 +6,12 @@ import {
   ResponseFormat,
   RichTextFormat,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import { type OutputOptions, outputData, type StoredRecord } from "./domain/record-output.js";
+import {
+  type FilesOfRecord,
+  type OutputOptions,
+  outputData,
+  type StoredRecord,
+} from "./domain/record-output.js";
 import type { RichText } from "./domain/rich-text.js";
 import { type ValidationItem, validationFailed } from "./errors.js";
 import type { SchemaField } from "./table-schema.js";
@@ -18,13 +23,14 @@ export function toRecord(
   record: StoredRecord,
   fields: readonly SchemaField[],
   options: OutputOptions,
+  files?: FilesOfRecord,
 ): Record {
   return create(RecordSchema, {
     rowId: record.rowId,
     tableId: record.tableId,
     createdAt: timestampFromDate(record.createdAt),
     updatedAt: timestampFromDate(record.updatedAt),
-    data: outputData(record, fields, options),
+    data: outputData(record, fields, options, files),
   });
 }
 

@@ -1,4 +1,7 @@
+import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import {
   type DescMessage,
   fromBinary,
@@ -7,6 +10,7 @@ import {
 } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
+import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type BusMessage,
@@ -31,6 +35,10 @@ import {
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import {
+  FilesService,
+  type UploadFileRequest,
+} from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
@@ -47,8 +55,15 @@ export interface TestUser {
   name: string;
 }
 
+/** One more records process on the same database, cache and bus: another replica. */
+export interface Replica {
+  records: Client<typeof RecordsService>;
+  stop(): Promise<void>;
+}
+
 export interface Harness {
   records: Client<typeof RecordsService>;
+  files: Client<typeof FilesService>;
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
   /** Direct connections to the test database (schema-qualified queries). */
@@ -61,6 +76,8 @@ export interface Harness {
   events: BusMessage[];
   /** A registered user with a verified e-mail. */
   user(name?: string): Promise<TestUser>;
+  /** Starts another records process with extra environment (a replica). */
+  replica(env?: Record<string, string>): Promise<Replica>;
   stop(): Promise<void>;
 }
 
@@ -132,7 +149,7 @@ export function eventsOf<D extends DescMessage>(
 }
 
 /** A free loopback port, so that services that call each other can be configured up front. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once("error", reject);
@@ -144,9 +161,10 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * The real identity, organization, catalog and records services against one fresh database,
- * Redis under a unique prefix, NATS under a unique namespace and a mail catcher for codes.
- * Organization asks records for usage and catalog asks records about type changes, as deployed.
+ * The real identity, organization, catalog, records and files services against one fresh
+ * database, Redis under a unique prefix, NATS under a unique namespace, a mail catcher for codes
+ * and the files' bytes in a temporary directory. Organization asks records and files for usage,
+ * catalog asks records about type changes and records asks files for file fields, as deployed.
  */
 export async function startHarness(): Promise<Harness> {
   const infra = await testInfra();
@@ -158,6 +176,9 @@ export async function startHarness(): Promise<Harness> {
   const bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
   const recordsPort = await freePort();
   const recordsUrl = `http://127.0.0.1:${recordsPort}`;
+  const filesPort = await freePort();
+  const filesUrl = `http://127.0.0.1:${filesPort}`;
+  const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-records-it-"));
 
   await migrateIdentity(database.url);
   const identity = await startIdentity(
@@ -184,6 +205,7 @@ export async function startHarness(): Promise<Harness> {
       IDENTITY_GRPC_URL: identityUrl,
       SMTP_URL: mail.url,
       RECORDS_GRPC_URL: recordsUrl,
+      FILES_GRPC_URL: filesUrl,
     }),
     { logger, cache, bus },
   );
@@ -205,14 +227,35 @@ export async function startHarness(): Promise<Harness> {
 
   expect(await migrateRecords(database.url)).toEqual(["InitialSchema"]);
   expect(await migrateRecords(database.url)).toEqual([]);
-  const records: RunningRecords = await startRecords(
+  const recordsConfigOf = (extra: Record<string, string>) =>
     recordsEnv.parse({
       DATABASE_URL: database.url,
       INTERNAL_JWT_SECRET: SECRET,
       GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: String(recordsPort),
+      GRPC_PORT: "0",
       ORGANIZATION_GRPC_URL: organizationUrl,
       CATALOG_GRPC_URL: catalogUrl,
+      FILES_GRPC_URL: filesUrl,
+      ...extra,
+    });
+  const records: RunningRecords = await startRecords(
+    recordsConfigOf({ GRPC_PORT: String(recordsPort) }),
+    { logger, cache, bus },
+  );
+  const replicas: RunningRecords[] = [];
+
+  await migrateFiles(database.url);
+  const files = await startFiles(
+    filesEnv.parse({
+      DATABASE_URL: database.url,
+      INTERNAL_JWT_SECRET: SECRET,
+      GRPC_HOST: "127.0.0.1",
+      GRPC_PORT: String(filesPort),
+      ORGANIZATION_GRPC_URL: organizationUrl,
+      CATALOG_GRPC_URL: catalogUrl,
+      RECORDS_GRPC_URL: recordsUrl,
+      FILES_DIR: filesDir,
+      FILE_URL_SECRET: "test-file-url-secret-of-at-least-32-chars",
     }),
     { logger, cache, bus },
   );
@@ -233,6 +276,7 @@ export async function startHarness(): Promise<Harness> {
 
   return {
     records: createServiceClient(RecordsService, recordsUrl),
+    files: createServiceClient(FilesService, filesUrl),
     catalog: createServiceClient(CatalogService, catalogUrl),
     org: createServiceClient(OrganizationService, organizationUrl),
     db,
@@ -252,9 +296,22 @@ export async function startHarness(): Promise<Harness> {
       const { rows } = await db.query("select id from identity.users where email = $1", [email]);
       return { id: BigInt(rows[0].id), email, name };
     },
+    async replica(env = {}) {
+      const replica = await startRecords(recordsConfigOf(env), { logger, cache, bus });
+      replicas.push(replica);
+      return {
+        records: createServiceClient(RecordsService, `http://127.0.0.1:${replica.server.port}`),
+        async stop() {
+          replicas.splice(replicas.indexOf(replica), 1);
+          await replica.stop();
+        },
+      };
+    },
     async stop() {
       for (const consumer of consumers) await consumer.stop();
       await db.end();
+      for (const replica of replicas) await replica.stop();
+      await files.stop();
       await records.stop();
       await catalog.stop();
       await organization.stop();
@@ -263,6 +320,7 @@ export async function startHarness(): Promise<Harness> {
       await bus.close();
       await cache.close();
       await mail.close();
+      await rm(filesDir, { recursive: true, force: true });
       await database.drop();
     },
   };
@@ -393,5 +451,27 @@ export async function eventually<T>(check: () => Promise<T> | T, timeout = 10_00
       if (Date.now() > deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+}
+
+/** The messages of an upload (FilesService.UploadFile): the header, then the bytes in chunks. */
+export async function* uploadMessages(
+  header: { rowId: bigint; fieldId: bigint; fileName: string },
+  content: string,
+  chunkSize = 16 * 1024,
+): AsyncGenerator<UploadFileRequest> {
+  const bytes = Buffer.from(content, "utf8");
+  yield {
+    $typeName: "rowbase.files.v1.UploadFileRequest",
+    payload: {
+      case: "header",
+      value: { $typeName: "rowbase.files.v1.UploadFileHeader", ...header, declaredSize: 0n },
+    },
+  };
+  for (let offset = 0; offset < bytes.length; offset += chunkSize) {
+    yield {
+      $typeName: "rowbase.files.v1.UploadFileRequest",
+      payload: { case: "chunk", value: bytes.subarray(offset, offset + chunkSize) },
+    };
   }
 }

@@ -684,17 +684,18 @@ describe("who may do what", () => {
       await as(token(t.outsiderOrganizationId, "read_write")),
       await as(t.outsider),
     ]) {
+      // One at a time: a call made up front could fail before its turn comes, unhandled.
       const calls = [
-        h.records.getRecord({ tableId: table.tableId, rowId: row.rowId }, who),
-        h.records.listRecords({ tableId: table.tableId }, who),
-        h.records.createRecord({ tableId: table.tableId, data: {} }, who),
-        h.records.updateRecord({ tableId: table.tableId, rowId: row.rowId, data: {} }, who),
-        h.records.deleteRecord({ tableId: table.tableId, rowId: row.rowId }, who),
-        h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: [row.rowId] }, who),
-        h.records.getTableOpenApi({ tableId: table.tableId }, who),
+        () => h.records.getRecord({ tableId: table.tableId, rowId: row.rowId }, who),
+        () => h.records.listRecords({ tableId: table.tableId }, who),
+        () => h.records.createRecord({ tableId: table.tableId, data: {} }, who),
+        () => h.records.updateRecord({ tableId: table.tableId, rowId: row.rowId, data: {} }, who),
+        () => h.records.deleteRecord({ tableId: table.tableId, rowId: row.rowId }, who),
+        () => h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: [row.rowId] }, who),
+        () => h.records.getTableOpenApi({ tableId: table.tableId }, who),
       ];
       for (const call of calls) {
-        expect(await failureOf(call)).toMatchObject({
+        expect(await failureOf(call())).toMatchObject({
           code: Code.NotFound,
           reason: "table_not_found",
         });

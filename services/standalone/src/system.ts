@@ -120,6 +120,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       GRPC_PORT: grpcPort("organization"),
       IDENTITY_GRPC_URL: identityUrl,
       RECORDS_GRPC_URL: recordsUrl,
+      FILES_GRPC_URL: filesUrl,
     }),
     { logger: processLogger("organization"), cache, bus },
   );
@@ -138,6 +139,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       GRPC_PORT: grpcPort("records"),
       ORGANIZATION_GRPC_URL: organizationUrl,
       CATALOG_GRPC_URL: catalogUrl,
+      FILES_GRPC_URL: filesUrl,
     }),
     { logger: processLogger("records"), cache, bus },
   );

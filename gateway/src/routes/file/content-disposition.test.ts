@@ -4,7 +4,9 @@ import { contentDisposition } from "./content-disposition.js";
 /** The parameters as a client reads them back (RFC 6266 / 8187). */
 function parse(header: string) {
   const [kind, ...params] = header.split("; ");
-  const values = Object.fromEntries(params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]));
+  const values = Object.fromEntries(
+    params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]),
+  );
   return {
     kind,
     filename: values.filename,
@@ -43,11 +45,15 @@ describe("contentDisposition", () => {
     expect(parsed.params).toBe(2);
     expect(parsed.filename).toMatch(/^"[^"\\]*"$/);
     expect(parsed.exact).toBe('x.png"; filename="evil.htmlSet-Cookie: a=b;_');
-    expect(header).toContain("filename*=UTF-8''x.png%22%3B%20filename%3D%22evil.htmlSet-Cookie%3A%20a%3Db%3B_");
+    expect(header).toContain(
+      "filename*=UTF-8''x.png%22%3B%20filename%3D%22evil.htmlSet-Cookie%3A%20a%3Db%3B_",
+    );
   });
 
   it("never names a place to save to: separators and dot names", () => {
-    expect(parse(contentDisposition("attachment", "../../etc/passwd")).exact).toBe(".._.._etc_passwd");
+    expect(parse(contentDisposition("attachment", "../../etc/passwd")).exact).toBe(
+      ".._.._etc_passwd",
+    );
     expect(parse(contentDisposition("attachment", "..\\win.ini")).exact).toBe(".._win.ini");
     expect(parse(contentDisposition("attachment", "..")).exact).toBe("file");
     expect(parse(contentDisposition("attachment", " ")).exact).toBe("file");

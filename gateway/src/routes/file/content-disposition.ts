@@ -21,7 +21,9 @@ function cleanName(fileName: string): string {
  * decode) and `;` (which naive parsers split on), each replaced by `_`.
  */
 function asciiFallback(name: string): string {
-  return Array.from(name, (char) => (/^[\x20-\x7e]$/.test(char) && !/["\\%;]/.test(char) ? char : "_"))
+  return Array.from(name, (char) =>
+    /^[\x20-\x7e]$/.test(char) && !/["\\%;]/.test(char) ? char : "_",
+  )
     .join("")
     .trim();
 }

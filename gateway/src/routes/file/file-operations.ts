@@ -1,4 +1,5 @@
 import type { CallOptions, Client } from "@connectrpc/connect";
+import type { DedicatedServiceClient } from "@rowbase/kit";
 import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
@@ -13,7 +14,6 @@ import {
   type TransferQuota,
 } from "../../quota/transfer-quota.js";
 import type { RequestedRange } from "./byte-range.js";
-import { sendFile } from "./file-serving.js";
 import { presentFileInfo } from "./file-presenters.js";
 import type {
   FileDeleteSchema,
@@ -23,6 +23,7 @@ import type {
   FileUrlSchema,
 } from "./file-schemas.js";
 import { UPLOAD_PART } from "./file-schemas.js";
+import { sendFile } from "./file-serving.js";
 import { receiveUpload, UPLOAD_ABANDONED } from "./multipart-upload.js";
 
 /** The request a file call is made for. */
@@ -35,6 +36,12 @@ export interface FileCall {
 
 export interface FileOperationsDeps {
   files: Client<typeof FilesService>;
+  /**
+   * A client of the files service over a connection of its own, for one upload: an upload the
+   * service refuses mid-stream leaves its stream half-open (connect-node neither ends nor
+   * resets it), and only dropping the connection afterwards frees it.
+   */
+  uploadClient(): DedicatedServiceClient<typeof FilesService>;
   quota: ApiCallQuota;
   transfer: TransferQuota;
   recordOrganizations: Pick<RecordOrganizations, "organizationOf">;
@@ -116,6 +123,7 @@ export class FileOperations {
     const organizationId = await this.charge(rowId, request);
     if (organizationId === undefined) throw new Error("an upload names a record");
     const meter = await this.deps.transfer.meter(organizationId, this.transferContext(request));
+    const connection = this.deps.uploadClient();
     try {
       const response = await receiveUpload(request.ctx, {
         partName: UPLOAD_PART,
@@ -126,7 +134,7 @@ export class FileOperations {
           after: (bytes) => meter.count(bytes),
         },
         sink: ({ fileName, chunks, signal }) =>
-          this.deps.files.uploadFile(
+          connection.client.uploadFile(
             uploadMessages({ rowId, fieldId, fileName }, chunks),
             streaming(request.call, signal),
           ),
@@ -137,6 +145,8 @@ export class FileOperations {
       // A refused upload stored nothing, and counts nothing.
       await meter.cancel();
       throw error;
+    } finally {
+      connection.close();
     }
   }
 

@@ -81,14 +81,11 @@ const PNG = Buffer.concat([
 ]);
 const HTML = Buffer.from("<html><script>alert(document.cookie)</script></html>");
 
-async function routesFor(
-  cache: MemoryCache,
-  bus: MemoryBus,
-  filesUrl: string,
-): Promise<Route[]> {
+async function routesFor(cache: MemoryCache, bus: MemoryBus, filesUrl: string): Promise<Route[]> {
   const organization = createServiceClient(OrganizationService, await closedPortUrl());
   return fileRoutes({
     files: createServiceClient(FilesService, filesUrl),
+    filesUrl,
     records: createServiceClient(RecordsService, await closedPortUrl()),
     organization,
     cache,
@@ -170,7 +167,8 @@ async function counter(cache: MemoryCache, key: string): Promise<number> {
   return Number((await cache.get(key)) ?? 0);
 }
 
-const apiCallsOf = (cache: MemoryCache, org = ORG) => counter(cache, apiCallCounterKey(org, month()));
+const apiCallsOf = (cache: MemoryCache, org = ORG) =>
+  counter(cache, apiCallCounterKey(org, month()));
 const transferOf = (cache: MemoryCache, org = ORG) =>
   counter(cache, transferCounterKey(org, month()));
 
@@ -188,7 +186,11 @@ async function send(
   harness: RouteHarness,
   method: string,
   path: string,
-  init: { token?: string; headers?: Record<string, string>; body?: NonNullable<RequestInit["body"]> } = {},
+  init: {
+    token?: string;
+    headers?: Record<string, string>;
+    body?: NonNullable<RequestInit["body"]>;
+  } = {},
 ): Promise<Response> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.token) headers.authorization = `Bearer ${init.token}`;
@@ -310,7 +312,11 @@ describe("file routes", () => {
 
   it("refuse bad parameters with the 400 validation shape", async () => {
     const cases: [string, string, unknown[], NonNullable<RequestInit["body"]>?][] = [
-      ["GET", "/file/serve?row_id=7", [{ key: "field_id", message: "is required", source: "query" }]],
+      [
+        "GET",
+        "/file/serve?row_id=7",
+        [{ key: "field_id", message: "is required", source: "query" }],
+      ],
       [
         "GET",
         "/file/serve?row_id=x&field_id=3",
@@ -324,18 +330,20 @@ describe("file routes", () => {
       [
         "POST",
         "/file/storage_check?row_id=7&file_size=-1",
-        [{ key: "file_size", message: expect.stringMatching(/^must be an integer between 0/), source: "query" }],
+        [
+          {
+            key: "file_size",
+            message: expect.stringMatching(/^must be an integer between 0/),
+            source: "query",
+          },
+        ],
       ],
       [
         "POST",
         "/file/delete?row_id=7&field_id=3&extra=1",
         [{ key: "extra", message: "is not allowed", source: "query" }],
       ],
-      [
-        "GET",
-        "/file/signed/abc?x=1",
-        [{ key: "x", message: "is not allowed", source: "query" }],
-      ],
+      ["GET", "/file/signed/abc?x=1", [{ key: "x", message: "is not allowed", source: "query" }]],
     ];
     for (const [method, path, extra] of cases) {
       const response = await send(setup.harness, method, path, { token: READ_WRITE_TOKEN });
@@ -348,7 +356,17 @@ describe("file routes", () => {
   });
 
   it("refuse path tricks and control characters in a new name", async () => {
-    for (const name of ["../x", "a/b", "a\\b", "a\u0000b", "line\nbreak", "", "   ", "..", "x".repeat(256)]) {
+    for (const name of [
+      "../x",
+      "a/b",
+      "a\\b",
+      "a\u0000b",
+      "line\nbreak",
+      "",
+      "   ",
+      "..",
+      "x".repeat(256),
+    ]) {
       const response = await send(setup.harness, "POST", `/file/rename?row_id=7&field_id=3`, {
         token: READ_WRITE_TOKEN,
         headers: { "content-type": "application/json" },
@@ -434,6 +452,37 @@ describe("file routes", () => {
     expect(setup.transfers).toEqual([]);
   });
 
+  it("leave no call open when the service refuses an upload mid-stream", async () => {
+    const cache = new MemoryCache();
+    await warm(cache);
+    const bus = new MemoryBus(createLogger("bus", "silent"));
+    const fake = await startFakeFilesService(HARNESS_INTERNAL_SECRET);
+    fake.state.records.set(ROW, { organizationId: ORG, fileFields: [FIELD] });
+    fake.state.maxFileBytes = 1000;
+    const harness = await startRouteHarness(await routesFor(cache, bus, fake.url), {
+      cache,
+      apiTokenLookup: tokenLookup,
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const response = await send(harness, "POST", `/file/upload?row_id=7&field_id=3`, {
+          token: READ_WRITE_TOKEN,
+          body: form([{ name: "file", content: randomBytes(150_000), filename: "big.bin" }]),
+        });
+        expect(response.json).toEqual({ message: "file_too_large", data: {} });
+      }
+      // A call whose input stayed open would keep the server from closing.
+      const closed = await Promise.race([
+        fake.close().then(() => "closed"),
+        new Promise((resolve) => setTimeout(() => resolve("still open"), 3000)),
+      ]);
+      expect(closed).toBe("closed");
+    } finally {
+      await harness.close();
+      await bus.close();
+    }
+  });
+
   it("store nothing when the client goes away mid-upload", async () => {
     const boundary = "----gone";
     const head = Buffer.from(
@@ -452,7 +501,8 @@ describe("file routes", () => {
     request.write(head);
     request.write(randomBytes(150_000));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    request.destroy();
+    // A reset, as a client that dies does; a closed socket would look like a short body.
+    request.socket?.resetAndDestroy();
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(setup.fake.state.uploads).toEqual({ committed: 0, failed: 1 });
     expect(await transferOf(setup.cache)).toBe(0);
@@ -472,9 +522,14 @@ describe("file routes", () => {
     });
     expect(crossOrg.status).toBe(404);
     expect(crossOrg.json).toEqual({ message: "record_not_found", data: {} });
-    const notAFileField = await send(setup.harness, "GET", `/file/serve?row_id=7&field_id=${TEXT_FIELD}`, {
-      token: READ_WRITE_TOKEN,
-    });
+    const notAFileField = await send(
+      setup.harness,
+      "GET",
+      `/file/serve?row_id=7&field_id=${TEXT_FIELD}`,
+      {
+        token: READ_WRITE_TOKEN,
+      },
+    );
     expect(notAFileField.json).toEqual({ message: "field_not_file_type", data: {} });
     expect(setup.fake.state.uploads.committed).toBe(1);
   });
@@ -499,7 +554,11 @@ describe("file routes", () => {
     expect(await apiCallsOf(setup.cache)).toBe(before + 1);
     expect(await apiCallsOf(setup.cache, OTHER_ORG)).toBe(0);
     const principals = setup.fake.state.principals;
-    expect(principals.at(-1)).toEqual({ kind: "user", userId: MEMBER, sessionId: `session-${MEMBER}` });
+    expect(principals.at(-1)).toEqual({
+      kind: "user",
+      userId: MEMBER,
+      sessionId: `session-${MEMBER}`,
+    });
   });
 
   it("serve the bytes with the stored type, length, ETag and the security headers", async () => {
@@ -621,7 +680,9 @@ describe("file routes", () => {
     expect(inline.json).toEqual({
       message: "success",
       data: {
-        url: expect.stringMatching(/^https:\/\/files\.example\.com\/file\/signed\/[A-Za-z0-9_.-]+$/),
+        url: expect.stringMatching(
+          /^https:\/\/files\.example\.com\/file\/signed\/[A-Za-z0-9_.-]+$/,
+        ),
         expires_at: expect.stringMatching(/Z$/),
       },
     });
@@ -635,9 +696,14 @@ describe("file routes", () => {
     // A signed download is not an API call of anyone, but its bytes are transfer.
     expect(await apiCallsOf(setup.cache)).toBe(callsBefore);
 
-    const download = await send(setup.harness, "GET", "/file/url?row_id=7&field_id=3&download=true", {
-      token: READ_TOKEN,
-    });
+    const download = await send(
+      setup.harness,
+      "GET",
+      "/file/url?row_id=7&field_id=3&download=true",
+      {
+        token: READ_TOKEN,
+      },
+    );
     const downloadUrl = (download.json as { data: { url: string } }).data.url;
     const attachment = await send(setup.harness, "GET", downloadUrl.slice(PUBLIC_BASE.length), {
       headers: { range: "bytes=0-3" },
@@ -688,9 +754,14 @@ describe("file routes", () => {
       token: READ_WRITE_TOKEN,
     });
     expect(check.json).toEqual({ message: "success", data: {} });
-    const checkRead = await send(setup.harness, "POST", "/file/storage_check?row_id=7&file_size=10", {
-      token: READ_TOKEN,
-    });
+    const checkRead = await send(
+      setup.harness,
+      "POST",
+      "/file/storage_check?row_id=7&file_size=10",
+      {
+        token: READ_TOKEN,
+      },
+    );
     expect(checkRead.json).toEqual({ message: "token_read_only", data: {} });
   });
 

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
-import type { Cache, EventBus } from "@rowbase/kit";
-import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { type Cache, createDedicatedServiceClient, type EventBus } from "@rowbase/kit";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { ErrorCode } from "../../errors/error-table.js";
@@ -28,6 +28,8 @@ import {
 
 export interface FileRoutesDeps {
   files: Client<typeof FilesService>;
+  /** `FILES_GRPC_URL`: each upload streams over a connection of its own to it. */
+  filesUrl: string;
   /** Where a member's session call finds the organization of a record (ResolveRecord). */
   records: Client<typeof RecordsService>;
   /** The plans that the transfer is checked against. */
@@ -83,6 +85,7 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
   const cache = unavailableOnFailure(deps.cache);
   const files = new FileOperations({
     files: deps.files,
+    uploadClient: () => createDedicatedServiceClient(FilesService, deps.filesUrl),
     quota: deps.quota,
     transfer: createTransferQuota({
       cache: deps.cache,
@@ -131,7 +134,14 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       query: FileQuery,
       multipartFile: UPLOAD_PART,
       response: FileUploadSchema,
-      errors: [...WRITE, "storage_limit_exceeded", "file_too_large", "transfer_limit_exceeded"],
+      errors: [
+        ...PAIR,
+        "token_read_only",
+        "organization_forbidden",
+        "storage_limit_exceeded",
+        "file_too_large",
+        "transfer_limit_exceeded",
+      ],
       handle: (input) => files.upload(input.query.row_id, input.query.field_id, fileCall(input)),
     }),
     defineRoute({

@@ -169,9 +169,7 @@ export const FileRestoreSchema = responseData("FileRestore", fileOnly());
 export const FileUrlSchema = responseData(
   "FileUrl",
   z.object({
-    url: z
-      .string()
-      .describe("Absolute; serves the file without a bearer token until `expires_at`"),
+    url: z.string().describe("Absolute; serves the file without a bearer token until `expires_at`"),
     expires_at: time,
   }),
 );

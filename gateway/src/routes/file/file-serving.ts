@@ -55,7 +55,8 @@ export const FILE_SECURITY_HEADERS = {
   "Cache-Control": "private, no-cache",
 } as const;
 
-const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+( *; *[A-Za-z0-9!#$&^_.+-]+=[A-Za-z0-9!#$&^_.+-]+)*$/;
+const MEDIA_TYPE =
+  /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+( *; *[A-Za-z0-9!#$&^_.+-]+=[A-Za-z0-9!#$&^_.+-]+)*$/;
 
 /** The stored content type when it is a well-formed media type, else opaque bytes. */
 function contentTypeOf(file: FileInfo): string {
@@ -136,15 +137,14 @@ async function openStream(
 export async function sendFile(ctx: GatewayContext, options: SendFileOptions): Promise<void> {
   const requested = parseRangeHeader(ctx.get("range") || undefined);
   let opened = await openStream(options, requested);
-  const conditional = ctx.get("if-none-match") || undefined;
-  if (ifNoneMatchHits(conditional, etagOf(opened.file))) {
+  const current = etagOf(opened.file);
+  if (current && ifNoneMatchHits(ctx.get("if-none-match") || undefined, current)) {
     opened.cancel();
     ctx.status = 304;
-    ctx.set({ ...FILE_SECURITY_HEADERS, ETag: etagOf(opened.file) ?? "" });
+    ctx.set({ ...FILE_SECURITY_HEADERS, ETag: current });
     return;
   }
-  const ifRange = ctx.get("if-range") || undefined;
-  if (requested && !ifRangeHolds(ifRange, etagOf(opened.file))) {
+  if (requested && !ifRangeHolds(ctx.get("if-range") || undefined, current)) {
     opened.cancel();
     opened = await openStream(options, undefined);
   }

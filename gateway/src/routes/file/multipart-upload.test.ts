@@ -10,8 +10,8 @@ import { requestId } from "../../middleware/request-id.js";
 import {
   type ChunkHooks,
   receiveUpload,
-  UPLOAD_CHUNK_BYTES,
   UPLOAD_ABANDONED,
+  UPLOAD_CHUNK_BYTES,
   type UploadSink,
 } from "./multipart-upload.js";
 
@@ -123,7 +123,8 @@ function multipart(parts: Part[]): Buffer {
       part.filename === undefined
         ? `form-data; name="${part.name}"`
         : `form-data; name="${part.name}"; filename="${part.filename}"`;
-    const type = part.type ?? (part.filename === undefined ? undefined : "application/octet-stream");
+    const type =
+      part.type ?? (part.filename === undefined ? undefined : "application/octet-stream");
     pieces.push(
       Buffer.from(
         `--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n` +
@@ -236,10 +237,7 @@ describe("receiveUpload", () => {
   });
 
   it("asks for the part when there is none (or it has no filename)", async () => {
-    for (const body of [
-      multipart([]),
-      multipart([{ name: "file", filename: "", content: "x" }]),
-    ]) {
+    for (const body of [multipart([]), multipart([{ name: "file", filename: "", content: "x" }])]) {
       expect(await post(body)).toEqual(
         invalid("file", "is required: send one part named file with a filename"),
       );

@@ -73,7 +73,11 @@ interface StorageEngine {
     file: MulterFile,
     callback: (error: Error | null, info?: object) => void,
   ): void;
-  _removeFile(req: IncomingMessage, file: MulterFile, callback: (error: Error | null) => void): void;
+  _removeFile(
+    req: IncomingMessage,
+    file: MulterFile,
+    callback: (error: Error | null) => void,
+  ): void;
 }
 
 interface MulterLimits {
@@ -87,13 +91,11 @@ interface MulterLimits {
 
 type KoaMiddleware = (ctx: Context, next: () => Promise<unknown>) => Promise<unknown>;
 
-interface KoaMulter {
-  (options: {
-    storage: StorageEngine;
-    limits: MulterLimits;
-    defParamCharset?: string;
-  }): { single(name: string): KoaMiddleware };
-}
+type KoaMulter = (options: {
+  storage: StorageEngine;
+  limits: MulterLimits;
+  defParamCharset?: string;
+}) => { single(name: string): KoaMiddleware };
 
 const require = createRequire(import.meta.url);
 const koaMulter = require("@koa/multer") as KoaMulter;
@@ -139,6 +141,8 @@ class StreamedPart<T> {
   private readonly controller = new AbortController();
   private readonly committed = Promise.withResolvers<"commit">();
   private readonly abandoned = Promise.withResolvers<"abandon">();
+  /** Resolves when the sink's call ended: its input must end too, or its stream stays open. */
+  private readonly ended = Promise.withResolvers<"ended">();
   private settled = false;
   /** Why the upload failed, as the client is to hear it (preferred to the sink's error). */
   private failure: unknown;
@@ -160,20 +164,27 @@ class StreamedPart<T> {
       signal: this.controller.signal,
     }).then(
       (value) => {
-        this.settled = true;
+        this.settle();
         return value;
       },
       (error: unknown) => {
-        this.settled = true;
+        this.settle();
         throw this.failure ?? error;
       },
     );
     this.result.catch((error: unknown) => received.reject(error));
   }
 
+  private settle(): void {
+    this.settled = true;
+    this.ended.resolve("ended");
+  }
+
   /**
    * The part's bytes in pieces, each admitted by the hooks first; then, once the part is whole,
-   * nothing until the upload is committed (the input ends) or abandoned (UPLOAD_ABANDONED).
+   * nothing until the upload is committed (the input ends) or abandoned (UPLOAD_ABANDONED). Once
+   * the call ended (the service refused the upload mid-stream), the input just ends: nothing can
+   * be stored any more, and an input left open would keep the call's stream open.
    */
   private async *chunks(
     stream: MulterFile["stream"],
@@ -187,7 +198,12 @@ class StreamedPart<T> {
       // service as a clean end. It ends with UPLOAD_ABANDONED instead.
       try {
         for (;;) {
-          const next = await Promise.race([iterator.next(), this.abandoned.promise]);
+          const next = await Promise.race([
+            iterator.next(),
+            this.abandoned.promise,
+            this.ended.promise,
+          ]);
+          if (next === "ended") return;
           if (next === "abandon") break;
           if (next.done) {
             if (stream.truncated) {
@@ -195,8 +211,12 @@ class StreamedPart<T> {
               break;
             }
             received.resolve();
-            const outcome = await Promise.race([this.committed.promise, this.abandoned.promise]);
-            if (outcome === "commit") return;
+            const outcome = await Promise.race([
+              this.committed.promise,
+              this.abandoned.promise,
+              this.ended.promise,
+            ]);
+            if (outcome !== "abandon") return;
             break;
           }
           for (const piece of pieces(next.value as Uint8Array)) {
@@ -206,6 +226,7 @@ class StreamedPart<T> {
               void this.abandon(error);
               break;
             }
+            if (this.settled) return;
             if (this.failure !== undefined) break;
             yield piece;
             this.hooks.after?.(piece.byteLength);
@@ -215,7 +236,7 @@ class StreamedPart<T> {
       } catch (error) {
         void this.abandon(error);
       }
-      yield UPLOAD_ABANDONED;
+      if (!this.settled) yield UPLOAD_ABANDONED;
     } finally {
       stream.resume();
     }
@@ -338,7 +359,10 @@ function refusalOf(error: unknown, ctx: Context, partName: string): unknown {
     return invalid("body", "ended before the multipart body did");
   }
   // busboy's parse errors: no boundary, a malformed part header, the body ending mid-part.
-  if (error instanceof Error && /multipart|boundary|part header|end of (form|file)/i.test(error.message)) {
+  if (
+    error instanceof Error &&
+    /multipart|boundary|part header|end of (form|file)/i.test(error.message)
+  ) {
     return invalid("body", `is not valid multipart/form-data: ${error.message}`);
   }
   return error;

@@ -11,22 +11,38 @@ export interface StoredRecord {
   updatedAt: Date;
 }
 
+/**
+ * The live files of records, as the files service reports them: row id -> field id (decimal
+ * string) -> the FileInfo as a file field shows it. A pair that is absent has no live file.
+ */
+export type RecordFiles = ReadonlyMap<bigint, ReadonlyMap<string, JsonObject>>;
+
+/** One record's files: field id -> FileInfo value. */
+export type FilesOfRecord = ReadonlyMap<string, JsonObject>;
+
 export interface OutputOptions {
   /** `ids`: keys are field ids (`"12"`); `names`: field names. */
   keys: "ids" | "names";
   richText: RichText;
 }
 
-/** The value a field shows for a record: what the record holds, or its own bookkeeping. */
-export function cellOf(record: StoredRecord, field: SchemaField, richText: RichText): JsonValue {
+/**
+ * The value a field shows for a record: what the record holds, its own bookkeeping, or (for a
+ * file field) the live file the files service reported for the pair.
+ */
+export function cellOf(
+  record: StoredRecord,
+  field: SchemaField,
+  richText: RichText,
+  files?: FilesOfRecord,
+): JsonValue {
   switch (field.type) {
     case "created_at":
       return record.createdAt.toISOString();
     case "updated_at":
       return record.updatedAt.toISOString();
     case "file":
-      // File metadata lives in the files service, which does not exist yet.
-      return null;
+      return files?.get(field.id) ?? null;
     case "long_text": {
       const value = record.data[field.id];
       return typeof value === "string" ? renderRichText(value, richText) : (value ?? null);
@@ -44,12 +60,13 @@ export function outputData(
   record: StoredRecord,
   fields: readonly SchemaField[],
   options: OutputOptions,
+  files?: FilesOfRecord,
 ): JsonObject {
   const data: JsonObject = {};
   for (const field of fields) {
     // defineProperty: a field may be named "__proto__".
     Object.defineProperty(data, options.keys === "ids" ? field.id : field.name, {
-      value: cellOf(record, field, options.richText),
+      value: cellOf(record, field, options.richText, files),
       enumerable: true,
       writable: true,
       configurable: true,

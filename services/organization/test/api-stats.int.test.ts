@@ -1,0 +1,247 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { SUBJECTS } from "@rowbase/kit";
+import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import {
+  ApiCallsCountedSchema,
+  TransferCountedSchema,
+} from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
+import { Role, TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  as,
+  type Harness,
+  newOrganization,
+  reasonOf,
+  SERVICE,
+  startHarness,
+  type TestUser,
+  validationOf,
+} from "./harness.js";
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+
+afterAll(async () => {
+  await h?.stop();
+});
+
+/** Publishes what the gateway counts; returns the event id. */
+async function usage(
+  organizationId: bigint,
+  at: Date,
+  counted: { tokenId?: bigint; apiCalls?: bigint; transferBytes?: bigint },
+  eventId: string = crypto.randomUUID(),
+): Promise<string> {
+  const meta = create(EventMetaSchema, { eventId, occurredAt: timestampFromDate(at) });
+  if (counted.transferBytes !== undefined) {
+    const event = create(TransferCountedSchema, {
+      meta,
+      organizationId,
+      tokenId: counted.tokenId ?? 0n,
+      transferBytes: counted.transferBytes,
+    });
+    await h.bus.publish(SUBJECTS.transferCounted, toBinary(TransferCountedSchema, event), eventId);
+  } else {
+    const event = create(ApiCallsCountedSchema, {
+      meta,
+      organizationId,
+      tokenId: counted.tokenId ?? 0n,
+      apiCalls: counted.apiCalls ?? 1n,
+    });
+    await h.bus.publish(SUBJECTS.apiCallsCounted, toBinary(ApiCallsCountedSchema, event), eventId);
+  }
+  return eventId;
+}
+
+/** Waits until the usage consumer applied the event. */
+async function applied(eventId: string) {
+  await expect
+    .poll(
+      async () =>
+        (
+          await h.db.query(
+            `select count(*)::int as n from organization.processed_event
+             where consumer = 'organization_usage' and event_id = $1`,
+            [eventId],
+          )
+        ).rows[0].n,
+      { timeout: 10_000 },
+    )
+    .toBe(1);
+}
+
+async function tokenOf(owner: TestUser, organizationId: bigint, name: string) {
+  const { apiToken } = await h.org.createApiToken(
+    { organizationId, name, access: TokenAccess.READ_WRITE },
+    await as(owner),
+  );
+  return apiToken!.tokenId;
+}
+
+const utcDay = (at: Date) => at.toISOString().slice(0, 10);
+
+describe("GetApiStats", () => {
+  it("adds up calls and transfer per UTC day and per token, every day listed", async () => {
+    const owner = await h.user("Counter");
+    const viewer = await h.user("Reader");
+    const { organizationId } = await newOrganization(h, owner, "Counted");
+    const { invite } = await h.org.createInvite(
+      { organizationId, email: viewer.email, role: Role.VIEWER },
+      await as(owner),
+    );
+    await h.org.acceptInvite({ inviteId: invite!.inviteId }, await as(viewer));
+    const alpha = await tokenOf(owner, organizationId, "Alpha");
+    const beta = await tokenOf(owner, organizationId, "Beta");
+
+    const day1Late = new Date("2026-03-10T23:59:59.999Z");
+    const day2Early = new Date("2026-03-11T00:00:00.000Z");
+    const ids = [
+      await usage(organizationId, day1Late, { tokenId: alpha, apiCalls: 2n }),
+      await usage(organizationId, day1Late, { apiCalls: 1n }),
+      await usage(organizationId, day1Late, { transferBytes: 1000n }),
+      await usage(organizationId, day2Early, { tokenId: alpha, apiCalls: 1n }),
+      await usage(organizationId, day2Early, { tokenId: beta, apiCalls: 4n }),
+      await usage(organizationId, day2Early, { tokenId: beta, transferBytes: 500n }),
+      // Outside the period asked for.
+      await usage(organizationId, new Date("2026-03-13T08:00:00.000Z"), {
+        tokenId: beta,
+        apiCalls: 50n,
+      }),
+      await usage(organizationId, new Date("2026-03-09T23:59:59.000Z"), {
+        tokenId: alpha,
+        apiCalls: 70n,
+      }),
+    ];
+    // The same event delivered again (a republish) is counted once.
+    await usage(organizationId, day2Early, { tokenId: beta, apiCalls: 4n }, ids[4]);
+    for (const id of ids) await applied(id);
+
+    const { stats } = await h.org.getApiStats(
+      { organizationId, fromDate: "2026-03-10", toDate: "2026-03-12" },
+      await as(viewer),
+    );
+    expect(stats).toMatchObject({
+      fromDate: "2026-03-10",
+      toDate: "2026-03-12",
+      apiCalls: 8n,
+      transferBytes: 1500n,
+    });
+    expect(stats!.days.map((d) => [d.date, d.apiCalls, d.transferBytes])).toEqual([
+      ["2026-03-10", 3n, 1000n],
+      ["2026-03-11", 5n, 500n],
+      ["2026-03-12", 0n, 0n],
+    ]);
+    // Session calls (token 0) count in the totals but are not a token.
+    expect(stats!.tokens.map((t) => [t.tokenId, t.name, t.apiCalls])).toEqual([
+      [beta, "Beta", 4n],
+      [alpha, "Alpha", 3n],
+    ]);
+
+    const one = await h.org.getApiStats(
+      { organizationId, fromDate: "2026-03-13", toDate: "2026-03-13" },
+      await as(owner),
+    );
+    expect(one.stats!.tokens.map((t) => [t.name, t.apiCalls])).toEqual([["Beta", 50n]]);
+    // The revoked token keeps its name in the statistics.
+    await h.org.revokeApiToken({ organizationId, tokenId: beta }, await as(owner));
+    const after = await h.org.getApiStats(
+      { organizationId, fromDate: "2026-03-13", toDate: "2026-03-13" },
+      await as(owner),
+    );
+    expect(after.stats!.tokens.map((t) => t.name)).toEqual(["Beta"]);
+  });
+
+  it("defaults to the first of this month through today", async () => {
+    const owner = await h.user("Monthly");
+    const { organizationId } = await newOrganization(h, owner, "Monthly");
+    const now = new Date();
+    const firstOfMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const lastMonth = new Date(firstOfMonth.getTime() - 1);
+    const ids = [
+      await usage(organizationId, now, { apiCalls: 2n }),
+      await usage(organizationId, firstOfMonth, { apiCalls: 1n }),
+      await usage(organizationId, firstOfMonth, { transferBytes: 42n }),
+      await usage(organizationId, lastMonth, { apiCalls: 100n }),
+    ];
+    for (const id of ids) await applied(id);
+
+    const { stats } = await h.org.getApiStats({ organizationId }, await as(owner));
+    expect(stats).toMatchObject({
+      fromDate: utcDay(firstOfMonth),
+      toDate: utcDay(now),
+      apiCalls: 3n,
+      transferBytes: 42n,
+    });
+    expect(stats!.days).toHaveLength(now.getUTCDate());
+    expect(stats!.days[0]!.date).toBe(utcDay(firstOfMonth));
+    expect(stats!.days.at(-1)!.date).toBe(utcDay(now));
+
+    // The same numbers feed GetLimits and GetMonthlyUsage.
+    const limits = await h.org.getLimits({ organizationId }, await as(owner));
+    expect(limits.usage).toMatchObject({ apiCallsThisMonth: 3n, transferBytesThisMonth: 42n });
+    expect(await h.org.getMonthlyUsage({ organizationId }, await as(SERVICE))).toMatchObject({
+      apiCallsThisMonth: 3n,
+      transferBytesThisMonth: 42n,
+    });
+  });
+
+  it("answers members only and validates the period", async () => {
+    const owner = await h.user("Private");
+    const outsider = await h.user("Nosy");
+    const { organizationId } = await newOrganization(h, owner, "Private");
+    expect(await reasonOf(h.org.getApiStats({ organizationId }, await as(outsider)))).toBe(
+      "organization_not_found",
+    );
+    expect(
+      await validationOf(
+        h.org.getApiStats({ organizationId, fromDate: "2026-02-30" }, await as(owner)),
+      ),
+    ).toEqual([{ key: "from", message: "must be a date YYYY-MM-DD", source: "query" }]);
+    expect(
+      await validationOf(
+        h.org.getApiStats(
+          { organizationId, fromDate: "2026-03-02", toDate: "2026-03-01" },
+          await as(owner),
+        ),
+      ),
+    ).toMatchObject([{ key: "from", message: "must not be after to" }]);
+  });
+});
+
+describe("GetMonthlyUsage", () => {
+  it("answers services only, and not found for an unknown organization", async () => {
+    const owner = await h.user("Internal");
+    const { organizationId } = await newOrganization(h, owner, "Internal");
+    expect(await h.org.getMonthlyUsage({ organizationId }, await as(SERVICE))).toMatchObject({
+      apiCallsThisMonth: 0n,
+      transferBytesThisMonth: 0n,
+    });
+    expect(await reasonOf(h.org.getMonthlyUsage({ organizationId }, await as(owner)))).toBe(
+      "internal_only",
+    );
+    expect(
+      await reasonOf(h.org.getMonthlyUsage({ organizationId: 999_999_999n }, await as(SERVICE))),
+    ).toBe("organization_not_found");
+  });
+});
+
+describe("usage consumer", () => {
+  it("drops counts of an organization that does not exist and keeps going", async () => {
+    const owner = await h.user("After");
+    const { organizationId } = await newOrganization(h, owner, "After");
+    const ghost = await usage(999_999_998n, new Date(), { apiCalls: 5n });
+    const real = await usage(organizationId, new Date(), { apiCalls: 1n });
+    await applied(ghost);
+    await applied(real);
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from organization.usage_daily where organization_id = 999999998",
+    );
+    expect(rows[0].n).toBe(0);
+    const { stats } = await h.org.getApiStats({ organizationId }, await as(owner));
+    expect(stats!.apiCalls).toBe(1n);
+  });
+});
