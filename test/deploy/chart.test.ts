@@ -3,6 +3,12 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } 
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { catalogEnv } from "@rowbase/catalog";
+import { filesEnv } from "@rowbase/files";
+import { gatewayEnv } from "@rowbase/gateway";
+import { identityEnv } from "@rowbase/identity";
+import { organizationEnv } from "@rowbase/organization";
+import { recordsEnv } from "@rowbase/records";
 import { Ajv } from "ajv";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
@@ -101,8 +107,56 @@ const SETUPS = [
   "deploy/values-kind.yaml",
 ];
 
-/** Services that ship in the image today; records and files are off until they do. */
-const SHIPPED = ["gateway", "identity", "organization", "catalog"];
+/** Every process, each run by its own Deployment in every setup. */
+const PROCESSES = ["gateway", "identity", "organization", "catalog", "records", "files"];
+
+/**
+ * The environment schema each process parses at start (its src/config.ts): a Deployment's
+ * environment must pass it, as must each migration step's (`migrate` reads the whole config).
+ */
+const ENV_SCHEMAS = {
+  gateway: gatewayEnv,
+  identity: identityEnv,
+  organization: organizationEnv,
+  catalog: catalogEnv,
+  records: recordsEnv,
+  files: filesEnv,
+};
+type EnvSchema = (typeof ENV_SCHEMAS)[keyof typeof ENV_SCHEMAS];
+function envSchemaOf(name: string): EnvSchema {
+  expect(Object.keys(ENV_SCHEMAS), `${name} has an environment schema`).toContain(name);
+  return ENV_SCHEMAS[name as keyof typeof ENV_SCHEMAS];
+}
+
+/** The variables a schema declares (through refinements and transforms). */
+function declaredKeys(schema: EnvSchema): string[] {
+  // biome-ignore lint/suspicious/noExplicitAny: zod's definitions are walked generically.
+  let def: any = schema._zod.def;
+  while (def.type === "pipe") def = def.in._zod.def;
+  return Object.keys(def.shape);
+}
+
+/**
+ * Stand-ins for secrets kept in Secrets the chart does not render (existingSecret): values of
+ * the right form, so that the schema judges what the chart wires, not what a user keeps.
+ */
+const OUTSIDE_SECRETS: Record<string, string> = {
+  DATABASE_URL: "postgres://rowbase:secret@postgres:5432/rowbase",
+  REDIS_URL: "redis://redis:6379",
+  NATS_URL: "nats://nats:4222",
+  INTERNAL_JWT_SECRET: "i".repeat(48),
+  FILE_URL_SECRET: "f".repeat(48),
+  JWT_SIGNING_KEYS: JSON.stringify([
+    {
+      ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }),
+      kid: "outside",
+    },
+  ]),
+  SMTP_URL: "smtp://mailer:secret@smtp:587",
+  OIDC_CLIENT_SECRET: "oidc-secret",
+  S3_ACCESS_KEY_ID: "AKIAEXAMPLE",
+  S3_SECRET_ACCESS_KEY: "s3-secret",
+};
 
 function helmTemplate(chartDir: string, release: string, args: string[]): Manifest[] {
   const out = execFileSync(
@@ -183,6 +237,38 @@ function expectSecretRefsResolve(manifests: Manifest[], podSpec: Manifest, where
   }
 }
 
+/**
+ * A container's environment as the process sees it: its ConfigMap, then its own entries
+ * (Kubernetes lets `env` win over `envFrom`), secrets read from the rendered Secret or, for
+ * Secrets made outside the chart, a stand-in.
+ */
+function environmentOf(manifests: Manifest[], container: Manifest): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const source of container.envFrom ?? []) {
+    Object.assign(env, named(manifests, "ConfigMap", source.configMapRef.name)!.data);
+  }
+  for (const entry of container.env ?? []) {
+    const ref = entry.valueFrom?.secretKeyRef;
+    if (!ref) {
+      env[entry.name] = entry.value;
+      continue;
+    }
+    const secret = named(manifests, "Secret", ref.name);
+    const value = secret ? secret.data?.[ref.key] : undefined;
+    env[entry.name] = value !== undefined ? decode(value) : OUTSIDE_SECRETS[entry.name]!;
+    expect(env[entry.name], `${entry.name}: no stand-in for a Secret made outside`).toBeDefined();
+  }
+  return env;
+}
+
+/** The schema's verdict on an environment: [] when it parses, else its problems. */
+function problemsOf(schema: EnvSchema, env: Record<string, string>): string[] {
+  const result = schema.safeParse(env);
+  return result.success
+    ? []
+    : result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+}
+
 describe("helm binary", () => {
   it("is present (bash deploy/check-chart.sh fetches it)", (ctx) => {
     if (!haveHelm && !process.env.CI) ctx.skip("no helm: run `bash deploy/check-chart.sh` first");
@@ -234,7 +320,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     it("gives every Deployment probes, resources, a hardened non-root pod and matching selectors", () => {
       const manifests = render(setup);
       const deployments = ofKind(manifests, "Deployment");
-      expect(deployments.map(componentOf)).toEqual(expect.arrayContaining(SHIPPED));
+      expect(deployments.map(componentOf).sort()).toEqual([...PROCESSES].sort());
       for (const deployment of deployments) {
         const name = deployment.metadata.name;
         const component = componentOf(deployment);
@@ -261,6 +347,24 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         expect(podSpec.containers).toHaveLength(1);
         const [container] = podSpec.containers;
         expect(container.volumeMounts).toContainEqual({ name: "tmp", mountPath: "/tmp" });
+        // Every mount is a volume of the pod; the files directory is a mounted volume.
+        for (const mount of container.volumeMounts) {
+          expect(
+            podSpec.volumes.map((v: Manifest) => v.name),
+            `${name}: ${mount.name}`,
+          ).toContain(mount.name);
+        }
+        const filesDir = environmentOf(manifests, container).FILES_DIR;
+        if (filesDir !== undefined) {
+          const mount = container.volumeMounts.find((m: Manifest) => m.mountPath === filesDir);
+          expect(mount, `${name}: FILES_DIR ${filesDir} is a mounted volume`).toBeDefined();
+          const volume = podSpec.volumes.find((v: Manifest) => v.name === mount.name);
+          expect(
+            volume.persistentVolumeClaim ?? volume.emptyDir,
+            `${name}: files volume`,
+          ).toBeDefined();
+          expect(mount.readOnly).toBeFalsy();
+        }
         const [port] = container.ports;
         if (component === "gateway") {
           expect(container.startupProbe.httpGet).toMatchObject({ path: "/health", port: "http" });
@@ -289,6 +393,21 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         const configMap = container.envFrom?.[0]?.configMapRef?.name;
         expect(named(manifests, "ConfigMap", configMap), `${name}: ConfigMap`).toBeDefined();
         expectSecretRefsResolve(manifests, podSpec, name);
+      }
+    });
+
+    it("gives every process the environment its own config schema accepts", () => {
+      const manifests = render(setup);
+      for (const deployment of ofKind(manifests, "Deployment")) {
+        const component = componentOf(deployment);
+        const schema = envSchemaOf(component);
+        const env = environmentOf(manifests, deployment.spec.template.spec.containers[0]);
+        expect(problemsOf(schema, env), `${deployment.metadata.name}`).toEqual([]);
+        // Optional ones included: every service a process can call is wired (all run here).
+        const calls = (keys: string[]) => keys.filter((key) => key.endsWith("_GRPC_URL")).sort();
+        expect(calls(Object.keys(env)), `${component}: <SERVICE>_GRPC_URL`).toEqual(
+          calls(declaredKeys(schema)),
+        );
       }
     });
 
@@ -343,6 +462,10 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         }
       }
       expectSecretRefsResolve(manifests, podSpec, "migrations");
+      for (const step of steps) {
+        const schema = envSchemaOf(step.name.replace(/^migrate-/, ""));
+        expect(problemsOf(schema, environmentOf(manifests, step)), step.name).toEqual([]);
+      }
     });
 
     it("has a helm test pod that checks the gateway's /health/ready", () => {
@@ -378,7 +501,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
   });
 
   it("lets only the gateway and a service's callers reach it, with NetworkPolicies on", () => {
-    const manifests = render("deploy/ci-values/all-services.yaml");
+    const manifests = render("deploy/ci-values/shared-volume.yaml");
     const allowedCallers = (component: string) =>
       named(manifests, "NetworkPolicy", `rowbase-${component}`)!
         .spec.ingress.flatMap((rule: Manifest) => rule.from ?? [])
@@ -387,16 +510,47 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(allowedCallers("identity")).toEqual(["gateway", "organization"]);
     expect(allowedCallers("organization")).toEqual(["catalog", "files", "gateway", "records"]);
     expect(allowedCallers("catalog")).toEqual(["files", "gateway", "organization", "records"]);
-    expect(allowedCallers("records")).toEqual(["catalog", "gateway"]);
-    expect(allowedCallers("files")).toEqual(["gateway"]);
+    expect(allowedCallers("records")).toEqual(["catalog", "files", "gateway", "organization"]);
+    expect(allowedCallers("files")).toEqual(["gateway", "organization", "records"]);
 
     const egressPorts = (component: string) =>
       named(manifests, "NetworkPolicy", `rowbase-${component}`)!
         .spec.egress.flatMap((rule: Manifest) => rule.ports.map((p: Manifest) => p.port))
         .sort();
-    // The gateway has no database; every service has one.
+    // The gateway has no database but publishes usage events; every service has one.
     expect(egressPorts("gateway")).not.toContain(5432);
-    expect(egressPorts("catalog")).toEqual(expect.arrayContaining([53, 5432, 6379, 4222, 50052]));
+    expect(egressPorts("gateway")).toEqual(
+      expect.arrayContaining([53, 6379, 4222, 50051, 50052, 50053, 50054, 50055]),
+    );
+    expect(egressPorts("catalog")).toEqual(
+      expect.arrayContaining([53, 5432, 6379, 4222, 50052, 50054]),
+    );
+    expect(egressPorts("organization")).toEqual(
+      expect.arrayContaining([50051, 50053, 50054, 50055]),
+    );
+    expect(egressPorts("records")).toEqual(expect.arrayContaining([50052, 50053, 50055]));
+    expect(egressPorts("files")).toEqual(expect.arrayContaining([50052, 50053, 50054]));
+    // Every egress to a process goes to the pods of a process it calls, on that port.
+    for (const policy of ofKind(manifests, "NetworkPolicy")) {
+      for (const rule of policy.spec.egress) {
+        for (const peer of rule.to ?? []) {
+          const callee = peer.podSelector?.matchLabels?.["app.kubernetes.io/component"];
+          if (!callee) continue;
+          const service = named(manifests, "Service", `rowbase-${callee}`)!;
+          expect(rule.ports).toEqual([{ port: service.spec.ports[0].port, protocol: "TCP" }]);
+        }
+      }
+    }
+
+    // Files on S3: files may reach the endpoint's port, and no other process may.
+    const s3 = render("deploy/ci-values/s3.yaml");
+    const s3Ports = (component: string) =>
+      named(s3, "NetworkPolicy", `rowbase-${component}`)!.spec.egress.flatMap((rule: Manifest) =>
+        rule.ports.map((p: Manifest) => p.port),
+      );
+    expect(s3Ports("files")).toContain(9000);
+    expect(s3Ports("records")).not.toContain(9000);
+    expect(egressPorts("files")).not.toContain(9000);
   });
 
   it("narrows the gateway's callers to the configured peers and the test pod", () => {
@@ -457,7 +611,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     const scraped = ofKind(manifests, "Service").filter(
       (s) => selects(monitor!.spec.selector.matchLabels, s.metadata.labels) && metricsPort(s),
     );
-    expect(scraped.map(componentOf).sort()).toEqual([...SHIPPED].sort());
+    expect(scraped.map(componentOf).sort()).toEqual([...PROCESSES].sort());
     // The gateway is behind a LoadBalancer: its metrics port is on a ClusterIP Service apart.
     expect(named(manifests, "Service", "rowbase-gateway-metrics")?.spec.type).toBe("ClusterIP");
 
@@ -487,23 +641,124 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     );
   });
 
-  it("keeps records and files off until they ship, and wires them when switched on", () => {
-    for (const setup of SETUPS.filter((s) => !s.endsWith("all-services.yaml"))) {
-      const components = ofKind(render(setup), "Deployment").map(componentOf);
-      expect(components.sort()).toEqual([...SHIPPED].sort());
-    }
-    const all = render("deploy/ci-values/all-services.yaml");
-    expect(ofKind(all, "Deployment").map(componentOf).sort()).toEqual(
-      [...SHIPPED, "records", "files"].sort(),
+  it("mounts the files directory from a claim, kept on uninstall, recreated when ReadWriteOnce", () => {
+    const filesPod = (manifests: Manifest[]) =>
+      named(manifests, "Deployment", "rowbase-files")!.spec.template.spec;
+    const filesVolume = (manifests: Manifest[]) =>
+      filesPod(manifests).volumes.find((v: Manifest) => v.name === "files");
+
+    // kind: a claim of the default StorageClass, ReadWriteOnce, one replica, Recreate.
+    const kind = render("deploy/values-kind.yaml");
+    const [claim] = ofKind(kind, "PersistentVolumeClaim");
+    expect(claim!.metadata.name).toBe("rowbase-files");
+    expect(claim!.metadata.annotations["helm.sh/resource-policy"]).toBe("keep");
+    expect(claim!.spec).toMatchObject({ accessModes: ["ReadWriteOnce"] });
+    expect(claim!.spec.resources.requests.storage).toBe("1Gi");
+    expect(claim!.spec.storageClassName).toBeUndefined();
+    expect(filesVolume(kind).persistentVolumeClaim).toEqual({ claimName: "rowbase-files" });
+    expect(filesPod(kind).containers[0].volumeMounts).toContainEqual({
+      name: "files",
+      mountPath: "/var/lib/rowbase/files",
+    });
+    expect(named(kind, "ConfigMap", "rowbase-files")!.data.FILES_DIR).toBe(
+      "/var/lib/rowbase/files",
     );
-    const files = named(all, "Deployment", "rowbase-files")!.spec.template.spec.containers[0];
-    expect(files.env.map((e: Manifest) => e.name)).toContain("FILE_URL_SECRET");
-    expect(named(all, "ConfigMap", "rowbase-gateway")!.data.RECORDS_GRPC_URL).toBe(
-      "http://rowbase-records:50054",
-    );
+    const kindFiles = named(kind, "Deployment", "rowbase-files")!;
+    expect(kindFiles.spec.replicas).toBe(1);
+    expect(kindFiles.spec.strategy).toEqual({ type: "Recreate" });
+    // The other processes keep their rolling updates.
+    expect(named(kind, "Deployment", "rowbase-records")!.spec.strategy.type).toBe("RollingUpdate");
+
+    // A ReadWriteMany class: three replicas share the claim and roll.
+    const shared = render("deploy/ci-values/shared-volume.yaml");
+    const [sharedClaim] = ofKind(shared, "PersistentVolumeClaim");
+    expect(sharedClaim!.spec).toMatchObject({
+      accessModes: ["ReadWriteMany"],
+      storageClassName: "nfs-client",
+    });
+    const sharedFiles = named(shared, "Deployment", "rowbase-files")!;
+    expect(sharedFiles.spec.replicas).toBe(3);
+    expect(sharedFiles.spec.strategy.type).toBe("RollingUpdate");
+
+    // An existing claim: mounted, none created.
+    const external = render("deploy/ci-values/external.yaml");
+    expect(ofKind(external, "PersistentVolumeClaim")).toEqual([]);
+    expect(filesVolume(external).persistentVolumeClaim).toEqual({
+      claimName: "rowbase-files-efs",
+    });
+
+    // Development without a claim: an emptyDir with a size limit.
+    const dev = render("deploy/ci-values/dev-services.yaml");
+    expect(ofKind(dev, "PersistentVolumeClaim")).toEqual([]);
+    expect(filesVolume(dev).emptyDir).toEqual({ sizeLimit: "1Gi" });
   });
 
-  it("starts each shipped process from a real entry point of the repository", () => {
+  it("puts files on S3 with the credentials from the chart's Secret or from the user's", () => {
+    const s3 = render("deploy/ci-values/s3.yaml");
+    const pod = named(s3, "Deployment", "rowbase-files")!.spec.template.spec;
+    expect(ofKind(s3, "PersistentVolumeClaim")).toEqual([]);
+    expect(pod.volumes.map((v: Manifest) => v.name)).toEqual(["tmp"]);
+    const env = environmentOf(s3, pod.containers[0]);
+    expect(env).toMatchObject({
+      S3_ENDPOINT: "http://minio.storage.svc.cluster.local:9000",
+      S3_BUCKET: "rowbase-files",
+      S3_REGION: "us-east-1",
+      S3_ACCESS_KEY_ID: "rowbase",
+      S3_SECRET_ACCESS_KEY: "change-me-change-me",
+      FILE_URL_TTL_SECONDS: "900",
+    });
+    expect(env.FILES_DIR).toBeUndefined();
+    expect(env.FILE_URL_SECRET).toMatch(/^[A-Za-z0-9]{48}$/);
+    // Only files is given the credentials; files on S3 may run several replicas.
+    for (const deployment of ofKind(s3, "Deployment")) {
+      const names = (deployment.spec.template.spec.containers[0].env ?? []).map(
+        (e: Manifest) => e.name,
+      );
+      expect(names.includes("S3_SECRET_ACCESS_KEY")).toBe(componentOf(deployment) === "files");
+    }
+    expect(named(s3, "HorizontalPodAutoscaler", "rowbase-files")!.spec.maxReplicas).toBe(8);
+
+    const outside = render("deploy/ci-values/existing-secrets.yaml");
+    const refs = Object.fromEntries(
+      named(outside, "Deployment", "rowbase-files")!.spec.template.spec.containers[0].env.map(
+        (e: Manifest) => [e.name, e.valueFrom?.secretKeyRef],
+      ),
+    );
+    expect(refs.S3_ACCESS_KEY_ID).toEqual({ name: "rowbase-s3", key: "access-key-id" });
+    expect(refs.S3_SECRET_ACCESS_KEY).toEqual({ name: "rowbase-s3", key: "secret-access-key" });
+    expect(refs.FILE_URL_SECRET).toEqual({ name: "rowbase-app-secrets", key: "FILE_URL_SECRET" });
+  });
+
+  it("refuses files storage that cannot work, naming what to set", () => {
+    const fails = (...args: string[]) => {
+      const result = spawnSync(
+        helm,
+        ["template", "rowbase", chart, "-f", "deploy/values-kind.yaml", ...args],
+        { cwd: root, encoding: "utf8" },
+      );
+      expect(result.status).not.toBe(0);
+      return result.stderr;
+    };
+    // Several replicas on one ReadWriteOnce claim, or each on its own emptyDir.
+    expect(fails("--set", "files.replicaCount=2")).toContain("ReadWriteMany");
+    expect(
+      fails(
+        "--set",
+        "files.storage.directory.persistence.enabled=false",
+        "--set",
+        "files.autoscaling.enabled=true",
+      ),
+    ).toContain("several files replicas share one directory only on a ReadWriteMany volume");
+    const s3 = fails("--set", "files.storage.type=s3");
+    expect(s3).toContain("files.storage.s3.endpoint");
+    expect(s3).toContain("files.storage.s3.bucket");
+    expect(s3).toContain("files.storage.s3.existingSecret");
+    // The gateway cannot start without records and files.
+    expect(fails("--set", "files.enabled=false")).toContain("files.enabled: gateway needs it");
+    expect(fails("--set", "records.enabled=false")).toContain("records.enabled: files needs it");
+  });
+
+  it("starts each process from a real entry point of the repository", () => {
     for (const deployment of ofKind(render("deploy/ci-values/external.yaml"), "Deployment")) {
       const main: string = deployment.spec.template.spec.containers[0].args[0];
       const source = main.replace("/dist/src/", "/src/").replace(/\.js$/, ".ts");
@@ -535,6 +790,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       const signature = sign(null, Buffer.from("rowbase"), privateKey);
       expect(verify(null, Buffer.from("rowbase"), publicKey, signature)).toBe(true);
       expect(decode(secret!.data.INTERNAL_JWT_SECRET)).toMatch(/^[A-Za-z0-9]{48}$/);
+      expect(decode(secret!.data.FILE_URL_SECRET)).toMatch(/^[A-Za-z0-9]{48}$/);
     }
 
     const { privateKey } = generateKeyPairSync("ed25519");
@@ -653,6 +909,16 @@ describe("values", () => {
     expect(validate({ ...values, gatway: {} })).toBe(false);
     expect(validate({ ...values, database: { ...values.database, url: "mysql://x" } })).toBe(false);
     expect(validate({ ...values, records: { ...values.records, replicas: 2 } })).toBe(false);
+    const storage = values.files.storage;
+    expect(
+      validate({ ...values, files: { ...values.files, storage: { ...storage, type: "gcs" } } }),
+    ).toBe(false);
+    expect(
+      validate({
+        ...values,
+        files: { ...values.files, storage: { ...storage, s3: { ...storage.s3, endpoint: "s3" } } },
+      }),
+    ).toBe(false);
     expect(
       validate({ ...values, secrets: { ...values.secrets, internalJwtSecret: "short" } }),
     ).toBe(false);

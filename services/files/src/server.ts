@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
 import {
   ContentDisposition,
@@ -42,13 +42,22 @@ function headerOf(served: ServedFile): FileServeHeader {
   });
 }
 
-/** The chunks after the header; another header is a client error. */
+/**
+ * The chunks after the header; another header is a client error. Node's HTTP/2 server ends the
+ * request body of a reset stream (a client that cancelled, or went away) as it ends a complete
+ * one: only the call's signal tells them apart. A cancelled upload fails here, so the store
+ * discards its bytes and nothing is committed.
+ */
 async function* chunksAfter(
   requests: AsyncIterator<UploadFileRequest>,
+  signal: AbortSignal,
 ): AsyncGenerator<Uint8Array> {
   for (;;) {
     const next = await requests.next();
-    if (next.done) return;
+    if (next.done) {
+      if (signal.aborted) throw new ConnectError("upload cancelled", Code.Canceled);
+      return;
+    }
     if (next.value.payload.case === "chunk") {
       yield next.value.payload.value;
     } else if (next.value.payload.case === "header") {
@@ -110,7 +119,7 @@ export function createRoutes({ files }: FilesServerDeps) {
             fileName: header.fileName,
             declaredSize: header.declaredSize,
           },
-          chunksAfter(iterator),
+          chunksAfter(iterator, ctx.signal),
         );
         return { file: toFileInfo(file) };
       },

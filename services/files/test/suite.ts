@@ -339,6 +339,45 @@ export function filesSuite(backend: Backend) {
       await expectNothingLeft(rowId, before);
     });
 
+    it("stores nothing of an upload its client cancels mid-stream", async () => {
+      const rowId = await record(h, t.editor, ws);
+      const before = await h.storedKeys();
+      const usageBefore = await usage(t.organizationId);
+      // An upload's storage key is reserved in blob_gc (due in 24 hours) while its bytes stream,
+      // and unreserved once it is committed or discarded.
+      const reservations = async () => {
+        const { rows } = await h.db.query(
+          "select count(*)::int as n from files.blob_gc where due_at > now() + interval '1 hour'",
+        );
+        return rows[0].n as number;
+      };
+      const controller = new AbortController();
+      const rest = Promise.withResolvers<void>();
+      async function* halfSent() {
+        yield* uploadMessages(
+          { rowId, fieldId: ws.doc, fileName: "half.bin" },
+          binary(64 * 1024),
+          16 * 1024,
+        );
+        // The client goes away before the rest of the file.
+        await rest.promise;
+      }
+      const call = h.files.uploadFile(halfSent(), {
+        ...(await as(t.editor)),
+        signal: controller.signal,
+      });
+      const failure = failureOf(call);
+      await expect.poll(reservations).toBe(1);
+      controller.abort();
+      expect(await failure).toMatchObject({ code: Code.Canceled });
+      rest.resolve();
+      // The service is done with the call: nothing was committed, the bytes were removed.
+      await expect.poll(reservations).toBe(0);
+      await expectNothingLeft(rowId, before);
+      expect(await usage(t.organizationId)).toBe(usageBefore);
+      expect(await reasonOf(serve(t.viewer, rowId, ws.doc))).toBe("file_not_found");
+    });
+
     it("answers file_not_found for a pair without a live file and for ids 0", async () => {
       const rowId = await record(h, t.editor, ws);
       expect(await reasonOf(serve(t.viewer, rowId, ws.doc))).toBe("file_not_found");

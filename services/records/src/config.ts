@@ -1,4 +1,4 @@
-import { logLevel, optionalUrl, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
 import { z } from "zod";
 
 export const recordsEnv = z.object({
@@ -9,6 +9,7 @@ export const recordsEnv = z.object({
   LOG_LEVEL: logLevel,
   GRPC_HOST: z.string().default("0.0.0.0"),
   GRPC_PORT: port(50054),
+  ...observabilityEnv.shape,
   /** The organization service, for members' roles and plans (`http://host:port`). */
   ORGANIZATION_GRPC_URL: z.url(),
   /** The catalog service, for table schemas (`http://host:port`). */

@@ -1,4 +1,11 @@
-import { ConfigError, createBus, createCache, createLogger, parseConfig } from "@rowbase/kit";
+import {
+  ConfigError,
+  createBus,
+  createCache,
+  createLogger,
+  parseConfig,
+  startObservability,
+} from "@rowbase/kit";
 import { recordsEnv } from "./config.js";
 import { migrateRecords, startRecords } from "./service.js";
 
@@ -11,6 +18,7 @@ async function main() {
     logger.info({ applied }, "migrations applied");
     return;
   }
+  const observability = await startObservability({ serviceName: "records", config, logger });
   const cache = createCache(config.REDIS_URL);
   const bus = await createBus(config.NATS_URL, logger);
   const service = await startRecords(config, { logger, cache, bus });
@@ -20,6 +28,7 @@ async function main() {
     await service.stop();
     await bus.close();
     await cache.close();
+    await observability.close();
     process.exit(0);
   };
   process.once("SIGTERM", shutdown);

@@ -119,6 +119,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       ...shared,
       GRPC_PORT: grpcPort("organization"),
       IDENTITY_GRPC_URL: identityUrl,
+      CATALOG_GRPC_URL: catalogUrl,
       RECORDS_GRPC_URL: recordsUrl,
       FILES_GRPC_URL: filesUrl,
     }),
