@@ -498,6 +498,13 @@ describe("the gateway over HTTP", () => {
         ["post", "/organization/delete", ["organization_id"], undefined, undefined],
         ["get", "/organization/limits", ["organization_id"], undefined, "OrgLimits"],
         [
+          "get",
+          "/organization/api_stats",
+          ["organization_id", "from?", "to?"],
+          undefined,
+          "ApiStats",
+        ],
+        [
           "post",
           "/organization/invite/create",
           ["organization_id"],
@@ -580,7 +587,6 @@ describe("the gateway over HTTP", () => {
         const success = JSON.stringify((operation?.responses as Record<string, unknown>)?.[200]);
         expect(success).toContain(data ? `${data}Response` : "EmptyAPIResponse");
       }
-      expect(Object.keys(document.paths)).not.toContain("/organization/api_stats");
       const id = (document.paths["/organization/limits"]?.get?.parameters as unknown[])?.[0];
       expect(id).toMatchObject({
         schema: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
@@ -590,6 +596,56 @@ describe("the gateway over HTTP", () => {
       });
       expect(document.components.schemas.ApiToken).toMatchObject({
         required: expect.arrayContaining(["token_id", "token_prefix", "last_used_at"]),
+      });
+    });
+
+    it("lists the audit log and the API statistics with their parameters and errors", () => {
+      const audit = document.paths["/audit/list"]?.get;
+      expect(audit?.security).toEqual([{ bearerAuth: [] }]);
+      const parameters = (audit?.parameters ?? []) as Record<string, unknown>[];
+      expect(parameters.map((p) => `${p.name}${p.required ? "" : "?"}`)).toEqual([
+        "organization_id?",
+        "database_id?",
+        "table_id?",
+        "limit?",
+        "offset?",
+        "since?",
+        "until?",
+        "action?",
+      ]);
+      expect(parameters.find((p) => p.name === "limit")?.schema).toMatchObject({
+        type: "integer",
+        minimum: 1,
+        maximum: 1000,
+        default: 50,
+      });
+      expect(parameters.find((p) => p.name === "since")?.schema).toMatchObject({
+        type: "string",
+        format: "date-time",
+      });
+      expect(parameters.find((p) => p.name === "action")?.schema).toMatchObject({
+        type: "string",
+        maxLength: 100,
+      });
+      const auditResponses = JSON.stringify(audit?.responses);
+      expect(auditResponses).toContain("AuditListResponse");
+      for (const code of ["organization_not_found", "database_not_found", "table_not_found"]) {
+        expect(auditResponses).toContain(code);
+      }
+      expect(document.components.schemas.AuditEvent).toMatchObject({
+        required: ["event_id", "at", "organization_id", "actor", "action", "target", "changes"],
+      });
+      expect(document.components.schemas.AuditChange).toMatchObject({
+        required: ["key", "old", "new"],
+      });
+      const stats = document.paths["/organization/api_stats"]?.get;
+      expect(JSON.stringify(stats?.responses)).toContain("organization_not_found");
+      expect(
+        ((stats?.parameters ?? []) as Record<string, unknown>[]).find((p) => p.name === "from")
+          ?.schema,
+      ).toMatchObject({ type: "string", format: "date" });
+      expect(document.components.schemas.ApiStats).toMatchObject({
+        required: ["period", "api_calls", "transfer_bytes", "daily", "by_token"],
       });
     });
 

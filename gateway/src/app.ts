@@ -30,6 +30,7 @@ import { routeFallback } from "./middleware/route-fallback.js";
 import { createApiCallQuota } from "./quota/api-call-quota.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
+import { auditRoutes } from "./routes/audit/audit-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
 import { databaseRoutes } from "./routes/database/database-routes.js";
 import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
@@ -37,6 +38,7 @@ import { fieldRoutes } from "./routes/field/field-routes.js";
 import { fileRoutes } from "./routes/file/file-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
+import { apiStatsRoutes } from "./routes/organization/api-stats-routes.js";
 import { organizationRoutes } from "./routes/organization/organization-routes.js";
 import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
@@ -104,10 +106,12 @@ export function gatewayRoutes(
       accessTokenTtlSeconds: deps.config.ACCESS_TOKEN_TTL_SECONDS,
     }),
     ...organizationRoutes({ organization: deps.organization }),
+    ...apiStatsRoutes({ organization: deps.organization }),
     ...apiTokenRoutes({ organization: deps.organization }),
     ...databaseRoutes({ catalog: deps.catalog }),
     ...tableRoutes({ catalog: deps.catalog }),
     ...fieldRoutes({ catalog: deps.catalog }),
+    ...auditRoutes({ organization: deps.organization }),
     ...recordRoutes({
       records: deps.records,
       quota,

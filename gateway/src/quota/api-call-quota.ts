@@ -20,6 +20,7 @@ import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
 import { organizationMembershipLookup } from "../auth/organization-membership-lookup.js";
 import { type ErrorCode, RETRY_AFTER_METADATA } from "../errors/error-table.js";
 import { ApiCallCounter } from "./api-call-counter.js";
+import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
 import { TableOrganizations } from "./table-organizations.js";
 import { unavailableOnFailure } from "./unavailable-on-failure.js";
@@ -91,7 +92,7 @@ export class ApiCallQuota {
       context.requestId,
       notFound,
     );
-    const result = await this.parts.counter.count(organizationId, allowance);
+    const result = await this.parts.counter.count(organizationId, allowance, context.requestId);
     if (!result.admitted) {
       throw domainError(Code.ResourceExhausted, "api_call_limit_exceeded", {
         [RETRY_AFTER_METADATA]: String(result.retryAfterSeconds),
@@ -155,7 +156,14 @@ export interface ApiCallQuotaDeps {
 export function createApiCallQuota(deps: ApiCallQuotaDeps): ApiCallQuota {
   const cache = unavailableOnFailure(deps.cache);
   return new ApiCallQuota({
-    counter: new ApiCallCounter(cache),
+    counter: new ApiCallCounter(
+      cache,
+      () => new Date(),
+      new MonthlyUsageRebuild(
+        cache,
+        organizationMonthlyUsage(deps.organization, deps.internalSecret),
+      ),
+    ),
     allowances: new PlanAllowances(deps.organization, cache, deps.internalSecret),
     tables: new TableOrganizations(deps.catalog, cache, deps.internalSecret),
     members: new Authorizer(

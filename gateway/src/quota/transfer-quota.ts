@@ -16,7 +16,13 @@ import { TransferCountedSchema } from "@rowbase/proto/rowbase/events/v1/usage_ev
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
 import type { ErrorCode } from "../errors/error-table.js";
-import { COUNTER_GRACE_SECONDS, secondsToNextMonth, utcMonthOf } from "./api-call-counter.js";
+import {
+  COUNTER_GRACE_SECONDS,
+  secondsToNextMonth,
+  takeBack,
+  utcMonthOf,
+} from "./api-call-counter.js";
+import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
 import { unavailableOnFailure } from "./unavailable-on-failure.js";
 
@@ -31,12 +37,15 @@ export function transferCounterKey(organizationId: bigint, month: string): strin
 /**
  * Reserves bytes of an organization's monthly transfer against its allowance, atomically: the
  * reservation whose increment passes the allowance takes it back and is refused, so parallel
- * transfers on every replica never pass it together.
+ * transfers on every replica never pass it together. With `rebuild`, the reservation that finds
+ * the month's counter missing first adds the month's bytes stored in Postgres (see
+ * MonthlyUsageRebuild).
  */
 export class TransferCounter {
   constructor(
     private readonly cache: Cache,
     private readonly now: () => Date = () => new Date(),
+    private readonly rebuild?: MonthlyUsageRebuild,
   ) {}
 
   /** The key the bytes were counted in (to give back into), or undefined when refused. */
@@ -44,20 +53,40 @@ export class TransferCounter {
     organizationId: bigint,
     bytes: number,
     allowance: bigint,
+    requestId?: string,
   ): Promise<string | undefined> {
     const now = this.now();
-    const key = transferCounterKey(organizationId, utcMonthOf(now));
+    const month = utcMonthOf(now);
+    const key = transferCounterKey(organizationId, month);
     const ttlSeconds = secondsToNextMonth(now) + COUNTER_GRACE_SECONDS;
-    const total = await this.cache.incrBy(key, bytes, ttlSeconds);
+    let total = await this.cache.incrBy(key, bytes, ttlSeconds);
+    if (total === bytes && bytes > 0 && this.rebuild) {
+      try {
+        const restored = await this.rebuild.restore({
+          kind: "transfer",
+          organizationId,
+          month,
+          key,
+          ttlSeconds,
+          now,
+          requestId,
+        });
+        total = restored ?? total;
+      } catch (error) {
+        // Not reserved: the next reservation finds the counter fresh again and retries.
+        await takeBack(this.cache, key, bytes, ttlSeconds);
+        throw error;
+      }
+    }
     if (BigInt(total) <= allowance) return key;
-    await this.cache.incrBy(key, -bytes, ttlSeconds);
+    await takeBack(this.cache, key, bytes, ttlSeconds);
     return undefined;
   }
 
   /** Gives back bytes reserved but not moved. */
   async release(key: string, bytes: number): Promise<void> {
     if (bytes <= 0) return;
-    await this.cache.incrBy(key, -bytes, secondsToNextMonth(this.now()) + COUNTER_GRACE_SECONDS);
+    await takeBack(this.cache, key, bytes, secondsToNextMonth(this.now()) + COUNTER_GRACE_SECONDS);
   }
 
   /** The bytes counted so far in the month of `now` (0 when none). */
@@ -96,6 +125,7 @@ export class TransferMeter {
     private readonly allowance: bigint,
     private readonly onSettled: (bytes: number) => void,
     private readonly log: Logger,
+    private readonly requestId?: string,
   ) {}
 
   /**
@@ -108,12 +138,17 @@ export class TransferMeter {
     if (missing > 0) {
       let key =
         ahead > missing
-          ? await this.counter.reserve(this.organizationId, ahead, this.allowance)
+          ? await this.counter.reserve(this.organizationId, ahead, this.allowance, this.requestId)
           : undefined;
       if (key) {
         this.reserved += ahead;
       } else {
-        key = await this.counter.reserve(this.organizationId, missing, this.allowance);
+        key = await this.counter.reserve(
+          this.organizationId,
+          missing,
+          this.allowance,
+          this.requestId,
+        );
         if (!key) throw transferLimitExceeded();
         this.reserved += missing;
       }
@@ -189,6 +224,7 @@ export class TransferQuota {
       allowance,
       (bytes) => this.publish(organizationId, bytes, context),
       context.log,
+      context.requestId,
     );
   }
 
@@ -230,7 +266,14 @@ export interface TransferQuotaDeps {
 export function createTransferQuota(deps: TransferQuotaDeps): TransferQuota {
   const cache = unavailableOnFailure(deps.cache);
   return new TransferQuota({
-    counter: new TransferCounter(cache),
+    counter: new TransferCounter(
+      cache,
+      () => new Date(),
+      new MonthlyUsageRebuild(
+        cache,
+        organizationMonthlyUsage(deps.organization, deps.internalSecret),
+      ),
+    ),
     allowances: new PlanAllowances(deps.organization, cache, deps.internalSecret),
     bus: deps.bus,
   });

@@ -17,6 +17,9 @@ const down: Cache = {
   incrBy: async () => {
     throw new Error("connect ECONNREFUSED");
   },
+  setIfAbsent: async () => {
+    throw new Error("connect ECONNREFUSED");
+  },
   close: async () => {},
 };
 
@@ -28,6 +31,7 @@ describe("unavailableOnFailure", () => {
       () => cache.set("k", "v", 1),
       () => cache.del("k"),
       () => cache.incrBy("k", 1, 1),
+      () => cache.setIfAbsent("k", "v", 1),
     ]) {
       const error = await operation().then(
         () => undefined,
@@ -44,6 +48,8 @@ describe("unavailableOnFailure", () => {
     await cache.set("k", "v", 60);
     expect(await cache.get("k")).toBe("v");
     expect(await cache.incrBy("n", 2, 60)).toBe(2);
+    expect(await cache.setIfAbsent("n", "9", 60)).toBe(false);
+    expect(await cache.setIfAbsent("m", "9", 60)).toBe(true);
     await cache.del("k");
     expect(await cache.get("k")).toBeNull();
     expect(cache.kind).toBe("memory");

@@ -25,6 +25,8 @@ export function unavailableOnFailure(cache: Cache): Cache {
     set: (key, value, ttlSeconds) => guard("set", () => cache.set(key, value, ttlSeconds)),
     del: (...keys) => guard("del", () => cache.del(...keys)),
     incrBy: (key, by, ttlSeconds) => guard("incrBy", () => cache.incrBy(key, by, ttlSeconds)),
+    setIfAbsent: (key, value, ttlSeconds) =>
+      guard("setIfAbsent", () => cache.setIfAbsent(key, value, ttlSeconds)),
     close: () => cache.close(),
   };
 }

@@ -55,6 +55,9 @@ async function* chunksAfter(
   for (;;) {
     const next = await requests.next();
     if (next.done) {
+      // A client that cancels may end the body just before it resets the stream (Node's HTTP/2
+      // client does): the frames that already arrived are read before the end is trusted.
+      await new Promise((resolve) => setImmediate(resolve));
       if (signal.aborted) throw new ConnectError("upload cancelled", Code.Canceled);
       return;
     }

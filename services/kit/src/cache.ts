@@ -11,6 +11,12 @@ export interface Cache {
   del(...keys: string[]): Promise<void>;
   /** Adds `by` and returns the new value; the key expires `ttlSeconds` after it was created. */
   incrBy(key: string, by: number, ttlSeconds: number): Promise<number>;
+  /**
+   * Stores `value` only when the key holds nothing (Redis `SET NX`); true when this call stored
+   * it. Of callers racing for the same key, exactly one wins: a claim, such as the one caller
+   * that rebuilds a lost counter.
+   */
+  setIfAbsent(key: string, value: string, ttlSeconds: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -50,6 +56,10 @@ export class RedisCache implements Cache {
       .expire(full, ttlSeconds, "NX")
       .exec()) as [[Error | null, number]];
     return value;
+  }
+
+  async setIfAbsent(key: string, value: string, ttlSeconds: number) {
+    return (await this.client.set(this.prefix + key, value, "EX", ttlSeconds, "NX")) === "OK";
   }
 
   get keyPrefix() {
@@ -94,6 +104,12 @@ export class MemoryCache implements Cache {
       expiresAt: entry?.expiresAt ?? Date.now() + ttlSeconds * 1000,
     });
     return value;
+  }
+
+  async setIfAbsent(key: string, value: string, ttlSeconds: number) {
+    if (this.live(key)) return false;
+    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+    return true;
   }
 
   async close() {

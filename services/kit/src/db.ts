@@ -7,6 +7,17 @@ import { OutboxEvent } from "./outbox.js";
 
 export type Orm = MikroORM;
 
+let defaultPoolMax = 10;
+
+/**
+ * The connection pool size of every ORM created from now on in this process. A service alone
+ * keeps 10; the one-process launcher runs six services against one PostgreSQL and asks for
+ * fewer each, so that a laptop's (or a test run's) server is not out of connections.
+ */
+export function setDefaultPoolMax(max: number): void {
+  defaultPoolMax = max;
+}
+
 export interface OrmOptions {
   url: string;
   /** The service's own schema; it is also the connection's search_path. */
@@ -27,7 +38,7 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
     schema: options.schema,
     entities: [OutboxEvent, ...options.entities],
     extensions: [Migrator],
-    pool: { min: 0, max: options.poolSize ?? 10 },
+    pool: { min: 0, max: options.poolSize ?? defaultPoolMax, idleTimeoutMillis: 5_000 },
     driverOptions: {
       options: `-c search_path=${options.schema}`,
       onPoolCreated: (pool: Pool) =>

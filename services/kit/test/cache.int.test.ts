@@ -33,6 +33,23 @@ describe.each([
     await new Promise((r) => setTimeout(r, 1100));
     expect(await cache.incrBy("n", 1, 60)).toBe(1);
   });
+
+  it("sets a value only when the key holds none, and says which call did", async () => {
+    const cache = await make();
+    caches.push(cache);
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => cache.setIfAbsent("claim", String(i), 1)),
+    );
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await cache.get("claim")).toBe(String(claims.indexOf(true)));
+    expect(await cache.setIfAbsent("claim", "again", 60)).toBe(false);
+    await new Promise((r) => setTimeout(r, 1100));
+    // Expired, the key is free again; a deleted one too.
+    expect(await cache.setIfAbsent("claim", "later", 60)).toBe(true);
+    expect(await cache.get("claim")).toBe("later");
+    await cache.del("claim");
+    expect(await cache.setIfAbsent("claim", "after delete", 60)).toBe(true);
+  });
 });
 
 describe("redis cache prefixes", () => {

@@ -11,6 +11,7 @@ import {
   type EventBus,
   type LogDestination,
   type Logger,
+  setDefaultPoolMax,
 } from "@rowbase/kit";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
@@ -71,6 +72,7 @@ export interface RunningSystem {
  */
 export async function startSystem(options: SystemOptions): Promise<RunningSystem> {
   const { logger } = options;
+  setDefaultPoolMax(4);
   const processLogger = (name: string) => createLogger(name, logger.level, options.logDestination);
   const cache = createCache(
     options.redisUrl,

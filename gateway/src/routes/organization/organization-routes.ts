@@ -40,7 +40,7 @@ const memberTags = ["Members"];
 /**
  * SPEC section 5: organizations, invites, members and owner transfer, for a signed-in user.
  * The service enforces the role table; the gateway validates, forwards the caller and presents.
- * `/organization/api_stats` comes with the usage counters.
+ * `/organization/api_stats` is served by api-stats-routes.ts.
  */
 export function organizationRoutes({ organization }: OrganizationRoutesDeps): Route[] {
   return [

@@ -60,6 +60,7 @@ describe("rich text as plain text", () => {
     expect(markdownToPlain("a <b>hi</b> b")).toBe("a hi b");
     expect(markdownToPlain("<script>alert(1)</script>\n\nafter")).toBe("after");
     expect(markdownToPlain("<img src=x onerror=alert(1)>")).toBe("");
+    expect(markdownToPlain("Hello <script>alert('x')</script> world")).toBe("Hello  world");
   });
 
   it("keeps code", () => {

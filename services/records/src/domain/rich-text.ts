@@ -84,7 +84,15 @@ type Token = ReturnType<typeof markdownWithHtml.parse>[number];
 /** The text of inline tokens: words, code, image descriptions; breaks as line breaks. */
 function inlineText(tokens: readonly Token[]): string {
   let text = "";
+  let hidden = false;
   for (const token of tokens) {
+    // The body of an inline <script> or <style> is code, not words.
+    if (token.type === "html_inline") {
+      if (/^<(script|style)\b/i.test(token.content)) hidden = true;
+      else if (/^<\/(script|style)\s*>/i.test(token.content)) hidden = false;
+      continue;
+    }
+    if (hidden) continue;
     if (token.type === "text" || token.type === "code_inline") text += token.content;
     else if (token.type === "softbreak" || token.type === "hardbreak") text += "\n";
     else if (token.type === "image") text += inlineText(token.children ?? []);
@@ -114,6 +122,7 @@ export function markdownToPlain(source: string): string {
     }
   }
   return blocks
+    .map((block) => block.trimEnd())
     .filter((block) => block.trim() !== "")
     .join("\n\n")
     .trim();

@@ -1,0 +1,127 @@
+import { create } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { z } from "zod";
+
+/**
+ * Query-string values of the management list routes (audit log, API statistics): each read
+ * from the one string a parameter carries, a repeated parameter refused rather than one of its
+ * values picked. The preprocess step is outermost so that the document shows the type and
+ * whether the parameter is required.
+ */
+
+function once(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (Array.isArray(value)) {
+    ctx.addIssue({ code: "custom", message: "must be given once", input: value });
+  }
+  return value;
+}
+
+/** A whole number, digits only, in [min, max], with a default when absent. */
+export function queryInteger(min: number, max: number, fallback: number) {
+  const message = `must be an integer between ${min} and ${max}`;
+  return z.preprocess(
+    (value, ctx) => {
+      if (Array.isArray(value)) return once(value, ctx);
+      if (typeof value === "string") {
+        if (/^[0-9]{1,10}$/.test(value)) return Number(value);
+        ctx.addIssue({ code: "custom", message, input: value });
+      }
+      return value;
+    },
+    z.number().int({ error: message }).min(min, message).max(max, message).default(fallback),
+  );
+}
+
+/** Text of at most `max` characters (code points). */
+export function queryText(max: number) {
+  const message = `must be at most ${max} characters`;
+  return z.preprocess(
+    once,
+    z
+      .string()
+      .max(2 * max, message)
+      .refine((text) => Array.from(text).length <= max, message)
+      .meta({ maxLength: max }),
+  );
+}
+
+/** The instants a google.protobuf.Timestamp holds: 0001-01-01 to 9999-12-31, UTC. */
+const TIMESTAMP_MIN_SECONDS = -62_135_596_800;
+const TIMESTAMP_MAX_SECONDS = 253_402_300_799;
+
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Whether year-month-day names a day of the (proleptic Gregorian) calendar: no 30 February. */
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  if (month < 1 || month > 12 || day < 1) return false;
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return day <= (month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0));
+}
+
+/**
+ * An RFC 3339 date-time (`2026-11-21T10:15:00.000Z`, any offset, up to nanoseconds) as the exact
+ * protobuf Timestamp, or undefined when it is not one. Leap seconds (`:60`) are refused:
+ * Timestamp has none.
+ */
+export function parseRfc3339(text: string): Timestamp | undefined {
+  const match = RFC3339.exec(text);
+  if (!match) return undefined;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (!isCalendarDay(year, month, day) || hour > 23 || minute > 59 || second > 59) {
+    return undefined;
+  }
+  let offsetMinutes = 0;
+  if (!match[8]) {
+    const offsetHours = Number(match[10]);
+    const offsetRest = Number(match[11]);
+    if (offsetHours > 23 || offsetRest > 59) return undefined;
+    offsetMinutes = (match[9] === "-" ? -1 : 1) * (offsetHours * 60 + offsetRest);
+  }
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day);
+  utc.setUTCHours(hour, minute, second, 0);
+  const seconds = utc.getTime() / 1000 - offsetMinutes * 60;
+  if (seconds < TIMESTAMP_MIN_SECONDS || seconds > TIMESTAMP_MAX_SECONDS) return undefined;
+  const nanos = Number((match[7] ?? "").padEnd(9, "0"));
+  return create(TimestampSchema, { seconds: BigInt(seconds), nanos });
+}
+
+/** An RFC 3339 date-time in the query string, as the protobuf Timestamp an RPC takes. */
+export const queryTimestamp = z.preprocess(
+  once,
+  z
+    .string()
+    .transform((text, ctx) => {
+      const timestamp = parseRfc3339(text);
+      if (timestamp) return timestamp;
+      ctx.addIssue({
+        code: "custom",
+        message: "must be an RFC 3339 date-time such as 2026-11-21T10:15:00.000Z",
+        input: text,
+      });
+      return z.NEVER;
+    })
+    .meta({ format: "date-time" }),
+);
+
+/** A calendar day `YYYY-MM-DD`, kept as that text (the services take dates as text). */
+export const queryDate = z.preprocess(
+  once,
+  z
+    .string()
+    .refine((text) => {
+      const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+      return match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]));
+    }, "must be a date YYYY-MM-DD")
+    .meta({ format: "date" }),
+);

@@ -1,0 +1,241 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signUp } from "./support/accounts.js";
+import {
+  counted,
+  enterprise,
+  filePart,
+  fileTable,
+  PNG,
+  pair,
+  raw,
+  sha256,
+  storageUsage,
+  tokenIdOf,
+  type UsageEvents,
+  usageEvents,
+} from "./support/files.js";
+import { client } from "./support/http.js";
+import { expectError, q } from "./support/organizations.js";
+import { createTenant, RECORD_TEST_RATE_LIMITS, type Tenant, v1 } from "./support/records.js";
+import { startTestSystem, type TestSystem } from "./support/system.js";
+
+/**
+ * SPEC sections 7 and 10 on the file routes through the whole system: every call is one API call
+ * of the organization that owns the record (a member's session is charged to the record's
+ * organization), up to the plan's allowance; the bytes of uploads, serves and signed downloads
+ * are its data transfer, refused before a byte moves. The counters are the gateway's, in the
+ * shared cache; the usage events are read from the system's bus as published.
+ */
+
+type Api = ReturnType<typeof client>;
+
+let sys: TestSystem;
+let api: Api;
+let events: UsageEvents;
+
+beforeAll(async () => {
+  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
+  api = client(sys.baseUrl);
+  events = await usageEvents(sys, "e2e_files_quotas");
+});
+
+afterAll(async () => {
+  await events?.stop();
+  await sys?.stop();
+});
+
+async function upload(
+  tenant: Tenant,
+  rowId: number,
+  fieldId: number,
+  content: Buffer,
+  name: string,
+) {
+  return raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
+    token: tenant.writeToken,
+    body: filePart(content, name),
+  });
+}
+
+function serve(
+  token: string | undefined,
+  rowId: number,
+  fieldId: number,
+  headers: Record<string, string> = {},
+) {
+  return raw(sys.baseUrl, "GET", `/file/serve?${pair(rowId, fieldId)}`, { token, headers });
+}
+
+describe("file calls as API calls", () => {
+  it("charge a member's session call to the record's organization; others get 404", async () => {
+    const tenant = await createTenant(sys, api);
+    const other = await createTenant(sys, api);
+    const mine = await fileTable(api, tenant);
+    const theirs = await fileTable(api, other);
+    expect((await upload(tenant, mine.rowIds[0]!, mine.fieldId, PNG, "a.png")).status).toBe(200);
+    expect((await upload(other, theirs.rowIds[0]!, theirs.fieldId, PNG, "b.png")).status).toBe(200);
+    const stranger = await signUp(sys, api);
+    const before = await counted(sys, "api-calls", tenant.orgId);
+    const otherBefore = await counted(sys, "api-calls", other.orgId);
+
+    const served = await serve(tenant.owner.token, mine.rowIds[0]!, mine.fieldId);
+    expect(served.status).toBe(200);
+    expect(served.bytes.equals(PNG)).toBe(true);
+    expect(await counted(sys, "api-calls", tenant.orgId)).toBe(before + 1);
+
+    for (const [token, rowId, fieldId] of [
+      [stranger.token, mine.rowIds[0]!, mine.fieldId],
+      [other.owner.token, mine.rowIds[0]!, mine.fieldId],
+      [tenant.owner.token, theirs.rowIds[0]!, theirs.fieldId],
+    ] as const) {
+      const response = await serve(token, rowId, fieldId);
+      expectError({ status: response.status, body: response.json }, 404, "record_not_found");
+    }
+    // Nobody is charged for a record they cannot see.
+    expect(await counted(sys, "api-calls", tenant.orgId)).toBe(before + 1);
+    expect(await counted(sys, "api-calls", other.orgId)).toBe(otherBefore);
+  });
+
+  it("count every call as an API call of the organization, up to the plan's allowance", async () => {
+    const tenant = await createTenant(sys, api);
+    const { fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    const used = await counted(sys, "api-calls", tenant.orgId);
+    await enterprise(sys, tenant, { "api-calls-per-month": used + 3 });
+
+    expect((await upload(tenant, rowId, fieldId, PNG, "a.png")).status).toBe(200);
+    const link = await api("GET", "/file/url", {
+      token: tenant.readToken,
+      query: q({ row_id: rowId, field_id: fieldId }),
+    });
+    expect(link.status).toBe(200);
+    const deleted = await api("POST", "/file/delete", {
+      token: tenant.owner.token,
+      query: q({ row_id: rowId, field_id: fieldId }),
+    });
+    expect(deleted.status).toBe(200);
+    const refused = await api("POST", "/file/restore", {
+      token: tenant.writeToken,
+      query: q({ row_id: rowId, field_id: fieldId }),
+    });
+    expectError(refused, 429, "api_call_limit_exceeded");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await counted(sys, "api-calls", tenant.orgId)).toBe(used + 3);
+
+    // Published with who made them: a token by its id, a member's session as 0.
+    const [write, read] = [
+      await tokenIdOf(api, tenant, tenant.writeToken),
+      await tokenIdOf(api, tenant, tenant.readToken),
+    ];
+    await expect.poll(() => events.apiCalls(tenant.orgId).length).toBe(used + 3);
+    expect(
+      events
+        .apiCalls(tenant.orgId)
+        .slice(used)
+        .map((event) => event.tokenId),
+    ).toEqual([write, read, 0n]);
+  });
+});
+
+describe("file transfer", () => {
+  it("count uploaded and served bytes as the organization's transfer, and publish them", async () => {
+    const tenant = await createTenant(sys, api);
+    const { fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    const content = Buffer.concat([PNG, randomBytes(3000)]);
+    expect((await upload(tenant, rowId, fieldId, content, "a.png")).status).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(content.length);
+    const part = await serve(tenant.owner.token, rowId, fieldId, { range: "bytes=0-99" });
+    expect(part.status).toBe(206);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(content.length + 100);
+    const whole = await serve(tenant.readToken, rowId, fieldId);
+    expect(whole.bytes.equals(content)).toBe(true);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(2 * content.length + 100);
+
+    const [write, read] = [
+      await tokenIdOf(api, tenant, tenant.writeToken),
+      await tokenIdOf(api, tenant, tenant.readToken),
+    ];
+    await expect.poll(() => events.transfers(tenant.orgId).length).toBe(3);
+    expect(
+      events.transfers(tenant.orgId).map((event) => [event.tokenId, event.transferBytes]),
+    ).toEqual([
+      [write, BigInt(content.length)],
+      [0n, 100n],
+      [read, BigInt(content.length)],
+    ]);
+  });
+
+  it("count a signed link's download as transfer, not as an API call", async () => {
+    const tenant = await createTenant(sys, api);
+    const { fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    expect((await upload(tenant, rowId, fieldId, PNG, "a.png")).status).toBe(200);
+    const link = await api("GET", "/file/url", {
+      token: tenant.readToken,
+      query: q({ row_id: rowId, field_id: fieldId }),
+    });
+    expect(link.status).toBe(200);
+    const signedPath = new URL(link.body.data.url).pathname;
+    const calls = await counted(sys, "api-calls", tenant.orgId);
+    const moved = await counted(sys, "transfer", tenant.orgId);
+
+    const served = await raw(sys.baseUrl, "GET", signedPath);
+    expect(served.status).toBe(200);
+    expect(served.bytes.equals(PNG)).toBe(true);
+    const ranged = await raw(sys.baseUrl, "GET", signedPath, { headers: { range: "bytes=0-3" } });
+    expect(ranged.status).toBe(206);
+    expect(await counted(sys, "api-calls", tenant.orgId)).toBe(calls);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(moved + PNG.length + 4);
+    await expect.poll(() => events.transfers(tenant.orgId).length).toBe(3);
+    expect(
+      events
+        .transfers(tenant.orgId)
+        .slice(1)
+        .map((event) => [event.tokenId, event.transferBytes]),
+    ).toEqual([
+      [0n, BigInt(PNG.length)],
+      [0n, 4n],
+    ]);
+  });
+
+  it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {
+    const tenant = await createTenant(sys, api);
+    await enterprise(sys, tenant, { "transfer-bytes-per-month": 100_000 });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    const content = randomBytes(60_000);
+    const uploaded = await upload(tenant, rowId, fieldId, content, "a.bin");
+    expect(uploaded.status, JSON.stringify(uploaded.json)).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(60_000);
+
+    // 60,000 bytes do not fit the 40,000 left: refused whole, nothing counted.
+    const refused = await serve(tenant.readToken, rowId, fieldId);
+    expectError({ status: refused.status, body: refused.json }, 403, "transfer_limit_exceeded");
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(60_000);
+    const part = await serve(tenant.readToken, rowId, fieldId, { range: "bytes=0-39999" });
+    expect(part.status).toBe(206);
+    expect(part.bytes.equals(content.subarray(0, 40_000))).toBe(true);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(100_000);
+    const again = await upload(tenant, rowId, fieldId, randomBytes(10), "b.bin");
+    expectError({ status: again.status, body: again.json }, 403, "transfer_limit_exceeded");
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(100_000);
+
+    // Room for 100,000 more bytes, not for 150,000: the upload is refused mid-stream, what it
+    // had moved is given back, and the file stays the one stored before.
+    await enterprise(sys, tenant, { "transfer-bytes-per-month": 200_000 });
+    const big = await upload(tenant, rowId, fieldId, randomBytes(150_000), "big.bin");
+    expectError({ status: big.status, body: big.json }, 403, "transfer_limit_exceeded");
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(100_000);
+    const record = await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+      token: tenant.readToken,
+    });
+    expect(record.body.data.record.data[String(fieldId)]).toMatchObject({
+      file_name: "a.bin",
+      size: 60_000,
+      sha256: sha256(content),
+    });
+    expect(await storageUsage(sys, tenant)).toBe(60_000);
+  });
+});
