@@ -1,0 +1,265 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+
+/**
+ * The ceiling: the statements the records service sends for each scenario, sent straight to
+ * PostgreSQL with `pg`, so that `rowbase / raw-postgres` says how much of what the database can
+ * do the whole path (gateway, gRPC, the service) delivers.
+ *
+ * Keep these in step with services/records/src/records.ts (list, get, create, update) and
+ * src/db/record-store.ts, src/query/{where-compiler,sort,value-expression}.ts: the benchmark
+ * checks before measuring that each read returns what Rowbase returned (same total, same rows),
+ * which catches a change of meaning but not one of form (a new index hint, another join).
+ *
+ * Writes must not disturb what Rowbase reads or counts: raw creates go to a table and an
+ * organization id that do not exist (their records never show in the benchmark table and their
+ * quota row is their own), and the outbox rows go to `bench_raw.outbox`, a copy of
+ * `records.outbox` with the same indexes that no relay reads (the connection's search_path puts
+ * `bench_raw` first, so the statement is the service's own).
+ */
+
+/** `floor(extract(epoch from col) * 1000)::float8` as record-store's `epochMs`. */
+const epochMs = (column: string) => `floor(extract(epoch from ${column}) * 1000)::float8`;
+
+/** record-store's `recordColumns(alias)`. */
+function recordColumns(alias?: string): string {
+  const p = alias ? `${alias}.` : "";
+  return `${p}row_id, ${p}table_id, ${p}data, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
+}
+
+const RECORD_COLUMNS = recordColumns();
+
+// value-expression.ts: the stored forms of dates that `::date` cannot fail on.
+const YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
+const MONTH_DAY =
+  "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
+const LEAP_DAY =
+  "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)-02-29";
+const SQL_DATE_PATTERN = `^(${YEAR}-${MONTH_DAY}|${LEAP_DAY})$`;
+
+/** value-expression.ts `typedValue` of a number field. */
+const numberValue = (fieldId: string) =>
+  `(CASE WHEN jsonb_typeof(r.data->'${fieldId}') = 'number' THEN (r.data->'${fieldId}')::numeric END)`;
+
+/** value-expression.ts `typedValue` of a date field. */
+const dateValue = (fieldId: string) => {
+  const text = `(r.data->>'${fieldId}')`;
+  return `(CASE WHEN ${text} ~ '${SQL_DATE_PATTERN}' THEN ${text}::date END)`;
+};
+
+export interface Statement {
+  text: string;
+  values: unknown[];
+}
+
+export interface ListQuery {
+  limit: number;
+  offset: number;
+  /** `(Amount,gte,<min>)~and(Status,eq,<status>)`. */
+  where?: { amountField: string; min: number; statusField: string; status: string };
+  /** `-Due` when set: the date field sorted descending. */
+  sortDescending?: string;
+}
+
+/** Records.list: the count and the page, read in one REPEATABLE READ, READ ONLY snapshot. */
+export function listStatements(tableId: number, query: ListQuery): [Statement, Statement] {
+  let filter = "true";
+  const filterParams: unknown[] = [];
+  if (query.where) {
+    const { amountField, min, statusField, status } = query.where;
+    // where-compiler: `gte` on a number, `eq` on a select (data @> {"id": "name"}), ANDed.
+    filter = `(coalesce(${numberValue(amountField)} >= $2::numeric, false) AND coalesce(r.data @> $3::jsonb, false))`;
+    filterParams.push(String(min), JSON.stringify({ [statusField]: status }));
+  }
+  const orderBy = query.sortDescending
+    ? `${dateValue(query.sortDescending)} DESC NULLS FIRST, r.row_id ASC`
+    : "r.row_id ASC";
+  const matching = `from record r where r.table_id = $1 and ${filter}`;
+  const base = [String(tableId), ...filterParams];
+  const next = base.length;
+  return [
+    { text: `select count(*) as total ${matching}`, values: base },
+    {
+      text: `select ${recordColumns("r")} ${matching}
+         order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
+      values: [...base, query.limit, query.offset],
+    },
+  ];
+}
+
+type Client = pg.PoolClient;
+
+export async function rawList(client: Client, statements: [Statement, Statement]) {
+  await client.query("start transaction isolation level repeatable read read only");
+  try {
+    const counted = await client.query<{ total: string }>(statements[0]);
+    const page = await client.query<{ row_id: string }>(statements[1]);
+    await client.query("commit");
+    return {
+      total: Number(counted.rows[0]?.total),
+      rowIds: page.rows.map((r) => Number(r.row_id)),
+    };
+  } catch (error) {
+    await client.query("rollback").catch(() => {});
+    throw error;
+  }
+}
+
+/** record-store's `findRecords` (Records.get reads outside a transaction). */
+function findStatement(tableId: string | number, rowIds: number[], lock: boolean): Statement {
+  return {
+    text: `select ${RECORD_COLUMNS} from record
+     where table_id = $1 and row_id = any($2::bigint[])
+     order by row_id ${lock ? "for update" : ""}`,
+    values: [String(tableId), rowIds],
+  };
+}
+
+export async function rawGet(client: Client, tableId: number, rowId: number) {
+  const found = await client.query(findStatement(tableId, [rowId], false));
+  if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
+}
+
+/** Where raw writes go, and the audit payloads they store (sized as the service's). */
+export interface RawWriteTarget {
+  /** A table id and an organization id that Rowbase does not use. */
+  tableId: string;
+  organizationId: string;
+  actor: string;
+  /** Bytes of an `audit.record.created` / `audit.record.updated` payload. */
+  createdPayload: Buffer;
+  updatedPayload: Buffer;
+}
+
+async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T> {
+  await client.query("begin");
+  try {
+    const result = await work();
+    await client.query("commit");
+    return result;
+  } catch (error) {
+    await client.query("rollback").catch(() => {});
+    throw error;
+  }
+}
+
+/** kit's `enqueueEvent` (one statement per event; the ORM sends it with inlined values). */
+async function enqueue(client: Client, subject: string, payload: Buffer) {
+  await client.query("insert into outbox (event_id, subject, payload) values ($1, $2, $3)", [
+    randomUUID(),
+    subject,
+    payload,
+  ]);
+}
+
+/** Records.create: lock, quota, insert, one audit event per record, in one transaction. */
+export async function rawCreate(client: Client, target: RawWriteTarget, datas: string[]) {
+  const { tableId, organizationId } = target;
+  await transaction(client, async () => {
+    await client.query(
+      `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+            pg_advisory_xact_lock_shared(hashtextextended($2, 0)),
+            (exists (select 1 from deleted_table where table_id = $3)
+             or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
+      [
+        `records.organization:${organizationId}`,
+        `records.table:${tableId}`,
+        tableId,
+        organizationId,
+      ],
+    );
+    await client.query(
+      "insert into organization_usage (organization_id, records) values ($1, 0) on conflict do nothing",
+      [organizationId],
+    );
+    const reserved = await client.query(
+      `update organization_usage set records = records + $2
+     where organization_id = $1 and records + $2 <= $3 returning records`,
+      [organizationId, datas.length, "1000000000000000"],
+    );
+    if (reserved.rows.length !== 1) throw new Error("raw quota row refused the batch");
+    await client.query(
+      `insert into record (table_id, organization_id, data, created_by, updated_by)
+     select $1, $2, item.data, $3, $3
+     from unnest($4::jsonb[]) with ordinality as item(data, n)
+     order by item.n
+     returning ${RECORD_COLUMNS}`,
+      [tableId, organizationId, target.actor, datas],
+    );
+    for (let i = 0; i < datas.length; i++) {
+      await enqueue(client, "audit.record.created", target.createdPayload);
+    }
+  });
+}
+
+/**
+ * Records.update of one record: lock it, write the merged data, one audit event. It updates a
+ * seeded record of the benchmark table, as the Rowbase scenario does.
+ */
+export async function rawPatch(
+  client: Client,
+  target: RawWriteTarget,
+  tableId: number,
+  rowId: number,
+  change: Record<string, unknown>,
+) {
+  await transaction(client, async () => {
+    const found = await client.query<{ data: Record<string, unknown> }>(
+      findStatement(tableId, [rowId], true),
+    );
+    const before = found.rows[0];
+    if (!before) throw new Error(`record ${rowId} not found`);
+    await client.query(
+      `update record r set data = item.data, updated_at = now(), updated_by = $1
+     from unnest($2::bigint[], $3::jsonb[]) as item(row_id, data)
+     where r.row_id = item.row_id
+     returning ${recordColumns("r")}`,
+      [target.actor, [rowId], [JSON.stringify({ ...before.data, ...change })]],
+    );
+    await enqueue(client, "audit.record.updated", target.updatedPayload);
+  });
+}
+
+/**
+ * A pool of `size` connections to the records schema (raw outbox rows to `bench_raw`), and the
+ * copy of the outbox they write to.
+ */
+export async function rawPool(databaseUrl: string, size: number): Promise<pg.Pool> {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    await admin.query(`create schema if not exists bench_raw;
+      create table if not exists bench_raw.outbox (like records.outbox including all)`);
+  } finally {
+    await admin.end();
+  }
+  return new pg.Pool({
+    connectionString: databaseUrl,
+    max: size,
+    options: "-c search_path=bench_raw,records",
+  });
+}
+
+/** Removes what raw writes left (with BASE_URL the database is not ours to drop). */
+export async function removeRawWrites(databaseUrl: string, target: RawWriteTarget) {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  try {
+    await admin.query("delete from records.record where table_id = $1", [target.tableId]);
+    await admin.query("delete from records.organization_usage where organization_id = $1", [
+      target.organizationId,
+    ]);
+    await admin.query("drop schema if exists bench_raw cascade");
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Sizes of the audit payloads the service stored, to give raw events the same bytes. */
+export async function auditPayloadSize(pool: pg.Pool, subject: string): Promise<number> {
+  const result = await pool.query<{ size: number | null }>(
+    "select avg(length(payload))::int as size from records.outbox where subject = $1",
+    [subject],
+  );
+  return result.rows[0]?.size ?? 400;
+}

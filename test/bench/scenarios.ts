@@ -1,0 +1,240 @@
+import type autocannon from "autocannon";
+import type pg from "pg";
+import {
+  type ListQuery,
+  listStatements,
+  type RawWriteTarget,
+  rawCreate,
+  rawGet,
+  rawList,
+  rawPatch,
+} from "./raw-postgres.js";
+import { type Api, random, recordData, recordsPath, type Tenant } from "./seed.js";
+
+export interface ScenarioContext {
+  tenant: Tenant;
+  /** The offset of the deep-page scenario (90,000; 9,000 with --quick). */
+  deepOffset: number;
+  /** A session token fresh enough for the scenario (renewed by the runner). */
+  sessionToken: string;
+  /** Where raw writes go; its payloads are sized by the runner from the service's own events. */
+  rawTarget: RawWriteTarget;
+}
+
+export interface Scenario {
+  name: string;
+  /** The requests autocannon sends, round-robin per connection. */
+  requests(ctx: ScenarioContext): autocannon.Request[];
+  /** One operation of the ceiling: the statements the records service sends for one request. */
+  raw(ctx: ScenarioContext): (client: pg.PoolClient) => Promise<void>;
+  /** Checks, before measuring, that the raw statements answer what Rowbase answers. */
+  check?(ctx: ScenarioContext, api: Api, pool: pg.Pool): Promise<void>;
+  /** Records each request creates (the quota guard and records/s). */
+  creates?: number;
+  /** The raw operation needs the service's audit payload size for this subject. */
+  auditSubject?: string;
+}
+
+const json = { "content-type": "application/json" };
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const pick = (ids: readonly number[]) => ids[Math.floor(Math.random() * ids.length)]!;
+
+const WHERE = "(Amount,gte,500)~and(Status,eq,Open)";
+const SORT = "-Due";
+
+function listQueries(ctx: ScenarioContext) {
+  const { fieldIds } = ctx.tenant;
+  const where: ListQuery = {
+    limit: 50,
+    offset: 0,
+    where: { amountField: fieldIds.Amount, min: 500, statusField: fieldIds.Status, status: "Open" },
+    sortDescending: fieldIds.Due,
+  };
+  return {
+    plain: { limit: 50, offset: 0 } satisfies ListQuery,
+    where,
+    deep: { limit: 50, offset: ctx.deepOffset } satisfies ListQuery,
+  };
+}
+
+function listScenario(
+  name: string,
+  which: "plain" | "where" | "deep",
+  query: (ctx: ScenarioContext) => string,
+): Scenario {
+  return {
+    name,
+    requests: (ctx) => [
+      {
+        method: "GET",
+        path: `${recordsPath(ctx.tenant)}?${query(ctx)}`,
+        headers: bearer(ctx.tenant.apiToken),
+      },
+    ],
+    raw: (ctx) => {
+      const statements = listStatements(ctx.tenant.tableId, listQueries(ctx)[which]);
+      return async (client) => {
+        await rawList(client, statements);
+      };
+    },
+    async check(ctx, api, pool) {
+      const answer = await api.call<{ total: number; records: { row_id: number }[] }>(
+        "GET",
+        `${recordsPath(ctx.tenant)}?${query(ctx)}`,
+        { token: ctx.tenant.apiToken },
+      );
+      const client = await pool.connect();
+      try {
+        const raw = await rawList(
+          client,
+          listStatements(ctx.tenant.tableId, listQueries(ctx)[which]),
+        );
+        const ids = answer.records.map((record) => record.row_id);
+        if (answer.total !== raw.total || ids.join() !== raw.rowIds.join()) {
+          throw new Error(
+            `${name}: the raw statements disagree with Rowbase (total ${raw.total} vs ${answer.total}, first rows ${raw.rowIds.slice(0, 3)} vs ${ids.slice(0, 3)}): update raw-postgres.ts`,
+          );
+        }
+        if (ids.length !== 50) throw new Error(`${name}: a page of ${ids.length} records, not 50`);
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
+/**
+ * GET one record. `hot`: always the same one (the auth scenarios, where what differs is the
+ * credential, not the row); else a random seeded record.
+ */
+function getScenario(name: string, token: (ctx: ScenarioContext) => string, hot = false): Scenario {
+  const idsOf = (ctx: ScenarioContext) => (hot ? ctx.tenant.rowIds.slice(0, 1) : ctx.tenant.rowIds);
+  return {
+    name,
+    requests: (ctx) => {
+      const path = recordsPath(ctx.tenant);
+      const ids = idsOf(ctx);
+      return [
+        {
+          method: "GET",
+          headers: bearer(token(ctx)),
+          setupRequest: (request) => {
+            request.path = `${path}/${pick(ids)}`;
+            return request;
+          },
+        },
+      ];
+    },
+    raw: (ctx) => {
+      const ids = idsOf(ctx);
+      return (client) => rawGet(client, ctx.tenant.tableId, pick(ids));
+    },
+    async check(ctx, api, pool) {
+      const rowId = pick(idsOf(ctx));
+      await api.call("GET", `${recordsPath(ctx.tenant)}/${rowId}`, { token: token(ctx) });
+      const client = await pool.connect();
+      try {
+        await rawGet(client, ctx.tenant.tableId, rowId);
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
+/** One body per call: the same record each time (creating never dedupes). */
+function createBody(count: number, seed: number): { body: string; datas: string[] } {
+  const next = random(seed);
+  const records = Array.from({ length: count }, (_, i) => recordData(1_000_000 + i, next));
+  const body = JSON.stringify(
+    count === 1 ? { data: records[0] } : { records: records.map((data) => ({ data })) },
+  );
+  return { body, datas: records.map((data) => JSON.stringify(data)) };
+}
+
+/** Stored data is keyed by field id; raw inserts store what the service would. */
+function byIds(tenant: Tenant, datas: string[]): string[] {
+  return datas.map((text) => {
+    const data = JSON.parse(text) as Record<string, unknown>;
+    return JSON.stringify(
+      Object.fromEntries(
+        Object.entries(data).map(([name, value]) => [
+          tenant.fieldIds[name as keyof Tenant["fieldIds"]],
+          value,
+        ]),
+      ),
+    );
+  });
+}
+
+function createScenario(name: string, count: number): Scenario {
+  const { body, datas } = createBody(count, 7);
+  return {
+    name,
+    creates: count,
+    auditSubject: "audit.record.created",
+    requests: (ctx) => [
+      {
+        method: "POST",
+        path: count === 1 ? recordsPath(ctx.tenant) : `${recordsPath(ctx.tenant)}/batch`,
+        headers: { ...json, ...bearer(ctx.tenant.apiToken) },
+        body,
+      },
+    ],
+    raw: (ctx) => {
+      const stored = byIds(ctx.tenant, datas);
+      return (client) => rawCreate(client, ctx.rawTarget, stored);
+    },
+  };
+}
+
+/** A new amount each time: an update that changes nothing writes nothing. */
+const newAmount = () => Math.round(Math.random() * 100_000) / 100;
+
+const patchScenario: Scenario = {
+  name: "patch one",
+  auditSubject: "audit.record.updated",
+  requests: (ctx) => {
+    const path = recordsPath(ctx.tenant);
+    const ids = ctx.tenant.rowIds;
+    return [
+      {
+        method: "PATCH",
+        headers: { ...json, ...bearer(ctx.tenant.apiToken) },
+        setupRequest: (request) => {
+          request.path = `${path}/${pick(ids)}`;
+          request.body = JSON.stringify({ data: { Amount: newAmount() } });
+          return request;
+        },
+      },
+    ];
+  },
+  raw: (ctx) => {
+    const ids = ctx.tenant.rowIds;
+    const amount = ctx.tenant.fieldIds.Amount;
+    return (client) =>
+      rawPatch(client, ctx.rawTarget, ctx.tenant.tableId, pick(ids), { [amount]: newAmount() });
+  },
+};
+
+/** Every scenario, in the order they run: reads first, then writes (which grow the table). */
+export function scenarios(deepOffset: number): Scenario[] {
+  return [
+    listScenario("list 50", "plain", () => "limit=50"),
+    listScenario(
+      "list 50 where+sort",
+      "where",
+      () => `limit=50&where=${encodeURIComponent(WHERE)}&sort=${encodeURIComponent(SORT)}`,
+    ),
+    listScenario(`list 50 at offset ${deepOffset}`, "deep", () => `limit=50&offset=${deepOffset}`),
+    getScenario("get by id", (ctx) => ctx.tenant.apiToken),
+    getScenario("auth: api token", (ctx) => ctx.tenant.apiToken, true),
+    getScenario("auth: session jwt", (ctx) => ctx.sessionToken, true),
+    createScenario("create one", 1),
+    patchScenario,
+    createScenario("batch create 1000", 1000),
+  ];
+}
+
+export const WHERE_EXPRESSION = WHERE;
+export const SORT_EXPRESSION = SORT;

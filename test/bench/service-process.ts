@@ -1,0 +1,168 @@
+import { catalogEnv, startCatalog } from "@rowbase/catalog";
+import { filesEnv, startFiles } from "@rowbase/files";
+import { loadGatewayConfig, startGateway } from "@rowbase/gateway";
+import { identityEnv, startIdentity } from "@rowbase/identity";
+import {
+  type Cache,
+  ConfigError,
+  createBus,
+  createCache,
+  createLogger,
+  createServiceClient,
+  type EventBus,
+  type Logger,
+  parseConfig,
+  startObservability,
+} from "@rowbase/kit";
+import { organizationEnv, startOrganization } from "@rowbase/organization";
+import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { recordsEnv, startRecords } from "@rowbase/records";
+import { PIECES, type Piece } from "./pieces.js";
+
+/**
+ * One piece of Rowbase as its own process, the way its `src/main.ts` runs it in Kubernetes
+ * (config from the environment, the same start function, SIGTERM to stop), with one difference:
+ * the Redis key prefix and the NATS namespace come from BENCH_NAMESPACE, so that a benchmark run
+ * shares the servers with nobody and can remove everything it wrote. The entry points have no
+ * variable for these yet; were they to get one, the benchmark could run `main.js` itself.
+ *
+ * Usage: `node service-process.js <identity|organization|catalog|records|files|gateway>`,
+ * started by the benchmark with an IPC channel: it answers `{type: "ready"}` once listening and
+ * stops when the benchmark goes away.
+ */
+
+interface Running {
+  stop(): Promise<void>;
+}
+
+/** What each `main.ts` does between parsing its config and listening. */
+async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): Promise<Running> {
+  const prefix = `${namespace}:`;
+  const withCache = async (
+    config: { LOG_LEVEL: string; REDIS_URL?: string | undefined },
+    observe: { METRICS_PORT: number; OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined } | undefined,
+  ) => {
+    const logger = createLogger(piece, config.LOG_LEVEL);
+    const observability = observe
+      ? await startObservability({ serviceName: piece, config: observe, logger, host: "127.0.0.1" })
+      : undefined;
+    return { logger, cache: createCache(config.REDIS_URL, prefix), observability };
+  };
+  const finish = async (
+    parts: { cache: Cache; observability?: { close(): Promise<void> } | undefined },
+    stop: () => Promise<void>,
+    bus?: EventBus,
+  ): Promise<Running> => ({
+    async stop() {
+      await stop();
+      await bus?.close();
+      await parts.cache.close();
+      await parts.observability?.close();
+    },
+  });
+  const busFor = (url: string | undefined, logger: Logger) => createBus(url, logger, namespace);
+
+  switch (piece) {
+    case "identity": {
+      const config = parseConfig(identityEnv, env);
+      const parts = await withCache(config, config);
+      const service = await startIdentity(config, parts);
+      return finish(parts, () => service.stop());
+    }
+    case "organization": {
+      const config = parseConfig(organizationEnv, env);
+      const parts = await withCache(config, config);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const service = await startOrganization(config, { ...parts, bus });
+      return finish(parts, () => service.stop(), bus);
+    }
+    case "catalog": {
+      const config = parseConfig(catalogEnv, env);
+      const parts = await withCache(config, config);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const service = await startCatalog(config, { ...parts, bus });
+      return finish(parts, () => service.stop(), bus);
+    }
+    case "records": {
+      const config = parseConfig(recordsEnv, env);
+      // records' main.ts starts no metrics server while its config has no METRICS_PORT.
+      const observe = "METRICS_PORT" in config ? (config as never) : undefined;
+      const parts = await withCache(config, observe);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const service = await startRecords(config, { ...parts, bus });
+      return finish(parts, () => service.stop(), bus);
+    }
+    case "files": {
+      const config = parseConfig(filesEnv, env);
+      const parts = await withCache(config, config);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const service = await startFiles(config, { ...parts, bus });
+      return finish(parts, () => service.stop(), bus);
+    }
+    case "gateway": {
+      const config = loadGatewayConfig(env);
+      const parts = await withCache(config, config);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const gateway = await startGateway(
+        {
+          config,
+          logger: parts.logger,
+          cache: parts.cache,
+          bus,
+          identity: createServiceClient(IdentityService, config.IDENTITY_GRPC_URL),
+          organization: createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL),
+          catalog: createServiceClient(CatalogService, config.CATALOG_GRPC_URL),
+          records: createServiceClient(RecordsService, config.RECORDS_GRPC_URL),
+          files: createServiceClient(FilesService, config.FILES_GRPC_URL),
+          healthTargets: [
+            { name: "identity", url: config.IDENTITY_GRPC_URL },
+            { name: "organization", url: config.ORGANIZATION_GRPC_URL },
+            { name: "catalog", url: config.CATALOG_GRPC_URL },
+            { name: "records", url: config.RECORDS_GRPC_URL },
+            { name: "files", url: config.FILES_GRPC_URL },
+          ],
+        },
+        { host: "127.0.0.1" },
+      );
+      return finish(parts, () => gateway.close(), bus);
+    }
+  }
+}
+
+async function main() {
+  const piece = process.argv[2] as Piece;
+  if (!PIECES.includes(piece)) throw new Error(`usage: service-process <${PIECES.join("|")}>`);
+  const namespace = process.env.BENCH_NAMESPACE;
+  if (!namespace || !/^[a-z0-9_]+$/.test(namespace)) {
+    throw new Error("BENCH_NAMESPACE must be set (lower-case letters, digits, _)");
+  }
+  const running = await start(piece, process.env, namespace);
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    try {
+      await running.stop();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
+  // The benchmark went away (crashed or was killed): nothing else would stop this process.
+  process.once("disconnect", shutdown);
+  process.send?.({ type: "ready" });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    error instanceof ConfigError
+      ? `${error.message}\n`
+      : `${process.argv[2]} failed to start: ${(error as Error).stack ?? error}\n`,
+  );
+  process.exit(1);
+});
