@@ -4,6 +4,19 @@ export { organizationTokenLookup } from "./auth/organization-token-lookup.js";
 export { type GatewayConfig, gatewayEnv, loadGatewayConfig } from "./config.js";
 export { ERROR_STATUS, type ErrorCode, httpErrorOf } from "./errors/error-table.js";
 export {
+  ApiCallCounter,
+  apiCallCounterKey,
+  type CountResult,
+} from "./quota/api-call-counter.js";
+export {
+  MonthlyUsageRebuild,
+  organizationMonthlyUsage,
+  rebuildClaimKey,
+  type StoredMonthlyUsage,
+  type StoredMonthlyUsageSource,
+} from "./quota/monthly-usage-rebuild.js";
+export { TransferCounter, transferCounterKey } from "./quota/transfer-quota.js";
+export {
   DEFAULT_RATE_LIMITS,
   parseRateLimits,
   RATE_LIMIT_NAMES,

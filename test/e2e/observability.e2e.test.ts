@@ -66,6 +66,13 @@ describe("a request's trace id", () => {
     );
     expect(gateway?.trace_id).toMatch(/^[0-9a-f]{32}$/);
     expect(identity?.trace_id).toBe(gateway?.trace_id);
+    // The next request gets a trace of its own.
+    const next = (await login()).headers.get("x-request-id");
+    const nextTrace = lines.find(
+      (l) => l.service === "gateway" && l.msg === "request" && l.request_id === next,
+    )?.trace_id;
+    expect(nextTrace).toMatch(/^[0-9a-f]{32}$/);
+    expect(nextTrace).not.toBe(gateway?.trace_id);
   });
 });
 

@@ -1,13 +1,11 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { Code, domainError, principalKey, startGrpcServer } from "@rowbase/kit";
-import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { DatabaseDeletedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { Actor_Type, EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { OrganizationDeletedSchema } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   as,
@@ -16,7 +14,6 @@ import {
   failureOf,
   type Harness,
   reasonOf,
-  SECRET,
   startHarness,
   stateOf,
   type Team,
@@ -229,127 +226,5 @@ describe("membership changes", () => {
     expect(await reasonOf(h.catalog.getDatabase({ databaseId }, await memberCall()))).toBe(
       "database_not_found",
     );
-  });
-});
-
-describe("type changes checked by records", () => {
-  const seen: { field: Field | undefined; newType: FieldType; principal: unknown }[] = [];
-  let records: Awaited<ReturnType<typeof startGrpcServer>>;
-  let tableId: bigint;
-
-  beforeAll(async () => {
-    records = await startGrpcServer({
-      routes: (router) =>
-        router.service(RecordsService, {
-          async checkFieldTypeChange(req, ctx) {
-            seen.push({
-              field: req.field,
-              newType: req.newType,
-              principal: ctx.values.get(principalKey),
-            });
-            if (req.field?.name.startsWith("Dirty")) {
-              throw domainError(Code.FailedPrecondition, "field_type_change_invalid", {
-                row_id: "7",
-              });
-            }
-            if (req.field?.name.startsWith("Broken")) throw new Error("records exploded");
-            return {};
-          },
-        }),
-      services: [RecordsService],
-      host: "127.0.0.1",
-      port: 0,
-      logger: h.logger,
-      internalSecret: SECRET,
-    });
-    await h.restartCatalog({ RECORDS_GRPC_URL: `http://127.0.0.1:${records.port}` });
-    const { database } = await h.catalog.createDatabase(
-      { organizationId: t.organizationId, name: "Checked", description: "" },
-      await as(t.owner),
-    );
-    const { table } = await h.catalog.createTable(
-      { databaseId: database!.databaseId, name: "Checked", description: "", fields: [] },
-      await as(t.owner),
-    );
-    tableId = table!.tableId;
-  });
-
-  afterAll(async () => {
-    await records?.close();
-    await h.restartCatalog();
-  });
-
-  async function field(name: string, type = FieldType.TEXT) {
-    const { field } = await h.catalog.createField(
-      { tableId, field: { name, type, required: false, description: "" } },
-      await as(t.editor),
-    );
-    return field!;
-  }
-
-  it("asks records, as the catalog service, before a type change and goes ahead when it agrees", async () => {
-    const clean = await field("Clean");
-    const { field: changed } = await h.catalog.updateField(
-      { fieldId: clean.fieldId, type: FieldType.NUMBER },
-      await as(t.editor),
-    );
-    expect(changed!.type).toBe(FieldType.NUMBER);
-    const asked = seen.find((s) => s.field?.fieldId === clean.fieldId)!;
-    expect(asked.field).toMatchObject({ type: FieldType.TEXT, name: "Clean" });
-    expect(asked.newType).toBe(FieldType.NUMBER);
-    expect(asked.principal).toEqual({ kind: "service", service: "catalog" });
-  });
-
-  it("does not ask when the type stays or the pair has no conversion", async () => {
-    const quiet = await field("Quiet", FieldType.NUMBER);
-    const before = seen.length;
-    await h.catalog.updateField({ fieldId: quiet.fieldId, name: "Quieter" }, await as(t.editor));
-    expect(
-      await reasonOf(
-        h.catalog.updateField(
-          { fieldId: quiet.fieldId, type: FieldType.BOOLEAN },
-          await as(t.editor),
-        ),
-      ),
-    ).toBe("field_type_change_invalid");
-    expect(seen.length).toBe(before);
-  });
-
-  it("refuses the change when a stored value does not convert, changing nothing", async () => {
-    const dirty = await field("Dirty values");
-    const before = await stateOf(h.db, t.organizationId);
-    expect(
-      await failureOf(
-        h.catalog.updateField({ fieldId: dirty.fieldId, type: FieldType.DATE }, await as(t.editor)),
-      ),
-    ).toEqual({ code: 9, reason: "field_type_change_invalid", metadata: { row_id: "7" } });
-    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
-  });
-
-  it("masks other records failures as Internal", async () => {
-    const broken = await field("Broken");
-    expect(
-      await failureOf(
-        h.catalog.updateField(
-          { fieldId: broken.fieldId, type: FieldType.DATE },
-          await as(t.editor),
-        ),
-      ),
-    ).toMatchObject({ code: 13, reason: undefined });
-  });
-
-  it("answers Unavailable when records cannot be reached", async () => {
-    const waiting = await field("Waiting");
-    await records.close();
-    const before = await stateOf(h.db, t.organizationId);
-    expect(
-      await failureOf(
-        h.catalog.updateField(
-          { fieldId: waiting.fieldId, type: FieldType.DATE },
-          await as(t.editor),
-        ),
-      ),
-    ).toMatchObject({ code: 14 });
-    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
   });
 });

@@ -9,7 +9,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
-import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
+import { catalogEnv, migrateCatalog, type RunningCatalog, startCatalog } from "@rowbase/catalog";
 import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
@@ -61,6 +61,12 @@ export interface Replica {
   stop(): Promise<void>;
 }
 
+/** One more catalog process on the same database, cache and bus. */
+export interface CatalogReplica {
+  catalog: Client<typeof CatalogService>;
+  stop(): Promise<void>;
+}
+
 export interface Harness {
   records: Client<typeof RecordsService>;
   files: Client<typeof FilesService>;
@@ -78,6 +84,11 @@ export interface Harness {
   user(name?: string): Promise<TestUser>;
   /** Starts another records process with extra environment (a replica). */
   replica(env?: Record<string, string>): Promise<Replica>;
+  /**
+   * Starts another catalog process with extra environment (a replica; RECORDS_GRPC_URL, say,
+   * somewhere else).
+   */
+  catalogReplica(env?: Record<string, string>): Promise<CatalogReplica>;
   stop(): Promise<void>;
 }
 
@@ -212,7 +223,7 @@ export async function startHarness(): Promise<Harness> {
   const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
 
   await migrateCatalog(database.url);
-  const catalog = await startCatalog(
+  const catalogConfigOf = (extra: Record<string, string>) =>
     catalogEnv.parse({
       DATABASE_URL: database.url,
       INTERNAL_JWT_SECRET: SECRET,
@@ -220,9 +231,10 @@ export async function startHarness(): Promise<Harness> {
       GRPC_PORT: "0",
       ORGANIZATION_GRPC_URL: organizationUrl,
       RECORDS_GRPC_URL: recordsUrl,
-    }),
-    { logger, cache, bus },
-  );
+      ...extra,
+    });
+  const catalog = await startCatalog(catalogConfigOf({}), { logger, cache, bus });
+  const catalogReplicas: RunningCatalog[] = [];
   const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
 
   expect(await migrateRecords(database.url)).toEqual(["InitialSchema"]);
@@ -307,10 +319,22 @@ export async function startHarness(): Promise<Harness> {
         },
       };
     },
+    async catalogReplica(env = {}) {
+      const replica = await startCatalog(catalogConfigOf(env), { logger, cache, bus });
+      catalogReplicas.push(replica);
+      return {
+        catalog: createServiceClient(CatalogService, `http://127.0.0.1:${replica.server.port}`),
+        async stop() {
+          catalogReplicas.splice(catalogReplicas.indexOf(replica), 1);
+          await replica.stop();
+        },
+      };
+    },
     async stop() {
       for (const consumer of consumers) await consumer.stop();
       await db.end();
       for (const replica of replicas) await replica.stop();
+      for (const replica of catalogReplicas) await replica.stop();
       await files.stop();
       await records.stop();
       await catalog.stop();
