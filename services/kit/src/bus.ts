@@ -1,3 +1,4 @@
+import { AsyncResource } from "node:async_hooks";
 import { EventEmitter } from "node:events";
 import {
   AckPolicy,
@@ -338,30 +339,44 @@ export class MemoryBus implements EventBus {
     this.emitter.emit("message", { subject, data, id, deliveryCount: 1 });
   }
 
+  /** Delivers one message, retrying a failing handler and dead-lettering after the last try. */
+  private async handle(
+    spec: ConsumerSpec,
+    maxDeliver: number,
+    handler: Handler,
+    message: BusMessage,
+  ) {
+    for (let attempt = 1; attempt <= maxDeliver; attempt++) {
+      try {
+        await handler({ ...message, deliveryCount: attempt });
+        return;
+      } catch (error) {
+        this.logger.error({ err: error, subject: message.subject }, "consumer failed");
+      }
+    }
+    // Given up, as JetStream would: keep it on the dead-letter subject.
+    this.logger.error(
+      { subject: message.subject, id: message.id, durable: spec.durable },
+      "message dead-lettered",
+    );
+    await this.publish(
+      deadLetterSubject(spec.durable),
+      message.data,
+      `${spec.durable}:${message.id}`,
+    );
+  }
+
   async consume(spec: ConsumerSpec, handler: Handler) {
     const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    // Handlers run in the consumer's own async context, as they do when NATS delivers: a
+    // publish happens inside the publisher's transaction, and its context (MikroORM's
+    // transaction context among it) must not leak into another service's handler.
+    const scope = new AsyncResource("rowbase.bus.consumer");
     let chain = Promise.resolve();
     const deliver = (message: BusMessage) => {
-      chain = chain.then(async () => {
-        for (let attempt = 1; attempt <= maxDeliver; attempt++) {
-          try {
-            await handler({ ...message, deliveryCount: attempt });
-            return;
-          } catch (error) {
-            this.logger.error({ err: error, subject: message.subject }, "consumer failed");
-          }
-        }
-        // Given up, as JetStream would: keep it on the dead-letter subject.
-        this.logger.error(
-          { subject: message.subject, id: message.id, durable: spec.durable },
-          "message dead-lettered",
-        );
-        await this.publish(
-          deadLetterSubject(spec.durable),
-          message.data,
-          `${spec.durable}:${message.id}`,
-        );
-      });
+      chain = chain
+        .then(() => scope.runInAsyncScope(() => this.handle(spec, maxDeliver, handler, message)))
+        .catch((error: unknown) => this.logger.error({ err: error }, "delivery failed"));
     };
     const listener = (message: BusMessage) => {
       if (subjectMatches(spec.subject, message.subject)) deliver(message);

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   type BusMessage,
@@ -67,5 +68,23 @@ describe("subjectMatches", () => {
     expect(subjectMatches("a.*.c", "a.b.c")).toBe(true);
     expect(subjectMatches("a.*", "a.b.c")).toBe(false);
     expect(subjectMatches("a.b", "a.b")).toBe(true);
+  });
+});
+
+describe("memory bus delivery context", () => {
+  it("runs handlers in the consumer's async context, not the publisher's", async () => {
+    const storage = new AsyncLocalStorage<string>();
+    const bus = new MemoryBus(logger);
+    const seen: (string | undefined)[] = [];
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "ctx", subject: "ev.>" },
+      async () => {
+        seen.push(storage.getStore());
+      },
+    );
+    await storage.run("publisher's transaction", () => bus.publish("ev.x", encode("x"), "ctx-1"));
+    await consumer.stop();
+    expect(seen).toEqual([undefined]);
+    await bus.close();
   });
 });
