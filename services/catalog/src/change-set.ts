@@ -123,19 +123,38 @@ export class Transactions {
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    let changes: ChangeSet | undefined;
+    let done: (() => Promise<void>) | undefined;
     const result = await this.orm.em.fork().transactional(async (em) => {
-      changes = new ChangeSet(em, context);
-      return work(changes);
+      const within = await this.within(em, context, work);
+      done = within.afterCommit;
+      return within.result;
     });
-    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
-    if (changes && changes.changedTables.size > 0) {
+    await done?.();
+    return result;
+  }
+
+  /**
+   * Runs `work` in a transaction another owner commits (a `consumeOnce` handler's): returns its
+   * result and what to do once that transaction has committed (the same as `run` does).
+   */
+  async within<T>(
+    em: EntityManager,
+    context: CallContext,
+    work: (changes: ChangeSet) => Promise<T>,
+  ): Promise<{ result: T; afterCommit: () => Promise<void> }> {
+    const changes = new ChangeSet(em, context);
+    const result = await work(changes);
+    return { result, afterCommit: () => this.committed(changes) };
+  }
+
+  private async committed(changes: ChangeSet): Promise<void> {
+    if (changes.enqueuedEvents > 0) this.relay.kick();
+    if (changes.changedTables.size > 0) {
       // The change is committed: a cache that cannot be reached must not fail the call. The
       // entries live a minute at most, and records and files evict them again on the events.
       await this.cache
         .del(...[...changes.changedTables].map(tableSchemaCacheKey))
         .catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
     }
-    return result;
   }
 }

@@ -6,7 +6,7 @@ import {
   DatabaseUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, notFound } from "./access.js";
-import type { Call, CallContext, ChangeSet, Transactions } from "./change-set.js";
+import type { Call, ChangeSet, Transactions } from "./change-set.js";
 import {
   lockOrganizationExclusive,
   lockOrganizationShared,
@@ -158,29 +158,30 @@ export class Databases {
       );
     });
   }
+}
 
-  /**
-   * The catalog step of the organization deletion saga: deletes every database of the
-   * organization, announcing each as a user's delete would, and marks the organization deleted
-   * so that a create racing this cannot leave one behind. Safe to repeat: a replayed event finds
-   * nothing left and announces nothing. No audit events: the organization's audit log goes with
-   * it.
-   */
-  async deleteForOrganization(context: CallContext, organizationId: bigint): Promise<number> {
-    return this.deps.tx.run(context, async (changes) => {
-      const { em } = changes;
-      await lockOrganizationExclusive(em, organizationId);
-      await em.execute(
-        "insert into deleted_organizations (organization_id) values (?) on conflict do nothing",
-        [organizationId],
-      );
-      const databases = await em.find(
-        Database,
-        { organizationId },
-        { orderBy: { id: "asc" }, lockMode: LockMode.PESSIMISTIC_WRITE },
-      );
-      for (const database of databases) await deleteDatabaseRows(changes, database);
-      return databases.length;
-    });
-  }
+/**
+ * The catalog step of the organization deletion saga, in the change set's transaction: deletes
+ * every database of the organization, announcing each as a user's delete would, and marks the
+ * organization deleted so that a create racing this cannot leave one behind. Returns how many
+ * databases went. Safe to repeat: a replayed event finds nothing left and announces nothing. No
+ * audit events: the organization's audit log goes with it.
+ */
+export async function deleteOrganizationDatabases(
+  changes: ChangeSet,
+  organizationId: bigint,
+): Promise<number> {
+  const { em } = changes;
+  await lockOrganizationExclusive(em, organizationId);
+  await em.execute(
+    "insert into deleted_organizations (organization_id) values (?) on conflict do nothing",
+    [organizationId],
+  );
+  const databases = await em.find(
+    Database,
+    { organizationId },
+    { orderBy: { id: "asc" }, lockMode: LockMode.PESSIMISTIC_WRITE },
+  );
+  for (const database of databases) await deleteDatabaseRows(changes, database);
+  return databases.length;
 }

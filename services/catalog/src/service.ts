@@ -78,7 +78,7 @@ export async function startCatalog(
   let server: GrpcServer;
   try {
     consumers.push(await authorizer.listen(deps.bus, "catalog_membership"));
-    consumers.push(await listenForOrganizationDeletion(deps.bus, databases, deps.logger));
+    consumers.push(await listenForOrganizationDeletion(orm, deps.bus, tx, deps.logger));
     server = await startGrpcServer({
       routes: createRoutes({ databases, tables, fields }),
       services: [CatalogService],

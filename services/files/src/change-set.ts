@@ -125,13 +125,39 @@ export class Transactions {
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    let changes: ChangeSet | undefined;
+    let done: (() => void) | undefined;
     const result = await this.orm.em.fork().transactional(async (em) => {
-      changes = new ChangeSet(em, context);
-      return work(changes);
+      const within = await this.within(em, context, work);
+      done = within.afterCommit;
+      return within.result;
     });
-    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
-    if (changes && changes.releasedKeys.length > 0) this.onReleased(changes.releasedKeys);
+    done?.();
     return result;
   }
+
+  /**
+   * Runs `work` in a transaction another owner commits (a `consumeOnce` handler's): returns its
+   * result and what to do once that transaction has committed (the same as `run` does).
+   */
+  async within<T>(
+    em: EntityManager,
+    context: CallContext,
+    work: (changes: ChangeSet) => Promise<T>,
+  ): Promise<Within<T>> {
+    const changes = new ChangeSet(em, context);
+    const result = await work(changes);
+    return {
+      result,
+      afterCommit: () => {
+        if (changes.enqueuedEvents > 0) this.relay.kick();
+        if (changes.releasedKeys.length > 0) this.onReleased(changes.releasedKeys);
+      },
+    };
+  }
+}
+
+/** What `work` returned in another owner's transaction, and what to do once it committed. */
+export interface Within<T> {
+  result: T;
+  afterCommit: () => void;
 }

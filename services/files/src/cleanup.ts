@@ -1,4 +1,5 @@
-import type { CallContext, Transactions } from "./change-set.js";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import type { CallContext, Transactions, Within } from "./change-set.js";
 import { lockScopesExclusive, markDeleted, type ScopeKind } from "./db/scopes.js";
 import { releaseUsage } from "./stored-file.js";
 
@@ -8,11 +9,15 @@ const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
   field: "field_id",
 };
 
+const NOTHING: Within<number> = { result: 0, afterCommit: () => {} };
+
 /**
  * Files' part of the deletion sagas. Each step marks what was deleted (so an upload racing it is
  * refused at commit), removes or soft-deletes the rows in one transaction with the usage, and
- * queues the bytes for the collector. Every step is idempotent: a replayed event finds nothing
- * left and changes nothing.
+ * queues the bytes for the collector. Each runs in the caller's transaction `em` (the event
+ * consumer's, which records the event id with it) and returns what to do once it has committed:
+ * the bytes are handed to the collector only then. Every step is idempotent besides: a replayed
+ * event finds nothing left and changes nothing.
  */
 export class Cleanup {
   constructor(private readonly tx: Transactions) {}
@@ -22,12 +27,13 @@ export class Cleanup {
    * their bytes. Returns how many files went.
    */
   async deleteScopes(
+    em: EntityManager,
     context: CallContext,
     kind: Exclude<ScopeKind, "row">,
     ids: bigint[],
-  ): Promise<number> {
-    if (ids.length === 0) return 0;
-    return this.tx.run(context, async (changes) => {
+  ): Promise<Within<number>> {
+    if (ids.length === 0) return NOTHING;
+    return this.tx.within(em, context, async (changes) => {
       const { em } = changes;
       await lockScopesExclusive(em, kind, ids);
       await markDeleted(em, kind, ids);
@@ -52,9 +58,13 @@ export class Cleanup {
    * bytes 30 days later like any deleted file, and no upload can reach those rows any more.
    * Returns how many files were live.
    */
-  async softDeleteRows(context: CallContext, rowIds: bigint[]): Promise<number> {
-    if (rowIds.length === 0) return 0;
-    return this.tx.run(context, async (changes) => {
+  async softDeleteRows(
+    em: EntityManager,
+    context: CallContext,
+    rowIds: bigint[],
+  ): Promise<Within<number>> {
+    if (rowIds.length === 0) return NOTHING;
+    return this.tx.within(em, context, async (changes) => {
       const { em } = changes;
       await lockScopesExclusive(em, "row", rowIds);
       await markDeleted(em, "row", rowIds);

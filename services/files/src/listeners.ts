@@ -1,5 +1,14 @@
 import { type DescMessage, fromBinary } from "@bufbuild/protobuf";
-import { type BusMessage, type EventBus, type Logger, SUBJECTS } from "@rowbase/kit";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  type AfterCommit,
+  type BusMessage,
+  consumeOnce,
+  type EventBus,
+  type Logger,
+  type Orm,
+  SUBJECTS,
+} from "@rowbase/kit";
 import {
   ChoicesRenamedSchema,
   DatabaseDeletedSchema,
@@ -45,7 +54,9 @@ function systemContext(message: BusMessage, requestId: string | undefined): Call
 }
 
 /**
- * Follows the events files depends on, each acknowledged only after its own commit:
+ * Follows the events files depends on, each applied once per event id (`consumeOnce`: the id is
+ * recorded in `processed_event` in the transaction that applies the event, and the message is
+ * acknowledged only after the commit; bytes are handed to the collector after it):
  * - catalog (`catalog.>`): evicts cached table schemas; a deleted field, table or database
  *   deletes its files and their bytes;
  * - records (`records.deleted`): the files of deleted records are soft-deleted (purged 30 days
@@ -54,58 +65,79 @@ function systemContext(message: BusMessage, requestId: string | undefined): Call
  *   plan.
  */
 export async function listen(
+  orm: Orm,
   bus: EventBus,
   deps: { cleanup: Cleanup; upstream: Upstream; logger: Logger },
 ): Promise<Consumer[]> {
   const { cleanup, upstream, logger } = deps;
   const consumers: Consumer[] = [];
+  /** The files of deleted scopes go in `em`; the log line and the bytes follow the commit. */
+  const deleteScopes = async (
+    em: EntityManager,
+    message: BusMessage,
+    requestId: string | undefined,
+    kind: "organization" | "table" | "field",
+    ids: bigint[],
+    log: Record<string, unknown>,
+    what: string,
+  ): Promise<AfterCommit> => {
+    const { result, afterCommit } = await cleanup.deleteScopes(
+      em,
+      systemContext(message, requestId),
+      kind,
+      ids,
+    );
+    return () => {
+      afterCommit();
+      logger.info({ ...log, files: result }, what);
+    };
+  };
   try {
     consumers.push(
-      await bus.consume(
+      await consumeOnce(
+        orm,
+        bus,
         { stream: "CATALOG", durable: DURABLES.catalog, subject: SUBJECTS.catalogAny },
-        async (message) => {
+        async (em, message) => {
           switch (message.subject) {
             case SUBJECTS.fieldDeleted: {
               const event = fromBinary(FieldDeletedSchema, message.data);
               await upstream.evictTableSchemas([event.tableId]);
-              const n = await cleanup.deleteScopes(
-                systemContext(message, event.meta?.requestId),
+              return deleteScopes(
+                em,
+                message,
+                event.meta?.requestId,
                 "field",
                 [event.fieldId],
-              );
-              logger.info(
-                { field_id: event.fieldId.toString(), files: n },
+                { field_id: event.fieldId.toString() },
                 "field deleted: files removed",
               );
-              return;
             }
             case SUBJECTS.tableDeleted: {
               const event = fromBinary(TableDeletedSchema, message.data);
               await upstream.evictTableSchemas([event.tableId]);
-              const n = await cleanup.deleteScopes(
-                systemContext(message, event.meta?.requestId),
+              return deleteScopes(
+                em,
+                message,
+                event.meta?.requestId,
                 "table",
                 [event.tableId],
-              );
-              logger.info(
-                { table_id: event.tableId.toString(), files: n },
+                { table_id: event.tableId.toString() },
                 "table deleted: files removed",
               );
-              return;
             }
             case SUBJECTS.databaseDeleted: {
               const event = fromBinary(DatabaseDeletedSchema, message.data);
               await upstream.evictTableSchemas(event.tableIds);
-              const n = await cleanup.deleteScopes(
-                systemContext(message, event.meta?.requestId),
+              return deleteScopes(
+                em,
+                message,
+                event.meta?.requestId,
                 "table",
                 event.tableIds,
-              );
-              logger.info(
-                { database_id: event.databaseId.toString(), files: n },
+                { database_id: event.databaseId.toString() },
                 "database deleted: files removed",
               );
-              return;
             }
             default: {
               const schema = TABLE_EVENTS[message.subject];
@@ -115,44 +147,62 @@ export async function listen(
             }
           }
         },
+        { logger },
       ),
     );
     consumers.push(
-      await bus.consume(
+      await consumeOnce(
+        orm,
+        bus,
         { stream: "ORG", durable: DURABLES.organization, subject: "org.>" },
-        async (message) => {
+        async (em, message) => {
           if (message.subject === SUBJECTS.organizationDeleted) {
             const event = fromBinary(OrganizationDeletedSchema, message.data);
-            const n = await cleanup.deleteScopes(
-              systemContext(message, event.meta?.requestId),
+            const done = await deleteScopes(
+              em,
+              message,
+              event.meta?.requestId,
               "organization",
               [event.organizationId],
-            );
-            await upstream.evictPlan(event.organizationId);
-            logger.info(
-              { organization_id: event.organizationId.toString(), files: n },
+              { organization_id: event.organizationId.toString() },
               "organization deleted: files removed",
             );
-          } else if (message.subject === SUBJECTS.planChanged) {
+            return async () => {
+              await done();
+              await upstream.evictPlan(event.organizationId);
+            };
+          }
+          if (message.subject === SUBJECTS.planChanged) {
             const event = fromBinary(PlanChangedSchema, message.data);
             await upstream.evictPlan(event.organizationId);
           }
         },
+        { logger },
       ),
     );
     consumers.push(
-      await bus.consume(
+      await consumeOnce(
+        orm,
+        bus,
         { stream: "RECORDS", durable: DURABLES.records, subject: SUBJECTS.recordsDeleted },
-        async (message) => {
+        async (em, message) => {
           const event = fromBinary(RecordsDeletedSchema, message.data);
-          const n = await cleanup.softDeleteRows(
+          const { result: n, afterCommit } = await cleanup.softDeleteRows(
+            em,
             systemContext(message, event.meta?.requestId),
             event.rowIds,
           );
-          if (n > 0) {
-            logger.info({ rows: event.rowIds.length, files: n }, "records deleted: files deleted");
-          }
+          return () => {
+            afterCommit();
+            if (n > 0) {
+              logger.info(
+                { rows: event.rowIds.length, files: n },
+                "records deleted: files deleted",
+              );
+            }
+          };
         },
+        { logger },
       ),
     );
   } catch (error) {

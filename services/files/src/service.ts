@@ -103,7 +103,7 @@ export async function startFiles(
   try {
     consumers.push(await authorizer.listen(deps.bus, DURABLES.membership));
     consumers.push(
-      ...(await listen(deps.bus, { cleanup: new Cleanup(tx), upstream, logger: deps.logger })),
+      ...(await listen(orm, deps.bus, { cleanup: new Cleanup(tx), upstream, logger: deps.logger })),
     );
     server = await startGrpcServer({
       routes: createRoutes({ files }),

@@ -248,7 +248,7 @@ export async function startHarness(backend: Backend): Promise<Harness> {
       ...(s3?.env ?? {}),
       ...extra,
     });
-  expect(await migrateFiles(database.url)).toEqual(["InitialSchema"]);
+  expect(await migrateFiles(database.url)).toEqual(["InitialSchema", "ProcessedEvents"]);
   expect(await migrateFiles(database.url)).toEqual([]);
   const running = await startFiles(configOf({}), { logger, cache, bus });
   expect(running.blobs.kind).toBe(backend);

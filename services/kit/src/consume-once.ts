@@ -18,8 +18,19 @@ create table processed_event (
 create index processed_event_by_time on processed_event (processed_at);
 `;
 
-/** Applies one event inside the consumer's transaction; `em` is bound to that transaction. */
-export type OnceHandler = (em: EntityManager, message: BusMessage) => Promise<void>;
+/**
+ * What to do once the transaction that applied an event has committed (wake a relay, evict
+ * caches, hand released bytes to a collector). It runs before the acknowledgement, and only when
+ * the event was applied; the event is already recorded, so it must not rely on a redelivery.
+ */
+export type AfterCommit = () => Promise<void> | void;
+
+/**
+ * Applies one event inside the consumer's transaction; `em` is bound to that transaction. It may
+ * return what to do after the commit.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler that returns nothing is the usual one.
+export type OnceHandler = (em: EntityManager, message: BusMessage) => Promise<void | AfterCommit>;
 
 export interface ConsumeOnceOptions {
   /**
@@ -30,6 +41,12 @@ export interface ConsumeOnceOptions {
   retainMs?: number;
   /** How often old ids are pruned; hourly when absent. */
   pruneIntervalMs?: number;
+  /**
+   * Work done on every delivery before the transaction starts, in transactions of its own: it
+   * must be idempotent (a large change applied in batches, the last of which the handler applies
+   * with the id). A throw leaves the message to be redelivered.
+   */
+  beforeTransaction?: (message: BusMessage) => Promise<void>;
   logger?: Logger;
 }
 
@@ -46,16 +63,20 @@ export async function applyOnce(
   message: BusMessage,
   handler: OnceHandler,
 ): Promise<boolean> {
-  return orm.em.fork().transactional(async (em) => {
+  let afterCommit: AfterCommit | undefined;
+  const applied = await orm.em.fork().transactional(async (em) => {
+    afterCommit = undefined;
     const claimed = await em.execute<{ event_id: string }[]>(
       `insert into processed_event (consumer, event_id) values (?, ?)
        on conflict (consumer, event_id) do nothing returning event_id`,
       [consumer, message.id],
     );
     if (claimed.length === 0) return false;
-    await handler(em, message);
+    afterCommit = (await handler(em, message)) ?? undefined;
     return true;
   });
+  if (applied && afterCommit) await afterCommit();
+  return applied;
 }
 
 /** Deletes remembered ids older than `retainMs`; returns how many. */
@@ -79,7 +100,8 @@ export async function pruneProcessedEvents(
  * duplicate window): the id goes into `processed_event` in the handler's transaction, ids
  * already there are skipped, and the message is acknowledged only after the commit. A handler
  * that throws rolls everything back and the bus redelivers (then dead-letters) the message.
- * The durable name is the consumer name in the table. Old ids are pruned periodically.
+ * The durable name is the consumer name in the table. Old ids are pruned periodically. What the
+ * handler returns runs after the commit; `beforeTransaction` runs before it.
  */
 export async function consumeOnce(
   orm: Orm,
@@ -90,6 +112,7 @@ export async function consumeOnce(
 ): Promise<{ stop(): Promise<void> }> {
   const retainMs = options.retainMs ?? PROCESSED_EVENT_RETAIN_MS;
   const consumer = await bus.consume(spec, async (message) => {
+    await options.beforeTransaction?.(message);
     const applied = await applyOnce(orm, spec.durable, message, handler);
     if (!applied) {
       options.logger?.debug(

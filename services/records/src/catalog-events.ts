@@ -1,6 +1,15 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type BusMessage, type EventBus, type Logger, SUBJECTS } from "@rowbase/kit";
+import {
+  type AfterCommit,
+  applyOnce,
+  type BusMessage,
+  consumeOnce,
+  type EventBus,
+  type Logger,
+  type Orm,
+  SUBJECTS,
+} from "@rowbase/kit";
 import { fieldLikeOf } from "@rowbase/kit/field-types";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import {
@@ -14,19 +23,14 @@ import {
   TableDeletedSchema,
   TableUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
-import type { CallContext, Transactions } from "./change-set.js";
 import {
   deleteTablesRecords,
-  forgetOldEvents,
   lockTableExclusive,
-  markProcessed,
   numberExistingRecords,
 } from "./db/record-store.js";
 import { query } from "./db/sql.js";
 import type { TableSchemas } from "./table-schema.js";
-import type { TypeChanges } from "./type-changes.js";
-
-const SYSTEM: CallContext = { principal: undefined, requestId: "" };
+import type { TypeChange, TypeChanges } from "./type-changes.js";
 
 /** The durable consumer, also the consumer's name in `processed_event`. */
 export const CATALOG_CONSUMER = "records_catalog";
@@ -59,123 +63,144 @@ function tablesNamed(message: BusMessage): bigint[] {
  * evicts the cached schemas of the tables it names; deleted tables and databases take their
  * records with them (and give the organization's record count back); a deleted field's values
  * go, a type change converts them, a choice rename renames them, a new autonumber field numbers
- * the records that exist. Each change is applied once: the event id is stored with it, so a
- * redelivery or a replay finds it done. The message is acknowledged after the commit.
+ * the records that exist. Each event is applied once (`consumeOnce`): its id is recorded in
+ * `processed_event` in the transaction that applies it, so a redelivery or a replay finds it
+ * done. A type change converts its values a chunk per transaction before that one, which
+ * converts the last chunk. The message is acknowledged after the commit.
  */
 export class CatalogEvents {
+  /** Where the last chunk of a type change starts, by event id, between the two phases. */
+  private readonly pendingTypeChanges = new Map<string, { after: string; converted: number }>();
+
   constructor(
     private readonly deps: {
-      tx: Transactions;
+      orm: Orm;
       schemas: TableSchemas;
       typeChanges: TypeChanges;
       logger: Logger;
     },
   ) {}
 
-  async listen(bus: EventBus): Promise<{ stop(): Promise<void> }> {
-    await forgetOldEvents(this.deps.tx.em());
-    return bus.consume(
+  listen(bus: EventBus): Promise<{ stop(): Promise<void> }> {
+    return consumeOnce(
+      this.deps.orm,
+      bus,
       { stream: "CATALOG", durable: CATALOG_CONSUMER, subject: SUBJECTS.catalogAny },
-      (message) => this.handle(message),
+      (em, message) => this.apply(em, message),
+      { logger: this.deps.logger, beforeTransaction: (message) => this.prepare(message) },
     );
   }
 
-  async handle(message: BusMessage): Promise<void> {
+  /** One delivery, as the consumer handles it; whether it was applied (tests replay with it). */
+  async handle(message: BusMessage): Promise<boolean> {
+    await this.prepare(message);
+    return applyOnce(this.deps.orm, CATALOG_CONSUMER, message, (em) => this.apply(em, message));
+  }
+
+  /**
+   * Before the transaction: evicts the named tables' schemas and converts a type change's values
+   * up to its last chunk (each chunk idempotent, in a transaction of its own).
+   */
+  async prepare(message: BusMessage): Promise<void> {
+    this.pendingTypeChanges.delete(message.id);
+    await this.deps.schemas.evict(...tablesNamed(message));
+    if (message.subject !== SUBJECTS.fieldTypeChanged) return;
+    const change = typeChangeOf(message);
+    if (!change) return;
+    const done = await this.deps.typeChanges.applyAllButLast(CATALOG_CONSUMER, message.id, change);
+    this.pendingTypeChanges.set(message.id, done);
+  }
+
+  /** Applies the event in the consumer's transaction `em`; the eviction follows the commit. */
+  async apply(em: EntityManager, message: BusMessage): Promise<AfterCommit> {
     const tables = tablesNamed(message);
-    // Before and after: a reader that refilled the cache meanwhile could hold the old schema.
-    await this.deps.schemas.evict(...tables);
     switch (message.subject) {
       case SUBJECTS.tableDeleted:
       case SUBJECTS.databaseDeleted:
-        await this.deleteTables(message.id, tables);
+        await this.deleteTables(em, message.id, tables);
         break;
       case SUBJECTS.fieldDeleted: {
         const event = fromBinary(FieldDeletedSchema, message.data);
-        await this.once(message.id, async (em) => {
-          await query(
-            em,
-            "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
-            [event.tableId, event.fieldId.toString()],
-          );
-          await query(em, "delete from autonumber_counter where table_id = $1 and field_id = $2", [
-            event.tableId,
-            event.fieldId,
-          ]);
-        });
+        await query(
+          em,
+          "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
+          [event.tableId, event.fieldId.toString()],
+        );
+        await query(em, "delete from autonumber_counter where table_id = $1 and field_id = $2", [
+          event.tableId,
+          event.fieldId,
+        ]);
         break;
       }
       case SUBJECTS.fieldCreated: {
         const event = fromBinary(FieldCreatedSchema, message.data);
         if (event.type === FieldType.AUTONUMBER) {
-          await this.once(message.id, async (em) => {
-            await numberExistingRecords(em, event.tableId, event.fieldId.toString());
-          });
+          await numberExistingRecords(em, event.tableId, event.fieldId.toString());
         }
         break;
       }
       case SUBJECTS.fieldTypeChanged: {
-        const event = fromBinary(FieldTypeChangedSchema, message.data);
-        const from = fieldLikeOf({ type: event.oldType, options: event.oldOptions });
-        const to = fieldLikeOf({ type: event.newType, options: event.newOptions });
-        if (!from || !to) {
+        const change = typeChangeOf(message);
+        if (!change) {
           this.deps.logger.warn({ event: message.id }, "type change of an unknown type ignored");
           break;
         }
-        const converted = await this.deps.typeChanges.apply(CATALOG_CONSUMER, message.id, {
-          tableId: event.tableId,
-          fieldId: event.fieldId,
-          from,
-          to,
-        });
+        const before = this.pendingTypeChanges.get(message.id) ?? { after: "0", converted: 0 };
+        this.pendingTypeChanges.delete(message.id);
+        const converted =
+          before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
         this.deps.logger.info(
-          { table_id: event.tableId.toString(), field_id: event.fieldId.toString(), converted },
+          { table_id: change.tableId.toString(), field_id: change.fieldId.toString(), converted },
           "field type changed: values converted",
         );
         break;
       }
       case SUBJECTS.fieldChoicesRenamed: {
         const event = fromBinary(ChoicesRenamedSchema, message.data);
-        await this.once(message.id, (em) =>
-          renameChoices(
-            em,
-            event.tableId,
-            event.fieldId.toString(),
-            event.renames.map((r) => [r.oldName, r.newName]),
-          ),
+        await renameChoices(
+          em,
+          event.tableId,
+          event.fieldId.toString(),
+          event.renames.map((r) => [r.oldName, r.newName]),
         );
         break;
       }
     }
-    await this.deps.schemas.evict(...tables);
-  }
-
-  /** Applies an event's change in one transaction, unless it was applied before. */
-  private async once(eventId: string, work: (em: EntityManager) => Promise<void>): Promise<void> {
-    await this.deps.tx.run(SYSTEM, async ({ em }) => {
-      if (await markProcessed(em, CATALOG_CONSUMER, eventId)) await work(em);
-    });
+    // After the commit too: a reader that refilled the cache meanwhile could hold the old schema.
+    return () => this.deps.schemas.evict(...tables);
   }
 
   /**
    * Deletes the records of deleted tables and marks the tables gone, under each table's lock, so
    * that a create that raced the deletion is either deleted here or refused.
    */
-  private async deleteTables(eventId: string, tableIds: readonly bigint[]): Promise<void> {
+  private async deleteTables(
+    em: EntityManager,
+    eventId: string,
+    tableIds: readonly bigint[],
+  ): Promise<void> {
     const sorted = [...tableIds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    await this.once(eventId, async (em) => {
-      for (const tableId of sorted) await lockTableExclusive(em, tableId);
-      await query(
-        em,
-        `insert into deleted_table (table_id) select unnest($1::bigint[]) on conflict do nothing`,
-        [sorted],
-      );
-      const deleted = await deleteTablesRecords(em, sorted);
-      this.deps.logger.info(
-        { tables: sorted.map(String), records: deleted, event: eventId },
-        "tables deleted: records removed",
-      );
-    });
+    for (const tableId of sorted) await lockTableExclusive(em, tableId);
+    await query(
+      em,
+      `insert into deleted_table (table_id) select unnest($1::bigint[]) on conflict do nothing`,
+      [sorted],
+    );
+    const deleted = await deleteTablesRecords(em, sorted);
+    this.deps.logger.info(
+      { tables: sorted.map(String), records: deleted, event: eventId },
+      "tables deleted: records removed",
+    );
   }
+}
+
+/** A FieldTypeChanged event's change; undefined when a type is unknown. */
+function typeChangeOf(message: BusMessage): TypeChange | undefined {
+  const event = fromBinary(FieldTypeChangedSchema, message.data);
+  const from = fieldLikeOf({ type: event.oldType, options: event.oldOptions });
+  const to = fieldLikeOf({ type: event.newType, options: event.newOptions });
+  if (!from || !to) return undefined;
+  return { tableId: event.tableId, fieldId: event.fieldId, from, to };
 }
 
 /**

@@ -84,7 +84,7 @@ export async function startRecords(
   );
   const records = new Records({ tx, access: new Access(schemas, authorizer), plans, files });
   const typeChanges = new TypeChanges(tx);
-  const catalogEvents = new CatalogEvents({ tx, schemas, typeChanges, logger: deps.logger });
+  const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
   const consumers: { stop(): Promise<void> }[] = [];
   relay.start();
   let server: GrpcServer;
@@ -93,7 +93,10 @@ export async function startRecords(
     consumers.push(await catalogEvents.listen(deps.bus));
     consumers.push(await plans.listen(deps.bus));
     consumers.push(
-      await listenForOrganizationDeletion(deps.bus, { tx, cache: deps.cache, logger: deps.logger }),
+      await listenForOrganizationDeletion(orm, deps.bus, {
+        cache: deps.cache,
+        logger: deps.logger,
+      }),
     );
     server = await startGrpcServer({
       routes: createRoutes({

@@ -8,7 +8,7 @@ import {
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import type { Transactions } from "./change-set.js";
-import { epochMs, markProcessed, notProcessed } from "./db/record-store.js";
+import { epochMs, notProcessed } from "./db/record-store.js";
 import { query } from "./db/sql.js";
 import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
 import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
@@ -119,53 +119,94 @@ export class TypeChanges {
 
   /**
    * Converts the stored values of a field whose type changed, a chunk of records per transaction
-   * (a large table is never locked whole); the event counts as applied with the last chunk. A
-   * value that does not convert becomes null. Applying it again changes nothing: values already
-   * of the new type stay.
+   * (a large table is never locked whole), up to the last chunk, which is left to `applyLast`
+   * (in the consumer's transaction, which records the event id with it). A value that does not
+   * convert becomes null. Applying it again changes nothing: values already of the new type
+   * stay. Does nothing for an event the consumer has applied. Returns where the last chunk starts
+   * and how many values were converted.
    */
-  async apply(
+  async applyAllButLast(
     consumer: string,
     eventId: string,
-    change: { tableId: bigint; fieldId: bigint; from: FieldLike; to: FieldLike },
-  ): Promise<number> {
-    const fieldId = change.fieldId.toString();
+    change: TypeChange,
+  ): Promise<{ after: string; converted: number }> {
     let converted = 0;
     for (let after = "0"; ; ) {
-      const { rows, done } = await this.tx.run(
-        { principal: undefined, requestId: "" },
-        async ({ em }) => {
-          if (after === "0" && !(await notProcessed(em, consumer, eventId))) {
-            return { rows: [] as CellRow[], done: true };
-          }
-          const rows = await cellsAfter(em, change.tableId, fieldId, change.from, after, true);
-          const ids: string[] = [];
-          const values: (string | null)[] = [];
-          for (const row of rows) {
-            const value = convertedValue(change.from, change.to, cellOf(row));
-            const before = row.has_value ? JSON.stringify(row.value) : null;
-            const now = value === null ? null : JSON.stringify(value);
-            if (before === now) continue;
-            ids.push(row.row_id);
-            values.push(now);
-          }
-          if (ids.length > 0) {
-            await query(
-              em,
-              `update record r set data = case when item.value is null then r.data - $1::text
-                 else jsonb_set(r.data, array[$1::text], item.value) end
-               from unnest($2::bigint[], $3::jsonb[]) as item(row_id, value)
-               where r.row_id = item.row_id`,
-              [fieldId, ids, values],
-            );
-          }
-          converted += ids.length;
-          const last = rows.length < CHUNK;
-          if (last) await markProcessed(em, consumer, eventId);
-          return { rows, done: last };
-        },
+      const step = await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
+        if (after === "0" && !(await notProcessed(em, consumer, eventId))) return undefined;
+        const rows = await cellsAfter(
+          em,
+          change.tableId,
+          change.fieldId.toString(),
+          change.from,
+          after,
+          true,
+        );
+        // The last chunk: left (unconverted) to the transaction that records the event.
+        if (rows.length < CHUNK) return undefined;
+        return { next: rows.at(-1)!.row_id, converted: await convertRows(em, change, rows) };
+      });
+      if (!step) return { after, converted };
+      converted += step.converted;
+      after = step.next;
+    }
+  }
+
+  /**
+   * Converts the values after `after` in the caller's transaction `em` (the last chunk, or more
+   * when records were created meanwhile); returns how many.
+   */
+  async applyLast(em: EntityManager, change: TypeChange, after: string): Promise<number> {
+    let converted = 0;
+    for (;;) {
+      const rows = await cellsAfter(
+        em,
+        change.tableId,
+        change.fieldId.toString(),
+        change.from,
+        after,
+        true,
       );
-      if (done) return converted;
+      converted += await convertRows(em, change, rows);
+      if (rows.length < CHUNK) return converted;
       after = rows.at(-1)!.row_id;
     }
   }
+}
+
+/** A field's type change, as the FieldTypeChanged event tells it. */
+export interface TypeChange {
+  tableId: bigint;
+  fieldId: bigint;
+  from: FieldLike;
+  to: FieldLike;
+}
+
+/** Converts the values of `rows` that are not already what the new type makes of them. */
+async function convertRows(
+  em: EntityManager,
+  change: TypeChange,
+  rows: CellRow[],
+): Promise<number> {
+  const ids: string[] = [];
+  const values: (string | null)[] = [];
+  for (const row of rows) {
+    const value = convertedValue(change.from, change.to, cellOf(row));
+    const before = row.has_value ? JSON.stringify(row.value) : null;
+    const now = value === null ? null : JSON.stringify(value);
+    if (before === now) continue;
+    ids.push(row.row_id);
+    values.push(now);
+  }
+  if (ids.length > 0) {
+    await query(
+      em,
+      `update record r set data = case when item.value is null then r.data - $1::text
+         else jsonb_set(r.data, array[$1::text], item.value) end
+       from unnest($2::bigint[], $3::jsonb[]) as item(row_id, value)
+       where r.row_id = item.row_id`,
+      [change.fieldId.toString(), ids, values],
+    );
+  }
+  return ids.length;
 }

@@ -327,7 +327,7 @@ describe("catalog changes", () => {
         h.logger,
       );
       const consumer = new CatalogEvents({
-        tx,
+        orm,
         schemas,
         typeChanges: new TypeChanges(tx),
         logger: h.logger,

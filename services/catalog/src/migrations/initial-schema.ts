@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { ProcessedEvents } from "./processed-events.js";
 
 /**
  * The invariants live in constraints, so that no interleaving of calls can break them: table
@@ -73,4 +74,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema];
+export const migrations = [InitialSchema, ProcessedEvents];

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { ProcessedEvents } from "./processed-events.js";
 
 /**
  * File metadata, storage usage and the bookkeeping that keeps bytes and rows in step:
@@ -71,4 +72,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema];
+export const migrations = [InitialSchema, ProcessedEvents];

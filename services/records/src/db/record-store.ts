@@ -322,25 +322,6 @@ export async function deleteOrganizationRecords(
   return Number(rows[0]?.deleted ?? 0);
 }
 
-/**
- * Marks an event applied by a consumer in the caller's transaction; false when it already was (a
- * redelivery or a replay), in which case the caller must not apply it again. The primary key
- * makes a concurrent second delivery wait for the first one's transaction.
- */
-export async function markProcessed(
-  em: EntityManager,
-  consumer: string,
-  eventId: string,
-): Promise<boolean> {
-  const rows = await query(
-    em,
-    `insert into processed_event (consumer, event_id) values ($1, $2)
-     on conflict do nothing returning event_id`,
-    [consumer, eventId],
-  );
-  return rows.length > 0;
-}
-
 /** Whether a consumer has not applied an event yet (without marking it). */
 export async function notProcessed(
   em: EntityManager,
@@ -353,9 +334,4 @@ export async function notProcessed(
     [consumer, eventId],
   );
   return rows.length === 0;
-}
-
-/** Forgets applied events older than the streams keep messages (7 days), with a margin. */
-export async function forgetOldEvents(em: EntityManager): Promise<void> {
-  await query(em, "delete from processed_event where processed_at < now() - interval '14 days'");
 }
