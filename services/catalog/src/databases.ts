@@ -1,5 +1,5 @@
 import { LockMode } from "@mikro-orm/postgresql";
-import { SUBJECTS } from "@rowbase/kit";
+import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
 import {
   DatabaseCreatedSchema,
   DatabaseDeletedSchema,
@@ -13,7 +13,6 @@ import {
   organizationDeleted,
 } from "./db/constraints.js";
 import { Database, type DatabaseRow } from "./db/entities.js";
-import { changesBetween, valuesRemoved, valuesSet } from "./domain/audit.js";
 import { requiredDescription, requiredName } from "./domain/validation.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { SUBJECTS } from "@rowbase/kit";
+import { changesBetween, type JsonValue, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
 import {
   canChangeType,
   choiceRenames,
@@ -24,7 +24,6 @@ import { type Access, scopeOf } from "./access.js";
 import type { Call, Transactions } from "./change-set.js";
 import { FIELD_NAME_KEY, fieldNameUsed, violates } from "./db/constraints.js";
 import { Field, type FieldRow } from "./db/entities.js";
-import { changesBetween, type JsonValue, valuesRemoved, valuesSet } from "./domain/audit.js";
 import {
   checkFieldDefinition,
   type FieldInput,

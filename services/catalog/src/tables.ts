@@ -1,4 +1,4 @@
-import { SUBJECTS } from "@rowbase/kit";
+import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
 import { fieldTypeToProto, type OptionError } from "@rowbase/kit/field-types";
 import {
   FieldCreatedSchema,
@@ -10,7 +10,6 @@ import { type Access, notFound, scopeOf } from "./access.js";
 import type { Call, Transactions } from "./change-set.js";
 import { FIELD_NAME_KEY, TABLE_NAME_KEY, tableNameUsed, violates } from "./db/constraints.js";
 import { Field, type FieldRow, Table, type TableRow } from "./db/entities.js";
-import { changesBetween, valuesRemoved, valuesSet } from "./domain/audit.js";
 import {
   type CheckedField,
   checkFieldDefinition,

@@ -1,6 +1,7 @@
 import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { AuditChange } from "@rowbase/kit";
 import {
   type Logger,
   type Orm,
@@ -14,7 +15,6 @@ import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
-import type { AuditChange } from "./domain/audit.js";
 
 /**
  * Who is calling and for which request; events carry both. The principal is absent when files

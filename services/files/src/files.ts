@@ -1,5 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Logger } from "@rowbase/kit";
+import { changesBetween, valuesSet } from "@rowbase/kit";
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
@@ -10,7 +11,6 @@ import {
 } from "./access.js";
 import type { Call, ChangeSet, Transactions } from "./change-set.js";
 import { deletedScopeOf, lockPair, lockScopesShared, type Scope } from "./db/scopes.js";
-import { changesBetween, valuesSet } from "./domain/audit.js";
 import { type RequestedRange, type ResolvedRange, resolveRange } from "./domain/byte-range.js";
 import { ContentSniffer } from "./domain/content-sniffer.js";
 import { type Disposition, dispositionFor } from "./domain/disposition.js";

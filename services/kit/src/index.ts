@@ -1,3 +1,4 @@
+export * from "./audit-changes.js";
 export * from "./authorization.js";
 export * from "./bus.js";
 export * from "./cache.js";

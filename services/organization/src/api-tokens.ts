@@ -1,4 +1,11 @@
-import { apiTokenCacheKey, Code, domainError, SUBJECTS } from "@rowbase/kit";
+import {
+  apiTokenCacheKey,
+  Code,
+  changesBetween,
+  domainError,
+  SUBJECTS,
+  valuesSet,
+} from "@rowbase/kit";
 import {
   ApiTokenCreatedSchema,
   ApiTokenRevokedSchema,
@@ -6,7 +13,6 @@ import {
 import { authorize } from "./access.js";
 import type { Transactions, UserCall } from "./change-set.js";
 import { ApiToken, type ApiTokenRow } from "./db/entities.js";
-import { changesBetween, valuesSet } from "./domain/audit.js";
 import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
 import { checkName, validationFailed } from "./domain/validation.js";
 import { type Access, accessToProto } from "./wire.js";

@@ -2,13 +2,13 @@ import { fromBinary, toJson } from "@bufbuild/protobuf";
 import { timestampDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { QueryResult } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import type { JsonValue } from "@rowbase/kit";
 import { type BusMessage, Code, domainError, type Logger } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { authorize } from "./access.js";
 import type { ScopeOwners } from "./audit-scope-owners.js";
 import type { Transactions, UserCall } from "./change-set.js";
-import type { JsonValue } from "./domain/audit.js";
 import { auditQueryOf } from "./domain/audit-query.js";
 import {
   expiredPartitions,

@@ -2,12 +2,14 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { LockMode } from "@mikro-orm/postgresql";
 import {
   Code,
+  changesBetween,
   domainError,
   type Logger,
   type Mailer,
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  valuesSet,
 } from "@rowbase/kit";
 import {
   InviteCreatedSchema,
@@ -19,7 +21,6 @@ import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { violates } from "./db/constraints.js";
 import { Invite, type InviteRow, Member, Organization } from "./db/entities.js";
-import { changesBetween, valuesSet } from "./domain/audit.js";
 import { isEmail, normalizeEmail } from "./domain/email.js";
 import { limitsOf } from "./domain/plans.js";
 import { type GrantableRole, mayGrant } from "./domain/roles.js";

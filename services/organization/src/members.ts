@@ -3,11 +3,13 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   allows,
   Code,
+  changesBetween,
   domainError,
   type Mailer,
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  valuesRemoved,
 } from "@rowbase/kit";
 import {
   MemberRemovedSchema,
@@ -18,7 +20,6 @@ import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { lockOwnedOrganizations, ownedOrganizations } from "./db/constraints.js";
 import { Member, type MemberRow, TransferCode } from "./db/entities.js";
-import { changesBetween, valuesRemoved } from "./domain/audit.js";
 import { MAX_OWNED_ORGANIZATIONS } from "./domain/plans.js";
 import { type GrantableRole, mayGrant, mayManageMember } from "./domain/roles.js";
 import { newCode, sha256Hex } from "./domain/secrets.js";

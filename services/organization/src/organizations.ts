@@ -3,10 +3,13 @@ import { LockMode } from "@mikro-orm/postgresql";
 import {
   apiTokenCacheKey,
   Code,
+  changesBetween,
   domainError,
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  valuesRemoved,
+  valuesSet,
 } from "@rowbase/kit";
 import {
   ApiTokenRevokedSchema,
@@ -21,7 +24,6 @@ import { authorize } from "./access.js";
 import type { CallContext, Transactions, UserCall } from "./change-set.js";
 import { lockOwnedOrganizations, ownedOrganizations, violates } from "./db/constraints.js";
 import { ApiToken, Member, Organization, type OrganizationRow } from "./db/entities.js";
-import { changesBetween, valuesRemoved, valuesSet } from "./domain/audit.js";
 import {
   enterpriseLimitProblems,
   limitsOf,

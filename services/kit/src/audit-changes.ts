@@ -1,3 +1,4 @@
+/** Audit events carry, per changed key, the old and new value; every service builds them here. */
 /** A JSON value as an audit change carries it (google.protobuf.Value). */
 export type JsonValue =
   | string
