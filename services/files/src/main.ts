@@ -1,45 +1,6 @@
-import {
-  ConfigError,
-  createBus,
-  createCache,
-  createLogger,
-  parseConfig,
-  startObservability,
-} from "@rowbase/kit";
+import { runServiceMain } from "@rowbase/kit";
 import { filesEnv } from "./config.js";
 import { migrateFiles, startFiles } from "./service.js";
 
 /** Runs the files service alone, configured by environment (as in Kubernetes). */
-async function main() {
-  const config = parseConfig(filesEnv, process.env);
-  const logger = createLogger("files", config.LOG_LEVEL);
-  if (process.argv.includes("migrate")) {
-    const applied = await migrateFiles(config.DATABASE_URL);
-    logger.info({ applied }, "migrations applied");
-    return;
-  }
-  const observability = await startObservability({ serviceName: "files", config, logger });
-  const cache = createCache(config.REDIS_URL);
-  const bus = await createBus(config.NATS_URL, logger);
-  const service = await startFiles(config, { logger, cache, bus });
-  logger.info({ port: service.server.port }, "files listening");
-  const shutdown = async () => {
-    logger.info("shutting down");
-    await service.stop();
-    await bus.close();
-    await cache.close();
-    await observability.close();
-    process.exit(0);
-  };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
-}
-
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(`files failed to start: ${(error as Error).stack ?? error}\n`);
-  }
-  process.exit(1);
-});
+runServiceMain({ name: "files", env: filesEnv, migrate: migrateFiles, start: startFiles });

@@ -16,4 +16,5 @@ export * from "./observability.js";
 export * from "./outbox.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";
+export * from "./service-main.js";
 export * from "./tracing.js";
