@@ -16,6 +16,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { errorInfoOf } from "./errors.js";
+import { registerReflection } from "./grpc-reflection.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import { PRINCIPAL_HEADER, principalKey, REQUEST_ID_HEADER, verifyPrincipal } from "./principal.js";
@@ -84,7 +85,10 @@ function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 10) / 10;
 }
 
-/** Serves Connect/gRPC handlers over HTTP/2 cleartext, with grpc.health.v1 beside them. */
+/**
+ * Serves Connect/gRPC handlers over HTTP/2 cleartext, with grpc.health.v1 and server reflection
+ * (grpc.reflection.v1) beside them.
+ */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   let serving = true;
   const names = new Set(["", ...options.services.map((s) => s.typeName)]);
@@ -118,6 +122,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
           );
         },
       });
+      registerReflection(router, [...options.services, Health]);
     },
   });
 
