@@ -1,6 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Logger } from "@rowbase/kit";
-import { changesBetween, valuesSet } from "@rowbase/kit";
+import { Code, ConnectError, changesBetween, valuesSet } from "@rowbase/kit";
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
@@ -149,6 +149,7 @@ export class Files {
     call: Call,
     header: UploadHeader,
     body: AsyncIterable<Uint8Array>,
+    cancelled?: AbortSignal,
   ): Promise<StoredFile> {
     if (header.declaredSize < 0n) {
       throw validationFailed({ key: "file", message: "size must be 0 or more", source: "body" });
@@ -198,6 +199,7 @@ export class Files {
           size: stored.size,
           sha256: stored.sha256,
           storageLimit,
+          cancelled,
         }),
       );
     } catch (error) {
@@ -217,6 +219,7 @@ export class Files {
       size: number;
       sha256: string;
       storageLimit: number;
+      cancelled: AbortSignal | undefined;
     },
   ): Promise<StoredFile> {
     const { em } = changes;
@@ -271,6 +274,9 @@ export class Files {
         ? changesBetween(auditSnapshot(previous), auditSnapshot(created))
         : valuesSet(auditSnapshot(created)),
     );
+    // The last moment a cancelled call can still be undone: a reset that arrives after the
+    // body ended but before this commit rolls the upload back instead of storing it.
+    if (stored.cancelled?.aborted) throw new ConnectError("upload cancelled", Code.Canceled);
     return created;
   }
 

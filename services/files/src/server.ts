@@ -123,6 +123,7 @@ export function createRoutes({ files }: FilesServerDeps) {
             declaredSize: header.declaredSize,
           },
           chunksAfter(iterator, ctx.signal),
+          ctx.signal,
         );
         return { file: toFileInfo(file) };
       },
