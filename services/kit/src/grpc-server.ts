@@ -42,6 +42,34 @@ export interface GrpcServerOptions {
   interceptors?: Interceptor[];
   /** Where the RPC counts and latencies go; the process's registry when absent. */
   metrics?: MetricsRegistry;
+  /**
+   * How long a client connection may live before the server asks the client to move to a new
+   * one (default 5 minutes, ±10 % jitter). gRPC clients keep one HTTP/2 connection per target,
+   * so without an age a replica added by a scale-up would get no calls from clients that were
+   * already connected.
+   */
+  maxConnectionAgeMs?: number;
+}
+
+const DEFAULT_MAX_CONNECTION_AGE_MS = 5 * 60_000;
+/** How long a retired connection's calls may still run before it is cut. */
+const CONNECTION_AGE_GRACE_MS = 30_000;
+const LAST_STREAM_ID = 2 ** 31 - 1;
+
+/**
+ * Retires a client connection the way gRPC servers do (MAX_CONNECTION_AGE): a first GOAWAY
+ * naming the highest stream id tells the client to open a new connection for new calls while
+ * every call already on the wire is still accepted; a second later the session closes (the
+ * real GOAWAY), and calls still running after the grace are cut.
+ */
+function retire(session: http2.ServerHttp2Session): void {
+  if (session.closed || session.destroyed) return;
+  session.goaway(http2.constants.NGHTTP2_NO_ERROR, LAST_STREAM_ID);
+  setTimeout(() => {
+    if (session.closed || session.destroyed) return;
+    session.close();
+    setTimeout(() => session.destroy(), CONNECTION_AGE_GRACE_MS).unref();
+  }, 1_000).unref();
 }
 
 export interface GrpcServer {
@@ -128,9 +156,15 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   const server = http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
+  const maxAge = options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS;
   server.on("session", (session) => {
     sessions.add(session);
-    session.on("close", () => sessions.delete(session));
+    const aged = setTimeout(() => retire(session), maxAge * (0.9 + Math.random() * 0.2));
+    aged.unref();
+    session.on("close", () => {
+      clearTimeout(aged);
+      sessions.delete(session);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

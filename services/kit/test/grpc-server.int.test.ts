@@ -1,4 +1,8 @@
+import { once } from "node:events";
+import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import {
   Health,
@@ -7,6 +11,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusedStreamRetryInterceptor } from "../src/grpc-retry.js";
 import { createLogger, type GrpcServer, startGrpcServer } from "../src/index.js";
 
 let server: GrpcServer;
@@ -47,5 +52,62 @@ describe("gRPC server", () => {
   it("answers grpc.health.v1 checks from a plain grpc-js client", async () => {
     expect(await check("")).toEqual({ status: ServingStatus.SERVING });
     expect(await check("rowbase.unknown.v1.NopeService")).toEqual({ code: grpc.status.NOT_FOUND });
+  });
+});
+
+describe("gRPC server connection age", () => {
+  let aging: GrpcServer;
+
+  beforeAll(async () => {
+    aging = await startGrpcServer({
+      routes: () => {},
+      services: [],
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("kit-test", "silent"),
+      internalSecret: "a-shared-internal-secret-of-32-chars!",
+      maxConnectionAgeMs: 150,
+    });
+  });
+
+  afterAll(async () => {
+    await aging?.close();
+  });
+
+  it("sends GOAWAY to a connection past its age, then closes it", async () => {
+    const session = http2.connect(`http://127.0.0.1:${aging.port}`);
+    session.on("error", () => {});
+    const [code, lastStreamId] = await once(session, "goaway");
+    expect(code).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    // The first GOAWAY still accepts every stream the client may have in flight.
+    expect(lastStreamId).toBe(2 ** 31 - 1);
+    await once(session, "close");
+  });
+
+  it("loses no call while clients move from retired connections to new ones", async () => {
+    const health = createClient(
+      Health,
+      createGrpcTransport({
+        baseUrl: `http://127.0.0.1:${aging.port}`,
+        interceptors: [refusedStreamRetryInterceptor],
+      }),
+    );
+    const until = Date.now() + 1_500;
+    const outcomes = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const seen = { ok: 0, failed: [] as string[] };
+        while (Date.now() < until) {
+          try {
+            const { status } = await health.check({ service: "" });
+            if (status === ServingStatus.SERVING) seen.ok++;
+          } catch (error) {
+            seen.failed.push(String(error));
+          }
+        }
+        return seen;
+      }),
+    );
+    expect(outcomes.flatMap((o) => o.failed)).toEqual([]);
+    expect(outcomes.every((o) => o.ok > 0)).toBe(true);
   });
 });
