@@ -18,6 +18,8 @@ export interface RunningGateway {
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /**
  * Listens with the gateway's Koa app; for `main.ts`, the one-process launcher and e2e tests.
  * The event streams are made sure of first, so usage events have their stream even when the
@@ -29,6 +31,10 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   await deps.bus.ensureStreams(STREAMS);
   const server = createServer(createGateway(deps).callback());
+  // Idle keep-alive connections are closed by the client side first (load balancers and
+  // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
+  // could do so just as a proxy sends the next request on one, which the proxy answers 502.
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? deps.config.PORT, options.host, () => {

@@ -30,6 +30,12 @@ export async function readJsonBody(ctx: Context): Promise<unknown> {
   if (type === false) {
     throw ValidationFailed.of("header", "content-type", "must be application/json");
   }
+  // The parser reads every body as UTF-8 whatever the header says; a body labelled otherwise
+  // would be read as something its sender did not mean.
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
+    throw ValidationFailed.of("header", "content-type", "charset must be utf-8");
+  }
   try {
     await parseJson(ctx, async () => {});
   } catch (error) {

@@ -17,18 +17,28 @@ export const email = z
 export const password = z
   .string()
   .min(8, "must be 8-128 characters")
-  .max(128, "must be 8-128 characters");
+  .max(128, "must be 8-128 characters")
+  // Sent on as UTF-8, an unpaired surrogate would become U+FFFD: another password than typed.
+  .refine((value) => value.isWellFormed(), "must be valid Unicode");
 
-/** No C0/C1 control characters (newlines, NUL, escapes) in names shown to people. */
-const NO_CONTROL_CHARACTERS = /^[^\p{Cc}]*$/u;
+/**
+ * No C0/C1 control characters (newlines, NUL, escapes) and no bidirectional controls (U+202E
+ * and its kin, which make "invoice\u202Egnp.exe" read as "invoiceexe.png") in names shown to
+ * people; the files service refuses the same in file names.
+ */
+const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\p{Bidi_Control}]*$/u;
 
-/** A display name: 1-100 characters once trimmed, no control characters (SPEC section 6). */
+/**
+ * A display name: 1-100 characters once trimmed, no control characters (SPEC section 6), and
+ * well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent).
+ */
 export const name = z
   .string()
   .trim()
   .min(1, "must be 1-100 characters")
   .max(100, "must be 1-100 characters")
-  .regex(NO_CONTROL_CHARACTERS, "must not contain control characters");
+  .regex(NO_CONTROL_CHARACTERS, "must not contain control characters")
+  .refine((value) => value.isWellFormed(), "must be valid Unicode");
 
 /** Line breaks and tabs are text in a description; other control characters are not. */
 const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;
@@ -45,6 +55,7 @@ export const description = z
   .trim()
   .max(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
   .regex(TEXT_CHARACTERS, "must not contain control characters other than tabs and line breaks")
+  .refine((value) => value.isWellFormed(), "must be valid Unicode")
   .describe(
     `At most ${MAX_DESCRIPTION_LENGTH} characters once trimmed; tabs and line breaks allowed, ` +
       "other control characters not; an empty string clears it",

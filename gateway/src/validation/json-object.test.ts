@@ -100,5 +100,15 @@ describe("a free-form JSON object", () => {
       ok: false,
       items: [{ key: "options.a", message: "must be a finite number", source: "body" }],
     });
+    // An unpaired surrogate (a `\ud800` escape) would reach the service as U+FFFD.
+    const surrogate = "must be valid Unicode (no unpaired surrogates)";
+    expect(parse(JSON.parse('{"options": {"ok": "😀", "a": ["x\\ud800"]}}'))).toEqual({
+      ok: false,
+      items: [{ key: "options.a.0", message: surrogate, source: "body" }],
+    });
+    expect(parse(JSON.parse('{"options": {"\\udc00": 1}}'))).toEqual({
+      ok: false,
+      items: [{ key: "options.\udc00", message: surrogate, source: "body" }],
+    });
   });
 });

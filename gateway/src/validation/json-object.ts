@@ -8,6 +8,8 @@ import { z } from "zod";
  */
 export const MAX_JSON_DEPTH = 32;
 
+const UNPAIRED_SURROGATE = "must be valid Unicode (no unpaired surrogates)";
+
 interface Problem {
   path: (string | number)[];
   message: string;
@@ -16,7 +18,8 @@ interface Problem {
 /**
  * The first value, in document order, that a Struct cannot carry as sent: a number JSON.parse
  * made infinite (`1e400`), nesting past MAX_JSON_DEPTH, a `__proto__` key (zod and protobuf-es
- * would drop it silently), or anything that is not JSON at all. Walked with an explicit stack,
+ * would drop it silently), a string or key with an unpaired surrogate (protobuf would write
+ * U+FFFD instead), or anything that is not JSON at all. Walked with an explicit stack,
  * so a hostile depth is reported rather than overflowing.
  */
 function firstProblem(root: object): Problem | undefined {
@@ -25,7 +28,12 @@ function firstProblem(root: object): Problem | undefined {
   ];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     const { value, path, depth } = item;
-    if (value === null || typeof value === "string" || typeof value === "boolean") continue;
+    if (value === null || typeof value === "boolean") continue;
+    if (typeof value === "string") {
+      // protobuf writes an unpaired surrogate as U+FFFD: the service would store another text.
+      if (!value.isWellFormed()) return { path, message: UNPAIRED_SURROGATE };
+      continue;
+    }
     if (typeof value === "number") {
       if (!Number.isFinite(value)) return { path, message: "must be a finite number" };
       continue;
@@ -38,6 +46,8 @@ function firstProblem(root: object): Problem | undefined {
         return { path: [...path, "__proto__"], message: "is not allowed" };
       }
       entries = Object.entries(value);
+      const key = entries.find(([k]) => !(k as string).isWellFormed());
+      if (key) return { path: [...path, key[0]], message: UNPAIRED_SURROGATE };
     } else {
       return { path, message: "must be a JSON value" };
     }

@@ -124,6 +124,7 @@ export const fileName = z
   }, fileNameMessage)
   .refine((name) => !name.includes("/") && !name.includes("\\"), "must not contain '/' or '\\'")
   .refine((name) => !FORBIDDEN_IN_NAMES.test(name), "must not contain control characters")
+  .refine((name) => name.isWellFormed(), "must be valid Unicode")
   .refine((name) => name !== "." && name !== "..", "must not be '.' or '..'")
   .meta({ minLength: 1, maxLength: FILE_NAME_MAX })
   .describe(

@@ -10,6 +10,7 @@ import {
   PublicListQuery,
   PublicRowQuery,
   PublicTableQuery,
+  PublicUpdateBody,
   RecordPath,
   V1GetQuery,
   V1ListQuery,
@@ -201,8 +202,12 @@ describe("record bodies", () => {
     expect(parse(PublicCreateBody, { data: {}, row_id: 1 }, "body")).toEqual(
       refused("body", ["row_id", "is not allowed"]),
     );
+    // SPEC 8.4: keyed by the reference as sent, as the records service keys other bad values.
     expect(parse(PublicCreateBody, { data: { n: Number.POSITIVE_INFINITY } }, "body")).toEqual(
-      refused("body", ["data.n", "must be a finite number"]),
+      refused("body", ["n", "must be a finite number"]),
+    );
+    expect(parse(PublicUpdateBody, { data: { j: { a: { b: 1 / 0 } } } }, "body")).toEqual(
+      refused("body", ["j", "must be a finite number"]),
     );
   });
 

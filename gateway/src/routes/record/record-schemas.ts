@@ -190,15 +190,40 @@ function batch<S extends z.ZodType>(item: S) {
   return z.array(item).min(1, batchMessage).max(BATCH_MAX, batchMessage);
 }
 
+const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * SPEC 8.4: a bad value is keyed by the reference as sent (`N`), as the records service keys
+ * every other bad value of a single record. The values the gateway refuses itself (a number
+ * JSON.parse made infinite, nesting too deep) would otherwise come out keyed `data.N`.
+ */
+function keyedByReference<S extends z.ZodType>(schema: S) {
+  return z.preprocess((body, ctx) => {
+    const values = isPlainRecord(body) ? body.data : undefined;
+    if (!isPlainRecord(values)) return body;
+    const checked = data.safeParse(values);
+    for (const issue of checked.error?.issues ?? []) {
+      ctx.addIssue({
+        code: "custom",
+        message: issue.message,
+        path: issue.path.slice(0, 1),
+        input: values,
+      });
+    }
+    return body;
+  }, schema);
+}
+
 export const PublicCreateBody = requestBody(
   "PublicCreateBody",
-  z.strictObject({ data }),
+  keyedByReference(z.strictObject({ data })),
   "The new record's values; fields left out take their default or stay empty.",
 );
 
 export const PublicUpdateBody = requestBody(
   "PublicUpdateBody",
-  z.strictObject({ data }),
+  keyedByReference(z.strictObject({ data })),
   "Only the fields named change (a partial update); `null` empties a field.",
 );
 

@@ -25,8 +25,11 @@ export function invalidFieldOptions(errors: OptionError[]): ConnectError {
 export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 1_000;
 
-/** C0 and C1 control characters (NUL, line breaks, escapes), as the gateway's checks. */
-const CONTROL = /\p{Cc}/u;
+/**
+ * C0 and C1 control characters (NUL, line breaks, escapes) and bidirectional controls (U+202E
+ * ...), as the gateway's checks of names.
+ */
+const CONTROL = /[\p{Cc}\p{Bidi_Control}]/u;
 const CONTROL_BUT_LINE_BREAKS_AND_TABS = /[^\P{Cc}\t\n\r]/u;
 
 /**

@@ -73,6 +73,23 @@ const TEXT_PIECES = [
   "\u200b",
   "__proto__",
   "drop table record",
+  "\n",
+  "\r",
+  "\u00a0",
+  "\u2028",
+  "\ufeff",
+  "NaN",
+  "1e309",
+  "-0",
+  "9223372036854775808",
+  "daysAgo:99999999999",
+  "0000-01-01",
+  "275760-09-13",
+  "2026-02-30",
+  "2026-11-21T24:00:00Z",
+  "constructor",
+  "$$",
+  "E'",
 ];
 
 export function randomText(random: Random, maxPieces = 4): string {
@@ -161,4 +178,156 @@ export function withoutPositions(node: WhereNode): WhereNode {
     case "or":
       return { kind: node.kind, operands: node.operands.map(withoutPositions) };
   }
+}
+
+/** Operators by the kind of value a reference holds (SPEC section 8.3), for fitting trees. */
+const FITTING_OPERATORS: Record<string, readonly string[]> = {
+  text: [
+    "eq",
+    "neq",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "btw",
+    "in",
+    "nin",
+    "blank",
+    "notblank",
+    "like",
+    "nlike",
+  ],
+  number: ["eq", "neq", "gt", "gte", "lt", "lte", "btw", "in", "nin", "blank", "notblank"],
+  date: ["eq", "neq", "gt", "gte", "lt", "lte", "btw", "in", "nin", "blank", "notblank"],
+  boolean: ["eq", "neq", "checked", "notchecked", "blank", "notblank"],
+  single_select: [
+    "eq",
+    "neq",
+    "in",
+    "nin",
+    "anyof",
+    "nanyof",
+    "like",
+    "nlike",
+    "blank",
+    "notblank",
+  ],
+  multi_select: ["anyof", "allof", "nanyof", "blank", "notblank"],
+  other: ["blank", "notblank"],
+};
+
+const KIND_OF_TYPE: Record<string, string> = {
+  text: "text",
+  long_text: "text",
+  email: "text",
+  url: "text",
+  phone: "text",
+  number: "number",
+  autonumber: "number",
+  date: "date",
+  datetime: "date",
+  created_at: "date",
+  updated_at: "date",
+  boolean: "boolean",
+  single_select: "single_select",
+  multi_select: "multi_select",
+};
+
+/** Values of each kind that parse, the edges of their ranges among them. */
+function fittingValue(random: Random, kind: string): string {
+  switch (kind) {
+    case "number":
+      return pick(random, [
+        () => String(integer(random, -100, 100)),
+        () => (random() * 1000 - 500).toFixed(integer(random, 0, 6)),
+        () =>
+          pick(random, [
+            "1e308",
+            "-1e308",
+            "1.7976931348623157e308",
+            "5e-324",
+            "-0",
+            "0.1",
+            ".5",
+            "5.",
+            "+3",
+            "9007199254740993",
+            "123456789012345678901234567890",
+            "1E-10",
+          ]),
+      ])();
+    case "date":
+      return pick(random, [
+        () =>
+          `${String(integer(random, 1, 9999)).padStart(4, "0")}-${String(integer(random, 1, 12)).padStart(2, "0")}-${String(integer(random, 1, 28)).padStart(2, "0")}`,
+        () =>
+          pick(random, [
+            "0001-01-01",
+            "9999-12-31",
+            "2024-02-29",
+            "9999-12-31T23:59:59.999Z",
+            "0001-01-01T00:00:00Z",
+            "0001-01-01T00:30:00+01:00",
+            "9999-12-31T23:30:00-01:00",
+            "2026-11-21T10:15:00.123456789Z",
+            "2026-11-21 10:15:00z",
+            "today",
+            "YESTERDAY",
+            "tomorrow",
+            `daysAgo:${integer(random, 0, 9_999_999)}`,
+            `daysFromNow:${integer(random, 0, 3_000_000)}`,
+            "daysAgo:739000",
+            "daysFromNow:2900000",
+          ]),
+      ])();
+    case "boolean":
+      return pick(random, ["true", "false", "1", "0", "TRUE"]);
+    case "single_select":
+    case "multi_select":
+      return pick(random, ["Active", "active", "Done", "a", "b", "a,b", "c", "zz"]);
+    default:
+      return randomText(random);
+  }
+}
+
+/** A condition whose operator fits the reference and whose values parse, mostly. */
+export function randomFittingCondition(
+  random: Random,
+  refs: readonly { ref: string; type: string }[],
+): ConditionNode {
+  const target = pick(random, refs);
+  const kind = KIND_OF_TYPE[target.type] ?? "other";
+  const operator = pick(random, FITTING_OPERATORS[kind]!) as ConditionNode["operator"];
+  const value = () => literal(fittingValue(random, kind));
+  let conditionValue: ConditionValue;
+  if (VALUELESS_OPERATORS.has(operator)) conditionValue = { kind: "none" };
+  else if (LIST_OPERATORS.has(operator)) {
+    const count = operator === "btw" ? 2 : integer(random, 1, 4);
+    conditionValue = { kind: "list", items: Array.from({ length: count }, value) };
+  } else conditionValue = { kind: "single", value: value() };
+  return {
+    kind: "condition",
+    ref: literal(target.ref),
+    operator,
+    operatorPosition: 0,
+    value: conditionValue,
+    position: 0,
+  };
+}
+
+/** A random tree of fitting conditions at most `depth` levels deep. */
+export function randomFittingTree(
+  random: Random,
+  refs: readonly { ref: string; type: string }[],
+  depth: number,
+): WhereNode {
+  const roll = random();
+  if (depth <= 1 || roll < 0.4) return randomFittingCondition(random, refs);
+  if (roll < 0.55) {
+    return { kind: "not", operand: randomFittingTree(random, refs, depth - 1), position: 0 };
+  }
+  const operands = Array.from({ length: integer(random, 2, 3) }, () =>
+    randomFittingTree(random, refs, depth - 1),
+  );
+  return { kind: roll < 0.8 ? "and" : "or", operands };
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { QueryField } from "./field-reference.js";
 import { QueryError } from "./query-error.js";
 import {
@@ -16,9 +16,23 @@ import { compileWhere } from "./where-compiler.js";
 import { parseWhere } from "./where-parser.js";
 import { printWhere } from "./where-printer.js";
 
-// Properties over many random inputs, each run reproducible from its seed.
+// Properties over many random inputs, each run reproducible from its seed (a failure names it;
+// WHERE_SEED=<seed> runs from there). Together they try well over 100,000 cases per run, most of
+// them parser-only and cheap; the hot loops check by hand rather than through expect().
+// WHERE_SCALE=<n> multiplies every property's runs for a longer local hunt.
 
-const RUNS = 3000;
+const SCALE = Number(process.env.WHERE_SCALE ?? 1);
+const FIRST_SEED = Number(process.env.WHERE_SEED ?? 1);
+const RUNS = {
+  randomText: 40_000,
+  mutated: 25_000,
+  roundTrip: 12_000,
+  canonical: 12_000,
+  compiled: 15_000,
+  nested: 3_000,
+};
+/** Every case the properties below try, counted as they run. */
+let cases = 0;
 
 const FIELDS: QueryField[] = [
   { id: "1", name: "Name", type: "text" },
@@ -86,17 +100,40 @@ function mutated(random: Random): string {
   return chars.join("");
 }
 
-/** Runs a property for RUNS seeds and names the seed that breaks it. */
-function forEachSeed(property: (random: Random) => void): void {
-  for (let seed = 1; seed <= RUNS; seed++) {
-    try {
-      property(seededRandom(seed));
-    } catch (error) {
-      throw new Error(`seed ${seed}: ${error instanceof Error ? error.message : String(error)}`, {
-        cause: error,
-      });
+/**
+ * Runs a property for `runs` seeds and names the seed that breaks it. Most cases end in a thrown
+ * QueryError, so stack traces are off while they run (they cost more than the parsing); a
+ * failing seed runs once more with them on, for the trace.
+ */
+function forEachSeed(runs: number, property: (random: Random) => void): void {
+  const last = FIRST_SEED + Math.round(runs * SCALE) - 1;
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    for (let seed = FIRST_SEED; seed <= last; seed++) {
+      cases++;
+      try {
+        property(seededRandom(seed));
+      } catch (first) {
+        Error.stackTraceLimit = limit;
+        let error = first;
+        try {
+          property(seededRandom(seed));
+        } catch (again) {
+          error = again;
+        }
+        throw new Error(`seed ${seed}: ${error instanceof Error ? error.message : String(error)}`, {
+          cause: error,
+        });
+      }
     }
+  } finally {
+    Error.stackTraceLimit = limit;
   }
+}
+
+function check(condition: boolean, message: () => string): void {
+  if (!condition) throw new Error(message());
 }
 
 /** Parses, or checks that the refusal is a QueryError with a position inside the text. */
@@ -105,14 +142,31 @@ function parseOrPositionedError(text: string): WhereNode | QueryError {
     return parseWhere(text);
   } catch (error) {
     if (!(error instanceof QueryError)) throw error;
-    expect(error.key).toBe("where");
+    check(error.key === "where", () => `key ${error.key}`);
     if (error.position === undefined) {
-      expect(error.message).toMatch(/^(must not be empty|must be at most 4096 characters)$/);
+      check(/^(must not be empty|must be at most 4096 characters)$/.test(error.message), () =>
+        JSON.stringify(error.message),
+      );
     } else {
-      expect(error.position).toBeGreaterThanOrEqual(1);
-      expect(error.position).toBeLessThanOrEqual(Array.from(text).length + 1);
-      expect(error.message.endsWith(` at ${error.position}`)).toBe(true);
+      const length = Array.from(text).length;
+      check(
+        error.position >= 1 && error.position <= length + 1,
+        () => `position ${error.position} outside 1..${length + 1} in ${JSON.stringify(text)}`,
+      );
+      check(error.message.endsWith(` at ${error.position}`), () => error.message);
     }
+    return error;
+  }
+}
+
+/** Compiles, or checks that the refusal is a positioned QueryError; anything else is thrown. */
+function compileOrQueryError(tree: WhereNode, offset = 0, parsed = true) {
+  try {
+    return compileWhere(tree, FIELDS, { paramOffset: offset, now: NOW });
+  } catch (error) {
+    if (!(error instanceof QueryError)) throw error;
+    // A parsed tree knows where each piece was; a generated one has position 0 everywhere.
+    check(error.key === "where" && (!parsed || (error.position ?? 0) >= 1), () => error.message);
     return error;
   }
 }
@@ -134,17 +188,49 @@ const SQL_CONSTANTS = new Set([
 function expectOnlyConstants(sql: string): void {
   for (const match of sql.matchAll(/'([^']*)'/g)) {
     const text = match[1]!;
-    if (!/^[0-9]+$/.test(text)) expect(SQL_CONSTANTS, sql).toContain(text);
+    check(/^[0-9]+$/.test(text) || SQL_CONSTANTS.has(text), () => `literal '${text}' in ${sql}`);
   }
   // Nothing left once the literals are gone could start a comment or a second statement.
   const outside = sql.replaceAll(/'[^']*'/g, "''");
-  expect(outside).not.toMatch(/;|--|\/\*|\?|\\/);
+  check(!/;|--|\/\*|\?|\\/.test(outside), () => `suspicious SQL ${sql}`);
+}
+
+/** Texts that are only in the tree: none of them may reach the SQL text. */
+function clientTexts(node: WhereNode): string[] {
+  switch (node.kind) {
+    case "condition":
+      return node.value.kind === "none"
+        ? []
+        : node.value.kind === "single"
+          ? [node.value.value.text]
+          : node.value.items.map((item) => item.text);
+    case "not":
+      return clientTexts(node.operand);
+    case "and":
+    case "or":
+      return node.operands.flatMap(clientTexts);
+  }
+}
+
+/** A random string of grammar pieces nested `depth` parentheses or `~not`s deep. */
+function nested(random: Random): string {
+  const depth = integer(random, 1, 40);
+  const open = Array.from({ length: depth }, () =>
+    pick(random, ["(", "~not(", "~not ", "( "]),
+  ).join("");
+  const close = ")".repeat(integer(random, 0, depth + 2));
+  return `${open}${pick(random, ["Name,eq,1)", "Age,gt,2)", "(Vip,checked)", ""])}${close}`;
 }
 
 describe("where properties", () => {
+  afterAll(() => {
+    // The CI budget asks for at least 100,000 generated cases per run.
+    if (SCALE >= 1) expect(cases).toBeGreaterThanOrEqual(100_000);
+  });
+
   it("parses random text or refuses it with a positioned QueryError, never anything else", () => {
     const reasons = new Set<string>();
-    forEachSeed((random) => {
+    forEachSeed(RUNS.randomText, (random) => {
       const result = parseOrPositionedError(randomSource(random));
       if (result instanceof QueryError) reasons.add(result.reason.replace(/'.*'/, "'...'"));
     });
@@ -154,47 +240,91 @@ describe("where properties", () => {
 
   it("parses mutated filters or refuses them with a positioned QueryError", () => {
     let parsed = 0;
-    forEachSeed((random) => {
+    forEachSeed(RUNS.mutated, (random) => {
       const tree = parseOrPositionedError(mutated(random));
       if (tree instanceof QueryError) return;
       parsed++;
-      try {
-        compileWhere(tree, FIELDS, { paramOffset: 0, now: NOW });
-      } catch (error) {
-        if (!(error instanceof QueryError)) throw error;
-        expect(error.position).toBeGreaterThanOrEqual(1);
-      }
+      compileOrQueryError(tree);
     });
-    expect(parsed).toBeGreaterThan(RUNS / 10);
+    expect(parsed).toBeGreaterThan((RUNS.mutated * SCALE) / 10);
   });
 
   it("reads back what it prints: parse(print(tree)) is the tree", () => {
-    forEachSeed((random) => {
+    forEachSeed(RUNS.roundTrip, (random) => {
       const tree = randomTree(random, [...REFS, randomText(random)], 4);
       const text = printWhere(tree);
       if (Array.from(text).length > WHERE_MAX_LENGTH) return;
       const reparsed = parseWhere(text);
-      expect(withoutPositions(reparsed)).toEqual(tree);
-      expect(printWhere(reparsed)).toBe(text);
+      const [got, want] = [withoutPositions(reparsed), withoutPositions(tree)];
+      check(JSON.stringify(got) === JSON.stringify(want), () => `read back ${text} differently`);
+      check(printWhere(reparsed) === text, () => `printed ${text} then ${printWhere(reparsed)}`);
     });
+  });
+
+  it("prints what it parsed canonically: print(parse(print(parse(x)))) is print(parse(x))", () => {
+    let parsed = 0;
+    forEachSeed(RUNS.canonical, (random) => {
+      const tree = parseOrPositionedError(mutated(random));
+      if (tree instanceof QueryError) return;
+      parsed++;
+      const text = printWhere(tree);
+      const again = parseWhere(text);
+      check(printWhere(again) === text, () => `not canonical: ${text} -> ${printWhere(again)}`);
+      // The same filter compiles to the same SQL and parameters, whichever spelling was sent.
+      const a = compileOrQueryError(tree);
+      const b = compileOrQueryError(again);
+      check(
+        a instanceof QueryError
+          ? b instanceof QueryError && a.reason === b.reason
+          : !(b instanceof QueryError) &&
+              a.sql === b.sql &&
+              JSON.stringify(a.params) === JSON.stringify(b.params),
+        () => `${text} compiled differently after printing`,
+      );
+    });
+    expect(parsed).toBeGreaterThan((RUNS.canonical * SCALE) / 10);
   });
 
   it("compiles random trees to SQL that holds no client text, or refuses with QueryError", () => {
     let compiled = 0;
-    forEachSeed((random) => {
+    forEachSeed(RUNS.compiled, (random) => {
       const tree = randomTree(random, REFS, 4);
       const offset = integer(random, 0, 5);
-      try {
-        const result = compileWhere(tree, FIELDS, { paramOffset: offset, now: NOW });
-        compiled++;
-        expectOnlyConstants(result.sql);
-        // Placeholders are exactly $offset+1 .. $offset+params, each used once.
-        const used = [...result.sql.matchAll(/\$([0-9]+)::/g)].map((m) => Number(m[1]));
-        expect(used).toEqual(result.params.map((_, i) => offset + i + 1));
-      } catch (error) {
-        if (!(error instanceof QueryError)) throw error;
+      const result = compileOrQueryError(tree, offset, false);
+      if (result instanceof QueryError) return;
+      compiled++;
+      expectOnlyConstants(result.sql);
+      // Placeholders are exactly $offset+1 .. $offset+params, each used once, each cast.
+      const used = [...result.sql.matchAll(/\$([0-9]+)::/g)].map((m) => Number(m[1]));
+      check(
+        used.length === result.params.length && used.every((n, i) => n === offset + i + 1),
+        () => `placeholders ${used} for ${result.params.length} params`,
+      );
+      check(
+        !/\$[0-9]+(?!::|[0-9])/.test(result.sql),
+        () => `a placeholder without its cast in ${result.sql}`,
+      );
+      // No value of the filter is in the statement's text, only in its parameters.
+      for (const text of clientTexts(tree)) {
+        // (Only texts that could break out of SQL or hide in it: a plain word such as "false"
+        // may well be part of the statement's own text.)
+        if (/['"\\;]|--|\/\*|[^\x20-\x7e]/.test(text)) {
+          check(!result.sql.includes(text), () => `${JSON.stringify(text)} in ${result.sql}`);
+        }
       }
     });
-    expect(compiled).toBeGreaterThan(RUNS / 20);
+    expect(compiled).toBeGreaterThan((RUNS.compiled * SCALE) / 20);
+  });
+
+  it("refuses deep nesting with a QueryError, never a stack overflow", () => {
+    let deep = 0;
+    forEachSeed(RUNS.nested, (random) => {
+      const result = parseOrPositionedError(nested(random));
+      if (result instanceof QueryError && result.reason.startsWith("nested deeper")) deep++;
+    });
+    expect(deep).toBeGreaterThan((RUNS.nested * SCALE) / 10);
+    // The longest filter of nothing but parentheses stops at the depth limit too.
+    const error = parseOrPositionedError("(".repeat(WHERE_MAX_LENGTH));
+    expect(error).toBeInstanceOf(QueryError);
   });
 });
