@@ -31,6 +31,13 @@ export interface LocalSystemOptions {
   cpuProfileDir?: string;
   /** Prints a progress line. */
   say(line: string): void;
+  /**
+   * Servers to use instead of the test infrastructure's (the fault tests bring a PostgreSQL and a
+   * Redis of their own, to stop and start them); each one independently.
+   */
+  servers?: { databaseUrl?: string; redisUrl?: string; natsUrl?: string };
+  /** The gateway's `RATE_LIMITS` (default `off`). */
+  rateLimits?: string;
 }
 
 export interface LocalSystem {
@@ -47,6 +54,10 @@ export interface LocalSystem {
   logsDir: string;
   /** Stops every process and removes the database, the streams, the keys and the files. */
   stop(options: { keepLogs: boolean }): Promise<void>;
+  /** Sends `signal` to one process; for SIGKILL and SIGTERM, waits until it exited. */
+  signal(piece: Piece, signal: NodeJS.Signals): Promise<void>;
+  /** Starts a piece again (after it was killed) and waits until it listens. */
+  restart(piece: Piece): Promise<void>;
 }
 
 /** The repository root: the nearest directory up whose package.json is the workspace root. */
@@ -61,15 +72,30 @@ export function repoRoot(): string {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether `port` can be listened on now. */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
+}
+
+const taken = new Set<number>();
+
+/**
+ * A free port below Linux's ephemeral range (32768-60999): the processes start one after the
+ * other, and a restarted one listens on its old port again, so a port the kernel could hand to
+ * some outgoing connection in between (the OS's port 0 does) would be lost on a busy machine.
+ */
+async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (taken.has(port) || !(await bindable(port))) continue;
+    taken.add(port);
+    return port;
+  }
+  throw new Error("no free port between 20000 and 32000");
 }
 
 function uniqueSuffix(): string {
@@ -179,7 +205,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
   };
 
   try {
-    const infra = await testInfra();
+    const infra = { ...(await testInfra()), ...options.servers };
     const database = await createDatabase(infra.databaseUrl);
     cleanups.push({ what: "database", run: () => database.drop() });
     const namespace = `bench_${uniqueSuffix()}`;
@@ -261,6 +287,9 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         RECORDS_GRPC_URL: url("records"),
       },
       records: {
+        ...(process.env.DATABASE_POOL_MAX
+          ? { DATABASE_POOL_MAX: process.env.DATABASE_POOL_MAX }
+          : {}),
         GRPC_PORT: String(ports.records),
         ORGANIZATION_GRPC_URL: url("organization"),
         CATALOG_GRPC_URL: url("catalog"),
@@ -282,7 +311,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         CATALOG_GRPC_URL: url("catalog"),
         RECORDS_GRPC_URL: url("records"),
         FILES_GRPC_URL: url("files"),
-        RATE_LIMITS: "off",
+        RATE_LIMITS: options.rateLimits ?? "off",
       },
     };
     const sourceFlags = options.source ? ["--import", "tsx", "--conditions=@rowbase/source"] : [];
@@ -329,7 +358,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     if (!existsSync(path.join(root, launcher))) {
       throw new Error(`${launcher} is missing: build first (npx tsc -b) or pass --source`);
     }
-    for (const piece of PIECES) {
+    const launch = async (piece: Piece) => {
       const log = openSync(logOf(piece), "a");
       const child = spawn(
         process.execPath,
@@ -358,7 +387,8 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
           options.say(`  !! ${piece} exited (${code ?? signal}); see ${logOf(piece)}`);
         }
       });
-    }
+    };
+    for (const piece of PIECES) await launch(piece);
     options.say(`  started ${PIECES.join(", ")} (one process each), logs in ${logsDir}`);
 
     return {
@@ -377,6 +407,22 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
             .map(([piece, child]) => [piece, child.pid!]),
         ),
       stop,
+      async signal(piece, signal) {
+        const child = children.get(piece);
+        if (!child || child.exitCode !== null || child.signalCode !== null) return;
+        const waits = signal === "SIGKILL" || signal === "SIGTERM";
+        if (waits) children.delete(piece);
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        child.kill(signal);
+        if (waits) await exited;
+      },
+      async restart(piece) {
+        const running = children.get(piece);
+        if (running && running.exitCode === null && running.signalCode === null) {
+          throw new Error(`${piece} is still running`);
+        }
+        await launch(piece);
+      },
     };
   } catch (error) {
     await stop({ keepLogs: true });

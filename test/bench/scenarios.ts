@@ -2,7 +2,7 @@ import type autocannon from "autocannon";
 import type pg from "pg";
 import {
   type ListQuery,
-  listStatements,
+  listStatement,
   type RawWriteTarget,
   rawCreate,
   rawGet,
@@ -72,9 +72,9 @@ function listScenario(
       },
     ],
     raw: (ctx) => {
-      const statements = listStatements(ctx.tenant.tableId, listQueries(ctx)[which]);
+      const statement = listStatement(ctx.tenant.tableId, listQueries(ctx)[which]);
       return async (client) => {
-        await rawList(client, statements);
+        await rawList(client, statement);
       };
     },
     async check(ctx, api, pool) {
@@ -87,7 +87,7 @@ function listScenario(
       try {
         const raw = await rawList(
           client,
-          listStatements(ctx.tenant.tableId, listQueries(ctx)[which]),
+          listStatement(ctx.tenant.tableId, listQueries(ctx)[which]),
         );
         const ids = answer.records.map((record) => record.row_id);
         if (answer.total !== raw.total || ids.join() !== raw.rowIds.join()) {

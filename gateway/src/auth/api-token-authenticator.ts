@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { apiTokenCacheKey, type Cache, Code, ConnectError } from "@rowbase/kit";
+import { apiTokenCacheKey, type Cache, LocalCache } from "@rowbase/kit";
 import { type ApiTokenCaller, unauthorized } from "./authenticate.js";
 
 /** SPEC section 2: `rb_` and 40 base62 characters. */
@@ -26,16 +26,30 @@ export type ApiTokenLookup = (
 
 export interface ApiTokenCacheTtl {
   /**
-   * A live token. Revocation must bite within 5 s on every replica (SPEC section 2); the
-   * service deletes the entry, but a lookup already under way when it does can write the old
-   * answer back, so the entry lives a second less than that bound.
+   * A live token in the shared cache. Revocation must bite within 5 s on every replica (SPEC
+   * section 2); the service deletes the entry, but a lookup already under way when it does can
+   * write the old answer back, and a replica may hold what it read for `localMs` more, so
+   * `foundSeconds` + `localMs` stays a second under that bound.
    */
   foundSeconds: number;
   /** An unknown token: shorter, it only spares the service repeated misses. */
   notFoundSeconds: number;
+  /**
+   * How long a gateway process keeps an answer it got (from the shared cache or the service)
+   * in its own memory, sparing the shared cache a round trip per request; never longer than the
+   * shared entry's own lifetime.
+   */
+  localMs: number;
 }
 
-export const API_TOKEN_CACHE_TTL: ApiTokenCacheTtl = { foundSeconds: 4, notFoundSeconds: 2 };
+export const API_TOKEN_CACHE_TTL: ApiTokenCacheTtl = {
+  foundSeconds: 3,
+  notFoundSeconds: 2,
+  localMs: 1000,
+};
+
+/** How many presented tokens a gateway process remembers. */
+const LOCAL_TOKEN_ENTRIES = 10_000;
 
 /** The cached answer for a hash that resolves to no token. */
 const NOT_FOUND = "-";
@@ -68,19 +82,24 @@ export function decodeCachedToken(value: string | null): ApiTokenCaller | null |
 /**
  * Turns a presented API token into its caller or 401 `unauthorized`. The answer, found or not,
  * is kept in the shared cache under `api-token:<sha256 hex>` for a few seconds, so a busy token
- * costs the organization service one call per 4 s across all replicas; revocation deletes the
- * entry, and its lifetime bounds how long a revoked token can still pass. Concurrent requests
- * with the same token in this process share one lookup. The cache failing is 503, never a
- * pass.
+ * costs the organization service one call per 3 s across all replicas, and in this process's
+ * memory for a second, so it costs the shared cache one read per second; revocation deletes the
+ * shared entry, and the two lifetimes bound how long a revoked token can still pass (4 s).
+ * Concurrent requests with the same token in this process share one lookup. A shared cache
+ * that fails (Redis down) is skipped: the organization service decides, as on a miss.
  */
 export class ApiTokenAuthenticator {
   private readonly inFlight = new Map<string, Promise<ApiTokenCaller | undefined>>();
+  /** Callers by the token's cache key; null for "no such token". */
+  private readonly local: LocalCache<ApiTokenCaller | null>;
 
   constructor(
     private readonly lookup: ApiTokenLookup,
     private readonly cache: Cache,
     private readonly ttl: ApiTokenCacheTtl = API_TOKEN_CACHE_TTL,
-  ) {}
+  ) {
+    this.local = new LocalCache(ttl.localMs, LOCAL_TOKEN_ENTRIES);
+  }
 
   async authenticate(credential: string, requestId: string): Promise<ApiTokenCaller> {
     if (!isApiTokenFormat(credential)) throw unauthorized();
@@ -93,8 +112,13 @@ export class ApiTokenAuthenticator {
   async resolve(token: string, requestId: string): Promise<ApiTokenCaller | undefined> {
     const sha256 = apiTokenSha256(token);
     const key = apiTokenCacheKey(sha256.toString("hex"));
-    const cached = decodeCachedToken(await this.cacheCall(() => this.cache.get(key)));
-    if (cached !== undefined) return cached ?? undefined;
+    const known = this.local.get(key);
+    if (known !== undefined) return known ?? undefined;
+    const cached = decodeCachedToken((await this.cacheCall(() => this.cache.get(key))) ?? null);
+    if (cached !== undefined) {
+      this.remember(key, cached);
+      return cached ?? undefined;
+    }
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = this.lookUpAndCache(sha256, key, requestId).finally(() =>
@@ -116,21 +140,21 @@ export class ApiTokenAuthenticator {
         ? this.cache.set(key, encodeCachedToken(caller), this.ttl.foundSeconds)
         : this.cache.set(key, NOT_FOUND, this.ttl.notFoundSeconds),
     );
+    this.remember(key, caller ?? null);
     return caller;
   }
 
-  /** The error table maps Unavailable to 503 `service_unavailable`; the cause goes to the log. */
-  private async cacheCall<T>(operation: () => Promise<T>): Promise<T> {
+  private remember(key: string, caller: ApiTokenCaller | null): void {
+    const sharedSeconds = caller ? this.ttl.foundSeconds : this.ttl.notFoundSeconds;
+    this.local.set(key, caller, Math.min(this.ttl.localMs, sharedSeconds * 1000));
+  }
+
+  /** The shared cache's answer, or undefined when it failed (a miss: the service decides). */
+  private async cacheCall<T>(operation: () => Promise<T>): Promise<T | undefined> {
     try {
       return await operation();
-    } catch (error) {
-      throw new ConnectError(
-        "API-token cache unusable",
-        Code.Unavailable,
-        undefined,
-        undefined,
-        error,
-      );
+    } catch {
+      return undefined;
     }
   }
 }

@@ -145,6 +145,18 @@ describe("the error table", () => {
     }
   });
 
+  it("answers a dependency that cannot be reached (Redis away, a connection cut) with 503", () => {
+    for (const error of [
+      new Error("Redis unavailable (reconnecting)"),
+      Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:6379"), { code: "ECONNREFUSED" }),
+    ]) {
+      expect(httpErrorOf(error, request)).toMatchObject({
+        status: 503,
+        body: { message: "service_unavailable", data: {} },
+      });
+    }
+  });
+
   it("answers anything unknown with 500 and the request id, never the message", () => {
     const unknown = [
       new Error("database password is hunter2"),

@@ -1,4 +1,4 @@
-import { Code, ConnectError, errorInfoOf } from "@rowbase/kit";
+import { Code, ConnectError, errorInfoOf, isUnreachableDependency } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import {
   type ValidationEnvelope,
@@ -140,6 +140,8 @@ export function httpErrorOf(error: unknown, request: RequestLine): HttpErrorResp
   if (status === 404) return domain("not_found", {});
   if (status === 405) return domain("method_not_allowed", {});
   if (status === 413) return domain("payload_too_large", {});
+  // Redis or a connection cut under the gateway itself: a dependency away, not a fault.
+  if (isUnreachableDependency(error)) return domain("service_unavailable", {});
   return internal(request);
 }
 

@@ -23,7 +23,7 @@ import { ApiCallCounter } from "./api-call-counter.js";
 import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
 import { TableOrganizations } from "./table-organizations.js";
-import { unavailableOnFailure } from "./unavailable-on-failure.js";
+import { localOnFailure } from "./unavailable-on-failure.js";
 
 /** Who a record-route call is charged for, and how to log for its request. */
 export interface ChargeContext {
@@ -152,9 +152,12 @@ export interface ApiCallQuotaDeps {
   internalSecret: string;
 }
 
-/** The quota as the gateway runs it; a cache that fails answers 503, never a pass. */
+/**
+ * The quota as the gateway runs it. While the shared cache fails, it counts in this replica's
+ * memory (rebuilt from Postgres, see `localOnFailure`): a per-replica cap, never a pass.
+ */
 export function createApiCallQuota(deps: ApiCallQuotaDeps): ApiCallQuota {
-  const cache = unavailableOnFailure(deps.cache);
+  const cache = localOnFailure(deps.cache);
   return new ApiCallQuota({
     counter: new ApiCallCounter(
       cache,

@@ -23,7 +23,7 @@ export function recordOrganizationKey(rowId: bigint): string {
 export class RecordOrganizations {
   constructor(
     private readonly records: Client<typeof RecordsService>,
-    /** Failures must surface as Unavailable: see `unavailableOnFailure`. */
+    /** Wrapped in `localOnFailure`: a failing shared cache falls back to memory. */
     private readonly cache: Cache,
     private readonly internalSecret: string,
   ) {}

@@ -24,7 +24,7 @@ import {
 } from "./api-call-counter.js";
 import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
-import { unavailableOnFailure } from "./unavailable-on-failure.js";
+import { localOnFailure } from "./unavailable-on-failure.js";
 
 /**
  * The shared-cache key of an organization's file bytes moved in a UTC month (SPEC 7 and 10:
@@ -262,9 +262,12 @@ export interface TransferQuotaDeps {
   internalSecret: string;
 }
 
-/** The transfer quota as the gateway runs it; a cache that fails answers 503, never a pass. */
+/**
+ * The transfer quota as the gateway runs it. While the shared cache fails, it counts in this
+ * replica's memory (rebuilt from Postgres, see `localOnFailure`): a per-replica cap, never a pass.
+ */
 export function createTransferQuota(deps: TransferQuotaDeps): TransferQuota {
-  const cache = unavailableOnFailure(deps.cache);
+  const cache = localOnFailure(deps.cache);
   return new TransferQuota({
     counter: new TransferCounter(
       cache,

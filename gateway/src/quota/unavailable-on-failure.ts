@@ -1,4 +1,4 @@
-import { type Cache, Code, ConnectError } from "@rowbase/kit";
+import { type Cache, Code, ConnectError, MemoryCache, RedisCache } from "@rowbase/kit";
 
 /**
  * The shared cache as quota accounting uses it: a store that fails (Redis down) answers 503
@@ -27,6 +27,69 @@ export function unavailableOnFailure(cache: Cache): Cache {
     incrBy: (key, by, ttlSeconds) => guard("incrBy", () => cache.incrBy(key, by, ttlSeconds)),
     setIfAbsent: (key, value, ttlSeconds) =>
       guard("setIfAbsent", () => cache.setIfAbsent(key, value, ttlSeconds)),
+    close: () => cache.close(),
+  };
+}
+
+/**
+ * The shared cache as quota accounting uses it while Redis may fail: every operation that the
+ * shared cache cannot do (a command fails, or the connection is known lost: no waiting for it)
+ * is done in this replica's memory instead. Quotas then count per replica: the call that finds
+ * a month's counter missing in memory rebuilds it from what Postgres holds (MonthlyUsageRebuild),
+ * so each replica admits at most what is left of the allowance, never a free pass; cached plans
+ * and owners are asked from their services again (the source of truth) and kept in memory.
+ * Once the shared cache answers again, the memory is dropped, so that a later outage starts
+ * from Postgres again rather than from counts that missed the time in between.
+ */
+export function localOnFailure(cache: Cache): Cache {
+  let local = new MemoryCache();
+  let usedLocal = false;
+  const reachable = () => !(cache instanceof RedisCache) || cache.reachable;
+  const run = async <T>(shared: () => Promise<T>, inMemory: (local: Cache) => Promise<T>) => {
+    if (reachable()) {
+      try {
+        const answer = await shared();
+        if (usedLocal) {
+          usedLocal = false;
+          const dropped = local;
+          local = new MemoryCache();
+          await dropped.close();
+        }
+        return answer;
+      } catch {
+        // Counted below, in memory.
+      }
+    }
+    usedLocal = true;
+    return inMemory(local);
+  };
+  return {
+    kind: cache.kind,
+    get: (key) =>
+      run(
+        () => cache.get(key),
+        (m) => m.get(key),
+      ),
+    set: (key, value, ttl) =>
+      run(
+        () => cache.set(key, value, ttl),
+        (m) => m.set(key, value, ttl),
+      ),
+    del: (...keys) =>
+      run(
+        () => cache.del(...keys),
+        (m) => m.del(...keys),
+      ),
+    incrBy: (key, by, ttl) =>
+      run(
+        () => cache.incrBy(key, by, ttl),
+        (m) => m.incrBy(key, by, ttl),
+      ),
+    setIfAbsent: (key, value, ttl) =>
+      run(
+        () => cache.setIfAbsent(key, value, ttl),
+        (m) => m.setIfAbsent(key, value, ttl),
+      ),
     close: () => cache.close(),
   };
 }

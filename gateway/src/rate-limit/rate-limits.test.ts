@@ -1,8 +1,14 @@
 import { Code, ConnectError, errorInfoOf, MemoryCache, RedisCache } from "@rowbase/kit";
-import { testInfra, uniqueName } from "@rowbase/kit/testing";
+import {
+  type RedisServerProcess,
+  startRedisServer,
+  testInfra,
+  uniqueName,
+  waitFor,
+} from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./rate-limit-settings.js";
-import { RateLimits } from "./rate-limits.js";
+import { FAIL_CLOSED_LIMITS, RateLimits } from "./rate-limits.js";
 
 const settings: RateLimitSettings = {
   ...DEFAULT_RATE_LIMITS,
@@ -74,7 +80,19 @@ describe.each([
 });
 
 describe("RateLimits when Redis cannot be reached", () => {
-  it("answers Unavailable (503) instead of letting requests through", async () => {
+  it("names the credential limits as failing closed, and only those", () => {
+    expect([...FAIL_CLOSED_LIMITS].sort()).toEqual([
+      "auth_login_email",
+      "auth_login_ip",
+      "auth_refresh_ip",
+      "auth_register_ip",
+      "auth_resend_ip",
+      "auth_verify_ip",
+      "oauth_exchange_ip",
+    ]);
+  });
+
+  it("answers Unavailable (503) on a login limit instead of letting requests through", async () => {
     const cache = RedisCache.connect("redis://127.0.0.1:1", `${uniqueName("gw_rl")}:`);
     // Expected connection errors; without a listener ioredis prints each one.
     cache.client.on("error", () => {});
@@ -86,5 +104,49 @@ describe("RateLimits when Redis cannot be reached", () => {
     } finally {
       cache.client.disconnect();
     }
+  });
+});
+
+describe("RateLimits when Redis goes away after connecting", () => {
+  const limited: RateLimitSettings = {
+    ...settings,
+    records_token: { points: 3, seconds: 60 },
+  };
+  let redis: RedisServerProcess;
+  let cache: RedisCache;
+  let limits: RateLimits;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    cache = RedisCache.connect(redis.url, `${uniqueName("gw_rl")}:`);
+    limits = new RateLimits(limited, cache);
+    await limits.consume("records_token", "token-a");
+    await redis.stop();
+  });
+
+  afterAll(async () => {
+    await cache?.close();
+    await redis?.stop();
+  });
+
+  it("counts record calls per replica with the same rule, and refuses past it", async () => {
+    await limits.consume("records_token", "token-b");
+    await limits.consume("records_token", "token-b");
+    await limits.consume("records_token", "token-b");
+    const error = await refusal(limits.consume("records_token", "token-b"));
+    expect(errorInfoOf(error)?.reason).toBe("too_many_requests");
+  });
+
+  it("refuses logins with Unavailable (503)", async () => {
+    const error = await refusal(limits.consume("auth_login_ip", "10.0.0.9"));
+    expect(error.code).toBe(Code.Unavailable);
+  });
+
+  it("counts in Redis again once it is back", async () => {
+    await redis.start();
+    await waitFor(() => cache.client.status === "ready");
+    await limits.consume("auth_login_ip", "10.0.0.10");
+    const keys = await cache.client.keys(`${cache.keyPrefix}rl:auth_login_ip:*`);
+    expect(keys.length).toBe(1);
   });
 });

@@ -25,11 +25,26 @@ import {
 } from "./rate-limit-settings.js";
 
 /**
+ * The limits that guard credentials (login, sign-up, e-mail codes, token refresh, the OpenID
+ * exchange): while Redis cannot be reached they refuse with 503 `service_unavailable` rather
+ * than count per replica, since N replicas would multiply what a guesser gets.
+ */
+export const FAIL_CLOSED_LIMITS: ReadonlySet<RateLimitName> = new Set(
+  RATE_LIMIT_NAMES.filter((name) => name.startsWith("auth_") || name.startsWith("oauth_")),
+);
+
+/**
  * The configured limiters, one per name. They count in Redis when the cache is Redis, so every
- * gateway replica shares one count, and in memory in the single-process mode.
+ * gateway replica shares one count, and in memory in the single-process mode. While Redis
+ * cannot be reached (a command fails, or the connection is not ready: no waiting for it), the
+ * FAIL_CLOSED_LIMITS answer 503 and every other limit (records, organization writes) counts in
+ * this replica's memory with the same rule: a per-replica cap instead of an outage.
  */
 export class RateLimits {
   private readonly limiters = new Map<RateLimitName, RateLimiterAbstract>();
+  /** This replica's own count of each limit that does not fail closed, for Redis outages. */
+  private readonly fallbacks = new Map<RateLimitName, RateLimiterMemory>();
+  private readonly redis: RedisCache | undefined;
   private readonly refusals: ReturnType<typeof rateLimitRefusals>;
 
   constructor(
@@ -38,10 +53,12 @@ export class RateLimits {
     metrics: MetricsRegistry = processMetricsRegistry(),
   ) {
     this.refusals = rateLimitRefusals(metrics);
+    this.redis = cache instanceof RedisCache ? cache : undefined;
     for (const name of RATE_LIMIT_NAMES) {
       const rule = settings[name];
       if (!rule) continue;
       const options = { points: rule.points, duration: rule.seconds };
+      const memory = () => new RateLimiterMemory({ ...options, keyPrefix: name });
       this.limiters.set(
         name,
         cache instanceof RedisCache
@@ -50,8 +67,11 @@ export class RateLimits {
               storeClient: cache.client,
               keyPrefix: `${cache.keyPrefix}rl:${name}`,
             })
-          : new RateLimiterMemory({ ...options, keyPrefix: name }),
+          : memory(),
       );
+      if (cache instanceof RedisCache && !FAIL_CLOSED_LIMITS.has(name)) {
+        this.fallbacks.set(name, memory());
+      }
     }
   }
 
@@ -62,30 +82,48 @@ export class RateLimits {
 
   /**
    * Counts one request for `key` under `name`; past the limit throws 429 `too_many_requests`
-   * with the seconds to wait. A store that cannot be reached is 503, never a silent pass.
+   * with the seconds to wait. A store that cannot be reached is 503 for the FAIL_CLOSED_LIMITS,
+   * and this replica's own count for the others; never a silent pass.
    */
   async consume(name: RateLimitName, key: string): Promise<void> {
     const limiter = this.limiters.get(name);
     if (!limiter) return;
-    try {
-      await limiter.consume(keyOf(name, key));
-    } catch (error) {
-      // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) when over the limit.
-      if (error instanceof RateLimiterRes) {
-        this.refusals.inc({ limit: name });
-        throw domainError(Code.ResourceExhausted, "too_many_requests", {
-          [RETRY_AFTER_METADATA]: retryAfterOf(error),
-        });
+    const counted = keyOf(name, key);
+    let failure: unknown = new Error("Redis connection lost");
+    if (this.redis?.reachable !== false) {
+      try {
+        await limiter.consume(counted);
+        return;
+      } catch (error) {
+        // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) when over the limit.
+        if (error instanceof RateLimiterRes) throw this.refused(name, error);
+        failure = error;
       }
+    }
+    const fallback = this.fallbacks.get(name);
+    if (!fallback) {
       // Mapped to 503 `service_unavailable` by the error table, logged there with this cause.
       throw new ConnectError(
         `rate limit store failed (${name})`,
         Code.Unavailable,
         undefined,
         undefined,
-        error,
+        failure,
       );
     }
+    try {
+      await fallback.consume(counted);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) throw this.refused(name, error);
+      throw error;
+    }
+  }
+
+  private refused(name: RateLimitName, over: RateLimiterRes) {
+    this.refusals.inc({ limit: name });
+    return domainError(Code.ResourceExhausted, "too_many_requests", {
+      [RETRY_AFTER_METADATA]: retryAfterOf(over),
+    });
   }
 }
 

@@ -57,10 +57,11 @@ export class Authorizer {
     }
     if (principal.kind !== "user") return undefined;
     const key = membershipCacheKey(organizationId, principal.userId);
-    const cached = await this.cache.get(key);
+    // A cache that fails (Redis down) is skipped: the organization service decides.
+    const cached = await this.cache.get(key).catch(() => null);
     if (cached) return cached === NOT_A_MEMBER ? undefined : (cached as Role);
     const role = await this.lookup(organizationId, principal.userId);
-    await this.cache.set(key, role ?? NOT_A_MEMBER, this.ttlSeconds);
+    await this.cache.set(key, role ?? NOT_A_MEMBER, this.ttlSeconds).catch(() => {});
     return role;
   }
 

@@ -1,4 +1,4 @@
-import { Redis } from "ioredis";
+import { Redis, type RedisOptions } from "ioredis";
 
 /**
  * The few key-value operations Rowbase needs from Redis: short-lived caches, revocation marks
@@ -20,35 +20,70 @@ export interface Cache {
   close(): Promise<void>;
 }
 
+/**
+ * How every Rowbase process talks to Redis. While Redis cannot be reached, a command fails fast
+ * (one retry at most, a second at most) instead of waiting in the offline queue for a reconnect
+ * that may never come, so that callers fall back at once: caches to their source of truth, rate
+ * limits and quotas to per-instance counting, or 503. The offline queue stays on for the very
+ * first connection, so that a process's first commands wait for it rather than fail.
+ */
+export const REDIS_CLIENT_OPTIONS = {
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: true,
+  commandTimeout: 1_000,
+} satisfies RedisOptions;
+
 export class RedisCache implements Cache {
   readonly kind = "redis";
+  private connectedOnce = false;
 
   /** `prefix` isolates tenants of one Redis (tests, several deployments). */
   constructor(
     readonly client: Redis,
     private readonly prefix = "rb:",
-  ) {}
+  ) {
+    if (client.status === "ready") this.connectedOnce = true;
+    else client.once("ready", () => (this.connectedOnce = true));
+    // A lost connection fails the commands (which callers handle); without a listener ioredis
+    // would also print every failed reconnect attempt as an unhandled error event.
+    client.on("error", () => {});
+  }
 
   static connect(url: string, prefix?: string): RedisCache {
-    return new RedisCache(
-      new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true }),
-      prefix,
-    );
+    return new RedisCache(new Redis(url, REDIS_CLIENT_OPTIONS), prefix);
+  }
+
+  /**
+   * False once a connection that was up is lost, until it is back: commands would only fail
+   * (or wait up to `commandTimeout` behind the reconnect). True while the first connection is
+   * being made, when commands wait for it.
+   */
+  get reachable(): boolean {
+    return !this.connectedOnce || this.client.status === "ready";
+  }
+
+  /** While the connection is lost, a command fails at once instead of queueing. */
+  private up(): void {
+    if (!this.reachable) throw new Error(`Redis unavailable (${this.client.status})`);
   }
 
   async get(key: string) {
+    this.up();
     return this.client.get(this.prefix + key);
   }
 
   async set(key: string, value: string, ttlSeconds: number) {
+    this.up();
     await this.client.set(this.prefix + key, value, "EX", ttlSeconds);
   }
 
   async del(...keys: string[]) {
+    this.up();
     if (keys.length > 0) await this.client.del(...keys.map((k) => this.prefix + k));
   }
 
   async incrBy(key: string, by: number, ttlSeconds: number) {
+    this.up();
     const full = this.prefix + key;
     const [[, value]] = (await this.client
       .multi()
@@ -59,6 +94,7 @@ export class RedisCache implements Cache {
   }
 
   async setIfAbsent(key: string, value: string, ttlSeconds: number) {
+    this.up();
     return (await this.client.set(this.prefix + key, value, "EX", ttlSeconds, "NX")) === "OK";
   }
 
@@ -67,7 +103,9 @@ export class RedisCache implements Cache {
   }
 
   async close() {
-    await this.client.quit();
+    // quit() would wait for a reconnect while Redis is away.
+    if (this.client.status === "ready") await this.client.quit();
+    else this.client.disconnect();
   }
 }
 

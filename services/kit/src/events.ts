@@ -8,7 +8,7 @@ import {
   EventMetaSchema,
 } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import type { StreamSpec } from "./bus.js";
-import { enqueueEvent } from "./outbox.js";
+import { enqueueEvent, type OutboxEntry } from "./outbox.js";
 import type { Principal } from "./principal.js";
 
 const DAY = 24 * 3600;
@@ -130,6 +130,20 @@ export async function publishEvent<D extends DescMessage>(
   init: Omit<MessageShape<D>, "$typeName" | "meta">,
   context: { principal?: Principal; requestId?: string },
 ): Promise<string> {
+  const event = buildEvent(subject, schema, init, context);
+  return enqueueEvent(em, subject, event.payload, event.eventId);
+}
+
+/**
+ * An event as `publishEvent` writes it (a new id, `meta` filled in), for a caller that writes
+ * many at once (`enqueueEvents`).
+ */
+export function buildEvent<D extends DescMessage>(
+  subject: string,
+  schema: D,
+  init: Omit<MessageShape<D>, "$typeName" | "meta">,
+  context: { principal?: Principal; requestId?: string },
+): OutboxEntry {
   const eventId = crypto.randomUUID();
   const meta = create(EventMetaSchema, {
     eventId,
@@ -138,5 +152,5 @@ export async function publishEvent<D extends DescMessage>(
     requestId: context.requestId ?? "",
   });
   const message = create(schema, { ...init, meta } as never);
-  return enqueueEvent(em, subject, toBinary(schema, message), eventId);
+  return { subject, payload: toBinary(schema, message), eventId };
 }

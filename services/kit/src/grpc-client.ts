@@ -1,6 +1,14 @@
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { refusedStreamRetryInterceptor } from "./grpc-retry.js";
 import { injectTraceContext, TRACEPARENT_HEADER } from "./tracing.js";
 
 /**
@@ -12,11 +20,87 @@ export const traceContextInterceptor: Interceptor = (next) => (req) => {
   return next(req);
 };
 
-/** A gRPC client of one service at `baseUrl` (`http://host:port`), over one HTTP/2 session. */
-export function createServiceClient<S extends DescService>(service: S, baseUrl: string): Client<S> {
+const TRANSPORT_FAILURE_CODES = new Set([Code.Canceled, Code.Aborted, Code.Internal, Code.Unknown]);
+
+/**
+ * A call whose connection broke before the service answered (the service's process died, the
+ * connection was reset or closed mid-call) is Unavailable: the service cannot be reached, as
+ * when the connection is refused (503 at the gateway). connect-node reports these as Canceled
+ * (the session went away: its streams are cancelled), Aborted (ECONNRESET) or Internal (a
+ * stream closed with an error). An error the service itself sent carries its `grpc-status`
+ * trailer, and a call this process cancelled has its signal aborted: both are left as they are.
+ */
+export const transportFailureInterceptor: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (error) {
+    if (
+      error instanceof ConnectError &&
+      TRANSPORT_FAILURE_CODES.has(error.code) &&
+      !error.metadata.has("grpc-status") &&
+      !req.signal.aborted
+    ) {
+      throw new ConnectError(
+        `connection to the service failed: ${error.rawMessage}`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        error,
+      );
+    }
+    throw error;
+  }
+};
+
+/**
+ * The deadline of a unary call that names none: below the gateway's own (10 s), so that a
+ * service waiting on another that hangs answers 503 itself, in bounded time, before the gateway
+ * gives up on it.
+ */
+export const DEFAULT_RPC_TIMEOUT_MS = 8_000;
+
+export interface ServiceClientOptions {
+  /** The deadline of unary calls that pass no `timeoutMs` (a call's `timeoutMs: 0` has none). */
+  defaultTimeoutMs?: number;
+}
+
+/**
+ * Gives every unary call without a `timeoutMs` of its own the default deadline. Streaming calls
+ * (file uploads and downloads) keep theirs, none unless the caller sets one: a large transfer
+ * must not be cut at a deadline sized for a lookup. connect-node's own `defaultTimeoutMs` would
+ * apply to both.
+ */
+export function withUnaryDeadline(transport: Transport, defaultTimeoutMs: number): Transport {
+  return {
+    unary: (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.unary(method, signal, timeoutMs ?? defaultTimeoutMs, header, input, contextValues),
+    stream: (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.stream(method, signal, timeoutMs, header, input, contextValues),
+  };
+}
+
+/**
+ * A gRPC client of one service at `baseUrl` (`http://host:port`), over one HTTP/2 session; its
+ * unary calls have a deadline (DEFAULT_RPC_TIMEOUT_MS unless told), streaming calls none.
+ */
+export function createServiceClient<S extends DescService>(
+  service: S,
+  baseUrl: string,
+  options: ServiceClientOptions = {},
+): Client<S> {
   return createClient(
     service,
-    createGrpcTransport({ baseUrl, interceptors: [traceContextInterceptor] }),
+    withUnaryDeadline(
+      createGrpcTransport({
+        baseUrl,
+        interceptors: [
+          transportFailureInterceptor,
+          traceContextInterceptor,
+          refusedStreamRetryInterceptor,
+        ],
+      }),
+      options.defaultTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
+    ),
   );
 }
 
@@ -40,7 +124,14 @@ export function createDedicatedServiceClient<S extends DescService>(
   return {
     client: createClient(
       service,
-      createGrpcTransport({ baseUrl, sessionManager, interceptors: [traceContextInterceptor] }),
+      withUnaryDeadline(
+        createGrpcTransport({
+          baseUrl,
+          sessionManager,
+          interceptors: [transportFailureInterceptor, traceContextInterceptor],
+        }),
+        DEFAULT_RPC_TIMEOUT_MS,
+      ),
     ),
     close: () => sessionManager.abort(),
   };

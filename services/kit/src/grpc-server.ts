@@ -21,6 +21,7 @@ import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import { PRINCIPAL_HEADER, principalKey, REQUEST_ID_HEADER, verifyPrincipal } from "./principal.js";
 import { rpcObservabilityInterceptor } from "./rpc-observability.js";
+import { isUnreachableDependency } from "./unreachable.js";
 
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 
@@ -102,6 +103,20 @@ export function callContextInterceptor(logger: Logger, internalSecret: string): 
         if (reason || error.code !== Code.Internal) logger.info({ ...line, status, reason }, "rpc");
         else logger.error({ ...line, status, err: error }, "rpc failed");
         throw error;
+      }
+      if (isUnreachableDependency(error)) {
+        // PostgreSQL or Redis away (a restart, a failover): 503 for the caller, not a 500.
+        logger.warn(
+          { ...line, status: "Unavailable", err: error },
+          "rpc failed: dependency unreachable",
+        );
+        throw new ConnectError(
+          "dependency unreachable",
+          Code.Unavailable,
+          undefined,
+          undefined,
+          error,
+        );
       }
       logger.error({ ...line, status: "Internal", err: error }, "rpc failed");
       throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);

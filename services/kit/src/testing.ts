@@ -184,3 +184,4 @@ export async function startMailCatcher(): Promise<MailCatcher> {
   };
 }
 export { type NatsServerProcess, startNatsServer } from "./nats-server.js";
+export { type RedisServerProcess, startRedisServer, waitFor } from "./redis-server.js";

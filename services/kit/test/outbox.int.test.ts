@@ -6,6 +6,7 @@ import {
   createLogger,
   createOrm,
   enqueueEvent,
+  enqueueEvents,
   migrate,
   NatsBus,
   type Orm,
@@ -85,5 +86,38 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
       .fork()
       .execute("select count(*)::int as n from outbox where published_at is null");
     expect(pending[0]).toEqual({ n: 1 - 1 });
+  });
+
+  it("enqueues many events in one statement, in order, and publishes them in that order", async () => {
+    const received: BusMessage[] = [];
+    const consumer = await bus.consume(
+      { stream: "TEST", durable: "kit_test_many", subject: "test.many.>" },
+      async (m) => {
+        received.push(m);
+      },
+    );
+    const entries = Array.from({ length: 250 }, (_, i) => ({
+      subject: `test.many.${i % 3}`,
+      payload: new Uint8Array([i % 256, 0, 255]),
+      eventId: randomUUID(),
+    }));
+    await orm.em.fork().transactional(async (em) => {
+      await enqueueEvents(em, entries);
+    });
+    await expect(
+      orm.em.fork().transactional(async (em) => {
+        await enqueueEvents(em, [
+          { subject: "test.many.x", payload: new Uint8Array(), eventId: randomUUID() },
+        ]);
+        throw new Error("abort");
+      }),
+    ).rejects.toThrow("abort");
+    const relay = new OutboxRelay(orm, bus, logger);
+    await relay.flush();
+    await expect.poll(() => received.length, { timeout: 5000 }).toBe(entries.length);
+    await consumer.stop();
+    expect(received.map((m) => ({ subject: m.subject, id: m.id, data: [...m.data] }))).toEqual(
+      entries.map((e) => ({ subject: e.subject, id: e.eventId, data: [...e.payload] })),
+    );
   });
 });

@@ -104,13 +104,28 @@ export class AuditLog {
   ) {}
 
   /**
-   * Stores one AUDIT message in the consumer's transaction. An event already past the
-   * retention (delivered more than 90 days late) is not stored. Returns whether it stored.
+   * Stores one AUDIT message unless `consumer` already did, in one statement (its id claimed in
+   * `processed_event` and the row inserted, atomically: see `consumeClaimed`). An event already
+   * past the retention (delivered more than 90 days late) is not stored. Returns whether it was
+   * within the retention.
    */
-  async store(em: EntityManager, message: BusMessage, now = new Date()): Promise<boolean> {
+  async apply(
+    em: EntityManager,
+    consumer: string,
+    message: BusMessage,
+    now = new Date(),
+  ): Promise<boolean> {
     const event = fromBinary(AuditEventSchema, message.data);
     const at = event.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
-    if (at.getTime() < retentionCutoff(now).getTime()) return false;
+    if (at.getTime() < retentionCutoff(now).getTime()) {
+      // Applied as nothing: only its id is remembered.
+      await em.execute(
+        `insert into processed_event (consumer, event_id) values (?, ?)
+         on conflict (consumer, event_id) do nothing`,
+        [consumer, message.id],
+      );
+      return false;
+    }
     const actor = event.meta?.actor;
     const changes: StoredChange[] = event.changes.map((change) => ({
       key: change.key,
@@ -119,12 +134,19 @@ export class AuditLog {
       ...(change.newValue ? { new: toJson(ValueSchema, change.newValue) as JsonValue } : {}),
     }));
     await em.execute(
-      `insert into audit_event (event_id, at, organization_id, database_id, table_id,
+      `with claimed as (
+         insert into processed_event (consumer, event_id) values (?, ?)
+         on conflict (consumer, event_id) do nothing returning event_id
+       )
+       insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
          request_id)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)
+       select ?, ?::timestamptz, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?
+       where exists (select 1 from claimed)
        on conflict do nothing`,
       [
+        consumer,
+        message.id,
         event.meta?.eventId || message.id,
         at,
         event.organizationId,

@@ -1,4 +1,13 @@
-import { consumeOnce, type EventBus, type Logger, type Orm, SUBJECTS } from "@rowbase/kit";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  type BusMessage,
+  type ConsumerSpec,
+  type EventBus,
+  type Logger,
+  type Orm,
+  pruneProcessedEvents,
+  SUBJECTS,
+} from "@rowbase/kit";
 import type { AuditLog } from "./audit-log.js";
 import type { UsageStats } from "./usage-stats.js";
 
@@ -12,8 +21,8 @@ export const DURABLES = {
 export const AUDIT_MAINTENANCE_INTERVAL_MS = 3600 * 1000;
 
 /**
- * The audit store's and usage statistics' consumers (applied once per event id, acknowledged
- * after the commit) and the hourly audit maintenance, which also runs once before consuming so
+ * The audit store's and usage statistics' consumers (each event applied once per id, see
+ * `consumeClaimed`) and the hourly audit maintenance, which also runs once before consuming so
  * that this month's partition exists.
  */
 export async function startEventConsumers(deps: {
@@ -44,23 +53,23 @@ export async function startEventConsumers(deps: {
   };
   try {
     consumers.push(
-      await consumeOnce(
+      await consumeClaimed(
         orm,
         bus,
         { stream: "AUDIT", durable: DURABLES.audit, subject: SUBJECTS.auditAny },
         async (em, message) => {
-          await deps.auditLog.store(em, message);
+          await deps.auditLog.apply(em, DURABLES.audit, message);
         },
-        { logger },
+        logger,
       ),
     );
     consumers.push(
-      await consumeOnce(
+      await consumeClaimed(
         orm,
         bus,
         { stream: "USAGE", durable: DURABLES.usage, subject: SUBJECTS.usageAny },
-        (em, message) => deps.usage.apply(em, message),
-        { logger },
+        (em, message) => deps.usage.apply(em, DURABLES.usage, message),
+        logger,
       ),
     );
   } catch (error) {
@@ -68,4 +77,43 @@ export async function startEventConsumers(deps: {
     throw error;
   }
   return { stop };
+}
+
+/**
+ * A durable consumer whose `apply` claims each event's id in `processed_event` in the same
+ * statement as its writes (data-modifying CTEs: atomic without a transaction around them, and a
+ * concurrent second delivery waits on the claim, then skips), so each event is applied exactly
+ * once, as kit's `consumeOnce` does it, in one round trip to PostgreSQL instead of four. The
+ * message is acknowledged after the statement; a failure leaves it to be redelivered. Ids are
+ * pruned hourly, as `consumeOnce` prunes them.
+ */
+export async function consumeClaimed(
+  orm: Orm,
+  bus: EventBus,
+  spec: ConsumerSpec,
+  apply: (em: EntityManager, message: BusMessage) => Promise<unknown>,
+  logger: Logger,
+  pruneIntervalMs = 3600 * 1000,
+): Promise<{ stop(): Promise<void> }> {
+  const consumer = await bus.consume(spec, async (message) => {
+    await apply(orm.em.fork(), message);
+  });
+  let pruning: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    pruning ??= pruneProcessedEvents(orm, spec.durable)
+      .catch((error: unknown) =>
+        logger.warn({ err: error, durable: spec.durable }, "processed events not pruned"),
+      )
+      .finally(() => {
+        pruning = undefined;
+      });
+  }, pruneIntervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await consumer.stop();
+      await pruning;
+    },
+  };
 }

@@ -67,10 +67,59 @@ export class UsageStats {
   constructor(private readonly deps: { tx: Transactions; logger: Logger }) {}
 
   /**
-   * Adds one USAGE message in the consumer's transaction. Counts for an organization that no
-   * longer exists are dropped (its rows went with it); unknown usage subjects are ignored.
+   * Adds one USAGE message unless `consumer` already did, in one statement (its id claimed in
+   * `processed_event` and both sums added, atomically: see `consumeClaimed`). Counts for an
+   * organization that no longer exists are dropped (its rows went with it); unknown usage
+   * subjects are ignored.
    */
-  async apply(em: EntityManager, message: BusMessage, now = new Date()): Promise<void> {
+  async apply(
+    em: EntityManager,
+    consumer: string,
+    message: BusMessage,
+    now = new Date(),
+  ): Promise<void> {
+    const counted = this.countedOf(message, now);
+    if (!counted) return;
+    await em.execute(
+      `with claimed as (
+         insert into processed_event (consumer, event_id) values (?, ?)
+         on conflict (consumer, event_id) do nothing returning event_id
+       ), owner as (
+         select id from organizations where id = ? and exists (select 1 from claimed)
+       ), daily as (
+         insert into usage_daily (organization_id, day, api_calls, transfer_bytes)
+         select id, ?::date, ?, ? from owner
+         on conflict (organization_id, day) do update set
+           api_calls = usage_daily.api_calls + excluded.api_calls,
+           transfer_bytes = usage_daily.transfer_bytes + excluded.transfer_bytes
+         returning 1
+       ), by_token as (
+         insert into usage_daily_token (organization_id, day, token_id, api_calls, transfer_bytes)
+         select id, ?::date, ?, ?, ? from owner where ?::bigint <> 0
+         on conflict (organization_id, day, token_id) do update set
+           api_calls = usage_daily_token.api_calls + excluded.api_calls,
+           transfer_bytes = usage_daily_token.transfer_bytes + excluded.transfer_bytes
+         returning 1
+       )
+       select count(*) as claimed from claimed`,
+      [
+        consumer,
+        message.id,
+        counted.organizationId,
+        counted.day,
+        counted.apiCalls,
+        counted.transferBytes,
+        counted.day,
+        counted.tokenId,
+        counted.apiCalls,
+        counted.transferBytes,
+        counted.tokenId,
+      ],
+    );
+  }
+
+  /** What a USAGE message counts; undefined for nothing to add. */
+  private countedOf(message: BusMessage, now: Date): Counted | undefined {
     let counted: Counted;
     if (message.subject === SUBJECTS.apiCallsCounted) {
       const event = fromBinary(ApiCallsCountedSchema, message.data);
@@ -92,44 +141,14 @@ export class UsageStats {
       };
     } else {
       this.deps.logger.debug({ subject: message.subject }, "usage event ignored");
-      return;
+      return undefined;
     }
     if (counted.apiCalls < 0n || counted.transferBytes < 0n) {
       this.deps.logger.warn({ subject: message.subject, id: message.id }, "negative usage ignored");
-      return;
+      return undefined;
     }
-    if (counted.apiCalls === 0n && counted.transferBytes === 0n) return;
-    const values = [
-      counted.organizationId,
-      counted.day,
-      counted.apiCalls,
-      counted.transferBytes,
-      counted.organizationId,
-    ];
-    await em.execute(
-      `insert into usage_daily (organization_id, day, api_calls, transfer_bytes)
-       select ?, ?::date, ?, ? where exists (select 1 from organizations where id = ?)
-       on conflict (organization_id, day) do update set
-         api_calls = usage_daily.api_calls + excluded.api_calls,
-         transfer_bytes = usage_daily.transfer_bytes + excluded.transfer_bytes`,
-      values,
-    );
-    if (counted.tokenId === 0n) return;
-    await em.execute(
-      `insert into usage_daily_token (organization_id, day, token_id, api_calls, transfer_bytes)
-       select ?, ?::date, ?, ?, ? where exists (select 1 from organizations where id = ?)
-       on conflict (organization_id, day, token_id) do update set
-         api_calls = usage_daily_token.api_calls + excluded.api_calls,
-         transfer_bytes = usage_daily_token.transfer_bytes + excluded.transfer_bytes`,
-      [
-        counted.organizationId,
-        counted.day,
-        counted.tokenId,
-        counted.apiCalls,
-        counted.transferBytes,
-        counted.organizationId,
-      ],
-    );
+    if (counted.apiCalls === 0n && counted.transferBytes === 0n) return undefined;
+    return counted;
   }
 
   /** api_stats for a member: the period defaults to this month so far. */

@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { SUBJECTS } from "@rowbase/kit";
+import { createLogger, SUBJECTS } from "@rowbase/kit";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import {
   ApiCallsCountedSchema,
@@ -8,6 +8,10 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
 import { Role, TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Transactions } from "../src/change-set.js";
+import { DURABLES } from "../src/event-consumers.js";
+import { createOrganizationOrm } from "../src/service.js";
+import { UsageStats } from "../src/usage-stats.js";
 import {
   as,
   type Harness,
@@ -230,6 +234,45 @@ describe("GetMonthlyUsage", () => {
 });
 
 describe("usage consumer", () => {
+  it("adds an event once however often it is delivered, also when deliveries race", async () => {
+    const owner = await h.user("Twice");
+    const { organizationId } = await newOrganization(h, owner, "Twice");
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    try {
+      const logger = createLogger("usage-test", "silent");
+      const stats = new UsageStats({
+        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+        logger,
+      });
+      const event = create(ApiCallsCountedSchema, {
+        meta: create(EventMetaSchema, {
+          eventId: "twice-1",
+          occurredAt: timestampFromDate(new Date()),
+        }),
+        organizationId,
+        tokenId: 7n,
+        apiCalls: 3n,
+      });
+      const message = {
+        subject: SUBJECTS.apiCallsCounted,
+        data: toBinary(ApiCallsCountedSchema, event),
+        id: `twice-${organizationId}`,
+        deliveryCount: 1,
+      };
+      await Promise.all([1, 2, 3].map(() => stats.apply(orm.em.fork(), DURABLES.usage, message)));
+      await stats.apply(orm.em.fork(), DURABLES.usage, { ...message, deliveryCount: 2 });
+      const { rows } = await h.db.query(
+        `select (select sum(api_calls)::int from organization.usage_daily where organization_id = $1) as daily,
+                (select sum(api_calls)::int from organization.usage_daily_token
+                  where organization_id = $1 and token_id = 7) as token`,
+        [organizationId.toString()],
+      );
+      expect(rows[0]).toEqual({ daily: 3, token: 3 });
+    } finally {
+      await orm.close();
+    }
+  });
+
   it("drops counts of an organization that does not exist and keeps going", async () => {
     const owner = await h.user("After");
     const { organizationId } = await newOrganization(h, owner, "After");

@@ -1,6 +1,6 @@
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { SUBJECTS } from "@rowbase/kit";
+import { createLogger, SUBJECTS } from "@rowbase/kit";
 import {
   AuditEvent_ChangeSchema,
   AuditEvent_TargetSchema,
@@ -19,6 +19,10 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { ListAuditEventsRequest } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuditLog } from "../src/audit-log.js";
+import { Transactions } from "../src/change-set.js";
+import { DURABLES } from "../src/event-consumers.js";
+import { createOrganizationOrm } from "../src/service.js";
 import {
   as,
   type Harness,
@@ -425,5 +429,45 @@ describe("retention", () => {
       )
       .toBe(1);
     expect(await auditRows(organizationId)).not.toContain(late);
+  });
+});
+
+describe("the audit consumer", () => {
+  it("stores an event once however often it is delivered, also when deliveries race", async () => {
+    const owner = await h.user("Racing");
+    const { organizationId } = await newOrganization(h, owner, "Racing");
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    try {
+      const logger = createLogger("audit-test", "silent");
+      const auditLog = new AuditLog({
+        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+        logger,
+      });
+      const eventId = `racing-${organizationId}`;
+      const event = create(AuditEventSchema, {
+        meta: create(EventMetaSchema, { eventId, occurredAt: timestampFromDate(new Date()) }),
+        organizationId,
+        action: "organization.updated",
+        target: create(AuditEvent_TargetSchema, { type: "organization", id: organizationId }),
+      });
+      const message = {
+        subject: SUBJECTS.audit("organization.updated"),
+        data: toBinary(AuditEventSchema, event),
+        id: eventId,
+        deliveryCount: 1,
+      };
+      const stored = await Promise.all(
+        [1, 2, 3].map(() => auditLog.apply(orm.em.fork(), DURABLES.audit, message)),
+      );
+      expect(stored).toEqual([true, true, true]);
+      await auditLog.apply(orm.em.fork(), DURABLES.audit, { ...message, deliveryCount: 2 });
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from organization.audit_event where event_id = $1",
+        [eventId],
+      );
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await orm.close();
+    }
   });
 });

@@ -1,12 +1,14 @@
 import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { type EntityManager, IsolationLevel } from "@mikro-orm/postgresql";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  buildEvent,
+  enqueueEvents,
   type Logger,
   type Orm,
+  type OutboxEntry,
   type OutboxRelay,
   type Principal,
-  publishEvent,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
@@ -49,6 +51,7 @@ export function actorName(principal: Principal | undefined): string {
  * only if the transaction commits.
  */
 export class ChangeSet {
+  private readonly pending: OutboxEntry[] = [];
   private events = 0;
 
   constructor(
@@ -60,16 +63,25 @@ export class ChangeSet {
     return this.events;
   }
 
+  /** Adds an event; it reaches the outbox with the others at `flush`, before the commit. */
   async publish<D extends DescMessage>(
     subject: string,
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
   ): Promise<void> {
-    await publishEvent(this.em, subject, schema, init, {
-      ...(this.context.principal ? { principal: this.context.principal } : {}),
-      requestId: this.context.requestId,
-    });
+    this.pending.push(
+      buildEvent(subject, schema, init, {
+        ...(this.context.principal ? { principal: this.context.principal } : {}),
+        requestId: this.context.requestId,
+      }),
+    );
     this.events += 1;
+  }
+
+  /** Writes the events added so far to the outbox, in order, in one statement. */
+  async flush(): Promise<void> {
+    const entries = this.pending.splice(0);
+    if (entries.length > 0) await enqueueEvents(this.em, entries);
   }
 
   /**
@@ -118,16 +130,11 @@ export class Transactions {
     let changes: ChangeSet | undefined;
     const result = await this.orm.em.fork().transactional(async (em) => {
       changes = new ChangeSet(em, context);
-      return work(changes);
+      const done = await work(changes);
+      await changes.flush();
+      return done;
     });
     if (changes && changes.enqueuedEvents > 0) this.relay.kick();
     return result;
-  }
-
-  /** Several reads that must see one snapshot (a page and its total). */
-  async snapshot<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.orm.em
-      .fork()
-      .transactional(work, { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
   }
 }

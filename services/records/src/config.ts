@@ -19,6 +19,11 @@ export const recordsEnv = z.object({
    * (FilesService.ListRecordFiles). Unset until files runs: file fields then show null.
    */
   FILES_GRPC_URL: optionalUrl,
+  /**
+   * PostgreSQL connections of the service's pool; unset: kit's default (10 when the service
+   * runs alone, fewer in the one-process launcher).
+   */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(500).optional(),
 });
 
 export type RecordsConfig = z.output<typeof recordsEnv>;

@@ -7,6 +7,7 @@ import {
   callAs,
   type EventBus,
   errorInfoOf,
+  LocalCache,
   type Logger,
   planCacheKey,
   SUBJECTS,
@@ -21,6 +22,12 @@ import { tableNotFound } from "./errors.js";
 
 /** How long a plan stays cached; `org.plan.changed` evicts it at once. */
 export const PLAN_TTL_SECONDS = 60;
+
+/**
+ * How long a records process keeps a record limit in its own memory: the replica that takes
+ * `org.plan.changed` forgets it at once, the others apply the change at most this much later.
+ */
+export const PLAN_LOCAL_TTL_MS = 1000;
 
 /** The record limit in a cached plan entry; undefined for none or one that lacks it. */
 function cachedRecords(value: string | null): bigint | undefined {
@@ -45,6 +52,8 @@ export interface RecordQuota {
  * JSON with every key present and int64s as decimal strings (`{"records": "1000", ...}`).
  */
 export class Plans {
+  private readonly local = new LocalCache<bigint>(PLAN_LOCAL_TTL_MS);
+
   constructor(
     private readonly organizations: Client<typeof OrganizationService>,
     private readonly cache: Cache,
@@ -54,12 +63,17 @@ export class Plans {
 
   async quotaOf(organizationId: bigint, requestId = ""): Promise<RecordQuota> {
     const key = planCacheKey(organizationId);
+    const known = this.local.get(key);
+    if (known !== undefined) return { records: known };
     const cached = await this.cache.get(key).catch((error: unknown) => {
       this.logger.warn({ err: error }, "plan cache read failed");
       return null;
     });
     const records = cachedRecords(cached);
-    if (records !== undefined) return { records };
+    if (records !== undefined) {
+      this.local.set(key, records);
+      return { records };
+    }
     const limits = await this.fetch(organizationId, requestId);
     await this.cache
       .set(
@@ -68,6 +82,7 @@ export class Plans {
         PLAN_TTL_SECONDS,
       )
       .catch((error: unknown) => this.logger.warn({ err: error }, "plan cache write failed"));
+    this.local.set(key, limits.records);
     return { records: limits.records };
   }
 
@@ -98,6 +113,7 @@ export class Plans {
       { stream: "ORG", durable: "records_plan", subject: SUBJECTS.planChanged },
       async (message) => {
         const event = fromBinary(PlanChangedSchema, message.data);
+        this.local.delete(planCacheKey(event.organizationId));
         await this.cache.del(planCacheKey(event.organizationId));
       },
     );

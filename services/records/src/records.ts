@@ -8,8 +8,7 @@ import {
   findRecords,
   insertRecords,
   lockForCreate,
-  recordColumns,
-  recordsOf,
+  pageWithTotal,
   releaseRecords,
   reserveRecords,
   takeAutonumbers,
@@ -220,7 +219,7 @@ export class Records {
 
   /**
    * A page of the records matching `where`, in `sort` order with row_id breaking ties, and the
-   * count of all matches, read from one snapshot.
+   * count of all matches, read in one statement (`pageWithTotal`).
    */
   async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
@@ -250,23 +249,14 @@ export class Records {
         queryProblem(error);
       }
     }
-    const matching = `from record r where r.table_id = $1 and ${filter.sql}`;
-    const base = [schema.tableId, ...filter.params];
-    const next = base.length;
-    const { records, total } = await this.deps.tx.snapshot(async (em) => {
-      const [counted] = await query<{ total: string }>(
-        em,
-        `select count(*) as total ${matching}`,
-        base,
-      );
-      const page = await recordsOf(
-        em,
-        `select ${recordColumns("r")} ${matching}
-         order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
-        [...base, limit, params.offset],
-      );
-      return { records: page, total: BigInt(counted?.total ?? 0) };
-    });
+    const { records, total } = await pageWithTotal(
+      this.deps.tx.em(),
+      `from record r where r.table_id = $1 and ${filter.sql}`,
+      orderBy,
+      [schema.tableId, ...filter.params],
+      limit,
+      params.offset,
+    );
     const files = await this.deps.files.of(
       fields,
       records.map((record) => record.rowId),

@@ -38,8 +38,19 @@ export const SCHEMA = "records";
  * conditional updates and set-based statements, all through parameterised SQL (`db/sql.ts`); the
  * ORM gives it connections, transactions and migrations.
  */
-export function createRecordsOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities: [], migrations, logger });
+export function createRecordsOrm(
+  databaseUrl: string,
+  logger?: Logger,
+  poolSize?: number,
+): Promise<Orm> {
+  return createOrm({
+    url: databaseUrl,
+    schema: SCHEMA,
+    entities: [],
+    migrations,
+    ...(logger ? { logger } : {}),
+    ...(poolSize ? { poolSize } : {}),
+  });
 }
 
 export async function migrateRecords(databaseUrl: string): Promise<string[]> {
@@ -67,7 +78,7 @@ export async function startRecords(
   deps: { logger: Logger; cache: Cache; bus: EventBus },
 ): Promise<RunningRecords> {
   await deps.bus.ensureStreams(STREAMS);
-  const orm = await createRecordsOrm(config.DATABASE_URL, deps.logger);
+  const orm = await createRecordsOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   const tx = new Transactions(orm, relay, deps.logger);
   const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);

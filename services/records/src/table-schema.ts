@@ -6,6 +6,7 @@ import {
   ConnectError,
   callAs,
   errorInfoOf,
+  LocalCache,
   type Logger,
   tableSchemaCacheKey,
 } from "@rowbase/kit";
@@ -45,14 +46,24 @@ interface CachedSchema {
 /** How long a schema stays cached; catalog deletes the entry on every change anyway. */
 export const SCHEMA_TTL_SECONDS = 60;
 
+/** The cached JSON a schema was parsed from, so that an unchanged entry is not parsed again. */
+interface ParsedSchema {
+  json: string;
+  schema: TableSchema;
+}
+
 /**
  * Table schemas from CatalogService.GetTableSchema (asked as the records service), cached in the
  * shared cache under `tableSchemaCacheKey`. Catalog deletes the entry after every commit that
  * changes the table or its fields, and records' catalog consumer deletes it again on the event,
  * so a schema is stale at most for the moment between the two. A table that does not exist is
- * not cached. A cache that cannot be reached only costs a call to catalog.
+ * not cached. A cache that cannot be reached only costs a call to catalog. The shared entry is
+ * read on every call (a change applies at once), but parsed only when it differs from the one
+ * this process parsed last: a schema is shared by every caller and must not be changed.
  */
 export class TableSchemas {
+  private readonly parsed = new LocalCache<ParsedSchema>(SCHEMA_TTL_SECONDS * 1000, 1000);
+
   constructor(
     private readonly catalog: Client<typeof CatalogService>,
     private readonly cache: Cache,
@@ -67,17 +78,27 @@ export class TableSchemas {
       this.logger.warn({ err: error }, "schema cache read failed");
       return null;
     });
-    if (cached) return fromCached(JSON.parse(cached) as CachedSchema);
+    if (cached) {
+      const known = this.parsed.get(key);
+      if (known?.json === cached) return known.schema;
+      const schema = fromCached(JSON.parse(cached) as CachedSchema);
+      this.parsed.set(key, { json: cached, schema });
+      return schema;
+    }
     const schema = await this.fetch(tableId, requestId);
+    const json = JSON.stringify(toCached(schema));
+    this.parsed.set(key, { json, schema });
     await this.cache
-      .set(key, JSON.stringify(toCached(schema)), SCHEMA_TTL_SECONDS)
+      .set(key, json, SCHEMA_TTL_SECONDS)
       .catch((error: unknown) => this.logger.warn({ err: error }, "schema cache write failed"));
     return schema;
   }
 
   /** Forgets a cached schema (on catalog events). */
   async evict(...tableIds: bigint[]): Promise<void> {
-    if (tableIds.length > 0) await this.cache.del(...tableIds.map(tableSchemaCacheKey));
+    const keys = tableIds.map(tableSchemaCacheKey);
+    this.parsed.delete(...keys);
+    if (keys.length > 0) await this.cache.del(...keys);
   }
 
   private async fetch(tableId: bigint, requestId: string): Promise<TableSchema> {

@@ -7,7 +7,7 @@ import type { ErrorCode } from "../../errors/error-table.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
 import { RecordOrganizations } from "../../quota/record-organizations.js";
 import { createTransferQuota } from "../../quota/transfer-quota.js";
-import { unavailableOnFailure } from "../../quota/unavailable-on-failure.js";
+import { localOnFailure } from "../../quota/unavailable-on-failure.js";
 import type { RateLimitName } from "../../rate-limit/rate-limit-settings.js";
 import { defineRoute, type Route, type RouteInput } from "../../routing/route.js";
 import { type FileCall, FileOperations } from "./file-operations.js";
@@ -82,7 +82,7 @@ function fileCall(input: RouteInput<"session_or_token", unknown, unknown, unknow
  * serve and the signed link answer the bytes themselves; the rest answer JSON envelopes.
  */
 export function fileRoutes(deps: FileRoutesDeps): Route[] {
-  const cache = unavailableOnFailure(deps.cache);
+  const cache = localOnFailure(deps.cache);
   const files = new FileOperations({
     files: deps.files,
     uploadClient: () => createDedicatedServiceClient(FilesService, deps.filesUrl),

@@ -55,7 +55,9 @@ export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
                 },
               );
               return status === ServingStatus.SERVING ? undefined : name;
-            } catch {
+            } catch (error) {
+              // Why a service is not ready, for whoever reads the probe's 503.
+              ctx.state.log.warn({ err: error, service: name }, "health check failed");
               return name;
             }
           }),

@@ -50,6 +50,38 @@ export async function recordsOf(
   return (await query<RecordRow>(em, sql, params)).map(toStored);
 }
 
+/**
+ * A page of the records `matching` (`from record r where ...`, over `params`) in `orderBy`
+ * order, and the count of all of them, in one statement, so one snapshot, without a
+ * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once. A page
+ * past the end has no row to carry the count, so that case (only) counts again on its own.
+ */
+export async function pageWithTotal(
+  em: EntityManager,
+  matching: string,
+  orderBy: string,
+  params: readonly unknown[],
+  limit: number,
+  offset: number,
+): Promise<{ records: StoredRecord[]; total: bigint }> {
+  const next = params.length;
+  const rows = await query<RecordRow & { total: string }>(
+    em,
+    `select ${recordColumns("r")}, (select count(*) ${matching}) as total ${matching}
+     order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
+    [...params, limit, offset],
+  );
+  if (rows.length > 0 || offset === 0) {
+    return { records: rows.map(toStored), total: BigInt(rows[0]?.total ?? 0) };
+  }
+  const [counted] = await query<{ total: string }>(
+    em,
+    `select count(*) as total ${matching}`,
+    params,
+  );
+  return { records: [], total: BigInt(counted?.total ?? 0) };
+}
+
 function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
 }

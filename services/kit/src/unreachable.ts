@@ -1,0 +1,49 @@
+/**
+ * Whether an error says that something a service depends on cannot be reached right now
+ * (PostgreSQL restarting or away, a connection cut, Redis away), as opposed to a fault of the
+ * request or the code: such an error is gRPC Unavailable (the gateway's 503
+ * `service_unavailable`, SPEC 9), never Internal (500). Looks through the error's causes, since
+ * MikroORM and ioredis wrap the driver's error.
+ */
+export function isUnreachableDependency(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (current instanceof Error && !seen.has(current)) {
+    seen.add(current);
+    const { code, name, message } = current as Error & { code?: unknown };
+    if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08"))) {
+      return true;
+    }
+    if (name === "ConnectionException" || name === "MaxRetriesPerRequestError") return true;
+    if (UNREACHABLE_MESSAGES.test(message)) return true;
+    if (current instanceof AggregateError && current.errors.some(isUnreachableDependency)) {
+      return true;
+    }
+    current = current.cause;
+  }
+  return false;
+}
+
+/**
+ * Socket errors, and PostgreSQL's SQLSTATEs for a server that is going down, starting up or
+ * full (class 08, connection exceptions, is matched by its prefix).
+ */
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+
+/** What node-postgres, its pool and ioredis say without a code when a connection goes away. */
+const UNREACHABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Redis unavailable|Stream isn't writeable|Connection is closed|Command timed out/i;

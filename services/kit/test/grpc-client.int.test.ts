@@ -1,0 +1,122 @@
+import http2 from "node:http2";
+import type net from "node:net";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as ServingStatus,
+} from "@rowbase/proto/grpc/health/v1/health_pb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createLogger,
+  createServiceClient,
+  DEFAULT_RPC_TIMEOUT_MS,
+  type GrpcServer,
+  startGrpcServer,
+} from "../src/index.js";
+
+let server: GrpcServer;
+/** A "service" that accepts every call and never answers it, as a hung process does. */
+let hung: http2.Http2Server;
+let hungUrl: string;
+
+beforeAll(async () => {
+  server = await startGrpcServer({
+    routes: () => {},
+    services: [],
+    host: "127.0.0.1",
+    port: 0,
+    logger: createLogger("kit-test", "silent"),
+    internalSecret: "a-shared-internal-secret-of-32-chars!",
+  });
+  hung = http2.createServer(() => {});
+  await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
+  hungUrl = `http://127.0.0.1:${(hung.address() as net.AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await server?.close();
+  await new Promise<void>((resolve) => {
+    hung?.close(() => resolve());
+    for (const session of sessions) session.destroy();
+  });
+});
+
+const sessions = new Set<http2.ServerHttp2Session>();
+beforeAll(() => {
+  hung.on("session", (session) => sessions.add(session));
+});
+
+async function codeOf(call: Promise<unknown>): Promise<Code | "ok"> {
+  try {
+    await call;
+    return "ok";
+  } catch (error) {
+    return ConnectError.from(error).code;
+  }
+}
+
+describe("service clients' deadlines", () => {
+  it("give every unary call a default deadline below the gateway's 10 s", () => {
+    expect(DEFAULT_RPC_TIMEOUT_MS).toBeGreaterThan(0);
+    expect(DEFAULT_RPC_TIMEOUT_MS).toBeLessThan(10_000);
+  });
+
+  it("end a unary call to a service that hangs with DeadlineExceeded", async () => {
+    const client = createServiceClient(Health, hungUrl, { defaultTimeoutMs: 300 });
+    expect(await codeOf(client.check({ service: "" }))).toBe(Code.DeadlineExceeded);
+  });
+
+  it("let a call's own timeoutMs win over the default", async () => {
+    const client = createServiceClient(Health, hungUrl, { defaultTimeoutMs: 60_000 });
+    expect(await codeOf(client.check({ service: "" }, { timeoutMs: 200 }))).toBe(
+      Code.DeadlineExceeded,
+    );
+  });
+
+  it("answer a unary call of a live service within the default", async () => {
+    const client = createServiceClient(Health, `http://127.0.0.1:${server.port}`, {
+      defaultTimeoutMs: 2_000,
+    });
+    expect((await client.check({ service: "" })).status).toBe(ServingStatus.SERVING);
+  });
+
+  it("turn a connection that breaks mid-call (a service killed) into Unavailable", async () => {
+    const dying = http2.createServer();
+    dying.on("stream", (stream) => stream.session?.socket.destroy());
+    await new Promise<void>((resolve) => dying.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (dying.address() as net.AddressInfo).port;
+      const client = createServiceClient(Health, `http://127.0.0.1:${port}`);
+      expect(await codeOf(client.check({ service: "" }))).toBe(Code.Unavailable);
+    } finally {
+      dying.close();
+    }
+  });
+
+  it("leave an error the service sent as it is", async () => {
+    const client = createServiceClient(Health, `http://127.0.0.1:${server.port}`);
+    expect(await codeOf(client.check({ service: "rowbase.unknown.v1.Nope" }))).toBe(Code.NotFound);
+  });
+
+  it("leave streaming calls (file transfers) without the default deadline", async () => {
+    const client = createServiceClient(Health, `http://127.0.0.1:${server.port}`, {
+      defaultTimeoutMs: 200,
+    });
+    const abort = new AbortController();
+    const stream = client.watch({ service: "" }, { signal: abort.signal });
+    const iterator = stream[Symbol.asyncIterator]();
+    expect((await iterator.next()).value?.status).toBe(ServingStatus.SERVING);
+    // Well past the unary default: the stream is still open, only our abort ends it.
+    const next = iterator.next();
+    const outcome = await Promise.race([
+      next.then(
+        () => "message",
+        (error: unknown) => `ended: ${ConnectError.from(error).code}`,
+      ),
+      new Promise((resolve) => setTimeout(() => resolve("still open"), 800)),
+    ]);
+    expect(outcome).toBe("still open");
+    abort.abort();
+    expect(await codeOf(next)).toBe(Code.Canceled);
+  });
+});
