@@ -755,12 +755,24 @@ export async function send(w: World, request: FuzzRequest): Promise<FuzzResponse
       headers["content-type"] = request.body.contentType ?? "application/json";
   }
   // Joined as text: a path such as `//x` is a path here, not a protocol-relative URL.
-  const response = await fetch(`${w.sys.baseUrl}${request.url}`, {
-    method: request.method,
-    headers,
-    body: request.method === "GET" ? undefined : body,
-    redirect: "manual",
-  });
+  const go = () =>
+    fetch(`${w.sys.baseUrl}${request.url}`, {
+      method: request.method,
+      headers,
+      body: request.method === "GET" ? undefined : body,
+      redirect: "manual",
+    });
+  let response: Response;
+  try {
+    response = await go();
+  } catch (error) {
+    // A connection reset seen rarely (once in a CI run, on a POST with `Content-Encoding:
+    // deflate`), not yet explained: sent again once on a fresh connection. A server that resets
+    // every time still fails the property.
+    const code = ((error as Error).cause as { code?: string } | undefined)?.code;
+    if (code !== "ECONNRESET" || body instanceof FormData) throw error;
+    response = await go();
+  }
   return {
     status: response.status,
     contentType: response.headers.get("content-type") ?? "",
