@@ -28,6 +28,7 @@ import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
 import { routeFallback } from "./middleware/route-fallback.js";
 import { createApiCallQuota } from "./quota/api-call-quota.js";
+import { ApiCallTally } from "./quota/api-call-tally.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { auditRoutes } from "./routes/audit/audit-routes.js";
@@ -87,11 +88,12 @@ export function gatewayRoutes(
     | "files"
     | "healthTargets"
   >,
+  apiCalls: ApiCallTally,
 ) {
   // One API-call quota for the record and file routes: both count as public API calls.
   const quota = createApiCallQuota({
     cache: deps.cache,
-    bus: deps.bus,
+    tally: apiCalls,
     organization: deps.organization,
     catalog: deps.catalog,
     internalSecret: deps.config.INTERNAL_JWT_SECRET,
@@ -133,6 +135,13 @@ export function gatewayRoutes(
   ] satisfies Route[];
 }
 
+/** The gateway's Koa app and what must be done when it stops. */
+export interface Gateway {
+  app: Koa<GatewayState>;
+  /** Publishes the API calls counted since the last flush; call once no request runs. */
+  close(): Promise<void>;
+}
+
 /**
  * The gateway as a Koa app that does not listen, so tests and the one-process launcher can
  * mount it themselves. Order matters: the request's trace span first (every log line below
@@ -140,7 +149,7 @@ export function gatewayRoutes(
  * access log around the one error middleware (they see the final status), the query-credential
  * refusal before any route, the routes, and the 404/405 fallback last.
  */
-export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
+export function createGateway(deps: GatewayDeps): Gateway {
   const { config, logger, cache, identity } = deps;
   const metrics = deps.metrics ?? processMetricsRegistry();
   const verifier = new SessionTokenVerifier(
@@ -150,7 +159,8 @@ export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
     },
     { logger },
   );
-  const routes = gatewayRoutes(deps);
+  const apiCalls = new ApiCallTally(deps.bus, logger, config.USAGE_FLUSH_MS);
+  const routes = gatewayRoutes(deps, apiCalls);
   const router = new Router<GatewayState>();
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
@@ -176,5 +186,5 @@ export function createGateway(deps: GatewayDeps): Koa<GatewayState> {
   app.use(refuseQueryCredentials());
   app.use(router.routes());
   app.use(routeFallback());
-  return app;
+  return { app, close: () => apiCalls.close() };
 }

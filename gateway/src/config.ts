@@ -76,6 +76,11 @@ export const gatewayEnv = z
      * else reads (single-process mode only; the launcher passes its shared bus instead).
      */
     NATS_URL: optionalUrl,
+    /**
+     * How often the counted API calls are published, as one sum per organization, token and day
+     * (what `api_stats` reports lags by up to this). 0 publishes after every event-loop turn.
+     */
+    USAGE_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     INTERNAL_JWT_SECRET: secret,
     LOG_LEVEL: logLevel,
     RATE_LIMITS: rateLimits,

@@ -12,7 +12,10 @@ export interface StartGatewayOptions {
 
 export interface RunningGateway {
   port: number;
-  /** Stops taking connections and waits for running requests (at most 10 s). */
+  /**
+   * Stops taking connections, waits for running requests (at most 10 s), then publishes the
+   * usage counted since the last flush.
+   */
   close(): Promise<void>;
 }
 
@@ -30,7 +33,8 @@ export async function startGateway(
   options: StartGatewayOptions = {},
 ): Promise<RunningGateway> {
   await deps.bus.ensureStreams(STREAMS);
-  const server = createServer(createGateway(deps).callback());
+  const gateway = createGateway(deps);
+  const server = createServer(gateway.app.callback());
   // Idle keep-alive connections are closed by the client side first (load balancers and
   // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
   // could do so just as a proxy sends the next request on one, which the proxy answers 502.
@@ -51,6 +55,7 @@ export async function startGateway(
       const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
       await closed;
       clearTimeout(timer);
+      await gateway.close();
     },
   };
 }

@@ -1,35 +1,16 @@
-import { randomUUID } from "node:crypto";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Client } from "@connectrpc/connect";
-import {
-  Authorizer,
-  actorOf,
-  type Cache,
-  Code,
-  domainError,
-  type EventBus,
-  type Logger,
-  SUBJECTS,
-} from "@rowbase/kit";
+import { Authorizer, type Cache, Code, domainError } from "@rowbase/kit";
 import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
-import { ApiCallsCountedSchema } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
 import { organizationMembershipLookup } from "../auth/organization-membership-lookup.js";
 import { type ErrorCode, RETRY_AFTER_METADATA } from "../errors/error-table.js";
 import { ApiCallCounter } from "./api-call-counter.js";
+import type { ApiCallTally } from "./api-call-tally.js";
 import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
 import { TableOrganizations } from "./table-organizations.js";
 import { localOnFailure } from "./unavailable-on-failure.js";
-
-/** Who a record-route call is charged for, and how to log for its request. */
-export interface ChargeContext {
-  requestId: string;
-  log: Logger;
-}
 
 /** Whether a member's session may act in an organization: its role there, if any. */
 export type MemberRoles = Pick<Authorizer, "roleOf">;
@@ -39,8 +20,8 @@ export interface ApiCallQuotaParts {
   allowances: PlanAllowances;
   tables: TableOrganizations;
   members: MemberRoles;
-  /** Where ApiCallsCounted goes (`usage.api_calls`). */
-  bus: EventBus;
+  /** Adds the counted calls up for ApiCallsCounted (`usage.api_calls`). */
+  tally: ApiCallTally;
 }
 
 /**
@@ -50,8 +31,8 @@ export interface ApiCallQuotaParts {
  * An API token's calls are its organization's; a member's session call is charged to the
  * organization that owns the table, and only if the user is a member there: anyone else gets
  * the 404 `table_not_found` the records service would give, so nobody can spend, or probe, the
- * allowance of an organization they do not belong to. Each counted call is published as an
- * ApiCallsCounted event without holding up the response.
+ * allowance of an organization they do not belong to. Each counted call is added to the
+ * replica's tally, which publishes ApiCallsCounted sums every second.
  */
 export class ApiCallQuota {
   constructor(private readonly parts: ApiCallQuotaParts) {}
@@ -59,10 +40,10 @@ export class ApiCallQuota {
   async charge(
     caller: SessionCaller | ApiTokenCaller,
     tableId: bigint,
-    context: ChargeContext,
+    requestId: string,
   ): Promise<void> {
-    const organizationId = await this.organizationOf(caller, tableId, context.requestId);
-    await this.count(caller, organizationId, "table_not_found", context);
+    const organizationId = await this.organizationOf(caller, tableId, requestId);
+    await this.count(caller, organizationId, "table_not_found", requestId);
   }
 
   /**
@@ -73,32 +54,32 @@ export class ApiCallQuota {
     caller: SessionCaller | ApiTokenCaller,
     organizationId: bigint,
     notFound: ErrorCode,
-    context: ChargeContext,
+    requestId: string,
   ): Promise<void> {
     if (caller.kind === "user" && !(await this.parts.members.roleOf(caller, organizationId))) {
       throw domainError(Code.NotFound, notFound);
     }
-    await this.count(caller, organizationId, notFound, context);
+    await this.count(caller, organizationId, notFound, requestId);
   }
 
   private async count(
     caller: SessionCaller | ApiTokenCaller,
     organizationId: bigint,
     notFound: ErrorCode,
-    context: ChargeContext,
+    requestId: string,
   ): Promise<void> {
     const allowance = await this.parts.allowances.apiCallsPerMonth(
       organizationId,
-      context.requestId,
+      requestId,
       notFound,
     );
-    const result = await this.parts.counter.count(organizationId, allowance, context.requestId);
+    const result = await this.parts.counter.count(organizationId, allowance, requestId);
     if (!result.admitted) {
       throw domainError(Code.ResourceExhausted, "api_call_limit_exceeded", {
         [RETRY_AFTER_METADATA]: String(result.retryAfterSeconds),
       });
     }
-    this.publish(caller, organizationId, context);
+    this.parts.tally.add(caller, organizationId);
   }
 
   private async organizationOf(
@@ -112,41 +93,12 @@ export class ApiCallQuota {
     if (!role) throw domainError(Code.NotFound, "table_not_found");
     return organizationId;
   }
-
-  /** Fire and forget: a failure is logged, the call it counts has been answered anyway. */
-  private publish(
-    caller: SessionCaller | ApiTokenCaller,
-    organizationId: bigint,
-    context: ChargeContext,
-  ): void {
-    const eventId = randomUUID();
-    const event = create(ApiCallsCountedSchema, {
-      meta: create(EventMetaSchema, {
-        eventId,
-        occurredAt: timestampNow(),
-        actor: actorOf(caller),
-        requestId: context.requestId,
-      }),
-      organizationId,
-      tokenId: caller.kind === "api_token" ? caller.tokenId : 0n,
-      apiCalls: 1n,
-    });
-    const data = toBinary(ApiCallsCountedSchema, event);
-    Promise.resolve()
-      .then(() => this.parts.bus.publish(SUBJECTS.apiCallsCounted, data, eventId))
-      .catch((error: unknown) =>
-        context.log.warn(
-          { err: error, organization_id: organizationId.toString(), event_id: eventId },
-          "usage event not published",
-        ),
-      );
-  }
 }
 
 export interface ApiCallQuotaDeps {
   /** The shared cache (Redis): counters, plans, table owners and roles. */
   cache: Cache;
-  bus: EventBus;
+  tally: ApiCallTally;
   organization: Client<typeof OrganizationService>;
   catalog: Client<typeof CatalogService>;
   internalSecret: string;
@@ -173,6 +125,6 @@ export function createApiCallQuota(deps: ApiCallQuotaDeps): ApiCallQuota {
       organizationMembershipLookup(deps.organization, deps.internalSecret),
       cache,
     ),
-    bus: deps.bus,
+    tally: deps.tally,
   });
 }

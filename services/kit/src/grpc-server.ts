@@ -19,7 +19,12 @@ import { errorInfoOf } from "./errors.js";
 import { registerReflection } from "./grpc-reflection.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
-import { PRINCIPAL_HEADER, principalKey, REQUEST_ID_HEADER, verifyPrincipal } from "./principal.js";
+import {
+  cachedPrincipalVerifier,
+  PRINCIPAL_HEADER,
+  principalKey,
+  REQUEST_ID_HEADER,
+} from "./principal.js";
 import { rpcObservabilityInterceptor } from "./rpc-observability.js";
 import { isUnreachableDependency } from "./unreachable.js";
 
@@ -84,12 +89,13 @@ export interface GrpcServer {
  * Unexpected errors are logged with their cause and reach the client as a masked Internal.
  */
 export function callContextInterceptor(logger: Logger, internalSecret: string): Interceptor {
+  const verifyPrincipal = cachedPrincipalVerifier(internalSecret);
   return (next) => async (req) => {
     const started = performance.now();
     const requestId = req.header.get(REQUEST_ID_HEADER) || randomUUID();
     req.contextValues.set(requestIdKey, requestId);
     const signed = req.header.get(PRINCIPAL_HEADER);
-    if (signed) req.contextValues.set(principalKey, await verifyPrincipal(internalSecret, signed));
+    if (signed) req.contextValues.set(principalKey, await verifyPrincipal(signed));
     const procedure = `${req.service.typeName}/${req.method.name}`;
     try {
       const res = await next(req);

@@ -1,6 +1,6 @@
 import { SignJWT } from "jose";
-import { describe, expect, it } from "vitest";
-import { signPrincipal, verifyPrincipal } from "./principal.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { cachedPrincipalVerifier, signPrincipal, verifyPrincipal } from "./principal.js";
 
 const SECRET = "a-shared-internal-secret-of-32-chars!";
 
@@ -34,5 +34,37 @@ describe("signed principal", () => {
       .sign(new TextEncoder().encode(SECRET));
     expect(await verifyPrincipal(SECRET, expired)).toBeUndefined();
     expect(await verifyPrincipal(SECRET, "garbage")).toBeUndefined();
+  });
+});
+
+describe("cached principal verifier", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("accepts a verified token from memory until it expires, and nothing it did not verify", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(new Date("2026-11-22T10:00:00Z"));
+    const verify = cachedPrincipalVerifier(SECRET);
+    const user = { kind: "user", userId: 7n, sessionId: "s-1" } as const;
+    const signed = await signPrincipal(SECRET, user);
+    expect(await verify(signed)).toEqual(user);
+    expect(await verify(signed)).toEqual(user);
+
+    // Another secret's token, or a tampered copy of the cached one: never from memory.
+    const foreign = await signPrincipal("another-secret-that-is-also-32-chars", user);
+    expect(await verify(foreign)).toBeUndefined();
+    expect(await verify(foreign)).toBeUndefined();
+    const [header, payload, signature] = signed.split(".");
+    const elevated = Buffer.from(
+      JSON.stringify({ ...JSON.parse(Buffer.from(payload!, "base64url").toString()), sub: "2" }),
+    ).toString("base64url");
+    expect(await verify(`${header}.${elevated}.${signature}`)).toBeUndefined();
+
+    // Signed for 60 s: still good at 59 s, gone at 61 s.
+    vi.setSystemTime(new Date("2026-11-22T10:00:59Z"));
+    expect(await verify(signed)).toEqual(user);
+    vi.setSystemTime(new Date("2026-11-22T10:01:01Z"));
+    expect(await verify(signed)).toBeUndefined();
   });
 });

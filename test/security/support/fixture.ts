@@ -15,12 +15,18 @@ export interface SecurityContext {
 /**
  * One started system per test file (started in beforeAll, stopped in afterAll), with the rate
  * limits opened wide unless `env` says otherwise, and a state probe on its database and cache.
+ * The gateway publishes usage right after each request (not summed over a second), so that a
+ * settled snapshot holds the usage statistics of every request before it.
  */
 export function securitySystem(env: Record<string, string> = {}): SecurityContext {
   const context = {} as SecurityContext;
   let restoreFetch: (() => void) | undefined;
   beforeAll(async () => {
-    context.sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS, ...env });
+    context.sys = await startTestSystem({
+      RATE_LIMITS: RECORD_TEST_RATE_LIMITS,
+      USAGE_FLUSH_MS: "0",
+      ...env,
+    });
     context.api = client(context.sys.baseUrl);
     context.state = await StateProbe.open(context.sys);
     // Every request to the gateway (client, raw uploads, signed downloads) may change the state,

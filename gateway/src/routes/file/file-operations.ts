@@ -236,15 +236,15 @@ export class FileOperations {
 
   /** Counts the call as one API call of its organization, which it returns (if it names one). */
   private async charge(rowId: bigint, { caller, ctx }: FileCall): Promise<bigint | undefined> {
-    const context = { requestId: ctx.state.requestId, log: ctx.state.log };
+    const { requestId } = ctx.state;
     let organizationId: bigint;
     if (caller.kind === "api_token") {
       organizationId = caller.organizationId;
     } else {
       if (rowId <= 0n) return undefined;
-      organizationId = await this.deps.recordOrganizations.organizationOf(rowId, context.requestId);
+      organizationId = await this.deps.recordOrganizations.organizationOf(rowId, requestId);
     }
-    await this.deps.quota.chargeOrganization(caller, organizationId, "record_not_found", context);
+    await this.deps.quota.chargeOrganization(caller, organizationId, "record_not_found", requestId);
     return organizationId;
   }
 

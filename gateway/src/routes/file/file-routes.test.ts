@@ -17,6 +17,7 @@ import { type ApiTokenLookup, apiTokenSha256 } from "../../auth/api-token-authen
 import type { ApiTokenCaller } from "../../auth/authenticate.js";
 import { apiCallCounterKey, utcMonthOf } from "../../quota/api-call-counter.js";
 import { createApiCallQuota } from "../../quota/api-call-quota.js";
+import { ApiCallTally } from "../../quota/api-call-tally.js";
 import { encodeCachedPlanLimits } from "../../quota/plan-allowances.js";
 import { recordOrganizationKey } from "../../quota/record-organizations.js";
 import { transferCounterKey } from "../../quota/transfer-quota.js";
@@ -71,7 +72,7 @@ async function routesAtClosedPorts(cache: MemoryCache, bus: MemoryBus): Promise<
     bus,
     quota: createApiCallQuota({
       cache,
-      bus,
+      tally: new ApiCallTally(bus, createLogger("usage", "silent"), 0),
       organization,
       catalog: createServiceClient(CatalogService, await closedPortUrl()),
       internalSecret: HARNESS_INTERNAL_SECRET,

@@ -214,10 +214,7 @@ export class RecordOperations {
   }
 
   private charge(target: TableTarget, { caller, ctx }: RecordCall): Promise<void> {
-    return this.deps.quota.charge(caller, target.tableId, {
-      requestId: ctx.state.requestId,
-      log: ctx.state.log,
-    });
+    return this.deps.quota.charge(caller, target.tableId, ctx.state.requestId);
   }
 }
 
