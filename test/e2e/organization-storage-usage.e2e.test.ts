@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { filesEnv, type RunningFiles, startFiles } from "@rowbase/files";
@@ -11,6 +10,7 @@ import {
   createLogger,
   createServiceClient,
   errorInfoOf,
+  freePort,
 } from "@rowbase/kit";
 import {
   organizationEnv,
@@ -47,14 +47,6 @@ let filesDir: string;
 let filesPort: number;
 let files: RunningFiles | undefined;
 let organization: RunningOrganization;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** The test's own files process, on its fixed port. */
 function startOwnFiles(): Promise<RunningFiles> {

@@ -7,6 +7,7 @@ export * from "./consume-once.js";
 export * from "./db.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./free-port.js";
 export * from "./grpc-client.js";
 export * from "./grpc-server.js";
 export * from "./local-cache.js";

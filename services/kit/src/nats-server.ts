@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "./free-port.js";
 
 /**
  * A NATS server with JetStream that a test owns: it can crash it and start it again on the same
@@ -21,17 +22,6 @@ export interface NatsServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Stops it if running and deletes its store. */
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function answers(port: number): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import net from "node:net";
+import { freePort } from "./free-port.js";
 
 /**
  * A Redis server that a test owns (no persistence): it can kill it and start it again on the
@@ -15,26 +16,6 @@ export interface RedisServerProcess {
   start(): Promise<void>;
   /** Stops it, by default with SIGKILL (a crash: no goodbye to clients). */
   stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A free port below Linux's ephemeral range (32768-60999), so that no outgoing connection can
- * take it while the server is stopped and the restart finds it free.
- */
-async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await bindable(port)) return port;
-  }
-  throw new Error("no free port between 20000 and 32000");
 }
 
 /** Whether `PING` on the port answers `+PONG`. */

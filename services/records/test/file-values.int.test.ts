@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code } from "@rowbase/kit";
+import { Code, freePort } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import type { FileInfo } from "@rowbase/proto/rowbase/files/v1/files_pb";
 import { ResponseFormat } from "@rowbase/proto/rowbase/records/v1/records_pb";
@@ -11,7 +11,6 @@ import {
   createTable,
   def,
   failureOf,
-  freePort,
   type Harness,
   type Replica,
   startHarness,

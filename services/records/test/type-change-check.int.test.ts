@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Code, processMetricsRegistry } from "@rowbase/kit";
+import { Code, freePort, processMetricsRegistry } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -7,7 +7,6 @@ import {
   createTable,
   def,
   failureOf,
-  freePort,
   type Harness,
   reasonOf,
   startHarness,

