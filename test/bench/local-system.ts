@@ -2,12 +2,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, openSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateSigningKey } from "@rowbase/identity";
-import { createLogger, NatsBus, RedisCache, STREAMS } from "@rowbase/kit";
+import { createLogger, freePort, NatsBus, RedisCache, STREAMS } from "@rowbase/kit";
 import { type MailCatcher, startMailCatcher, testInfra } from "@rowbase/kit/testing";
 import pg from "pg";
 import { MIGRATED, PIECES, type Piece } from "./pieces.js";
@@ -27,6 +26,8 @@ export interface LocalSystemOptions {
   source: boolean;
   /** LOG_LEVEL of every process (their lines go to files under the run's directory). */
   logLevel: string;
+  /** NODE_OPTIONS of every process (heap limits, as the image sets them). */
+  nodeOptions?: string;
   /** Where each process writes a V8 CPU profile (`<piece>-<time>.cpuprofile`) as it stops. */
   cpuProfileDir?: string;
   /** Prints a progress line. */
@@ -70,32 +71,6 @@ export function repoRoot(): string {
     if (parent === dir) throw new Error("no workspace root above the benchmark");
     dir = parent;
   }
-}
-
-/** Whether `port` can be listened on now. */
-function bindable(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-const taken = new Set<number>();
-
-/**
- * A free port below Linux's ephemeral range (32768-60999): the processes start one after the
- * other, and a restarted one listens on its old port again, so a port the kernel could hand to
- * some outgoing connection in between (the OS's port 0 does) would be lost on a busy machine.
- */
-async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    if (taken.has(port) || !(await bindable(port))) continue;
-    taken.add(port);
-    return port;
-  }
-  throw new Error("no free port between 20000 and 32000");
 }
 
 function uniqueSuffix(): string {
@@ -266,6 +241,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       GRPC_HOST: "127.0.0.1",
       METRICS_PORT: "0",
       BENCH_NAMESPACE: namespace,
+      ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
     };
     const envOf: Record<Piece, Record<string, string>> = {
       identity: {

@@ -246,6 +246,7 @@ async function main(): Promise<number> {
       system = await startLocalSystem({
         source: args.source,
         logLevel: env.BENCH_LOG_LEVEL ?? "info",
+        nodeOptions: env.BENCH_NODE_OPTIONS,
         ...(args["cpu-prof"]
           ? { cpuProfileDir: path.join(root, "test/bench/results/profiles") }
           : {}),

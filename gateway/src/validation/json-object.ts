@@ -2,9 +2,10 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 
 /**
- * How deep objects and arrays may nest in a free-form JSON object the gateway forwards as a
- * google.protobuf.Struct. Far beyond any real use (field options nest 3 levels), and low enough
- * that encoding the Struct, which recurses, cannot run out of stack.
+ * How deep objects and arrays may nest in a free-form JSON object the gateway forwards (record
+ * values as JSON text, field options as a google.protobuf.Struct). Far beyond any real use
+ * (field options nest 3 levels), and low enough that what walks them recursively downstream
+ * (encoding a Struct, the records service's value checks) cannot run out of stack.
  */
 export const MAX_JSON_DEPTH = 32;
 

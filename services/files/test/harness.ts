@@ -457,7 +457,7 @@ export async function workspace(
 /** A new record of the workspace's table. */
 export async function record(h: Harness, who: TestUser, ws: Workspace): Promise<bigint> {
   const { record } = await h.records.createRecord(
-    { tableId: ws.tableId, data: { Name: `Row ${++counter}` } },
+    { tableId: ws.tableId, dataJson: JSON.stringify({ Name: `Row ${++counter}` }) },
     await as(who),
   );
   return record!.rowId;

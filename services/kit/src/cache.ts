@@ -31,6 +31,9 @@ export const REDIS_CLIENT_OPTIONS = {
   maxRetriesPerRequest: 1,
   enableOfflineQueue: true,
   commandTimeout: 1_000,
+  // Commands issued in the same turn of the event loop (many requests' quota and cache reads)
+  // go out in one write instead of a write each.
+  enableAutoPipelining: true,
 } satisfies RedisOptions;
 
 /**

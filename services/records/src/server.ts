@@ -5,7 +5,7 @@ import type { Call } from "./change-set.js";
 import { validationFailed } from "./errors.js";
 import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";
-import { outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
+import { dataOf, outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
 
 export interface RecordsServerDeps {
   records: Records;
@@ -35,7 +35,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         } = await records.create(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
-          [req.data],
+          [dataOf(req.dataJson, "data")],
           false,
         );
         const record = created[0]!;
@@ -83,7 +83,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         } = await records.update(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
-          [{ rowId: req.rowId, data: req.data }],
+          [{ rowId: req.rowId, data: dataOf(req.dataJson, "data") }],
           false,
         );
         const record = updated[0]!;
@@ -108,7 +108,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         } = await records.create(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
-          req.records.map((draft) => draft.data),
+          req.records.map((draft, i) => dataOf(draft.dataJson, `records.${i}.data`)),
           true,
         );
         return {
@@ -125,7 +125,10 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         } = await records.update(
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
-          req.records.map((patch) => ({ rowId: patch.rowId, data: patch.data })),
+          req.records.map((patch, i) => ({
+            rowId: patch.rowId,
+            data: dataOf(patch.dataJson, `records.${i}.data`),
+          })),
           true,
         );
         return {

@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
   type Record,
@@ -30,8 +30,27 @@ export function toRecord(
     tableId: record.tableId,
     createdAt: timestampFromDate(record.createdAt),
     updatedAt: timestampFromDate(record.updatedAt),
-    data: outputData(record, fields, options, files),
+    dataJson: JSON.stringify(outputData(record, fields, options, files)),
   });
+}
+
+/**
+ * The values of a write, as the request carries them (JSON text); empty is none. Only another
+ * service can send anything but an object (the gateway validates the body), so anything else is
+ * a 400 on `key`.
+ */
+export function dataOf(json: string, key: string): JsonObject | undefined {
+  if (json === "") return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(json);
+  } catch {
+    data = undefined;
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    throw validationFailed([{ key, message: "must be a JSON object", source: "body" }]);
+  }
+  return data as JsonObject;
 }
 
 const KEYS = new Map<ResponseFormat, OutputOptions["keys"]>([

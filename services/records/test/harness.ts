@@ -1,5 +1,4 @@
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import {
@@ -17,6 +16,7 @@ import {
   createLogger,
   createServiceClient,
   errorInfoOf,
+  freePort,
   type Logger,
   NatsBus,
   PRINCIPAL_HEADER,
@@ -46,6 +46,7 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import pg from "pg";
 import { expect } from "vitest";
 import { migrateRecords, type RunningRecords, recordsEnv, startRecords } from "../src/index.js";
+import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
 
 export const SECRET = "test-internal-secret-of-at-least-32-chars";
 
@@ -57,7 +58,7 @@ export interface TestUser {
 
 /** One more records process on the same database, cache and bus: another replica. */
 export interface Replica {
-  records: Client<typeof RecordsService>;
+  records: JsonRecordsClient;
   stop(): Promise<void>;
 }
 
@@ -68,7 +69,8 @@ export interface CatalogReplica {
 }
 
 export interface Harness {
-  records: Client<typeof RecordsService>;
+  /** The records service, with record values as objects (see json-records-client.ts). */
+  records: JsonRecordsClient;
   files: Client<typeof FilesService>;
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
@@ -157,18 +159,6 @@ export function eventsOf<D extends DescMessage>(
   schema: D,
 ): MessageShape<D>[] {
   return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
-}
-
-/** A free loopback port, so that services that call each other can be configured up front. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**
@@ -287,7 +277,7 @@ export async function startHarness(): Promise<Harness> {
   const db = new pg.Pool({ connectionString: database.url, max: 4 });
 
   return {
-    records: createServiceClient(RecordsService, recordsUrl),
+    records: jsonRecordsClient(createServiceClient(RecordsService, recordsUrl)),
     files: createServiceClient(FilesService, filesUrl),
     catalog: createServiceClient(CatalogService, catalogUrl),
     org: createServiceClient(OrganizationService, organizationUrl),
@@ -312,7 +302,9 @@ export async function startHarness(): Promise<Harness> {
       const replica = await startRecords(recordsConfigOf(env), { logger, cache, bus });
       replicas.push(replica);
       return {
-        records: createServiceClient(RecordsService, `http://127.0.0.1:${replica.server.port}`),
+        records: jsonRecordsClient(
+          createServiceClient(RecordsService, `http://127.0.0.1:${replica.server.port}`),
+        ),
         async stop() {
           replicas.splice(replicas.indexOf(replica), 1);
           await replica.stop();

@@ -1,6 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -23,6 +22,7 @@ import {
   team,
   validationOf,
 } from "./harness.js";
+import type { ShownRecord as RecordMessage } from "./json-records-client.js";
 
 // `where`, `sort`, `fields`, `limit` and `offset` through ListRecords against the real stack:
 // every operator on every type it fits, sorting every sortable type both ways with nulls, and a

@@ -125,7 +125,7 @@ export class RecordOperations {
   ): Promise<Data<typeof PublicRecordSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.createRecord(
-      { ...tableOf(target), data },
+      { ...tableOf(target), dataJson: JSON.stringify(data) },
       request.call,
     );
     return { record: presentRecord(response.record) };
@@ -139,7 +139,7 @@ export class RecordOperations {
   ): Promise<Data<typeof PublicRecordSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.updateRecord(
-      { ...tableOf(target), rowId, data },
+      { ...tableOf(target), rowId, dataJson: JSON.stringify(data) },
       request.call,
     );
     return { record: presentRecord(response.record) };
@@ -165,7 +165,10 @@ export class RecordOperations {
   ): Promise<Data<typeof PublicBatchRecordsSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.batchCreateRecords(
-      { ...tableOf(target), records: drafts.map(({ data }) => ({ data })) },
+      {
+        ...tableOf(target),
+        records: drafts.map(({ data }) => ({ dataJson: JSON.stringify(data) })),
+      },
       request.call,
     );
     return { records: response.records.map((record) => presentRecord(record)) };
@@ -180,7 +183,10 @@ export class RecordOperations {
     const response = await this.deps.records.batchUpdateRecords(
       {
         ...tableOf(target),
-        records: patches.map(({ row_id: rowId, data }) => ({ rowId, data })),
+        records: patches.map(({ row_id: rowId, data }) => ({
+          rowId,
+          dataJson: JSON.stringify(data),
+        })),
       },
       request.call,
     );

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import { ResponseFormat, RichTextFormat } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { z } from "zod";
@@ -5,9 +6,8 @@ import { idOf, required, timeOf } from "../../presentation/wire-values.js";
 import type { RecordSchema, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
 
 /**
- * A record as SPEC section 8 writes it. `data` arrives as the JsonObject protobuf-es makes of a
- * google.protobuf.Struct, already keyed as the response format says; a table without fields
- * leaves it unset, which is `{}`.
+ * A record as SPEC section 8 writes it. `data` arrives as JSON text of an object, already keyed
+ * as the response format says and with the values as the contract writes them.
  */
 export function presentRecord(record: RecordMessage | undefined): z.output<typeof RecordSchema> {
   const r = required(record, "record");
@@ -16,7 +16,7 @@ export function presentRecord(record: RecordMessage | undefined): z.output<typeo
     table_id: idOf(r.tableId),
     created_at: timeOf(r.createdAt),
     updated_at: timeOf(r.updatedAt),
-    data: r.data ?? {},
+    data: r.dataJson === "" ? {} : (JSON.parse(r.dataJson) as JsonObject),
   };
 }
 

@@ -5,14 +5,14 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { JsonObject, Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file rowbase/records/v1/records.proto.
  */
 export const file_rowbase_records_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIrEBCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0KmUKDlJlc3BvbnNlRm9ybWF0Eh8KG1JFU1BPTlNFX0ZPUk1BVF9VTlNQRUNJRklFRBAAEhcKE1JFU1BPTlNFX0ZPUk1BVF9JRFMQARIZChVSRVNQT05TRV9GT1JNQVRfTkFNRVMQAiqIAQoOUmljaFRleHRGb3JtYXQSIAocUklDSF9URVhUX0ZPUk1BVF9VTlNQRUNJRklFRBAAEh0KGVJJQ0hfVEVYVF9GT1JNQVRfTUFSS0RPV04QARIZChVSSUNIX1RFWFRfRk9STUFUX0hUTUwQAhIaChZSSUNIX1RFWFRfRk9STUFUX1BMQUlOEANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A row of a table.
@@ -43,13 +43,15 @@ export type Record = Message<"rowbase.records.v1.Record"> & {
   updatedAt?: Timestamp | undefined;
 
   /**
-   * One key per field of the table (or of the requested fields), keyed as the response
-   * format says; an empty cell is null, never a missing key. A file field holds the file's
-   * FileInfo as JSON, or null.
+   * A JSON object: one key per field of the table (or of the requested fields), keyed as the
+   * response format says; an empty cell is null, never a missing key. A file field holds the
+   * file's FileInfo as JSON, or null. JSON text rather than google.protobuf.Struct: the
+   * gateway answers JSON, and a Struct would be built and taken apart value by value on both
+   * sides of every call.
    *
-   * @generated from field: google.protobuf.Struct data = 5;
+   * @generated from field: string data_json = 5;
    */
-  data?: JsonObject | undefined;
+  dataJson: string;
 };
 
 /**
