@@ -21,6 +21,7 @@ import type { GatewayConfig } from "./config.js";
 import { errorMiddleware } from "./errors/error-middleware.js";
 import type { GatewayState } from "./gateway-context.js";
 import { clientIpResolver } from "./http/client-ip.js";
+import { JsonBodyBudget } from "./http/json-body.js";
 import { accessLog } from "./middleware/access-log.js";
 import { httpMetrics } from "./middleware/http-metrics.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
@@ -171,6 +172,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     ),
     clientIp: clientIpResolver(config.TRUSTED_PROXIES),
     internalSecret: config.INTERNAL_JWT_SECRET,
+    jsonBodies: new JsonBodyBudget(),
   });
   mountDocsRoutes(router, () =>
     buildOpenApiDocument(routes, { serverUrl: config.PUBLIC_BASE_URL }),

@@ -1,7 +1,3 @@
-import { catalogEnv, startCatalog } from "@rowbase/catalog";
-import { filesEnv, startFiles } from "@rowbase/files";
-import { loadGatewayConfig, startGateway } from "@rowbase/gateway";
-import { identityEnv, startIdentity } from "@rowbase/identity";
 import {
   type Cache,
   ConfigError,
@@ -14,13 +10,6 @@ import {
   parseConfig,
   startObservability,
 } from "@rowbase/kit";
-import { organizationEnv, startOrganization } from "@rowbase/organization";
-import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
-import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import { recordsEnv, startRecords } from "@rowbase/records";
 import { PIECES, type Piece } from "./pieces.js";
 
 /**
@@ -28,7 +17,9 @@ import { PIECES, type Piece } from "./pieces.js";
  * (config from the environment, the same start function, SIGTERM to stop), with one difference:
  * the Redis key prefix and the NATS namespace come from BENCH_NAMESPACE, so that a benchmark run
  * shares the servers with nobody and can remove everything it wrote. The entry points have no
- * variable for these yet; were they to get one, the benchmark could run `main.js` itself.
+ * variable for these yet; were they to get one, the benchmark could run `main.js` itself. Each
+ * process imports only its own piece, as its `main.ts` does, so that its memory is what a pod's
+ * would be.
  *
  * Usage: `node service-process.js <identity|organization|catalog|records|files|gateway>`,
  * started by the benchmark with an IPC channel: it answers `{type: "ready"}` once listening and
@@ -68,12 +59,14 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
 
   switch (piece) {
     case "identity": {
+      const { identityEnv, startIdentity } = await import("@rowbase/identity");
       const config = parseConfig(identityEnv, env);
       const parts = await withCache(config, config);
       const service = await startIdentity(config, parts);
       return finish(parts, () => service.stop());
     }
     case "organization": {
+      const { organizationEnv, startOrganization } = await import("@rowbase/organization");
       const config = parseConfig(organizationEnv, env);
       const parts = await withCache(config, config);
       const bus = await busFor(config.NATS_URL, parts.logger);
@@ -81,6 +74,7 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       return finish(parts, () => service.stop(), bus);
     }
     case "catalog": {
+      const { catalogEnv, startCatalog } = await import("@rowbase/catalog");
       const config = parseConfig(catalogEnv, env);
       const parts = await withCache(config, config);
       const bus = await busFor(config.NATS_URL, parts.logger);
@@ -88,6 +82,7 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       return finish(parts, () => service.stop(), bus);
     }
     case "records": {
+      const { recordsEnv, startRecords } = await import("@rowbase/records");
       const config = parseConfig(recordsEnv, env);
       // records' main.ts starts no metrics server while its config has no METRICS_PORT.
       const observe = "METRICS_PORT" in config ? (config as never) : undefined;
@@ -97,6 +92,7 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       return finish(parts, () => service.stop(), bus);
     }
     case "files": {
+      const { filesEnv, startFiles } = await import("@rowbase/files");
       const config = parseConfig(filesEnv, env);
       const parts = await withCache(config, config);
       const bus = await busFor(config.NATS_URL, parts.logger);
@@ -104,6 +100,20 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       return finish(parts, () => service.stop(), bus);
     }
     case "gateway": {
+      const { loadGatewayConfig, startGateway } = await import("@rowbase/gateway");
+      const { CatalogService } = await import(
+        "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb"
+      );
+      const { FilesService } = await import("@rowbase/proto/rowbase/files/v1/files_service_pb");
+      const { IdentityService } = await import(
+        "@rowbase/proto/rowbase/identity/v1/identity_service_pb"
+      );
+      const { OrganizationService } = await import(
+        "@rowbase/proto/rowbase/organization/v1/organization_service_pb"
+      );
+      const { RecordsService } = await import(
+        "@rowbase/proto/rowbase/records/v1/records_service_pb"
+      );
       const config = loadGatewayConfig(env);
       const parts = await withCache(config, config);
       const bus = await busFor(config.NATS_URL, parts.logger);

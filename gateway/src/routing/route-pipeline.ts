@@ -16,7 +16,7 @@ import {
   type ValidationSource,
 } from "../errors/validation-failed.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
-import { readJsonBody } from "../http/json-body.js";
+import { type JsonBodyBudget, readJsonBody } from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
@@ -29,6 +29,8 @@ export interface PipelineDeps {
   apiTokens: ApiTokenAuthenticator;
   clientIp: (req: IncomingMessage) => string;
   internalSecret: string;
+  /** Bounds the JSON bodies the replica works on at a time (memory). */
+  jsonBodies: JsonBodyBudget;
 }
 
 /** A route without a query schema takes no query parameters at all. */
@@ -48,10 +50,11 @@ export function mountRoutes(
 }
 
 /**
- * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> validate -> rate
- * limit (per e-mail) -> call -> present. A limit runs as soon as its key is known, so floods
- * are counted before any work, yet a per-e-mail limit can read the validated address. Errors
- * are not caught here: they travel to the one error middleware.
+ * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> wait for the JSON
+ * body budget (routes with a body) -> validate -> rate limit (per e-mail) -> call -> present. A
+ * limit runs as soon as its key is known, so floods are counted before any work, yet a per-e-mail
+ * limit can read the validated address. Errors are not caught here: they travel to the one
+ * error middleware.
  */
 export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddleware<GatewayState> {
   const limits = (kind: RateLimitKeyKind) =>
@@ -74,28 +77,40 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     if (caller?.kind === "api_token") {
       await consumeAll(deps, tokenLimits, caller.tokenId.toString());
     }
-    const input = await validate(ctx, route);
-    if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
-    const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
-    const data = await route.handle({ ctx, ...input, caller, call });
-    // The handler has set the status, the headers and the body (bytes) itself.
-    if (route.binary) return;
-    if (route.redirect) {
-      if (!(data instanceof Redirect)) throw new Error(`${route.operationId}: no redirect target`);
-      // A redirect can carry one-time values (an OAuth state): no cache may keep it.
-      ctx.set("cache-control", "no-store");
-      ctx.redirect(data.location);
-      ctx.status = 302;
-      return;
-    }
-    if (route.raw) {
-      ctx.status = 200;
-      ctx.body = data;
-      return;
-    }
-    ctx.status = 200;
-    ctx.body = { message: "success", data: data ?? {} };
+    const answer = () => answerCall(route, deps, ctx, caller, emailLimits);
+    await (route.body ? deps.jsonBodies.run(ctx, answer) : answer());
   };
+}
+
+/** validate -> rate limit (per e-mail) -> call -> present, for an admitted caller. */
+async function answerCall(
+  route: Route,
+  deps: PipelineDeps,
+  ctx: GatewayContext,
+  caller: SessionCaller | ApiTokenCaller | undefined,
+  emailLimits: RateLimitName[],
+): Promise<void> {
+  const input = await validate(ctx, route);
+  if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
+  const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
+  const data = await route.handle({ ctx, ...input, caller, call });
+  // The handler has set the status, the headers and the body (bytes) itself.
+  if (route.binary) return;
+  if (route.redirect) {
+    if (!(data instanceof Redirect)) throw new Error(`${route.operationId}: no redirect target`);
+    // A redirect can carry one-time values (an OAuth state): no cache may keep it.
+    ctx.set("cache-control", "no-store");
+    ctx.redirect(data.location);
+    ctx.status = 302;
+    return;
+  }
+  if (route.raw) {
+    ctx.status = 200;
+    ctx.body = data;
+    return;
+  }
+  ctx.status = 200;
+  ctx.body = { message: "success", data: data ?? {} };
 }
 
 /**

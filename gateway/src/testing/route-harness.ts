@@ -10,6 +10,7 @@ import { SessionAuthenticator } from "../auth/authenticate.js";
 import { SessionTokenVerifier } from "../auth/session-token-verifier.js";
 import { errorMiddleware } from "../errors/error-middleware.js";
 import type { GatewayState } from "../gateway-context.js";
+import { JsonBodyBudget } from "../http/json-body.js";
 import { refuseQueryCredentials } from "../middleware/query-credentials.js";
 import { requestId } from "../middleware/request-id.js";
 import { routeFallback } from "../middleware/route-fallback.js";
@@ -33,6 +34,8 @@ export interface RouteHarnessOptions {
   rateLimits?: RateLimitSettings;
   /** Defaults to one that fails the test if an API token is ever resolved. */
   apiTokenLookup?: ApiTokenLookup;
+  /** The JSON body budget; defaults to the gateway's. */
+  jsonBodyBudgetBytes?: number;
 }
 
 export interface HarnessResponse {
@@ -81,6 +84,7 @@ export async function startRouteHarness(
     apiTokens: new ApiTokenAuthenticator(options.apiTokenLookup ?? noApiTokenLookup, cache),
     clientIp: () => "127.0.0.1",
     internalSecret: HARNESS_INTERNAL_SECRET,
+    jsonBodies: new JsonBodyBudget(options.jsonBodyBudgetBytes),
   });
   const app = new Koa<GatewayState>();
   app.use(requestId(createLogger("gateway", "silent")));
