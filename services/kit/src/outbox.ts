@@ -161,6 +161,11 @@ export class OutboxRelay {
     while ((await this.relayBatch()) === this.batchSize) {}
   }
 
+  /**
+   * Stops relaying; resolves once the batch in flight is published. A backlog stays in the
+   * outbox for the other replicas or the next start: draining it first could outlast the
+   * shutdown grace (after a bulk import: hundreds of thousands of audit events, minutes).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
@@ -192,7 +197,7 @@ export class OutboxRelay {
   }
 
   private async drain() {
-    while ((await this.relayBatch()) === this.batchSize) {}
+    while (!this.stopped && (await this.relayBatch()) === this.batchSize) {}
     if (Date.now() - this.lastCleanup > 60_000) {
       this.lastCleanup = Date.now();
       await this.orm.em

@@ -120,4 +120,41 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
       entries.map((e) => ({ subject: e.subject, id: e.eventId, data: [...e.payload] })),
     );
   });
+
+  it("stops after the batch in flight and leaves a backlog to the next relay, in order", async () => {
+    const entries = Array.from({ length: 40 }, (_, i) => ({
+      subject: `test.backlog.${i}`,
+      payload: new Uint8Array([i]),
+      eventId: randomUUID(),
+    }));
+    await orm.em.fork().transactional(async (em) => {
+      await enqueueEvents(em, entries);
+    });
+    const pending = async () => {
+      const [row] = await orm.em
+        .fork()
+        .execute<{ n: number }[]>(
+          "select count(*)::int as n from outbox where published_at is null and subject like 'test.backlog.%'",
+        );
+      return row!.n;
+    };
+    const first = new OutboxRelay(orm, bus, logger, { batchSize: 5, intervalMs: 60_000 });
+    first.start();
+    await first.stop();
+    // start() began one round; stop() let its first batch finish and no other.
+    expect(await pending()).toBe(entries.length - 5);
+
+    const received: BusMessage[] = [];
+    const consumer = await bus.consume(
+      { stream: "TEST", durable: "kit_test_backlog", subject: "test.backlog.>" },
+      async (m) => {
+        received.push(m);
+      },
+    );
+    await new OutboxRelay(orm, bus, logger, { batchSize: 5 }).flush();
+    expect(await pending()).toBe(0);
+    await expect.poll(() => received.length, { timeout: 5000 }).toBe(entries.length);
+    await consumer.stop();
+    expect(received.map((m) => m.id)).toEqual(entries.map((e) => e.eventId));
+  });
 });
