@@ -8,6 +8,7 @@ import {
   JetStreamApiError,
   type JetStreamClient,
   type JetStreamManager,
+  type JsMsg,
   jetstream,
   jetstreamManager,
   RetentionPolicy,
@@ -59,6 +60,14 @@ export interface ConsumerSpec {
    * about 15 minutes, so an outage of the consumer's database does not dead-letter its events.
    */
   maxDeliver?: number;
+  /**
+   * How many messages the handler may work on at once, each acknowledged on its own; 1 when
+   * absent, which handles a subject's messages in order. More only for handlers whose events
+   * commute (the audit log and usage sums): a consumer that waits on its database one event at
+   * a time otherwise falls behind a bulk import. The memory bus (one process) delivers one at a
+   * time whatever this says.
+   */
+  concurrency?: number;
 }
 
 /** Headers of a dead letter: where it came from and why it was given up. */
@@ -208,30 +217,38 @@ export class NatsBus implements EventBus {
     const consumer = await this.js.consumers.get(stream, spec.durable);
     const messages = await consumer.consume({ max_messages: 64 });
     const prefix = this.namespace ? `${this.namespace}.` : "";
-    const done = (async () => {
-      for await (const m of messages) {
-        const message: BusMessage = {
-          subject: m.subject.slice(prefix.length),
-          data: m.data,
-          id: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
-          deliveryCount: m.info.deliveryCount,
-        };
-        try {
-          await handler(message);
-          m.ack();
-        } catch (error) {
-          this.logger.error(
-            { err: error, subject: message.subject, id: message.id },
-            "consumer failed",
-          );
-          if (message.deliveryCount >= maxDeliver) {
-            await this.deadLetter(spec, message, error);
-            m.term();
-          } else {
-            m.nak(redeliveryDelayMs(message.deliveryCount));
-          }
+    const settle = async (m: JsMsg) => {
+      const message: BusMessage = {
+        subject: m.subject.slice(prefix.length),
+        data: m.data,
+        id: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
+        deliveryCount: m.info.deliveryCount,
+      };
+      try {
+        await handler(message);
+        m.ack();
+      } catch (error) {
+        this.logger.error(
+          { err: error, subject: message.subject, id: message.id },
+          "consumer failed",
+        );
+        if (message.deliveryCount >= maxDeliver) {
+          await this.deadLetter(spec, message, error);
+          m.term();
+        } else {
+          m.nak(redeliveryDelayMs(message.deliveryCount));
         }
       }
+    };
+    const concurrency = Math.max(1, spec.concurrency ?? 1);
+    const done = (async () => {
+      const working = new Set<Promise<void>>();
+      for await (const m of messages) {
+        const settled: Promise<void> = settle(m).finally(() => working.delete(settled));
+        working.add(settled);
+        if (working.size >= concurrency) await Promise.race(working);
+      }
+      await Promise.all(working);
     })();
     return {
       async stop() {

@@ -61,6 +61,42 @@ describe.each([
   });
 });
 
+describe("nats bus with concurrency", () => {
+  it("works on that many messages at once, acknowledges each, and redelivers only the failed one", async () => {
+    const bus = await natsBus();
+    await bus.ensureStreams([{ name: "EVENTS", subjects: ["ev.>"], maxAgeSeconds: 600 }]);
+    // Every handler waits until four are running: with fewer at once none would ever finish.
+    let running = 0;
+    let release = () => {};
+    const allRunning = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const seen: string[] = [];
+    let failed = false;
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "test_parallel", subject: "ev.>", concurrency: 4 },
+      async (m) => {
+        running += 1;
+        if (running === 4) release();
+        await allRunning;
+        if (decode(m.data) === "two" && !failed) {
+          failed = true;
+          throw new Error("fails once");
+        }
+        seen.push(`${decode(m.data)}:${m.deliveryCount}`);
+      },
+    );
+    for (const word of ["one", "two", "three", "four", "five", "six"]) {
+      await bus.publish(`ev.${word}`, encode(word), `parallel-${word}`);
+    }
+    await expect.poll(() => seen.length, { timeout: 10_000 }).toBe(6);
+    // Acknowledged messages are not delivered again (the ack wait is far longer than this).
+    await new Promise((r) => setTimeout(r, 500));
+    await consumer.stop();
+    expect(seen.sort()).toEqual(["five:1", "four:1", "one:1", "six:1", "three:1", "two:2"]);
+  });
+});
+
 describe("subjectMatches", () => {
   it("follows NATS wildcard rules", () => {
     expect(subjectMatches("a.>", "a.b.c")).toBe(true);
