@@ -1,4 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { batchAuditEvents, type OutboxEntry, SUBJECTS } from "@rowbase/kit";
+import { AuditEventBatchSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import pg from "pg";
 
 /**
@@ -134,16 +137,27 @@ async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T
 }
 
 /** kit's `enqueueEvents`: a transaction's events in one statement. */
-async function enqueue(client: Client, subject: string, payload: Buffer, count = 1) {
+async function enqueue(client: Client, entries: OutboxEntry[]) {
   const sql = `insert into outbox (event_id, subject, payload)
       select event_id, subject, payload
       from unnest($1::uuid[], $2::text[], $3::bytea[]) with ordinality as e(event_id, subject, payload, n)
       order by n`;
   await client.query(sql, [
-    Array.from({ length: count }, () => randomUUID()),
-    Array(count).fill(subject),
-    Array(count).fill(payload),
+    entries.map((entry) => entry.eventId),
+    entries.map((entry) => entry.subject),
+    entries.map((entry) => Buffer.from(entry.payload)),
   ]);
+}
+
+/** One audit event per record, sent as the service sends them (`batchAuditEvents`). */
+function audits(action: string, payload: Buffer, count: number): OutboxEntry[] {
+  return batchAuditEvents(
+    Array.from({ length: count }, () => ({
+      subject: SUBJECTS.audit(action),
+      payload,
+      eventId: randomUUID(),
+    })),
+  );
 }
 
 /** Records.create: lock, quota, insert, one audit event per record, in one transaction. */
@@ -180,7 +194,7 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
      returning ${RECORD_COLUMNS}`,
       [tableId, organizationId, target.actor, datas],
     );
-    await enqueue(client, "audit.record.created", target.createdPayload, datas.length);
+    await enqueue(client, audits("record.created", target.createdPayload, datas.length));
   });
 }
 
@@ -208,7 +222,7 @@ export async function rawPatch(
      returning ${recordColumns("r")}`,
       [target.actor, [rowId], [JSON.stringify({ ...before.data, ...change })]],
     );
-    await enqueue(client, "audit.record.updated", target.updatedPayload);
+    await enqueue(client, audits("record.updated", target.updatedPayload, 1));
   });
 }
 
@@ -247,11 +261,20 @@ export async function removeRawWrites(databaseUrl: string, target: RawWriteTarge
   }
 }
 
-/** Sizes of the audit payloads the service stored, to give raw events the same bytes. */
-export async function auditPayloadSize(pool: pg.Pool, subject: string): Promise<number> {
-  const result = await pool.query<{ size: number | null }>(
+/**
+ * The size of one audit event the service stored for `action` (`record.created`), to give raw
+ * events the same bytes: the average lone one, else one of the last `audit.batch` message.
+ */
+export async function auditPayloadSize(pool: pg.Pool, action: string): Promise<number> {
+  const single = await pool.query<{ size: number | null }>(
     "select avg(length(payload))::int as size from records.outbox where subject = $1",
-    [subject],
+    [SUBJECTS.audit(action)],
   );
-  return result.rows[0]?.size ?? 400;
+  if (single.rows[0]?.size) return single.rows[0].size;
+  const batch = await pool.query<{ payload: Buffer }>(
+    "select payload from records.outbox where subject = $1 order by seq desc limit 1",
+    [SUBJECTS.auditBatch],
+  );
+  const events = batch.rows[0] && fromBinary(AuditEventBatchSchema, batch.rows[0].payload).events;
+  return events?.length ? Math.round(batch.rows[0]!.payload.length / events.length) : 400;
 }

@@ -150,9 +150,9 @@ async function runScenario(scenario: Scenario, runner: ScenarioRunner) {
   if (pool) {
     // The scenario's own events (audit log, usage) are Rowbase's work, not the ceiling's.
     await settleBefore(runner);
-    if (scenario.auditSubject) {
-      const payload = randomBytes(await auditPayloadSize(pool, scenario.auditSubject));
-      if (scenario.auditSubject.endsWith("created")) ctx.rawTarget.createdPayload = payload;
+    if (scenario.auditAction) {
+      const payload = randomBytes(await auditPayloadSize(pool, scenario.auditAction));
+      if (scenario.auditAction === "record.created") ctx.rawTarget.createdPayload = payload;
       else ctx.rawTarget.updatedPayload = payload;
     }
     const operation = scenario.raw(ctx);

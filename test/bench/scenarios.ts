@@ -31,8 +31,8 @@ export interface Scenario {
   check?(ctx: ScenarioContext, api: Api, pool: pg.Pool): Promise<void>;
   /** Records each request creates (the quota guard and records/s). */
   creates?: number;
-  /** The raw operation needs the service's audit payload size for this subject. */
-  auditSubject?: string;
+  /** The raw operation needs the size of the service's audit events of this action. */
+  auditAction?: "record.created" | "record.updated";
 }
 
 const json = { "content-type": "application/json" };
@@ -172,7 +172,7 @@ function createScenario(name: string, count: number): Scenario {
   return {
     name,
     creates: count,
-    auditSubject: "audit.record.created",
+    auditAction: "record.created",
     requests: (ctx) => [
       {
         method: "POST",
@@ -193,7 +193,7 @@ const newAmount = () => Math.round(Math.random() * 100_000) / 100;
 
 const patchScenario: Scenario = {
   name: "patch one",
-  auditSubject: "audit.record.updated",
+  auditAction: "record.updated",
   requests: (ctx) => {
     const path = recordsPath(ctx.tenant);
     const ids = ctx.tenant.rowIds;

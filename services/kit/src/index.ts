@@ -19,5 +19,6 @@ export * from "./outbox.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";
 export * from "./service-main.js";
+export * from "./sql.js";
 export * from "./tracing.js";
 export * from "./unreachable.js";

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { defineEntity, type EntityManager, type Kysely, p } from "@mikro-orm/postgresql";
+import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
 import type { EventBus } from "./bus.js";
 import type { Orm } from "./db.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, outboxMetrics, processMetricsRegistry } from "./metrics.js";
+import { query } from "./sql.js";
 import { untraced } from "./tracing.js";
 
 /** The outbox table; every service that publishes events creates it in its first migration. */
@@ -44,8 +45,6 @@ export interface OutboxEntry {
 /** Rows per insert statement: three parameters each, far under PostgreSQL's 65,535. */
 const ENQUEUE_CHUNK = 5000;
 
-type CompiledQuery = Extract<Parameters<Kysely<unknown>["executeQuery"]>[0], { sql: string }>;
-
 /**
  * Records events in the caller's transaction, in order, with one statement per 5000 events
  * (arrays as real query parameters, not SQL text): they are published if and only if the change
@@ -54,21 +53,18 @@ type CompiledQuery = Extract<Parameters<Kysely<unknown>["executeQuery"]>[0], { s
 export async function enqueueEvents(em: EntityManager, entries: OutboxEntry[]): Promise<void> {
   for (let start = 0; start < entries.length; start += ENQUEUE_CHUNK) {
     const chunk = entries.slice(start, start + ENQUEUE_CHUNK);
-    const sql = `insert into outbox (event_id, subject, payload)
+    await query(
+      em,
+      `insert into outbox (event_id, subject, payload)
       select event_id, subject, payload
       from unnest($1::uuid[], $2::text[], $3::bytea[]) with ordinality as e(event_id, subject, payload, n)
-      order by n`;
-    const compiled: CompiledQuery = {
-      sql,
-      parameters: [
+      order by n`,
+      [
         chunk.map((entry) => entry.eventId),
         chunk.map((entry) => entry.subject),
         chunk.map((entry) => Buffer.from(entry.payload)),
       ],
-      query: { kind: "RawNode", sqlFragments: [sql], parameters: [] } as CompiledQuery["query"],
-      queryId: { queryId: randomUUID() },
-    };
-    await em.getKysely().executeQuery(compiled);
+    );
   }
 }
 

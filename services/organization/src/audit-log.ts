@@ -3,8 +3,12 @@ import { timestampDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { QueryResult } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { JsonValue } from "@rowbase/kit";
-import { type BusMessage, Code, domainError, type Logger } from "@rowbase/kit";
-import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { type BusMessage, Code, domainError, type Logger, query, SUBJECTS } from "@rowbase/kit";
+import {
+  type AuditEvent,
+  AuditEventBatchSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { authorize } from "./access.js";
 import type { ScopeOwners } from "./audit-scope-owners.js";
@@ -86,6 +90,36 @@ const nullIfZero = (id: bigint) => (id === 0n ? null : id);
 const bigintOrNull = (value: string | null) => (value === null ? null : BigInt(value));
 
 /**
+ * One event as a row of `audit_event`, in the JSON `AuditLog.apply` inserts from: plain values
+ * of one shape each (absent keys as `undefined`, which JSON leaves out; the time as text), which
+ * `JSON.stringify` turns into text several times faster than objects of varying shapes or dates.
+ */
+function rowOf(event: AuditEvent, messageId: string, now: Date) {
+  const actor = event.meta?.actor;
+  const changes: StoredChange[] = event.changes.map((change) => ({
+    key: change.key,
+    label: change.label || undefined,
+    old: change.oldValue ? (toJson(ValueSchema, change.oldValue) as JsonValue) : undefined,
+    new: change.newValue ? (toJson(ValueSchema, change.newValue) as JsonValue) : undefined,
+  }));
+  return {
+    event_id: event.meta?.eventId || messageId,
+    at: (event.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now).toISOString(),
+    organization_id: String(event.organizationId),
+    database_id: nullIfZero(event.databaseId)?.toString() ?? null,
+    table_id: nullIfZero(event.tableId)?.toString() ?? null,
+    actor_type: (actor && ACTOR_TYPES[actor.type]) ?? "system",
+    actor_id: String(actor?.id ?? 0n),
+    action: event.action,
+    target_type: event.target?.type ?? "",
+    target_id: String(event.target?.id ?? 0n),
+    target_field_id: nullIfZero(event.target?.fieldId ?? 0n)?.toString() ?? null,
+    changes,
+    request_id: event.meta?.requestId || null,
+  };
+}
+
+/**
  * The audit store (SPEC section 11): every AuditEvent of the AUDIT stream, kept 90 days in the
  * monthly partitions of `audit_event`, listed per organization, database or table to members
  * of the organization. A database or table scope is resolved to its organization from the
@@ -104,65 +138,48 @@ export class AuditLog {
   ) {}
 
   /**
-   * Stores one AUDIT message unless `consumer` already did, in one statement (its id claimed in
-   * `processed_event` and the row inserted, atomically: see `consumeClaimed`). An event already
-   * past the retention (delivered more than 90 days late) is not stored. Returns whether it was
-   * within the retention.
+   * Stores one AUDIT message (an `AuditEvent`, or on `audit.batch` an `AuditEventBatch` of them)
+   * unless `consumer` already did, in one statement: its id claimed in `processed_event` and its
+   * rows inserted, atomically (see `consumeClaimed`), from one JSON parameter (a real parameter:
+   * `em.execute` would quote it into the SQL text, which cost more than the insert). Events
+   * already past the retention (delivered more than 90 days late) are not stored. Returns how
+   * many events were stored.
    */
   async apply(
     em: EntityManager,
     consumer: string,
     message: BusMessage,
     now = new Date(),
-  ): Promise<boolean> {
-    const event = fromBinary(AuditEventSchema, message.data);
-    const at = event.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
-    if (at.getTime() < retentionCutoff(now).getTime()) {
-      // Applied as nothing: only its id is remembered.
-      await em.execute(
-        `insert into processed_event (consumer, event_id) values (?, ?)
-         on conflict (consumer, event_id) do nothing`,
-        [consumer, message.id],
-      );
-      return false;
-    }
-    const actor = event.meta?.actor;
-    const changes: StoredChange[] = event.changes.map((change) => ({
-      key: change.key,
-      ...(change.label ? { label: change.label } : {}),
-      ...(change.oldValue ? { old: toJson(ValueSchema, change.oldValue) as JsonValue } : {}),
-      ...(change.newValue ? { new: toJson(ValueSchema, change.newValue) as JsonValue } : {}),
-    }));
-    await em.execute(
+  ): Promise<number> {
+    const events =
+      message.subject === SUBJECTS.auditBatch
+        ? fromBinary(AuditEventBatchSchema, message.data).events
+        : [fromBinary(AuditEventSchema, message.data)];
+    const cutoff = retentionCutoff(now).getTime();
+    const rows = events
+      .map((event) => rowOf(event, message.id, now))
+      .filter((row) => Date.parse(row.at) >= cutoff);
+    await query(
+      em,
       `with claimed as (
-         insert into processed_event (consumer, event_id) values (?, ?)
+         insert into processed_event (consumer, event_id) values ($1, $2)
          on conflict (consumer, event_id) do nothing returning event_id
        )
        insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
          request_id)
-       select ?, ?::timestamptz, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?
+       select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
+         e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes,
+         e.request_id
+       from jsonb_to_recordset($3::jsonb) as e(event_id text, at timestamptz,
+         organization_id bigint, database_id bigint, table_id bigint, actor_type text,
+         actor_id bigint, action text, target_type text, target_id bigint,
+         target_field_id bigint, changes jsonb, request_id text)
        where exists (select 1 from claimed)
        on conflict do nothing`,
-      [
-        consumer,
-        message.id,
-        event.meta?.eventId || message.id,
-        at,
-        event.organizationId,
-        nullIfZero(event.databaseId),
-        nullIfZero(event.tableId),
-        (actor && ACTOR_TYPES[actor.type]) ?? "system",
-        actor?.id ?? 0n,
-        event.action,
-        event.target?.type ?? "",
-        event.target?.id ?? 0n,
-        nullIfZero(event.target?.fieldId ?? 0n),
-        JSON.stringify(changes),
-        event.meta?.requestId || null,
-      ],
+      [consumer, message.id, JSON.stringify(rows)],
     );
-    return true;
+    return rows.length;
   }
 
   /**

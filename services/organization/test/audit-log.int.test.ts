@@ -1,6 +1,6 @@
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { createLogger, SUBJECTS } from "@rowbase/kit";
+import { batchAuditEvents, createLogger, SUBJECTS } from "@rowbase/kit";
 import {
   AuditEvent_ChangeSchema,
   AuditEvent_TargetSchema,
@@ -60,20 +60,19 @@ function changesOf(entry: AuditLogEntry | undefined) {
   }));
 }
 
-/** Publishes an AuditEvent as another service (catalog, records) would; returns its id. */
-async function publishAudit(
-  harness: Harness,
-  init: {
-    organizationId: bigint;
-    databaseId?: bigint;
-    tableId?: bigint;
-    action: string;
-    target: { type: string; id: bigint };
-    actor: TestUser;
-    changes?: { key: string; label?: string; old?: unknown; new?: unknown }[];
-    at?: Date;
-  },
-): Promise<string> {
+interface AuditInit {
+  organizationId: bigint;
+  databaseId?: bigint;
+  tableId?: bigint;
+  action: string;
+  target: { type: string; id: bigint };
+  actor: TestUser;
+  changes?: { key: string; label?: string; old?: unknown; new?: unknown }[];
+  at?: Date;
+}
+
+/** An AuditEvent with a new id, encoded. */
+function auditEventOf(init: AuditInit) {
   const eventId = crypto.randomUUID();
   const event = create(AuditEventSchema, {
     meta: create(EventMetaSchema, {
@@ -96,11 +95,13 @@ async function publishAudit(
       }),
     ),
   });
-  await harness.bus.publish(
-    SUBJECTS.audit(init.action),
-    toBinary(AuditEventSchema, event),
-    eventId,
-  );
+  return { eventId, action: init.action, payload: toBinary(AuditEventSchema, event) };
+}
+
+/** Publishes an AuditEvent as another service (catalog, records) would; returns its id. */
+async function publishAudit(harness: Harness, init: AuditInit): Promise<string> {
+  const { eventId, payload } = auditEventOf(init);
+  await harness.bus.publish(SUBJECTS.audit(init.action), payload, eventId);
   return eventId;
 }
 
@@ -433,16 +434,29 @@ describe("retention", () => {
 });
 
 describe("the audit consumer", () => {
-  it("stores an event once however often it is delivered, also when deliveries race", async () => {
-    const owner = await h.user("Racing");
-    const { organizationId } = await newOrganization(h, owner, "Racing");
+  /** The audit store on its own ORM, to deliver messages to it directly. */
+  async function withAuditLog(
+    work: (
+      auditLog: AuditLog,
+      orm: Awaited<ReturnType<typeof createOrganizationOrm>>,
+    ) => Promise<void>,
+  ) {
     const orm = await createOrganizationOrm(h.config.DATABASE_URL);
     try {
       const logger = createLogger("audit-test", "silent");
-      const auditLog = new AuditLog({
-        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
-        logger,
-      });
+      await work(
+        new AuditLog({ tx: new Transactions(orm, { kick() {} }, h.cache, logger), logger }),
+        orm,
+      );
+    } finally {
+      await orm.close();
+    }
+  }
+
+  it("stores an event once however often it is delivered, also when deliveries race", async () => {
+    const owner = await h.user("Racing");
+    const { organizationId } = await newOrganization(h, owner, "Racing");
+    await withAuditLog(async (auditLog, orm) => {
       const eventId = `racing-${organizationId}`;
       const event = create(AuditEventSchema, {
         meta: create(EventMetaSchema, { eventId, occurredAt: timestampFromDate(new Date()) }),
@@ -459,15 +473,79 @@ describe("the audit consumer", () => {
       const stored = await Promise.all(
         [1, 2, 3].map(() => auditLog.apply(orm.em.fork(), DURABLES.audit, message)),
       );
-      expect(stored).toEqual([true, true, true]);
+      expect(stored).toEqual([1, 1, 1]);
       await auditLog.apply(orm.em.fork(), DURABLES.audit, { ...message, deliveryCount: 2 });
       const { rows } = await h.db.query(
         "select count(*)::int as n from organization.audit_event where event_id = $1",
         [eventId],
       );
       expect(rows[0].n).toBe(1);
-    } finally {
-      await orm.close();
-    }
+    });
+  });
+
+  it("stores every event of an audit.batch message once, as if each had come alone", async () => {
+    const owner = await h.user("Batcher");
+    const { organizationId } = await newOrganization(h, owner, "Batcher");
+    const record = (id: bigint, at?: Date) =>
+      auditEventOf({
+        organizationId,
+        databaseId: 5n,
+        tableId: 6n,
+        action: "record.created",
+        target: { type: "record", id },
+        actor: owner,
+        changes: [{ key: "1", label: "Name", new: `row ${id}` }],
+        ...(at ? { at } : {}),
+      });
+    const events = [record(1n), record(2n, new Date(Date.now() - 91 * DAY_MS)), record(3n)];
+    const [message] = batchAuditEvents(
+      events.map((e) => ({
+        subject: SUBJECTS.audit(e.action),
+        payload: e.payload,
+        eventId: e.eventId,
+      })),
+    );
+    await h.bus.publish(message!.subject, message!.payload, message!.eventId);
+
+    const created = async () =>
+      (await list(h, owner, byOrganization(organizationId), { action: "record.created" })).events;
+    await expect.poll(async () => (await created()).length, { timeout: 10_000 }).toBe(2);
+    expect(
+      (await created())
+        .sort((a, b) => Number(a.target!.id - b.target!.id))
+        .map((e) => ({
+          eventId: e.eventId,
+          action: e.action,
+          target: e.target?.id,
+          database: e.databaseId,
+          actor: e.actor?.id,
+          changes: e.changes.map((c) => [c.key, c.label, c.newValue?.kind.value]),
+        })),
+    ).toEqual(
+      [events[0]!, events[2]!].map((e, i) => ({
+        eventId: e.eventId,
+        action: "record.created",
+        target: i === 0 ? 1n : 3n,
+        database: 5n,
+        actor: owner.id,
+        changes: [["1", "Name", i === 0 ? "row 1" : "row 3"]],
+      })),
+    );
+
+    // A redelivery stores nothing more.
+    await withAuditLog(async (auditLog, orm) => {
+      const again = {
+        subject: message!.subject,
+        data: message!.payload,
+        id: message!.eventId,
+        deliveryCount: 2,
+      };
+      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, again)).toBe(2);
+    });
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from organization.audit_event where organization_id = $1 and action = 'record.created'",
+      [organizationId],
+    );
+    expect(rows[0].n).toBe(2);
   });
 });

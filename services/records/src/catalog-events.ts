@@ -8,6 +8,7 @@ import {
   type EventBus,
   type Logger,
   type Orm,
+  query,
   SUBJECTS,
 } from "@rowbase/kit";
 import { fieldLikeOf } from "@rowbase/kit/field-types";
@@ -28,7 +29,6 @@ import {
   lockTableExclusive,
   numberExistingRecords,
 } from "./db/record-store.js";
-import { query } from "./db/sql.js";
 import type { TableSchemas } from "./table-schema.js";
 import type { TypeChange, TypeChanges } from "./type-changes.js";
 

@@ -2,6 +2,7 @@ import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  batchAuditEvents,
   buildEvent,
   enqueueEvents,
   type Logger,
@@ -52,6 +53,8 @@ export function actorName(principal: Principal | undefined): string {
  */
 export class ChangeSet {
   private readonly pending: OutboxEntry[] = [];
+  /** Audit events, sent together at `flush` (`batchAuditEvents`). */
+  private readonly audits: OutboxEntry[] = [];
   private events = 0;
 
   constructor(
@@ -69,47 +72,59 @@ export class ChangeSet {
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
   ): Promise<void> {
-    this.pending.push(
-      buildEvent(subject, schema, init, {
-        ...(this.context.principal ? { principal: this.context.principal } : {}),
-        requestId: this.context.requestId,
-      }),
-    );
-    this.events += 1;
+    this.pending.push(this.event(subject, schema, init));
   }
 
-  /** Writes the events added so far to the outbox, in order, in one statement. */
+  private event<D extends DescMessage>(
+    subject: string,
+    schema: D,
+    init: Omit<MessageShape<D>, "$typeName" | "meta">,
+  ): OutboxEntry {
+    this.events += 1;
+    return buildEvent(subject, schema, init, {
+      ...(this.context.principal ? { principal: this.context.principal } : {}),
+      requestId: this.context.requestId,
+    });
+  }
+
+  /**
+   * Writes the events added so far to the outbox in one statement: the others in order, then the
+   * audit events, several to a message when there are several.
+   */
   async flush(): Promise<void> {
-    const entries = this.pending.splice(0);
+    const entries = [...this.pending.splice(0), ...batchAuditEvents(this.audits.splice(0))];
     if (entries.length > 0) await enqueueEvents(this.em, entries);
   }
 
   /**
-   * An audit event `audit.record.<verb>` on the AUDIT stream; each change is keyed by field id
-   * with the field's name at the time as its label (SPEC section 11).
+   * An audit event `audit.record.<verb>` on the AUDIT stream, sent at `flush` together with the
+   * transaction's other audit events; each change is keyed by field id with the field's name at
+   * the time as its label (SPEC section 11).
    */
-  async auditRecord(
+  auditRecord(
     scope: RecordScope,
     verb: "created" | "updated" | "deleted",
     rowId: bigint,
     changes: ValueChange[],
-  ): Promise<void> {
+  ): void {
     const action = `record.${verb}`;
-    await this.publish(SUBJECTS.audit(action), AuditEventSchema, {
-      organizationId: scope.organizationId,
-      databaseId: scope.databaseId,
-      tableId: scope.tableId,
-      action,
-      target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
-      changes: changes.map((change) =>
-        create(AuditEvent_ChangeSchema, {
-          key: change.key,
-          label: change.label,
-          oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
-          newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
-        }),
-      ),
-    });
+    this.audits.push(
+      this.event(SUBJECTS.audit(action), AuditEventSchema, {
+        organizationId: scope.organizationId,
+        databaseId: scope.databaseId,
+        tableId: scope.tableId,
+        action,
+        target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
+        changes: changes.map((change) =>
+          create(AuditEvent_ChangeSchema, {
+            key: change.key,
+            label: change.label,
+            oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
+            newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
+          }),
+        ),
+      }),
+    );
   }
 }
 

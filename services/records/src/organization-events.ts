@@ -6,11 +6,11 @@ import {
   type Logger,
   type Orm,
   planCacheKey,
+  query,
   SUBJECTS,
 } from "@rowbase/kit";
 import { OrganizationDeletedSchema } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { deleteOrganizationRecords, lockOrganizationExclusive } from "./db/record-store.js";
-import { query } from "./db/sql.js";
 
 /** The durable consumer, also its name in `processed_event`. */
 export const ORG_DELETED_CONSUMER = "records_org_deleted";

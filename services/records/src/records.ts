@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { SUBJECTS } from "@rowbase/kit";
+import { query, SUBJECTS } from "@rowbase/kit";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
@@ -14,7 +14,6 @@ import {
   takeAutonumbers,
   writeRecords,
 } from "./db/record-store.js";
-import { query } from "./db/sql.js";
 import { valueChanges } from "./domain/audit.js";
 import { BATCH_MAX, DEFAULT_LIMIT, PAGE_MAX, tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
@@ -187,7 +186,7 @@ export class Records {
         datas,
       );
       for (const record of records) {
-        await changes.auditRecord(
+        changes.auditRecord(
           scopeOf(schema),
           "created",
           record.rowId,
@@ -317,7 +316,7 @@ export class Records {
       const written =
         writes.length > 0 ? await writeRecords(em, actorName(call.principal), writes) : [];
       for (const after of written) {
-        await changes.auditRecord(
+        changes.auditRecord(
           scopeOf(schema),
           "updated",
           after.rowId,
@@ -362,7 +361,7 @@ export class Records {
     records: readonly StoredRecord[],
   ): Promise<void> {
     for (const record of records) {
-      await changes.auditRecord(
+      changes.auditRecord(
         scopeOf(schema),
         "deleted",
         record.rowId,

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { query } from "@rowbase/kit";
 import {
   canChangeType,
   type FieldLike,
@@ -9,7 +10,6 @@ import {
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import type { Transactions } from "./change-set.js";
 import { epochMs, notProcessed } from "./db/record-store.js";
-import { query } from "./db/sql.js";
 import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
 import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
 

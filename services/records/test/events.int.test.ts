@@ -2,7 +2,11 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, createServiceClient, SUBJECTS } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  type AuditEventBatch,
+  AuditEventBatchSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -141,6 +145,71 @@ describe("audit and deletion events", () => {
       return found;
     });
     expect(event.rowIds).toEqual(ids);
+  });
+});
+
+describe("audit events of batches", () => {
+  it("sends a batch's audit events as one audit.batch message, one event per record", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const call = await as(t.editor);
+    const created = await seed(table, [{ Name: "a" }, { Name: "b" }, { Name: "c" }]);
+    const ids = created.map((r) => r.rowId);
+    await h.records.batchUpdateRecords(
+      {
+        tableId: table.tableId,
+        records: [
+          { rowId: ids[0]!, data: { Name: "A" } },
+          { rowId: ids[1]!, data: { Name: "b" } },
+          { rowId: ids[2]!, data: { Name: "C" } },
+        ],
+      },
+      call,
+    );
+    await h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: ids }, call);
+
+    const batches = () =>
+      eventsOf(h.events, SUBJECTS.auditBatch, AuditEventBatchSchema).filter(
+        (b) => b.events[0]?.tableId === table.tableId,
+      );
+    await eventually(() => expect(batches()).toHaveLength(3));
+    const [creates, updates, deletes] = batches();
+    const summary = (batch: AuditEventBatch | undefined) =>
+      batch?.events.map((e) => [
+        e.action,
+        e.target?.id,
+        e.meta?.actor?.id,
+        e.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
+      ]);
+    const name = table.id.Name!;
+    expect(summary(creates)).toEqual(
+      ["a", "b", "c"].map((v, i) => [
+        "record.created",
+        ids[i],
+        t.editor.id,
+        [[name, undefined, v]],
+      ]),
+    );
+    // The unchanged record has no update event.
+    expect(summary(updates)).toEqual([
+      ["record.updated", ids[0], t.editor.id, [[name, "a", "A"]]],
+      ["record.updated", ids[2], t.editor.id, [[name, "c", "C"]]],
+    ]);
+    expect(summary(deletes)).toEqual(
+      ["A", "b", "C"].map((v, i) => [
+        "record.deleted",
+        ids[i],
+        t.editor.id,
+        [[name, v, undefined]],
+      ]),
+    );
+    expect(new Set(batches().flatMap((b) => b.events.map((e) => e.meta?.eventId))).size).toBe(8);
+    // None of them also came alone.
+    const alone = ["created", "updated", "deleted"].flatMap((verb) =>
+      eventsOf(h.events, SUBJECTS.audit(`record.${verb}`), AuditEventSchema).filter(
+        (e) => e.tableId === table.tableId,
+      ),
+    );
+    expect(alone).toEqual([]);
   });
 });
 

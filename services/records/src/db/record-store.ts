@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { query } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
-import { query } from "./sql.js";
 
 /**
  * A `record` row as read through `recordColumns` (bigint as text; times as epoch milliseconds,

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/audit_events.proto.
  */
 export const file_rowbase_events_v1_audit_events: GenFile = /*@__PURE__*/
-  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIqcDCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBI1CgdjaGFuZ2VzGAcgAygLMiQucm93YmFzZS5ldmVudHMudjEuQXVkaXRFdmVudC5DaGFuZ2UaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKAMaegoGQ2hhbmdlEgsKA2tleRgBIAEoCRINCgVsYWJlbBgCIAEoCRIpCglvbGRfdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKQoJbmV3X3ZhbHVlGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlYgZwcm90bzM", [file_google_protobuf_struct, file_rowbase_events_v1_envelope]);
+  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIqcDCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBI1CgdjaGFuZ2VzGAcgAygLMiQucm93YmFzZS5ldmVudHMudjEuQXVkaXRFdmVudC5DaGFuZ2UaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKAMaegoGQ2hhbmdlEgsKA2tleRgBIAEoCRINCgVsYWJlbBgCIAEoCRIpCglvbGRfdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKQoJbmV3X3ZhbHVlGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIkAKD0F1ZGl0RXZlbnRCYXRjaBItCgZldmVudHMYASADKAsyHS5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50YgZwcm90bzM", [file_google_protobuf_struct, file_rowbase_events_v1_envelope]);
 
 /**
  * One change of an organization, member, invite, token, database, table, field, record or
@@ -154,4 +154,27 @@ export type AuditEvent_Change = Message<"rowbase.events.v1.AuditEvent.Change"> &
  */
 export const AuditEvent_ChangeSchema: GenMessage<AuditEvent_Change> = /*@__PURE__*/
   messageDesc(file_rowbase_events_v1_audit_events, 0, 1);
+
+/**
+ * The audit events of one change that touched many things at once (a batch create, update or
+ * delete of records), published together on `audit.batch` instead of one message each. The
+ * organization service stores every event in it as if it had come alone. A producer keeps one
+ * message under 256 KiB (NATS refuses messages over 1 MiB) and sends several when the events
+ * need more.
+ *
+ * @generated from message rowbase.events.v1.AuditEventBatch
+ */
+export type AuditEventBatch = Message<"rowbase.events.v1.AuditEventBatch"> & {
+  /**
+   * @generated from field: repeated rowbase.events.v1.AuditEvent events = 1;
+   */
+  events: AuditEvent[];
+};
+
+/**
+ * Describes the message rowbase.events.v1.AuditEventBatch.
+ * Use `create(AuditEventBatchSchema)` to create a new message.
+ */
+export const AuditEventBatchSchema: GenMessage<AuditEventBatch> = /*@__PURE__*/
+  messageDesc(file_rowbase_events_v1_audit_events, 1);
 

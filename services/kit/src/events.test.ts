@@ -1,0 +1,71 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
+import {
+  AuditEvent_ChangeSchema,
+  AuditEvent_TargetSchema,
+  AuditEventBatchSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { describe, expect, it } from "vitest";
+import { AUDIT_BATCH_BYTES, batchAuditEvents, buildEvent, SUBJECTS } from "./events.js";
+
+const auditOf = (rowId: number, label = "Name") =>
+  buildEvent(
+    SUBJECTS.audit("record.created"),
+    AuditEventSchema,
+    {
+      organizationId: 7n,
+      databaseId: 8n,
+      tableId: 9n,
+      action: "record.created",
+      target: create(AuditEvent_TargetSchema, { type: "record", id: BigInt(rowId) }),
+      changes: [create(AuditEvent_ChangeSchema, { key: "1", label })],
+    },
+    { requestId: "r1" },
+  );
+
+const decoded = (payload: Uint8Array) => fromBinary(AuditEventSchema, payload);
+
+describe("batchAuditEvents", () => {
+  it("leaves a lone event as its own message on its own subject", () => {
+    const event = auditOf(1);
+    expect(batchAuditEvents([event])).toEqual([event]);
+    expect(batchAuditEvents([])).toEqual([]);
+  });
+
+  it("sends several events as one audit.batch message that decodes to the same events, in order", () => {
+    const events = [auditOf(1), auditOf(2), auditOf(3)];
+    const messages = batchAuditEvents(events);
+    expect(messages).toHaveLength(1);
+    const [message] = messages;
+    expect(message!.subject).toBe(SUBJECTS.auditBatch);
+    expect(events.map((e) => e.eventId)).not.toContain(message!.eventId);
+    expect(fromBinary(AuditEventBatchSchema, message!.payload).events).toEqual(
+      events.map((e) => decoded(e.payload)),
+    );
+  });
+
+  it("splits events over the size budget into several messages, none over it, all in order", () => {
+    // About 10 KiB each: 100 of them need 4 messages of at most 256 KiB of events.
+    const events = Array.from({ length: 100 }, (_, i) => auditOf(i + 1, "x".repeat(10_000)));
+    const messages = batchAuditEvents(events);
+    expect(messages.length).toBe(4);
+    expect(new Set(messages.map((m) => m.eventId)).size).toBe(4);
+    for (const message of messages) {
+      expect(message.subject).toBe(SUBJECTS.auditBatch);
+      expect(message.payload.length).toBeLessThanOrEqual(AUDIT_BATCH_BYTES + 100 * 4);
+    }
+    const all = messages.flatMap((m) => fromBinary(AuditEventBatchSchema, m.payload).events);
+    expect(all.map((e) => e.target?.id)).toEqual(events.map((_, i) => BigInt(i + 1)));
+    expect(all.map((e) => e.meta?.eventId)).toEqual(events.map((e) => e.eventId));
+  });
+
+  it("sends an event bigger than the budget in a message of its own", () => {
+    const big = auditOf(2, "y".repeat(AUDIT_BATCH_BYTES + 1));
+    const messages = batchAuditEvents([auditOf(1), big, auditOf(3)]);
+    expect(
+      messages.map((m) =>
+        fromBinary(AuditEventBatchSchema, m.payload).events.map((e) => e.target?.id),
+      ),
+    ).toEqual([[1n], [2n], [3n]]);
+  });
+});
