@@ -1,3 +1,4 @@
+import { auditChangesOf } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   DatabaseCreatedSchema,
@@ -42,15 +43,9 @@ async function newDatabase(name = "Projects", description = "") {
   return database!;
 }
 
-const changesOf = (audit: { changes: { key: string; oldValue?: unknown; newValue?: unknown }[] }) =>
+const changesOf = (audit: { changesJson: string }) =>
   Object.fromEntries(
-    audit.changes.map((c) => [
-      c.key,
-      {
-        old: (c.oldValue as { kind?: { value?: unknown } })?.kind?.value,
-        new: (c.newValue as { kind?: { value?: unknown } })?.kind?.value,
-      },
-    ]),
+    auditChangesOf(audit.changesJson).map((c) => [c.key, { old: c.old, new: c.new }]),
   );
 
 describe("CreateDatabase", () => {
@@ -381,8 +376,12 @@ describe("DeleteDatabase", () => {
       AuditEventSchema,
       (e) => e.target?.id === database.databaseId,
     );
-    expect(audit.changes.map((c) => c.key)).toEqual(["name", "description", "table_ids"]);
-    expect(audit.changes.every((c) => c.newValue === undefined)).toBe(true);
+    expect(auditChangesOf(audit.changesJson).map((c) => c.key)).toEqual([
+      "name",
+      "description",
+      "table_ids",
+    ]);
+    expect(auditChangesOf(audit.changesJson).every((c) => c.new === undefined)).toBe(true);
     // A second delete finds nothing.
     expect(
       await reasonOf(h.catalog.deleteDatabase({ databaseId: database.databaseId }, call)),

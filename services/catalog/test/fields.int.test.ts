@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { auditChangesOf } from "@rowbase/kit";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -124,7 +125,7 @@ describe("CreateField", () => {
       (e) => e.target?.id === second.fieldId,
     );
     expect(audit).toMatchObject({ databaseId, tableId, target: { type: "field" } });
-    expect(audit.changes.map((c) => c.key)).toEqual([
+    expect(auditChangesOf(audit.changesJson).map((c) => c.key)).toEqual([
       "name",
       "type",
       "options",
@@ -132,7 +133,7 @@ describe("CreateField", () => {
       "description",
       "position",
     ]);
-    expect(audit.changes[1]!.newValue?.kind.value).toBe("number");
+    expect(auditChangesOf(audit.changesJson)[1]!.new).toBe("number");
   });
 
   it("refuses a name used in the table regardless of case", async () => {
@@ -509,9 +510,7 @@ describe("UpdateField", () => {
       AuditEventSchema,
       (e) => e.target?.id === field.fieldId,
     );
-    expect(
-      audit.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
-    ).toEqual([
+    expect(auditChangesOf(audit.changesJson).map((c) => [c.key, c.old, c.new])).toEqual([
       ["name", "Title", "Heading"],
       ["required", false, true],
       ["description", "", "Shown first"],
@@ -793,7 +792,7 @@ describe("choice renames", () => {
       AuditEventSchema,
       (e) => e.target?.id === field.fieldId,
     );
-    expect(audit.changes.map((c) => c.key)).toEqual(["options"]);
+    expect(auditChangesOf(audit.changesJson).map((c) => c.key)).toEqual(["options"]);
   });
 
   it("announces no rename when names stay, even if choices are added or removed", async () => {

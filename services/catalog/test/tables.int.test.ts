@@ -1,3 +1,4 @@
+import { auditChangesOf } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -286,9 +287,7 @@ describe("UpdateTable", () => {
       AuditEventSchema,
       (e) => e.target?.id === table!.tableId,
     );
-    expect(
-      audit.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
-    ).toEqual([
+    expect(auditChangesOf(audit.changesJson).map((c) => [c.key, c.old, c.new])).toEqual([
       ["name", "Old name", "New name"],
       ["description", "", "About"],
     ]);

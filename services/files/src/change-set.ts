@@ -1,8 +1,8 @@
-import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuditChange } from "@rowbase/kit";
 import {
+  auditChangesJson,
   type Logger,
   type Orm,
   type OutboxRelay,
@@ -11,7 +11,6 @@ import {
   SUBJECTS,
 } from "@rowbase/kit";
 import {
-  AuditEvent_ChangeSchema,
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -84,14 +83,7 @@ export class ChangeSet {
         id: target.rowId,
         fieldId: target.fieldId,
       }),
-      changes: changes.map((change) =>
-        create(AuditEvent_ChangeSchema, {
-          key: change.key,
-          label: "",
-          oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
-          newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
-        }),
-      ),
+      changesJson: auditChangesJson(changes),
     });
   }
 

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
+import { auditChangesOf } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { FieldDeletedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
@@ -173,7 +174,7 @@ export function filesSuite(backend: Backend) {
         target: { type: "file", id: rowId, fieldId: ws.doc },
       });
       expect(audit.meta?.actor?.id).toBe(t.editor.id);
-      expect(audit.changes.map((c) => c.key)).toEqual([
+      expect(auditChangesOf(audit.changesJson).map((c) => c.key)).toEqual([
         "file_name",
         "content_type",
         "size",
@@ -644,9 +645,11 @@ export function filesSuite(backend: Backend) {
       await expect
         .poll(
           () =>
-            eventsOf(h.events, "audit.file.renamed", AuditEventSchema).find(
-              (e) => e.target?.id === rowId,
-            )?.changes[0]?.newValue?.kind.value,
+            auditChangesOf(
+              eventsOf(h.events, "audit.file.renamed", AuditEventSchema).find(
+                (e) => e.target?.id === rowId,
+              )?.changesJson ?? "",
+            )[0]?.new,
         )
         .toBe("Quarterly report (final).txt");
     });

@@ -1,5 +1,5 @@
 /** Audit events carry, per changed key, the old and new value; every service builds them here. */
-/** A JSON value as an audit change carries it (google.protobuf.Value). */
+/** A JSON value as an audit change carries it. */
 export type JsonValue =
   | string
   | number
@@ -8,11 +8,25 @@ export type JsonValue =
   | JsonValue[]
   | { [key: string]: JsonValue };
 
-/** One changed key; `old` absent: the key had no value before, `new` absent: none after. */
+/**
+ * One changed key; `old` absent: the key had no value before, `new` absent: none after. A record
+ * value's key is its field id, labelled with the field's name at the time.
+ */
 export interface AuditChange {
   key: string;
+  label?: string;
   old?: JsonValue;
   new?: JsonValue;
+}
+
+/** An AuditEvent's `changes_json`: the changes as one JSON array, empty text for none. */
+export function auditChangesJson(changes: readonly AuditChange[]): string {
+  return changes.length === 0 ? "" : JSON.stringify(changes);
+}
+
+/** The changes an AuditEvent's `changes_json` carries. */
+export function auditChangesOf(changesJson: string): AuditChange[] {
+  return changesJson === "" ? [] : (JSON.parse(changesJson) as AuditChange[]);
 }
 
 /** The keys whose values differ between two snapshots, in the order of `after`. */

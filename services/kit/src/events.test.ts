@@ -1,11 +1,11 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import {
-  AuditEvent_ChangeSchema,
   AuditEvent_TargetSchema,
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { describe, expect, it } from "vitest";
+import { auditChangesJson } from "./audit-changes.js";
 import { AUDIT_BATCH_BYTES, batchAuditEvents, buildEvent, SUBJECTS } from "./events.js";
 
 const auditOf = (rowId: number, label = "Name") =>
@@ -18,7 +18,7 @@ const auditOf = (rowId: number, label = "Name") =>
       tableId: 9n,
       action: "record.created",
       target: create(AuditEvent_TargetSchema, { type: "record", id: BigInt(rowId) }),
-      changes: [create(AuditEvent_ChangeSchema, { key: "1", label })],
+      changesJson: auditChangesJson([{ key: "1", label, new: "x" }]),
     },
     { requestId: "r1" },
   );

@@ -1,8 +1,13 @@
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { batchAuditEvents, createLogger, SUBJECTS } from "@rowbase/kit";
 import {
-  AuditEvent_ChangeSchema,
+  type AuditChange,
+  auditChangesJson,
+  batchAuditEvents,
+  createLogger,
+  SUBJECTS,
+} from "@rowbase/kit";
+import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -67,7 +72,7 @@ interface AuditInit {
   action: string;
   target: { type: string; id: bigint };
   actor: TestUser;
-  changes?: { key: string; label?: string; old?: unknown; new?: unknown }[];
+  changes?: AuditChange[];
   at?: Date;
 }
 
@@ -86,14 +91,7 @@ function auditEventOf(init: AuditInit) {
     tableId: init.tableId ?? 0n,
     action: init.action,
     target: create(AuditEvent_TargetSchema, init.target),
-    changes: (init.changes ?? []).map((change) =>
-      create(AuditEvent_ChangeSchema, {
-        key: change.key,
-        label: change.label ?? "",
-        oldValue: "old" in change ? create(ValueSchema, toValue(change.old)) : undefined,
-        newValue: "new" in change ? create(ValueSchema, toValue(change.new)) : undefined,
-      }),
-    ),
+    changesJson: auditChangesJson(init.changes ?? []),
   });
   return { eventId, action: init.action, payload: toBinary(AuditEventSchema, event) };
 }
@@ -103,13 +101,6 @@ async function publishAudit(harness: Harness, init: AuditInit): Promise<string> 
   const { eventId, payload } = auditEventOf(init);
   await harness.bus.publish(SUBJECTS.audit(init.action), payload, eventId);
   return eventId;
-}
-
-function toValue(value: unknown) {
-  if (value === null) return { kind: { case: "nullValue" as const, value: 0 } };
-  if (typeof value === "number") return { kind: { case: "numberValue" as const, value } };
-  if (typeof value === "boolean") return { kind: { case: "boolValue" as const, value } };
-  return { kind: { case: "stringValue" as const, value: String(value) } };
 }
 
 /** Waits until the store holds the event. */

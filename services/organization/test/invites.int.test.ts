@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { membershipCacheKey } from "@rowbase/kit";
+import { auditChangesOf, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   InviteCreatedSchema,
@@ -97,7 +97,7 @@ describe("create", () => {
     expect(audit.target).toMatchObject({ type: "invite", id: created.inviteId });
     expect(audit.meta?.actor?.id).toBe(owner.id);
     expect(
-      Object.fromEntries(audit.changes.map((c) => [c.key, c.newValue?.kind.value])),
+      Object.fromEntries(auditChangesOf(audit.changesJson).map((c) => [c.key, c.new])),
     ).toMatchObject({ email: invitee.email, role: "editor" });
   });
 
@@ -275,9 +275,11 @@ describe("cancel and list", () => {
     await expect
       .poll(
         () =>
-          eventsOf(h.events, "audit.invite.canceled", AuditEventSchema).find(
-            (e) => e.target?.id === first.inviteId,
-          )?.changes[0],
+          auditChangesOf(
+            eventsOf(h.events, "audit.invite.canceled", AuditEventSchema).find(
+              (e) => e.target?.id === first.inviteId,
+            )?.changesJson ?? "",
+          )[0],
       )
       .toMatchObject({ key: "status" });
   });

@@ -1,4 +1,4 @@
-import { membershipCacheKey } from "@rowbase/kit";
+import { auditChangesOf, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   MemberRemovedSchema,
@@ -192,9 +192,9 @@ describe("update", () => {
     )!;
     expect(audit.meta?.actor?.id).toBe(owner.id);
     expect(audit.target).toMatchObject({ type: "member", id: memberOf(editor) });
-    expect(
-      audit.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
-    ).toEqual([["role", "editor", "viewer"]]);
+    expect(auditChangesOf(audit.changesJson).map((c) => [c.key, c.old, c.new])).toEqual([
+      ["role", "editor", "viewer"],
+    ]);
   });
 });
 
@@ -235,7 +235,7 @@ describe("remove", () => {
     expect(byAdmin!.meta?.actor?.id).toBe(admin.id);
     expect(left!.meta?.actor?.id).toBe(viewer.id);
     expect(
-      Object.fromEntries(byAdmin!.changes.map((c) => [c.key, c.oldValue?.kind.value])),
+      Object.fromEntries(auditChangesOf(byAdmin!.changesJson).map((c) => [c.key, c.old])),
     ).toEqual({ user_id: Number(editor.id), role: "editor" });
   });
 

@@ -1,5 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { apiTokenCacheKey, membershipCacheKey } from "@rowbase/kit";
+import { apiTokenCacheKey, auditChangesOf, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   ApiTokenRevokedSchema,
@@ -106,7 +106,9 @@ describe("create", () => {
     )!;
     expect(audit.action).toBe("organization.created");
     expect(audit.target).toMatchObject({ type: "organization", id: organization.organizationId });
-    expect(Object.fromEntries(audit.changes.map((c) => [c.key, c.newValue?.kind.value]))).toEqual({
+    expect(
+      Object.fromEntries(auditChangesOf(audit.changesJson).map((c) => [c.key, c.new])),
+    ).toEqual({
       name: "Acme Corp",
       organization_slug: "acme-explicit-1",
       plan: "free",
@@ -290,15 +292,13 @@ describe("update", () => {
       AuditEventSchema,
     ).filter((e) => e.organizationId === id);
     expect(first!.meta?.actor?.id).toBe(admin.id);
-    expect(
-      first!.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
-    ).toEqual([
+    expect(auditChangesOf(first!.changesJson).map((c) => [c.key, c.old, c.new])).toEqual([
       ["name", "Team", "Renamed"],
       ["organization_slug", expect.any(String), slug],
     ]);
-    expect(
-      second!.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
-    ).toEqual([["name", "Renamed", "Again"]]);
+    expect(auditChangesOf(second!.changesJson).map((c) => [c.key, c.old, c.new])).toEqual([
+      ["name", "Renamed", "Again"],
+    ]);
   });
 
   it("refuses editors, viewers, outsiders and taken slugs without changing anything", async () => {
@@ -576,7 +576,7 @@ describe("plans and limits", () => {
         eventsOf(h.events, "audit.organization.plan_changed", AuditEventSchema).some(
           (e) =>
             e.organizationId === organizationId &&
-            e.changes.some((c) => c.key === "plan" && c.newValue?.kind.value === "enterprise"),
+            auditChangesOf(e.changesJson).some((c) => c.key === "plan" && c.new === "enterprise"),
         ),
       )
       .toBe(true);

@@ -1,7 +1,7 @@
-import { create, type DescMessage, fromJson, type MessageShape } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  auditChangesJson,
   batchAuditEvents,
   buildEvent,
   enqueueEvents,
@@ -13,7 +13,6 @@ import {
   SUBJECTS,
 } from "@rowbase/kit";
 import {
-  AuditEvent_ChangeSchema,
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -115,14 +114,7 @@ export class ChangeSet {
         tableId: scope.tableId,
         action,
         target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
-        changes: changes.map((change) =>
-          create(AuditEvent_ChangeSchema, {
-            key: change.key,
-            label: change.label,
-            oldValue: change.old === undefined ? undefined : fromJson(ValueSchema, change.old),
-            newValue: change.new === undefined ? undefined : fromJson(ValueSchema, change.new),
-          }),
-        ),
+        changesJson: auditChangesJson(changes),
       }),
     );
   }

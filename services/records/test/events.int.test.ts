@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Code, createServiceClient, SUBJECTS } from "@rowbase/kit";
+import { auditChangesOf, Code, createServiceClient, SUBJECTS } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
@@ -103,13 +103,7 @@ describe("audit and deletion events", () => {
       target: { type: "record", id: rowId },
       meta: { actor: { type: Actor_Type.USER, id: t.editor.id } },
     });
-    const changes = (event: typeof created) =>
-      event.changes.map((c) => ({
-        key: c.key,
-        label: c.label,
-        old: c.oldValue?.kind.value,
-        new: c.newValue?.kind.value,
-      }));
+    const changes = (event: typeof created) => auditChangesOf(event.changesJson);
     expect(changes(created)).toEqual([
       { key: table.id.Name, label: "Name", old: undefined, new: "Ada" },
       { key: table.id.Age, label: "Age", old: undefined, new: 36 },
@@ -178,7 +172,7 @@ describe("audit events of batches", () => {
         e.action,
         e.target?.id,
         e.meta?.actor?.id,
-        e.changes.map((c) => [c.key, c.oldValue?.kind.value, c.newValue?.kind.value]),
+        auditChangesOf(e.changesJson).map((c) => [c.key, c.old, c.new]),
       ]);
     const name = table.id.Name!;
     expect(summary(creates)).toEqual(

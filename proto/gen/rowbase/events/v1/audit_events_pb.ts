@@ -4,8 +4,6 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Value } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { EventMeta } from "./envelope_pb.js";
 import { file_rowbase_events_v1_envelope } from "./envelope_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/audit_events.proto.
  */
 export const file_rowbase_events_v1_audit_events: GenFile = /*@__PURE__*/
-  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIqcDCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBI1CgdjaGFuZ2VzGAcgAygLMiQucm93YmFzZS5ldmVudHMudjEuQXVkaXRFdmVudC5DaGFuZ2UaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKAMaegoGQ2hhbmdlEgsKA2tleRgBIAEoCRINCgVsYWJlbBgCIAEoCRIpCglvbGRfdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSKQoJbmV3X3ZhbHVlGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIkAKD0F1ZGl0RXZlbnRCYXRjaBItCgZldmVudHMYASADKAsyHS5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50YgZwcm90bzM", [file_google_protobuf_struct, file_rowbase_events_v1_envelope]);
+  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMiQAoPQXVkaXRFdmVudEJhdGNoEi0KBmV2ZW50cxgBIAMoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnRiBnByb3RvMw", [file_rowbase_events_v1_envelope]);
 
 /**
  * One change of an organization, member, invite, token, database, table, field, record or
@@ -65,11 +63,15 @@ export type AuditEvent = Message<"rowbase.events.v1.AuditEvent"> & {
 
   /**
    * For updates, the changed keys with their old and new values; for creates and deletes,
-   * optionally the values set or removed.
+   * optionally the values set or removed: a JSON array (empty text: none) of
+   * {"key", "label"?, "old"?, "new"?}. `key` is the property name, or for a record value the
+   * field id as a decimal string with `label` the field's name at the time; `old` is absent
+   * when the key had no value before, `new` when it has none after. JSON text because the
+   * producers hold JSON and the store keeps JSON: nothing converts the values on the way.
    *
-   * @generated from field: repeated rowbase.events.v1.AuditEvent.Change changes = 7;
+   * @generated from field: string changes_json = 8;
    */
-  changes: AuditEvent_Change[];
+  changesJson: string;
 };
 
 /**
@@ -114,46 +116,6 @@ export type AuditEvent_Target = Message<"rowbase.events.v1.AuditEvent.Target"> &
  */
 export const AuditEvent_TargetSchema: GenMessage<AuditEvent_Target> = /*@__PURE__*/
   messageDesc(file_rowbase_events_v1_audit_events, 0, 0);
-
-/**
- * @generated from message rowbase.events.v1.AuditEvent.Change
- */
-export type AuditEvent_Change = Message<"rowbase.events.v1.AuditEvent.Change"> & {
-  /**
-   * The property name, or for a record value the field id as a decimal string.
-   *
-   * @generated from field: string key = 1;
-   */
-  key: string;
-
-  /**
-   * For a record value: the field's name at the time of the change.
-   *
-   * @generated from field: string label = 2;
-   */
-  label: string;
-
-  /**
-   * Unset when there was no value before (the key was added).
-   *
-   * @generated from field: google.protobuf.Value old_value = 3;
-   */
-  oldValue?: Value | undefined;
-
-  /**
-   * Unset when there is no value after (the key was removed).
-   *
-   * @generated from field: google.protobuf.Value new_value = 4;
-   */
-  newValue?: Value | undefined;
-};
-
-/**
- * Describes the message rowbase.events.v1.AuditEvent.Change.
- * Use `create(AuditEvent_ChangeSchema)` to create a new message.
- */
-export const AuditEvent_ChangeSchema: GenMessage<AuditEvent_Change> = /*@__PURE__*/
-  messageDesc(file_rowbase_events_v1_audit_events, 0, 1);
 
 /**
  * The audit events of one change that touched many things at once (a batch create, update or
