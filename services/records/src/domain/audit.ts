@@ -21,6 +21,13 @@ function present(value: JsonValue | undefined): value is JsonValue {
   return value !== undefined && value !== null;
 }
 
+/** Whether two stored values are equal: primitives directly, arrays and objects as JSON. */
+function sameValue(a: JsonValue, b: JsonValue): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 /**
  * The cells whose stored values differ between two versions of a record, in field order. Only
  * fields of the table count: a value left behind by a deleted field is nobody's change.
@@ -34,7 +41,7 @@ export function valueChanges(
   for (const field of fields) {
     const old = before[field.id];
     const now = after[field.id];
-    if (JSON.stringify(old ?? null) === JSON.stringify(now ?? null)) continue;
+    if (sameValue(old ?? null, now ?? null)) continue;
     const change: ValueChange = { key: field.id, label: field.name };
     if (present(old)) change.old = old;
     if (present(now)) change.new = now;
