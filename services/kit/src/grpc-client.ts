@@ -7,7 +7,11 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
 import { refusedStreamRetryInterceptor } from "./grpc-retry.js";
 import { injectTraceContext, TRACEPARENT_HEADER } from "./tracing.js";
 
@@ -27,8 +31,10 @@ const TRANSPORT_FAILURE_CODES = new Set([Code.Canceled, Code.Aborted, Code.Inter
  * connection was reset or closed mid-call) is Unavailable: the service cannot be reached, as
  * when the connection is refused (503 at the gateway). connect-node reports these as Canceled
  * (the session went away: its streams are cancelled), Aborted (ECONNRESET) or Internal (a
- * stream closed with an error). An error the service itself sent carries its `grpc-status`
- * trailer, and a call this process cancelled has its signal aborted: both are left as they are.
+ * stream closed with an error). An error the service itself sent is left as it is: a unary
+ * one (Connect protocol) comes with the headers of the service's answer, a content-type at
+ * least; a streaming one (gRPC) with its `grpc-status` trailer. So is a call this process
+ * cancelled (its signal is aborted).
  */
 export const transportFailureInterceptor: Interceptor = (next) => async (req) => {
   try {
@@ -37,7 +43,7 @@ export const transportFailureInterceptor: Interceptor = (next) => async (req) =>
     if (
       error instanceof ConnectError &&
       TRANSPORT_FAILURE_CODES.has(error.code) &&
-      !error.metadata.has("grpc-status") &&
+      !error.metadata.has(req.stream ? "grpc-status" : "content-type") &&
       !req.signal.aborted
     ) {
       throw new ConnectError(
@@ -51,6 +57,24 @@ export const transportFailureInterceptor: Interceptor = (next) => async (req) =>
     throw error;
   }
 };
+
+/**
+ * How services call each other, over one HTTP/2 session per client (calls multiplexed; the
+ * servers speak gRPC, gRPC-Web and Connect). Unary calls use the Connect protocol with binary
+ * protobuf: a plain request and answer, without gRPC's message envelope and trailers, and
+ * cheaper for both ends (test/bench/README.md). Streaming calls (file uploads and downloads)
+ * stay on gRPC, whose trailers say whether the service or the connection ended a stream.
+ */
+function serviceTransport(
+  baseUrl: string,
+  sessionManager: Http2SessionManager,
+  interceptors: Interceptor[],
+): Transport {
+  const common = { baseUrl, httpVersion: "2", sessionManager, interceptors } as const;
+  const unary = createConnectTransport({ ...common, useBinaryFormat: true });
+  const streams = createGrpcTransport(common);
+  return { unary: unary.unary.bind(unary), stream: streams.stream.bind(streams) };
+}
 
 /**
  * The deadline of a unary call that names none: below the gateway's own (10 s), so that a
@@ -80,7 +104,7 @@ export function withUnaryDeadline(transport: Transport, defaultTimeoutMs: number
 }
 
 /**
- * A gRPC client of one service at `baseUrl` (`http://host:port`), over one HTTP/2 session; its
+ * A client of one service at `baseUrl` (`http://host:port`), over one HTTP/2 session; its
  * unary calls have a deadline (DEFAULT_RPC_TIMEOUT_MS unless told), streaming calls none.
  */
 export function createServiceClient<S extends DescService>(
@@ -91,14 +115,11 @@ export function createServiceClient<S extends DescService>(
   return createClient(
     service,
     withUnaryDeadline(
-      createGrpcTransport({
-        baseUrl,
-        interceptors: [
-          transportFailureInterceptor,
-          traceContextInterceptor,
-          refusedStreamRetryInterceptor,
-        ],
-      }),
+      serviceTransport(baseUrl, new Http2SessionManager(baseUrl), [
+        transportFailureInterceptor,
+        traceContextInterceptor,
+        refusedStreamRetryInterceptor,
+      ]),
       options.defaultTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
     ),
   );
@@ -111,7 +132,7 @@ export interface DedicatedServiceClient<S extends DescService> {
 }
 
 /**
- * A gRPC client of one service over its own HTTP/2 connection, for a client-streaming call that
+ * A client of one service over its own HTTP/2 connection, for a client-streaming call that
  * the server may answer before its input ended (an upload refused mid-stream): connect-node then
  * neither ends nor resets the request side, and the half-open stream would hold its connection
  * (and the server's shutdown) until `close()` drops the connection.
@@ -125,11 +146,10 @@ export function createDedicatedServiceClient<S extends DescService>(
     client: createClient(
       service,
       withUnaryDeadline(
-        createGrpcTransport({
-          baseUrl,
-          sessionManager,
-          interceptors: [transportFailureInterceptor, traceContextInterceptor],
-        }),
+        serviceTransport(baseUrl, sessionManager, [
+          transportFailureInterceptor,
+          traceContextInterceptor,
+        ]),
         DEFAULT_RPC_TIMEOUT_MS,
       ),
     ),
