@@ -146,6 +146,26 @@ describe("SessionTokenVerifier", () => {
     expect(source.fetches).toBe(2);
   });
 
+  it("remembers a verified token for 30 s, so a removed key's tokens stop within that", async () => {
+    let now = 1_000_000;
+    const source = keySource([current.publicJwk]);
+    const verifier = new SessionTokenVerifier(source.fetch, { now: () => now, maxAgeMs: 5_000 });
+    const token = await accessToken(current);
+    expect(await verifier.verify(token)).toEqual({ userId: 42n, sessionId: "session-1" });
+    source.keys = [next.publicJwk];
+    // Past maxAgeMs the keys would be refetched, but the token is remembered.
+    now += 10_000;
+    expect(await verifier.verify(token)).toEqual({ userId: 42n, sessionId: "session-1" });
+    expect(source.fetches).toBe(1);
+    now += 21_000;
+    expect(await verifier.verify(token)).toBeUndefined();
+    expect(source.fetches).toBe(2);
+    // A refused token is not remembered: the same text is checked again each time.
+    source.keys = [current.publicJwk];
+    now += 31_000;
+    expect(await verifier.verify(token)).toEqual({ userId: 42n, sessionId: "session-1" });
+  });
+
   it("keeps the cached keys when a refresh fails, and fails when there are none", async () => {
     let now = 1_000_000;
     let down = false;

@@ -1,4 +1,4 @@
-import type { Logger } from "@rowbase/kit";
+import { LocalCache, type Logger } from "@rowbase/kit";
 import {
   createLocalJWKSet,
   decodeProtectedHeader,
@@ -36,9 +36,18 @@ export interface SessionTokenVerifierOptions {
 const USER_ID = /^[1-9][0-9]{0,18}$/;
 
 /**
+ * How long a verified token is remembered (never past its `exp`): the EdDSA check was a
+ * quarter of the gateway's CPU per session request. A key the identity service drops stops
+ * working this much later than it would otherwise (keys are refetched every `maxAgeMs`);
+ * revocation is unaffected (checked in Redis on every request, `authenticate.ts`).
+ */
+const VERIFIED_TTL_MS = 30_000;
+
+/**
  * Verifies session access JWTs locally against a cached JWKS: no call per request. The keys are
  * fetched on first use, again when a token names a `kid` we do not know (rotation) and when
- * they grow old; if a refresh fails the old keys stay in use.
+ * they grow old; if a refresh fails the old keys stay in use. A token that verified is
+ * remembered for up to `VERIFIED_TTL_MS` (by its exact text), never past its expiry.
  */
 export class SessionTokenVerifier {
   private keys: JWTVerifyGetKey | undefined;
@@ -48,6 +57,7 @@ export class SessionTokenVerifier {
   private readonly refetchIntervalMs: number;
   private readonly maxAgeMs: number;
   private readonly now: () => number;
+  private readonly verified: LocalCache<SessionClaims>;
 
   constructor(
     private readonly source: JwksSource,
@@ -56,6 +66,7 @@ export class SessionTokenVerifier {
     this.refetchIntervalMs = options.refetchIntervalMs ?? 30_000;
     this.maxAgeMs = options.maxAgeMs ?? 10 * 60_000;
     this.now = options.now ?? Date.now;
+    this.verified = new LocalCache(VERIFIED_TTL_MS, 10_000, this.now);
   }
 
   /**
@@ -63,6 +74,15 @@ export class SessionTokenVerifier {
    * with an unknown key. Throws only when the keys cannot be fetched at all (identity down).
    */
   async verify(token: string): Promise<SessionClaims | undefined> {
+    const remembered = this.verified.get(token);
+    if (remembered) return remembered;
+    const result = await this.verifyWithKeys(token);
+    if (!result) return undefined;
+    this.verified.set(token, result.claims, result.expiresAt - this.now());
+    return result.claims;
+  }
+
+  private async verifyWithKeys(token: string): Promise<Verified | undefined> {
     if (!hasAcceptableHeader(token)) return undefined;
     let keys = await this.currentKeys();
     try {
@@ -119,7 +139,13 @@ function hasAcceptableHeader(token: string): boolean {
   }
 }
 
-async function verifyWith(token: string, keys: JWTVerifyGetKey): Promise<SessionClaims> {
+/** Valid claims and when the token expires (ms since the epoch). */
+interface Verified {
+  claims: SessionClaims;
+  expiresAt: number;
+}
+
+async function verifyWith(token: string, keys: JWTVerifyGetKey): Promise<Verified> {
   const { payload } = await jwtVerify(token, keys, {
     issuer: ACCESS_TOKEN_ISSUER,
     algorithms: [ALGORITHM],
@@ -132,7 +158,7 @@ async function verifyWith(token: string, keys: JWTVerifyGetKey): Promise<Session
   if (typeof sid !== "string" || sid === "" || sid.length > 200) {
     throw new errors.JWTClaimValidationFailed("sid is not a session id", payload, "sid", "invalid");
   }
-  return { userId: BigInt(sub), sessionId: sid };
+  return { claims: { userId: BigInt(sub), sessionId: sid }, expiresAt: (payload.exp ?? 0) * 1000 };
 }
 
 /** Only Ed25519 signing keys; empty proto fields are left out rather than sent as "". */
