@@ -6,9 +6,10 @@ type CompiledQuery = Extract<Parameters<Kysely<unknown>["executeQuery"]>[0], { s
  * Runs one statement with `$1, $2, ...` placeholders as a real parameterised query (values travel
  * apart from the SQL text), inside the EntityManager's transaction when it has one.
  *
- * `em.execute` is not used for these: MikroORM 7 inlines its `?` parameters into the SQL text
- * (quoted client-side), while the query language compiles to PostgreSQL placeholders with casts
- * (`$3::numeric`, `$4::jsonb[]`) whose values must never become SQL text.
+ * Use it instead of `em.execute`, which in MikroORM 7 quotes its `?` parameters into the SQL
+ * text client-side: values from a client (records' query language compiles to placeholders with
+ * casts such as `$3::numeric`) must never become SQL text, and quoting a large value (the
+ * outbox's payloads, the audit log's rows as one JSON parameter) costs more than the statement.
  *
  * Values as node-postgres sends them: bigint and number as their text, arrays as PostgreSQL
  * arrays, strings as they are; pass JSON as a string (`JSON.stringify`) with a `::jsonb` cast.
