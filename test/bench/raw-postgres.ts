@@ -160,7 +160,7 @@ function audits(action: string, payload: Buffer, count: number): OutboxEntry[] {
   );
 }
 
-/** Records.create: lock, quota, insert, one audit event per record, in one transaction. */
+/** Records.create: lock, insert, one audit event per record, quota last, in one transaction. */
 export async function rawCreate(client: Client, target: RawWriteTarget, datas: string[]) {
   const { tableId, organizationId } = target;
   await transaction(client, async () => {
@@ -177,16 +177,6 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
       ],
     );
     await client.query(
-      "insert into organization_usage (organization_id, records) values ($1, 0) on conflict do nothing",
-      [organizationId],
-    );
-    const reserved = await client.query(
-      `update organization_usage set records = records + $2
-     where organization_id = $1 and records + $2 <= $3 returning records`,
-      [organizationId, datas.length, "1000000000000000"],
-    );
-    if (reserved.rows.length !== 1) throw new Error("raw quota row refused the batch");
-    await client.query(
       `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
      from unnest($4::jsonb[]) with ordinality as item(data, n)
@@ -195,6 +185,15 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
       [tableId, organizationId, target.actor, datas],
     );
     await enqueue(client, audits("record.created", target.createdPayload, datas.length));
+    const reserved = await client.query(
+      `insert into organization_usage as u (organization_id, records)
+     select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
+     on conflict (organization_id) do update set records = u.records + excluded.records
+       where u.records + excluded.records <= $3::bigint
+     returning records`,
+      [organizationId, datas.length, "1000000000000000"],
+    );
+    if (reserved.rows.length !== 1) throw new Error("raw quota row refused the batch");
   });
 }
 

@@ -166,9 +166,6 @@ export class Records {
       if (!(await lockForCreate(em, schema.tableId, schema.organizationId))) {
         throw tableNotFound();
       }
-      if (!(await reserveRecords(em, schema.organizationId, checked.length, quota.records))) {
-        throw recordLimitExceeded();
-      }
       const datas = checked.map((values) => applyValues({}, values));
       for (const field of schema.fields.filter((f) => f.type === "autonumber")) {
         const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
@@ -192,6 +189,12 @@ export class Records {
           record.rowId,
           valueChanges(schema.fields, {}, record.data),
         );
+      }
+      // Counted last: the organization's usage row stays locked from here to the commit, and
+      // every create of the organization waits for it (a refusal rolls the inserts back).
+      await changes.flush();
+      if (!(await reserveRecords(em, schema.organizationId, checked.length, quota.records))) {
+        throw recordLimitExceeded();
       }
       // A new row has no file yet (row ids are never reused, and an upload needs the committed
       // row), so files is not asked: a create must not fail with 503 after it committed.

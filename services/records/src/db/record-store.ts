@@ -127,9 +127,11 @@ export async function lockOrganizationExclusive(
 }
 
 /**
- * Counts `count` new records against the organization's limit in the caller's transaction: the
- * conditional update either takes the whole batch or nothing, and its row lock orders parallel
- * creates, so the count never passes the limit. Returns false when it would.
+ * Counts `count` new records against the organization's limit in the caller's transaction, in
+ * one statement: it either takes the whole batch or nothing, and the row lock it takes orders
+ * parallel creates of the organization until they commit, so the count never passes the limit.
+ * Callers do it last, just before the commit, so that the lock is held as briefly as possible.
+ * Returns false when the batch would pass the limit.
  */
 export async function reserveRecords(
   em: EntityManager,
@@ -137,15 +139,13 @@ export async function reserveRecords(
   count: number,
   limit: bigint,
 ): Promise<boolean> {
-  await query(
-    em,
-    "insert into organization_usage (organization_id, records) values ($1, 0) on conflict do nothing",
-    [organizationId],
-  );
   const rows = await query(
     em,
-    `update organization_usage set records = records + $2
-     where organization_id = $1 and records + $2 <= $3 returning records`,
+    `insert into organization_usage as u (organization_id, records)
+     select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
+     on conflict (organization_id) do update set records = u.records + excluded.records
+       where u.records + excluded.records <= $3::bigint
+     returning records`,
     [organizationId, count, limit],
   );
   return rows.length > 0;
