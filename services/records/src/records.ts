@@ -352,8 +352,10 @@ export class Records {
       const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
       if (found.length !== rowIds.length) throw recordNotFound();
       await deleteRecords(em, schema.tableId, rowIds);
-      await releaseRecords(em, schema.organizationId, found.length);
       await this.announceDeletion(changes, schema, found);
+      // Last, as in create: the usage row stays locked until the commit.
+      await changes.flush();
+      await releaseRecords(em, schema.organizationId, found.length);
       return rowIds;
     });
   }
