@@ -120,3 +120,37 @@ describe("service clients' deadlines", () => {
     expect(await codeOf(next)).toBe(Code.Canceled);
   });
 });
+
+describe("service clients' compression", () => {
+  it("ask for no compressed answers, unary or streaming", async () => {
+    const seen: http2.IncomingHttpHeaders[] = [];
+    const recording = http2.createServer();
+    recording.on("stream", (stream, headers) => {
+      seen.push(headers);
+      stream.respond({ ":status": 404 });
+      stream.end();
+    });
+    await new Promise<void>((resolve) => recording.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (recording.address() as net.AddressInfo).port;
+      const client = createServiceClient(Health, `http://127.0.0.1:${port}`);
+      await codeOf(client.check({ service: "" }));
+      await codeOf(
+        (async () => {
+          for await (const _ of client.watch({ service: "" })) break;
+        })(),
+      );
+      expect(seen.map((headers) => headers[":path"])).toEqual([
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+      ]);
+      for (const headers of seen) {
+        for (const name of ["accept-encoding", "connect-accept-encoding", "grpc-accept-encoding"]) {
+          expect(String(headers[name] ?? "")).not.toMatch(/gzip|br/);
+        }
+      }
+    } finally {
+      recording.close();
+    }
+  });
+});
