@@ -11,9 +11,16 @@ export function idOf(id: bigint): number {
   return Number(id);
 }
 
+/** The last time `timeOf` wrote: the records of one batch share created_at and updated_at. */
+let lastTime: { seconds: bigint; nanos: number; text: string } | undefined;
+
 export function timeOf(timestamp: Timestamp | undefined): string {
   if (!timestamp) throw new Error("a required timestamp is missing from the service's answer");
-  return timestampDate(timestamp).toISOString();
+  const { seconds, nanos } = timestamp;
+  if (lastTime?.seconds === seconds && lastTime.nanos === nanos) return lastTime.text;
+  const text = timestampDate(timestamp).toISOString();
+  lastTime = { seconds, nanos, text };
+  return text;
 }
 
 /** A message field the contract always fills; its absence is a service bug (500, logged). */
