@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { batchAuditEvents, type OutboxEntry, SUBJECTS } from "@rowbase/kit";
-import { AuditEventBatchSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { batchAuditEvents, buildAuditEvent, type OutboxEntry, SUBJECTS } from "@rowbase/kit";
+import {
+  type AuditEvent,
+  AuditEventBatchSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import pg from "pg";
 
 /**
@@ -113,15 +117,15 @@ export async function rawGet(client: Client, tableId: number, rowId: number) {
   if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
 }
 
-/** Where raw writes go, and the audit payloads they store (sized as the service's). */
+/** Where raw writes go, and the audit events they store (copies of the service's). */
 export interface RawWriteTarget {
   /** A table id and an organization id that Rowbase does not use. */
   tableId: string;
   organizationId: string;
   actor: string;
-  /** Bytes of an `audit.record.created` / `audit.record.updated` payload. */
-  createdPayload: Buffer;
-  updatedPayload: Buffer;
+  /** An `audit.record.created` / `audit.record.updated` event the service wrote. */
+  createdEvent: AuditEvent;
+  updatedEvent: AuditEvent;
 }
 
 async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T> {
@@ -149,13 +153,12 @@ async function enqueue(client: Client, entries: OutboxEntry[]) {
   ]);
 }
 
-/** One audit event per record, sent as the service sends them (`batchAuditEvents`). */
-function audits(action: string, payload: Buffer, count: number): OutboxEntry[] {
+/** One audit event per record, each with its own id, packed as the service packs them. */
+function audits(event: AuditEvent, count: number): OutboxEntry[] {
   return batchAuditEvents(
     Array.from({ length: count }, () => ({
-      subject: SUBJECTS.audit(action),
-      payload,
-      eventId: randomUUID(),
+      ...event,
+      meta: event.meta && { ...event.meta, eventId: randomUUID() },
     })),
   );
 }
@@ -184,7 +187,7 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
      returning ${RECORD_COLUMNS}`,
       [tableId, organizationId, target.actor, datas],
     );
-    await enqueue(client, audits("record.created", target.createdPayload, datas.length));
+    await enqueue(client, audits(target.createdEvent, datas.length));
     const reserved = await client.query(
       `insert into organization_usage as u (organization_id, records)
      select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
@@ -221,7 +224,7 @@ export async function rawPatch(
      returning ${recordColumns("r")}`,
       [target.actor, [rowId], [JSON.stringify({ ...before.data, ...change })]],
     );
-    await enqueue(client, audits("record.updated", target.updatedPayload, 1));
+    await enqueue(client, audits(target.updatedEvent, 1));
   });
 }
 
@@ -261,19 +264,32 @@ export async function removeRawWrites(databaseUrl: string, target: RawWriteTarge
 }
 
 /**
- * The size of one audit event the service stored for `action` (`record.created`), to give raw
- * events the same bytes: the average lone one, else one of the last `audit.batch` message.
+ * An audit event of `action` as the service just wrote it to its outbox (alone, or in an
+ * `audit.batch`), for the raw writes to store copies of; a made-up one of about 400 bytes when
+ * the relay already took them all.
  */
-export async function auditPayloadSize(pool: pg.Pool, action: string): Promise<number> {
-  const single = await pool.query<{ size: number | null }>(
-    "select avg(length(payload))::int as size from records.outbox where subject = $1",
+export async function auditSample(pool: pg.Pool, action: string): Promise<AuditEvent> {
+  const single = await pool.query<{ payload: Buffer }>(
+    "select payload from records.outbox where subject = $1 order by seq desc limit 1",
     [SUBJECTS.audit(action)],
   );
-  if (single.rows[0]?.size) return single.rows[0].size;
+  if (single.rows[0]) return fromBinary(AuditEventSchema, single.rows[0].payload);
   const batch = await pool.query<{ payload: Buffer }>(
     "select payload from records.outbox where subject = $1 order by seq desc limit 1",
     [SUBJECTS.auditBatch],
   );
-  const events = batch.rows[0] && fromBinary(AuditEventBatchSchema, batch.rows[0].payload).events;
-  return events?.length ? Math.round(batch.rows[0]!.payload.length / events.length) : 400;
+  const stored = batch.rows[0] && fromBinary(AuditEventBatchSchema, batch.rows[0].payload).events;
+  return (
+    stored?.find((event) => event.action === action) ??
+    buildAuditEvent(
+      {
+        organizationId: 0n,
+        databaseId: 0n,
+        tableId: 0n,
+        action,
+        changesJson: JSON.stringify([{ key: "fld", label: "Name", new: "x".repeat(300) }]),
+      },
+      {},
+    )
+  );
 }

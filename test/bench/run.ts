@@ -1,11 +1,13 @@
-import { randomBytes, randomInt } from "node:crypto";
+import { randomInt } from "node:crypto";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { create } from "@bufbuild/protobuf";
+import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type pg from "pg";
 import { Abort, driveHttp, driveRaw, type Measured } from "./load.js";
 import { type LocalSystem, repoRoot, startLocalSystem } from "./local-system.js";
 import { ProcessSampler } from "./process-sampler.js";
-import { auditPayloadSize, type RawWriteTarget, rawPool, removeRawWrites } from "./raw-postgres.js";
+import { auditSample, type RawWriteTarget, rawPool, removeRawWrites } from "./raw-postgres.js";
 import {
   describeMachine,
   markdown,
@@ -151,9 +153,9 @@ async function runScenario(scenario: Scenario, runner: ScenarioRunner) {
     // The scenario's own events (audit log, usage) are Rowbase's work, not the ceiling's.
     await settleBefore(runner);
     if (scenario.auditAction) {
-      const payload = randomBytes(await auditPayloadSize(pool, scenario.auditAction));
-      if (scenario.auditAction === "record.created") ctx.rawTarget.createdPayload = payload;
-      else ctx.rawTarget.updatedPayload = payload;
+      const sample = await auditSample(pool, scenario.auditAction);
+      if (scenario.auditAction === "record.created") ctx.rawTarget.createdEvent = sample;
+      else ctx.rawTarget.updatedEvent = sample;
     }
     const operation = scenario.raw(ctx);
     await driveRaw(pool, CONNECTIONS, settings.rawWarmup, operation, abort);
@@ -242,8 +244,8 @@ async function main(): Promise<number> {
     tableId: String(9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40))),
     organizationId: String(9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40))),
     actor: "api_token:0",
-    createdPayload: Buffer.alloc(0),
-    updatedPayload: Buffer.alloc(0),
+    createdEvent: create(AuditEventSchema),
+    updatedEvent: create(AuditEventSchema),
   };
   try {
     const baseUrl = env.BASE_URL;

@@ -1,8 +1,12 @@
 import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { AuditEventBatchSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  type AuditEvent,
+  AuditEventBatchSchema,
+  AuditEventSchema,
+} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   type Actor,
   Actor_Type,
@@ -132,10 +136,26 @@ export async function publishEvent<D extends DescMessage>(
   subject: string,
   schema: D,
   init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  context: { principal?: Principal; requestId?: string },
+  context: EventContext,
 ): Promise<string> {
   const event = buildEvent(subject, schema, init, context);
   return enqueueEvent(em, subject, event.payload, event.eventId);
+}
+
+/** Who and what an event's `meta` names. */
+export interface EventContext {
+  principal?: Principal;
+  requestId?: string;
+}
+
+/** An event's `meta`: a new event id (also the JetStream message id), the time, the actor. */
+function eventMeta(context: EventContext) {
+  return create(EventMetaSchema, {
+    eventId: crypto.randomUUID(),
+    occurredAt: timestampNow(),
+    actor: actorOf(context.principal),
+    requestId: context.requestId ?? "",
+  });
 }
 
 /**
@@ -146,56 +166,61 @@ export function buildEvent<D extends DescMessage>(
   subject: string,
   schema: D,
   init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  context: { principal?: Principal; requestId?: string },
+  context: EventContext,
 ): OutboxEntry {
-  const eventId = crypto.randomUUID();
-  const meta = create(EventMetaSchema, {
-    eventId,
-    occurredAt: timestampNow(),
-    actor: actorOf(context.principal),
-    requestId: context.requestId ?? "",
-  });
+  const meta = eventMeta(context);
   const message = create(schema, { ...init, meta } as never);
-  return { subject, payload: toBinary(schema, message), eventId };
+  return { subject, payload: toBinary(schema, message), eventId: meta.eventId };
+}
+
+/** An audit event with its `meta` filled in, not yet encoded: `batchAuditEvents` sends it. */
+export function buildAuditEvent(
+  init: Omit<AuditEvent, "$typeName" | "meta">,
+  context: EventContext,
+): AuditEvent {
+  return create(AuditEventSchema, { ...init, meta: eventMeta(context) });
 }
 
 /** The most bytes of audit events `batchAuditEvents` puts in one message (NATS allows 1 MiB). */
 export const AUDIT_BATCH_BYTES = 256 * 1024;
 
 /**
- * The audit events of one change (`AuditEvent`s as `buildEvent` made them), in order, packed
- * into `audit.batch` messages (`AuditEventBatch`) of at most `AUDIT_BATCH_BYTES` of events each;
- * a lone event stays its own message on its own subject. A batch of 1000 records then costs one
- * outbox row, one publish and one insert into the audit store instead of 1000 of each. The
- * events are already encoded, so each is framed as the batch's repeated field as it is, not
- * decoded and encoded again.
+ * The audit events of one change, in order, as outbox entries: a lone event is its own message
+ * on its own subject (`audit.<action>`); several go in `audit.batch` messages (AuditEventBatch)
+ * of at most `AUDIT_BATCH_BYTES` each, so that a batch of 1000 records costs one outbox row, one
+ * publish and one insert into the audit store instead of 1000 of each. The events are encoded
+ * together, into one buffer, and the messages are slices of it cut between events (an event
+ * bigger than the budget goes alone): encoding them one by one cost an allocation per event.
  */
-export function batchAuditEvents(events: OutboxEntry[]): OutboxEntry[] {
-  if (events.length <= 1) return events;
-  const fieldNo = AuditEventBatchSchema.field.events.number;
-  const batches: OutboxEntry[] = [];
-  let writer = new BinaryWriter();
-  let bytes = 0;
-  let count = 0;
-  for (const event of events) {
-    if (count > 0 && bytes + event.payload.length > AUDIT_BATCH_BYTES) {
-      batches.push({
-        subject: SUBJECTS.auditBatch,
-        payload: writer.finish(),
-        eventId: crypto.randomUUID(),
-      });
-      writer = new BinaryWriter();
-      bytes = 0;
-      count = 0;
-    }
-    writer.tag(fieldNo, WireType.LengthDelimited).bytes(event.payload);
-    bytes += event.payload.length;
-    count += 1;
+export function batchAuditEvents(events: AuditEvent[]): OutboxEntry[] {
+  const [first] = events;
+  if (first === undefined) return [];
+  if (events.length === 1) {
+    return [
+      {
+        subject: SUBJECTS.audit(first.action),
+        payload: toBinary(AuditEventSchema, first),
+        eventId: first.meta?.eventId ?? crypto.randomUUID(),
+      },
+    ];
   }
-  batches.push({
+  const encoded = toBinary(AuditEventBatchSchema, create(AuditEventBatchSchema, { events }));
+  const batch = (payload: Uint8Array): OutboxEntry => ({
     subject: SUBJECTS.auditBatch,
-    payload: writer.finish(),
+    payload,
     eventId: crypto.randomUUID(),
   });
+  const batches: OutboxEntry[] = [];
+  const reader = new BinaryReader(encoded);
+  let start = 0;
+  while (reader.pos < encoded.length) {
+    const eventStart = reader.pos;
+    reader.skip(reader.tag()[1]);
+    if (eventStart > start && reader.pos - start > AUDIT_BATCH_BYTES) {
+      batches.push(batch(encoded.subarray(start, eventStart)));
+      start = eventStart;
+    }
+  }
+  batches.push(batch(encoded.subarray(start)));
   return batches;
 }

@@ -76,7 +76,7 @@ interface AuditInit {
   at?: Date;
 }
 
-/** An AuditEvent with a new id, encoded. */
+/** An AuditEvent with a new id, and encoded. */
 function auditEventOf(init: AuditInit) {
   const eventId = crypto.randomUUID();
   const event = create(AuditEventSchema, {
@@ -93,7 +93,7 @@ function auditEventOf(init: AuditInit) {
     target: create(AuditEvent_TargetSchema, init.target),
     changesJson: auditChangesJson(init.changes ?? []),
   });
-  return { eventId, action: init.action, payload: toBinary(AuditEventSchema, event) };
+  return { eventId, action: init.action, event, payload: toBinary(AuditEventSchema, event) };
 }
 
 /** Publishes an AuditEvent as another service (catalog, records) would; returns its id. */
@@ -489,13 +489,7 @@ describe("the audit consumer", () => {
         ...(at ? { at } : {}),
       });
     const events = [record(1n), record(2n, new Date(Date.now() - 91 * DAY_MS)), record(3n)];
-    const [message] = batchAuditEvents(
-      events.map((e) => ({
-        subject: SUBJECTS.audit(e.action),
-        payload: e.payload,
-        eventId: e.eventId,
-      })),
-    );
+    const [message] = batchAuditEvents(events.map((e) => e.event));
     await h.bus.publish(message!.subject, message!.payload, message!.eventId);
 
     const created = async () =>

@@ -3,18 +3,19 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   auditChangesJson,
   batchAuditEvents,
+  buildAuditEvent,
   buildEvent,
+  type EventContext,
   enqueueEvents,
   type Logger,
   type Orm,
   type OutboxEntry,
   type OutboxRelay,
   type Principal,
-  SUBJECTS,
 } from "@rowbase/kit";
 import {
+  type AuditEvent,
   AuditEvent_TargetSchema,
-  AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { ValueChange } from "./domain/audit.js";
 
@@ -53,7 +54,7 @@ export function actorName(principal: Principal | undefined): string {
 export class ChangeSet {
   private readonly pending: OutboxEntry[] = [];
   /** Audit events, sent together at `flush` (`batchAuditEvents`). */
-  private readonly audits: OutboxEntry[] = [];
+  private readonly audits: AuditEvent[] = [];
   private events = 0;
 
   constructor(
@@ -80,10 +81,14 @@ export class ChangeSet {
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
   ): OutboxEntry {
     this.events += 1;
-    return buildEvent(subject, schema, init, {
+    return buildEvent(subject, schema, init, this.eventContext());
+  }
+
+  private eventContext(): EventContext {
+    return {
       ...(this.context.principal ? { principal: this.context.principal } : {}),
       requestId: this.context.requestId,
-    });
+    };
   }
 
   /**
@@ -106,16 +111,19 @@ export class ChangeSet {
     rowId: bigint,
     changes: ValueChange[],
   ): void {
-    const action = `record.${verb}`;
+    this.events += 1;
     this.audits.push(
-      this.event(SUBJECTS.audit(action), AuditEventSchema, {
-        organizationId: scope.organizationId,
-        databaseId: scope.databaseId,
-        tableId: scope.tableId,
-        action,
-        target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
-        changesJson: auditChangesJson(changes),
-      }),
+      buildAuditEvent(
+        {
+          organizationId: scope.organizationId,
+          databaseId: scope.databaseId,
+          tableId: scope.tableId,
+          action: `record.${verb}`,
+          target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
+          changesJson: auditChangesJson(changes),
+        },
+        this.eventContext(),
+      ),
     );
   }
 }
