@@ -70,16 +70,10 @@ function serviceTransport(
   sessionManager: Http2SessionManager,
   interceptors: Interceptor[],
 ): Transport {
+  const common = { baseUrl, httpVersion: "2", sessionManager, interceptors } as const;
   // No compression: Connect's default asks servers to gzip every answer over 1 KiB, which costs
   // both ends more CPU than sending the bytes inside a cluster (or over loopback) does.
-  const common = {
-    baseUrl,
-    httpVersion: "2" as const,
-    sessionManager,
-    interceptors,
-    acceptCompression: [],
-  };
-  const unary = createConnectTransport({ ...common, useBinaryFormat: true });
+  const unary = createConnectTransport({ ...common, useBinaryFormat: true, acceptCompression: [] });
   const streams = createGrpcTransport(common);
   return { unary: unary.unary.bind(unary), stream: streams.stream.bind(streams) };
 }
