@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -55,12 +55,15 @@ export interface GrpcServerOptions {
    * already connected.
    */
   maxConnectionAgeMs?: number;
+  /** How long `close` waits for running calls before it cuts their connections (10 s). */
+  closeGraceMs?: number;
 }
 
 const DEFAULT_MAX_CONNECTION_AGE_MS = 5 * 60_000;
 /** How long a retired connection's calls may still run before it is cut. */
 const CONNECTION_AGE_GRACE_MS = 30_000;
 const LAST_STREAM_ID = 2 ** 31 - 1;
+const DEFAULT_CLOSE_GRACE_MS = 10_000;
 
 /**
  * Retires a client connection the way gRPC servers do (MAX_CONNECTION_AGE): a first GOAWAY
@@ -80,7 +83,10 @@ function retire(session: http2.ServerHttp2Session): void {
 
 export interface GrpcServer {
   port: number;
-  /** Marks the server NOT_SERVING, stops taking calls and waits for running ones. */
+  /**
+   * Marks the server NOT_SERVING, stops taking calls and waits for running ones, at most the
+   * close grace: then it cuts whatever connection is still open.
+   */
   close(): Promise<void>;
 }
 
@@ -177,6 +183,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
 
   const server = http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
   const maxAge = options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS;
   server.on("session", (session) => {
     sessions.add(session);
@@ -199,7 +210,13 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
       serving = false;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
+      // A graceful close waits for every connection to end, and a peer may never end its side
+      // (seen: a session destroyed while its socket stayed open), so the wait is bounded.
+      const cut = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS);
       await closed;
+      clearTimeout(cut);
     },
   };
 }

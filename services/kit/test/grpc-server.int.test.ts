@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import http2 from "node:http2";
+import net from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -109,5 +110,30 @@ describe("gRPC server connection age", () => {
     );
     expect(outcomes.flatMap((o) => o.failed)).toEqual([]);
     expect(outcomes.every((o) => o.ok > 0)).toBe(true);
+  });
+});
+
+describe("gRPC server close", () => {
+  it("cuts a connection whose peer never ends it once the close grace is over", async () => {
+    const closing = await startGrpcServer({
+      routes: () => {},
+      services: [],
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("kit-test", "silent"),
+      internalSecret: "a-shared-internal-secret-of-32-chars!",
+      closeGraceMs: 200,
+    });
+    // A peer that keeps its side open after the server's FIN (half-open), as a stuck client does.
+    const peer = net.connect({ port: closing.port, host: "127.0.0.1", allowHalfOpen: true });
+    peer.on("error", () => {});
+    peer.resume();
+    await once(peer, "connect");
+    const ended = once(peer, "end");
+    await closing.close();
+    // The server's side is gone; the peer still holds its own.
+    await ended;
+    expect(peer.destroyed).toBe(false);
+    peer.destroy();
   });
 });
