@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { STREAMS } from "@rowbase/kit";
 import { createGateway, type GatewayDeps } from "./app.js";
+import { answerClientError } from "./http/client-error.js";
 
 export interface StartGatewayOptions {
   /** Defaults to `config.PORT`; 0 picks a free port. */
@@ -39,6 +40,7 @@ export async function startGateway(
   // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
   // could do so just as a proxy sends the next request on one, which the proxy answers 502.
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.on("clientError", answerClientError);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? deps.config.PORT, options.host, () => {

@@ -439,4 +439,13 @@ describe("where: malformed expressions answer 400 and never fail open", () => {
     });
     expectValidation(response, [{ key: "where", source: "query" }]);
   });
+
+  it("answers a URL past 16 KiB with 431 in the error envelope", async () => {
+    const url = `${sys.baseUrl}${v1(tenant.databaseId, table.tableId).records}`;
+    const response = await fetch(`${url}?where=(Name,eq,x)&pad=${"a".repeat(20_000)}`, {
+      headers: { authorization: `Bearer ${tenant.readToken}` },
+    });
+    expect(response.status).toBe(431);
+    expect(await response.json()).toEqual({ message: "request_header_too_large", data: {} });
+  });
 });

@@ -51,6 +51,8 @@ const CONTRACT: Record<number, string[]> = {
   /** An addition for file serving (SPEC 7: HTTP Range support). */
   416: ["range_not_satisfiable"],
   429: ["too_many_requests", "api_call_limit_exceeded"],
+  /** An addition: what Node's HTTP parser refuses as too long (http/client-error.ts). */
+  431: ["request_header_too_large"],
   503: ["service_unavailable"],
 };
 

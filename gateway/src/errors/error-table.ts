@@ -53,6 +53,8 @@ export const ERROR_STATUS = {
   /** A Range that starts past the end of a served file (files service); an addition. */
   range_not_satisfiable: 416,
   too_many_requests: 429,
+  /** A request line and headers over Node's 16 KiB (gateway/src/http/client-error.ts); an addition. */
+  request_header_too_large: 431,
   api_call_limit_exceeded: 429,
   internal_error: 500,
   service_unavailable: 503,
