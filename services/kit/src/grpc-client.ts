@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   type Client,
@@ -58,23 +60,73 @@ export const transportFailureInterceptor: Interceptor = (next) => async (req) =>
   }
 };
 
+/** The signal of the streaming call that is opening its HTTP/2 stream. */
+const streamCallSignal = new AsyncLocalStorage<AbortSignal>();
+
+/** Lets `ReleasingSessionManager` know the signal of the streaming call it opens a stream for. */
+const streamSignalInterceptor: Interceptor = (next) => (req) =>
+  req.stream ? streamCallSignal.run(req.signal, () => next(req)) : next(req);
+
+/**
+ * connect-node ends a streaming call its caller cancels with RST_STREAM, except when the server
+ * had already ended the stream: then it leaves the HTTP/2 stream as it is, holding messages
+ * nobody will read, open for good, and with it the connection (seen: a served file refused
+ * after its header arrived, which left the files service's shutdown waiting on the connection).
+ * This session manager destroys a stream once its call is cancelled, after connect-node had its
+ * turn (which sends the RST_STREAM when the stream was still open).
+ */
+class ReleasingSessionManager extends Http2SessionManager {
+  override async request(
+    method: string,
+    path: string,
+    headers: http2.OutgoingHttpHeaders,
+    options: Omit<http2.ClientSessionRequestOptions, "signal">,
+  ): Promise<http2.ClientHttp2Stream> {
+    const signal = streamCallSignal.getStore();
+    const stream = await super.request(method, path, headers, options);
+    if (signal) {
+      const release = () =>
+        setImmediate(() => {
+          if (!stream.destroyed) stream.destroy();
+        });
+      if (signal.aborted) release();
+      else {
+        signal.addEventListener("abort", release, { once: true });
+        stream.once("close", () => signal.removeEventListener("abort", release));
+      }
+    }
+    return stream;
+  }
+}
+
 /**
  * How services call each other, over one HTTP/2 session per client (calls multiplexed; the
  * servers speak gRPC, gRPC-Web and Connect). Unary calls use the Connect protocol with binary
  * protobuf: a plain request and answer, without gRPC's message envelope and trailers, and
- * cheaper for both ends (test/bench/README.md), and uncompressed. Streaming calls (file uploads and downloads)
+ * cheaper for both ends (test/bench/README.md). Streaming calls (file uploads and downloads)
  * stay on gRPC, whose trailers say whether the service or the connection ended a stream.
+ * Neither asks for compressed answers.
  */
 function serviceTransport(
   baseUrl: string,
   sessionManager: Http2SessionManager,
   interceptors: Interceptor[],
 ): Transport {
-  const common = { baseUrl, httpVersion: "2", sessionManager, interceptors } as const;
   // No compression: Connect's default asks servers to gzip every answer over 1 KiB, which costs
-  // both ends more CPU than sending the bytes inside a cluster (or over loopback) does.
-  const unary = createConnectTransport({ ...common, useBinaryFormat: true, acceptCompression: [] });
-  const streams = createGrpcTransport(common);
+  // both ends more CPU than sending the bytes inside a cluster (or over loopback) does, and
+  // files are mostly compressed already.
+  const common = {
+    baseUrl,
+    httpVersion: "2" as const,
+    sessionManager,
+    interceptors,
+    acceptCompression: [],
+  };
+  const unary = createConnectTransport({ ...common, useBinaryFormat: true });
+  const streams = createGrpcTransport({
+    ...common,
+    interceptors: [...interceptors, streamSignalInterceptor],
+  });
   return { unary: unary.unary.bind(unary), stream: streams.stream.bind(streams) };
 }
 
@@ -117,7 +169,7 @@ export function createServiceClient<S extends DescService>(
   return createClient(
     service,
     withUnaryDeadline(
-      serviceTransport(baseUrl, new Http2SessionManager(baseUrl), [
+      serviceTransport(baseUrl, new ReleasingSessionManager(baseUrl), [
         transportFailureInterceptor,
         traceContextInterceptor,
         refusedStreamRetryInterceptor,
@@ -143,7 +195,7 @@ export function createDedicatedServiceClient<S extends DescService>(
   service: S,
   baseUrl: string,
 ): DedicatedServiceClient<S> {
-  const sessionManager = new Http2SessionManager(baseUrl);
+  const sessionManager = new ReleasingSessionManager(baseUrl);
   return {
     client: createClient(
       service,

@@ -5,6 +5,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@rowbase/proto/grpc/health/v1/health_pb";
+import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createLogger,
@@ -122,7 +123,7 @@ describe("service clients' deadlines", () => {
 });
 
 describe("service clients' compression", () => {
-  it("ask for uncompressed answers to unary calls", async () => {
+  it("ask for no compressed answers, unary or streaming", async () => {
     const seen: http2.IncomingHttpHeaders[] = [];
     const recording = http2.createServer();
     recording.on("stream", (stream, headers) => {
@@ -135,12 +136,63 @@ describe("service clients' compression", () => {
       const port = (recording.address() as net.AddressInfo).port;
       const client = createServiceClient(Health, `http://127.0.0.1:${port}`);
       await codeOf(client.check({ service: "" }));
-      expect(seen.map((headers) => headers[":path"])).toEqual(["/grpc.health.v1.Health/Check"]);
-      for (const name of ["accept-encoding", "connect-accept-encoding"]) {
-        expect(String(seen[0]?.[name] ?? "")).not.toMatch(/gzip|br/);
+      await codeOf(
+        (async () => {
+          for await (const _ of client.watch({ service: "" })) break;
+        })(),
+      );
+      expect(seen.map((headers) => headers[":path"])).toEqual([
+        "/grpc.health.v1.Health/Check",
+        "/grpc.health.v1.Health/Watch",
+      ]);
+      for (const headers of seen) {
+        for (const name of ["accept-encoding", "connect-accept-encoding", "grpc-accept-encoding"]) {
+          expect(String(headers[name] ?? "")).not.toMatch(/gzip|br/);
+        }
       }
     } finally {
       recording.close();
     }
+  });
+});
+
+describe("service clients' cancelled streams", () => {
+  it("release a stream the server had already ended, so that its connection can close", {
+    timeout: 15_000,
+  }, async () => {
+    let ended!: () => void;
+    const served = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    const files = await startGrpcServer({
+      routes: (router) =>
+        router.service(FilesService, {
+          async *serveFile() {
+            try {
+              yield { payload: { case: "header" as const, value: { organizationId: 1n } } };
+              yield { payload: { case: "chunk" as const, value: new Uint8Array(60_000) } };
+            } finally {
+              ended();
+            }
+          },
+        }),
+      services: [],
+      host: "127.0.0.1",
+      port: 0,
+      logger: createLogger("kit-test", "silent"),
+      internalSecret: "a-shared-internal-secret-of-32-chars!",
+      // Far past the test's timeout: only a connection that really closes lets close() end.
+      closeGraceMs: 60_000,
+    });
+    const client = createServiceClient(FilesService, `http://127.0.0.1:${files.port}`);
+    const abort = new AbortController();
+    const messages = client.serveFile({}, { signal: abort.signal })[Symbol.asyncIterator]();
+    expect((await messages.next()).value?.payload.case).toBe("header");
+    // The service sends the rest and ends the stream; the caller reads no further (a transfer
+    // refused after the header, say) and cancels.
+    await served;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    abort.abort();
+    await files.close();
   });
 });
