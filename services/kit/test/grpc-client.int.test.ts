@@ -7,13 +7,8 @@ import {
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createLogger,
-  createServiceClient,
-  DEFAULT_RPC_TIMEOUT_MS,
-  type GrpcServer,
-  startGrpcServer,
-} from "../src/index.js";
+import { createServiceClient, DEFAULT_RPC_TIMEOUT_MS, type GrpcServer } from "../src/index.js";
+import { startTestGrpcServer } from "./test-grpc-server.js";
 
 let server: GrpcServer;
 /** A "service" that accepts every call and never answers it, as a hung process does. */
@@ -21,14 +16,7 @@ let hung: http2.Http2Server;
 let hungUrl: string;
 
 beforeAll(async () => {
-  server = await startGrpcServer({
-    routes: () => {},
-    services: [],
-    host: "127.0.0.1",
-    port: 0,
-    logger: createLogger("kit-test", "silent"),
-    internalSecret: "a-shared-internal-secret-of-32-chars!",
-  });
+  server = await startTestGrpcServer();
   hung = http2.createServer(() => {});
   await new Promise<void>((resolve) => hung.listen(0, "127.0.0.1", resolve));
   hungUrl = `http://127.0.0.1:${(hung.address() as net.AddressInfo).port}`;
@@ -164,7 +152,7 @@ describe("service clients' cancelled streams", () => {
     const served = new Promise<void>((resolve) => {
       ended = resolve;
     });
-    const files = await startGrpcServer({
+    const files = await startTestGrpcServer({
       routes: (router) =>
         router.service(FilesService, {
           async *serveFile() {
@@ -176,11 +164,6 @@ describe("service clients' cancelled streams", () => {
             }
           },
         }),
-      services: [],
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger("kit-test", "silent"),
-      internalSecret: "a-shared-internal-secret-of-32-chars!",
       // Far past the test's timeout: only a connection that really closes lets close() end.
       closeGraceMs: 60_000,
     });

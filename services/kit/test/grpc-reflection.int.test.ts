@@ -9,18 +9,14 @@ import {
 } from "@rowbase/proto/grpc/reflection/v1/reflection_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, type GrpcServer, startGrpcServer } from "../src/index.js";
+import type { GrpcServer } from "../src/index.js";
+import { startTestGrpcServer } from "./test-grpc-server.js";
 
 let server: GrpcServer;
 
 beforeAll(async () => {
-  server = await startGrpcServer({
-    routes: () => {},
+  server = await startTestGrpcServer({
     services: [IdentityService],
-    host: "127.0.0.1",
-    port: 0,
-    logger: createLogger("kit-test", "silent"),
-    internalSecret: "a-shared-internal-secret-of-32-chars!",
   });
 });
 

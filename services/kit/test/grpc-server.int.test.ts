@@ -13,19 +13,13 @@ import {
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusedStreamRetryInterceptor } from "../src/grpc-retry.js";
-import { createLogger, type GrpcServer, startGrpcServer } from "../src/index.js";
+import type { GrpcServer } from "../src/index.js";
+import { startTestGrpcServer } from "./test-grpc-server.js";
 
 let server: GrpcServer;
 
 beforeAll(async () => {
-  server = await startGrpcServer({
-    routes: () => {},
-    services: [],
-    host: "127.0.0.1",
-    port: 0,
-    logger: createLogger("kit-test", "silent"),
-    internalSecret: "a-shared-internal-secret-of-32-chars!",
-  });
+  server = await startTestGrpcServer();
 });
 
 afterAll(async () => {
@@ -60,13 +54,7 @@ describe("gRPC server connection age", () => {
   let aging: GrpcServer;
 
   beforeAll(async () => {
-    aging = await startGrpcServer({
-      routes: () => {},
-      services: [],
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger("kit-test", "silent"),
-      internalSecret: "a-shared-internal-secret-of-32-chars!",
+    aging = await startTestGrpcServer({
       maxConnectionAgeMs: 150,
     });
   });
@@ -115,13 +103,7 @@ describe("gRPC server connection age", () => {
 
 describe("gRPC server close", () => {
   it("cuts a connection whose peer never ends it once the close grace is over", async () => {
-    const closing = await startGrpcServer({
-      routes: () => {},
-      services: [],
-      host: "127.0.0.1",
-      port: 0,
-      logger: createLogger("kit-test", "silent"),
-      internalSecret: "a-shared-internal-secret-of-32-chars!",
+    const closing = await startTestGrpcServer({
       closeGraceMs: 200,
     });
     // A peer that keeps its side open after the server's FIN (half-open), as a stuck client does.

@@ -16,11 +16,11 @@ import {
   type Orm,
   OUTBOX_TABLE_SQL,
   OutboxRelay,
-  startGrpcServer,
   startTracing,
   type Tracing,
 } from "../src/index.js";
 import { createTestDatabase, testInfra } from "../src/testing.js";
+import { startTestGrpcServer } from "./test-grpc-server.js";
 
 // Tracing on, as with OTEL_EXPORTER_OTLP_ENDPOINT set: spans go over OTLP/HTTP (JSON) to a
 // collector, here a plain HTTP server that keeps what it is sent.
@@ -106,7 +106,7 @@ beforeAll(async () => {
   });
   await migrate(orm, "kit_trace");
   relay = new OutboxRelay(orm, new MemoryBus(logger), logger);
-  server = await startGrpcServer({
+  server = await startTestGrpcServer({
     routes: (router) =>
       router.service(IdentityService, {
         async getJwks() {
@@ -121,10 +121,7 @@ beforeAll(async () => {
         },
       }),
     services: [IdentityService],
-    host: "127.0.0.1",
-    port: 0,
     logger,
-    internalSecret: "a-shared-internal-secret-of-32-chars!",
   });
 });
 
