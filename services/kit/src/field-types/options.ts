@@ -312,10 +312,19 @@ function readNumber(options: Readonly<JsonObject> | undefined, key: string): num
   return typeof value === "number" && Number.isFinite(value) ? value : undefined;
 }
 
+/**
+ * The choices read from each stored `choices` array. Stored options are never changed in place
+ * (an update builds new ones), and every value written to a select field is checked against
+ * them: a batch of 1000 records read the same choices 1000 times per select field.
+ */
+const choicesRead = new WeakMap<object, readonly Choice[]>();
+
 /** The choices of stored select options (an empty list when there are none). */
-export function choicesOf(options: Readonly<JsonObject> | undefined): Choice[] {
+export function choicesOf(options: Readonly<JsonObject> | undefined): readonly Choice[] {
   const raw = options?.choices;
   if (!Array.isArray(raw)) return [];
+  const known = choicesRead.get(raw);
+  if (known) return known;
   const choices: Choice[] = [];
   for (const item of raw as JsonValue[]) {
     if (!isPlainObject(item)) continue;
@@ -323,6 +332,8 @@ export function choicesOf(options: Readonly<JsonObject> | undefined): Choice[] {
     if (typeof id !== "string" || typeof name !== "string") continue;
     choices.push(typeof colour === "string" ? { id, name, color: colour } : { id, name });
   }
+  Object.freeze(choices);
+  choicesRead.set(raw, choices);
   return choices;
 }
 

@@ -234,7 +234,7 @@ function checkDatetime(value: unknown): ValueResult {
 }
 
 /** The stored spelling of a choice name: an exact match first, then one regardless of case. */
-function choiceNamed(choices: Choice[], raw: string): string | undefined {
+function choiceNamed(choices: readonly Choice[], raw: string): string | undefined {
   const name = raw.trim();
   const exact = choices.find((c) => c.name === name);
   if (exact) return exact.name;
@@ -242,13 +242,13 @@ function choiceNamed(choices: Choice[], raw: string): string | undefined {
   return choices.find((c) => c.name.toLowerCase() === lower)?.name;
 }
 
-function checkSingleSelect(value: unknown, choices: Choice[]): ValueResult {
+function checkSingleSelect(value: unknown, choices: readonly Choice[]): ValueResult {
   if (typeof value !== "string") return fail("must be a choice name (a string)");
   const name = choiceNamed(choices, value);
   return name === undefined ? fail("is not a choice of this field") : ok(name);
 }
 
-function checkMultiSelect(value: unknown, choices: Choice[]): ValueResult {
+function checkMultiSelect(value: unknown, choices: readonly Choice[]): ValueResult {
   if (!Array.isArray(value)) return fail("must be an array of choice names");
   const names: string[] = [];
   const seen = new Set<string>();

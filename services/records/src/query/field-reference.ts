@@ -67,16 +67,43 @@ export function resolveReference(
   fields: readonly QueryField[],
   options: { systemColumns: boolean },
 ): ReferenceTarget | undefined {
+  const lookup = lookupOf(fields);
   if (ALL_DIGITS.test(text)) {
-    const field = fields.find((f) => f.id === text);
+    const field = lookup.byId.get(text);
     return field && { kind: "field", field };
   }
-  const exact = fields.find((f) => f.name === text);
+  const exact = lookup.byName.get(text);
   if (exact) return { kind: "field", field: exact };
   if (options.systemColumns && isSystemColumn(text)) return { kind: "column", column: text };
-  const lower = text.toLowerCase();
-  const folded = fields.find((f) => f.name.toLowerCase() === lower);
+  const folded = lookup.byFoldedName.get(text.toLowerCase());
   return folded && { kind: "field", field: folded };
+}
+
+interface FieldLookup {
+  byId: Map<string, QueryField>;
+  byName: Map<string, QueryField>;
+  byFoldedName: Map<string, QueryField>;
+}
+
+/**
+ * The fields of each list by id, name and lower-case name (the first of equals, as a search in
+ * order finds it), made once per list: a batch resolves every key of 1000 records against one.
+ */
+const lookups = new WeakMap<readonly QueryField[], FieldLookup>();
+
+function lookupOf(fields: readonly QueryField[]): FieldLookup {
+  let lookup = lookups.get(fields);
+  if (!lookup) {
+    lookup = { byId: new Map(), byName: new Map(), byFoldedName: new Map() };
+    for (const field of fields) {
+      const folded = field.name.toLowerCase();
+      if (!lookup.byId.has(field.id)) lookup.byId.set(field.id, field);
+      if (!lookup.byName.has(field.name)) lookup.byName.set(field.name, field);
+      if (!lookup.byFoldedName.has(folded)) lookup.byFoldedName.set(folded, field);
+    }
+    lookups.set(fields, lookup);
+  }
+  return lookup;
 }
 
 /** Whether two targets are the same field or column. */
