@@ -522,11 +522,24 @@ describe("batches", () => {
       ),
     ).toEqual([{ key: "records", message: "must hold 1-1000 records", source: "body" }]);
     const { records } = await h.records.batchCreateRecords(
-      { tableId: batchTable.tableId, records: many.slice(1) },
+      { tableId: batchTable.tableId, records: many.slice(1).map((_, i) => ({ data: { Age: i } })) },
       call,
     );
     expect(records).toHaveLength(1000);
-    expect(byName(records[999]!.data, batchTable).Seq).toBe(1000);
+    expect(byName(records[999]!.data, batchTable)).toEqual({ Name: null, Age: 999, Seq: 1000 });
+    // The answer is not read back from the database: each record's data must be its row's.
+    const { rows } = await h.db.query(
+      "select row_id::text, data from records.record where row_id = any($1::bigint[])",
+      [records.map((r) => r.rowId.toString())],
+    );
+    const stored = new Map(rows.map((r) => [r.row_id, r.data]));
+    for (const record of records) {
+      const fields = byName(record.data, batchTable);
+      expect(stored.get(record.rowId.toString())).toEqual({
+        [batchTable.id.Age!]: fields.Age,
+        [batchTable.id.Seq!]: fields.Seq,
+      });
+    }
   });
 
   it("updates all or none, each row of this table", async () => {

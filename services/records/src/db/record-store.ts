@@ -27,6 +27,8 @@ export function recordColumns(alias?: string): string {
 }
 
 const RECORD_COLUMNS = recordColumns();
+/** `RECORD_COLUMNS` but the data, for statements that wrote data the caller already holds. */
+const INSERTED_COLUMNS = `row_id, table_id, ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms`;
 
 export function toStored(row: RecordRow): StoredRecord {
   return {
@@ -243,16 +245,21 @@ export async function insertRecords(
   target: { tableId: bigint; organizationId: bigint; actor: string },
   datas: readonly JsonObject[],
 ): Promise<StoredRecord[]> {
-  const rows = await recordsOf(
+  // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
+  // array literal, escaping every quote of every record), and the data not read back: it is
+  // what was sent. Identity values are taken in the order the rows are inserted, `n`'s order,
+  // so the returned rows in row_id order are `datas` in order.
+  const rows = await query<Omit<RecordRow, "data">>(
     em,
     `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
-     from unnest($4::jsonb[]) with ordinality as item(data, n)
+     from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
-     returning ${RECORD_COLUMNS}`,
-    [target.tableId, target.organizationId, target.actor, datas.map((d) => JSON.stringify(d))],
+     returning ${INSERTED_COLUMNS}`,
+    [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
   );
-  return rows.sort(byRowId);
+  const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
+  return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
 }
 
 /**
