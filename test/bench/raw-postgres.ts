@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { batchAuditEvents, buildAuditEvent, type OutboxEntry, SUBJECTS } from "@rowbase/kit";
+import {
+  batchAuditEvents,
+  buildAuditEvent,
+  type OutboxEntry,
+  outboxInsert,
+  SUBJECTS,
+} from "@rowbase/kit";
 import {
   type AuditEvent,
   AuditEventBatchSchema,
@@ -35,6 +41,8 @@ function recordColumns(alias?: string): string {
 }
 
 const RECORD_COLUMNS = recordColumns();
+/** record-store's `INSERTED_COLUMNS`. */
+const INSERTED_COLUMNS = `row_id, table_id, ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms`;
 
 // value-expression.ts: the stored forms of dates that `::date` cannot fail on.
 const YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
@@ -142,15 +150,8 @@ async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T
 
 /** kit's `enqueueEvents`: a transaction's events in one statement. */
 async function enqueue(client: Client, entries: OutboxEntry[]) {
-  const sql = `insert into outbox (event_id, subject, payload)
-      select event_id, subject, payload
-      from unnest($1::uuid[], $2::text[], $3::bytea[]) with ordinality as e(event_id, subject, payload, n)
-      order by n`;
-  await client.query(sql, [
-    entries.map((entry) => entry.eventId),
-    entries.map((entry) => entry.subject),
-    entries.map((entry) => Buffer.from(entry.payload)),
-  ]);
+  const { sql, params } = outboxInsert(entries);
+  await client.query(sql, params);
 }
 
 /** One audit event per record, each with its own id, packed as the service packs them. */
@@ -182,10 +183,10 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
     await client.query(
       `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
-     from unnest($4::jsonb[]) with ordinality as item(data, n)
+     from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
-     returning ${RECORD_COLUMNS}`,
-      [tableId, organizationId, target.actor, datas],
+     returning ${INSERTED_COLUMNS}`,
+      [tableId, organizationId, target.actor, `[${datas.join(",")}]`],
     );
     await enqueue(client, audits(target.createdEvent, datas.length));
     const reserved = await client.query(

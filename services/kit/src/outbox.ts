@@ -46,25 +46,31 @@ export interface OutboxEntry {
 const ENQUEUE_CHUNK = 5000;
 
 /**
+ * The statement that adds `entries` to the outbox, in order, with one row of parameters per
+ * entry: a payload as a top-level Buffer parameter travels as binary, where a `bytea[]` array
+ * would be written out as hex text (twice its size, then concatenated into one literal).
+ */
+export function outboxInsert(entries: readonly OutboxEntry[]): { sql: string; params: unknown[] } {
+  const rows = entries.map((_, i) => `($${3 * i + 1}::uuid, $${3 * i + 2}, $${3 * i + 3}::bytea)`);
+  return {
+    sql: `insert into outbox (event_id, subject, payload) values ${rows.join(", ")}`,
+    params: entries.flatMap((entry) => [
+      entry.eventId,
+      entry.subject,
+      Buffer.from(entry.payload.buffer, entry.payload.byteOffset, entry.payload.byteLength),
+    ]),
+  };
+}
+
+/**
  * Records events in the caller's transaction, in order, with one statement per 5000 events
- * (arrays as real query parameters, not SQL text): they are published if and only if the change
+ * (values as real query parameters, not SQL text): they are published if and only if the change
  * commits.
  */
 export async function enqueueEvents(em: EntityManager, entries: OutboxEntry[]): Promise<void> {
   for (let start = 0; start < entries.length; start += ENQUEUE_CHUNK) {
-    const chunk = entries.slice(start, start + ENQUEUE_CHUNK);
-    await query(
-      em,
-      `insert into outbox (event_id, subject, payload)
-      select event_id, subject, payload
-      from unnest($1::uuid[], $2::text[], $3::bytea[]) with ordinality as e(event_id, subject, payload, n)
-      order by n`,
-      [
-        chunk.map((entry) => entry.eventId),
-        chunk.map((entry) => entry.subject),
-        chunk.map((entry) => Buffer.from(entry.payload)),
-      ],
-    );
+    const { sql, params } = outboxInsert(entries.slice(start, start + ENQUEUE_CHUNK));
+    await query(em, sql, params);
   }
 }
 
