@@ -20,45 +20,39 @@ interface Problem {
  * The first value, in document order, that a Struct cannot carry as sent: a number JSON.parse
  * made infinite (`1e400`), nesting past MAX_JSON_DEPTH, a `__proto__` key (zod and protobuf-es
  * would drop it silently), a string or key with an unpaired surrogate (protobuf would write
- * U+FFFD instead), or anything that is not JSON at all. Walked with an explicit stack,
- * so a hostile depth is reported rather than overflowing.
+ * U+FFFD instead), or anything that is not JSON at all. The recursion stops at MAX_JSON_DEPTH,
+ * so a hostile depth is reported rather than overflowing the stack; the path is built only for
+ * a problem, as the recursion unwinds (a batch of 1000 records walks every value).
  */
-function firstProblem(root: object): Problem | undefined {
-  const stack: { value: unknown; path: (string | number)[]; depth: number }[] = [
-    { value: root, path: [], depth: 1 },
-  ];
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
-    const { value, path, depth } = item;
-    if (value === null || typeof value === "boolean") continue;
-    if (typeof value === "string") {
-      // protobuf writes an unpaired surrogate as U+FFFD: the service would store another text.
-      if (!value.isWellFormed()) return { path, message: UNPAIRED_SURROGATE };
-      continue;
-    }
-    if (typeof value === "number") {
-      if (!Number.isFinite(value)) return { path, message: "must be a finite number" };
-      continue;
-    }
-    let entries: [string | number, unknown][];
-    if (Array.isArray(value)) {
-      entries = value.map((element: unknown, index) => [index, element]);
-    } else if (isPlainObject(value)) {
-      if (Object.hasOwn(value, "__proto__")) {
-        return { path: [...path, "__proto__"], message: "is not allowed" };
-      }
-      entries = Object.entries(value);
-      const key = entries.find(([k]) => !(k as string).isWellFormed());
-      if (key) return { path: [...path, key[0]], message: UNPAIRED_SURROGATE };
-    } else {
-      return { path, message: "must be a JSON value" };
-    }
-    if (depth > MAX_JSON_DEPTH) {
-      return { path, message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` };
-    }
-    // Pushed in reverse so that the first entry is looked at first.
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const [key, element] = entries[i] as [string | number, unknown];
-      stack.push({ value: element, path: [...path, key], depth: depth + 1 });
+function firstProblem(value: unknown, depth: number): Problem | undefined {
+  if (value === null || typeof value === "boolean") return undefined;
+  if (typeof value === "string") {
+    // protobuf writes an unpaired surrogate as U+FFFD: the service would store another text.
+    return value.isWellFormed() ? undefined : { path: [], message: UNPAIRED_SURROGATE };
+  }
+  if (typeof value === "number") {
+    return Number.isFinite(value) ? undefined : { path: [], message: "must be a finite number" };
+  }
+  let keys: (string | number)[] | undefined;
+  if (!Array.isArray(value)) {
+    if (!isPlainObject(value)) return { path: [], message: "must be a JSON value" };
+    if (Object.hasOwn(value, "__proto__"))
+      return { path: ["__proto__"], message: "is not allowed" };
+    keys = Object.keys(value);
+    const key = keys.find((k) => !(k as string).isWellFormed());
+    if (key !== undefined) return { path: [key], message: UNPAIRED_SURROGATE };
+  }
+  if (depth > MAX_JSON_DEPTH) {
+    return { path: [], message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` };
+  }
+  const container = value as Record<string | number, unknown>;
+  const count = keys ? keys.length : (value as unknown[]).length;
+  for (let i = 0; i < count; i++) {
+    const key = keys ? (keys[i] as string) : i;
+    const problem = firstProblem(container[key], depth + 1);
+    if (problem) {
+      problem.path.unshift(key);
+      return problem;
     }
   }
   return undefined;
@@ -82,7 +76,7 @@ export const jsonObject = z.preprocess(
       ctx.addIssue({ code: "custom", message, input: value });
       return value;
     }
-    const problem = firstProblem(value);
+    const problem = firstProblem(value, 1);
     if (problem) ctx.addIssue({ code: "custom", ...problem, input: value });
     return value;
   },
