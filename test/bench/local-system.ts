@@ -30,6 +30,13 @@ export interface LocalSystemOptions {
   nodeOptions?: string;
   /** Where each process writes a V8 CPU profile (`<piece>-<time>.cpuprofile`) as it stops. */
   cpuProfileDir?: string;
+  /**
+   * Where each process writes a sampled allocation profile (`<piece>-<time>.heapprofile`, every
+   * allocation, collected or not) as it stops.
+   */
+  allocProfileDir?: string;
+  /** More `node` flags for every process, those NODE_OPTIONS refuses among them. */
+  nodeArgs?: string[];
   /** Prints a progress line. */
   say(line: string): void;
   /**
@@ -241,6 +248,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       GRPC_HOST: "127.0.0.1",
       METRICS_PORT: "0",
       BENCH_NAMESPACE: namespace,
+      ...(options.allocProfileDir ? { BENCH_ALLOC_PROFILE_DIR: options.allocProfileDir } : {}),
       ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
     };
     const envOf: Record<Piece, Record<string, string>> = {
@@ -338,7 +346,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       const log = openSync(logOf(piece), "a");
       const child = spawn(
         process.execPath,
-        [...sourceFlags, ...profileFlags(piece), launcher, piece],
+        [...sourceFlags, ...profileFlags(piece), ...(options.nodeArgs ?? []), launcher, piece],
         {
           cwd: root,
           env: { ...shared, ...envOf[piece] },

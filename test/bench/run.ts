@@ -1,4 +1,5 @@
 import { randomInt } from "node:crypto";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
@@ -34,6 +35,7 @@ and prints a Markdown table. See test/bench/README.md.
   --only a,b       only the scenarios whose name contains one of these
   --source         run the processes from TypeScript sources (tsx) instead of dist/
   --cpu-prof       write a V8 CPU profile of each process into test/bench/results/profiles
+  --alloc-prof     write a sampled allocation profile of each process there too
   --out FILE       where the JSON goes (default test/bench/results/latest.json)
 
 With BASE_URL set it starts nothing and drives that gateway: BENCH_EMAIL and BENCH_PASSWORD
@@ -56,6 +58,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     source: { type: "boolean", default: false },
     "cpu-prof": { type: "boolean", default: false },
+    "alloc-prof": { type: "boolean", default: false },
     out: { type: "string" },
     help: { type: "boolean", default: false },
   },
@@ -199,6 +202,8 @@ async function main(): Promise<number> {
         settleMs: 180_000,
       };
   const root = repoRoot();
+  const profilesDir = path.join(root, "test/bench/results/profiles");
+  if (args["alloc-prof"]) await mkdir(profilesDir, { recursive: true });
   const out = path.resolve(args.out ?? path.join(root, "test/bench/results/latest.json"));
   const only = args.only?.split(",").map((s) => s.trim().toLowerCase());
   const chosen = scenarios(settings.deepOffset).filter(
@@ -269,8 +274,10 @@ async function main(): Promise<number> {
         source: args.source,
         logLevel: env.BENCH_LOG_LEVEL ?? "info",
         nodeOptions: env.BENCH_NODE_OPTIONS,
-        ...(args["cpu-prof"]
-          ? { cpuProfileDir: path.join(root, "test/bench/results/profiles") }
+        ...(args["cpu-prof"] ? { cpuProfileDir: profilesDir } : {}),
+        ...(args["alloc-prof"] ? { allocProfileDir: profilesDir } : {}),
+        ...(env.BENCH_NODE_ARGS
+          ? { nodeArgs: env.BENCH_NODE_ARGS.split(" ").filter(Boolean) }
           : {}),
         say,
       });

@@ -1,3 +1,6 @@
+import { writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
+import path from "node:path";
 import {
   type Cache,
   ConfigError,
@@ -143,6 +146,29 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
   }
 }
 
+/**
+ * With a directory, samples every allocation from now on (those collected since included, which
+ * V8's own `--heap-prof` leaves out) through the inspector, and `write` saves the profile there,
+ * to open in Chrome DevTools' Memory tab.
+ */
+async function sampleAllocations(piece: Piece, dir: string | undefined) {
+  if (!dir) return undefined;
+  const session = new Session();
+  session.connect();
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 16 * 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return {
+    async write() {
+      const { profile } = await session.post("HeapProfiler.stopSampling");
+      const name = `${piece}-${new Date().toISOString().replace(/[:.]/g, "-")}.heapprofile`;
+      await writeFile(path.join(dir, name), JSON.stringify(profile));
+    },
+  };
+}
+
 async function main() {
   const piece = process.argv[2] as Piece;
   if (!PIECES.includes(piece)) throw new Error(`usage: service-process <${PIECES.join("|")}>`);
@@ -151,11 +177,13 @@ async function main() {
     throw new Error("BENCH_NAMESPACE must be set (lower-case letters, digits, _)");
   }
   const running = await start(piece, process.env, namespace);
+  const allocations = await sampleAllocations(piece, process.env.BENCH_ALLOC_PROFILE_DIR);
   let stopping = false;
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
     try {
+      await allocations?.write();
       await running.stop();
     } finally {
       process.exit(0);
