@@ -36,13 +36,16 @@ const epochMs = (column: string) => `floor(extract(epoch from ${column}) * 1000)
 
 /** record-store's `recordColumns(alias)`. */
 function recordColumns(alias?: string): string {
+  return `${columnsButData(alias)}, ${alias ? `${alias}.` : ""}data`;
+}
+
+/** record-store's `columnsButData(alias)`. */
+function columnsButData(alias?: string): string {
   const p = alias ? `${alias}.` : "";
-  return `${p}row_id, ${p}table_id, ${p}data, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
+  return `${p}row_id, ${p}table_id, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
 }
 
 const RECORD_COLUMNS = recordColumns();
-/** record-store's `INSERTED_COLUMNS`. */
-const INSERTED_COLUMNS = `row_id, table_id, ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms`;
 
 // value-expression.ts: the stored forms of dates that `::date` cannot fail on.
 const YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
@@ -185,7 +188,7 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
-     returning ${INSERTED_COLUMNS}`,
+     returning ${columnsButData()}`,
       [tableId, organizationId, target.actor, `[${datas.join(",")}]`],
     );
     await enqueue(client, audits(target.createdEvent, datas.length));
@@ -220,10 +223,11 @@ export async function rawPatch(
     if (!before) throw new Error(`record ${rowId} not found`);
     await client.query(
       `update record r set data = item.data, updated_at = now(), updated_by = $1
-     from unnest($2::bigint[], $3::jsonb[]) as item(row_id, data)
-     where r.row_id = item.row_id
-     returning ${recordColumns("r")}`,
-      [target.actor, [rowId], [JSON.stringify({ ...before.data, ...change })]],
+     from unnest($2::bigint[]) with ordinality as id(row_id, n)
+       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
+     where r.row_id = id.row_id
+     returning ${columnsButData("r")}`,
+      [target.actor, [rowId], JSON.stringify([{ ...before.data, ...change }])],
     );
     await enqueue(client, audits(target.updatedEvent, 1));
   });

@@ -603,6 +603,12 @@ describe("batches", () => {
       { Name: "b", Age: 2, Seq: 2 },
       { Name: "A", Age: null, Seq: 1 },
     ]);
+    // Each row got its own data, as the answer says.
+    const { Name, Age, Seq } = batchTable.id as Record<string, string>;
+    expect(await rowsIn(batchTable.tableId)).toEqual([
+      { [Name!]: "A", [Seq!]: 1 },
+      { [Name!]: "b", [Age!]: 2, [Seq!]: 2 },
+    ]);
   });
 
   it("deletes all or none: an unknown id deletes nothing", async () => {

@@ -22,13 +22,19 @@ export function epochMs(column: string): string {
 
 /** The select list that `toStored` reads, for `record` under an optional alias. */
 export function recordColumns(alias?: string): string {
+  return `${columnsButData(alias)}, ${alias ? `${alias}.` : ""}data`;
+}
+
+/**
+ * `recordColumns` but the data, for statements that wrote data the caller already holds (the
+ * database would write it out as text, to be parsed again).
+ */
+function columnsButData(alias?: string): string {
   const p = alias ? `${alias}.` : "";
-  return `${p}row_id, ${p}table_id, ${p}data, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
+  return `${p}row_id, ${p}table_id, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
 }
 
 const RECORD_COLUMNS = recordColumns();
-/** `RECORD_COLUMNS` but the data, for statements that wrote data the caller already holds. */
-const INSERTED_COLUMNS = `row_id, table_id, ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms`;
 
 export function toStored(row: RecordRow): StoredRecord {
   return {
@@ -255,7 +261,7 @@ export async function insertRecords(
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
-     returning ${INSERTED_COLUMNS}`,
+     returning ${columnsButData()}`,
     [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
   );
   const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
@@ -287,15 +293,21 @@ export async function writeRecords(
   actor: string,
   changes: readonly { rowId: bigint; data: JsonObject }[],
 ): Promise<StoredRecord[]> {
-  const rows = await recordsOf(
+  // As insertRecords: the data as one JSON array (paired with the row ids by position), not
+  // read back. Row ids are distinct (the caller refuses a record named twice).
+  const rows = await query<Omit<RecordRow, "data">>(
     em,
     `update record r set data = item.data, updated_at = now(), updated_by = $1
-     from unnest($2::bigint[], $3::jsonb[]) as item(row_id, data)
-     where r.row_id = item.row_id
-     returning ${recordColumns("r")}`,
-    [actor, changes.map((c) => c.rowId), changes.map((c) => JSON.stringify(c.data))],
+     from unnest($2::bigint[]) with ordinality as id(row_id, n)
+       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
+     where r.row_id = id.row_id
+     returning ${columnsButData("r")}`,
+    [actor, changes.map((c) => c.rowId), JSON.stringify(changes.map((c) => c.data))],
   );
-  return rows.sort(byRowId);
+  const written = new Map(changes.map((c) => [String(c.rowId), c.data]));
+  return rows
+    .map((row) => toStored({ ...row, data: written.get(row.row_id) as JsonObject }))
+    .sort(byRowId);
 }
 
 /** Deletes records of a table (already locked); returns the ones deleted. */
