@@ -214,24 +214,23 @@ export class OutboxRelay {
   /** Publishes one batch in one transaction; returns how many rows it published. */
   private async relayBatch(): Promise<number> {
     return this.orm.em.fork().transactional(async (em) => {
-      const rows = await em.execute<
-        { seq: string; event_id: string; subject: string; payload: Buffer }[]
-      >(
-        `select seq, event_id, subject, payload from outbox
-         where published_at is null order by seq limit ? for update skip locked`,
+      // Claimed and marked in one statement: the rows stay locked (other replicas skip them)
+      // until the publishes are acknowledged, and a failure rolls the mark back.
+      const rows = await query<{ seq: string; event_id: string; subject: string; payload: Buffer }>(
+        em,
+        `update outbox set published_at = now()
+         where seq in (select seq from outbox where published_at is null
+                       order by seq limit $1 for update skip locked)
+         returning seq, event_id, subject, payload`,
         [this.batchSize],
       );
+      rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
       // Sent in order on one connection, acknowledged together; a failure leaves the whole batch
       // pending, and JetStream drops the repeats of those already stored (same message id).
       const publishAll = () =>
         rows.map((row) => this.bus.publish(row.subject, new Uint8Array(row.payload), row.event_id));
       // The in-process bus runs consumers inside publish: their errors keep their stacks.
       await Promise.all(this.bus.kind === "nats" ? withoutStackTraces(publishAll) : publishAll());
-      if (rows.length > 0) {
-        await em.execute("update outbox set published_at = now() where seq in (?)", [
-          rows.map((r) => r.seq),
-        ]);
-      }
       return rows.length;
     });
   }

@@ -157,4 +157,24 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
     await consumer.stop();
     expect(received.map((m) => m.id)).toEqual(entries.map((e) => e.eventId));
   });
+
+  it("leaves a batch pending when a publish fails", async () => {
+    // No stream takes this subject: JetStream refuses the publish.
+    const eventId = randomUUID();
+    await orm.em.fork().transactional(async (em) => {
+      await enqueueEvents(em, [
+        { subject: "unstreamed.event", payload: new Uint8Array([1]), eventId },
+      ]);
+    });
+    await expect(new OutboxRelay(orm, bus, logger).flush()).rejects.toThrow();
+    const published = () =>
+      orm.em
+        .fork()
+        .execute<{ published: boolean }[]>(
+          "select published_at is not null as published from outbox where event_id = ?",
+          [eventId],
+        );
+    expect(await published()).toEqual([{ published: false }]);
+    await orm.em.fork().execute("delete from outbox where event_id = ?", [eventId]);
+  });
 });
