@@ -29,7 +29,7 @@ interface Unsent {
  * one ApiCallsCounted event per flush interval (`USAGE_FLUSH_MS`, 1 s by default): one event
  * per busy caller and second instead of one per call. The organization service turns them into
  * `api_stats`, which therefore lags by up to the interval. The monthly allowance is not
- * affected: it is counted in the shared cache, per call, before the call runs.
+ * affected: it is counted in the shared cache, per call, before the call is answered.
  *
  * An event the bus refused is published again, with the same id (so JetStream drops it if the
  * first try did land), with the next flush. A replica that dies loses at most its last

@@ -64,9 +64,10 @@ type Data<S extends z.ZodType> = z.output<S>;
 /**
  * The one implementation behind both route families of SPEC section 8: the v1 routes and the
  * query-form routes read their parameters from different places and call these. Every call is
- * charged to the monthly API-call quota first (429 `api_call_limit_exceeded` past it), then made
- * to the records service, which authorizes it (404 across organizations, 403 `token_read_only`
- * and `organization_forbidden` on writes) and validates the values and the query.
+ * charged to the monthly API-call quota (429 `api_call_limit_exceeded` past it), a write before
+ * it is made and a read while it is made (`chargedRead`), and made to the records service,
+ * which authorizes it (404 across organizations, 403 `token_read_only` and
+ * `organization_forbidden` on writes) and validates the values and the query.
  */
 export class RecordOperations {
   constructor(private readonly deps: RecordOperationsDeps) {}
