@@ -53,7 +53,7 @@ describe("a free-form JSON object", () => {
     }
   });
 
-  it("takes nesting up to MAX_JSON_DEPTH levels and refuses deeper, without recursing", () => {
+  it("takes nesting up to MAX_JSON_DEPTH levels and refuses deeper, however deep the input", () => {
     expect(parse({ options: nested(MAX_JSON_DEPTH) }).ok).toBe(true);
     const tooDeep = parse({ options: nested(MAX_JSON_DEPTH + 1) });
     expect(tooDeep).toEqual({
@@ -66,7 +66,7 @@ describe("a free-form JSON object", () => {
         },
       ],
     });
-    // Far deeper than the stack would allow a recursive walk (or a Struct encoder) to go.
+    // Far deeper than the stack would allow an unbounded recursive walk (or a Struct encoder) to go.
     const hostile = JSON.parse(`{"options": ${'{"a":'.repeat(200_000)}1${"}".repeat(200_000)}}`);
     expect(parse(hostile)).toMatchObject({ ok: false, items: [{ source: "body" }] });
     const arrays = JSON.parse(`{"options": {"a": ${"[".repeat(100)}${"]".repeat(100)}}}`);
