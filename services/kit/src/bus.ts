@@ -68,6 +68,13 @@ export interface ConsumerSpec {
    * time whatever this says.
    */
   concurrency?: number;
+  /**
+   * For `consumeBatches`: how many messages, and how many bytes of them, a batch collects at
+   * most (the message that passes the byte budget is the last one taken). A batch is what has
+   * already arrived, what came while the handler was busy, so it grows with the load and a lone
+   * message waits for nobody. Absent: one message at a time.
+   */
+  batch?: { messages: number; bytes: number };
 }
 
 /** Headers of a dead letter: where it came from and why it was given up. */
@@ -104,6 +111,13 @@ function isApiError(error: unknown, code: number): boolean {
 export type Handler = (message: BusMessage) => Promise<void>;
 
 /**
+ * Applies several messages at once, all or nothing: when it throws for a batch of several, each
+ * message is handed to it again alone, so that one bad message is redelivered (and in the end
+ * dead-lettered) on its own and does not hold the others back.
+ */
+export type BatchHandler = (messages: BusMessage[]) => Promise<void>;
+
+/**
  * Publish/subscribe with at-least-once delivery. JetStream in production; `MemoryBus` stands in
  * for it in the single-process mode with the same contract (dedup by id, redelivery on throw).
  */
@@ -114,6 +128,8 @@ export interface EventBus {
   publish(subject: string, data: Uint8Array, id: string): Promise<void>;
   /** Starts a durable consumer; a handler that throws gets the message again later. */
   consume(spec: ConsumerSpec, handler: Handler): Promise<{ stop(): Promise<void> }>;
+  /** As `consume`, several messages at a time (`spec.batch`; the memory bus hands over one). */
+  consumeBatches(spec: ConsumerSpec, handler: BatchHandler): Promise<{ stop(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -210,22 +226,29 @@ export class NatsBus implements EventBus {
     await this.js.publish(this.subject(subject), data, { msgID: id });
   }
 
-  async consume(spec: ConsumerSpec, handler: Handler) {
+  consume(spec: ConsumerSpec, handler: Handler) {
+    const { batch: _ignored, ...single } = spec;
+    return this.consumeBatches(single, ([message]) => handler(message as BusMessage));
+  }
+
+  async consumeBatches(spec: ConsumerSpec, handler: BatchHandler) {
     const stream = this.streamName(spec.stream);
     const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
+    const limit = spec.batch ?? { messages: 1, bytes: 0 };
     await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), maxDeliver);
     const consumer = await this.js.consumers.get(stream, spec.durable);
-    const messages = await consumer.consume({ max_messages: 64 });
+    const messages = await consumer.consume({ max_messages: Math.max(64, 2 * limit.messages) });
     const prefix = this.namespace ? `${this.namespace}.` : "";
-    const settle = async (m: JsMsg) => {
-      const message: BusMessage = {
-        subject: m.subject.slice(prefix.length),
-        data: m.data,
-        id: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
-        deliveryCount: m.info.deliveryCount,
-      };
+    const busMessage = (m: JsMsg): BusMessage => ({
+      subject: m.subject.slice(prefix.length),
+      data: m.data,
+      id: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
+      deliveryCount: m.info.deliveryCount,
+    });
+    const settleOne = async (m: JsMsg) => {
+      const message = busMessage(m);
       try {
-        await handler(message);
+        await handler([message]);
         m.ack();
       } catch (error) {
         this.logger.error(
@@ -240,16 +263,64 @@ export class NatsBus implements EventBus {
         }
       }
     };
-    const concurrency = Math.max(1, spec.concurrency ?? 1);
-    const done = (async () => {
-      const working = new Set<Promise<void>>();
-      for await (const m of messages) {
-        const settled: Promise<void> = settle(m).finally(() => working.delete(settled));
-        working.add(settled);
-        if (working.size >= concurrency) await Promise.race(working);
+    const settle = async (batch: JsMsg[]) => {
+      if (batch.length === 1) return settleOne(batch[0] as JsMsg);
+      try {
+        await handler(batch.map(busMessage));
+        for (const m of batch) m.ack();
+      } catch (error) {
+        this.logger.warn(
+          { err: error, durable: spec.durable, messages: batch.length },
+          "batch failed: handling its messages one by one",
+        );
+        for (const m of batch) await settleOne(m);
       }
-      await Promise.all(working);
+    };
+    // Received messages wait in `queue` (at most a batch per worker: the pump stops taking more
+    // from the server until there is room) for the next free worker, which takes what is there.
+    const concurrency = Math.max(1, spec.concurrency ?? 1);
+    const queue: JsMsg[] = [];
+    let ended = false;
+    let changed = Promise.withResolvers<void>();
+    const notify = () => {
+      changed.resolve();
+      changed = Promise.withResolvers<void>();
+    };
+    const pump = (async () => {
+      try {
+        for await (const m of messages) {
+          queue.push(m);
+          notify();
+          while (queue.length >= limit.messages * concurrency) await changed.promise;
+        }
+      } finally {
+        ended = true;
+        notify();
+      }
     })();
+    const worker = async () => {
+      for (;;) {
+        if (queue.length === 0) {
+          if (ended) return;
+          await changed.promise;
+          continue;
+        }
+        let count = 0;
+        let bytes = 0;
+        while (
+          count < queue.length &&
+          count < limit.messages &&
+          (count === 0 || bytes < limit.bytes)
+        ) {
+          bytes += (queue[count] as JsMsg).data.length;
+          count += 1;
+        }
+        const batch = queue.splice(0, count);
+        notify();
+        await settle(batch);
+      }
+    };
+    const done = Promise.all([pump, ...Array.from({ length: concurrency }, worker)]);
     return {
       async stop() {
         await messages.close();
@@ -405,6 +476,10 @@ export class MemoryBus implements EventBus {
         await chain;
       },
     };
+  }
+
+  consumeBatches(spec: ConsumerSpec, handler: BatchHandler) {
+    return this.consume(spec, (message) => handler([message]));
   }
 
   async close() {

@@ -97,6 +97,61 @@ describe("nats bus with concurrency", () => {
   });
 });
 
+describe("nats bus in batches", () => {
+  it("hands over what arrived while busy, within the byte budget, and splits a failed batch", async () => {
+    const bus = await natsBus();
+    await bus.ensureStreams([{ name: "EVENTS", subjects: ["ev.>"], maxAgeSeconds: 600 }]);
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const calls: string[][] = [];
+    const applied: string[][] = [];
+    const consumer = await bus.consumeBatches(
+      // 5-byte messages: the third one passes 12 bytes and is the last of its batch.
+      {
+        stream: "EVENTS",
+        durable: "test_batches",
+        subject: "ev.>",
+        batch: { messages: 10, bytes: 12 },
+      },
+      async (messages) => {
+        const words = messages.map((m) => decode(m.data));
+        calls.push(words);
+        await gate;
+        // A batch with this one fails; alone it goes through.
+        if (words.length > 1 && words.includes("bad-5")) throw new Error("batch refused");
+        applied.push(words);
+      },
+    );
+    await bus.publish("ev.first", encode("msg-1"), "batch-1");
+    await expect.poll(() => calls.length, { timeout: 10_000 }).toBe(1);
+    for (const word of ["msg-2", "msg-3", "msg-4", "bad-5", "msg-6", "msg-7", "msg-8"]) {
+      await bus.publish("ev.more", encode(word), `batch-${word}`);
+    }
+    // All of them are in the client's buffer before the first batch is done.
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await expect.poll(() => applied.flat().length, { timeout: 10_000 }).toBe(8);
+    // Acknowledged messages are not delivered again (the ack wait is far longer than this).
+    await new Promise((r) => setTimeout(r, 500));
+    await consumer.stop();
+    expect(applied).toEqual([
+      ["msg-1"],
+      ["msg-2", "msg-3", "msg-4"],
+      ["bad-5"],
+      ["msg-6"],
+      ["msg-7"],
+      ["msg-8"],
+    ]);
+    expect(calls.slice(0, 3)).toEqual([
+      ["msg-1"],
+      ["msg-2", "msg-3", "msg-4"],
+      ["bad-5", "msg-6", "msg-7"],
+    ]);
+  });
+});
+
 describe("subjectMatches", () => {
   it("follows NATS wildcard rules", () => {
     expect(subjectMatches("a.>", "a.b.c")).toBe(true);

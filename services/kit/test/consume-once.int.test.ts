@@ -97,6 +97,9 @@ function crashingAfterCommit(inner: EventBus, crashed: Set<string>): EventBus {
           throw new Error("crashed after the commit, before the ack");
         }
       }),
+    consumeBatches: () => {
+      throw new Error("consumeOnce consumes one message at a time");
+    },
   };
 }
 

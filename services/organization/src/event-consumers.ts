@@ -29,6 +29,13 @@ export const AUDIT_MAINTENANCE_INTERVAL_MS = 3600 * 1000;
 const EVENTS_AT_ONCE = 4;
 
 /**
+ * The audit consumer also stores the messages that arrived while it was busy in one statement:
+ * under a stream of single creates it wrote one statement (and committed once) per event.
+ * The byte budget keeps a statement to about one `audit.batch` message of a bulk import.
+ */
+const AUDIT_BATCH = { messages: 100, bytes: 256 * 1024 };
+
+/**
  * The audit store's and usage statistics' consumers (each event applied once per id, see
  * `consumeClaimed`) and the hourly audit maintenance, which also runs once before consuming so
  * that this month's partition exists.
@@ -69,9 +76,10 @@ export async function startEventConsumers(deps: {
           durable: DURABLES.audit,
           subject: SUBJECTS.auditAny,
           concurrency: EVENTS_AT_ONCE,
+          batch: AUDIT_BATCH,
         },
-        async (em, message) => {
-          await deps.auditLog.apply(em, DURABLES.audit, message);
+        async (em, messages) => {
+          await deps.auditLog.apply(em, DURABLES.audit, messages);
         },
         logger,
       ),
@@ -86,7 +94,9 @@ export async function startEventConsumers(deps: {
           subject: SUBJECTS.usageAny,
           concurrency: EVENTS_AT_ONCE,
         },
-        (em, message) => deps.usage.apply(em, DURABLES.usage, message),
+        async (em, messages) => {
+          for (const message of messages) await deps.usage.apply(em, DURABLES.usage, message);
+        },
         logger,
       ),
     );
@@ -101,20 +111,21 @@ export async function startEventConsumers(deps: {
  * A durable consumer whose `apply` claims each event's id in `processed_event` in the same
  * statement as its writes (data-modifying CTEs: atomic without a transaction around them, and a
  * concurrent second delivery waits on the claim, then skips), so each event is applied exactly
- * once, as kit's `consumeOnce` does it, in one round trip to PostgreSQL instead of four. The
- * message is acknowledged after the statement; a failure leaves it to be redelivered. Ids are
- * pruned hourly, as `consumeOnce` prunes them.
+ * once, as kit's `consumeOnce` does it, in one round trip to PostgreSQL instead of four. It gets
+ * the messages of a batch together when `spec.batch` is set (`consumeBatches`), else one at a
+ * time. The messages are acknowledged after the statement; a failure leaves them to be
+ * redelivered. Ids are pruned hourly, as `consumeOnce` prunes them.
  */
 export async function consumeClaimed(
   orm: Orm,
   bus: EventBus,
   spec: ConsumerSpec,
-  apply: (em: EntityManager, message: BusMessage) => Promise<unknown>,
+  apply: (em: EntityManager, messages: BusMessage[]) => Promise<unknown>,
   logger: Logger,
   pruneIntervalMs = 3600 * 1000,
 ): Promise<{ stop(): Promise<void> }> {
-  const consumer = await bus.consume(spec, async (message) => {
-    await apply(orm.em.fork(), message);
+  const consumer = await bus.consumeBatches(spec, async (messages) => {
+    await apply(orm.em.fork(), messages);
   });
   let pruning: Promise<unknown> | undefined;
   const timer = setInterval(() => {

@@ -462,10 +462,10 @@ describe("the audit consumer", () => {
         deliveryCount: 1,
       };
       const stored = await Promise.all(
-        [1, 2, 3].map(() => auditLog.apply(orm.em.fork(), DURABLES.audit, message)),
+        [1, 2, 3].map(() => auditLog.apply(orm.em.fork(), DURABLES.audit, [message])),
       );
       expect(stored).toEqual([1, 1, 1]);
-      await auditLog.apply(orm.em.fork(), DURABLES.audit, { ...message, deliveryCount: 2 });
+      await auditLog.apply(orm.em.fork(), DURABLES.audit, [{ ...message, deliveryCount: 2 }]);
       const { rows } = await h.db.query(
         "select count(*)::int as n from organization.audit_event where event_id = $1",
         [eventId],
@@ -525,12 +525,66 @@ describe("the audit consumer", () => {
         id: message!.eventId,
         deliveryCount: 2,
       };
-      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, again)).toBe(2);
+      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [again])).toBe(2);
     });
     const { rows } = await h.db.query(
       "select count(*)::int as n from organization.audit_event where organization_id = $1 and action = 'record.created'",
       [organizationId],
     );
     expect(rows[0].n).toBe(2);
+  });
+
+  it("stores several messages in one statement, skipping those already stored, all or nothing", async () => {
+    const owner = await h.user("Several");
+    const { organizationId } = await newOrganization(h, owner, "Several");
+    const messageOf = (name: string, changes: AuditChange[] | string) => {
+      const { eventId, event } = auditEventOf({
+        organizationId,
+        action: "organization.updated",
+        target: { type: "organization", id: organizationId },
+        actor: owner,
+      });
+      event.changesJson = typeof changes === "string" ? changes : auditChangesJson(changes);
+      return {
+        subject: SUBJECTS.audit("organization.updated"),
+        data: toBinary(AuditEventSchema, event),
+        id: eventId,
+        deliveryCount: 1,
+        name,
+      };
+    };
+    const storedNames = async () =>
+      (
+        await h.db.query(
+          `select changes->0->>'new' as name from organization.audit_event
+           where organization_id = $1 and action = 'organization.updated' order by at, event_id`,
+          [organizationId],
+        )
+      ).rows
+        .map((row) => row.name)
+        .sort();
+    const first = messageOf("first", [{ key: "name", new: "first" }]);
+    const second = messageOf("second", [{ key: "name", new: "second" }]);
+    // A value that would close the row's JSON early stays a value: the changes are a string.
+    const third = messageOf("third", [{ key: "name", new: 'third"},{"event_id":"x' }]);
+    const broken = messageOf("broken", "[{");
+
+    await withAuditLog(async (auditLog, orm) => {
+      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [first])).toBe(1);
+      // The batch with a message whose changes are not JSON fails whole: nothing of it is kept.
+      await expect(
+        auditLog.apply(orm.em.fork(), DURABLES.audit, [second, broken]),
+      ).rejects.toThrow();
+      expect(await storedNames()).toEqual(["first"]);
+      const pending = await h.db.query(
+        "select count(*)::int as n from organization.processed_event where event_id = any($1)",
+        [[second.id, broken.id]],
+      );
+      expect(pending.rows[0].n).toBe(0);
+
+      // first again (already stored), second and third: only the two new ones are added.
+      await auditLog.apply(orm.em.fork(), DURABLES.audit, [first, second, third, second]);
+      expect(await storedNames()).toEqual(["first", "second", 'third"},{"event_id":"x']);
+    });
   });
 });
