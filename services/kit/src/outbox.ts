@@ -215,20 +215,24 @@ export class OutboxRelay {
   private async relayBatch(): Promise<number> {
     return this.orm.em.fork().transactional(async (em) => {
       // Claimed and marked in one statement: the rows stay locked (other replicas skip them)
-      // until the publishes are acknowledged, and a failure rolls the mark back.
-      const rows = await query<{ seq: string; event_id: string; subject: string; payload: Buffer }>(
+      // until the publishes are acknowledged, and a failure rolls the mark back. The payload comes
+      // as base64 rather than bytea's hex text: a third less text for the driver to decode (it
+      // reads every column as a string), which was a tenth of records' time in batch imports.
+      const rows = await query<{ seq: string; event_id: string; subject: string; payload: string }>(
         em,
         `update outbox set published_at = now()
          where seq in (select seq from outbox where published_at is null
                        order by seq limit $1 for update skip locked)
-         returning seq, event_id, subject, payload`,
+         returning seq, event_id, subject, encode(payload, 'base64') as payload`,
         [this.batchSize],
       );
       rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
       // Sent in order on one connection, acknowledged together; a failure leaves the whole batch
       // pending, and JetStream drops the repeats of those already stored (same message id).
       const publishAll = () =>
-        rows.map((row) => this.bus.publish(row.subject, new Uint8Array(row.payload), row.event_id));
+        rows.map((row) =>
+          this.bus.publish(row.subject, Buffer.from(row.payload, "base64"), row.event_id),
+        );
       // The in-process bus runs consumers inside publish: their errors keep their stacks.
       await Promise.all(this.bus.kind === "nats" ? withoutStackTraces(publishAll) : publishAll());
       return rows.length;
