@@ -82,6 +82,11 @@ describe("text and long_text", () => {
   it("refuses longer strings, huge ones included", () => {
     expect(problem("text", "x".repeat(10_001))).toBe("must be at most 10000 characters");
     expect(problem("text", "😀".repeat(10_001))).toBe("must be at most 10000 characters");
+    // 15,001 UTF-16 units, 10,001 characters.
+    expect(problem("text", "😀".repeat(5_000) + "x".repeat(5_001))).toBe(
+      "must be at most 10000 characters",
+    );
+    expect(stored("text", "😀".repeat(5_000) + "x".repeat(5_000))).toHaveLength(15_000);
     expect(problem("text", "abcd", { max_length: 3 })).toBe("must be at most 3 characters");
     expect(problem("long_text", "x".repeat(100_001))).toBe("must be at most 100000 characters");
     expect(problem("long_text", "x".repeat(5_000_000))).toBe("must be at most 100000 characters");

@@ -113,8 +113,9 @@ export function codePointLength(value: string): number {
 
 function checkText(value: unknown, limit: number): ValueResult {
   if (typeof value !== "string") return fail("must be a string");
-  // A string of more than 2 * limit UTF-16 units has more than `limit` code points.
-  if (value.length > 2 * limit || codePointLength(value) > limit) {
+  // Code points are at most the UTF-16 units and at least half of them: only a string between
+  // `limit` and `2 * limit` units long needs counting.
+  if (value.length > limit && (value.length > 2 * limit || codePointLength(value) > limit)) {
     return fail(`must be at most ${limit} characters`);
   }
   const problem = storableStringProblem(value);
