@@ -289,8 +289,16 @@ function copy(value: unknown): unknown {
   return out;
 }
 
+/**
+ * Levels that `nest` mutations may add to one value in all: far past the gateway's depth limit,
+ * and short of what this file's own recursive helpers (and `toJsonText`) can walk. Three nests
+ * of 400 stacked in one value overflowed the test's stack, not the gateway's.
+ */
+const NEST_BUDGET = 400;
+
 function apply(value: unknown, mutations: Mutation[]): unknown {
   const root = { value: copy(value) };
+  let nestBudget = NEST_BUDGET;
   for (const m of mutations) {
     const all = slots(root);
     const slot = all[m.at % all.length]!;
@@ -313,8 +321,10 @@ function apply(value: unknown, mutations: Mutation[]): unknown {
         slot.set([slot.get()]);
         break;
       case "nest": {
+        const levels = Math.min(m.depth, nestBudget);
+        nestBudget -= levels;
         let nested = slot.get();
-        for (let i = 0; i < m.depth; i++) nested = { a: nested };
+        for (let i = 0; i < levels; i++) nested = { a: nested };
         slot.set(nested);
         break;
       }
