@@ -5,6 +5,7 @@ import {
   buildAuditEvent,
   type OutboxEntry,
   outboxInsert,
+  preparedName,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
@@ -68,6 +69,13 @@ const dateValue = (fieldId: string) => {
 export interface Statement {
   text: string;
   values: unknown[];
+  /** Set for what the service sends as a prepared statement (kit's `query` with `prepare`). */
+  name?: string;
+}
+
+/** A statement the service prepares, named as kit names it. */
+function prepared(text: string, values: unknown[]): Statement {
+  return { name: preparedName(text), text, values };
 }
 
 export interface ListQuery {
@@ -115,12 +123,12 @@ export async function rawList(client: Client, statement: Statement) {
 
 /** record-store's `findRecords` (Records.get reads outside a transaction). */
 function findStatement(tableId: string | number, rowIds: number[], lock: boolean): Statement {
-  return {
-    text: `select ${RECORD_COLUMNS} from record
+  return prepared(
+    `select ${RECORD_COLUMNS} from record
      where table_id = $1 and row_id = any($2::bigint[])
      order by row_id ${lock ? "for update" : ""}`,
-    values: [String(tableId), rowIds],
-  };
+    [String(tableId), rowIds],
+  );
 }
 
 export async function rawGet(client: Client, tableId: number, rowId: number) {
@@ -154,7 +162,8 @@ async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T
 /** kit's `enqueueEvents`: a transaction's events in one statement. */
 async function enqueue(client: Client, entries: OutboxEntry[]) {
   const { sql, params } = outboxInsert(entries);
-  await client.query(sql, params);
+  // kit prepares the inserts of up to 4 events.
+  await client.query(entries.length <= 4 ? prepared(sql, params) : { text: sql, values: params });
 }
 
 /** One audit event per record, each with its own id, packed as the service packs them. */
@@ -172,33 +181,39 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
   const { tableId, organizationId } = target;
   await transaction(client, async () => {
     await client.query(
-      `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+      prepared(
+        `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
             pg_advisory_xact_lock_shared(hashtextextended($2, 0)),
             (exists (select 1 from deleted_table where table_id = $3)
              or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
-      [
-        `records.organization:${organizationId}`,
-        `records.table:${tableId}`,
-        tableId,
-        organizationId,
-      ],
+        [
+          `records.organization:${organizationId}`,
+          `records.table:${tableId}`,
+          tableId,
+          organizationId,
+        ],
+      ),
     );
     await client.query(
-      `insert into record (table_id, organization_id, data, created_by, updated_by)
+      prepared(
+        `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
      returning ${columnsButData()}`,
-      [tableId, organizationId, target.actor, `[${datas.join(",")}]`],
+        [tableId, organizationId, target.actor, `[${datas.join(",")}]`],
+      ),
     );
     await enqueue(client, audits(target.createdEvent, datas.length));
     const reserved = await client.query(
-      `insert into organization_usage as u (organization_id, records)
+      prepared(
+        `insert into organization_usage as u (organization_id, records)
      select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
      on conflict (organization_id) do update set records = u.records + excluded.records
        where u.records + excluded.records <= $3::bigint
      returning records`,
-      [organizationId, datas.length, "1000000000000000"],
+        [organizationId, datas.length, "1000000000000000"],
+      ),
     );
     if (reserved.rows.length !== 1) throw new Error("raw quota row refused the batch");
   });
@@ -222,12 +237,14 @@ export async function rawPatch(
     const before = found.rows[0];
     if (!before) throw new Error(`record ${rowId} not found`);
     await client.query(
-      `update record r set data = item.data, updated_at = now(), updated_by = $1
+      prepared(
+        `update record r set data = item.data, updated_at = now(), updated_by = $1
      from unnest($2::bigint[]) with ordinality as id(row_id, n)
        join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
      where r.row_id = id.row_id
      returning ${columnsButData("r")}`,
-      [target.actor, [rowId], JSON.stringify([{ ...before.data, ...change }])],
+        [target.actor, [rowId], JSON.stringify([{ ...before.data, ...change }])],
+      ),
     );
     await enqueue(client, audits(target.updatedEvent, 1));
   });

@@ -4,6 +4,7 @@ import type { Pool } from "pg";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry, trackDbPool } from "./metrics.js";
 import { OutboxEvent } from "./outbox.js";
+import { prepareNamedStatements } from "./sql.js";
 
 export type Orm = MikroORM;
 
@@ -41,8 +42,10 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
     pool: { min: 0, max: options.poolSize ?? defaultPoolMax, idleTimeoutMillis: 5_000 },
     driverOptions: {
       options: `-c search_path=${options.schema}`,
-      onPoolCreated: (pool: Pool) =>
-        trackDbPool(options.metrics ?? processMetricsRegistry(), options.schema, pool),
+      onPoolCreated: (pool: Pool) => {
+        trackDbPool(options.metrics ?? processMetricsRegistry(), options.schema, pool);
+        pool.on("connect", prepareNamedStatements);
+      },
     },
     migrations: {
       migrationsList: options.migrations.map((migration) => ({

@@ -62,6 +62,9 @@ export function outboxInsert(entries: readonly OutboxEntry[]): { sql: string; pa
   };
 }
 
+/** Inserts of up to this many events go as prepared statements (`query`'s `prepare`). */
+const PREPARED_ROWS_MAX = 4;
+
 /**
  * Records events in the caller's transaction, in order, with one statement per 5000 events
  * (values as real query parameters, not SQL text): they are published if and only if the change
@@ -69,8 +72,10 @@ export function outboxInsert(entries: readonly OutboxEntry[]): { sql: string; pa
  */
 export async function enqueueEvents(em: EntityManager, entries: OutboxEntry[]): Promise<void> {
   for (let start = 0; start < entries.length; start += ENQUEUE_CHUNK) {
-    const { sql, params } = outboxInsert(entries.slice(start, start + ENQUEUE_CHUNK));
-    await query(em, sql, params);
+    const chunk = entries.slice(start, start + ENQUEUE_CHUNK);
+    const { sql, params } = outboxInsert(chunk);
+    // One text per row count: the counts of single writes are prepared, a few texts in all.
+    await query(em, sql, params, { prepare: chunk.length <= PREPARED_ROWS_MAX });
   }
 }
 
@@ -225,6 +230,7 @@ export class OutboxRelay {
                        order by seq limit $1 for update skip locked)
          returning seq, event_id, subject, encode(payload, 'base64') as payload`,
         [this.batchSize],
+        { prepare: true },
       );
       rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
       // Sent in order on one connection, acknowledged together; a failure leaves the whole batch

@@ -179,6 +179,7 @@ export class AuditLog {
        where e.message_id in (select event_id from claimed)
        on conflict do nothing`,
       [consumer, [...new Set(messages.map((m) => m.id))], `[${rows.join(",")}]`],
+      { prepare: true },
     );
     return rows.length;
   }

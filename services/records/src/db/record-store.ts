@@ -54,8 +54,9 @@ export async function recordsOf(
   em: EntityManager,
   sql: string,
   params: readonly unknown[],
+  options: { prepare?: boolean } = {},
 ): Promise<StoredRecord[]> {
-  return (await query<RecordRow>(em, sql, params)).map(toStored);
+  return (await query<RecordRow>(em, sql, params, options)).map(toStored);
 }
 
 /**
@@ -117,6 +118,7 @@ export async function lockForCreate(
             (exists (select 1 from deleted_table where table_id = $3)
              or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
     [organizationLockKey(organizationId), tableLockKey(tableId), tableId, organizationId],
+    { prepare: true },
   );
   return rows[0]?.gone !== true;
 }
@@ -155,6 +157,7 @@ export async function reserveRecords(
        where u.records + excluded.records <= $3::bigint
      returning records`,
     [organizationId, count, limit],
+    { prepare: true },
   );
   return rows.length > 0;
 }
@@ -201,6 +204,7 @@ export async function takeAutonumbers(
        do update set last_value = autonumber_counter.last_value + excluded.last_value
      returning last_value`,
     [tableId, fieldId, count],
+    { prepare: true },
   );
   return Number(rows[0]!.last_value) - count + 1;
 }
@@ -263,6 +267,7 @@ export async function insertRecords(
      order by item.n
      returning ${columnsButData()}`,
     [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
+    { prepare: true },
   );
   const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
   return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
@@ -284,6 +289,7 @@ export async function findRecords(
      where table_id = $1 and row_id = any($2::bigint[])
      order by row_id ${options.lock ? "for update" : ""}`,
     [tableId, rowIds],
+    { prepare: true },
   );
 }
 
@@ -303,6 +309,7 @@ export async function writeRecords(
      where r.row_id = id.row_id
      returning ${columnsButData("r")}`,
     [actor, changes.map((c) => c.rowId), JSON.stringify(changes.map((c) => c.data))],
+    { prepare: true },
   );
   const written = new Map(changes.map((c) => [String(c.rowId), c.data]));
   return rows
