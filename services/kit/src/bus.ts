@@ -234,10 +234,10 @@ export class NatsBus implements EventBus {
   async consumeBatches(spec: ConsumerSpec, handler: BatchHandler) {
     const stream = this.streamName(spec.stream);
     const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
-    const limit = spec.batch ?? { messages: 1, bytes: 0 };
+    const limit = spec.batch ?? { messages: 1, bytes: Number.POSITIVE_INFINITY };
     await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), maxDeliver);
     const consumer = await this.js.consumers.get(stream, spec.durable);
-    const messages = await consumer.consume({ max_messages: Math.max(64, 2 * limit.messages) });
+    const messages = await consumer.consume({ max_messages: 64 });
     const prefix = this.namespace ? `${this.namespace}.` : "";
     const busMessage = (m: JsMsg): BusMessage => ({
       subject: m.subject.slice(prefix.length),
@@ -276,10 +276,12 @@ export class NatsBus implements EventBus {
         for (const m of batch) await settleOne(m);
       }
     };
-    // Received messages wait in `queue` (at most a batch per worker: the pump stops taking more
-    // from the server until there is room) for the next free worker, which takes what is there.
+    // Received messages wait in `queue` (at most a batch per worker, in messages and in bytes:
+    // the pump takes no more from the client until there is room) for the next free worker,
+    // which takes what is there.
     const concurrency = Math.max(1, spec.concurrency ?? 1);
     const queue: JsMsg[] = [];
+    let queuedBytes = 0;
     let ended = false;
     let changed = Promise.withResolvers<void>();
     const notify = () => {
@@ -290,8 +292,14 @@ export class NatsBus implements EventBus {
       try {
         for await (const m of messages) {
           queue.push(m);
+          queuedBytes += m.data.length;
           notify();
-          while (queue.length >= limit.messages * concurrency) await changed.promise;
+          while (
+            queue.length >= limit.messages * concurrency ||
+            queuedBytes >= limit.bytes * concurrency
+          ) {
+            await changed.promise;
+          }
         }
       } finally {
         ended = true;
@@ -316,6 +324,7 @@ export class NatsBus implements EventBus {
           count += 1;
         }
         const batch = queue.splice(0, count);
+        queuedBytes -= bytes;
         notify();
         await settle(batch);
       }

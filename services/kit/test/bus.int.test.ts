@@ -119,6 +119,9 @@ describe("nats bus in batches", () => {
         const words = messages.map((m) => decode(m.data));
         calls.push(words);
         await gate;
+        // Each call takes a while: the queue refills up to its bound (one batch: 12 bytes, here
+        // 3 messages) before the worker takes the next batch.
+        await new Promise((r) => setTimeout(r, 50));
         // A batch with this one fails; alone it goes through.
         if (words.length > 1 && words.includes("bad-5")) throw new Error("batch refused");
         applied.push(words);
