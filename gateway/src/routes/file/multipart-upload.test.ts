@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { ConnectError } from "@connectrpc/connect";
 import { Code, createLogger, domainError } from "@rowbase/kit";
 import Koa from "koa";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -35,6 +36,12 @@ interface Behaviour {
   refuseAtStart?: boolean;
   /** Refuses once more than this many bytes arrived, as the service does past the plan. */
   refuseAfter?: number;
+  /**
+   * Loses its connection after the first chunk, as the files service killed mid-upload: Connect
+   * throws the transport's error into the input (`pipeTo`), and the call fails with what kit's
+   * transport interceptor made of it.
+   */
+  connectionLost?: boolean;
   hooks?: ChunkHooks;
 }
 
@@ -52,6 +59,15 @@ const sink: UploadSink<{ file_name: string; size: number; sha256: string }> = as
   if (behaviour.refuseAtStart) {
     record.outcome = "aborted";
     throw domainError(Code.PermissionDenied, "token_read_only");
+  }
+  if (behaviour.connectionLost) {
+    const input = chunks[Symbol.asyncIterator]();
+    await input.next();
+    await input
+      .throw?.(new ConnectError("http/2 stream closed with error code CANCEL", Code.Canceled))
+      .catch(() => undefined);
+    record.outcome = "aborted";
+    throw new ConnectError("connection to the service failed", Code.Unavailable);
   }
   try {
     let size = 0;
@@ -298,6 +314,16 @@ describe("receiveUpload", () => {
       body: { message: "file_too_large", data: {} },
     });
     expect(sinks.map((s) => s.outcome)).toEqual(["aborted", "aborted"]);
+  });
+
+  it("answers the call's own error when its connection is lost mid-stream, not the one thrown into the input", async () => {
+    behaviour = { connectionLost: true };
+    const content = randomBytes(3 * UPLOAD_CHUNK_BYTES);
+    expect(await post(multipart([{ name: "file", filename: "a.bin", content }]))).toEqual({
+      status: 503,
+      body: { message: "service_unavailable", data: {} },
+    });
+    expect(sinks.map((s) => s.outcome)).toEqual(["aborted"]);
   });
 
   it("lets the chunk hooks meter the bytes and refuse them mid-stream", async () => {

@@ -228,7 +228,14 @@ class StreamedPart<T> {
             }
             if (this.settled) return;
             if (this.failure !== undefined) break;
-            yield piece;
+            try {
+              yield piece;
+            } catch {
+              // Connect throws the transport's error in here when the call's connection is lost
+              // (the service died mid-upload); the call fails with its own, classified error
+              // (503), which is the answer: this raw one must not become `failure` (500).
+              return;
+            }
             this.hooks.after?.(piece.byteLength);
           }
           if (this.failure !== undefined) break;
