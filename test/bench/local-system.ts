@@ -9,6 +9,7 @@ import { generateSigningKey } from "@rowbase/identity";
 import { createLogger, freePort, NatsBus, RedisCache, STREAMS } from "@rowbase/kit";
 import { type MailCatcher, startMailCatcher, testInfra } from "@rowbase/kit/testing";
 import pg from "pg";
+import { createMemoryCgroups } from "./memory-limit.js";
 import { MIGRATED, PIECES, type Piece } from "./pieces.js";
 
 /** Where each piece's entry point is, relative to the repository. */
@@ -26,8 +27,8 @@ export interface LocalSystemOptions {
   source: boolean;
   /** LOG_LEVEL of every process (their lines go to files under the run's directory). */
   logLevel: string;
-  /** NODE_OPTIONS of every process (heap limits, as the image sets them). */
-  nodeOptions?: string;
+  /** NODE_OPTIONS of each process (the chart's, or what a run tries instead). */
+  nodeOptions?: Partial<Record<Piece, string>>;
   /** Where each process writes a V8 CPU profile (`<piece>-<time>.cpuprofile`) as it stops. */
   cpuProfileDir?: string;
   /**
@@ -37,6 +38,11 @@ export interface LocalSystemOptions {
   allocProfileDir?: string;
   /** More `node` flags for every process, those NODE_OPTIONS refuses among them. */
   nodeArgs?: string[];
+  /**
+   * Each piece's memory limit in bytes (the chart's), enforced by a memory cgroup per process
+   * where this machine lets the benchmark make them; Node sizes V8's heap from it.
+   */
+  memoryLimits?: Partial<Record<Piece, number>>;
   /** Prints a progress line. */
   say(line: string): void;
   /**
@@ -66,6 +72,8 @@ export interface LocalSystem {
   signal(piece: Piece, signal: NodeJS.Signals): Promise<void>;
   /** Starts a piece again (after it was killed) and waits until it listens. */
   restart(piece: Piece): Promise<void>;
+  /** Where the memory limits are enforced, or why they are not (without `memoryLimits`: null). */
+  memoryCgroups: { where: string } | { unavailable: string } | null;
 }
 
 /** The repository root: the nearest directory up whose package.json is the workspace root. */
@@ -249,7 +257,6 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       METRICS_PORT: "0",
       BENCH_NAMESPACE: namespace,
       ...(options.allocProfileDir ? { BENCH_ALLOC_PROFILE_DIR: options.allocProfileDir } : {}),
-      ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}),
     };
     const envOf: Record<Piece, Record<string, string>> = {
       identity: {
@@ -298,6 +305,10 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         RATE_LIMITS: options.rateLimits ?? "off",
       },
     };
+    const nodeOptionsOf = (piece: Piece): Record<string, string> => {
+      const value = options.nodeOptions?.[piece];
+      return value ? { NODE_OPTIONS: value } : {};
+    };
     const sourceFlags = options.source ? ["--import", "tsx", "--conditions=@rowbase/source"] : [];
     const logOf = (name: string) => path.join(logsDir, `${name}.log`);
     const profileFlags = (piece: Piece) =>
@@ -336,6 +347,18 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     }
     options.say(`  migrated ${MIGRATED.join(", ")}`);
 
+    const cgroups = options.memoryLimits
+      ? await createMemoryCgroups(options.memoryLimits, `rowbase-${namespace}`)
+      : null;
+    if (cgroups && "remove" in cgroups) {
+      // Cleanups run in reverse: this one last, when every process has exited.
+      cleanups.unshift({ what: "memory cgroups", run: () => cgroups.remove() });
+    }
+    const wrap = (piece: Piece, argv: string[]) =>
+      cgroups && "wrap" in cgroups
+        ? cgroups.wrap(piece, argv)
+        : { command: argv[0] ?? "", args: argv.slice(1) };
+
     const launcher = options.source
       ? "test/bench/service-process.ts"
       : "test/dist/bench/service-process.js";
@@ -344,15 +367,19 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
     }
     const launch = async (piece: Piece) => {
       const log = openSync(logOf(piece), "a");
-      const child = spawn(
+      const { command, args } = wrap(piece, [
         process.execPath,
-        [...sourceFlags, ...profileFlags(piece), ...(options.nodeArgs ?? []), launcher, piece],
-        {
-          cwd: root,
-          env: { ...shared, ...envOf[piece] },
-          stdio: ["ignore", log, log, "ipc"],
-        },
-      );
+        ...sourceFlags,
+        ...profileFlags(piece),
+        ...(options.nodeArgs ?? []),
+        launcher,
+        piece,
+      ]);
+      const child = spawn(command, args, {
+        cwd: root,
+        env: { ...shared, ...nodeOptionsOf(piece), ...envOf[piece] },
+        stdio: ["ignore", log, log, "ipc"],
+      });
       children.set(piece, child);
       await within(
         60_000,
@@ -384,6 +411,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
       namespace,
       mail,
       logsDir,
+      memoryCgroups: cgroups && ("where" in cgroups ? { where: cgroups.where } : cgroups),
       pids: () =>
         new Map(
           [...children.entries()]

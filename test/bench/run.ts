@@ -7,6 +7,8 @@ import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_
 import type pg from "pg";
 import { Abort, driveHttp, driveRaw, type Measured } from "./load.js";
 import { type LocalSystem, repoRoot, startLocalSystem } from "./local-system.js";
+import { type ChartProcess, chartProcesses } from "./memory-limit.js";
+import type { Piece } from "./pieces.js";
 import { ProcessSampler } from "./process-sampler.js";
 import { auditSample, type RawWriteTarget, rawPool, removeRawWrites } from "./raw-postgres.js";
 import {
@@ -37,6 +39,8 @@ and prints a Markdown table. See test/bench/README.md.
   --cpu-prof       write a V8 CPU profile of each process into test/bench/results/profiles
   --alloc-prof     write a sampled allocation profile of each process there too
   --out FILE       where the JSON goes (default test/bench/results/latest.json)
+  --unlimited      run the processes without the chart's memory limits (by default each is
+                   put in a memory cgroup of its chart limit where this machine allows it)
 
 With BASE_URL set it starts nothing and drives that gateway: BENCH_EMAIL and BENCH_PASSWORD
 (a verified user) are then needed; BENCH_ORGANIZATION_ID reuses an organization;
@@ -44,6 +48,32 @@ ORGANIZATION_GRPC_URL and INTERNAL_JWT_SECRET put it on the business plan; DATAB
 (its database) enables the raw-postgres ceiling.`;
 
 const CONNECTIONS = 32;
+
+/**
+ * Each process's NODE_OPTIONS and memory limit: the chart's, unless BENCH_NODE_OPTIONS (for
+ * every process) or --unlimited say otherwise.
+ */
+function processSettings(chart: Record<Piece, ChartProcess>) {
+  const pieces = Object.keys(chart) as Piece[];
+  const pick = <T>(of: (piece: Piece) => T | undefined) =>
+    Object.fromEntries(
+      pieces.flatMap((piece) => {
+        const value = of(piece);
+        return value === undefined ? [] : [[piece, value]];
+      }),
+    ) as Partial<Record<Piece, T>>;
+  return {
+    nodeOptions: pick((piece) => process.env.BENCH_NODE_OPTIONS ?? chart[piece].nodeOptions),
+    ...(args.unlimited ? {} : { memoryLimits: pick((piece) => chart[piece].memoryLimit) }),
+  };
+}
+
+/** How the processes' memory was limited, for the report's first line. */
+function limitsText(cgroups: LocalSystem["memoryCgroups"]): string {
+  if (cgroups === null) return "no memory limit (--unlimited)";
+  if ("unavailable" in cgroups) return `no memory limit (no cgroup: ${cgroups.unavailable})`;
+  return "each in a memory cgroup of its chart limit";
+}
 
 /** Why the run was stopped early (time limit, signal), if it was. */
 let abortedWith = "";
@@ -60,6 +90,7 @@ const { values: args } = parseArgs({
     "cpu-prof": { type: "boolean", default: false },
     "alloc-prof": { type: "boolean", default: false },
     out: { type: "string" },
+    unlimited: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -273,7 +304,7 @@ async function main(): Promise<number> {
       system = await startLocalSystem({
         source: args.source,
         logLevel: env.BENCH_LOG_LEVEL ?? "info",
-        nodeOptions: env.BENCH_NODE_OPTIONS,
+        ...processSettings(await chartProcesses(repoRoot())),
         ...(args["cpu-prof"] ? { cpuProfileDir: profilesDir } : {}),
         ...(args["alloc-prof"] ? { allocProfileDir: profilesDir } : {}),
         ...(env.BENCH_NODE_ARGS
@@ -281,6 +312,7 @@ async function main(): Promise<number> {
           : {}),
         say,
       });
+      say(`  ${limitsText(system.memoryCgroups)}`);
       databaseUrl = system.databaseUrl;
       admin = {
         organizationUrl: system.organizationGrpcUrl,
@@ -380,7 +412,7 @@ async function main(): Promise<number> {
         connections: CONNECTIONS,
         target: baseUrl
           ? `BASE_URL ${baseUrl}`
-          : `one process per service${args.source ? " (from sources)" : ""}, loopback`,
+          : `one process per service${args.source ? " (from sources)" : ""}, ${limitsText(system?.memoryCgroups ?? null)}, loopback`,
       },
       scenarios: results,
       rss_mb: sampler ? await sampler.peaks() : {},
