@@ -629,6 +629,29 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     }
   });
 
+  it("gives the busy processes a larger young generation, kept beside a user's own env", () => {
+    const nodeOptions = (manifests: Manifest[], name: string) =>
+      named(manifests, "ConfigMap", `rowbase-${name}`)!.data.NODE_OPTIONS;
+    const manifests = render("deploy/ci-values/ingress.yaml");
+    for (const name of ["records", "gateway", "organization"]) {
+      expect(nodeOptions(manifests, name), name).toBe("--max-semi-space-size=16");
+    }
+    for (const name of ["identity", "catalog", "files"]) {
+      expect(nodeOptions(manifests, name), name).toBeUndefined();
+    }
+    const own = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/ingress.yaml",
+      "--set",
+      "records.env.EXTRA=1",
+      "--set",
+      "serviceDefaults.env.SHARED=2",
+    ]);
+    const records = named(own, "ConfigMap", "rowbase-records")!.data;
+    expect(records).toMatchObject({ NODE_OPTIONS: "--max-semi-space-size=16", EXTRA: "1" });
+    expect(records.SHARED).toBe("2");
+  });
+
   it("routes the Ingress to the gateway Service and derives PUBLIC_BASE_URL from its host", () => {
     const manifests = render("deploy/ci-values/ingress.yaml");
     const [ingress] = ofKind(manifests, "Ingress");
