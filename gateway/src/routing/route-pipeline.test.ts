@@ -1,6 +1,7 @@
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import { PRINCIPAL_HEADER, type Principal, verifyPrincipal } from "@rowbase/kit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { ApiTokenLookup } from "../auth/api-token-authenticator.js";
 import { apiTokenSha256 } from "../auth/api-token-authenticator.js";
 import type { ApiTokenCaller } from "../auth/authenticate.js";
@@ -10,7 +11,7 @@ import {
   type RouteHarness,
   startRouteHarness,
 } from "../testing/route-harness.js";
-import { type AuthMode, defineRoute, type Route } from "./route.js";
+import { type AuthMode, defineRoute, JsonText, type Route } from "./route.js";
 import { routePipeline } from "./route-pipeline.js";
 
 const READ_TOKEN = `rb_${"R".repeat(40)}`;
@@ -229,4 +230,43 @@ describe("an API-token lookup that fails", () => {
 it("keeps org_write_user at 30 per minute and records_token at 40 per 2 s", () => {
   expect(DEFAULT_RATE_LIMITS.org_write_user).toEqual({ points: 30, seconds: 60 });
   expect(DEFAULT_RATE_LIMITS.records_token).toEqual({ points: 40, seconds: 2 });
+});
+
+describe("answers made as JSON text", () => {
+  // Text as the records service writes a record's data: sent on exactly, whitespace included.
+  const text = '{"records":[{"data":{"Name":"a \\"quoted\\" </script>","n":1.50}}],"total":1}';
+  const route = (raw: boolean) =>
+    defineRoute({
+      method: "GET",
+      path: raw ? "/text-raw" : "/text",
+      operationId: raw ? "textRaw" : "text",
+      summary: "text",
+      tags: ["Test"],
+      auth: "none",
+      raw,
+      response: z.object({}).passthrough(),
+      handle: async () => new JsonText<Record<string, unknown>>(text),
+    });
+  let harness: RouteHarness;
+
+  beforeAll(async () => {
+    harness = await startRouteHarness([route(false), route(true)]);
+  });
+
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  it("sends the text inside the success envelope, unparsed, as JSON", async () => {
+    const response = await fetch(`${harness.baseUrl}/text`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(await response.text()).toBe(`{"message":"success","data":${text}}`);
+  });
+
+  it("sends it alone on a raw route", async () => {
+    const response = await fetch(`${harness.baseUrl}/text-raw`);
+    expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(await response.text()).toBe(text);
+  });
 });

@@ -20,7 +20,7 @@ import { type JsonBodyBudget, readJsonBody } from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
-import { Redirect, type Route } from "./route.js";
+import { JsonText, Redirect, type Route } from "./route.js";
 
 export interface PipelineDeps {
   rateLimits: RateLimits;
@@ -104,13 +104,13 @@ async function answerCall(
     ctx.status = 302;
     return;
   }
-  if (route.raw) {
-    ctx.status = 200;
-    ctx.body = data;
+  ctx.status = 200;
+  if (data instanceof JsonText) {
+    ctx.type = "application/json";
+    ctx.body = route.raw ? data.text : `{"message":"success","data":${data.text}}`;
     return;
   }
-  ctx.status = 200;
-  ctx.body = { message: "success", data: data ?? {} };
+  ctx.body = route.raw ? data : { message: "success", data: data ?? {} };
 }
 
 /**

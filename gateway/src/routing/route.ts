@@ -30,11 +30,25 @@ export class Redirect {
   constructor(readonly location: string) {}
 }
 
-/** A redirect route's handler returns a Redirect; any other returns the success `data`. */
+/**
+ * A success `data` already written as JSON text, which the pipeline sends as it is: records
+ * arrive from the records service as JSON text, and parsing them only to write them out again
+ * was work and garbage on every read and write. `T` is the value the text holds, so that a
+ * handler stays typed by its route's `response`.
+ */
+export class JsonText<T> {
+  declare readonly holds?: T;
+  constructor(readonly text: string) {}
+}
+
+/**
+ * A redirect route's handler returns a Redirect; any other returns the success `data`, as a
+ * value or as its JSON text.
+ */
 type Success<R, D> = D extends true
   ? Redirect
   : R extends z.ZodType
-    ? z.output<R>
+    ? z.output<R> | JsonText<z.output<R>>
     : Record<string, never>;
 
 /** What a route's handler receives once rate limits, authentication and validation passed. */

@@ -6,7 +6,13 @@ import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
 import type { GatewayContext } from "../../gateway-context.js";
 import { countOf, idOf, required } from "../../presentation/wire-values.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
-import { presentRecord, responseFormatValue, richTextValue } from "./record-presenters.js";
+import { JsonText } from "../../routing/route.js";
+import {
+  recordJson,
+  recordsJson,
+  responseFormatValue,
+  richTextValue,
+} from "./record-presenters.js";
 import type {
   PublicBatchDeleteSchema,
   PublicBatchRecordsSchema,
@@ -60,6 +66,12 @@ export interface RecordOperationsDeps {
 }
 
 type Data<S extends z.ZodType> = z.output<S>;
+/** A route's `data` as JSON text (records pass through as the records service wrote them). */
+type DataText<S extends z.ZodType> = JsonText<z.output<S>>;
+
+/** `{"record": ...}`, the answer of the single-record routes. */
+const oneRecord = (record: Parameters<typeof recordJson>[0]): DataText<typeof PublicRecordSchema> =>
+  new JsonText(`{"record":${recordJson(record)}}`);
 
 /**
  * The one implementation behind both route families of SPEC section 8: the v1 routes and the
@@ -76,7 +88,7 @@ export class RecordOperations {
     target: TableTarget,
     options: ListOptions,
     request: RecordCall,
-  ): Promise<Data<typeof PublicListSchema>> {
+  ): Promise<DataText<typeof PublicListSchema>> {
     const response = await this.chargedRead(target, request, (call) =>
       this.deps.records.listRecords(
         {
@@ -92,12 +104,8 @@ export class RecordOperations {
         call,
       ),
     );
-    return {
-      records: response.records.map((record) => presentRecord(record)),
-      total: countOf(response.total),
-      limit: response.limit,
-      offset: response.offset,
-    };
+    const page = `"total":${countOf(response.total)},"limit":${response.limit},"offset":${response.offset}`;
+    return new JsonText(`{"records":${recordsJson(response.records)},${page}}`);
   }
 
   async get(
@@ -105,7 +113,7 @@ export class RecordOperations {
     rowId: bigint,
     options: ReadOptions,
     request: RecordCall,
-  ): Promise<Data<typeof PublicRecordSchema>> {
+  ): Promise<DataText<typeof PublicRecordSchema>> {
     const response = await this.chargedRead(target, request, (call) =>
       this.deps.records.getRecord(
         {
@@ -118,20 +126,20 @@ export class RecordOperations {
         call,
       ),
     );
-    return { record: presentRecord(response.record) };
+    return oneRecord(response.record);
   }
 
   async create(
     target: TableTarget,
     data: JsonObject,
     request: RecordCall,
-  ): Promise<Data<typeof PublicRecordSchema>> {
+  ): Promise<DataText<typeof PublicRecordSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.createRecord(
       { ...tableOf(target), dataJson: JSON.stringify(data) },
       request.call,
     );
-    return { record: presentRecord(response.record) };
+    return oneRecord(response.record);
   }
 
   async update(
@@ -139,13 +147,13 @@ export class RecordOperations {
     rowId: bigint,
     data: JsonObject,
     request: RecordCall,
-  ): Promise<Data<typeof PublicRecordSchema>> {
+  ): Promise<DataText<typeof PublicRecordSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.updateRecord(
       { ...tableOf(target), rowId, dataJson: JSON.stringify(data) },
       request.call,
     );
-    return { record: presentRecord(response.record) };
+    return oneRecord(response.record);
   }
 
   async delete(
@@ -165,7 +173,7 @@ export class RecordOperations {
     target: TableTarget,
     drafts: { data: JsonObject }[],
     request: RecordCall,
-  ): Promise<Data<typeof PublicBatchRecordsSchema>> {
+  ): Promise<DataText<typeof PublicBatchRecordsSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.batchCreateRecords(
       {
@@ -174,14 +182,14 @@ export class RecordOperations {
       },
       request.call,
     );
-    return { records: response.records.map((record) => presentRecord(record)) };
+    return new JsonText(`{"records":${recordsJson(response.records)}}`);
   }
 
   async batchUpdate(
     target: TableTarget,
     patches: { row_id: bigint; data: JsonObject }[],
     request: RecordCall,
-  ): Promise<Data<typeof PublicBatchRecordsSchema>> {
+  ): Promise<DataText<typeof PublicBatchRecordsSchema>> {
     await this.charge(target, request);
     const response = await this.deps.records.batchUpdateRecords(
       {
@@ -193,7 +201,7 @@ export class RecordOperations {
       },
       request.call,
     );
-    return { records: response.records.map((record) => presentRecord(record)) };
+    return new JsonText(`{"records":${recordsJson(response.records)}}`);
   }
 
   async batchDelete(

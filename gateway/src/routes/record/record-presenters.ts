@@ -1,23 +1,21 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import { ResponseFormat, RichTextFormat } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import type { z } from "zod";
 import { idOf, required, timeOf } from "../../presentation/wire-values.js";
-import type { RecordSchema, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
+import type { ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
 
 /**
- * A record as SPEC section 8 writes it. `data` arrives as JSON text of an object, already keyed
- * as the response format says and with the values as the contract writes them.
+ * A record as SPEC section 8 writes it, as JSON text. `data` arrives as JSON text of an object,
+ * already keyed as the response format says and with the values as the contract writes them,
+ * and goes into the answer as it is.
  */
-export function presentRecord(record: RecordMessage | undefined): z.output<typeof RecordSchema> {
+export function recordJson(record: RecordMessage | undefined): string {
   const r = required(record, "record");
-  return {
-    row_id: idOf(r.rowId),
-    table_id: idOf(r.tableId),
-    created_at: timeOf(r.createdAt),
-    updated_at: timeOf(r.updatedAt),
-    data: r.dataJson === "" ? {} : (JSON.parse(r.dataJson) as JsonObject),
-  };
+  return `{"row_id":${idOf(r.rowId)},"table_id":${idOf(r.tableId)},"created_at":${JSON.stringify(timeOf(r.createdAt))},"updated_at":${JSON.stringify(timeOf(r.updatedAt))},"data":${r.dataJson === "" ? "{}" : r.dataJson}}`;
+}
+
+/** Records as a JSON array (`recordJson` each). */
+export function recordsJson(records: readonly RecordMessage[]): string {
+  return `[${records.map((record) => recordJson(record)).join(",")}]`;
 }
 
 const RESPONSE_FORMAT_VALUES: Record<ResponseFormatName, ResponseFormat> = {
