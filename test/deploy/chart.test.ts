@@ -629,7 +629,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     }
   });
 
-  it("gives the busy processes a larger young generation, kept beside a user's own env", () => {
+  it("gives the busy processes a larger young generation and request, kept beside a user's env", () => {
     const nodeOptions = (manifests: Manifest[], name: string) =>
       named(manifests, "ConfigMap", `rowbase-${name}`)!.data.NODE_OPTIONS;
     const manifests = render("deploy/ci-values/ingress.yaml");
@@ -639,6 +639,14 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     for (const name of ["identity", "catalog", "files"]) {
       expect(nodeOptions(manifests, name), name).toBeUndefined();
     }
+    // They request the memory they hold under load; every process keeps the defaults' limit.
+    const resources = (name: string) =>
+      named(manifests, "Deployment", `rowbase-${name}`)!.spec.template.spec.containers[0].resources;
+    expect(resources("records")).toEqual({
+      requests: { cpu: "100m", memory: "256Mi" },
+      limits: { memory: "512Mi" },
+    });
+    expect(resources("identity").limits).toEqual(resources("records").limits);
     const own = helmTemplate(chart, "rowbase", [
       "-f",
       "deploy/ci-values/ingress.yaml",
