@@ -21,7 +21,8 @@ export interface ChartProcess {
 export async function chartProcesses(root: string): Promise<Record<Piece, ChartProcess>> {
   const values = parse(await readFile(path.join(root, "helm/rowbase/values.yaml"), "utf8"));
   interface Section {
-    resources?: { limits?: { memory?: string } };
+    // YAML reads a limit given in plain bytes as a number.
+    resources?: { limits?: { memory?: string | number } };
     env?: Record<string, unknown>;
   }
   const defaults = values.serviceDefaults as Section;
@@ -31,7 +32,7 @@ export async function chartProcesses(root: string): Promise<Record<Piece, ChartP
     const memory = own.resources?.limits?.memory ?? defaults.resources?.limits?.memory;
     const nodeOptions = own.env?.NODE_OPTIONS ?? defaults.env?.NODE_OPTIONS;
     processes[piece] = {
-      ...(memory === undefined ? {} : { memoryLimit: quantityBytes(memory) }),
+      ...(memory === undefined ? {} : { memoryLimit: quantityBytes(String(memory)) }),
       ...(nodeOptions === undefined ? {} : { nodeOptions: String(nodeOptions) }),
     };
   }
@@ -52,7 +53,7 @@ const UNITS: Record<string, number> = {
 export function quantityBytes(quantity: string): number {
   const match = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|K|M|G)?$/.exec(quantity.trim());
   if (!match) throw new Error(`unsupported memory quantity ${JSON.stringify(quantity)}`);
-  return Math.round(Number(match[1]) * (UNITS[match[2] ?? ""] ?? 1));
+  return Math.round(Number(match[1]) * UNITS[match[2] ?? ""]!);
 }
 
 /** Memory cgroups the benchmark made, one per piece, like a pod's container limit. */
