@@ -183,15 +183,8 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
     await client.query(
       prepared(
         `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0)),
-            (exists (select 1 from deleted_table where table_id = $3)
-             or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
-        [
-          `records.organization:${organizationId}`,
-          `records.table:${tableId}`,
-          tableId,
-          organizationId,
-        ],
+            pg_advisory_xact_lock_shared(hashtextextended($2, 0))`,
+        [`records.organization:${organizationId}`, `records.table:${tableId}`],
       ),
     );
     await client.query(
@@ -199,6 +192,8 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: s
         `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
+     where not exists (select 1 from deleted_table where table_id = $1)
+       and not exists (select 1 from deleted_organization where organization_id = $2)
      order by item.n
      returning ${columnsButData()}`,
         [tableId, organizationId, target.actor, `[${datas.join(",")}]`],

@@ -163,9 +163,7 @@ export class Records {
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      if (!(await lockForCreate(em, schema.tableId, schema.organizationId))) {
-        throw tableNotFound();
-      }
+      await lockForCreate(em, schema.tableId, schema.organizationId);
       const datas = checked.map((values) => applyValues({}, values));
       for (const field of schema.fields.filter((f) => f.type === "autonumber")) {
         const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
@@ -182,6 +180,7 @@ export class Records {
         },
         datas,
       );
+      if (!records) throw tableNotFound();
       for (const record of records) {
         changes.auditRecord(
           scopeOf(schema),

@@ -102,25 +102,23 @@ function organizationLockKey(organizationId: bigint): string {
 /**
  * Taken (shared) by every create until its transaction ends, and exclusively by the deletion of
  * the table or the organization: a create either commits before the deletion removes what it
- * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) — so a
- * create racing a deletion never leaves a record behind. Returns whether the table can still take
- * records.
+ * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) that
+ * `insertRecords` looks for — so a create racing a deletion never leaves a record behind. The
+ * mark is looked for in the next statement, not in this one: a statement reads the snapshot of
+ * its start, from before a wait for the deletion's lock, and would not see the mark it committed.
  */
 export async function lockForCreate(
   em: EntityManager,
   tableId: bigint,
   organizationId: bigint,
-): Promise<boolean> {
-  const rows = await query<{ gone: boolean }>(
+): Promise<void> {
+  await query(
     em,
     `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0)),
-            (exists (select 1 from deleted_table where table_id = $3)
-             or exists (select 1 from deleted_organization where organization_id = $4)) as gone`,
-    [organizationLockKey(organizationId), tableLockKey(tableId), tableId, organizationId],
+            pg_advisory_xact_lock_shared(hashtextextended($2, 0))`,
+    [organizationLockKey(organizationId), tableLockKey(tableId)],
     { prepare: true },
   );
-  return rows[0]?.gone !== true;
 }
 
 export async function lockTableExclusive(em: EntityManager, tableId: bigint): Promise<void> {
@@ -248,13 +246,14 @@ export async function numberExistingRecords(
 
 /**
  * Inserts records in the given order; the result is in the same order (identities are assigned
- * in the order of the ordered select).
+ * in the order of the ordered select). Inserts nothing and returns undefined when the table or
+ * its organization is marked deleted (see `lockForCreate`, taken before).
  */
 export async function insertRecords(
   em: EntityManager,
   target: { tableId: bigint; organizationId: bigint; actor: string },
   datas: readonly JsonObject[],
-): Promise<StoredRecord[]> {
+): Promise<StoredRecord[] | undefined> {
   // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
   // array literal, escaping every quote of every record), and the data not read back: it is
   // what was sent. Identity values are taken in the order the rows are inserted, `n`'s order,
@@ -264,11 +263,14 @@ export async function insertRecords(
     `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
+     where not exists (select 1 from deleted_table where table_id = $1)
+       and not exists (select 1 from deleted_organization where organization_id = $2)
      order by item.n
      returning ${columnsButData()}`,
     [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
     { prepare: true },
   );
+  if (rows.length !== datas.length) return undefined;
   const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
   return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
 }
