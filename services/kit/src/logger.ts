@@ -26,7 +26,11 @@ const redact = [
 
 /**
  * JSON logs with the service name on every line, the trace id on every line written while a
- * request is handled (`trace_id`), and secrets redacted.
+ * request is handled (`trace_id`), and secrets redacted. Lines go to stdout asynchronously, off
+ * the event loop: written synchronously, each request's line was a write(2) on it, and a log
+ * pipe that stalls would stall every request. Lines that arrive while a write is under way go
+ * out together with the next one. pino flushes what is left when the process exits; a SIGKILL
+ * loses at most the lines not yet written.
  */
 export function createLogger(
   service: string,
@@ -40,5 +44,5 @@ export function createLogger(
     redact: { paths: redact, censor: "[redacted]" },
     mixin: traceLogFields,
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
 }
