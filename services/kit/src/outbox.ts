@@ -50,8 +50,14 @@ const ENQUEUE_CHUNK = 5000;
  * entry: a payload as a top-level Buffer parameter travels as binary, where a `bytea[]` array
  * would be written out as hex text (twice its size, then concatenated into one literal).
  */
-export function outboxInsert(entries: readonly OutboxEntry[]): { sql: string; params: unknown[] } {
-  const rows = entries.map((_, i) => `($${3 * i + 1}::uuid, $${3 * i + 2}, $${3 * i + 3}::bytea)`);
+export function outboxInsert(
+  entries: readonly OutboxEntry[],
+  firstParam = 1,
+): { sql: string; params: unknown[] } {
+  const rows = entries.map((_, i) => {
+    const at = firstParam + 3 * i;
+    return `($${at}::uuid, $${at + 1}, $${at + 2}::bytea)`;
+  });
   return {
     sql: `insert into outbox (event_id, subject, payload) values ${rows.join(", ")}`,
     params: entries.flatMap((entry) => [
@@ -70,13 +76,50 @@ const PREPARED_ROWS_MAX = 4;
  * (values as real query parameters, not SQL text): they are published if and only if the change
  * commits.
  */
-export async function enqueueEvents(em: EntityManager, entries: OutboxEntry[]): Promise<void> {
+export async function enqueueEvents(
+  em: EntityManager,
+  entries: readonly OutboxEntry[],
+): Promise<void> {
   for (let start = 0; start < entries.length; start += ENQUEUE_CHUNK) {
     const chunk = entries.slice(start, start + ENQUEUE_CHUNK);
     const { sql, params } = outboxInsert(chunk);
     // One text per row count: the counts of single writes are prepared, a few texts in all.
     await query(em, sql, params, { prepare: chunk.length <= PREPARED_ROWS_MAX });
   }
+}
+
+/**
+ * Runs `sql` (one statement that does not start with WITH) and adds `entries` to the outbox in
+ * the same statement, as a data-modifying WITH in front of it: the last statement of a
+ * transaction takes its events along instead of sending them in a round trip of their own.
+ * Returns the statement's rows. Events past one insert's worth go in a statement of their own
+ * first, in order.
+ */
+export async function queryWithOutbox<R extends object = Record<string, unknown>>(
+  em: EntityManager,
+  entries: readonly OutboxEntry[],
+  sql: string,
+  params: readonly unknown[],
+  options: { prepare?: boolean } = {},
+): Promise<R[]> {
+  if (entries.length === 0) return query<R>(em, sql, params, options);
+  const last = Math.floor((entries.length - 1) / ENQUEUE_CHUNK) * ENQUEUE_CHUNK;
+  if (last > 0) await enqueueEvents(em, entries.slice(0, last));
+  const chunk = entries.slice(last);
+  const statement = withOutboxInsert(chunk, sql, params);
+  return query<R>(em, statement.sql, statement.params, {
+    prepare: options.prepare === true && chunk.length <= PREPARED_ROWS_MAX,
+  });
+}
+
+/** `sql` with `entries` (one insert's worth) added to the outbox in front of it. */
+export function withOutboxInsert(
+  entries: readonly OutboxEntry[],
+  sql: string,
+  params: readonly unknown[],
+): { sql: string; params: unknown[] } {
+  const insert = outboxInsert(entries, params.length + 1);
+  return { sql: `with enqueued as (${insert.sql}) ${sql}`, params: [...params, ...insert.params] };
 }
 
 /**

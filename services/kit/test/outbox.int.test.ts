@@ -12,6 +12,7 @@ import {
   type Orm,
   OUTBOX_TABLE_SQL,
   OutboxRelay,
+  queryWithOutbox,
 } from "../src/index.js";
 import { createTestDatabase, testInfra, uniqueName } from "../src/testing.js";
 
@@ -176,5 +177,47 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
         );
     expect(await published()).toEqual([{ published: false }]);
     await orm.em.fork().execute("delete from outbox where event_id = ?", [eventId]);
+  });
+
+  it("writes events with a statement, in order, past one insert's worth too, or not at all", async () => {
+    const entriesOf = (prefix: string, count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        subject: `test.with.${prefix}.${i}`,
+        payload: new Uint8Array([i % 256]),
+        eventId: randomUUID(),
+      }));
+    const stored = async (prefix: string) =>
+      (
+        await orm.em
+          .fork()
+          .execute<{ event_id: string }[]>(
+            "select event_id from outbox where subject like ? order by seq",
+            [`test.with.${prefix}.%`],
+          )
+      ).map((row) => row.event_id);
+    const one = entriesOf("one", 2);
+    const rows = await orm.em.fork().transactional((em) =>
+      queryWithOutbox<{ sum: number }>(em, one, "select $1::int + $2::int as sum", [2, 3], {
+        prepare: true,
+      }),
+    );
+    expect(rows).toEqual([{ sum: 5 }]);
+    expect(await stored("one")).toEqual(one.map((e) => e.eventId));
+
+    // 5000 rows is one insert's worth: the first 5000 go on their own, then the rest with it.
+    const many = entriesOf("many", 5003);
+    await orm.em
+      .fork()
+      .transactional((em) => queryWithOutbox(em, many, "select $1::text as echo", ["x"]));
+    expect(await stored("many")).toEqual(many.map((e) => e.eventId));
+
+    await expect(
+      orm.em.fork().transactional(async (em) => {
+        await queryWithOutbox(em, entriesOf("undone", 3), "select 1", []);
+        throw new Error("abort");
+      }),
+    ).rejects.toThrow("abort");
+    expect(await stored("undone")).toEqual([]);
+    await orm.em.fork().execute("delete from outbox where subject like 'test.with.%'");
   });
 });

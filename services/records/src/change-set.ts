@@ -96,8 +96,16 @@ export class ChangeSet {
    * audit events, several to a message when there are several.
    */
   async flush(): Promise<void> {
-    const entries = [...this.pending.splice(0), ...batchAuditEvents(this.audits.splice(0))];
+    const entries = this.takeEvents();
     if (entries.length > 0) await enqueueEvents(this.em, entries);
+  }
+
+  /**
+   * The events added so far, in `flush`'s order, for the caller's next statement to write
+   * (kit's `queryWithOutbox`); they are the caller's to write from then on.
+   */
+  takeEvents(): OutboxEntry[] {
+    return [...this.pending.splice(0), ...batchAuditEvents(this.audits.splice(0))];
   }
 
   /**

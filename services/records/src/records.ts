@@ -189,10 +189,13 @@ export class Records {
           valueChanges(schema.fields, {}, record.data),
         );
       }
-      // Counted last: the organization's usage row stays locked from here to the commit, and
-      // every create of the organization waits for it (a refusal rolls the inserts back).
-      await changes.flush();
-      if (!(await reserveRecords(em, schema.organizationId, checked.length, quota.records))) {
+      // Counted last, with the events: the organization's usage row stays locked from here to
+      // the commit, and every create of the organization waits for it (a refusal rolls the
+      // inserts back).
+      const events = changes.takeEvents();
+      if (
+        !(await reserveRecords(em, schema.organizationId, checked.length, quota.records, events))
+      ) {
         throw recordLimitExceeded();
       }
       // A new row has no file yet (row ids are never reused, and an upload needs the committed
@@ -311,21 +314,17 @@ export class Records {
       patches.forEach((patch, index) => {
         const before = byId.get(patch.rowId)!;
         const data = applyValues(before.data, checked[index]!);
-        if (valueChanges(schema.fields, before.data, data).length > 0) {
+        const changed = valueChanges(schema.fields, before.data, data);
+        if (changed.length > 0) {
           writes.push({ rowId: patch.rowId, data });
+          changes.auditRecord(scopeOf(schema), "updated", patch.rowId, changed);
         }
       });
       const written =
-        writes.length > 0 ? await writeRecords(em, actorName(call.principal), writes) : [];
-      for (const after of written) {
-        changes.auditRecord(
-          scopeOf(schema),
-          "updated",
-          after.rowId,
-          valueChanges(schema.fields, byId.get(after.rowId)!.data, after.data),
-        );
-        byId.set(after.rowId, after);
-      }
+        writes.length > 0
+          ? await writeRecords(em, actorName(call.principal), writes, changes.takeEvents())
+          : [];
+      for (const after of written) byId.set(after.rowId, after);
       return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };
     });
   }
@@ -352,9 +351,8 @@ export class Records {
       if (found.length !== rowIds.length) throw recordNotFound();
       await deleteRecords(em, schema.tableId, rowIds);
       await this.announceDeletion(changes, schema, found);
-      // Last, as in create: the usage row stays locked until the commit.
-      await changes.flush();
-      await releaseRecords(em, schema.organizationId, found.length);
+      // Last, with the events, as in create: the usage row stays locked until the commit.
+      await releaseRecords(em, schema.organizationId, found.length, changes.takeEvents());
       return rowIds;
     });
   }

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query } from "@rowbase/kit";
+import { type OutboxEntry, query, queryWithOutbox } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
 
 /**
@@ -138,17 +138,20 @@ export async function lockOrganizationExclusive(
  * Counts `count` new records against the organization's limit in the caller's transaction, in
  * one statement: it either takes the whole batch or nothing, and the row lock it takes orders
  * parallel creates of the organization until they commit, so the count never passes the limit.
- * Callers do it last, just before the commit, so that the lock is held as briefly as possible.
- * Returns false when the batch would pass the limit.
+ * Callers do it last, just before the commit, so that the lock is held as briefly as possible,
+ * and give it the transaction's `events` to write to the outbox in the same statement. Returns
+ * false when the batch would pass the limit (the caller then rolls back, events included).
  */
 export async function reserveRecords(
   em: EntityManager,
   organizationId: bigint,
   count: number,
   limit: bigint,
+  events: readonly OutboxEntry[] = [],
 ): Promise<boolean> {
-  const rows = await query(
+  const rows = await queryWithOutbox(
     em,
+    events,
     `insert into organization_usage as u (organization_id, records)
      select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
      on conflict (organization_id) do update set records = u.records + excluded.records
@@ -160,15 +163,17 @@ export async function reserveRecords(
   return rows.length > 0;
 }
 
-/** Gives back the count of deleted records. */
+/** Gives back the count of deleted records; writes `events` to the outbox in the same statement. */
 export async function releaseRecords(
   em: EntityManager,
   organizationId: bigint,
   count: number,
+  events: readonly OutboxEntry[] = [],
 ): Promise<void> {
-  if (count === 0) return;
-  await query(
+  if (count === 0 && events.length === 0) return;
+  await queryWithOutbox(
     em,
+    events,
     `update organization_usage set records = greatest(records - $2, 0)
      where organization_id = $1`,
     [organizationId, count],
@@ -295,16 +300,21 @@ export async function findRecords(
   );
 }
 
-/** Writes new data for records (already locked) and stamps the change. */
+/**
+ * Writes new data for records (already locked) and stamps the change; writes `events` to the
+ * outbox in the same statement.
+ */
 export async function writeRecords(
   em: EntityManager,
   actor: string,
   changes: readonly { rowId: bigint; data: JsonObject }[],
+  events: readonly OutboxEntry[] = [],
 ): Promise<StoredRecord[]> {
   // As insertRecords: the data as one JSON array (paired with the row ids by position), not
   // read back. Row ids are distinct (the caller refuses a record named twice).
-  const rows = await query<Omit<RecordRow, "data">>(
+  const rows = await queryWithOutbox<Omit<RecordRow, "data">>(
     em,
+    events,
     `update record r set data = item.data, updated_at = now(), updated_by = $1
      from unnest($2::bigint[]) with ordinality as id(row_id, n)
        join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
@@ -319,19 +329,16 @@ export async function writeRecords(
     .sort(byRowId);
 }
 
-/** Deletes records of a table (already locked); returns the ones deleted. */
+/** Deletes records of a table (already locked, so the caller has read what it deletes). */
 export async function deleteRecords(
   em: EntityManager,
   tableId: bigint,
   rowIds: readonly bigint[],
-): Promise<StoredRecord[]> {
-  const rows = await recordsOf(
-    em,
-    `delete from record where table_id = $1 and row_id = any($2::bigint[])
-     returning ${RECORD_COLUMNS}`,
-    [tableId, rowIds],
-  );
-  return rows.sort(byRowId);
+): Promise<void> {
+  await query(em, "delete from record where table_id = $1 and row_id = any($2::bigint[])", [
+    tableId,
+    rowIds,
+  ]);
 }
 
 /**
