@@ -113,9 +113,19 @@ export function markdown(summary: Summary, usage: Map<string, ScenarioUsage>): s
           `| ${name} | ${columns.map((p) => cell(used.cpu[p] ?? null, 0)).join(" | ")} | ${cell(used.rawCpu?.postgres ?? null, 0)} | ${cell(used.rawCpu?.machine ?? null, 0)} |`,
       ),
       "",
+      `| CPU ms per request | ${[...processes, "postgres"].join(" | ")} | raw: postgres |`,
+      `|---|${[...processes, "postgres"].map(() => "---:").join("|")}|---:|`,
+      ...[...usage].map(([name, used]) => {
+        const result = summary.scenarios.find((s) => s.name === name);
+        const perRequest = (share: number | undefined, rate: number | null | undefined) =>
+          cell(share === undefined || !rate ? null : (share * 10) / rate, 2);
+        return `| ${name} | ${[...processes, "postgres"].map((p) => perRequest(used.cpu[p], result?.rps)).join(" | ")} | ${perRequest(used.rawCpu?.postgres, result?.raw_rps)} |`;
+      }),
+      "",
       "postgres = the backends serving the benchmark's database; bench = this process (autocannon " +
         "and the raw-postgres loops); machine = every core together " +
-        `(${os.cpus().length * 100} % is all of them), whoever used them.`,
+        `(${os.cpus().length * 100} % is all of them), whoever used them. CPU ms per request ` +
+        "= CPU % / req/s x 10: steadier across runs than req/s, which the machine's noise moves.",
     );
   }
   return `${lines.join("\n")}\n`;
