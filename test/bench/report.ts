@@ -125,7 +125,7 @@ export function markdown(summary: Summary, usage: Map<string, ScenarioUsage>): s
       "postgres = the backends serving the benchmark's database; bench = this process (autocannon " +
         "and the raw-postgres loops); machine = every core together " +
         `(${os.cpus().length * 100} % is all of them), whoever used them. CPU ms per request ` +
-        "= CPU % / req/s x 10: steadier across runs than req/s, which the machine's noise moves.",
+        "= CPU % / req/s x 10: it moves less than req/s with the machine's noise.",
     );
   }
   return `${lines.join("\n")}\n`;
