@@ -3,7 +3,9 @@ import { fromBinary } from "@bufbuild/protobuf";
 import {
   batchAuditEvents,
   buildAuditEvent,
+  OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
+  outboxInsert,
   preparedName,
   SUBJECTS,
   withOutboxInsert,
@@ -179,42 +181,48 @@ function audits(event: AuditEvent, count: number): OutboxEntry[] {
   );
 }
 
-/** Records.create: lock, insert, quota last with one audit event per record, in one transaction. */
+/**
+ * Records.create of a table without autonumber fields: row ids first, then one statement
+ * (record-store's `allocateRowIds` and `createRecords`) that passes `create_gate`, inserts the
+ * records and one audit event per record, outside a transaction.
+ */
 export async function rawCreate(client: Client, target: RawWriteTarget, datas: string[]) {
   const { tableId, organizationId } = target;
-  await transaction(client, async () => {
-    await client.query(
-      prepared(
-        `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0))`,
-        [`records.organization:${organizationId}`, `records.table:${tableId}`],
-      ),
-    );
-    await client.query(
-      prepared(
-        `insert into record (table_id, organization_id, data, created_by, updated_by)
-     select $1, $2, item.data, $3, $3
-     from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
-     where not exists (select 1 from deleted_table where table_id = $1)
-       and not exists (select 1 from deleted_organization where organization_id = $2)
-     order by item.n
-     returning ${columnsButData()}`,
-        [tableId, organizationId, target.actor, `[${datas.join(",")}]`],
-      ),
-    );
-    const reserved = await client.query(
-      withEvents(
-        audits(target.createdEvent, datas.length),
-        `insert into organization_usage as u (organization_id, records)
-     select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
-     on conflict (organization_id) do update set records = u.records + excluded.records
-       where u.records + excluded.records <= $3::bigint
-     returning records`,
-        [organizationId, datas.length, "1000000000000000"],
-      ),
-    );
-    if (reserved.rows.length !== 1) throw new Error("raw quota row refused the batch");
-  });
+  const ids = await client.query<{ id: string }>(
+    prepared(
+      `select nextval(pg_get_serial_sequence('record', 'row_id')) as id
+     from generate_series(1, $1::int) order by 1`,
+      [datas.length],
+    ),
+  );
+  const events = audits(target.createdEvent, datas.length);
+  const params: unknown[] = [
+    tableId,
+    organizationId,
+    datas.length,
+    "1000000000000000",
+    target.actor,
+    ids.rows.map((row) => row.id),
+    `[${datas.join(",")}]`,
+  ];
+  const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
+  const text = `with gate as materialized (
+       select create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint) as outcome
+     ),
+     inserted as (
+       insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
+       select id.row_id, $1, $2, item.data, $5, $5
+       from unnest($6::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements($7::jsonb) with ordinality as item(data, n) using (n)
+       where (select outcome from gate) = 'ok'
+       returning ${columnsButData()}
+     ), enqueued as (${enqueue.sql})
+     select gate.outcome, inserted.* from gate left join inserted on true`;
+  const values = [...params, ...enqueue.params];
+  const created = await client.query<{ outcome: string }>(
+    events.length <= OUTBOX_PREPARED_EVENTS_MAX ? prepared(text, values) : { text, values },
+  );
+  if (created.rows[0]?.outcome !== "ok") throw new Error("raw create refused");
 }
 
 /**

@@ -48,18 +48,24 @@ const ENQUEUE_CHUNK = 5000;
 /**
  * The statement that adds `entries` to the outbox, in order, with one row of parameters per
  * entry: a payload as a top-level Buffer parameter travels as binary, where a `bytea[]` array
- * would be written out as hex text (twice its size, then concatenated into one literal).
+ * would be written out as hex text (twice its size, then concatenated into one literal). Its
+ * parameters are numbered from `firstParam`; with `condition` (SQL) it adds them only when that
+ * holds, for a statement that decides in itself whether its change is made.
  */
 export function outboxInsert(
   entries: readonly OutboxEntry[],
   firstParam = 1,
+  condition?: string,
 ): { sql: string; params: unknown[] } {
   const rows = entries.map((_, i) => {
     const at = firstParam + 3 * i;
     return `($${at}::uuid, $${at + 1}, $${at + 2}::bytea)`;
   });
+  const values = `values ${rows.join(", ")}`;
   return {
-    sql: `insert into outbox (event_id, subject, payload) values ${rows.join(", ")}`,
+    sql: `insert into outbox (event_id, subject, payload) ${
+      condition ? `select * from (${values}) as event where ${condition}` : values
+    }`,
     params: entries.flatMap((entry) => [
       entry.eventId,
       entry.subject,
@@ -69,7 +75,7 @@ export function outboxInsert(
 }
 
 /** Inserts of up to this many events go as prepared statements (`query`'s `prepare`). */
-const PREPARED_ROWS_MAX = 4;
+export const OUTBOX_PREPARED_EVENTS_MAX = 4;
 
 /**
  * Records events in the caller's transaction, in order, with one statement per 5000 events
@@ -84,7 +90,7 @@ export async function enqueueEvents(
     const chunk = entries.slice(start, start + ENQUEUE_CHUNK);
     const { sql, params } = outboxInsert(chunk);
     // One text per row count: the counts of single writes are prepared, a few texts in all.
-    await query(em, sql, params, { prepare: chunk.length <= PREPARED_ROWS_MAX });
+    await query(em, sql, params, { prepare: chunk.length <= OUTBOX_PREPARED_EVENTS_MAX });
   }
 }
 
@@ -108,7 +114,7 @@ export async function queryWithOutbox<R extends object = Record<string, unknown>
   const chunk = entries.slice(last);
   const statement = withOutboxInsert(chunk, sql, params);
   return query<R>(em, statement.sql, statement.params, {
-    prepare: options.prepare === true && chunk.length <= PREPARED_ROWS_MAX,
+    prepare: options.prepare === true && chunk.length <= OUTBOX_PREPARED_EVENTS_MAX,
   });
 }
 

@@ -48,8 +48,8 @@ export function actorName(principal: Principal | undefined): string {
 }
 
 /**
- * What one transaction changes besides its rows: events written to the outbox, published if and
- * only if the transaction commits.
+ * What one transaction (or one statement, `Transactions.once`) changes besides its rows: events
+ * written to the outbox, published if and only if the change commits.
  */
 export class ChangeSet {
   private readonly pending: OutboxEntry[] = [];
@@ -64,6 +64,11 @@ export class ChangeSet {
 
   get enqueuedEvents(): number {
     return this.events;
+  }
+
+  /** Events added and not yet written or taken. */
+  get untaken(): number {
+    return this.pending.length + this.audits.length;
   }
 
   /** Adds an event; it reaches the outbox with the others at `flush`, before the commit. */
@@ -147,6 +152,20 @@ export class Transactions {
   /** A fresh EntityManager for reads outside a transaction. */
   em(): EntityManager {
     return this.orm.em.fork();
+  }
+
+  /**
+   * Runs `work` without a transaction: for a change that one statement makes (atomic by itself)
+   * and that writes its events with it (`takeEvents`). Wakes the outbox relay after.
+   */
+  async once<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
+    const changes = new ChangeSet(this.em(), context);
+    const result = await work(changes);
+    if (changes.untaken > 0) {
+      throw new Error("events were added outside a transaction and not written");
+    }
+    if (changes.enqueuedEvents > 0) this.relay.kick();
+    return result;
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {

@@ -4,6 +4,8 @@ import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_e
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
 import {
+  allocateRowIds,
+  createRecords,
   deleteRecords,
   findRecords,
   insertRecords,
@@ -116,6 +118,22 @@ function scopeOf(schema: TableSchema) {
   };
 }
 
+/** An audit event `record.created` per record, every value set as a change. */
+function auditCreated(
+  changes: ChangeSet,
+  schema: TableSchema,
+  records: readonly { rowId: bigint; data: JsonObject }[],
+): void {
+  for (const record of records) {
+    changes.auditRecord(
+      scopeOf(schema),
+      "created",
+      record.rowId,
+      valueChanges(schema.fields, {}, record.data),
+    );
+  }
+}
+
 function batchSizeProblem(key: string, count: number, what: string): ValidationItem | undefined {
   if (count >= 1 && count <= BATCH_MAX) return undefined;
   return { key, message: `must hold 1-${BATCH_MAX} ${what}`, source: "body" };
@@ -160,11 +178,35 @@ export class Records {
     });
     if (items.length > 0) throw validationFailed(items);
     const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
+    const datas = checked.map((values) => applyValues({}, values));
+    // A new row has no file yet (row ids are never reused, and an upload needs the committed
+    // row), so files is not asked: a create must not fail with 503 after it committed.
+    if (!schema.fields.some((field) => field.type === "autonumber")) {
+      return this.deps.tx.once(call, async (changes) => {
+        const rowIds = await allocateRowIds(changes.em, datas.length);
+        const rows = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
+        auditCreated(changes, schema, rows);
+        const created = await createRecords(
+          changes.em,
+          {
+            tableId: schema.tableId,
+            organizationId: schema.organizationId,
+            actor: actorName(call.principal),
+            limit: quota.records,
+          },
+          rows,
+          changes.takeEvents(),
+        );
+        if (created.outcome === "gone") throw tableNotFound();
+        if (created.outcome === "over_limit") throw recordLimitExceeded();
+        return { schema, records: created.records, files: new Map() };
+      });
+    }
 
+    // Autonumbers are taken in the transaction, so that a refused create gives none away.
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       await lockForCreate(em, schema.tableId, schema.organizationId);
-      const datas = checked.map((values) => applyValues({}, values));
       for (const field of schema.fields.filter((f) => f.type === "autonumber")) {
         const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
         datas.forEach((data, index) => {
@@ -181,14 +223,7 @@ export class Records {
         datas,
       );
       if (!records) throw tableNotFound();
-      for (const record of records) {
-        changes.auditRecord(
-          scopeOf(schema),
-          "created",
-          record.rowId,
-          valueChanges(schema.fields, {}, record.data),
-        );
-      }
+      auditCreated(changes, schema, records);
       // Counted last, with the events: the organization's usage row stays locked from here to
       // the commit, and every create of the organization waits for it (a refusal rolls the
       // inserts back).
@@ -198,8 +233,6 @@ export class Records {
       ) {
         throw recordLimitExceeded();
       }
-      // A new row has no file yet (row ids are never reused, and an upload needs the committed
-      // row), so files is not asked: a create must not fail with 503 after it committed.
       return { schema, records, files: new Map() };
     });
   }

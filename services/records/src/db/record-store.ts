@@ -1,6 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type OutboxEntry, query, queryWithOutbox } from "@rowbase/kit";
+import {
+  OUTBOX_PREPARED_EVENTS_MAX,
+  type OutboxEntry,
+  outboxInsert,
+  query,
+  queryWithOutbox,
+} from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
 
 /**
@@ -132,6 +138,76 @@ export async function lockOrganizationExclusive(
   await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
     organizationLockKey(organizationId),
   ]);
+}
+
+/** `count` new row ids, ascending, for records a create is about to insert. */
+export async function allocateRowIds(em: EntityManager, count: number): Promise<bigint[]> {
+  const rows = await query<{ id: string }>(
+    em,
+    `select nextval(pg_get_serial_sequence('record', 'row_id')) as id
+     from generate_series(1, $1::int) order by 1`,
+    [count],
+    { prepare: true },
+  );
+  return rows.map((row) => BigInt(row.id));
+}
+
+export type CreateOutcome =
+  | { outcome: "ok"; records: StoredRecord[] }
+  | { outcome: "gone" }
+  | { outcome: "over_limit" };
+
+/**
+ * Creates records with their `events`, in one statement and so without a transaction around it:
+ * `create_gate` (migrations/create-gate.ts) takes the locks, looks for the deletion marks and
+ * counts the records against `limit`, and the records and the events are inserted only when it
+ * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
+ * ids from `allocateRowIds`; the result is in their order.
+ */
+export async function createRecords(
+  em: EntityManager,
+  target: { tableId: bigint; organizationId: bigint; actor: string; limit: bigint },
+  rows: readonly { rowId: bigint; data: JsonObject }[],
+  events: readonly OutboxEntry[],
+): Promise<CreateOutcome> {
+  const params: unknown[] = [
+    target.tableId,
+    target.organizationId,
+    rows.length,
+    target.limit,
+    target.actor,
+    rows.map((row) => row.rowId),
+    JSON.stringify(rows.map((row) => row.data)),
+  ];
+  const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
+  // One row with a null record when nothing was inserted.
+  const found = await query<{ outcome: string } & Omit<RecordRow, "data">>(
+    em,
+    `with gate as materialized (
+       select create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint) as outcome
+     ),
+     inserted as (
+       insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
+       select id.row_id, $1, $2, item.data, $5, $5
+       from unnest($6::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements($7::jsonb) with ordinality as item(data, n) using (n)
+       where (select outcome from gate) = 'ok'
+       returning ${columnsButData()}
+     )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
+     select gate.outcome, inserted.* from gate left join inserted on true`,
+    events.length > 0 ? [...params, ...enqueue.params] : params,
+    { prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX },
+  );
+  const outcome = found[0]?.outcome;
+  if (outcome === "gone" || outcome === "over_limit") return { outcome };
+  if (outcome !== "ok" || found.length !== rows.length) {
+    throw new Error(`create_gate answered ${outcome} with ${found.length} of ${rows.length} rows`);
+  }
+  const stored = new Map(found.map((row) => [row.row_id, toStored({ ...row, data: {} })]));
+  return {
+    outcome,
+    records: rows.map((row) => ({ ...stored.get(String(row.rowId))!, data: row.data })),
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { CreateGate } from "./create-gate.js";
 
 /**
  * Records (ARCHITECTURE "Data"): one table for the rows of every table, values in `data` keyed by
@@ -9,7 +10,8 @@ import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
  *
  * `organization_usage.records` counts each organization's records; every create and delete
  * changes it in the same transaction, and a create passes only through a conditional update
- * (`records + n <= limit`), so parallel creates never overshoot the plan.
+ * (`records + n <= limit`), so parallel creates never overshoot the plan (see also
+ * `create_gate`, create-gate.ts).
  *
  * `autonumber_counter` holds the last number given per autonumber field. `processed_event`
  * remembers, per consumer, the catalog and organization events already applied (they are not all
@@ -70,4 +72,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema];
+export const migrations = [InitialSchema, CreateGate];
