@@ -8,11 +8,12 @@ import {
   createRecords,
   deleteRecords,
   findRecords,
+  type GateOutcome,
   insertRecords,
   lockForCreate,
   pageWithTotal,
+  passCreateGate,
   releaseRecords,
-  reserveRecords,
   takeAutonumbers,
   writeRecords,
 } from "./db/record-store.js";
@@ -118,6 +119,11 @@ function scopeOf(schema: TableSchema) {
   };
 }
 
+/** Why `create_gate` refused a create. */
+function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
+  return outcome === "gone" ? tableNotFound() : recordLimitExceeded();
+}
+
 /** An audit event `record.created` per record, every value set as a change. */
 function auditCreated(
   changes: ChangeSet,
@@ -197,8 +203,7 @@ export class Records {
           rows,
           changes.takeEvents(),
         );
-        if (created.outcome === "gone") throw tableNotFound();
-        if (created.outcome === "over_limit") throw recordLimitExceeded();
+        if (created.outcome !== "ok") throw refusedCreate(created.outcome);
         return { schema, records: created.records, files: new Map() };
       });
     }
@@ -222,17 +227,20 @@ export class Records {
         },
         datas,
       );
-      if (!records) throw tableNotFound();
       auditCreated(changes, schema, records);
-      // Counted last, with the events: the organization's usage row stays locked from here to
-      // the commit, and every create of the organization waits for it (a refusal rolls the
-      // inserts back).
-      const events = changes.takeEvents();
-      if (
-        !(await reserveRecords(em, schema.organizationId, checked.length, quota.records, events))
-      ) {
-        throw recordLimitExceeded();
-      }
+      // Last, with the events: the organization's usage row stays locked from here to the
+      // commit, and every create of the organization waits for it.
+      const outcome = await passCreateGate(
+        em,
+        {
+          tableId: schema.tableId,
+          organizationId: schema.organizationId,
+          count: records.length,
+          limit: quota.records,
+        },
+        changes.takeEvents(),
+      );
+      if (outcome !== "ok") throw refusedCreate(outcome);
       return { schema, records, files: new Map() };
     });
   }

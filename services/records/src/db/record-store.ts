@@ -109,9 +109,9 @@ function organizationLockKey(organizationId: bigint): string {
  * Taken (shared) by every create until its transaction ends, and exclusively by the deletion of
  * the table or the organization: a create either commits before the deletion removes what it
  * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) that
- * `insertRecords` looks for — so a create racing a deletion never leaves a record behind. The
- * mark is looked for in the next statement, not in this one: a statement reads the snapshot of
- * its start, from before a wait for the deletion's lock, and would not see the mark it committed.
+ * `create_gate` looks for — so a create racing a deletion never leaves a record behind. Taken
+ * first in a create's transaction (before autonumber counters, in the deletion's order);
+ * `create_gate` takes it again, held already, at the end.
  */
 export async function lockForCreate(
   em: EntityManager,
@@ -152,10 +152,15 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
   return rows.map((row) => BigInt(row.id));
 }
 
+/** What `create_gate` (migrations/create-gate.ts) answers. */
+export type GateOutcome = "ok" | "gone" | "over_limit";
+
+/** The call of `create_gate` on a statement's first four parameters. */
+const CREATE_GATE_CALL = "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint)";
+
 export type CreateOutcome =
   | { outcome: "ok"; records: StoredRecord[] }
-  | { outcome: "gone" }
-  | { outcome: "over_limit" };
+  | { outcome: Exclude<GateOutcome, "ok"> };
 
 /**
  * Creates records with their `events`, in one statement and so without a transaction around it:
@@ -184,7 +189,7 @@ export async function createRecords(
   const found = await query<{ outcome: string } & Omit<RecordRow, "data">>(
     em,
     `with gate as materialized (
-       select create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint) as outcome
+       select ${CREATE_GATE_CALL} as outcome
      ),
      inserted as (
        insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
@@ -211,32 +216,24 @@ export async function createRecords(
 }
 
 /**
- * Counts `count` new records against the organization's limit in the caller's transaction, in
- * one statement: it either takes the whole batch or nothing, and the row lock it takes orders
- * parallel creates of the organization until they commit, so the count never passes the limit.
- * Callers do it last, just before the commit, so that the lock is held as briefly as possible,
- * and give it the transaction's `events` to write to the outbox in the same statement. Returns
- * false when the batch would pass the limit (the caller then rolls back, events included).
+ * The last statement of a create's transaction: `create_gate` looks for the deletion marks and
+ * counts the records against `limit` (the usage row stays locked until the commit, so it comes
+ * last), and the transaction's `events` go to the outbox with it. Anything but `ok` means the
+ * caller rolls back, events included.
  */
-export async function reserveRecords(
+export async function passCreateGate(
   em: EntityManager,
-  organizationId: bigint,
-  count: number,
-  limit: bigint,
-  events: readonly OutboxEntry[] = [],
-): Promise<boolean> {
-  const rows = await queryWithOutbox(
+  target: { tableId: bigint; organizationId: bigint; count: number; limit: bigint },
+  events: readonly OutboxEntry[],
+): Promise<GateOutcome> {
+  const rows = await queryWithOutbox<{ outcome: GateOutcome }>(
     em,
     events,
-    `insert into organization_usage as u (organization_id, records)
-     select $1::bigint, $2::bigint where $2::bigint <= $3::bigint
-     on conflict (organization_id) do update set records = u.records + excluded.records
-       where u.records + excluded.records <= $3::bigint
-     returning records`,
-    [organizationId, count, limit],
+    `select ${CREATE_GATE_CALL} as outcome`,
+    [target.tableId, target.organizationId, target.count, target.limit],
     { prepare: true },
   );
-  return rows.length > 0;
+  return rows[0]!.outcome;
 }
 
 /** Gives back the count of deleted records; writes `events` to the outbox in the same statement. */
@@ -327,14 +324,13 @@ export async function numberExistingRecords(
 
 /**
  * Inserts records in the given order; the result is in the same order (identities are assigned
- * in the order of the ordered select). Inserts nothing and returns undefined when the table or
- * its organization is marked deleted (see `lockForCreate`, taken before).
+ * in the order of the ordered select).
  */
 export async function insertRecords(
   em: EntityManager,
   target: { tableId: bigint; organizationId: bigint; actor: string },
   datas: readonly JsonObject[],
-): Promise<StoredRecord[] | undefined> {
+): Promise<StoredRecord[]> {
   // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
   // array literal, escaping every quote of every record), and the data not read back: it is
   // what was sent. Identity values are taken in the order the rows are inserted, `n`'s order,
@@ -344,14 +340,11 @@ export async function insertRecords(
     `insert into record (table_id, organization_id, data, created_by, updated_by)
      select $1, $2, item.data, $3, $3
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
-     where not exists (select 1 from deleted_table where table_id = $1)
-       and not exists (select 1 from deleted_organization where organization_id = $2)
      order by item.n
      returning ${columnsButData()}`,
     [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
     { prepare: true },
   );
-  if (rows.length !== datas.length) return undefined;
   const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
   return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
 }

@@ -6,7 +6,9 @@ import { Migration } from "@mikro-orm/migrations";
  * for the deletion marks, and counts the records against the plan's limit in
  * `organization_usage`. A VOLATILE function's queries each read a fresh snapshot, so the marks
  * looked for after a wait on a deletion's lock include the one it committed. Answers `ok` (the
- * count is taken), `gone` (the table or its organization is deleted) or `over_limit`.
+ * count is taken), `gone` (the table or its organization is deleted) or `over_limit`. A create
+ * without autonumbers calls it in the statement that inserts; one with autonumbers, in a
+ * transaction, as its last statement (record-store's `createRecords`, `passCreateGate`).
  */
 export class CreateGate extends Migration {
   override up() {
