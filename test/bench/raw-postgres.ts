@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import {
   batchAuditEvents,
   buildAuditEvent,
   OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
-  outboxInsert,
   preparedName,
   SUBJECTS,
   withOutboxInsert,
@@ -15,17 +14,27 @@ import {
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import {
+  allocateRowIdsStatement,
+  createRecordsStatement,
+  findRecordsStatement,
+  listQuery,
+  pageStatement,
+  type SchemaField,
+  type Statement,
+  type TableSchema,
+  writeRecordsStatement,
+} from "@rowbase/records/statements";
 import pg from "pg";
+import type { Tenant } from "./seed.js";
 
 /**
  * The ceiling: the statements the records service sends for each scenario, sent straight to
  * PostgreSQL with `pg`, so that `rowbase / raw-postgres` says how much of what the database can
- * do the whole path (gateway, gRPC, the service) delivers.
- *
- * Keep these in step with services/records/src/records.ts (list, get, create, update) and
- * src/db/record-store.ts, src/query/{where-compiler,sort,value-expression}.ts: the benchmark
- * checks before measuring that each read returns what Rowbase returned (same total, same rows),
- * which catches a change of meaning but not one of form (a new index hint, another join).
+ * do the whole path (gateway, gRPC, the service) delivers. The statements are the service's own
+ * (`@rowbase/records/statements`); what this file keeps in step by hand is their order and
+ * transactions, as services/records/src/records.ts sends them. The benchmark also checks before
+ * measuring that each read returns what Rowbase returned (same total, same rows).
  *
  * Writes must not disturb what Rowbase reads or counts: raw creates go to a table and an
  * organization id that do not exist (their records never show in the benchmark table and their
@@ -34,115 +43,74 @@ import pg from "pg";
  * `bench_raw` first, so the statement is the service's own).
  */
 
-/** `floor(extract(epoch from col) * 1000)::float8` as record-store's `epochMs`. */
-const epochMs = (column: string) => `floor(extract(epoch from ${column}) * 1000)::float8`;
+type Client = pg.PoolClient;
 
-/** record-store's `recordColumns(alias)`. */
-function recordColumns(alias?: string): string {
-  return `${columnsButData(alias)}, ${alias ? `${alias}.` : ""}data`;
+/** Sends a statement as kit's `query` does: named when the service prepares it. */
+function send<R extends pg.QueryResultRow>(client: Client, statement: Statement) {
+  const { sql: text, params: values, prepare } = statement;
+  return client.query<R>(prepare ? { name: preparedName(text), text, values } : { text, values });
 }
 
-/** record-store's `columnsButData(alias)`. */
-function columnsButData(alias?: string): string {
-  const p = alias ? `${alias}.` : "";
-  return `${p}row_id, ${p}table_id, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
-}
-
-const RECORD_COLUMNS = recordColumns();
-
-// value-expression.ts: the stored forms of dates that `::date` cannot fail on.
-const YEAR = "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
-const MONTH_DAY =
-  "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
-const LEAP_DAY =
-  "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)-02-29";
-const SQL_DATE_PATTERN = `^(${YEAR}-${MONTH_DAY}|${LEAP_DAY})$`;
-
-/** value-expression.ts `typedValue` of a number field. */
-const numberValue = (fieldId: string) =>
-  `(CASE WHEN jsonb_typeof(r.data->'${fieldId}') = 'number' THEN (r.data->'${fieldId}')::numeric END)`;
-
-/** value-expression.ts `typedValue` of a date field. */
-const dateValue = (fieldId: string) => {
-  const text = `(r.data->>'${fieldId}')`;
-  return `(CASE WHEN ${text} ~ '${SQL_DATE_PATTERN}' THEN ${text}::date END)`;
-};
-
-export interface Statement {
-  text: string;
-  values: unknown[];
-  /** Set for what the service sends as a prepared statement (kit's `query` with `prepare`). */
-  name?: string;
-}
-
-/** A statement the service prepares, named as kit names it. */
-function prepared(text: string, values: unknown[]): Statement {
-  return { name: preparedName(text), text, values };
-}
-
-export interface ListQuery {
-  limit: number;
-  offset: number;
-  /** `(Amount,gte,<min>)~and(Status,eq,<status>)`. */
-  where?: { amountField: string; min: number; statusField: string; status: string };
-  /** `-Due` when set: the date field sorted descending. */
-  sortDescending?: string;
-}
-
-/** Records.list (record-store's `pageWithTotal`): the page with the count, one statement. */
-export function listStatement(tableId: number, query: ListQuery): Statement {
-  let filter = "true";
-  const filterParams: unknown[] = [];
-  if (query.where) {
-    const { amountField, min, statusField, status } = query.where;
-    // where-compiler: `gte` on a number, `eq` on a select (data @> {"id": "name"}), ANDed.
-    filter = `(coalesce(${numberValue(amountField)} >= $2::numeric, false) AND coalesce(r.data @> $3::jsonb, false))`;
-    filterParams.push(String(min), JSON.stringify({ [statusField]: status }));
-  }
-  const orderBy = query.sortDescending
-    ? `${dateValue(query.sortDescending)} DESC NULLS FIRST, r.row_id ASC`
-    : "r.row_id ASC";
-  const matching = `from record r where r.table_id = $1 and ${filter}`;
-  const base = [String(tableId), ...filterParams];
-  const next = base.length;
+/** The benchmark table as the records service sees it, from the fields the API answered. */
+export function benchSchema(
+  tenant: Pick<Tenant, "organizationId" | "databaseId" | "tableId" | "fields">,
+): TableSchema {
   return {
-    text: `select ${recordColumns("r")}, (select count(*) ${matching}) as total ${matching}
-         order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
-    values: [...base, query.limit, query.offset],
+    tableId: BigInt(tenant.tableId),
+    databaseId: BigInt(tenant.databaseId),
+    organizationId: BigInt(tenant.organizationId),
+    name: "Customers",
+    fields: tenant.fields.map((field) => ({
+      id: String(field.field_id),
+      name: field.name,
+      type: field.type as SchemaField["type"],
+      options: field.options,
+      required: field.required,
+      description: field.description,
+    })),
   };
 }
 
-type Client = pg.PoolClient;
+/** A list's parameters, as the scenario sends them in the URL. */
+export interface ListQuery {
+  limit: number;
+  offset: number;
+  where?: string;
+  sort?: string;
+}
+
+/** Records.list: the page with the count, one statement. */
+export function listStatement(schema: TableSchema, query: ListQuery): Statement {
+  return pageStatement(
+    listQuery(schema, {
+      limit: query.limit,
+      offset: query.offset,
+      where: query.where ?? "",
+      sort: query.sort ? [query.sort] : [],
+    }),
+  );
+}
 
 /** The benchmark's pages are never past the end, so the count always comes with the page. */
 export async function rawList(client: Client, statement: Statement) {
-  const page = await client.query<{ row_id: string; total: string }>(statement);
+  const page = await send<{ row_id: string; total: string }>(client, statement);
   return {
     total: Number(page.rows[0]?.total ?? 0),
     rowIds: page.rows.map((r) => Number(r.row_id)),
   };
 }
 
-/** record-store's `findRecords` (Records.get reads outside a transaction). */
-function findStatement(tableId: string | number, rowIds: number[], lock: boolean): Statement {
-  return prepared(
-    `select ${RECORD_COLUMNS} from record
-     where table_id = $1 and row_id = any($2::bigint[])
-     order by row_id ${lock ? "for update" : ""}`,
-    [String(tableId), rowIds],
-  );
-}
-
+/** Records.get (it reads outside a transaction). */
 export async function rawGet(client: Client, tableId: number, rowId: number) {
-  const found = await client.query(findStatement(tableId, [rowId], false));
+  const found = await send(client, findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false));
   if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
 }
 
 /** Where raw writes go, and the audit events they store (copies of the service's). */
 export interface RawWriteTarget {
   /** A table id and an organization id that Rowbase does not use. */
-  tableId: string;
-  organizationId: string;
+  tableId: bigint;
+  organizationId: bigint;
   actor: string;
   /** An `audit.record.created` / `audit.record.updated` event the service wrote. */
   createdEvent: AuditEvent;
@@ -165,10 +133,13 @@ async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T
  * kit's `queryWithOutbox`: a transaction's last statement, which takes its events along (the
  * benchmark's events are always one insert's worth).
  */
-function withEvents(entries: OutboxEntry[], text: string, values: unknown[]): Statement {
-  const { sql, params } = withOutboxInsert(entries, text, values);
-  // kit prepares the statements with up to 4 events.
-  return entries.length <= 4 ? prepared(sql, params) : { text: sql, values: params };
+function withEvents(entries: OutboxEntry[], statement: Statement): Statement {
+  const { sql, params } = withOutboxInsert(entries, statement.sql, statement.params);
+  return {
+    sql,
+    params,
+    prepare: statement.prepare && entries.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
 }
 
 /** One audit event per record, each with its own id, packed as the service packs them. */
@@ -186,41 +157,16 @@ function audits(event: AuditEvent, count: number): OutboxEntry[] {
  * (record-store's `allocateRowIds` and `createRecords`) that passes `create_gate`, inserts the
  * records and one audit event per record, outside a transaction.
  */
-export async function rawCreate(client: Client, target: RawWriteTarget, datas: string[]) {
-  const { tableId, organizationId } = target;
-  const ids = await client.query<{ id: string }>(
-    prepared(
-      `select nextval(pg_get_serial_sequence('record', 'row_id')) as id
-     from generate_series(1, $1::int) order by 1`,
-      [datas.length],
+export async function rawCreate(client: Client, target: RawWriteTarget, datas: JsonObject[]) {
+  const ids = await send<{ id: string }>(client, allocateRowIdsStatement(datas.length));
+  const rows = ids.rows.map((row, index) => ({ rowId: BigInt(row.id), data: datas[index]! }));
+  const created = await send<{ outcome: string }>(
+    client,
+    createRecordsStatement(
+      { ...target, actor: target.actor, limit: 1_000_000_000_000_000n },
+      rows,
+      audits(target.createdEvent, datas.length),
     ),
-  );
-  const events = audits(target.createdEvent, datas.length);
-  const params: unknown[] = [
-    tableId,
-    organizationId,
-    datas.length,
-    "1000000000000000",
-    target.actor,
-    ids.rows.map((row) => row.id),
-    `[${datas.join(",")}]`,
-  ];
-  const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
-  const text = `with gate as materialized (
-       select create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint) as outcome
-     ),
-     inserted as (
-       insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
-       select id.row_id, $1, $2, item.data, $5, $5
-       from unnest($6::bigint[]) with ordinality as id(row_id, n)
-         join jsonb_array_elements($7::jsonb) with ordinality as item(data, n) using (n)
-       where (select outcome from gate) = 'ok'
-       returning ${columnsButData()}
-     ), enqueued as (${enqueue.sql})
-     select gate.outcome, inserted.* from gate left join inserted on true`;
-  const values = [...params, ...enqueue.params];
-  const created = await client.query<{ outcome: string }>(
-    events.length <= OUTBOX_PREPARED_EVENTS_MAX ? prepared(text, values) : { text, values },
   );
   if (created.rows[0]?.outcome !== "ok") throw new Error("raw create refused");
 }
@@ -234,23 +180,22 @@ export async function rawPatch(
   target: RawWriteTarget,
   tableId: number,
   rowId: number,
-  change: Record<string, unknown>,
+  change: JsonObject,
 ) {
   await transaction(client, async () => {
-    const found = await client.query<{ data: Record<string, unknown> }>(
-      findStatement(tableId, [rowId], true),
+    const found = await send<{ data: JsonObject }>(
+      client,
+      findRecordsStatement(BigInt(tableId), [BigInt(rowId)], true),
     );
     const before = found.rows[0];
     if (!before) throw new Error(`record ${rowId} not found`);
-    await client.query(
+    await send(
+      client,
       withEvents(
         audits(target.updatedEvent, 1),
-        `update record r set data = item.data, updated_at = now(), updated_by = $1
-     from unnest($2::bigint[]) with ordinality as id(row_id, n)
-       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
-     where r.row_id = id.row_id
-     returning ${columnsButData("r")}`,
-        [target.actor, [rowId], JSON.stringify([{ ...before.data, ...change }])],
+        writeRecordsStatement(target.actor, [
+          { rowId: BigInt(rowId), data: { ...before.data, ...change } },
+        ]),
       ),
     );
   });

@@ -277,8 +277,8 @@ async function main(): Promise<number> {
   const rawTarget: RawWriteTarget = {
     // Ids far above anything Rowbase hands out: raw writes never touch the benchmark's table
     // or the organization's quota.
-    tableId: String(9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40))),
-    organizationId: String(9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40))),
+    tableId: 9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40)),
+    organizationId: 9_000_000_000_000_000_000n + BigInt(randomInt(1, 2 ** 40)),
     actor: "api_token:0",
     createdEvent: create(AuditEventSchema),
     updatedEvent: create(AuditEventSchema),

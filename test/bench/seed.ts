@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { MailCatcher } from "@rowbase/kit/testing";
 import { runAdminCommand } from "@rowbase/organization/admin";
 
@@ -90,6 +91,16 @@ export function recordData(i: number, next: () => number): Record<FieldName, unk
   };
 }
 
+/** A field as `/table/create` answers it. */
+export interface ApiField {
+  field_id: number;
+  name: FieldName;
+  type: string;
+  options: JsonObject;
+  required: boolean;
+  description: string;
+}
+
 export interface Tenant {
   email: string;
   password: string;
@@ -102,6 +113,8 @@ export interface Tenant {
   tableId: number;
   /** Field ids by name. */
   fieldIds: Record<FieldName, string>;
+  /** The fields as the API answered them (the raw-postgres ceiling compiles queries with them). */
+  fields: ApiField[];
   /** The row ids of the seeded records, in creation order. */
   rowIds: number[];
 }
@@ -188,7 +201,7 @@ export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant
   );
   const table = await api.call<{
     table: { table_id: number };
-    fields: { field_id: number; name: FieldName }[];
+    fields: ApiField[];
   }>("POST", "/table/create", {
     token,
     query: { database_id: database.database_id },
@@ -204,6 +217,7 @@ export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant
     databaseId: database.database_id,
     tableId: table.table.table_id,
     fieldIds,
+    fields: table.fields,
     rowIds: [],
   };
 

@@ -11,6 +11,7 @@ import {
   type GateOutcome,
   insertRecords,
   lockForCreate,
+  type PageQuery,
   pageWithTotal,
   passCreateGate,
   releaseRecords,
@@ -109,6 +110,49 @@ function sortKeys(queryFields: readonly QueryField[], items: readonly string[]):
   } catch (error) {
     return queryProblem(error);
   }
+}
+
+/**
+ * What a list of the table reads (SPEC section 8.1): the `where` filter, the `sort` order and the
+ * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
+ * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
+ * (it never fails open).
+ */
+export function listQuery(
+  schema: TableSchema,
+  params: Pick<ListParams, "limit" | "offset" | "where" | "sort">,
+): PageQuery {
+  const problems: ValidationItem[] = [];
+  const limit = params.limit === 0 ? DEFAULT_LIMIT : params.limit;
+  if (limit < 1 || limit > PAGE_MAX) {
+    problems.push({ key: "limit", message: `must be 1-${PAGE_MAX}`, source: "query" });
+  }
+  if (params.offset < 0) {
+    problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+  }
+  if (problems.length > 0) throw validationFailed(problems);
+
+  const queryFields = queryFieldsOf(schema.fields);
+  const orderBy = compileOrderBy(sortKeys(queryFields, params.sort), { tableAlias: "r" });
+  let filter = { sql: "true", params: [] as unknown[] };
+  if (params.where !== "") {
+    try {
+      filter = buildWhere(params.where, queryFields, {
+        paramOffset: 1,
+        now: new Date(),
+        tableAlias: "r",
+      });
+    } catch (error) {
+      queryProblem(error);
+    }
+  }
+  return {
+    matching: `from record r where r.table_id = $1 and ${filter.sql}`,
+    orderBy,
+    params: [schema.tableId, ...filter.params],
+    limit,
+    offset: params.offset,
+  };
 }
 
 function scopeOf(schema: TableSchema) {
@@ -268,46 +312,15 @@ export class Records {
    */
   async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const problems: ValidationItem[] = [];
-    const limit = params.limit === 0 ? DEFAULT_LIMIT : params.limit;
-    if (limit < 1 || limit > PAGE_MAX) {
-      problems.push({ key: "limit", message: `must be 1-${PAGE_MAX}`, source: "query" });
-    }
-    if (params.offset < 0) {
-      problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
-    }
-    if (problems.length > 0) throw validationFailed(problems);
-
-    const queryFields = queryFieldsOf(schema.fields);
+    const page = listQuery(schema, params);
     const fields = selectedFields(schema, params.fields);
-    const orderBy = compileOrderBy(sortKeys(queryFields, params.sort), { tableAlias: "r" });
-    let filter = { sql: "true", params: [] as unknown[] };
-    // Only an absent filter means "every record"; a blank one is a 400 (it never fails open).
-    if (params.where !== "") {
-      try {
-        filter = buildWhere(params.where, queryFields, {
-          paramOffset: 1,
-          now: new Date(),
-          tableAlias: "r",
-        });
-      } catch (error) {
-        queryProblem(error);
-      }
-    }
-    const { records, total } = await pageWithTotal(
-      this.deps.tx.em(),
-      `from record r where r.table_id = $1 and ${filter.sql}`,
-      orderBy,
-      [schema.tableId, ...filter.params],
-      limit,
-      params.offset,
-    );
+    const { records, total } = await pageWithTotal(this.deps.tx.em(), page);
     const files = await this.deps.files.of(
       fields,
       records.map((record) => record.rowId),
       call.requestId,
     );
-    return { schema, records, files, fields, total, limit, offset: params.offset };
+    return { schema, records, files, fields, total, limit: page.limit, offset: page.offset };
   }
 
   /** Changes the named fields of records of the table, all or none. */

@@ -55,6 +55,18 @@ export function toStored(row: RecordRow): StoredRecord {
 const byRowId = (a: StoredRecord, b: StoredRecord) =>
   a.rowId < b.rowId ? -1 : a.rowId > b.rowId ? 1 : 0;
 
+/**
+ * A statement as kit's `query` sends it. The record routes' statements are built apart from
+ * running them, so that the benchmark's raw-postgres ceiling sends exactly these
+ * (`@rowbase/records/statements`).
+ */
+export interface Statement {
+  sql: string;
+  params: unknown[];
+  /** Sent as a named prepared statement (kit's `query` with `prepare`). */
+  prepare: boolean;
+}
+
 /** Reads rows of records in a statement that returns `RECORD_COLUMNS`. */
 export async function recordsOf(
   em: EntityManager,
@@ -66,33 +78,48 @@ export async function recordsOf(
 }
 
 /**
- * A page of the records `matching` (`from record r where ...`, over `params`) in `orderBy`
- * order, and the count of all of them, in one statement, so one snapshot, without a
- * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once. A page
- * past the end has no row to carry the count, so that case (only) counts again on its own.
+ * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
+ * over `params`), in `orderBy` order, one page of them.
+ */
+export interface PageQuery {
+  matching: string;
+  orderBy: string;
+  params: readonly unknown[];
+  limit: number;
+  offset: number;
+}
+
+/**
+ * The page with the count of all matches, in one statement, so one snapshot, without a
+ * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once.
+ */
+export function pageStatement(page: PageQuery): Statement {
+  const next = page.params.length;
+  return {
+    sql: `select ${recordColumns("r")}, (select count(*) ${page.matching}) as total ${page.matching}
+     order by ${page.orderBy} limit $${next + 1} offset $${next + 2}`,
+    params: [...page.params, page.limit, page.offset],
+    prepare: false,
+  };
+}
+
+/**
+ * A page of records and the count of all matches (`pageStatement`). A page past the end has no
+ * row to carry the count, so that case (only) counts again on its own.
  */
 export async function pageWithTotal(
   em: EntityManager,
-  matching: string,
-  orderBy: string,
-  params: readonly unknown[],
-  limit: number,
-  offset: number,
+  page: PageQuery,
 ): Promise<{ records: StoredRecord[]; total: bigint }> {
-  const next = params.length;
-  const rows = await query<RecordRow & { total: string }>(
-    em,
-    `select ${recordColumns("r")}, (select count(*) ${matching}) as total ${matching}
-     order by ${orderBy} limit $${next + 1} offset $${next + 2}`,
-    [...params, limit, offset],
-  );
-  if (rows.length > 0 || offset === 0) {
+  const { sql, params } = pageStatement(page);
+  const rows = await query<RecordRow & { total: string }>(em, sql, params);
+  if (rows.length > 0 || page.offset === 0) {
     return { records: rows.map(toStored), total: BigInt(rows[0]?.total ?? 0) };
   }
   const [counted] = await query<{ total: string }>(
     em,
-    `select count(*) as total ${matching}`,
-    params,
+    `select count(*) as total ${page.matching}`,
+    page.params,
   );
   return { records: [], total: BigInt(counted?.total ?? 0) };
 }
@@ -140,15 +167,20 @@ export async function lockOrganizationExclusive(
   ]);
 }
 
+/** Takes `count` new row ids, ascending (column `id`). */
+export function allocateRowIdsStatement(count: number): Statement {
+  return {
+    sql: `select nextval(pg_get_serial_sequence('record', 'row_id')) as id
+     from generate_series(1, $1::int) order by 1`,
+    params: [count],
+    prepare: true,
+  };
+}
+
 /** `count` new row ids, ascending, for records a create is about to insert. */
 export async function allocateRowIds(em: EntityManager, count: number): Promise<bigint[]> {
-  const rows = await query<{ id: string }>(
-    em,
-    `select nextval(pg_get_serial_sequence('record', 'row_id')) as id
-     from generate_series(1, $1::int) order by 1`,
-    [count],
-    { prepare: true },
-  );
+  const { sql, params, prepare } = allocateRowIdsStatement(count);
+  const rows = await query<{ id: string }>(em, sql, params, { prepare });
   return rows.map((row) => BigInt(row.id));
 }
 
@@ -162,19 +194,25 @@ export type CreateOutcome =
   | { outcome: "ok"; records: StoredRecord[] }
   | { outcome: Exclude<GateOutcome, "ok"> };
 
+/** Where a create writes, as `createRecords` takes it. */
+export interface CreateTarget {
+  tableId: bigint;
+  organizationId: bigint;
+  actor: string;
+  /** The organization's record limit. */
+  limit: bigint;
+}
+
 /**
- * Creates records with their `events`, in one statement and so without a transaction around it:
- * `create_gate` (migrations/create-gate.ts) takes the locks, looks for the deletion marks and
- * counts the records against `limit`, and the records and the events are inserted only when it
- * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
- * ids from `allocateRowIds`; the result is in their order.
+ * `createRecords`' statement: `create_gate` as a materialized CTE, the insert and the events
+ * conditional on its `ok`. It answers one row per record inserted, or one row with a null
+ * record when nothing was.
  */
-export async function createRecords(
-  em: EntityManager,
-  target: { tableId: bigint; organizationId: bigint; actor: string; limit: bigint },
+export function createRecordsStatement(
+  target: CreateTarget,
   rows: readonly { rowId: bigint; data: JsonObject }[],
   events: readonly OutboxEntry[],
-): Promise<CreateOutcome> {
+): Statement {
   const params: unknown[] = [
     target.tableId,
     target.organizationId,
@@ -185,10 +223,8 @@ export async function createRecords(
     JSON.stringify(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
-  // One row with a null record when nothing was inserted.
-  const found = await query<{ outcome: string } & Omit<RecordRow, "data">>(
-    em,
-    `with gate as materialized (
+  return {
+    sql: `with gate as materialized (
        select ${CREATE_GATE_CALL} as outcome
      ),
      inserted as (
@@ -200,9 +236,28 @@ export async function createRecords(
        returning ${columnsButData()}
      )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
      select gate.outcome, inserted.* from gate left join inserted on true`,
-    events.length > 0 ? [...params, ...enqueue.params] : params,
-    { prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX },
-  );
+    params: events.length > 0 ? [...params, ...enqueue.params] : params,
+    prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
+}
+
+/**
+ * Creates records with their `events`, in one statement and so without a transaction around it:
+ * `create_gate` (migrations/create-gate.ts) takes the locks, looks for the deletion marks and
+ * counts the records against `limit`, and the records and the events are inserted only when it
+ * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
+ * ids from `allocateRowIds`; the result is in their order.
+ */
+export async function createRecords(
+  em: EntityManager,
+  target: CreateTarget,
+  rows: readonly { rowId: bigint; data: JsonObject }[],
+  events: readonly OutboxEntry[],
+): Promise<CreateOutcome> {
+  const { sql, params, prepare } = createRecordsStatement(target, rows, events);
+  const found = await query<{ outcome: string } & Omit<RecordRow, "data">>(em, sql, params, {
+    prepare,
+  });
   const outcome = found[0]?.outcome;
   if (outcome === "gone" || outcome === "over_limit") return { outcome };
   if (outcome !== "ok" || found.length !== rows.length) {
@@ -359,14 +414,23 @@ export async function findRecords(
   rowIds: readonly bigint[],
   options: { lock: boolean },
 ): Promise<StoredRecord[]> {
-  return recordsOf(
-    em,
-    `select ${RECORD_COLUMNS} from record
+  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, options.lock);
+  return recordsOf(em, sql, params, { prepare });
+}
+
+/** `findRecords`' statement. */
+export function findRecordsStatement(
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  lock: boolean,
+): Statement {
+  return {
+    sql: `select ${RECORD_COLUMNS} from record
      where table_id = $1 and row_id = any($2::bigint[])
-     order by row_id ${options.lock ? "for update" : ""}`,
-    [tableId, rowIds],
-    { prepare: true },
-  );
+     order by row_id ${lock ? "for update" : ""}`,
+    params: [tableId, rowIds],
+    prepare: true,
+  };
 }
 
 /**
@@ -379,23 +443,36 @@ export async function writeRecords(
   changes: readonly { rowId: bigint; data: JsonObject }[],
   events: readonly OutboxEntry[] = [],
 ): Promise<StoredRecord[]> {
-  // As insertRecords: the data as one JSON array (paired with the row ids by position), not
-  // read back. Row ids are distinct (the caller refuses a record named twice).
+  const statement = writeRecordsStatement(actor, changes);
   const rows = await queryWithOutbox<Omit<RecordRow, "data">>(
     em,
     events,
-    `update record r set data = item.data, updated_at = now(), updated_by = $1
-     from unnest($2::bigint[]) with ordinality as id(row_id, n)
-       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
-     where r.row_id = id.row_id
-     returning ${columnsButData("r")}`,
-    [actor, changes.map((c) => c.rowId), JSON.stringify(changes.map((c) => c.data))],
-    { prepare: true },
+    statement.sql,
+    statement.params,
+    { prepare: statement.prepare },
   );
   const written = new Map(changes.map((c) => [String(c.rowId), c.data]));
   return rows
     .map((row) => toStored({ ...row, data: written.get(row.row_id) as JsonObject }))
     .sort(byRowId);
+}
+
+/** `writeRecords`' statement, before its events are put in front of it. */
+export function writeRecordsStatement(
+  actor: string,
+  changes: readonly { rowId: bigint; data: JsonObject }[],
+): Statement {
+  // As insertRecords: the data as one JSON array (paired with the row ids by position), not
+  // read back. Row ids are distinct (the caller refuses a record named twice).
+  return {
+    sql: `update record r set data = item.data, updated_at = now(), updated_by = $1
+     from unnest($2::bigint[]) with ordinality as id(row_id, n)
+       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
+     where r.row_id = id.row_id
+     returning ${columnsButData("r")}`,
+    params: [actor, changes.map((c) => c.rowId), JSON.stringify(changes.map((c) => c.data))],
+    prepare: true,
+  };
 }
 
 /** Deletes records of a table (already locked, so the caller has read what it deletes). */
