@@ -205,8 +205,9 @@ export interface CreateTarget {
 
 /**
  * `createRecords`' statement: `create_gate` as a materialized CTE, the insert and the events
- * conditional on its `ok`. It answers one row per record inserted, or one row with a null
- * record when nothing was.
+ * conditional on its `ok`. It answers one row: the outcome, how many records it inserted and
+ * their times (the columns' default, `now()`, is the same for every row of a statement), so
+ * that a batch does not read back a row per record.
  */
 export function createRecordsStatement(
   target: CreateTarget,
@@ -233,9 +234,12 @@ export function createRecordsStatement(
        from unnest($6::bigint[]) with ordinality as id(row_id, n)
          join jsonb_array_elements($7::jsonb) with ordinality as item(data, n) using (n)
        where (select outcome from gate) = 'ok'
-       returning ${columnsButData()}
+       returning created_at, updated_at
      )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
-     select gate.outcome, inserted.* from gate left join inserted on true`,
+     select gate.outcome, count(inserted.*)::int as inserted,
+       ${epochMs("min(inserted.created_at)")} as created_ms,
+       ${epochMs("min(inserted.updated_at)")} as updated_ms
+     from gate left join inserted on true group by gate.outcome`,
     params: events.length > 0 ? [...params, ...enqueue.params] : params,
     prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
   };
@@ -255,18 +259,30 @@ export async function createRecords(
   events: readonly OutboxEntry[],
 ): Promise<CreateOutcome> {
   const { sql, params, prepare } = createRecordsStatement(target, rows, events);
-  const found = await query<{ outcome: string } & Omit<RecordRow, "data">>(em, sql, params, {
-    prepare,
-  });
-  const outcome = found[0]?.outcome;
+  const [answer] = await query<{
+    outcome: string;
+    inserted: number;
+    created_ms: number | null;
+    updated_ms: number | null;
+  }>(em, sql, params, { prepare });
+  const outcome = answer?.outcome;
   if (outcome === "gone" || outcome === "over_limit") return { outcome };
-  if (outcome !== "ok" || found.length !== rows.length) {
-    throw new Error(`create_gate answered ${outcome} with ${found.length} of ${rows.length} rows`);
+  if (outcome !== "ok" || answer?.inserted !== rows.length) {
+    throw new Error(
+      `create_gate answered ${outcome} with ${answer?.inserted} of ${rows.length} rows`,
+    );
   }
-  const stored = new Map(found.map((row) => [row.row_id, toStored({ ...row, data: {} })]));
+  const createdAt = new Date(answer.created_ms!);
+  const updatedAt = new Date(answer.updated_ms!);
   return {
     outcome,
-    records: rows.map((row) => ({ ...stored.get(String(row.rowId))!, data: row.data })),
+    records: rows.map((row) => ({
+      rowId: row.rowId,
+      tableId: target.tableId,
+      data: row.data,
+      createdAt,
+      updatedAt,
+    })),
   };
 }
 
