@@ -1,4 +1,5 @@
 import net from "node:net";
+import { gzipSync } from "node:zlib";
 import { createLogger, createServiceClient, MemoryBus, MemoryCache } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
@@ -318,6 +319,64 @@ describe("the gateway over HTTP", () => {
       });
       expect(response.status).toBe(413);
       expect(response.body).toEqual({ message: "payload_too_large", data: {} });
+    });
+
+    it("answers other bodies while clients that declared large bodies send nothing", async () => {
+      // Each declares the largest body and stalls: five of them would hold the whole JSON body
+      // budget if a body took its share before it arrived.
+      const stalled = await Promise.all(
+        Array.from({ length: 5 }, async () => {
+          const socket = net.connect(Number(new URL(gw.url).port), "127.0.0.1");
+          await new Promise((resolve) => socket.once("connect", resolve));
+          socket.write(
+            `POST /auth/login HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${JSON_BODY_LIMIT_BYTES}\r\n\r\n{`,
+          );
+          return socket;
+        }),
+      );
+      try {
+        const response = await call(gw, "/auth/login", {
+          method: "POST",
+          json: { email: "not-an-email", password: "12345678" },
+        });
+        expect(response.status).toBe(400);
+        expect(response.body).toEqual(
+          validation("POST", "/auth/login", [
+            { key: "email", message: "must be a valid e-mail address", source: "body" },
+          ]),
+        );
+      } finally {
+        for (const socket of stalled) socket.destroy();
+      }
+    });
+
+    it("reads gzip bodies and refuses an unknown content encoding", async () => {
+      const json = JSON.stringify({ email: "not-an-email", password: "12345678" });
+      const gzipped = await call(gw, "/auth/login", {
+        method: "POST",
+        body: gzipSync(json),
+        headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      });
+      expect(gzipped.body).toEqual(
+        validation("POST", "/auth/login", [
+          { key: "email", message: "must be a valid e-mail address", source: "body" },
+        ]),
+      );
+      const unknown = await call(gw, "/auth/login", {
+        method: "POST",
+        body: json,
+        headers: { "content-type": "application/json", "content-encoding": "zstd-ish" },
+      });
+      expect(unknown.status).toBe(400);
+      expect(unknown.body).toEqual(
+        validation("POST", "/auth/login", [
+          {
+            key: "content-encoding",
+            message: "must be gzip, deflate, br or identity",
+            source: "header",
+          },
+        ]),
+      );
     });
 
     it("normalises the e-mail before the service is asked (then 503: identity is down)", async () => {

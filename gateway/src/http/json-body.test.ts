@@ -1,14 +1,14 @@
-import type { Context } from "koa";
 import { describe, expect, it } from "vitest";
-import { JSON_BODY_LIMIT_BYTES, JsonBodyBudget } from "./json-body.js";
+import { ValidationFailed } from "../errors/validation-failed.js";
+import {
+  JSON_BODY_LIMIT_BYTES,
+  JsonBodyBudget,
+  parseJsonBody,
+  type ReceivedBody,
+} from "./json-body.js";
 
-function request(headers: { "content-length"?: number; "transfer-encoding"?: string }): Context {
-  const length = headers["content-length"];
-  return {
-    request: { length },
-    get: (name: string) => (name === "transfer-encoding" ? (headers[name] ?? "") : ""),
-  } as unknown as Context;
-}
+/** A received body of `bytes` bytes. */
+const body = (bytes: number): ReceivedBody => ({ text: "x".repeat(bytes) });
 
 /** Work that runs until `finish` is called, recording that it started. */
 function held() {
@@ -35,10 +35,10 @@ describe("JsonBodyBudget", () => {
     const first = held();
     const second = held();
     const third = held();
-    const firstDone = budget.run(request({ "content-length": 4 * 1024 }), first.run);
+    const firstDone = budget.run(body(4 * 1024), first.run);
     // 5 KiB and a byte: a started KiB counts whole.
-    const secondDone = budget.run(request({ "content-length": 5 * 1024 + 1 }), second.run);
-    const thirdDone = budget.run(request({ "content-length": 1 }), third.run);
+    const secondDone = budget.run(body(5 * 1024 + 1), second.run);
+    const thirdDone = budget.run(body(1), third.run);
     await settle();
     expect([first.started, second.started, third.started]).toEqual([true, true, false]);
 
@@ -51,46 +51,84 @@ describe("JsonBodyBudget", () => {
     await Promise.all([secondDone, thirdDone]);
   });
 
-  it("counts a chunked body as the whole limit, a larger declared one as the limit too", async () => {
-    const budget = new JsonBodyBudget(JSON_BODY_LIMIT_BYTES);
-    const chunked = held();
-    const declared = held();
-    const chunkedDone = budget.run(request({ "transfer-encoding": "chunked" }), chunked.run);
-    const declaredDone = budget.run(
-      request({ "content-length": JSON_BODY_LIMIT_BYTES * 5 }),
-      declared.run,
-    );
+  it("counts a body by its UTF-8 bytes", async () => {
+    const budget = new JsonBodyBudget(4 * 1024);
+    const wide = held();
+    const small = held();
+    // 700 three-byte characters: 2100 bytes, three KiB units, so two more do not fit.
+    const wideDone = budget.run({ text: "€".repeat(700) }, wide.run);
+    const smallDone = budget.run(body(2 * 1024), small.run);
     await settle();
-    expect([chunked.started, declared.started]).toEqual([true, false]);
-    chunked.finish();
-    await chunkedDone;
+    expect([wide.started, small.started]).toEqual([true, false]);
+    wide.finish();
+    await wideDone;
     await settle();
-    expect(declared.started).toBe(true);
-    declared.finish();
-    await declaredDone;
+    expect(small.started).toBe(true);
+    small.finish();
+    await smallDone;
   });
 
-  it("never holds back a request without a body", async () => {
+  it("never holds back a request without a body, or one whose body cannot be read", async () => {
     const budget = new JsonBodyBudget(1024);
     const full = held();
-    const fullDone = budget.run(request({ "content-length": 1024 }), full.run);
-    await expect(budget.run(request({}), async () => "answered")).resolves.toBe("answered");
-    await expect(budget.run(request({ "content-length": 0 }), async () => "too")).resolves.toBe(
-      "too",
-    );
+    const fullDone = budget.run(body(1024), full.run);
+    await expect(budget.run(undefined, async () => "answered")).resolves.toBe("answered");
+    await expect(budget.run(body(0), async () => "too")).resolves.toBe("too");
+    const problem = { problem: ValidationFailed.of("header", "content-type", "must be json") };
+    await expect(budget.run(problem, async () => "reported")).resolves.toBe("reported");
     full.finish();
     await fullDone;
+  });
+
+  it("counts a body at most as the limit", async () => {
+    const budget = new JsonBodyBudget(JSON_BODY_LIMIT_BYTES);
+    // Bytes that are not UTF-8 decode to three-byte replacement characters.
+    await expect(
+      budget.run({ text: "\ufffd".repeat(JSON_BODY_LIMIT_BYTES) }, async () => "ran"),
+    ).resolves.toBe("ran");
   });
 
   it("gives the share back when the work fails", async () => {
     const budget = new JsonBodyBudget(1024);
     await expect(
-      budget.run(request({ "content-length": 1024 }), async () => {
+      budget.run(body(1024), async () => {
         throw new Error("refused");
       }),
     ).rejects.toThrow("refused");
-    await expect(budget.run(request({ "content-length": 100 }), async () => "next")).resolves.toBe(
-      "next",
-    );
+    await expect(budget.run(body(100), async () => "next")).resolves.toBe("next");
+  });
+});
+
+describe("parseJsonBody", () => {
+  const problemOf = (text: string) => {
+    try {
+      parseJsonBody({ text });
+    } catch (error) {
+      return error instanceof ValidationFailed ? error.items : error;
+    }
+    return "parsed";
+  };
+
+  it("parses objects and arrays, an empty body as {}, and no body as undefined", () => {
+    expect(parseJsonBody({ text: ' \n{"a": [1, {"b": null}]}' })).toEqual({ a: [1, { b: null }] });
+    expect(parseJsonBody({ text: "[1]" })).toEqual([1]);
+    expect(parseJsonBody({ text: "" })).toEqual({});
+    expect(parseJsonBody(undefined)).toBeUndefined();
+  });
+
+  it.each([
+    ["malformed JSON", '{"a": '],
+    ["a top-level string", '"text"'],
+    ["a top-level number", "12"],
+    ["a __proto__ key", '{"data": {"__proto__": {"admin": true}}}'],
+  ])("refuses %s as the 400 body item", (_, text) => {
+    expect(problemOf(text)).toEqual([
+      { key: "body", message: "is not valid JSON", source: "body" },
+    ]);
+  });
+
+  it("reports a problem found while receiving as it was found", () => {
+    const problem = ValidationFailed.of("header", "content-type", "must be application/json");
+    expect(() => parseJsonBody({ problem })).toThrow(problem);
   });
 });

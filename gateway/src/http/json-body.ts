@@ -1,6 +1,7 @@
-import { bodyParser } from "@koa/bodyparser";
+import { parse } from "@hapi/bourne";
 import { Code, domainError } from "@rowbase/kit";
 import { Semaphore } from "async-mutex";
+import coBody from "co-body";
 import type { Context } from "koa";
 import { ValidationFailed } from "../errors/validation-failed.js";
 
@@ -11,8 +12,10 @@ export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
  * The bytes of JSON bodies one gateway replica works on at a time: four bodies of the largest
  * size. A body becomes parsed objects, validated copies, the JSON text sent on and the answer's
  * records, several times its own size, so 32 clients each sending 1000 records at once would
- * otherwise hold hundreds of megabytes; past the budget a request waits, its body still unread
- * in the socket, until earlier ones are answered.
+ * otherwise hold hundreds of megabytes; past the budget a request waits, holding only its text,
+ * until earlier ones are answered. A body counts once it has arrived (`receiveJsonBody`): a
+ * share taken for a body still on its way could be held by a client that declares a large body
+ * and sends nothing, and four such requests would stop every JSON route of the replica.
  */
 export const JSON_BODY_BUDGET_BYTES = 4 * JSON_BODY_LIMIT_BYTES;
 
@@ -22,7 +25,7 @@ export const JSON_BODY_BUDGET_BYTES = 4 * JSON_BODY_LIMIT_BYTES;
  */
 const UNIT_BYTES = 1024;
 
-/** Admits requests with JSON bodies while their declared sizes fit in the budget, in order. */
+/** Admits requests with JSON bodies while the sizes of their bodies fit in the budget, in order. */
 export class JsonBodyBudget {
   private readonly semaphore: Semaphore;
 
@@ -30,17 +33,11 @@ export class JsonBodyBudget {
     this.semaphore = new Semaphore(Math.ceil(bytes / UNIT_BYTES));
   }
 
-  /**
-   * Runs `work` (reading the body and everything done with it) once the body's share fits: its
-   * Content-Length, or the whole limit for a chunked body whose size is not known up front.
-   */
-  run<T>(ctx: Context, work: () => Promise<T>): Promise<T> {
-    const declared = ctx.request.length;
-    const chunked = ctx.get("transfer-encoding") !== "";
-    const bytes = Math.min(
-      declared ?? (chunked ? JSON_BODY_LIMIT_BYTES : 0),
-      JSON_BODY_LIMIT_BYTES,
-    );
+  /** Runs `work` (everything done with a received body) once the body's share fits. */
+  run<T>(body: ReceivedBody, work: () => Promise<T>): Promise<T> {
+    // At most the limit: text decoded from bytes that are not UTF-8 can be longer than they were.
+    const bytes =
+      body && "text" in body ? Math.min(Buffer.byteLength(body.text), JSON_BODY_LIMIT_BYTES) : 0;
     return bytes > 0 ? this.semaphore.runExclusive(work, Math.ceil(bytes / UNIT_BYTES)) : work();
   }
 }
@@ -48,42 +45,62 @@ export class JsonBodyBudget {
 /** application/json and any `+json` type, e.g. application/merge-patch+json. */
 const JSON_TYPES = ["application/json", "application/*+json"];
 
-// The content type is checked before this runs, so parse whatever arrives as JSON; strict mode
-// refuses a top-level scalar before JSON.parse, and the schema refuses an array.
-const parseJson = bodyParser({
-  enableTypes: ["json"],
-  detectJSON: () => true,
-  jsonStrict: true,
-  jsonLimit: JSON_BODY_LIMIT_BYTES,
-  encoding: "utf-8",
-});
+/** A request's JSON body as it arrived: its text, why it cannot be read, or none. */
+export type ReceivedBody = { text: string } | { problem: ValidationFailed } | undefined;
 
 /**
- * The request's JSON body, or `undefined` when it has none. A wrong content type and malformed
- * JSON are the 400 validation envelope; a body over the limit is 413 `payload_too_large`.
+ * Reads a request's JSON body as text (not parsed yet; see `JsonBodyBudget`). A wrong content
+ * type or charset is kept as the problem to report with the request's other 400 items; a body
+ * over the limit is 413 `payload_too_large` at once.
  */
-export async function readJsonBody(ctx: Context): Promise<unknown> {
+export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
   if (ctx.request.length === 0) return undefined;
   const type = ctx.request.is(JSON_TYPES);
   if (type === null) return undefined;
   if (type === false) {
-    throw ValidationFailed.of("header", "content-type", "must be application/json");
+    return { problem: ValidationFailed.of("header", "content-type", "must be application/json") };
   }
-  // The parser reads every body as UTF-8 whatever the header says; a body labelled otherwise
-  // would be read as something its sender did not mean.
+  // The body is read as UTF-8 whatever the header says; a body labelled otherwise would be read
+  // as something its sender did not mean.
   const charset = ctx.request.charset.toLowerCase();
   if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
-    throw ValidationFailed.of("header", "content-type", "charset must be utf-8");
+    return { problem: ValidationFailed.of("header", "content-type", "charset must be utf-8") };
   }
   try {
-    await parseJson(ctx, async () => {});
+    return { text: await coBody.text(ctx, { limit: JSON_BODY_LIMIT_BYTES, encoding: "utf8" }) };
   } catch (error) {
     const status = (error as { status?: unknown }).status;
     if (status === 413) throw domainError(Code.ResourceExhausted, "payload_too_large");
     if (status === 415) {
-      throw ValidationFailed.of("header", "content-type", "charset must be utf-8");
+      return {
+        problem: ValidationFailed.of(
+          "header",
+          "content-encoding",
+          "must be gzip, deflate, br or identity",
+        ),
+      };
     }
-    throw ValidationFailed.of("body", "body", "is not valid JSON");
+    // A body that broke off or did not inflate.
+    return { problem: ValidationFailed.of("body", "body", "is not valid JSON") };
   }
-  return ctx.request.body;
+}
+
+/** Only an object or an array may start a body (RFC 8259 whitespace before it). */
+const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+
+/**
+ * The received body parsed, `undefined` when there is none; an empty one is `{}`. Malformed JSON,
+ * a top-level scalar and a `__proto__` key anywhere are the 400 validation envelope (the route's
+ * schema refuses an array).
+ */
+export function parseJsonBody(body: ReceivedBody): unknown {
+  if (body === undefined) return undefined;
+  if ("problem" in body) throw body.problem;
+  if (body.text === "") return {};
+  if (OBJECT_OR_ARRAY.test(body.text)) {
+    try {
+      return parse(body.text, { protoAction: "error" });
+    } catch {}
+  }
+  throw ValidationFailed.of("body", "body", "is not valid JSON");
 }

@@ -16,7 +16,12 @@ import {
   type ValidationSource,
 } from "../errors/validation-failed.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
-import { type JsonBodyBudget, readJsonBody } from "../http/json-body.js";
+import {
+  type JsonBodyBudget,
+  parseJsonBody,
+  type ReceivedBody,
+  receiveJsonBody,
+} from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
@@ -50,8 +55,8 @@ export function mountRoutes(
 }
 
 /**
- * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> wait for the JSON
- * body budget (routes with a body) -> validate -> rate limit (per e-mail) -> call -> present. A
+ * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> read the JSON body
+ * and wait for its share of the budget (routes with a body) -> validate -> rate limit (per e-mail) -> call -> present. A
  * limit runs as soon as its key is known, so floods are counted before any work, yet a per-e-mail
  * limit can read the validated address. Errors are not caught here: they travel to the one
  * error middleware.
@@ -77,8 +82,10 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     if (caller?.kind === "api_token") {
       await consumeAll(deps, tokenLimits, caller.tokenId.toString());
     }
-    const answer = () => answerCall(route, deps, ctx, caller, emailLimits);
-    await (route.body ? deps.jsonBodies.run(ctx, answer) : answer());
+    // The body is read before it takes a share of the budget (see JsonBodyBudget).
+    const body = route.body ? await receiveJsonBody(ctx) : undefined;
+    const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
+    await (route.body ? deps.jsonBodies.run(body, answer) : answer());
   };
 }
 
@@ -89,8 +96,9 @@ async function answerCall(
   ctx: GatewayContext,
   caller: SessionCaller | ApiTokenCaller | undefined,
   emailLimits: RateLimitName[],
+  received: ReceivedBody,
 ): Promise<void> {
-  const input = await validate(ctx, route);
+  const input = validate(ctx, route, received);
   if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
   const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
   const data = await route.handle({ ctx, ...input, caller, call });
@@ -151,7 +159,7 @@ function emailOf(body: unknown): string {
 }
 
 /** Parses query, path and body against the route's schemas, reporting every problem at once. */
-async function validate(ctx: GatewayContext, route: Route) {
+function validate(ctx: GatewayContext, route: Route, received: ReceivedBody) {
   const items: ValidationItem[] = [];
   const query = parse(route.query ?? NO_QUERY, { ...ctx.query }, "query", items);
   const params = route.params
@@ -160,7 +168,7 @@ async function validate(ctx: GatewayContext, route: Route) {
   let body: unknown;
   if (route.body) {
     try {
-      body = parse(route.body, await readJsonBody(ctx), "body", items);
+      body = parse(route.body, parseJsonBody(received), "body", items);
     } catch (error) {
       if (!(error instanceof ValidationFailed)) throw error;
       items.push(...error.items);
