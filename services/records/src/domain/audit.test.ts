@@ -26,6 +26,18 @@ describe("valueChanges", () => {
     expect(valueChanges(fields, { "1": null }, {})).toEqual([]);
   });
 
+  it("compares objects regardless of key order, nested ones too (jsonb reorders keys)", () => {
+    const stored = { "4": { a: 2, bb: [1, { x: null, y: "z" }] } };
+    const sent = { "4": { bb: [1, { y: "z", x: null }], a: 2 } };
+    expect(valueChanges(fields, stored, sent)).toEqual([]);
+    // Same keys, one value differs deep down; a key more; an array against an object.
+    expect(valueChanges(fields, stored, { "4": { bb: [1, { y: "z", x: 0 }], a: 2 } })).toHaveLength(
+      1,
+    );
+    expect(valueChanges(fields, { "4": { a: 1 } }, { "4": { a: 1, b: null } })).toHaveLength(1);
+    expect(valueChanges(fields, { "4": { 0: "a" } }, { "4": ["a"] })).toHaveLength(1);
+  });
+
   it("reports a change of value, of type, of order and to or from empty", () => {
     expect(
       valueChanges(

@@ -21,11 +21,26 @@ function present(value: JsonValue | undefined): value is JsonValue {
   return value !== undefined && value !== null;
 }
 
-/** Whether two stored values are equal: primitives directly, arrays and objects as JSON. */
+/**
+ * Whether two stored values are equal as JSON: arrays item by item, objects key by key in any
+ * order (PostgreSQL's jsonb keeps keys in an order of its own, a client sends them in its own).
+ */
 function sameValue(a: JsonValue, b: JsonValue): boolean {
   if (a === b) return true;
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  return JSON.stringify(a) === JSON.stringify(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return (
+      Array.isArray(a) &&
+      Array.isArray(b) &&
+      a.length === b.length &&
+      a.every((item, index) => sameValue(item, b[index]!))
+    );
+  }
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((key) => Object.hasOwn(b, key) && sameValue(a[key]!, b[key]!))
+  );
 }
 
 /**
