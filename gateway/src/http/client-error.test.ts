@@ -38,12 +38,15 @@ describe("answerClientError", () => {
     expect(head).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
     expect(head).toMatch(/\r\nContent-Type: application\/json; charset=utf-8(\r\n|$)/);
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
+    expect(head).toMatch(/\r\nX-Request-Id: [0-9a-f-]{36}(\r\n|$)/);
     expect(JSON.parse(body!)).toEqual({ message: "request_header_too_large", data: {} });
   });
 
   it("answers bytes that are not HTTP with a bare 400", async () => {
     const answer = await exchange("NOT HTTP AT ALL\r\n\r\n");
-    expect(answer).toBe("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    expect(answer).toMatch(
+      /^HTTP\/1\.1 400 Bad Request\r\nConnection: close\r\nX-Request-Id: [0-9a-f-]{36}\r\n\r\n$/,
+    );
   });
 
   it("leaves requests within the limit to the app", async () => {

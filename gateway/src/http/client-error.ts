@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 import { ERROR_STATUS } from "../errors/error-table.js";
 
@@ -21,7 +22,7 @@ function statusOf(code: string | undefined): number {
  * Answers what Node's HTTP parser refuses before the app sees a request (the server's
  * `clientError`). Node's own answer is a bare status line; a request line and headers past
  * Node's limit (16 KiB, a long `where` in a URL, say) get the error envelope instead:
- * 431 `request_header_too_large`. Other refusals (bytes that are not HTTP, a request that
+ * 431 `request_header_too_large`. Each answer carries a new `X-Request-Id`. Other refusals (bytes that are not HTTP, a request that
  * never finished) keep Node's bare 400 and 408: there is no request to name in them. A socket
  * that is already gone, or that is in the middle of an answer, is only closed.
  */
@@ -32,7 +33,8 @@ export function answerClientError(error: ParserError, socket: Duplex): void {
     return;
   }
   const status = statusOf(error.code);
-  const head = `HTTP/1.1 ${status} ${REASONS[status]}\r\nConnection: close\r\n`;
+  // Every answer names a request id (SPEC section 1); the request's own could not be read.
+  const head = `HTTP/1.1 ${status} ${REASONS[status]}\r\nConnection: close\r\nX-Request-Id: ${randomUUID()}\r\n`;
   if (status !== ERROR_STATUS.request_header_too_large) {
     socket.end(`${head}\r\n`);
     return;
