@@ -248,8 +248,8 @@ describe("organization and API-token routes", () => {
 });
 
 describe("org_write_user over HTTP", () => {
-  it("shares one per-user allowance among the creating routes, counted before validation", async () => {
-    const settings = parseRateLimits("org_write_user=4/60");
+  it("shares one per-user allowance among the creating and deleting routes, counted before validation", async () => {
+    const settings = parseRateLimits("org_write_user=6/60");
     if (!settings.ok) throw new Error(settings.problems.join("; "));
     const harness = await startRouteHarness(await routesAtClosedPort(), {
       rateLimits: settings.settings,
@@ -262,23 +262,21 @@ describe("org_write_user over HTTP", () => {
         ["/organization/invite/create?organization_id=1", { email: "a@b.co", role: "viewer" }],
         ["/api_token/create?organization_id=1", { name: "t", access: "read" }],
         ["/organization/transfer/send_code?organization_id=1", {}],
+        ["/organization/transfer/confirm?organization_id=1", { member_id: 2, code: "123456" }],
+        ["/organization/delete?organization_id=1", undefined],
         ["/organization/create", { name: "Acme" }],
+        ["/organization/delete?organization_id=1", undefined],
       ] as const) {
-        statuses.push((await harness.request("POST", path, { token: ann, json })).status);
-      }
-      expect(statuses).toEqual([503, 503, 503, 400, 429]);
-
-      // Not limited: reading, and the routes that create nothing.
-      expect((await harness.request("GET", "/organization/list", { token: ann })).status).toBe(503);
-      const confirm = await harness.request(
-        "POST",
-        "/organization/transfer/confirm?organization_id=1",
-        {
+        const response = await harness.request("POST", path, {
           token: ann,
-          json: { member_id: 2, code: "123456" },
-        },
-      );
-      expect(confirm.status).toBe(503);
+          ...(json ? { json } : {}),
+        });
+        statuses.push(response.status);
+      }
+      expect(statuses).toEqual([503, 503, 503, 400, 503, 503, 429, 429]);
+
+      // Not limited: reading.
+      expect((await harness.request("GET", "/organization/list", { token: ann })).status).toBe(503);
 
       // Another user has an allowance of their own.
       const bob = await harness.sessionToken(2n);

@@ -40,7 +40,9 @@ const memberTags = ["Members"];
 /**
  * SPEC section 5: organizations, invites, members and owner transfer, for a signed-in user.
  * The service enforces the role table; the gateway validates, forwards the caller and presents.
- * `/organization/api_stats` is served by api-stats-routes.ts.
+ * `/organization/api_stats` is served by api-stats-routes.ts. The routes INTERFACE.md 7.3 lists
+ * 429 for (organization create and delete, invite create, transfer send_code and confirm) share
+ * `org_write_user` with the other creating routes.
  */
 export function organizationRoutes({ organization }: OrganizationRoutesDeps): Route[] {
   return [
@@ -122,6 +124,7 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
       summary: "Delete an organization and everything it owns (owner only)",
       tags: organizationTags,
       auth: "session",
+      rateLimits: ["org_write_user"],
       query: OrganizationIdQuery,
       errors: ["organization_not_found", "organization_forbidden"],
       async handle({ query, call }) {
@@ -349,6 +352,7 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
         "expired one `transfer_verification_code_expired`.",
       tags: memberTags,
       auth: "session",
+      rateLimits: ["org_write_user"],
       query: OrganizationIdQuery,
       body: OwnerTransferConfirmSchema,
       response: OwnerTransferSchema,
