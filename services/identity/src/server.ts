@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { requestIdOf, requireUser } from "@rowbase/kit";
+import { requestIdOf, requireService, requireUser } from "@rowbase/kit";
 import {
   type Session,
   SessionSchema,
@@ -71,7 +71,9 @@ export function createRoutes({ accounts, signer, oidc }: IdentityServerDeps) {
       getJwks() {
         return { keys: signer.jwks() };
       },
-      async getUsers(req) {
+      async getUsers(req, ctx) {
+        // Other services only (organization names its members): users' e-mails are not public.
+        requireService(ctx);
         return { users: (await accounts.users(req.ids)).map(toUser) };
       },
       async beginOidcSignIn(req, ctx) {

@@ -312,3 +312,24 @@ describe("sessions", () => {
     ).toBe("unauthorized");
   });
 });
+
+describe("the user directory (GetUsers)", () => {
+  it("answers other services, and nobody else, with the users asked for", async () => {
+    const { email, session } = await registered();
+    const id = session.user!.id;
+    const asService = {
+      headers: {
+        [PRINCIPAL_HEADER]: await signPrincipal(SECRET, {
+          kind: "service",
+          service: "organization",
+        }),
+      },
+    };
+    const { users } = await client.getUsers({ ids: [id, 999_999_999n] }, asService);
+    expect(users.map((user) => [user.id, user.email])).toEqual([[id, email]]);
+
+    expect(await reasonOf(client.getUsers({ ids: [id] }))).toBe("unauthorized");
+    const asTheUser = await asUser(id, "a-session");
+    expect(await reasonOf(client.getUsers({ ids: [id] }, asTheUser))).toBe("internal_only");
+  });
+});
