@@ -728,12 +728,13 @@ describe("the gateway over HTTP", () => {
       ]) {
         expect(confirm).toContain(code);
       }
-      expect(confirm).not.toContain("too_many_requests");
       expect(responses("/api_token/revoke")).toContain("api_token_not_found");
       for (const path of [
+        "/organization/delete",
         "/organization/invite/create",
         "/api_token/create",
         "/organization/transfer/send_code",
+        "/organization/transfer/confirm",
       ]) {
         expect(responses(path)).toContain("too_many_requests");
       }
@@ -1158,6 +1159,29 @@ describe("rate limits over HTTP", () => {
       const second = await login("198.51.100.2", " ANN@example.com");
       expect(second.status).toBe(429);
       expect((await login("198.51.100.2", "bob@example.com")).status).toBe(503);
+    } finally {
+      await gw.running.close();
+    }
+  });
+
+  it("limits e-mail code tries per address across client IPs", async () => {
+    const gw = await gateway({
+      RATE_LIMITS: "auth_verify_ip=off,auth_verify_email=2/3600",
+      TRUSTED_PROXIES: "127.0.0.1",
+    });
+    try {
+      const verify = (ip: string, email: string) =>
+        call(gw, "/auth/verify_email", {
+          method: "POST",
+          headers: { "x-forwarded-for": ip },
+          json: { email, code: "123456" },
+        });
+      expect((await verify("198.51.100.1", "ann@example.com")).status).toBe(503);
+      expect((await verify("198.51.100.2", "Ann@Example.com")).status).toBe(503);
+      const third = await verify("198.51.100.3", "ann@example.com");
+      expect(third.status).toBe(429);
+      expect(third.body).toEqual({ message: "too_many_requests", data: {} });
+      expect((await verify("198.51.100.3", "bob@example.com")).status).toBe(503);
     } finally {
       await gw.running.close();
     }

@@ -7,6 +7,7 @@ describe("parseRateLimits", () => {
     expect(parseRateLimits("  ")).toEqual({ ok: true, settings: DEFAULT_RATE_LIMITS });
     expect(DEFAULT_RATE_LIMITS.auth_login_ip).toEqual({ points: 10, seconds: 60 });
     expect(DEFAULT_RATE_LIMITS.auth_login_email).toEqual({ points: 5, seconds: 60 });
+    expect(DEFAULT_RATE_LIMITS.auth_verify_email).toEqual({ points: 20, seconds: 3600 });
     expect(DEFAULT_RATE_LIMITS.auth_refresh_ip).toEqual({ points: 30, seconds: 60 });
     expect(DEFAULT_RATE_LIMITS.oauth_exchange_ip).toEqual({ points: 20, seconds: 60 });
   });
@@ -19,6 +20,8 @@ describe("parseRateLimits", () => {
         "auth_register_ip",
         "auth_resend_ip",
         "auth_verify_ip",
+        // An addition: e-mail codes tried per address.
+        "auth_verify_email",
         "auth_refresh_ip",
         "oauth_exchange_ip",
         "org_write_user",

@@ -13,6 +13,12 @@ export const RATE_LIMIT_KEYS = {
   auth_register_ip: "ip",
   auth_resend_ip: "ip",
   auth_verify_ip: "ip",
+  /**
+   * An addition to SPEC 13: e-mail codes tried per address. Five wrong tries kill a code, but a
+   * new code can be had every minute; without this a guesser from many addresses got five tries
+   * a minute at one account for as long as they liked.
+   */
+  auth_verify_email: "email",
   auth_refresh_ip: "ip",
   oauth_exchange_ip: "ip",
   org_write_user: "user",
@@ -46,6 +52,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   auth_register_ip: { points: 10, seconds: 60 },
   auth_resend_ip: { points: 10, seconds: 60 },
   auth_verify_ip: { points: 10, seconds: 60 },
+  auth_verify_email: { points: 20, seconds: 3600 },
   auth_refresh_ip: { points: 30, seconds: 60 },
   oauth_exchange_ip: { points: 20, seconds: 60 },
   org_write_user: { points: 30, seconds: 60 },

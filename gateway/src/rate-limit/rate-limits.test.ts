@@ -87,6 +87,7 @@ describe("RateLimits when Redis cannot be reached", () => {
       "auth_refresh_ip",
       "auth_register_ip",
       "auth_resend_ip",
+      "auth_verify_email",
       "auth_verify_ip",
       "oauth_exchange_ip",
     ]);

@@ -45,7 +45,7 @@ export function authRoutes({ identity, accessTokenTtlSeconds }: AuthRoutesDeps):
       summary: "Confirm the e-mail with its code and open a session",
       tags,
       auth: "none",
-      rateLimits: ["auth_verify_ip"],
+      rateLimits: ["auth_verify_ip", "auth_verify_email"],
       body: VerifyEmailSchema,
       response: AuthTokenSchema,
       errors: ["invalid_verification_code"],
