@@ -12,7 +12,7 @@ export interface TableAccess {
  * Finds a table and checks the caller's right there through kit's Authorizer (SPEC section 3):
  * a missing table, one outside the named database and one of another organization are the same
  * 404 `table_not_found`; a read token writing gets `token_read_only`, a viewer
- * `organization_forbidden`.
+ * `organization_forbidden`. `fresh`: the schema is read from catalog, not from the caches.
  */
 export class Access {
   constructor(
@@ -25,8 +25,11 @@ export class Access {
     tableId: bigint,
     databaseId: bigint,
     permission: Permission,
+    options: { fresh?: boolean } = {},
   ): Promise<TableAccess> {
-    const schema = await this.schemas.get(tableId, call.requestId);
+    const schema = options.fresh
+      ? await this.schemas.fresh(tableId, call.requestId)
+      : await this.schemas.get(tableId, call.requestId);
     if (databaseId !== 0n && schema.databaseId !== databaseId) throw tableNotFound();
     const role = await this.authorizer.authorize(
       call.principal,

@@ -163,8 +163,12 @@ function scopeOf(schema: TableSchema) {
   };
 }
 
-/** Why `create_gate` refused a create. */
+/** A create's schema was older than the table's autonumber fields: read it again and retry. */
+class StaleSchema extends Error {}
+
+/** Why `create_gate` refused a create (thrown, so that a transaction rolls back). */
 function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
+  if (outcome === "stale") return new StaleSchema("the table has a newer autonumber field");
   return outcome === "gone" ? tableNotFound() : recordLimitExceeded();
 }
 
@@ -209,11 +213,31 @@ export class Records {
     inputs: readonly (JsonObject | undefined)[],
     batch: boolean,
   ): Promise<RecordsView> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
     if (batch) {
       const problem = batchSizeProblem("records", inputs.length, "records");
       if (problem) throw validationFailed([problem]);
     }
+    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    try {
+      return await this.createWith(call, schema, inputs, batch, false);
+    } catch (error) {
+      if (!(error instanceof StaleSchema)) throw error;
+    }
+    // The table gained an autonumber field after `schema` was read (see create_gate's `stale`).
+    const fresh = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
+      fresh: true,
+    });
+    return this.createWith(call, fresh.schema, inputs, batch, true);
+  }
+
+  /** `create` against one schema; `fresh`: just read from catalog, not checked for staleness. */
+  private async createWith(
+    call: Call,
+    schema: TableSchema,
+    inputs: readonly (JsonObject | undefined)[],
+    batch: boolean,
+    fresh: boolean,
+  ): Promise<RecordsView> {
     const items: ValidationItem[] = [];
     const checked: CheckedValues[] = [];
     inputs.forEach((data, index) => {
@@ -229,21 +253,23 @@ export class Records {
     if (items.length > 0) throw validationFailed(items);
     const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
     const datas = checked.map((values) => applyValues({}, values));
+    const autonumbers = schema.fields.filter((field) => field.type === "autonumber");
+    const gate = {
+      tableId: schema.tableId,
+      organizationId: schema.organizationId,
+      limit: quota.records,
+      autonumberFields: fresh ? null : autonumbers.map((field) => field.id),
+    };
     // A new row has no file yet (row ids are never reused, and an upload needs the committed
     // row), so files is not asked: a create must not fail with 503 after it committed.
-    if (!schema.fields.some((field) => field.type === "autonumber")) {
+    if (autonumbers.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
         const rowIds = await allocateRowIds(changes.em, datas.length);
         const rows = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
         auditCreated(changes, schema, rows);
         const created = await createRecords(
           changes.em,
-          {
-            tableId: schema.tableId,
-            organizationId: schema.organizationId,
-            actor: actorName(call.principal),
-            limit: quota.records,
-          },
+          { ...gate, actor: actorName(call.principal) },
           rows,
           changes.takeEvents(),
         );
@@ -256,7 +282,7 @@ export class Records {
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       await lockForCreate(em, schema.tableId, schema.organizationId);
-      for (const field of schema.fields.filter((f) => f.type === "autonumber")) {
+      for (const field of autonumbers) {
         const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
         datas.forEach((data, index) => {
           data[field.id] = first + index;
@@ -274,16 +300,7 @@ export class Records {
       auditCreated(changes, schema, records);
       // Last, with the events: the organization's usage row stays locked from here to the
       // commit, and every create of the organization waits for it.
-      const outcome = await passCreateGate(
-        em,
-        {
-          tableId: schema.tableId,
-          organizationId: schema.organizationId,
-          count: records.length,
-          limit: quota.records,
-        },
-        changes.takeEvents(),
-      );
+      const outcome = await passCreateGate(em, gate, records.length, changes.takeEvents());
       if (outcome !== "ok") throw refusedCreate(outcome);
       return { schema, records, files: new Map() };
     });

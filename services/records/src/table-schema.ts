@@ -85,6 +85,13 @@ export class TableSchemas {
       this.parsed.set(key, { json: cached, schema });
       return schema;
     }
+    return this.fresh(tableId, requestId);
+  }
+
+  /** The schema as catalog has it now (the caches are written with it). */
+  async fresh(tableId: bigint, requestId = ""): Promise<TableSchema> {
+    if (tableId <= 0n) throw tableNotFound();
+    const key = tableSchemaCacheKey(tableId);
     const schema = await this.fetch(tableId, requestId);
     const json = JSON.stringify(toCached(schema));
     this.parsed.set(key, { json, schema });

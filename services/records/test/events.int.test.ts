@@ -1,5 +1,11 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { auditChangesOf, Code, createServiceClient, SUBJECTS } from "@rowbase/kit";
+import {
+  auditChangesOf,
+  Code,
+  createServiceClient,
+  SUBJECTS,
+  tableSchemaCacheKey,
+} from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
@@ -57,6 +63,33 @@ async function stored(tableId: bigint): Promise<JsonObject[]> {
 
 async function usageOf(organizationId: bigint): Promise<bigint> {
   return (await h.records.getRecordUsage({ organizationId }, await as(SERVICE))).records;
+}
+
+/** Waits until records' consumer has started numbering the table's `count` autonumber fields. */
+async function countersOf(table: TestTable, count: number): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from records.autonumber_counter where table_id = $1",
+      [table.tableId.toString()],
+    );
+    expect(rows[0].n).toBe(count);
+  });
+}
+
+/** Adds an autonumber field "No"; returns its id once the stored records hold `numbers`. */
+async function addAutonumberField(table: TestTable, numbers: number[]): Promise<string> {
+  const { field } = await h.catalog.createField(
+    {
+      tableId: table.tableId,
+      field: { name: "No", type: FieldType.AUTONUMBER, required: false, description: "" },
+    },
+    await as(t.owner),
+  );
+  const id = field!.fieldId.toString();
+  await eventually(async () =>
+    expect((await stored(table.tableId)).map((d) => d[id])).toEqual(numbers),
+  );
+  return id;
 }
 
 async function seed(table: TestTable, rows: JsonObject[]) {
@@ -253,6 +286,9 @@ describe("catalog changes", () => {
     "refuses a create that waited for its table's deletion, and counts nothing (%s)",
     async (_, fields) => {
       const table = await createTable(h, t.owner, t.organizationId, fields);
+      // The autonumber field's numbering (records' consumer) takes the table's lock too: let it
+      // finish first, so that the create is the one waiting below.
+      await countersOf(table, fields.filter((f) => f.type === FieldType.AUTONUMBER).length);
       const before = await usageOf(t.organizationId);
       // The deletion of the table as CatalogEvents runs it: the table's lock, then the mark.
       const deletion = await h.db.connect();
@@ -277,7 +313,8 @@ describe("catalog changes", () => {
         await deletion.query("commit");
         expect(await create).toBe("table_not_found");
       } finally {
-        deletion.release();
+        // Closed, not returned to the pool: a failure above must not leave the lock held.
+        deletion.release(true);
       }
       expect(await stored(table.tableId)).toEqual([]);
       expect(await usageOf(t.organizationId)).toBe(before);
@@ -446,22 +483,54 @@ describe("catalog changes", () => {
   it("numbers existing records when an autonumber field is added, and goes on from there", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
     await seed(table, [{ Name: "a" }, { Name: "b" }, { Name: "c" }]);
-    const { field } = await h.catalog.createField(
-      {
-        tableId: table.tableId,
-        field: { name: "No", type: FieldType.AUTONUMBER, required: false, description: "" },
-      },
-      await as(t.owner),
-    );
-    const id = field!.fieldId.toString();
-    await eventually(async () =>
-      expect((await stored(table.tableId)).map((d) => d[id])).toEqual([1, 2, 3]),
-    );
+    const id = await addAutonumberField(table, [1, 2, 3]);
     const { record } = await h.records.createRecord(
       { tableId: table.tableId, data: { Name: "d" } },
       await as(t.editor),
     );
     expect(record!.data![id]).toBe(4);
+  });
+});
+
+describe("a create whose schema predates an autonumber field", () => {
+  // Such a create read the table's schema before the field was added, and runs after the
+  // field's existing records were numbered: without a check its records never get a number.
+  it.each([
+    ["without autonumber fields (one statement)", [def("Name", FieldType.TEXT)]],
+    [
+      "with another autonumber field (a transaction)",
+      [def("Name", FieldType.TEXT), def("First", FieldType.AUTONUMBER)],
+    ],
+  ])("numbers the records of a table that had none %s", async (_, fields) => {
+    const table = await createTable(h, t.owner, t.organizationId, fields);
+    // The consumer's events of the table's own fields are applied (and their evictions done).
+    await countersOf(table, fields.length - 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await seed(table, [{ Name: "a" }]);
+    const key = tableSchemaCacheKey(table.tableId);
+    const before = await h.cache.get(key);
+    expect(before).not.toBeNull();
+    const id = await addAutonumberField(table, [1]);
+    // The create's view: the schema as it was cached before the field (put back once records'
+    // consumer has evicted it after its commit).
+    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await h.cache.set(key, before!, 60);
+    expect(await h.cache.get(key)).toBe(before);
+
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "b" } },
+      await as(t.editor),
+    );
+    expect(record!.data![id]).toBe(2);
+    await seed(table, [{ Name: "c" }, { Name: "d" }]);
+    expect((await stored(table.tableId)).map((d) => [d[table.id.Name!], d[id]])).toEqual([
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+      ["d", 4],
+    ]);
+    expect(await usageOf(t.organizationId)).toBeGreaterThanOrEqual(4n);
   });
 });
 

@@ -227,7 +227,11 @@ export async function startHarness(): Promise<Harness> {
   const catalogReplicas: RunningCatalog[] = [];
   const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
 
-  expect(await migrateRecords(database.url)).toEqual(["InitialSchema", "CreateGate"]);
+  expect(await migrateRecords(database.url)).toEqual([
+    "InitialSchema",
+    "CreateGate",
+    "CreateGateAutonumbers",
+  ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>
     recordsEnv.parse({

@@ -184,23 +184,41 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
   return rows.map((row) => BigInt(row.id));
 }
 
-/** What `create_gate` (migrations/create-gate.ts) answers. */
-export type GateOutcome = "ok" | "gone" | "over_limit";
+/**
+ * What `create_gate` (migrations/create-gate-autonumbers.ts) answers; `stale`: the table has an
+ * autonumber field the create did not number (its schema is older than the field).
+ */
+export type GateOutcome = "ok" | "gone" | "over_limit" | "stale";
 
-/** The call of `create_gate` on a statement's first four parameters. */
-const CREATE_GATE_CALL = "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint)";
+/** The call of `create_gate` on a statement's first five parameters. */
+const CREATE_GATE_CALL =
+  "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint[])";
+
+/** The gate's parameters, in CREATE_GATE_CALL's order. */
+function gateParams(target: GateTarget, count: number): unknown[] {
+  return [target.tableId, target.organizationId, count, target.limit, target.autonumberFields];
+}
 
 export type CreateOutcome =
   | { outcome: "ok"; records: StoredRecord[] }
   | { outcome: Exclude<GateOutcome, "ok"> };
 
-/** Where a create writes, as `createRecords` takes it. */
-export interface CreateTarget {
+/** What `create_gate` checks a create against. */
+export interface GateTarget {
   tableId: bigint;
   organizationId: bigint;
-  actor: string;
   /** The organization's record limit. */
   limit: bigint;
+  /**
+   * The autonumber fields (ids) the create numbers, by the schema it was checked against; null
+   * when that schema was just read from catalog, so nothing can be missing from it.
+   */
+  autonumberFields: readonly string[] | null;
+}
+
+/** Where a create writes, as `createRecords` takes it. */
+export interface CreateTarget extends GateTarget {
+  actor: string;
 }
 
 /**
@@ -215,10 +233,7 @@ export function createRecordsStatement(
   events: readonly OutboxEntry[],
 ): Statement {
   const params: unknown[] = [
-    target.tableId,
-    target.organizationId,
-    rows.length,
-    target.limit,
+    ...gateParams(target, rows.length),
     target.actor,
     rows.map((row) => row.rowId),
     JSON.stringify(rows.map((row) => row.data)),
@@ -230,9 +245,9 @@ export function createRecordsStatement(
      ),
      inserted as (
        insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
-       select id.row_id, $1, $2, item.data, $5, $5
-       from unnest($6::bigint[]) with ordinality as id(row_id, n)
-         join jsonb_array_elements($7::jsonb) with ordinality as item(data, n) using (n)
+       select id.row_id, $1, $2, item.data, $6, $6
+       from unnest($7::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements($8::jsonb) with ordinality as item(data, n) using (n)
        where (select outcome from gate) = 'ok'
        returning created_at, updated_at
      )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
@@ -247,8 +262,8 @@ export function createRecordsStatement(
 
 /**
  * Creates records with their `events`, in one statement and so without a transaction around it:
- * `create_gate` (migrations/create-gate.ts) takes the locks, looks for the deletion marks and
- * counts the records against `limit`, and the records and the events are inserted only when it
+ * `create_gate` (migrations/create-gate-autonumbers.ts) takes the locks, looks for the deletion
+ * marks and for autonumber fields the create does not know, and counts the records against `limit`, and the records and the events are inserted only when it
  * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
  * ids from `allocateRowIds`; the result is in their order.
  */
@@ -266,7 +281,7 @@ export async function createRecords(
     updated_ms: number | null;
   }>(em, sql, params, { prepare });
   const outcome = answer?.outcome;
-  if (outcome === "gone" || outcome === "over_limit") return { outcome };
+  if (outcome === "gone" || outcome === "over_limit" || outcome === "stale") return { outcome };
   if (outcome !== "ok" || answer?.inserted !== rows.length) {
     throw new Error(
       `create_gate answered ${outcome} with ${answer?.inserted} of ${rows.length} rows`,
@@ -294,14 +309,15 @@ export async function createRecords(
  */
 export async function passCreateGate(
   em: EntityManager,
-  target: { tableId: bigint; organizationId: bigint; count: number; limit: bigint },
+  target: GateTarget,
+  count: number,
   events: readonly OutboxEntry[],
 ): Promise<GateOutcome> {
   const rows = await queryWithOutbox<{ outcome: GateOutcome }>(
     em,
     events,
     `select ${CREATE_GATE_CALL} as outcome`,
-    [target.tableId, target.organizationId, target.count, target.limit],
+    gateParams(target, count),
     { prepare: true },
   );
   return rows[0]!.outcome;
@@ -365,6 +381,9 @@ export async function numberExistingRecords(
   tableId: bigint,
   fieldId: string,
 ): Promise<number> {
+  // Creates hold the table's lock shared until they commit: the numbering below sees every one
+  // that got in before, and every one after finds the counter (`create_gate`'s `stale`).
+  await lockTableExclusive(em, tableId);
   const [counter] = await query<{ last_value: string }>(
     em,
     `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, 0)
