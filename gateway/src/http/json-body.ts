@@ -86,7 +86,7 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
 }
 
 /** Only an object or an array may start a body (RFC 8259 whitespace before it). */
-const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 
 /**
  * The received body parsed, `undefined` when there is none; an empty one is `{}`. Malformed JSON,
