@@ -126,10 +126,12 @@ export class CatalogEvents {
           "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
           [event.tableId, event.fieldId.toString()],
         );
-        await query(em, "delete from autonumber_counter where table_id = $1 and field_id = $2", [
-          event.tableId,
-          event.fieldId,
-        ]);
+        // Kept, marked: a create whose schema still has the field must not start it again.
+        await query(
+          em,
+          "update autonumber_counter set deleted = true where table_id = $1 and field_id = $2",
+          [event.tableId, event.fieldId],
+        );
         break;
       }
       case SUBJECTS.fieldCreated: {

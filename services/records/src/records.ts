@@ -284,6 +284,7 @@ export class Records {
       await lockForCreate(em, schema.tableId, schema.organizationId);
       for (const field of autonumbers) {
         const first = await takeAutonumbers(em, schema.tableId, field.id, datas.length);
+        if (first === undefined) throw new StaleSchema(`autonumber field ${field.id} is deleted`);
         datas.forEach((data, index) => {
           data[field.id] = first + index;
         });

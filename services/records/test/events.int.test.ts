@@ -534,6 +534,48 @@ describe("a create whose schema predates an autonumber field", () => {
   });
 });
 
+describe("a create whose schema still has a deleted autonumber field", () => {
+  it("writes without it, and does not start the field's counter again", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("No", FieldType.AUTONUMBER),
+    ]);
+    await countersOf(table, 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await seed(table, [{ Name: "a" }]);
+    const key = tableSchemaCacheKey(table.tableId);
+    const before = await h.cache.get(key);
+    expect(before).not.toBeNull();
+    await h.catalog.deleteField({ fieldId: BigInt(table.id.No!) }, await as(t.owner));
+    const counter = async () =>
+      (
+        await h.db.query(
+          "select last_value::int, deleted from records.autonumber_counter where table_id = $1",
+          [table.tableId.toString()],
+        )
+      ).rows;
+    await eventually(async () =>
+      expect(await counter()).toEqual([{ last_value: 1, deleted: true }]),
+    );
+    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await h.cache.set(key, before!, 60);
+
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "b" } },
+      await as(t.editor),
+    );
+    expect(record!.data).toEqual({ [table.id.Name!]: "b" });
+    await seed(table, [{ Name: "c" }]);
+    expect(await stored(table.tableId)).toEqual([
+      { [table.id.Name!]: "a" },
+      { [table.id.Name!]: "b" },
+      { [table.id.Name!]: "c" },
+    ]);
+    expect(await counter()).toEqual([{ last_value: 1, deleted: true }]);
+  });
+});
+
 describe("organization deletion", () => {
   it("deletes the organization's records and its count", async () => {
     const owner = await h.user("Leaving");

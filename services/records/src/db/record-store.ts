@@ -353,23 +353,26 @@ export async function recordUsage(em: EntityManager, organizationId: bigint): Pr
 /**
  * The next `count` numbers of an autonumber field, the first of them returned. The counter row
  * stays locked until the transaction ends, so numbers are unique and follow creation order.
+ * Undefined when the field is deleted (the caller's schema is older than the deletion).
  */
 export async function takeAutonumbers(
   em: EntityManager,
   tableId: bigint,
   fieldId: string,
   count: number,
-): Promise<number> {
+): Promise<number | undefined> {
   const rows = await query<{ last_value: string }>(
     em,
     `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, $3)
      on conflict (table_id, field_id)
        do update set last_value = autonumber_counter.last_value + excluded.last_value
+       where not autonumber_counter.deleted
      returning last_value`,
     [tableId, fieldId, count],
     { prepare: true },
   );
-  return Number(rows[0]!.last_value) - count + 1;
+  const [row] = rows;
+  return row && Number(row.last_value) - count + 1;
 }
 
 /**

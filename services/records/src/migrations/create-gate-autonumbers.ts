@@ -7,12 +7,16 @@ import { Migration } from "@mikro-orm/migrations";
  * number; the caller reads the schema again from catalog and retries. `p_autonumber_fields` are
  * the fields the create numbers (null: do not look). A field's counter row
  * (`autonumber_counter`) exists from the moment its numbering starts, under the table's exclusive
- * lock, which every create waits for. The four-argument form stays for replicas of the previous
- * version during a rollout.
+ * lock, which every create waits for. A deleted field's counter is kept, marked `deleted`, so
+ * that a create whose schema still has the field cannot start it again (`takeAutonumbers`
+ * refuses it, and the create reads the schema again) and leave every later create `stale`.
+ * The four-argument form stays for replicas of the previous version during a rollout.
  */
 export class CreateGateAutonumbers extends Migration {
   override up() {
     this.addSql(`
+      alter table autonumber_counter add column deleted boolean not null default false;
+
       create function create_gate(
         p_table_id bigint, p_organization_id bigint, p_count bigint, p_limit bigint,
         p_autonumber_fields bigint[]
@@ -30,7 +34,7 @@ export class CreateGateAutonumbers extends Migration {
         end if;
         if p_autonumber_fields is not null and exists (
           select 1 from autonumber_counter
-          where table_id = p_table_id and field_id <> all (p_autonumber_fields)
+          where table_id = p_table_id and not deleted and field_id <> all (p_autonumber_fields)
         ) then
           return 'stale';
         end if;
