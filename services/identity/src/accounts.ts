@@ -18,8 +18,11 @@ import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
 const RESEND_INTERVAL_MS = 60_000;
 /** Wrong codes that kill a verification code. */
 const MAX_CODE_ATTEMPTS = 5;
+/** Live codes an unverified account keeps (one per registration with another password). */
+const MAX_LIVE_CODES = 3;
 
 export type UserRow = InferEntity<typeof User>;
+type EmailCodeRow = InferEntity<typeof EmailCode>;
 
 export interface IssuedSession {
   accessToken: string;
@@ -57,6 +60,15 @@ export class Accounts {
     return this.deps.orm.em.fork();
   }
 
+  /**
+   * Creates an unverified account, or registers an unverified one again, and mails a code for
+   * this registration: verifying with it sets this password and name. A registration with the
+   * password of a code that went out less than a minute ago mails nothing (that code stays
+   * valid); any other gets a code of its own, and the earlier codes keep confirming what they
+   * were sent for, so nobody who registers an address after (or before) its owner can choose the
+   * password the owner's code confirms. The account's own password becomes this one, for
+   * `login`'s `email_not_verified` and for `resendCode`.
+   */
   async register(email: string, password: string, name: string): Promise<void> {
     const address = normalizeEmail(email);
     const passwordHash = await hashPassword(password);
@@ -71,13 +83,17 @@ export class Accounts {
           );
           if (user?.emailVerifiedAt) throw domainError(Code.AlreadyExists, "email_already_exists");
           if (user) {
+            const latest = await this.latestCode(em, user.id);
+            if (latest && (await verifyPassword(latest.passwordHash, password))) {
+              if (this.sentRecently(latest)) return undefined;
+            }
             user.passwordHash = passwordHash;
             if (name) user.name = name;
           } else {
             user = em.create(User, { email: address, name, passwordHash });
           }
           await em.flush();
-          return this.issueCode(em, user.id, false);
+          return this.issueCode(em, user);
         });
         break;
       } catch (error) {
@@ -89,6 +105,7 @@ export class Accounts {
     if (code) await this.mailCode(address, code);
   }
 
+  /** Mails a code for the account's latest registration, at most once a minute. */
   async resendCode(email: string): Promise<void> {
     const address = normalizeEmail(email);
     const code = await this.em().transactional(async (em) => {
@@ -97,36 +114,45 @@ export class Accounts {
         { email: address },
         { lockMode: LockMode.PESSIMISTIC_WRITE },
       );
-      if (!user || user.emailVerifiedAt) return undefined;
-      return this.issueCode(em, user.id, false);
+      if (!user?.passwordHash || user.emailVerifiedAt) return undefined;
+      const latest = await this.latestCode(em, user.id);
+      if (latest && this.sentRecently(latest)) return undefined;
+      return this.issueCode(em, user);
     });
     if (code) await this.mailCode(address, code);
   }
 
+  private latestCode(em: EntityManager, userId: bigint) {
+    return em.findOne(EmailCode, { userId }, { orderBy: { id: "desc" } });
+  }
+
+  private sentRecently(code: EmailCodeRow): boolean {
+    return Date.now() - code.sentAt.getTime() < RESEND_INTERVAL_MS;
+  }
+
   /**
-   * Replaces the account's code with a new one, unless one went out less than a minute ago:
-   * then the old code stays valid and nothing is mailed (undefined).
+   * A new code confirming the account's current password and name. The account keeps at most
+   * MAX_LIVE_CODES codes: older and expired ones are dropped.
    */
-  private async issueCode(
-    em: EntityManager,
-    userId: bigint,
-    force: boolean,
-  ): Promise<string | undefined> {
+  private async issueCode(em: EntityManager, user: UserRow): Promise<string> {
     const now = new Date();
-    const existing = await em.findOne(EmailCode, { userId });
-    if (!force && existing && now.getTime() - existing.sentAt.getTime() < RESEND_INTERVAL_MS) {
-      return undefined;
-    }
     const code = newCode();
-    const fields = {
-      codeHash: codeHash(userId, code),
+    em.create(EmailCode, {
+      userId: user.id,
+      codeHash: codeHash(user.id, code),
+      passwordHash: user.passwordHash!,
+      name: user.name,
       sentAt: now,
       expiresAt: new Date(now.getTime() + this.deps.config.CODE_TTL_SECONDS * 1000),
       failedAttempts: 0,
-    };
-    if (existing) em.assign(existing, fields);
-    else em.create(EmailCode, { userId, ...fields });
+    });
     await em.flush();
+    const kept = await em.find(
+      EmailCode,
+      { userId: user.id, expiresAt: { $gt: now } },
+      { orderBy: { id: "desc" }, limit: MAX_LIVE_CODES, fields: ["id"] },
+    );
+    await em.nativeDelete(EmailCode, { userId: user.id, id: { $nin: kept.map((c) => c.id) } });
     return code;
   }
 
@@ -135,30 +161,43 @@ export class Accounts {
     await this.deps.mailer.send({
       to,
       subject: `Your Rowbase code: ${code}`,
-      text: `Your Rowbase verification code is ${code}.\nIt is valid for ${minutes} minutes.\n`,
+      text:
+        `Your Rowbase verification code is ${code}.\nIt is valid for ${minutes} minutes and ` +
+        "confirms the password chosen when it was requested.\nIf you did not just register " +
+        "or ask for a code, do not use it.\n",
     });
   }
 
+  /**
+   * Confirms the address with one of the account's live codes, setting the password and name of
+   * the registration that code was mailed for. A wrong code counts against every live code.
+   */
   async verifyEmail(email: string, code: string): Promise<IssuedSession> {
     const address = normalizeEmail(email);
     // A wrong code must count even though the call fails, so the outcome is returned from the
     // transaction (which commits) and only then turned into an error.
     const user = await this.em().transactional(async (em) => {
-      const user = await em.findOne(User, { email: address });
-      if (!user) return undefined;
-      const row = await em.findOne(
-        EmailCode,
-        { userId: user.id },
+      const user = await em.findOne(
+        User,
+        { email: address },
         { lockMode: LockMode.PESSIMISTIC_WRITE },
       );
-      if (!row || row.expiresAt <= new Date() || row.failedAttempts >= MAX_CODE_ATTEMPTS)
-        return undefined;
-      if (!sameHash(row.codeHash, codeHash(user.id, code))) {
-        row.failedAttempts += 1;
+      if (!user || user.emailVerifiedAt) return undefined;
+      const live = await em.find(EmailCode, {
+        userId: user.id,
+        expiresAt: { $gt: new Date() },
+        failedAttempts: { $lt: MAX_CODE_ATTEMPTS },
+      });
+      const hash = codeHash(user.id, code);
+      const match = live.find((row) => sameHash(row.codeHash, hash));
+      if (!match) {
+        for (const row of live) row.failedAttempts += 1;
         return undefined;
       }
+      user.passwordHash = match.passwordHash;
+      user.name = match.name;
       user.emailVerifiedAt = new Date();
-      em.remove(row);
+      await em.nativeDelete(EmailCode, { userId: user.id });
       return user;
     });
     if (!user) throw domainError(Code.InvalidArgument, "invalid_verification_code");

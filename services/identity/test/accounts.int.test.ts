@@ -88,7 +88,11 @@ beforeAll(async () => {
     SMTP_URL: mail.url,
     JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
   });
-  expect(await migrateIdentity(database.url)).toEqual(["InitialSchema", "OidcSignIn"]);
+  expect(await migrateIdentity(database.url)).toEqual([
+    "InitialSchema",
+    "OidcSignIn",
+    "CodePerRegistration",
+  ]);
   service = await startIdentity(config, {
     logger: createLogger("identity", process.env.TEST_LOG_LEVEL ?? "silent"),
     cache,
@@ -127,29 +131,116 @@ describe("registration and verification", () => {
     ).toBe("email_already_exists");
   });
 
-  it("keeps the old code when registering again within a minute, and replaces it after", async () => {
+  it("mails nothing for the same password within a minute, and a new code after", async () => {
     const email = newEmail();
     const first = mail.messages.length;
     await client.register({ email, password: "first password" });
     const code = await codeFor(email, first);
     const second = mail.messages.length;
-    await client.register({ email, password: "second password" });
+    await client.register({ email, password: "first password", name: "Later" });
     await new Promise((r) => setTimeout(r, 200));
     expect(mail.messages.slice(second).filter((m) => m.to.includes(email))).toHaveLength(0);
 
     await db.query("update identity.email_code set sent_at = now() - interval '2 minutes'");
     const third = mail.messages.length;
-    await client.register({ email, password: "third password" });
-    const newCode = await codeFor(email, third);
-    if (newCode !== code) {
-      expect(await reasonOf(client.verifyEmail({ email, code }))).toBe("invalid_verification_code");
-    }
-    await client.verifyEmail({ email, code: newCode });
-    expect(await reasonOf(client.login({ email, password: "second password" }))).toBe(
+    await client.register({ email, password: "first password" });
+    const next = await codeFor(email, third);
+    await client.verifyEmail({ email, code: next });
+    expect(await reasonOf(client.verifyEmail({ email, code }))).toBe("invalid_verification_code");
+    expect((await client.login({ email, password: "first password" })).session?.user?.email).toBe(
+      email,
+    );
+  });
+
+  it("lets nobody who registers the address again choose the password the owner's code sets", async () => {
+    const email = newEmail();
+    const owner = mail.messages.length;
+    await client.register({ email, password: "owner's password", name: "Owner" });
+    const ownersCode = await codeFor(email, owner);
+    // Within the minute, with another password: a code of its own goes out, the owner's stays.
+    const attacker = mail.messages.length;
+    await client.register({ email, password: "attacker's password", name: "Mallory" });
+    const attackersCode = await codeFor(email, attacker);
+    expect(attackersCode).not.toBe(ownersCode);
+    const { rows: pending } = await db.query(
+      `select c.name from identity.email_code c join identity.users u on u.id = c.user_id
+        where u.email = $1 order by c.id`,
+      [email],
+    );
+    expect(pending.map((row) => row.name)).toEqual(["Owner", "Mallory"]);
+
+    const { session } = await client.verifyEmail({ email, code: ownersCode });
+    expect(session?.user).toMatchObject({ email, name: "Owner", emailVerified: true });
+    expect(await reasonOf(client.login({ email, password: "attacker's password" }))).toBe(
       "invalid_credentials",
     );
-    expect((await client.login({ email, password: "third password" })).session?.user?.email).toBe(
+    expect(await reasonOf(client.verifyEmail({ email, code: attackersCode }))).toBe(
+      "invalid_verification_code",
+    );
+    expect((await client.login({ email, password: "owner's password" })).session?.user?.email).toBe(
       email,
+    );
+  });
+
+  it("sets the password of the code used when someone registered the address first", async () => {
+    const email = newEmail();
+    const attacker = mail.messages.length;
+    await client.register({ email, password: "attacker's password" });
+    await codeFor(email, attacker);
+    const owner = mail.messages.length;
+    await client.register({ email, password: "owner's password" });
+    const ownersCode = await codeFor(email, owner);
+    // Before verification, login answers for the latest registration only.
+    expect(await reasonOf(client.login({ email, password: "owner's password" }))).toBe(
+      "email_not_verified",
+    );
+    await client.verifyEmail({ email, code: ownersCode });
+    expect(await reasonOf(client.login({ email, password: "attacker's password" }))).toBe(
+      "invalid_credentials",
+    );
+    expect((await client.login({ email, password: "owner's password" })).session).toBeDefined();
+  });
+
+  it("keeps the three latest codes, and a wrong code counts against each of them", async () => {
+    const email = newEmail();
+    const codes: string[] = [];
+    for (const password of ["password one", "password two", "password three", "password four"]) {
+      const before = mail.messages.length;
+      await client.register({ email, password });
+      codes.push(await codeFor(email, before));
+    }
+    const { rows } = await db.query(
+      `select count(*)::int as n from identity.email_code c join identity.users u
+        on u.id = c.user_id where u.email = $1`,
+      [email],
+    );
+    expect(rows[0].n).toBe(3);
+    expect(await reasonOf(client.verifyEmail({ email, code: codes[0]! }))).toBe(
+      "invalid_verification_code",
+    );
+    const wrong = ["000000", "111111", "222222"].find((c) => !codes.includes(c))!;
+    for (let i = 0; i < 4; i++) await reasonOf(client.verifyEmail({ email, code: wrong }));
+    // The first try above was wrong too: five in all kill every live code.
+    for (const code of codes.slice(1)) {
+      expect(await reasonOf(client.verifyEmail({ email, code }))).toBe("invalid_verification_code");
+    }
+  });
+
+  it("resends a code for the latest registration", async () => {
+    const email = newEmail();
+    const first = mail.messages.length;
+    await client.register({ email, password: "first password" });
+    await codeFor(email, first);
+    const second = mail.messages.length;
+    await client.register({ email, password: "second password" });
+    await codeFor(email, second);
+    await db.query("update identity.email_code set sent_at = now() - interval '2 minutes'");
+    const resent = mail.messages.length;
+    await client.resendCode({ email });
+    await client.verifyEmail({ email, code: await codeFor(email, resent) });
+    expect((await client.login({ email, password: "second password" })).session).toBeDefined();
+    expect(await reasonOf(client.login({ email, password: "first password" }))).toBe(
+      "invalid_credentials",
     );
   });
 

@@ -42,7 +42,8 @@ export function authRoutes({ identity, accessTokenTtlSeconds }: AuthRoutesDeps):
       method: "POST",
       path: "/auth/verify_email",
       operationId: "authVerifyEmail",
-      summary: "Confirm the e-mail with its code and open a session",
+      summary:
+        "Confirm the e-mail with a code, which sets the password it was mailed for, and open a session",
       tags,
       auth: "none",
       rateLimits: ["auth_verify_ip", "auth_verify_email"],

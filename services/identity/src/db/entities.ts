@@ -17,13 +17,20 @@ export const User = defineEntity({
   },
 });
 
-/** The one live verification code of an unverified account (a new code replaces it). */
+/**
+ * A verification code mailed for one registration of an unverified account. It carries that
+ * registration's password and name, which verifying with it sets: a later registration of the
+ * address (by anyone) gets a code of its own and cannot change what an earlier code confirms.
+ */
 export const EmailCode = defineEntity({
   name: "EmailCode",
   tableName: "email_code",
   properties: {
-    userId: p.bigint().primary().columnType("bigint"),
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    userId: p.bigint().columnType("bigint"),
     codeHash: p.text(),
+    passwordHash: p.text(),
+    name: p.text(),
     sentAt: p.datetime(),
     expiresAt: p.datetime(),
     failedAttempts: p.integer().default(0),
