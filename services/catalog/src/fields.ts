@@ -202,6 +202,7 @@ export class Fields {
             newType: fieldTypeToProto(type),
             oldOptions: old.options,
             newOptions: options,
+            fieldName: field.name,
           });
         } else if (isSelectType(type)) {
           const renames = choiceRenames(old.options, options);

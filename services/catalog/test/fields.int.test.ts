@@ -620,6 +620,7 @@ describe("type changes", () => {
       newType: FieldType.NUMBER,
       oldOptions: { max_length: 20 },
       newOptions: { decimals: 0 },
+      fieldName: "Amount",
     });
     await eventOf(
       h,

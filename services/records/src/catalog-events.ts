@@ -152,7 +152,11 @@ export class CatalogEvents {
         const converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
         this.deps.logger.info(
-          { table_id: change.tableId.toString(), field_id: change.fieldId.toString(), converted },
+          {
+            table_id: change.scope.tableId.toString(),
+            field_id: change.fieldId.toString(),
+            converted,
+          },
           "field type changed: values converted",
         );
         break;
@@ -202,7 +206,18 @@ function typeChangeOf(message: BusMessage): TypeChange | undefined {
   const from = fieldLikeOf({ type: event.oldType, options: event.oldOptions });
   const to = fieldLikeOf({ type: event.newType, options: event.newOptions });
   if (!from || !to) return undefined;
-  return { tableId: event.tableId, fieldId: event.fieldId, from, to };
+  return {
+    scope: {
+      organizationId: event.organizationId,
+      databaseId: event.databaseId,
+      tableId: event.tableId,
+    },
+    fieldId: event.fieldId,
+    fieldName: event.fieldName,
+    from,
+    to,
+    requestId: event.meta?.requestId ?? "",
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import {
   fieldTypeFromProto,
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import type { Transactions } from "./change-set.js";
+import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import { epochMs, notProcessed } from "./db/record-store.js";
 import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
 import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
@@ -121,8 +121,8 @@ export class TypeChanges {
    * Converts the stored values of a field whose type changed, a chunk of records per transaction
    * (a large table is never locked whole), up to the last chunk, which is left to `applyLast`
    * (in the consumer's transaction, which records the event id with it). A value that does not
-   * convert becomes null. Applying it again changes nothing: values already of the new type
-   * stay. Does nothing for an event the consumer has applied. Returns where the last chunk starts
+   * convert becomes null, with an audit entry that keeps it (`clearedValues`). Applying it again
+   * changes nothing: values already of the new type stay. Does nothing for an event the consumer has applied. Returns where the last chunk starts
    * and how many values were converted.
    */
   async applyAllButLast(
@@ -132,11 +132,12 @@ export class TypeChanges {
   ): Promise<{ after: string; converted: number }> {
     let converted = 0;
     for (let after = "0"; ; ) {
-      const step = await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
+      const step = await this.tx.run(contextOf(change), async (changes) => {
+        const { em } = changes;
         if (after === "0" && !(await notProcessed(em, consumer, eventId))) return undefined;
         const rows = await cellsAfter(
           em,
-          change.tableId,
+          change.scope.tableId,
           change.fieldId.toString(),
           change.from,
           after,
@@ -144,7 +145,7 @@ export class TypeChanges {
         );
         // The last chunk: left (unconverted) to the transaction that records the event.
         if (rows.length < CHUNK) return undefined;
-        return { next: rows.at(-1)!.row_id, converted: await convertRows(em, change, rows) };
+        return { next: rows.at(-1)!.row_id, converted: await convertRows(changes, change, rows) };
       });
       if (!step) return { after, converted };
       converted += step.converted;
@@ -157,18 +158,23 @@ export class TypeChanges {
    * when records were created meanwhile); returns how many.
    */
   async applyLast(em: EntityManager, change: TypeChange, after: string): Promise<number> {
+    // Its audit entries go to the outbox with the event's id; the relay's next round sends them.
+    const changes = new ChangeSet(em, contextOf(change));
     let converted = 0;
     for (;;) {
       const rows = await cellsAfter(
         em,
-        change.tableId,
+        change.scope.tableId,
         change.fieldId.toString(),
         change.from,
         after,
         true,
       );
-      converted += await convertRows(em, change, rows);
-      if (rows.length < CHUNK) return converted;
+      converted += await convertRows(changes, change, rows);
+      if (rows.length < CHUNK) {
+        await changes.flush();
+        return converted;
+      }
       after = rows.at(-1)!.row_id;
     }
   }
@@ -176,15 +182,29 @@ export class TypeChanges {
 
 /** A field's type change, as the FieldTypeChanged event tells it. */
 export interface TypeChange {
-  tableId: bigint;
+  scope: RecordScope;
   fieldId: bigint;
+  /** The field's name after the change, for audit entries. */
+  fieldName: string;
   from: FieldLike;
   to: FieldLike;
+  /** The request that changed the type, for the events the conversion writes. */
+  requestId: string;
 }
 
-/** Converts the values of `rows` that are not already what the new type makes of them. */
+/** The conversion acts on its own: its audit entries name the system. */
+function contextOf(change: TypeChange): CallContext {
+  return { principal: undefined, requestId: change.requestId };
+}
+
+/**
+ * Converts the values of `rows` that are not already what the new type makes of them. A value
+ * that does not convert can only have been written after catalog's check (by a write whose
+ * schema was still the old one); it is cleared, and an audit entry `record.updated` by the
+ * system keeps it, so the 90-day audit log shows what was lost and when.
+ */
 async function convertRows(
-  em: EntityManager,
+  changes: ChangeSet,
   change: TypeChange,
   rows: CellRow[],
 ): Promise<number> {
@@ -197,10 +217,16 @@ async function convertRows(
     if (before === now) continue;
     ids.push(row.row_id);
     values.push(now);
+    if (now === null && row.value !== null) {
+      const key = change.fieldId.toString();
+      changes.auditRecord(change.scope, "updated", BigInt(row.row_id), [
+        { key, label: change.fieldName || key, old: row.value },
+      ]);
+    }
   }
   if (ids.length > 0) {
     await query(
-      em,
+      changes.em,
       `update record r set data = case when item.value is null then r.data - $1::text
          else jsonb_set(r.data, array[$1::text], item.value) end
        from unnest($2::bigint[], $3::jsonb[]) as item(row_id, value)

@@ -1,6 +1,7 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import {
   auditChangesOf,
+  type BusMessage,
   Code,
   createServiceClient,
   SUBJECTS,
@@ -13,6 +14,7 @@ import {
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { FieldTypeChangedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -90,6 +92,29 @@ async function addAutonumberField(table: TestTable, numbers: number[]): Promise<
     expect((await stored(table.tableId)).map((d) => d[id])).toEqual(numbers),
   );
   return id;
+}
+
+/** Applies `messages` through a consumer of catalog events of its own, as a redelivery would. */
+async function replay(messages: BusMessage[]): Promise<void> {
+  const orm = await createRecordsOrm(h.databaseUrl);
+  try {
+    const tx = new Transactions(orm, { kick() {} }, h.logger);
+    const schemas = new TableSchemas(
+      createServiceClient(CatalogService, "http://127.0.0.1:9"),
+      h.cache,
+      SECRET,
+      h.logger,
+    );
+    const consumer = new CatalogEvents({
+      orm,
+      schemas,
+      typeChanges: new TypeChanges(tx),
+      logger: h.logger,
+    });
+    for (const message of messages) await consumer.handle(message);
+  } finally {
+    await orm.close();
+  }
 }
 
 async function seed(table: TestTable, rows: JsonObject[]) {
@@ -380,6 +405,60 @@ describe("catalog changes", () => {
     );
   });
 
+  it("clears a value written after the check that does not convert, keeping it in the audit log", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
+    const rows = await seed(table, [{ Code: "12" }, { Code: "5" }]);
+    const code = table.id.Code!;
+    await h.catalog.updateField(
+      { fieldId: BigInt(code), type: FieldType.NUMBER },
+      await as(t.owner),
+    );
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[code])).toEqual([12, 5]),
+    );
+    const changed = await eventually(() => {
+      const found = h.events.find(
+        (e) =>
+          e.subject === SUBJECTS.fieldTypeChanged &&
+          fromBinary(FieldTypeChangedSchema, e.data).fieldId === BigInt(code),
+      );
+      if (!found) throw new Error("no type change");
+      return found;
+    });
+    // A write validated against the text field's schema lands before records applies the
+    // change: the event arrives (here: once more, under an id of its own) after it.
+    const late = rows[1]!.rowId;
+    await h.db.query(
+      `update records.record set data = jsonb_set(data, array[$2::text], '"five"')
+       where row_id = $1`,
+      [late.toString(), code],
+    );
+    await replay([{ ...changed, id: `${changed.id}-late` }]);
+    expect((await stored(table.tableId)).map((d) => d[code])).toEqual([12, undefined]);
+    const audit = await eventually(() => {
+      const found = eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).find(
+        (e) => e.target?.id === late,
+      );
+      if (!found) throw new Error("no audit entry");
+      return found;
+    });
+    expect(audit).toMatchObject({
+      organizationId: t.organizationId,
+      databaseId: table.databaseId,
+      tableId: table.tableId,
+      meta: { actor: { type: Actor_Type.SYSTEM } },
+    });
+    expect(auditChangesOf(audit.changesJson)).toEqual([
+      { key: code, label: "Code", old: "five", new: undefined },
+    ]);
+    // The values that converted were not touched again, and nothing else was audited.
+    expect(
+      eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).filter(
+        (e) => e.tableId === table.tableId,
+      ),
+    ).toHaveLength(1);
+  });
+
   it("answers CheckFieldTypeChange for services only", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Mail", FieldType.TEXT)]);
     await seed(table, [{ Mail: "ada@example.com" }, { Mail: "not mail" }]);
@@ -456,27 +535,9 @@ describe("catalog changes", () => {
     await eventually(async () => expect(await stored(table.tableId)).toEqual(expected));
 
     // Applying the same events again (a redelivery) changes nothing: each is applied once.
-    const orm = await createRecordsOrm(h.databaseUrl);
-    try {
-      const tx = new Transactions(orm, { kick() {} }, h.logger);
-      const schemas = new TableSchemas(
-        createServiceClient(CatalogService, "http://127.0.0.1:9"),
-        h.cache,
-        SECRET,
-        h.logger,
-      );
-      const consumer = new CatalogEvents({
-        orm,
-        schemas,
-        typeChanges: new TypeChanges(tx),
-        logger: h.logger,
-      });
-      const renames = h.events.filter((e) => e.subject === SUBJECTS.fieldChoicesRenamed);
-      expect(renames.length).toBeGreaterThanOrEqual(2);
-      for (const message of renames) await consumer.handle(message);
-    } finally {
-      await orm.close();
-    }
+    const renames = h.events.filter((e) => e.subject === SUBJECTS.fieldChoicesRenamed);
+    expect(renames.length).toBeGreaterThanOrEqual(2);
+    await replay(renames);
     expect(await stored(table.tableId)).toEqual(expected);
   });
 
