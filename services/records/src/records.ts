@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { query, SUBJECTS } from "@rowbase/kit";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
@@ -166,6 +167,9 @@ function scopeOf(schema: TableSchema) {
 /** A create's schema was older than the table's autonumber fields: read it again and retry. */
 class StaleSchema extends Error {}
 
+/** Schemas a create tries before it gives up with Unavailable (each stale one is a race lost). */
+const CREATE_ATTEMPTS = 3;
+
 /** Why `create_gate` refused a create (thrown, so that a transaction rolls back). */
 function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
   if (outcome === "stale") return new StaleSchema("the table has a newer autonumber field");
@@ -217,17 +221,22 @@ export class Records {
       const problem = batchSizeProblem("records", inputs.length, "records");
       if (problem) throw validationFailed([problem]);
     }
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
-    try {
-      return await this.createWith(call, schema, inputs, batch, false);
-    } catch (error) {
-      if (!(error instanceof StaleSchema)) throw error;
+    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.createWith(call, schema, inputs, batch, attempt > 1);
+      } catch (error) {
+        if (!(error instanceof StaleSchema)) throw error;
+        if (attempt === CREATE_ATTEMPTS) {
+          throw new ConnectError("the table's fields kept changing; try again", Code.Unavailable);
+        }
+      }
+      // The table's autonumber fields changed after `schema` was read (see create_gate's
+      // `stale`, and `takeAutonumbers` for a deleted one): read it again from catalog.
+      ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
+        fresh: true,
+      }));
     }
-    // The table gained an autonumber field after `schema` was read (see create_gate's `stale`).
-    const fresh = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
-      fresh: true,
-    });
-    return this.createWith(call, fresh.schema, inputs, batch, true);
   }
 
   /** `create` against one schema; `fresh`: just read from catalog, not checked for staleness. */

@@ -637,6 +637,28 @@ describe("a create whose schema still has a deleted autonumber field", () => {
   });
 });
 
+describe("a create whose fresh schema is stale too", () => {
+  it("tries three schemas, then answers Unavailable and writes nothing", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("No", FieldType.AUTONUMBER),
+    ]);
+    await countersOf(table, 1);
+    await seed(table, [{ Name: "a" }]);
+    const usage = await usageOf(t.organizationId);
+    // As if the field were deleted just after each schema was read: catalog keeps serving it.
+    await h.db.query("update records.autonumber_counter set deleted = true where table_id = $1", [
+      table.tableId.toString(),
+    ]);
+    const failure = await failureOf(
+      h.records.createRecord({ tableId: table.tableId, data: { Name: "b" } }, await as(t.editor)),
+    );
+    expect(failure.code).toBe(Code.Unavailable);
+    expect(await stored(table.tableId)).toEqual([{ [table.id.Name!]: "a", [table.id.No!]: 1 }]);
+    expect(await usageOf(t.organizationId)).toBe(usage);
+  });
+});
+
 describe("organization deletion", () => {
   it("deletes the organization's records and its count", async () => {
     const owner = await h.user("Leaving");
