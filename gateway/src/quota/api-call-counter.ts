@@ -1,5 +1,9 @@
 import type { Cache } from "@rowbase/kit";
-import type { MonthlyUsageRebuild } from "./monthly-usage-rebuild.js";
+import {
+  addToCounter,
+  type FreshCounter,
+  type MonthlyUsageRebuild,
+} from "./monthly-usage-rebuild.js";
 
 /**
  * How long a month's counter outlives the month: a replica whose clock runs a little behind
@@ -27,18 +31,11 @@ export function apiCallCounterKey(organizationId: bigint, month: string): string
 }
 
 /**
- * Takes back what a count added. When the counter was lost after the count (the decrement
- * created it below zero), it is left at zero instead, so that the next count finds it fresh and
- * rebuilds it rather than starting from a negative number.
+ * Takes back what a count added. A counter lost since is not made again for it: the one that
+ * replaces it is rebuilt from what the month used, which this count is not part of.
  */
-export async function takeBack(
-  cache: Cache,
-  key: string,
-  amount: number,
-  ttlSeconds: number,
-): Promise<void> {
-  const left = await cache.incrBy(key, -amount, ttlSeconds);
-  if (left === -amount) await cache.incrBy(key, amount, ttlSeconds);
+export async function takeBack(cache: Cache, key: string, amount: number): Promise<void> {
+  await cache.addToExisting(key, -amount);
 }
 
 export type CountResult =
@@ -52,9 +49,9 @@ export type CountResult =
  * monthly allowance. Counting is one atomic increment: the call whose increment passes the
  * allowance takes it back and is refused, so parallel calls on every replica never admit more
  * than the allowance, and refused calls are not counted. The key lives until shortly after its
- * month ends. With `rebuild`, the call that finds the month's counter missing (its increment
- * created it) first adds what Postgres holds for the month, so a cache that lost its counters
- * does not hand out the allowance again.
+ * month ends. A month's counter is made by its first count (`addToCounter`): with `rebuild`, from
+ * what Postgres holds for the month, so a cache that lost its counters does not hand out the
+ * allowance again, not even to the calls that arrive while the counter is rebuilt.
  */
 export class ApiCallCounter {
   constructor(
@@ -69,30 +66,20 @@ export class ApiCallCounter {
     const month = utcMonthOf(now);
     const key = apiCallCounterKey(organizationId, month);
     const ttlSeconds = untilNextMonth + COUNTER_GRACE_SECONDS;
-    // Nothing to count against: no increment that would only be taken back (and would find the
-    // counter fresh every time).
+    // Nothing to count against: no increment that would only be taken back.
     if (allowance <= 0n) return { admitted: false, retryAfterSeconds: untilNextMonth };
-    let count = await this.cache.incrBy(key, 1, ttlSeconds);
-    if (count === 1 && this.rebuild) {
-      try {
-        const restored = await this.rebuild.restore({
-          kind: "api-calls",
-          organizationId,
-          month,
-          key,
-          ttlSeconds,
-          now,
-          requestId,
-        });
-        count = restored ?? count;
-      } catch (error) {
-        // Not counted: the next call finds the counter fresh again and retries the rebuild.
-        await takeBack(this.cache, key, 1, ttlSeconds);
-        throw error;
-      }
-    }
+    const counter: FreshCounter = {
+      kind: "api-calls",
+      organizationId,
+      month,
+      key,
+      ttlSeconds,
+      now,
+      requestId,
+    };
+    const count = await addToCounter(this.cache, counter, 1, this.rebuild);
     if (BigInt(count) <= allowance) return { admitted: true, count };
-    await takeBack(this.cache, key, 1, ttlSeconds);
+    await takeBack(this.cache, key, 1);
     return { admitted: false, retryAfterSeconds: untilNextMonth };
   }
 

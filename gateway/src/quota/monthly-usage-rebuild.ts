@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@connectrpc/connect";
 import { type Cache, Code, ConnectError, callAs, errorInfoOf } from "@rowbase/kit";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
@@ -46,7 +47,7 @@ function monthStartOf(now: Date): number {
   return Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
 }
 
-/** A counter that is being counted into, as its owner knows it. */
+/** A month's counter, as the caller counting into it knows it. */
 export interface FreshCounter {
   kind: MonthlyCounterKind;
   organizationId: bigint;
@@ -59,17 +60,45 @@ export interface FreshCounter {
   requestId?: string | undefined;
 }
 
+/** How often a caller waiting for another's rebuild looks whether it is done. */
+const REBUILD_POLL_MS = 20;
+
+/** Counters a count makes before it gives up (each one lost again right after it was made). */
+const COUNTER_ATTEMPTS = 3;
+
 /**
- * Rebuilds the monthly counters (API calls, transfer) when the shared cache has lost them
- * (Redis restarted without persistence, a key evicted): the caller whose increment created the
- * month's counter afresh (INCRBY answered the increment itself) claims the rebuild with `SET NX`
- * and adds this month's totals stored in Postgres, so that the allowance keeps counting from
- * where the month really is. The claim is given back once done, so a counter lost again later is
- * rebuilt again; a counter that was rebuilt holds the stored totals and never looks fresh again
- * (takebacks only remove what their own increments added).
+ * Adds `amount` to a month's counter and answers its new value. A counter the cache does not
+ * hold (the month's first count, or the cache lost it) is made first: by `rebuild` from the
+ * month's totals stored in Postgres, else at zero. A count never lands in a counter that does
+ * not hold what the month used: while one caller rebuilds, the others wait for it.
+ */
+export async function addToCounter(
+  cache: Cache,
+  counter: FreshCounter,
+  amount: number,
+  rebuild: MonthlyUsageRebuild | undefined,
+): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const value = await cache.addToExisting(counter.key, amount);
+    if (value !== null) return value;
+    if (attempt === COUNTER_ATTEMPTS) {
+      throw new ConnectError("a monthly counter could not be kept", Code.Unavailable);
+    }
+    if (rebuild) await rebuild.restore(counter);
+    else await cache.setIfAbsent(counter.key, "0", counter.ttlSeconds);
+  }
+}
+
+/**
+ * Rebuilds the monthly counters (API calls, transfer) when the shared cache does not hold them
+ * (Redis restarted without persistence, a key evicted): of the callers that find the month's
+ * counter missing, the one that claims the rebuild with `SET NX` makes it with this month's
+ * totals stored in Postgres, so that the allowance keeps counting from where the month really
+ * is; the others wait until the counter exists (or the claim is gone: then they try themselves).
+ * The claim is given back once done, so a counter lost again later is rebuilt again.
  *
  * What it cannot see: calls counted in the lost counter whose usage events were not stored yet
- * (the month is short by them), and calls of other replicas counted in the fresh counter whose
+ * (the month is short by them), and calls of other replicas counted in the new counter whose
  * events were stored before the totals were read (counted twice). Both are bounded by the events
  * in flight around the loss.
  */
@@ -81,23 +110,38 @@ export class MonthlyUsageRebuild {
   ) {}
 
   /**
-   * Adds the stored total of `counter` to it when this caller wins the claim; answers the
-   * counter's value after that, or undefined when another caller holds the claim or nothing was
-   * stored. A failure to read the totals is Unavailable (the claim is given back first), so the
-   * caller can take back its increment and let the next call try again.
+   * Makes the month's counter, which the cache does not hold, with the stored total when this
+   * caller wins the claim (at zero in the first minutes of a month), else waits for the claim's
+   * holder. A failure to read the totals is Unavailable (the claim is given back first).
    */
-  async restore(counter: FreshCounter): Promise<number | undefined> {
-    if (counter.now.getTime() - monthStartOf(counter.now) < MONTH_START_GRACE_MS) return undefined;
+  async restore(counter: FreshCounter): Promise<void> {
+    if (counter.now.getTime() - monthStartOf(counter.now) < MONTH_START_GRACE_MS) {
+      await this.cache.setIfAbsent(counter.key, "0", counter.ttlSeconds);
+      return;
+    }
     const claim = rebuildClaimKey(counter.kind, counter.organizationId, counter.month);
-    if (!(await this.cache.setIfAbsent(claim, "1", this.claimTtlSeconds))) return undefined;
+    if (!(await this.cache.setIfAbsent(claim, "1", this.claimTtlSeconds))) {
+      await this.waitFor(counter.key, claim);
+      return;
+    }
     try {
       const usage = await this.totals(counter.organizationId, counter.requestId);
       const total = counter.kind === "api-calls" ? usage.apiCalls : usage.transferBytes;
-      if (total <= 0n) return undefined;
-      return await this.cache.incrBy(counter.key, Number(total), counter.ttlSeconds);
+      await this.cache.setIfAbsent(
+        counter.key,
+        String(total > 0n ? total : 0n),
+        counter.ttlSeconds,
+      );
     } finally {
       // Best effort: a claim that cannot be given back expires on its own.
       await this.cache.del(claim).catch(() => {});
+    }
+  }
+
+  /** Until the counter exists or nobody holds the claim any more (done, failed or expired). */
+  private async waitFor(key: string, claim: string): Promise<void> {
+    while ((await this.cache.get(key)) === null && (await this.cache.get(claim)) !== null) {
+      await sleep(REBUILD_POLL_MS);
     }
   }
 

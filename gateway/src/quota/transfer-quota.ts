@@ -22,7 +22,12 @@ import {
   takeBack,
   utcMonthOf,
 } from "./api-call-counter.js";
-import { MonthlyUsageRebuild, organizationMonthlyUsage } from "./monthly-usage-rebuild.js";
+import {
+  addToCounter,
+  type FreshCounter,
+  MonthlyUsageRebuild,
+  organizationMonthlyUsage,
+} from "./monthly-usage-rebuild.js";
 import { PlanAllowances } from "./plan-allowances.js";
 import { localOnFailure } from "./unavailable-on-failure.js";
 
@@ -37,9 +42,8 @@ export function transferCounterKey(organizationId: bigint, month: string): strin
 /**
  * Reserves bytes of an organization's monthly transfer against its allowance, atomically: the
  * reservation whose increment passes the allowance takes it back and is refused, so parallel
- * transfers on every replica never pass it together. With `rebuild`, the reservation that finds
- * the month's counter missing first adds the month's bytes stored in Postgres (see
- * MonthlyUsageRebuild).
+ * transfers on every replica never pass it together. A month's counter is made by its first
+ * reservation (`addToCounter`): with `rebuild`, from the month's bytes stored in Postgres.
  */
 export class TransferCounter {
   constructor(
@@ -59,34 +63,25 @@ export class TransferCounter {
     const month = utcMonthOf(now);
     const key = transferCounterKey(organizationId, month);
     const ttlSeconds = secondsToNextMonth(now) + COUNTER_GRACE_SECONDS;
-    let total = await this.cache.incrBy(key, bytes, ttlSeconds);
-    if (total === bytes && bytes > 0 && this.rebuild) {
-      try {
-        const restored = await this.rebuild.restore({
-          kind: "transfer",
-          organizationId,
-          month,
-          key,
-          ttlSeconds,
-          now,
-          requestId,
-        });
-        total = restored ?? total;
-      } catch (error) {
-        // Not reserved: the next reservation finds the counter fresh again and retries.
-        await takeBack(this.cache, key, bytes, ttlSeconds);
-        throw error;
-      }
-    }
+    const counter: FreshCounter = {
+      kind: "transfer",
+      organizationId,
+      month,
+      key,
+      ttlSeconds,
+      now,
+      requestId,
+    };
+    const total = await addToCounter(this.cache, counter, bytes, this.rebuild);
     if (BigInt(total) <= allowance) return key;
-    await takeBack(this.cache, key, bytes, ttlSeconds);
+    await takeBack(this.cache, key, bytes);
     return undefined;
   }
 
   /** Gives back bytes reserved but not moved. */
   async release(key: string, bytes: number): Promise<void> {
     if (bytes <= 0) return;
-    await takeBack(this.cache, key, bytes, secondsToNextMonth(this.now()) + COUNTER_GRACE_SECONDS);
+    await takeBack(this.cache, key, bytes);
   }
 
   /** The bytes counted so far in the month of `now` (0 when none). */

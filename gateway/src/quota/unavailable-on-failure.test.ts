@@ -22,7 +22,7 @@ const down: Cache = {
   del: async () => {
     throw new Error("connect ECONNREFUSED");
   },
-  incrBy: async () => {
+  addToExisting: async () => {
     throw new Error("connect ECONNREFUSED");
   },
   setIfAbsent: async () => {
@@ -38,7 +38,7 @@ describe("unavailableOnFailure", () => {
       () => cache.get("k"),
       () => cache.set("k", "v", 1),
       () => cache.del("k"),
-      () => cache.incrBy("k", 1, 1),
+      () => cache.addToExisting("k", 1),
       () => cache.setIfAbsent("k", "v", 1),
     ]) {
       const error = await operation().then(
@@ -55,7 +55,9 @@ describe("unavailableOnFailure", () => {
     const cache = unavailableOnFailure(new MemoryCache());
     await cache.set("k", "v", 60);
     expect(await cache.get("k")).toBe("v");
-    expect(await cache.incrBy("n", 2, 60)).toBe(2);
+    expect(await cache.addToExisting("n", 2)).toBeNull();
+    expect(await cache.setIfAbsent("n", "9", 60)).toBe(true);
+    expect(await cache.addToExisting("n", 2)).toBe(11);
     expect(await cache.setIfAbsent("n", "9", 60)).toBe(false);
     expect(await cache.setIfAbsent("m", "9", 60)).toBe(true);
     await cache.del("k");
@@ -70,8 +72,8 @@ describe("localOnFailure", () => {
     expect(await cache.get("k")).toBeNull();
     await cache.set("k", "v", 60);
     expect(await cache.get("k")).toBe("v");
-    expect(await cache.incrBy("n", 2, 60)).toBe(2);
-    expect(await cache.incrBy("n", 1, 60)).toBe(3);
+    expect(await cache.setIfAbsent("n", "2", 60)).toBe(true);
+    expect(await cache.addToExisting("n", 1)).toBe(3);
     expect(await cache.setIfAbsent("claim", "1", 60)).toBe(true);
     expect(await cache.setIfAbsent("claim", "2", 60)).toBe(false);
     await cache.del("k");

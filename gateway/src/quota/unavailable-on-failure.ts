@@ -24,7 +24,7 @@ export function unavailableOnFailure(cache: Cache): Cache {
     get: (key) => guard("get", () => cache.get(key)),
     set: (key, value, ttlSeconds) => guard("set", () => cache.set(key, value, ttlSeconds)),
     del: (...keys) => guard("del", () => cache.del(...keys)),
-    incrBy: (key, by, ttlSeconds) => guard("incrBy", () => cache.incrBy(key, by, ttlSeconds)),
+    addToExisting: (key, by) => guard("addToExisting", () => cache.addToExisting(key, by)),
     setIfAbsent: (key, value, ttlSeconds) =>
       guard("setIfAbsent", () => cache.setIfAbsent(key, value, ttlSeconds)),
     close: () => cache.close(),
@@ -80,10 +80,10 @@ export function localOnFailure(cache: Cache): Cache {
         () => cache.del(...keys),
         (m) => m.del(...keys),
       ),
-    incrBy: (key, by, ttl) =>
+    addToExisting: (key, by) =>
       run(
-        () => cache.incrBy(key, by, ttl),
-        (m) => m.incrBy(key, by, ttl),
+        () => cache.addToExisting(key, by),
+        (m) => m.addToExisting(key, by),
       ),
     setIfAbsent: (key, value, ttl) =>
       run(

@@ -9,8 +9,12 @@ export interface Cache {
   get(key: string): Promise<string | null>;
   set(key: string, value: string, ttlSeconds: number): Promise<void>;
   del(...keys: string[]): Promise<void>;
-  /** Adds `by` and returns the new value; the key expires `ttlSeconds` after it was created. */
-  incrBy(key: string, by: number, ttlSeconds: number): Promise<number>;
+  /**
+   * Adds `by` to the number a key holds and returns the new value; null, changing nothing, when
+   * the key does not exist. A counter is created with `setIfAbsent` (which gives it its life), so
+   * that one the store lost is noticed instead of silently starting again from zero.
+   */
+  addToExisting(key: string, by: number): Promise<number | null>;
   /**
    * Stores `value` only when the key holds nothing (Redis `SET NX`); true when this call stored
    * it. Of callers racing for the same key, exactly one wins: a claim, such as the one caller
@@ -37,16 +41,14 @@ export const REDIS_CLIENT_OPTIONS = {
 } satisfies RedisOptions;
 
 /**
- * INCRBY and, on a key without one, EXPIRE, atomically in one command (a script, sent as
- * EVALSHA): half the work of a MULTI/INCRBY/EXPIRE/EXEC for Redis and for the caller, on the
- * path of every counted API call.
+ * INCRBY on a key that exists, in one command (a script, sent as EVALSHA): on the path of every
+ * counted API call. Lua's false is Redis's nil, which ioredis answers as null.
  */
-const INCR_WITH_TTL = "rowbaseIncrWithTtl";
-const INCR_WITH_TTL_LUA = `
-local value = redis.call('INCRBY', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2], 'NX')
-return value`;
-type IncrWithTtl = (key: string, by: number, ttlSeconds: number) => Promise<number>;
+const ADD_TO_EXISTING = "rowbaseAddToExisting";
+const ADD_TO_EXISTING_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('INCRBY', KEYS[1], ARGV[1])`;
+type AddToExisting = (key: string, by: number) => Promise<number | null>;
 
 export class RedisCache implements Cache {
   readonly kind = "redis";
@@ -62,7 +64,7 @@ export class RedisCache implements Cache {
     // A lost connection fails the commands (which callers handle); without a listener ioredis
     // would also print every failed reconnect attempt as an unhandled error event.
     client.on("error", () => {});
-    client.defineCommand(INCR_WITH_TTL, { numberOfKeys: 1, lua: INCR_WITH_TTL_LUA });
+    client.defineCommand(ADD_TO_EXISTING, { numberOfKeys: 1, lua: ADD_TO_EXISTING_LUA });
   }
 
   static connect(url: string, prefix?: string): RedisCache {
@@ -98,10 +100,10 @@ export class RedisCache implements Cache {
     if (keys.length > 0) await this.client.del(...keys.map((k) => this.prefix + k));
   }
 
-  async incrBy(key: string, by: number, ttlSeconds: number) {
+  async addToExisting(key: string, by: number) {
     this.up();
-    const command = (this.client as unknown as Record<string, IncrWithTtl>)[INCR_WITH_TTL];
-    return command!.call(this.client, this.prefix + key, by, ttlSeconds);
+    const command = (this.client as unknown as Record<string, AddToExisting>)[ADD_TO_EXISTING];
+    return command!.call(this.client, this.prefix + key, by);
   }
 
   async setIfAbsent(key: string, value: string, ttlSeconds: number) {
@@ -145,13 +147,11 @@ export class MemoryCache implements Cache {
     for (const key of keys) this.entries.delete(key);
   }
 
-  async incrBy(key: string, by: number, ttlSeconds: number) {
+  async addToExisting(key: string, by: number) {
     const entry = this.live(key);
-    const value = Number(entry?.value ?? 0) + by;
-    this.entries.set(key, {
-      value: String(value),
-      expiresAt: entry?.expiresAt ?? Date.now() + ttlSeconds * 1000,
-    });
+    if (!entry) return null;
+    const value = Number(entry.value) + by;
+    entry.value = String(value);
     return value;
   }
 

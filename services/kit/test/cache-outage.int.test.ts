@@ -31,7 +31,7 @@ describe("RedisCache while Redis is away", () => {
       () => cache.get("k"),
       () => cache.set("k", "v", 60),
       () => cache.del("k"),
-      () => cache.incrBy("n", 1, 60),
+      () => cache.addToExisting("n", 1),
       () => cache.setIfAbsent("c", "1", 60),
     ]) {
       expect((await failureOf(operation()))?.message).toMatch(/Redis unavailable/);

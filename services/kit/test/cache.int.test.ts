@@ -25,13 +25,17 @@ describe.each([
     expect(await cache.get("a")).toBeNull();
   });
 
-  it("counts with an expiry fixed at creation", async () => {
+  it("adds to a counter that exists only, keeping the expiry it was made with", async () => {
     const cache = await make();
     caches.push(cache);
-    expect(await cache.incrBy("n", 2, 1)).toBe(2);
-    expect(await cache.incrBy("n", 3, 60)).toBe(5);
+    expect(await cache.addToExisting("n", 2)).toBeNull();
+    expect(await cache.get("n")).toBeNull();
+    expect(await cache.setIfAbsent("n", "0", 1)).toBe(true);
+    expect(await cache.addToExisting("n", 2)).toBe(2);
+    expect(await cache.addToExisting("n", -3)).toBe(-1);
     await new Promise((r) => setTimeout(r, 1100));
-    expect(await cache.incrBy("n", 1, 60)).toBe(1);
+    expect(await cache.addToExisting("n", 1)).toBeNull();
+    expect(await cache.get("n")).toBeNull();
   });
 
   it("sets a value only when the key holds none, and says which call did", async () => {

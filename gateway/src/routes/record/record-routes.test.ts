@@ -24,7 +24,6 @@ import { httpErrorOf, VALIDATION_REASON } from "../../errors/error-table.js";
 import { apiCallCounterKey, secondsToNextMonth, utcMonthOf } from "../../quota/api-call-counter.js";
 import { createApiCallQuota } from "../../quota/api-call-quota.js";
 import { ApiCallTally } from "../../quota/api-call-tally.js";
-import { rebuildClaimKey } from "../../quota/monthly-usage-rebuild.js";
 import { encodeCachedPlanLimits } from "../../quota/plan-allowances.js";
 import { tableOrganizationKey } from "../../quota/table-organizations.js";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
@@ -173,10 +172,10 @@ async function warm(cache: MemoryCache) {
   await cache.set(tableOrganizationKey(TABLE), ORG.toString(), 3600);
   await cache.set(membershipCacheKey(ORG, MEMBER), "viewer", 3600);
   await cache.set(membershipCacheKey(ORG, STRANGER), "-", 3600);
-  // The month's counters are fresh here, and rebuilding them asks the organization service,
-  // which does not run: the rebuild is held elsewhere (monthly-usage-rebuild.test.ts tests it).
+  // The month's counters exist (a missing one is rebuilt from the organization service, which
+  // does not run here; monthly-usage-rebuild.e2e.test.ts tests that).
   for (const organizationId of [ORG, OTHER_ORG]) {
-    await cache.setIfAbsent(rebuildClaimKey("api-calls", organizationId, month()), "held", 3600);
+    await cache.setIfAbsent(apiCallCounterKey(organizationId, month()), "0", 3600);
   }
 }
 
@@ -470,7 +469,7 @@ describe("record routes", () => {
 
   describe("the monthly API-call quota", () => {
     it("answers 429 api_call_limit_exceeded past the allowance, until the next month", async () => {
-      await setup.cache.incrBy(apiCallCounterKey(ORG, month()), Number(ALLOWANCE) - 1, 3600);
+      await setup.cache.set(apiCallCounterKey(ORG, month()), String(Number(ALLOWANCE) - 1), 3600);
       const last = await setup.harness.request("GET", `${V1}/records`, { token: READ_TOKEN });
       expect(last.status).toBe(503);
       expect(await used(setup.cache, ORG)).toBe(Number(ALLOWANCE));
