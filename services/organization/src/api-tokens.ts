@@ -11,7 +11,7 @@ import {
   ApiTokenRevokedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { authorize } from "./access.js";
-import type { Transactions, UserCall } from "./change-set.js";
+import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import { ApiToken, type ApiTokenRow } from "./db/entities.js";
 import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
 import { checkName, validationFailed } from "./domain/validation.js";
@@ -101,20 +101,7 @@ export class ApiTokens {
       await authorize(em, organizationId, call.userId, "manage", "api_token_not_found");
       const token = await em.findOne(ApiToken, { id: tokenId, organizationId, revokedAt: null });
       if (!token) throw tokenNotFound();
-      token.revokedAt = new Date();
-      await em.flush();
-      await changes.publish(SUBJECTS.apiTokenRevoked, ApiTokenRevokedSchema, {
-        organizationId,
-        tokenId: token.id,
-        tokenSha256: Buffer.from(token.tokenHash, "hex"),
-      });
-      await changes.audit(
-        organizationId,
-        "api_token.revoked",
-        { type: "api_token", id: token.id },
-        changesBetween({ revoked: false }, { revoked: true }),
-      );
-      changes.evict(apiTokenCacheKey(token.tokenHash));
+      await revokeToken(changes, token);
     });
   }
 
@@ -136,4 +123,46 @@ export class ApiTokens {
     );
     return { tokenId: token.id, organizationId: token.organizationId, access: token.access };
   }
+}
+
+/**
+ * Marks a live token revoked in the caller's transaction: announced with ApiTokenRevoked (for
+ * the replicas that keep their own copy), audited, and its shared cache entry deleted after the
+ * commit.
+ */
+async function revokeToken(changes: ChangeSet, token: ApiTokenRow): Promise<void> {
+  token.revokedAt = new Date();
+  await changes.em.flush();
+  await changes.publish(SUBJECTS.apiTokenRevoked, ApiTokenRevokedSchema, {
+    organizationId: token.organizationId,
+    tokenId: token.id,
+    tokenSha256: Buffer.from(token.tokenHash, "hex"),
+  });
+  await changes.audit(
+    token.organizationId,
+    "api_token.revoked",
+    { type: "api_token", id: token.id },
+    changesBetween({ revoked: false }, { revoked: true }),
+  );
+  changes.evict(apiTokenCacheKey(token.tokenHash));
+}
+
+/**
+ * Revokes the live tokens `userId` created in the organization, in the caller's transaction. A
+ * token lives only as long as its creator may manage tokens there: one who is removed, leaves,
+ * or gets a role below admin takes their tokens with them (as a user leaving a Baserow
+ * workspace does), so that nobody keeps reaching an organization's records through a token
+ * after their own access was cut.
+ */
+export async function revokeTokensCreatedBy(
+  changes: ChangeSet,
+  organizationId: bigint,
+  userId: bigint,
+): Promise<void> {
+  const tokens = await changes.em.find(
+    ApiToken,
+    { organizationId, createdBy: userId, revokedAt: null },
+    { orderBy: { id: "asc" } },
+  );
+  for (const token of tokens) await revokeToken(changes, token);
 }

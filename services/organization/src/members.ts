@@ -16,6 +16,7 @@ import {
   MemberUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { authorize, forbidden } from "./access.js";
+import { revokeTokensCreatedBy } from "./api-tokens.js";
 import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { lockOwnedOrganizations, ownedOrganizations } from "./db/constraints.js";
@@ -139,6 +140,7 @@ export class Members {
         throw forbidden();
       }
       await em.nativeDelete(Member, { id: target.id });
+      await revokeTokensCreatedBy(changes, organizationId, target.userId);
       await changes.publish(SUBJECTS.memberRemoved, MemberRemovedSchema, {
         organizationId,
         memberId: target.id,
@@ -266,6 +268,9 @@ export class Members {
     const previous = member.role;
     member.role = role;
     await changes.em.flush();
+    if (!allows(role, "manage")) {
+      await revokeTokensCreatedBy(changes, member.organizationId, member.userId);
+    }
     await changes.publish(SUBJECTS.memberUpdated, MemberUpdatedSchema, {
       organizationId: member.organizationId,
       memberId: member.id,

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { toJsonString } from "@bufbuild/protobuf";
-import { apiTokenCacheKey } from "@rowbase/kit";
+import { apiTokenCacheKey, errorInfoOf } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   ApiTokenCreatedSchema,
   ApiTokenRevokedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
-import { TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { Role, TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { ListApiTokensResponseSchema } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -259,5 +259,83 @@ describe("revoke and resolve", () => {
           )?.meta?.actor?.id,
       )
       .toBe(a.admin.id);
+  });
+});
+
+describe("tokens of a member who loses the right to manage tokens", () => {
+  /** "resolved", or the reason the token was refused. */
+  const resolves = async (secret: string) =>
+    h.org.resolveApiToken({ tokenSha256: sha256(secret) }, await as(SERVICE)).then(
+      () => "resolved",
+      (error: unknown) => errorInfoOf(error)?.reason,
+    );
+
+  it("are revoked when the member is given a lower role, is removed or leaves", async () => {
+    const a = await team(h);
+    const mine = await createToken(a.id, a.owner, "owner's");
+    const demoted = await createToken(a.id, a.admin, "admin's");
+    const hex = sha256(demoted.token).toString("hex");
+    await h.cache.set(apiTokenCacheKey(hex), "cached", 60);
+
+    await h.org.updateMember(
+      { organizationId: a.id, memberId: a.memberOf(a.admin), role: Role.EDITOR },
+      await as(a.owner),
+    );
+    expect(await resolves(demoted.token)).toBe("api_token_not_found");
+    expect(await h.cache.get(apiTokenCacheKey(hex))).toBeNull();
+    expect(await resolves(mine.token)).toBe("resolved");
+    await expect
+      .poll(
+        () =>
+          eventsOf(h.events, "audit.api_token.revoked", AuditEventSchema).find(
+            (e) => e.target?.id === demoted.apiToken!.tokenId,
+          )?.meta?.actor?.id,
+      )
+      .toBe(a.owner.id);
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.api_token.revoked", ApiTokenRevokedSchema).find(
+          (e) => e.tokenId === demoted.apiToken!.tokenId,
+        ),
+      )
+      .toBeDefined();
+
+    // Made admin again, the member's new tokens go when they are removed, or when they leave.
+    for (const [user, by] of [
+      [a.admin, a.owner],
+      [a.viewer, a.viewer],
+    ] as const) {
+      await h.org.updateMember(
+        { organizationId: a.id, memberId: a.memberOf(user), role: Role.ADMIN },
+        await as(a.owner),
+      );
+      const theirs = await createToken(a.id, user, "theirs");
+      expect(await resolves(theirs.token)).toBe("resolved");
+      await h.org.removeMember({ organizationId: a.id, memberId: a.memberOf(user) }, await as(by));
+      expect(await resolves(theirs.token)).toBe("api_token_not_found");
+    }
+    expect(
+      (await h.org.listApiTokens({ organizationId: a.id }, await as(a.owner))).apiTokens.map(
+        (t) => t.name,
+      ),
+    ).toEqual(["owner's"]);
+  });
+
+  it("stay while their creator keeps a managing role, whatever other members' roles do", async () => {
+    const a = await team(h);
+    await h.org.updateMember(
+      { organizationId: a.id, memberId: a.memberOf(a.editor), role: Role.ADMIN },
+      await as(a.owner),
+    );
+    const theirs = await createToken(a.id, a.editor, "theirs");
+    await h.org.updateMember(
+      { organizationId: a.id, memberId: a.memberOf(a.viewer), role: Role.EDITOR },
+      await as(a.editor),
+    );
+    await h.org.removeMember(
+      { organizationId: a.id, memberId: a.memberOf(a.admin) },
+      await as(a.owner),
+    );
+    expect(await resolves(theirs.token)).toBe("resolved");
   });
 });
