@@ -1,25 +1,27 @@
-import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type BusMessage,
   createLogger,
   createServiceClient,
-  errorInfoOf,
   type Logger,
   NatsBus,
-  PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
   STREAMS,
-  signPrincipal,
 } from "@rowbase/kit";
 import {
   createTestDatabase,
+  eventsOf,
+  failureOf,
   type MailCatcher,
+  reasonOf,
+  signedAs,
   startMailCatcher,
   testInfra,
   uniqueName,
+  validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
@@ -37,6 +39,11 @@ import {
 } from "../src/index.js";
 
 export const SECRET = "test-internal-secret-of-at-least-32-chars";
+
+/** Call options carrying a signed principal, as the gateway sends them. */
+export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
+
+export { eventsOf, failureOf, reasonOf, validationOf };
 
 export interface TestUser {
   id: bigint;
@@ -64,45 +71,8 @@ export interface Harness {
 
 let counter = 0;
 
-/** Call options carrying a signed principal, as the gateway sends them. */
-export async function as(who: TestUser | Principal): Promise<{ headers: Record<string, string> }> {
-  const principal: Principal =
-    "kind" in who ? who : { kind: "user", userId: who.id, sessionId: crypto.randomUUID() };
-  return { headers: { [PRINCIPAL_HEADER]: await signPrincipal(SECRET, principal) } };
-}
-
 /** Another Rowbase service, as records and files call catalog. */
 export const SERVICE: Principal = { kind: "service", service: "records" };
-
-/** The failure of a call that must fail: its gRPC code, domain reason and metadata. */
-export async function failureOf(
-  call: Promise<unknown>,
-): Promise<{ code: number; reason: string | undefined; metadata: Record<string, string> }> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConnectError);
-    const info = errorInfoOf(error);
-    return {
-      code: (error as ConnectError).code,
-      reason: info?.reason,
-      metadata: { ...(info?.metadata ?? {}) },
-    };
-  }
-  throw new Error("expected the call to fail");
-}
-
-/** The domain reason of a failing call (and that it failed at all). */
-export async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
-  return (await failureOf(call)).reason;
-}
-
-/** The validation items of a validation_failed error. */
-export async function validationOf(call: Promise<unknown>): Promise<unknown[]> {
-  const failure = await failureOf(call);
-  expect(failure.reason).toBe("validation_failed");
-  return JSON.parse(failure.metadata.extra ?? "[]");
-}
 
 /** The `{key, message}` list of an invalid_field_options error. */
 export async function optionErrorsOf(
@@ -112,15 +82,6 @@ export async function optionErrorsOf(
   expect(failure.reason).toBe("invalid_field_options");
   expect(failure.code).toBe(3); // InvalidArgument
   return JSON.parse(failure.metadata.errors ?? "[]");
-}
-
-/** Decodes the published messages of one subject. */
-export function eventsOf<D extends DescMessage>(
-  events: BusMessage[],
-  subject: string,
-  schema: D,
-): MessageShape<D>[] {
-  return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
 }
 
 /** Waits until a matching event of `subject` arrived, and returns it. */

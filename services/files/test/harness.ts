@@ -1,35 +1,31 @@
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import {
-  create,
-  type DescMessage,
-  fromBinary,
-  type JsonObject,
-  type MessageShape,
-} from "@bufbuild/protobuf";
-import { type CallOptions, type Client, ConnectError } from "@connectrpc/connect";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type BusMessage,
   createLogger,
   createServiceClient,
-  errorInfoOf,
   type Logger,
   NatsBus,
-  PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
   STREAMS,
-  signPrincipal,
 } from "@rowbase/kit";
 import {
   createTestDatabase,
+  eventsOf,
+  failureOf,
   type MailCatcher,
+  reasonOf,
+  signedAs,
   startMailCatcher,
   testInfra,
   uniqueName,
+  validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
@@ -54,6 +50,11 @@ import { filesEnv, migrateFiles, type RunningFiles, startFiles } from "../src/in
 import { type S3Server, startS3Server } from "./s3-server.js";
 
 export const SECRET = "test-internal-secret-of-at-least-32-chars";
+
+/** Call options carrying a signed principal, as the gateway sends them. */
+export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
+
+export { eventsOf, failureOf, reasonOf, validationOf };
 export const URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
 export type Backend = "directory" | "s3";
@@ -95,13 +96,6 @@ export interface Harness {
 
 let counter = 0;
 
-/** Call options carrying a signed principal, as the gateway sends them. */
-export async function as(who: TestUser | Principal): Promise<CallOptions> {
-  const principal: Principal =
-    "kind" in who ? who : { kind: "user", userId: who.id, sessionId: crypto.randomUUID() };
-  return { headers: { [PRINCIPAL_HEADER]: await signPrincipal(SECRET, principal) } };
-}
-
 /** An API token of an organization, as the gateway passes it on after resolving it. */
 export function token(organizationId: bigint, access: "read" | "read_write"): Principal {
   counter += 1;
@@ -111,51 +105,6 @@ export function token(organizationId: bigint, access: "read" | "read_write"): Pr
 export const OPERATOR: Principal = { kind: "operator", name: "test" };
 /** Another Rowbase service (records asking for file field values). */
 export const SERVICE: Principal = { kind: "service", service: "records" };
-
-export interface Failure {
-  code: number;
-  reason: string | undefined;
-  metadata: Record<string, string>;
-}
-
-/** The failure of a call that must fail: its gRPC code, domain reason and metadata. */
-export async function failureOf(call: Promise<unknown>): Promise<Failure> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConnectError);
-    const info = errorInfoOf(error);
-    return {
-      code: (error as ConnectError).code,
-      reason: info?.reason,
-      metadata: { ...(info?.metadata ?? {}) },
-    };
-  }
-  throw new Error("expected the call to fail");
-}
-
-export async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
-  return (await failureOf(call)).reason;
-}
-
-/** The validation items of a validation_failed error (InvalidArgument). */
-export async function validationOf(
-  call: Promise<unknown>,
-): Promise<{ key: string; message: string; source: string }[]> {
-  const failure = await failureOf(call);
-  expect(failure.reason).toBe("validation_failed");
-  expect(failure.code).toBe(3);
-  return JSON.parse(failure.metadata.extra ?? "[]");
-}
-
-/** Decodes the published messages of one subject. */
-export function eventsOf<D extends DescMessage>(
-  events: BusMessage[],
-  subject: string,
-  schema: D,
-): MessageShape<D>[] {
-  return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
-}
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);

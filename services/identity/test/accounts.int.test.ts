@@ -1,9 +1,7 @@
-import { ConnectError } from "@connectrpc/connect";
 import {
   type Cache,
   createLogger,
   createServiceClient,
-  errorInfoOf,
   PRINCIPAL_HEADER,
   RedisCache,
   signPrincipal,
@@ -11,6 +9,7 @@ import {
 import {
   createTestDatabase,
   type MailCatcher,
+  reasonOf,
   startMailCatcher,
   testInfra,
   uniqueName,
@@ -36,16 +35,6 @@ let mail: MailCatcher;
 let cache: Cache;
 let db: pg.Client;
 let dropDatabase: () => Promise<void>;
-
-async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConnectError);
-    return errorInfoOf(error)?.reason;
-  }
-  throw new Error("expected the call to fail");
-}
 
 async function codeFor(email: string, after?: number): Promise<string> {
   const message = await mail.next(email, after);

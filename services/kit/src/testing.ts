@@ -1,6 +1,11 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import net from "node:net";
+import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
+import type { BusMessage } from "./bus.js";
+import { errorInfoOf } from "./errors.js";
+import { PRINCIPAL_HEADER, type Principal, signPrincipal } from "./principal.js";
 
 /**
  * Where the real PostgreSQL, Redis and NATS for tests are: the URLs from the environment
@@ -183,5 +188,69 @@ export async function startMailCatcher(): Promise<MailCatcher> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+/**
+ * Call options carrying `who` as a principal signed with `secret`, as the gateway sends them to a
+ * service; a user (anything with an `id` and no `kind`) gets a session of its own.
+ */
+export async function signedAs(
+  secret: string,
+  who: { id: bigint } | Principal,
+): Promise<{ headers: Record<string, string> }> {
+  const principal: Principal =
+    "kind" in who ? who : { kind: "user", userId: who.id, sessionId: randomUUID() };
+  return { headers: { [PRINCIPAL_HEADER]: await signPrincipal(secret, principal) } };
+}
+
+/** What a call that had to fail answered: its gRPC code, domain reason and metadata. */
+export interface CallFailure {
+  code: Code;
+  reason: string | undefined;
+  metadata: Record<string, string>;
+}
+
+/** The failure of an RPC that must fail; throws when it succeeds, or fails other than by RPC. */
+export async function failureOf(call: Promise<unknown>): Promise<CallFailure> {
+  try {
+    await call;
+  } catch (error) {
+    if (!(error instanceof ConnectError)) {
+      throw new Error("expected the call to fail with a ConnectError", { cause: error });
+    }
+    const info = errorInfoOf(error);
+    return { code: error.code, reason: info?.reason, metadata: { ...(info?.metadata ?? {}) } };
+  }
+  throw new Error("expected the call to fail");
+}
+
+/** The domain reason of an RPC that must fail. */
+export async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
+  return (await failureOf(call)).reason;
+}
+
+/** One item of a `validation_failed` error. */
+export interface ValidationIssue {
+  key: string;
+  message: string;
+  source: string;
+}
+
+/** The items of a `validation_failed` error (InvalidArgument); throws for any other answer. */
+export async function validationOf(call: Promise<unknown>): Promise<ValidationIssue[]> {
+  const failure = await failureOf(call);
+  if (failure.reason !== "validation_failed" || failure.code !== Code.InvalidArgument) {
+    throw new Error(`expected validation_failed, got ${failure.reason} (code ${failure.code})`);
+  }
+  return JSON.parse(failure.metadata.extra ?? "[]");
+}
+
+/** Decodes the published messages of one subject. */
+export function eventsOf<D extends DescMessage>(
+  events: readonly BusMessage[],
+  subject: string,
+  schema: D,
+): MessageShape<D>[] {
+  return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
+}
+
 export { type NatsServerProcess, startNatsServer } from "./nats-server.js";
 export { type RedisServerProcess, startRedisServer, waitFor } from "./redis-server.js";

@@ -1,24 +1,25 @@
-import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type BusMessage,
   createLogger,
   createServiceClient,
-  errorInfoOf,
   NatsBus,
-  PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
   STREAMS,
-  signPrincipal,
 } from "@rowbase/kit";
 import {
   createTestDatabase,
+  eventsOf,
+  failureOf,
   type MailCatcher,
+  reasonOf,
+  signedAs,
   startMailCatcher,
   testInfra,
   uniqueName,
+  validationOf,
 } from "@rowbase/kit/testing";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
@@ -34,6 +35,11 @@ import {
 } from "../src/index.js";
 
 export const SECRET = "test-internal-secret-of-at-least-32-chars";
+
+/** Call options carrying a signed principal, as the gateway sends them. */
+export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
+
+export { eventsOf, failureOf, reasonOf, validationOf };
 
 export interface TestUser {
   id: bigint;
@@ -63,47 +69,8 @@ export interface Harness {
 
 let counter = 0;
 
-/** Call options carrying a signed principal, as the gateway sends them. */
-export async function as(who: TestUser | Principal): Promise<{ headers: Record<string, string> }> {
-  const principal: Principal =
-    "kind" in who ? who : { kind: "user", userId: who.id, sessionId: crypto.randomUUID() };
-  return { headers: { [PRINCIPAL_HEADER]: await signPrincipal(SECRET, principal) } };
-}
-
 export const SERVICE: Principal = { kind: "service", service: "gateway" };
 export const OPERATOR: Principal = { kind: "operator", name: "test-operator" };
-
-/** The domain reason of a failing call (and that it failed at all). */
-export async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConnectError);
-    return errorInfoOf(error)?.reason;
-  }
-  throw new Error("expected the call to fail");
-}
-
-/** The validation items of a validation_failed error. */
-export async function validationOf(call: Promise<unknown>): Promise<unknown[]> {
-  try {
-    await call;
-  } catch (error) {
-    const info = errorInfoOf(error);
-    expect(info?.reason).toBe("validation_failed");
-    return JSON.parse(info?.metadata.extra ?? "[]");
-  }
-  throw new Error("expected the call to fail");
-}
-
-/** Decodes the published messages of one subject. */
-export function eventsOf<D extends DescMessage>(
-  events: BusMessage[],
-  subject: string,
-  schema: D,
-): MessageShape<D>[] {
-  return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
-}
 
 /**
  * Everything stored for an organization plus the outbox size: a refused write must leave it as

@@ -1,13 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import {
-  type DescMessage,
-  fromBinary,
-  type JsonObject,
-  type MessageShape,
-} from "@bufbuild/protobuf";
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, type RunningCatalog, startCatalog } from "@rowbase/catalog";
 import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
@@ -15,22 +10,24 @@ import {
   type BusMessage,
   createLogger,
   createServiceClient,
-  errorInfoOf,
   freePort,
   type Logger,
   NatsBus,
-  PRINCIPAL_HEADER,
   type Principal,
   RedisCache,
   STREAMS,
-  signPrincipal,
 } from "@rowbase/kit";
 import {
   createTestDatabase,
+  eventsOf,
+  failureOf,
   type MailCatcher,
+  reasonOf,
+  signedAs,
   startMailCatcher,
   testInfra,
   uniqueName,
+  validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
@@ -49,6 +46,11 @@ import { migrateRecords, type RunningRecords, recordsEnv, startRecords } from ".
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
 
 export const SECRET = "test-internal-secret-of-at-least-32-chars";
+
+/** Call options carrying a signed principal, as the gateway sends them. */
+export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
+
+export { eventsOf, failureOf, reasonOf, validationOf };
 
 export interface TestUser {
   id: bigint;
@@ -96,13 +98,6 @@ export interface Harness {
 
 let counter = 0;
 
-/** Call options carrying a signed principal, as the gateway sends them. */
-export async function as(who: TestUser | Principal): Promise<{ headers: Record<string, string> }> {
-  const principal: Principal =
-    "kind" in who ? who : { kind: "user", userId: who.id, sessionId: crypto.randomUUID() };
-  return { headers: { [PRINCIPAL_HEADER]: await signPrincipal(SECRET, principal) } };
-}
-
 /** An API token of an organization, as the gateway passes it on after resolving it. */
 export function token(organizationId: bigint, access: "read" | "read_write"): Principal {
   counter += 1;
@@ -111,55 +106,6 @@ export function token(organizationId: bigint, access: "read" | "read_write"): Pr
 
 export const OPERATOR: Principal = { kind: "operator", name: "test" };
 export const SERVICE: Principal = { kind: "service", service: "test" };
-
-export interface Failure {
-  code: number;
-  reason: string | undefined;
-  metadata: Record<string, string>;
-}
-
-/** The failure of a call that must fail: its gRPC code, domain reason and metadata. */
-export async function failureOf(call: Promise<unknown>): Promise<Failure> {
-  try {
-    await call;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConnectError);
-    const info = errorInfoOf(error);
-    return {
-      code: (error as ConnectError).code,
-      reason: info?.reason,
-      metadata: { ...(info?.metadata ?? {}) },
-    };
-  }
-  throw new Error("expected the call to fail");
-}
-
-export async function reasonOf(call: Promise<unknown>): Promise<string | undefined> {
-  return (await failureOf(call)).reason;
-}
-
-export interface Issue {
-  key: string;
-  message: string;
-  source: string;
-}
-
-/** The validation items of a validation_failed error (InvalidArgument). */
-export async function validationOf(call: Promise<unknown>): Promise<Issue[]> {
-  const failure = await failureOf(call);
-  expect(failure.reason).toBe("validation_failed");
-  expect(failure.code).toBe(3);
-  return JSON.parse(failure.metadata.extra ?? "[]");
-}
-
-/** Decodes the published messages of one subject. */
-export function eventsOf<D extends DescMessage>(
-  events: BusMessage[],
-  subject: string,
-  schema: D,
-): MessageShape<D>[] {
-  return events.filter((e) => e.subject === subject).map((e) => fromBinary(schema, e.data));
-}
 
 /**
  * The real identity, organization, catalog, records and files services against one fresh
