@@ -283,6 +283,7 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
       path: "/organization/member/update",
       operationId: "organizationMemberUpdate",
       summary: "Change a member's role (owner or admin; only the owner touches admins)",
+      description: "Giving a member a role below admin revokes the API tokens that member created.",
       tags: memberTags,
       auth: "session",
       query: MemberIdQuery,
@@ -305,7 +306,8 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
       path: "/organization/member/remove",
       operationId: "organizationMemberRemove",
       summary: "Remove a member, or leave (the owner can do neither)",
-      description: "The removed user's access ends at once.",
+      description:
+        "The removed user's access ends at once, and the API tokens they created are revoked.",
       tags: memberTags,
       auth: "session",
       query: MemberIdQuery,
