@@ -118,10 +118,10 @@ export class Fields {
 
   /**
    * Changes what the patch names. A type change must have a conversion (and, with records
-   * running, every stored value must convert); options replace the old ones as a whole, and a
-   * type change without options keeps a select's choices or starts from the new type's
-   * defaults. A choice that keeps its id under a new name is a rename. A move shifts the fields
-   * in between by one.
+   * running, every stored value must convert, as with new options of the same type); options
+   * replace the old ones as a whole, and a type change without options keeps a select's choices
+   * or starts from the new type's defaults. A choice that keeps its id under a new name is a
+   * rename. A move shifts the fields in between by one.
    */
   async update(call: Call, fieldId: bigint, patch: FieldPatch): Promise<FieldRow> {
     const name = patch.name === undefined ? undefined : requiredName(patch.name);
@@ -166,7 +166,13 @@ export class Fields {
         ) {
           throw fieldNameTaken();
         }
-        if (typeChanged && this.deps.checkTypeChange) {
+        // New options of the same type can leave stored values outside them (a lower max_length
+        // or max, fewer decimals, a removed choice): they are checked like a type change.
+        const optionsChanged =
+          !typeChanged &&
+          !isReadOnlyType(type) &&
+          JSON.stringify(options) !== JSON.stringify(old.options);
+        if ((typeChanged || optionsChanged) && this.deps.checkTypeChange) {
           await this.deps.checkTypeChange(toField(field), fieldTypeToProto(type), options, call);
         }
 
@@ -194,7 +200,10 @@ export class Fields {
         await em.flush();
         const scope = scopeOf(access);
         await changes.publish(SUBJECTS.fieldUpdated, FieldUpdatedSchema, { ...scope, fieldId });
-        if (typeChanged) {
+        // Records convert the values (numbers re-rounded); a select's values follow renamed
+        // choices through ChoicesRenamed instead, which also swaps names (a choice still in use
+        // cannot be removed: the check refused it).
+        if (typeChanged || (optionsChanged && !isSelectType(type))) {
           await changes.publish(SUBJECTS.fieldTypeChanged, FieldTypeChangedSchema, {
             ...scope,
             fieldId,

@@ -459,6 +459,55 @@ describe("catalog changes", () => {
     ).toHaveLength(1);
   });
 
+  it("checks stored values against new options of the same type, and re-rounds numbers", async () => {
+    const choices = { choices: [{ name: "A" }, { name: "B" }] };
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Price", FieldType.NUMBER, { decimals: 2 }),
+      def("Code", FieldType.TEXT),
+      def("Kind", FieldType.SINGLE_SELECT, choices),
+    ]);
+    await seed(table, [{ Price: 1.25, Code: "hello world", Kind: "A" }, { Price: 2 }]);
+    const owner = await as(t.owner);
+    const field = (name: string) => table.fields.find((f) => f.name === name)!;
+    const optionsOf = async (name: string) =>
+      (await h.catalog.listFields({ tableId: table.tableId }, owner)).fields.find(
+        (f) => f.name === name,
+      )!.options;
+    const before = await stored(table.tableId);
+
+    // A shorter max_length than a stored text, a max below a stored number, a removed choice
+    // still in use: refused, the field and the values as they were.
+    const refused: [string, JsonObject][] = [
+      ["Code", { max_length: 5 }],
+      ["Price", { decimals: 2, max: 1.5 }],
+      ["Kind", { choices: [(field("Kind").options!.choices as JsonObject[])[1]!] }],
+    ];
+    for (const [name, options] of refused) {
+      const refusal = await failureOf(
+        h.catalog.updateField({ fieldId: field(name).fieldId, options }, owner),
+      );
+      expect(refusal.reason, name).toBe("field_type_change_invalid");
+      expect(await optionsOf(name)).toEqual(field(name).options);
+    }
+    expect(await stored(table.tableId)).toEqual(before);
+
+    // Fewer decimals: the stored numbers are rounded to them.
+    await h.catalog.updateField(
+      { fieldId: field("Price").fieldId, options: { decimals: 0 } },
+      owner,
+    );
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[table.id.Price!])).toEqual([1, 2]),
+    );
+    // A choice nobody uses can go.
+    const [a] = field("Kind").options!.choices as JsonObject[];
+    await h.catalog.updateField(
+      { fieldId: field("Kind").fieldId, options: { choices: [a!] } },
+      owner,
+    );
+    expect((await optionsOf("Kind"))!.choices).toEqual([a]);
+  });
+
   it("answers CheckFieldTypeChange for services only", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Mail", FieldType.TEXT)]);
     await seed(table, [{ Mail: "ada@example.com" }, { Mail: "not mail" }]);

@@ -367,7 +367,9 @@ export const FieldDeletedSchema: GenMessage<FieldDeleted> = /*@__PURE__*/
   messageDesc(file_rowbase_events_v1_catalog_events, 8);
 
 /**
- * Subject `catalog.field.type_changed`. Records convert the stored values.
+ * Subject `catalog.field.type_changed`. Records convert the stored values. Also sent, with
+ * old_type = new_type, when only the options of a field changed (numbers are re-rounded to new
+ * decimals); not for selects, whose renamed choices travel as ChoicesRenamed.
  *
  * @generated from message rowbase.events.v1.FieldTypeChanged
  */
