@@ -313,11 +313,9 @@ const CASES: Array<[string, number[]]> = [
   ["(Tags,nanyof,a)", except(1, 8)],
   ["(Tags,blank)", [3, 4, 9]],
   ["(Tags,notblank)", [1, 2, 5, 6, 7, 8]],
-  // json and file
+  // json
   ["(Meta,blank)", except(1)],
   ["(Meta,notblank)", [1]],
-  ["(Doc,blank)", except(1)],
-  ["(Doc,notblank)", [1]],
   // the record's own columns, and created_at / updated_at fields
   ["(created_at,eq,2026-01-01T00:00:00.123Z)", [1]],
   ["(Created,eq,2026-01-02)", [2, 3]],

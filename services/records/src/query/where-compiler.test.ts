@@ -59,7 +59,7 @@ const ALLOWED: Record<QueryFieldType, string[]> = {
   ],
   multi_select: ["anyof", "allof", "nanyof", "blank", "notblank"],
   json: ["blank", "notblank"],
-  file: ["blank", "notblank"],
+  file: [],
 };
 
 /** A value every accepting type parses: "1" is a number, "true" a boolean... so pick per type. */

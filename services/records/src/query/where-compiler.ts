@@ -66,7 +66,8 @@ const OPERATORS_BY_KIND: Readonly<Record<ValueKind, ReadonlySet<Operator>>> = {
   datetime: new Set(COMPARISONS),
   boolean: new Set(["eq", "neq", "checked", "notchecked", "blank", "notblank"]),
   json: new Set(["blank", "notblank"]),
-  file: new Set(["blank", "notblank"]),
+  // A file field's value lives in the files service, not in `data`: nothing here can test it.
+  file: new Set(),
 };
 
 /** Each negative operator is exactly the complement of its positive one. */
