@@ -1115,9 +1115,15 @@ describe("the gateway over HTTP", () => {
       expect(initializer.text).toContain('url: "/openapi.json"');
     });
 
-    it("serves no other file", async () => {
-      expect((await call(gw, "/docs/package.json")).status).toBe(404);
-      expect((await call(gw, "/docs/..%2Fpackage.json")).status).toBe(404);
+    it("serves no other file, not even one named like an object's own property", async () => {
+      for (const name of ["package.json", "..%2Fpackage.json", "constructor", "__proto__"]) {
+        const response = await call(gw, `/docs/${name}`);
+        expect({ name, status: response.status, body: response.body }).toEqual({
+          name,
+          status: 404,
+          body: { message: "not_found", data: {} },
+        });
+      }
     });
   });
 });

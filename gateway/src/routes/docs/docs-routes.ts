@@ -10,14 +10,15 @@ const SWAGGER_UI_DIR = dirname(
   createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"),
 );
 
-const ASSETS: Record<string, string> = {
-  "swagger-ui.css": "text/css; charset=utf-8",
-  "index.css": "text/css; charset=utf-8",
-  "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
-  "swagger-ui-standalone-preset.js": "text/javascript; charset=utf-8",
-  "favicon-32x32.png": "image/png",
-  "favicon-16x16.png": "image/png",
-};
+/** The files served, with their types; a Map, so that `constructor` and the like are no file. */
+const ASSETS = new Map([
+  ["swagger-ui.css", "text/css; charset=utf-8"],
+  ["index.css", "text/css; charset=utf-8"],
+  ["swagger-ui-bundle.js", "text/javascript; charset=utf-8"],
+  ["swagger-ui-standalone-preset.js", "text/javascript; charset=utf-8"],
+  ["favicon-32x32.png", "image/png"],
+  ["favicon-16x16.png", "image/png"],
+]);
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -80,7 +81,7 @@ export function mountDocsRoutes(
       ctx.body = INITIALIZER;
       return;
     }
-    const type = ASSETS[file];
+    const type = ASSETS.get(file);
     if (!type) throw domainError(Code.NotFound, "not_found");
     ctx.type = type;
     ctx.body = createReadStream(join(SWAGGER_UI_DIR, file));
