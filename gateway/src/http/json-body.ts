@@ -90,8 +90,8 @@ const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 
 /**
  * The received body parsed, `undefined` when there is none; an empty one is `{}`. Malformed JSON,
- * a top-level scalar and a `__proto__` key anywhere are the 400 validation envelope (the route's
- * schema refuses an array).
+ * a top-level scalar and a `__proto__` key anywhere (each with its own message) are the 400
+ * validation envelope (the route's schema refuses an array).
  */
 export function parseJsonBody(body: ReceivedBody): unknown {
   if (body === undefined) return undefined;
@@ -100,7 +100,12 @@ export function parseJsonBody(body: ReceivedBody): unknown {
   if (OBJECT_OR_ARRAY.test(body.text)) {
     try {
       return parse(body.text, { protoAction: "error" });
-    } catch {}
+    } catch (error) {
+      // Valid JSON, but a key that would reach an object's prototype in JavaScript.
+      if (error instanceof SyntaxError && error.message.includes("prototype property")) {
+        throw ValidationFailed.of("body", "body", 'must not hold a "__proto__" key');
+      }
+    }
   }
   throw ValidationFailed.of("body", "body", "is not valid JSON");
 }

@@ -32,6 +32,7 @@ import {
 } from "./domain/field-definition.js";
 import { shiftFor, targetPosition } from "./domain/positions.js";
 import {
+  checkFieldName,
   invalidFieldOptions,
   requiredDescription,
   requiredName,
@@ -124,7 +125,8 @@ export class Fields {
    * rename. A move shifts the fields in between by one.
    */
   async update(call: Call, fieldId: bigint, patch: FieldPatch): Promise<FieldRow> {
-    const name = patch.name === undefined ? undefined : requiredName(patch.name);
+    const name =
+      patch.name === undefined ? undefined : requiredName(patch.name, "name", checkFieldName);
     const description =
       patch.description === undefined ? undefined : requiredDescription(patch.description);
     const newType = patch.type === undefined ? undefined : fieldTypeFromProto(patch.type);

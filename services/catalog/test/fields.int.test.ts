@@ -182,6 +182,16 @@ describe("CreateField", () => {
       { key: "name", message: "must be 1-100 characters", source: "body" },
       { key: "type", message: expect.any(String), source: "body" },
     ]);
+    // A name no record body could use as a key: refused on create and on rename.
+    const reserved = [{ key: "name", message: 'must not be "__proto__"', source: "body" }];
+    expect(await validationOf(attempt(tableId, " __proto__ ", FieldType.TEXT))).toEqual(reserved);
+    const field = await createField(tableId, "Fine", FieldType.TEXT);
+    expect(
+      await validationOf(
+        h.catalog.updateField({ fieldId: field.fieldId, name: "__proto__" }, await as(t.editor)),
+      ),
+    ).toEqual(reserved);
+    expect(await namesInOrder(tableId)).toEqual(["Fine"]);
   });
 
   it("refuses required on every read-only type", async () => {

@@ -8,7 +8,7 @@ import {
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { checkDescription, checkName, type ValidationItem } from "./validation.js";
+import { checkDescription, checkFieldName, type ValidationItem } from "./validation.js";
 
 /** A field as a request defines it (FieldDefinition). */
 export interface FieldInput {
@@ -43,7 +43,7 @@ export const READ_ONLY_REQUIRED = "cannot be true for a read-only type";
 export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck {
   const validation: ValidationItem[] = [];
   const optionErrors: OptionError[] = [];
-  const name = checkName(input.name);
+  const name = checkFieldName(input.name);
   if ("problem" in name) {
     validation.push({ key: `${prefix}name`, message: name.problem, source: "body" });
   }

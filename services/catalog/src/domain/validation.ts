@@ -47,6 +47,17 @@ export function checkName(raw: string): { name: string } | { problem: string } {
 }
 
 /**
+ * A field's name: a name (`checkName`) other than `__proto__`, a key no JSON body may hold (the
+ * gateway refuses it), so records could not be written by it.
+ */
+export function checkFieldName(raw: string): { name: string } | { problem: string } {
+  const checked = checkName(raw);
+  return "name" in checked && checked.name === "__proto__"
+    ? { problem: 'must not be "__proto__"' }
+    : checked;
+}
+
+/**
  * A description (SPEC section 6 leaves it open; the gateway's rule): trimmed, at most 1000
  * characters, line breaks and tabs allowed, other control characters (NUL among them, which
  * PostgreSQL text cannot hold) refused. Empty clears it.
@@ -64,8 +75,8 @@ export function checkDescription(raw: string): { description: string } | { probl
 }
 
 /** A name from a request, or a validation failure keyed `key`. */
-export function requiredName(raw: string, key = "name"): string {
-  const checked = checkName(raw);
+export function requiredName(raw: string, key = "name", check = checkName): string {
+  const checked = check(raw);
   if ("problem" in checked) {
     throw validationFailed({ key, message: checked.problem, source: "body" });
   }
