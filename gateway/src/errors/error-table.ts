@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   record_limit_exceeded: 403,
   storage_limit_exceeded: 403,
   member_limit_exceeded: 403,
+  /** A database holds at most 1000 tables (catalog); an addition. */
+  table_limit_exceeded: 403,
   transfer_limit_exceeded: 403,
   api_token_not_found: 404,
   database_not_found: 404,

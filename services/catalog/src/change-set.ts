@@ -97,6 +97,9 @@ export class ChangeSet {
   }
 }
 
+/** Cache keys deleted per call after a commit. */
+const EVICTION_CHUNK = 1_000;
+
 /**
  * Runs write transactions: after a commit it wakes the outbox relay and deletes the cached
  * schemas of the tables it changed (`tableSchemaCacheKey`); after a rollback it does neither.
@@ -141,12 +144,16 @@ export class Transactions {
 
   private async committed(changes: ChangeSet): Promise<void> {
     if (changes.enqueuedEvents > 0) this.relay.kick();
-    if (changes.changedTables.size > 0) {
-      // The change is committed: a cache that cannot be reached must not fail the call. The
-      // entries live a minute at most, and records and files evict them again on the events.
-      await this.cache
-        .del(...[...changes.changedTables].map(tableSchemaCacheKey))
-        .catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
+    // The change is committed: a cache that cannot be reached must not fail the call. The
+    // entries live a minute at most, and records and files evict them again on the events.
+    // In chunks: an organization's deletion can name more tables than a call takes arguments.
+    const keys = [...changes.changedTables].map(tableSchemaCacheKey);
+    try {
+      for (let i = 0; i < keys.length; i += EVICTION_CHUNK) {
+        await this.cache.del(...keys.slice(i, i + EVICTION_CHUNK));
+      }
+    } catch (error) {
+      this.logger.warn({ err: error }, "cache eviction failed");
     }
   }
 }

@@ -12,3 +12,8 @@ export function fieldNameTaken() {
 export function fieldTypeChangeInvalid(metadata: Record<string, string> = {}) {
   return domainError(Code.FailedPrecondition, "field_type_change_invalid", metadata);
 }
+
+/** The database holds as many tables as one may (MAX_TABLES_PER_DATABASE); an addition. */
+export function tableLimitExceeded() {
+  return domainError(Code.ResourceExhausted, "table_limit_exceeded");
+}

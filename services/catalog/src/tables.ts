@@ -8,7 +8,13 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, notFound, scopeOf } from "./access.js";
 import type { Call, Transactions } from "./change-set.js";
-import { FIELD_NAME_KEY, TABLE_NAME_KEY, tableNameUsed, violates } from "./db/constraints.js";
+import {
+  databaseFull,
+  FIELD_NAME_KEY,
+  TABLE_NAME_KEY,
+  tableNameUsed,
+  violates,
+} from "./db/constraints.js";
 import { Field, type FieldRow, Table, type TableRow } from "./db/entities.js";
 import {
   type CheckedField,
@@ -22,7 +28,7 @@ import {
   type ValidationItem,
   validationFailed,
 } from "./domain/validation.js";
-import { fieldNameTaken, tableNameTaken } from "./errors.js";
+import { fieldNameTaken, tableLimitExceeded, tableNameTaken } from "./errors.js";
 import { fieldValues } from "./fields.js";
 
 export interface TableView {
@@ -82,6 +88,7 @@ export class Tables {
           "write",
           "share",
         );
+        if (await databaseFull(em, databaseId)) throw tableLimitExceeded();
         if (await tableNameUsed(em, databaseId, name)) throw tableNameTaken();
         const table = em.create(Table, { databaseId, name, description });
         await em.flush();

@@ -1,4 +1,4 @@
-import { auditChangesOf } from "@rowbase/kit";
+import { auditChangesOf, errorInfoOf } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -218,6 +218,49 @@ describe("CreateTable", () => {
     expect(
       await validationOf(h.catalog.createTable({ ...call, name: "" }, await as(t.owner))),
     ).toEqual([{ key: "name", message: "must be 1-100 characters", source: "body" }]);
+  });
+});
+
+describe("the tables of one database", () => {
+  it("are at most 1000, even when creates race for the last places", async () => {
+    const { database } = await h.catalog.createDatabase(
+      { organizationId: t.organizationId, name: "Full", description: "" },
+      await as(t.owner),
+    );
+    const full = database!.databaseId;
+    // 997 tables made directly (the API would take minutes), then three places left for eight.
+    await h.db.query(
+      `insert into catalog.tables (database_id, name, description)
+       select $1, 'T' || n, '' from generate_series(1, 997) as n`,
+      [full.toString()],
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) =>
+        h.catalog
+          .createTable(
+            { databaseId: full, name: `Late ${i}`, description: "", fields: [] },
+            await as(t.editor),
+          )
+          .then(
+            () => "created",
+            (error: unknown) => errorInfoOf(error)?.reason,
+          ),
+      ),
+    );
+    expect(answers.filter((a) => a === "created")).toHaveLength(3);
+    expect(answers.filter((a) => a === "table_limit_exceeded")).toHaveLength(5);
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from catalog.tables where database_id = $1",
+      [full.toString()],
+    );
+    expect(rows[0].n).toBe(1000);
+    const refused = await failureOf(
+      h.catalog.createTable(
+        { databaseId: full, name: "One more", description: "", fields: [] },
+        await as(t.owner),
+      ),
+    );
+    expect(refused).toMatchObject({ code: 8, reason: "table_limit_exceeded" });
   });
 });
 

@@ -41,6 +41,7 @@ export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
         "database_not_found",
         "organization_forbidden",
         "table_name_taken",
+        "table_limit_exceeded",
         "field_name_taken",
         "invalid_field_options",
       ],

@@ -49,6 +49,26 @@ export async function organizationDeleted(
   return rows.length > 0;
 }
 
+/** Tables one database may hold (Airtable's limit per base). */
+export const MAX_TABLES_PER_DATABASE = 1_000;
+
+/**
+ * Whether the database holds MAX_TABLES_PER_DATABASE tables already. The count is taken under a
+ * per-database lock held to the end of the transaction, so parallel creates cannot pass it.
+ * The limit keeps what a deletion of the database sends and locks bounded: its event and audit
+ * entry list every table, and records and files lock each table while deleting its rows.
+ */
+export async function databaseFull(em: EntityManager, databaseId: bigint): Promise<boolean> {
+  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+    `catalog.database-tables:${databaseId}`,
+  ]);
+  const [row] = await em.execute<{ n: number }[]>(
+    "select count(*)::int as n from tables where database_id = ?",
+    [databaseId],
+  );
+  return (row?.n ?? 0) >= MAX_TABLES_PER_DATABASE;
+}
+
 /** Whether another table of the database has this name, regardless of case. */
 export async function tableNameUsed(
   em: EntityManager,
