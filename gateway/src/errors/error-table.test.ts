@@ -33,6 +33,8 @@ const CONTRACT: Record<number, string[]> = {
     "storage_limit_exceeded",
     "member_limit_exceeded",
     "transfer_limit_exceeded",
+    /** An addition: a database holds at most 1000 tables (catalog). */
+    "table_limit_exceeded",
   ],
   404: [
     "api_token_not_found",
