@@ -159,6 +159,32 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
     expect(received.map((m) => m.id)).toEqual(entries.map((e) => e.eventId));
   });
 
+  it("relays a schema's outbox from one replica at a time", async () => {
+    const eventId = randomUUID();
+    await orm.em.fork().transactional(async (em) => {
+      await enqueueEvents(em, [{ subject: "test.single", payload: new Uint8Array([1]), eventId }]);
+    });
+    const published = async () =>
+      (
+        await orm.em
+          .fork()
+          .execute<{ published: boolean }[]>(
+            "select published_at is not null as published from outbox where event_id = ?",
+            [eventId],
+          )
+      )[0]?.published;
+    // Another replica's relay, in the middle of its round.
+    await orm.em.fork().transactional(async (em) => {
+      await em.execute(
+        "select pg_advisory_xact_lock(hashtextextended('rowbase.outbox-relay:kit_test', 0))",
+      );
+      await new OutboxRelay(orm, bus, logger).flush();
+      expect(await published()).toBe(false);
+    });
+    await new OutboxRelay(orm, bus, logger).flush();
+    expect(await published()).toBe(true);
+  });
+
   it("leaves a batch pending when a publish fails", async () => {
     // No stream takes this subject: JetStream refuses the publish.
     const eventId = randomUUID();
