@@ -19,9 +19,62 @@ export interface AuditChange {
   new?: JsonValue;
 }
 
-/** An AuditEvent's `changes_json`: the changes as one JSON array, empty text for none. */
+/**
+ * The most bytes of an AuditEvent's `changes_json`: the event, with its other fields, stays well
+ * under NATS's 1 MiB per message. An event the bus refuses would stay first in its service's
+ * outbox and hold back every later event of every organization.
+ */
+export const AUDIT_CHANGES_MAX_BYTES = 256 * 1024;
+
+/** What an old or new value too large for the audit log becomes: its size in JSON. */
+export interface OmittedValue {
+  omitted_bytes: number;
+}
+
+const bytesOf = (json: string) => Buffer.byteLength(json, "utf8");
+
+/**
+ * An AuditEvent's `changes_json`: the changes as one JSON array, empty text for none. Past
+ * AUDIT_CHANGES_MAX_BYTES the largest old and new values are replaced by their size
+ * (`{"omitted_bytes": n}`), one by one, until the array fits; if the keys alone do not fit,
+ * the changes that do are kept, followed by `{"key": "*", "label": "<n> more not recorded"}`.
+ */
 export function auditChangesJson(changes: readonly AuditChange[]): string {
-  return changes.length === 0 ? "" : JSON.stringify(changes);
+  if (changes.length === 0) return "";
+  const json = JSON.stringify(changes);
+  let size = bytesOf(json);
+  if (size <= AUDIT_CHANGES_MAX_BYTES) return json;
+  const kept = changes.map((change) => ({ ...change }) as Record<string, unknown>);
+  const values = kept
+    .flatMap((change) =>
+      (["old", "new"] as const)
+        .filter((side) => change[side] !== undefined)
+        .map((side) => ({ change, side, bytes: bytesOf(JSON.stringify(change[side])) })),
+    )
+    .sort((a, b) => b.bytes - a.bytes);
+  for (const { change, side, bytes } of values) {
+    const omitted: OmittedValue = { omitted_bytes: bytes };
+    const saved = bytes - bytesOf(JSON.stringify(omitted));
+    // Largest first: once a value is no larger than its note, the rest are not either.
+    if (size <= AUDIT_CHANGES_MAX_BYTES || saved <= 0) break;
+    change[side] = omitted;
+    size -= saved;
+  }
+  if (size <= AUDIT_CHANGES_MAX_BYTES) return JSON.stringify(kept);
+  const room = AUDIT_CHANGES_MAX_BYTES - 100;
+  let used = 2;
+  let count = 0;
+  for (const change of kept) {
+    const more = bytesOf(JSON.stringify(change)) + 1;
+    if (used + more > room) break;
+    used += more;
+    count += 1;
+  }
+  const rest = kept.length - count;
+  return JSON.stringify([
+    ...kept.slice(0, count),
+    { key: "*", label: `${rest} more not recorded` },
+  ]);
 }
 
 /** The changes an AuditEvent's `changes_json` carries. */

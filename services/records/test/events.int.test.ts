@@ -185,6 +185,34 @@ describe("audit and deletion events", () => {
     expect(deleted).toMatchObject({ organizationId: t.organizationId, rowIds: [rowId] });
   });
 
+  it("keeps an audit event of huge values small enough for the bus, noting their size", async () => {
+    const fields = Array.from({ length: 8 }, (_, i) => def(`Long ${i}`, FieldType.LONG_TEXT));
+    const table = await createTable(h, t.owner, t.organizationId, fields);
+    const texts = (c: string) => Object.fromEntries(fields.map((f) => [f.name, c.repeat(90_000)]));
+    const call = await as(t.editor);
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: texts("a") },
+      call,
+    );
+    const rowId = record!.rowId;
+    // Old and new values of 720,000 characters each: as they are, 1.4 MB, past NATS's 1 MiB.
+    await h.records.updateRecord({ tableId: table.tableId, rowId, data: texts("b") }, call);
+    const updated = await eventually(() => {
+      const found = eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).find(
+        (e) => e.target?.id === rowId,
+      );
+      if (!found) throw new Error("no record.updated");
+      return found;
+    });
+    const changes = auditChangesOf(updated.changesJson);
+    expect(changes.map((c) => c.label)).toEqual(fields.map((f) => f.name));
+    expect(changes.flatMap((c) => [c.old, c.new])).toContainEqual({ omitted_bytes: 90_002 });
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from records.outbox where published_at is null",
+    );
+    expect(rows[0].n).toBe(0);
+  });
+
   it("announces a batch delete once, with every row", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
     const ids = (await seed(table, [{}, {}, {}])).map((r) => r.rowId);
