@@ -42,6 +42,13 @@ export interface OutboxEntry {
   eventId: string;
 }
 
+/**
+ * The largest event the outbox takes: NATS refuses a message over 1 MiB (its default
+ * max_payload), and an event it refuses would stay first in the outbox and hold back every later
+ * event. The write that made it fails instead (a defect: every event is built to stay far under).
+ */
+export const MAX_EVENT_BYTES = 1024 * 1024 - 16 * 1024;
+
 /** Rows per insert statement: three parameters each, far under PostgreSQL's 65,535. */
 const ENQUEUE_CHUNK = 5000;
 
@@ -66,11 +73,18 @@ export function outboxInsert(
     sql: `insert into outbox (event_id, subject, payload) ${
       condition ? `select * from (${values}) as event where ${condition}` : values
     }`,
-    params: entries.flatMap((entry) => [
-      entry.eventId,
-      entry.subject,
-      Buffer.from(entry.payload.buffer, entry.payload.byteOffset, entry.payload.byteLength),
-    ]),
+    params: entries.flatMap((entry) => {
+      if (entry.payload.byteLength > MAX_EVENT_BYTES) {
+        throw new Error(
+          `event ${entry.subject} of ${entry.payload.byteLength} bytes is over the bus's limit`,
+        );
+      }
+      return [
+        entry.eventId,
+        entry.subject,
+        Buffer.from(entry.payload.buffer, entry.payload.byteOffset, entry.payload.byteLength),
+      ];
+    }),
   };
 }
 

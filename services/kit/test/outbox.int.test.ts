@@ -7,6 +7,7 @@ import {
   createOrm,
   enqueueEvent,
   enqueueEvents,
+  MAX_EVENT_BYTES,
   migrate,
   NatsBus,
   type Orm,
@@ -183,6 +184,19 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
     });
     await new OutboxRelay(orm, bus, logger).flush();
     expect(await published()).toBe(true);
+  });
+
+  it("refuses an event the bus could never take, writing nothing", async () => {
+    const eventId = randomUUID();
+    await expect(
+      orm.em.fork().transactional(async (em) => {
+        await enqueueEvents(em, [
+          { subject: "test.huge", payload: new Uint8Array(MAX_EVENT_BYTES + 1), eventId },
+        ]);
+      }),
+    ).rejects.toThrow("over the bus's limit");
+    const rows = await orm.em.fork().execute("select 1 from outbox where event_id = ?", [eventId]);
+    expect(rows).toEqual([]);
   });
 
   it("leaves a batch pending when a publish fails", async () => {
