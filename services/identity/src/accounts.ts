@@ -84,8 +84,12 @@ export class Accounts {
           if (user?.emailVerifiedAt) throw domainError(Code.AlreadyExists, "email_already_exists");
           if (user) {
             const latest = await this.latestCode(em, user.id);
-            if (latest && (await verifyPassword(latest.passwordHash, password))) {
-              if (this.sentRecently(latest)) return undefined;
+            if (
+              latest &&
+              this.sentRecently(latest) &&
+              (await verifyPassword(latest.passwordHash, password))
+            ) {
+              return undefined;
             }
             user.passwordHash = passwordHash;
             if (name) user.name = name;
