@@ -35,6 +35,8 @@ const CONTRACT: Record<number, string[]> = {
     "transfer_limit_exceeded",
     /** An addition: a database holds at most 1000 tables (catalog). */
     "table_limit_exceeded",
+    /** An addition: a table has at most 500 fields (catalog). */
+    "field_limit_exceeded",
   ],
   404: [
     "api_token_not_found",

@@ -38,6 +38,8 @@ export const ERROR_STATUS = {
   member_limit_exceeded: 403,
   /** A database holds at most 1000 tables (catalog); an addition. */
   table_limit_exceeded: 403,
+  /** A table has at most 500 fields (catalog); an addition. */
+  field_limit_exceeded: 403,
   transfer_limit_exceeded: 403,
   api_token_not_found: 404,
   database_not_found: 404,

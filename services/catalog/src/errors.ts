@@ -13,6 +13,11 @@ export function fieldTypeChangeInvalid(metadata: Record<string, string> = {}) {
   return domainError(Code.FailedPrecondition, "field_type_change_invalid", metadata);
 }
 
+/** The table has as many fields as one may (MAX_FIELDS_PER_TABLE); an addition. */
+export function fieldLimitExceeded() {
+  return domainError(Code.ResourceExhausted, "field_limit_exceeded");
+}
+
 /** The database holds as many tables as one may (MAX_TABLES_PER_DATABASE); an addition. */
 export function tableLimitExceeded() {
   return domainError(Code.ResourceExhausted, "table_limit_exceeded");

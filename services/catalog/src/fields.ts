@@ -8,6 +8,7 @@ import {
   fieldTypeToProto,
   isReadOnlyType,
   isSelectType,
+  MAX_FIELDS_PER_TABLE,
   optionsAfterTypeChange,
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
@@ -38,7 +39,7 @@ import {
   requiredName,
   validationFailed,
 } from "./domain/validation.js";
-import { fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
+import { fieldLimitExceeded, fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
 import type { TypeChangeCheck } from "./type-change-check.js";
 import { toField } from "./wire.js";
 
@@ -87,7 +88,9 @@ export class Fields {
         const { em } = changes;
         const access = await this.deps.access.table(em, call.principal, tableId, "write", "update");
         if (await fieldNameUsed(em, tableId, definition.name)) throw fieldNameTaken();
+        // The table's row is locked: parallel creates count one after the other.
         const position = await em.count(Field, { tableId });
+        if (position >= MAX_FIELDS_PER_TABLE) throw fieldLimitExceeded();
         const field = em.create(Field, { tableId, ...definition, position });
         await em.flush();
         await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {

@@ -1,5 +1,5 @@
 import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
-import { fieldTypeToProto, type OptionError } from "@rowbase/kit/field-types";
+import { fieldTypeToProto, MAX_FIELDS_PER_TABLE, type OptionError } from "@rowbase/kit/field-types";
 import {
   FieldCreatedSchema,
   TableCreatedSchema,
@@ -38,6 +38,13 @@ export interface TableView {
 
 /** The initial fields of a new table, all checked before anything is written. */
 function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
+  if (inputs.length > MAX_FIELDS_PER_TABLE) {
+    throw validationFailed({
+      key: "fields",
+      message: `must have at most ${MAX_FIELDS_PER_TABLE} items`,
+      source: "body",
+    });
+  }
   const validation: ValidationItem[] = [];
   const optionErrors: OptionError[] = [];
   const fields: CheckedField[] = [];

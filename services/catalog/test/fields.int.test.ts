@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { auditChangesOf } from "@rowbase/kit";
+import { auditChangesOf, errorInfoOf } from "@rowbase/kit";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -192,6 +192,41 @@ describe("CreateField", () => {
       ),
     ).toEqual(reserved);
     expect(await namesInOrder(tableId)).toEqual(["Fine"]);
+  });
+
+  it("gives a table at most 500 fields, on create and one by one", async () => {
+    const defs = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        name: `F${i}`,
+        type: FieldType.NUMBER,
+        required: false,
+        description: "",
+      }));
+    const call = await as(t.editor);
+    expect(
+      await validationOf(
+        h.catalog.createTable(
+          { databaseId, name: "Too wide", description: "", fields: defs(501) },
+          call,
+        ),
+      ),
+    ).toEqual([{ key: "fields", message: "must have at most 500 items", source: "body" }]);
+    const { table } = await h.catalog.createTable(
+      { databaseId, name: "Wide", description: "", fields: defs(499) },
+      call,
+    );
+    const tableId = table!.tableId;
+    const last = await Promise.all(
+      ["Last", "Later"].map((name) =>
+        createField(tableId, name, FieldType.TEXT).then(
+          () => "created",
+          (error: unknown) => errorInfoOf(error)?.reason,
+        ),
+      ),
+    );
+    expect(last.sort()).toEqual(["created", "field_limit_exceeded"]);
+    const { fields } = await h.catalog.listFields({ tableId }, call);
+    expect(fields).toHaveLength(500);
   });
 
   it("refuses required on every read-only type", async () => {

@@ -38,6 +38,7 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "table_not_found",
         "organization_forbidden",
         "field_name_taken",
+        "field_limit_exceeded",
         "invalid_field_options",
       ],
       async handle({ query, body, call }) {

@@ -1,3 +1,4 @@
+import { MAX_FIELDS_PER_TABLE } from "@rowbase/kit/field-types";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { description, name, queryId } from "../../validation/fields.js";
@@ -13,8 +14,8 @@ export const TableIdQuery = z.strictObject({ table_id: queryId.describe("The tab
 
 /** Request bodies; INTERFACE.md does not name them, these follow its pattern. */
 
-/** The most fields one /table/create may bring; more can be added with /field/create. */
-export const MAX_FIELDS_ON_CREATE = 500;
+/** The most fields one /table/create may bring: as many as a table may have. */
+export const MAX_FIELDS_ON_CREATE = MAX_FIELDS_PER_TABLE;
 
 export const TableCreateSchema = requestBody(
   "TableCreateSchema",
