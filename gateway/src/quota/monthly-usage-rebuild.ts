@@ -60,8 +60,10 @@ export interface FreshCounter {
   requestId?: string | undefined;
 }
 
-/** How often a caller waiting for another's rebuild looks whether it is done. */
-const REBUILD_POLL_MS = 20;
+/** How soon a caller waiting for another's rebuild first looks again whether it is done. */
+const REBUILD_POLL_MS = 10;
+/** The longest pause between two looks. */
+const REBUILD_POLL_MAX_MS = 250;
 
 /** Counters a count makes before it gives up (each one lost again right after it was made). */
 const COUNTER_ATTEMPTS = 3;
@@ -138,10 +140,16 @@ export class MonthlyUsageRebuild {
     }
   }
 
-  /** Until the counter exists or nobody holds the claim any more (done, failed or expired). */
+  /**
+   * Until the counter exists or nobody holds the claim any more (done, failed or expired); the
+   * pauses between looks double up to REBUILD_POLL_MAX_MS, so that a burst of callers waiting on
+   * a slow rebuild does not turn into a burst of cache reads.
+   */
   private async waitFor(key: string, claim: string): Promise<void> {
+    let pause = REBUILD_POLL_MS;
     while ((await this.cache.get(key)) === null && (await this.cache.get(claim)) !== null) {
-      await sleep(REBUILD_POLL_MS);
+      await sleep(pause);
+      pause = Math.min(pause * 2, REBUILD_POLL_MAX_MS);
     }
   }
 
