@@ -91,6 +91,19 @@ export function deadLetterSubject(durable: string): string {
   return `dead.${durable}`;
 }
 
+/** A message given up on, for the DEAD stream. */
+export interface DeadLetter {
+  /** Where it goes, under `dead.`: `deadLetterSubject(durable)` for a consumer's. */
+  subject: string;
+  /** The message as it was to be delivered: its subject, data and id. */
+  message: Pick<BusMessage, "subject" | "data" | "id">;
+  /** The stream it was delivered from, or the outbox it could not leave (`outbox:<schema>`). */
+  origin: string;
+  /** Failed deliveries (a consumer's) or publishes (an outbox's). */
+  attempts: number;
+  error: unknown;
+}
+
 const DEFAULT_MAX_DELIVER = 20;
 
 /** Delay before the next attempt after `deliveries` failed ones: 1 s, 2 s, 4 s... at most 60 s. */
@@ -126,6 +139,12 @@ export interface EventBus {
   ensureStreams(streams: StreamSpec[]): Promise<void>;
   /** Resolves once the broker stored the message; a repeated `id` is stored once. */
   publish(subject: string, data: Uint8Array, id: string): Promise<void>;
+  /**
+   * Stores `letter` with where it came from and why it was given up, so that an operator can
+   * inspect and republish it (consumers deduplicate, so republishing with the original id is
+   * safe). Rejects when it was not stored; the same letter twice is stored once.
+   */
+  deadLetter(letter: DeadLetter): Promise<void>;
   /** Starts a durable consumer; a handler that throws gets the message again later. */
   consume(spec: ConsumerSpec, handler: Handler): Promise<{ stop(): Promise<void> }>;
   /** As `consume`, several messages at a time (`spec.batch`; the memory bus hands over one). */
@@ -256,7 +275,7 @@ export class NatsBus implements EventBus {
           "consumer failed",
         );
         if (message.deliveryCount >= maxDeliver) {
-          await this.deadLetter(spec, message, error);
+          await this.giveUp(spec, message, error);
           m.term();
         } else {
           m.nak(redeliveryDelayMs(message.deliveryCount));
@@ -372,34 +391,34 @@ export class NatsBus implements EventBus {
     }
   }
 
-  /**
-   * Stores a message that failed every delivery on `dead.<durable>` (the DEAD stream), with
-   * where it came from and the last error, so that an operator can inspect and republish it
-   * (consumers deduplicate, so republishing with the original id is safe). Only if that fails
-   * is the message lost, and the log says so.
-   */
-  private async deadLetter(spec: ConsumerSpec, message: BusMessage, error: unknown) {
+  async deadLetter({ subject, message, origin, attempts, error }: DeadLetter) {
     const h = headers();
     h.set(DEAD_LETTER_HEADERS.subject, message.subject);
-    h.set(DEAD_LETTER_HEADERS.stream, spec.stream);
+    h.set(DEAD_LETTER_HEADERS.stream, origin);
     h.set(DEAD_LETTER_HEADERS.id, message.id);
-    h.set(DEAD_LETTER_HEADERS.deliveries, String(message.deliveryCount));
-    h.set(DEAD_LETTER_HEADERS.error, String((error as Error)?.message ?? error).slice(0, 512));
+    h.set(DEAD_LETTER_HEADERS.deliveries, String(attempts));
+    h.set(DEAD_LETTER_HEADERS.error, errorText(error));
+    // Per dead-letter subject: two consumers giving up the same event are two dead letters.
+    await this.js.publish(this.subject(subject), message.data, {
+      msgID: `${subject}:${message.id}`,
+      headers: h,
+    });
+  }
+
+  /** Dead-letters a message that failed every delivery; only if that fails is it lost. */
+  private async giveUp(spec: ConsumerSpec, message: BusMessage, error: unknown) {
+    const where = { subject: message.subject, id: message.id, durable: spec.durable };
     try {
-      await this.js.publish(this.subject(deadLetterSubject(spec.durable)), message.data, {
-        // Per durable: two consumers giving up the same event are two dead letters.
-        msgID: `${spec.durable}:${message.id}`,
-        headers: h,
+      await this.deadLetter({
+        subject: deadLetterSubject(spec.durable),
+        message,
+        origin: spec.stream,
+        attempts: message.deliveryCount,
+        error,
       });
-      this.logger.error(
-        { subject: message.subject, id: message.id, durable: spec.durable },
-        "message dead-lettered",
-      );
+      this.logger.error(where, "message dead-lettered");
     } catch (publishError) {
-      this.logger.error(
-        { err: publishError, subject: message.subject, id: message.id, durable: spec.durable },
-        "dead letter not stored: message dropped",
-      );
+      this.logger.error({ err: publishError, ...where }, "dead letter not stored: message dropped");
     }
   }
 
@@ -443,11 +462,13 @@ export class MemoryBus implements EventBus {
     handler: Handler,
     message: BusMessage,
   ) {
+    let lastError: unknown;
     for (let attempt = 1; attempt <= maxDeliver; attempt++) {
       try {
         await handler({ ...message, deliveryCount: attempt });
         return;
       } catch (error) {
+        lastError = error;
         this.logger.error({ err: error, subject: message.subject }, "consumer failed");
       }
     }
@@ -456,11 +477,18 @@ export class MemoryBus implements EventBus {
       { subject: message.subject, id: message.id, durable: spec.durable },
       "message dead-lettered",
     );
-    await this.publish(
-      deadLetterSubject(spec.durable),
-      message.data,
-      `${spec.durable}:${message.id}`,
-    );
+    await this.deadLetter({
+      subject: deadLetterSubject(spec.durable),
+      message,
+      origin: spec.stream,
+      attempts: maxDeliver,
+      error: lastError,
+    });
+  }
+
+  /** Kept like any message (no headers: nothing in-process reads them). */
+  async deadLetter({ subject, message }: DeadLetter) {
+    await this.publish(subject, message.data, `${subject}:${message.id}`);
   }
 
   async consume(spec: ConsumerSpec, handler: Handler) {
@@ -513,4 +541,9 @@ export async function createBus(
   namespace?: string,
 ): Promise<EventBus> {
   return url ? NatsBus.connect(url, logger, namespace) : new MemoryBus(logger);
+}
+
+/** An error as a dead letter's header holds it: its message, at most 512 characters. */
+function errorText(error: unknown): string {
+  return String((error as Error)?.message ?? error).slice(0, 512);
 }

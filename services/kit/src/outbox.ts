@@ -165,12 +165,39 @@ export interface OutboxRelayOptions {
   lagSampleMs?: number;
   /** Where the lag gauges are; the process's registry when absent. */
   metrics?: MetricsRegistry;
+  /**
+   * When an event whose publish keeps failing is given up on (see `OutboxRelay`): after this
+   * many failed rounds in a row, the first of them at least `afterMs` ago. 10 and 5 minutes
+   * when absent.
+   */
+  giveUp?: { attempts: number; afterMs: number };
+}
+
+/** Where a schema's given-up events go (the DEAD stream stores `dead.>`). */
+export function outboxDeadLetterSubject(schema: string): string {
+  return `dead.outbox.${schema.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+}
+
+/** A pending row as a relay round claims it. */
+interface ClaimedRow {
+  seq: string;
+  event_id: string;
+  subject: string;
+  payload: string;
 }
 
 /**
  * Publishes committed outbox rows in order and marks them sent. Rows are claimed with
  * `for update skip locked`, so several replicas can relay side by side; a failed publish
  * leaves them pending for the next round (nothing is lost while NATS is down).
+ *
+ * An event NATS keeps refusing while it takes others (a subject no stream takes, say: a
+ * defect) would hold back every later event of the schema for good: the usage counts, the
+ * audit log, the deletion sagas. Once its publish has failed in `giveUp.attempts` rounds in a
+ * row over at least `giveUp.afterMs`, the event goes to the DEAD stream instead
+ * (`dead.outbox.<schema>`, with its subject, id and last error in the headers) and the rest
+ * follow. Only if the DEAD stream stores it: while NATS is away, that fails too and everything
+ * waits.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -185,6 +212,9 @@ export class OutboxRelay {
   private readonly lagSampleMs: number;
   private readonly lag: ReturnType<typeof outboxMetrics>;
   private readonly schema: string;
+  private readonly giveUp: { attempts: number; afterMs: number };
+  /** The rows whose publish failed in the last round: failed rounds in a row, since when. */
+  private failures = new Map<string, { attempts: number; since: number }>();
 
   constructor(
     private readonly orm: Orm,
@@ -198,6 +228,7 @@ export class OutboxRelay {
     this.lagSampleMs = options.lagSampleMs ?? 5_000;
     this.lag = outboxMetrics(options.metrics ?? processMetricsRegistry());
     this.schema = String(orm.config.get("schema") ?? "public");
+    this.giveUp = options.giveUp ?? { attempts: 10, afterMs: 5 * 60_000 };
   }
 
   start() {
@@ -292,7 +323,7 @@ export class OutboxRelay {
       // deliver a table's later change before its earlier one. The payload comes as base64
       // rather than bytea's hex text: a third less text for the driver to decode (it reads every
       // column as a string), which was a tenth of records' time in batch imports.
-      const rows = await query<{ seq: string; event_id: string; subject: string; payload: string }>(
+      const rows = await query<ClaimedRow>(
         em,
         `with relay as materialized (
            select pg_try_advisory_xact_lock(
@@ -314,9 +345,55 @@ export class OutboxRelay {
           this.bus.publish(row.subject, Buffer.from(row.payload, "base64"), row.event_id),
         );
       // The in-process bus runs consumers inside publish: their errors keep their stacks.
-      await Promise.all(this.bus.kind === "nats" ? withoutStackTraces(publishAll) : publishAll());
+      const settled = await Promise.allSettled(
+        this.bus.kind === "nats" ? withoutStackTraces(publishAll) : publishAll(),
+      );
+      const failed = rows.flatMap((row, i) => {
+        const outcome = settled[i] as PromiseSettledResult<void>;
+        return outcome.status === "rejected" ? [{ row, error: outcome.reason as unknown }] : [];
+      });
+      if (failed.length > 0) await this.deadLetterOrThrow(failed);
+      this.failures.clear();
       return rows.length;
     });
+  }
+
+  /**
+   * Counts the failed publishes of a round; when every failed row is due to be given up,
+   * dead-letters them (and the round commits), else throws the first error (and the batch
+   * stays pending).
+   */
+  private async deadLetterOrThrow(failed: { row: ClaimedRow; error: unknown }[]): Promise<void> {
+    const now = Date.now();
+    const previous = this.failures;
+    this.failures = new Map(
+      failed.map(({ row }) => {
+        const before = previous.get(row.seq);
+        return [row.seq, { attempts: (before?.attempts ?? 0) + 1, since: before?.since ?? now }];
+      }),
+    );
+    const due = [...this.failures.values()].every(
+      (f) => f.attempts >= this.giveUp.attempts && now - f.since >= this.giveUp.afterMs,
+    );
+    if (!due) throw (failed[0] as { error: unknown }).error;
+    for (const { row, error } of failed) {
+      const attempts = this.failures.get(row.seq)?.attempts ?? 0;
+      await this.bus.deadLetter({
+        subject: outboxDeadLetterSubject(this.schema),
+        message: {
+          subject: row.subject,
+          data: Buffer.from(row.payload, "base64"),
+          id: row.event_id,
+        },
+        origin: `outbox:${this.schema}`,
+        attempts,
+        error,
+      });
+      this.logger.error(
+        { err: error, subject: row.subject, id: row.event_id, schema: this.schema, attempts },
+        "outbox event dead-lettered: its publish kept failing",
+      );
+    }
   }
 }
 

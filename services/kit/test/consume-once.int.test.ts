@@ -88,6 +88,7 @@ function crashingAfterCommit(inner: EventBus, crashed: Set<string>): EventBus {
     kind: inner.kind,
     ensureStreams: (streams) => inner.ensureStreams(streams),
     publish: (subject, data, id) => inner.publish(subject, data, id),
+    deadLetter: (letter) => inner.deadLetter(letter),
     close: () => inner.close(),
     consume: (spec, handler) =>
       inner.consume(spec, async (message) => {

@@ -1,10 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { Migration } from "@mikro-orm/migrations";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BusMessage,
   createLogger,
   createOrm,
+  DEAD_LETTER_HEADERS,
   enqueueEvent,
   enqueueEvents,
   MAX_EVENT_BYTES,
@@ -14,6 +17,7 @@ import {
   OUTBOX_TABLE_SQL,
   OutboxRelay,
   queryWithOutbox,
+  STREAMS,
 } from "../src/index.js";
 import { createTestDatabase, testInfra, uniqueName } from "../src/testing.js";
 
@@ -29,6 +33,7 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
   let orm: Orm;
   let bus: NatsBus;
   let drop: () => Promise<void>;
+  let natsUrl: string;
   const namespace = uniqueName("kit");
 
   beforeAll(async () => {
@@ -42,12 +47,13 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
       migrations: [CreateOutbox],
     });
     expect(await migrate(orm, "kit_test")).toEqual(["CreateOutbox"]);
+    natsUrl = infra.natsUrl;
     bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
     await bus.ensureStreams([{ name: "TEST", subjects: ["test.>"], maxAgeSeconds: 600 }]);
   });
 
   afterAll(async () => {
-    await bus?.deleteStreams(["TEST"]);
+    await bus?.deleteStreams(["TEST", "DEAD"]);
     await bus?.close();
     await orm?.close();
     await drop?.();
@@ -217,6 +223,86 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
         );
     expect(await published()).toEqual([{ published: false }]);
     await orm.em.fork().execute("delete from outbox where event_id = ?", [eventId]);
+  });
+
+  describe("an event NATS keeps refusing", () => {
+    // Before, a refused event and after: no stream takes the middle one's subject.
+    const enqueueAround = async () => {
+      const entries = ["test.before", "unstreamed.poison", "test.after"].map((subject) => ({
+        subject,
+        payload: new TextEncoder().encode(subject),
+        eventId: randomUUID(),
+      }));
+      await orm.em.fork().transactional((em) => enqueueEvents(em, entries));
+      return entries.map((e): string => e.eventId);
+    };
+    const pendingOf = async (ids: string[]) =>
+      (
+        await orm.em
+          .fork()
+          .execute<{ event_id: string }[]>(
+            "select event_id from outbox where published_at is null and event_id in (?) order by seq",
+            [ids],
+          )
+      ).map((row) => row.event_id);
+
+    it("waits while the DEAD stream does not take it either, or until it is due", async () => {
+      await bus.deleteStreams(["DEAD"]);
+      const ids = await enqueueAround();
+      // Due after one failed round but not stored: as while NATS is away, everything waits.
+      const hasty = new OutboxRelay(orm, bus, logger, { giveUp: { attempts: 1, afterMs: 0 } });
+      for (let round = 0; round < 3; round++) await expect(hasty.flush()).rejects.toThrow();
+      expect(await pendingOf(ids)).toEqual(ids);
+      // With the DEAD stream there, a relay still waits until the failures are old enough.
+      await bus.ensureStreams(STREAMS.filter((stream) => stream.name === "DEAD"));
+      const patient = new OutboxRelay(orm, bus, logger, {
+        giveUp: { attempts: 1, afterMs: 60_000 },
+      });
+      for (let round = 0; round < 3; round++) await expect(patient.flush()).rejects.toThrow();
+      expect(await pendingOf(ids)).toEqual(ids);
+      await orm.em.fork().execute("delete from outbox where event_id in (?)", [ids]);
+    });
+
+    it("goes to the DEAD stream once due, and the events after it follow", async () => {
+      await bus.ensureStreams(STREAMS.filter((stream) => stream.name === "DEAD"));
+      const received: BusMessage[] = [];
+      const consumer = await bus.consume(
+        { stream: "TEST", durable: "kit_test_poison", subject: "test.>" },
+        async (m) => {
+          received.push(m);
+        },
+      );
+      const ids = await enqueueAround();
+      const [before, poison, after] = ids as [string, string, string];
+      const relay = new OutboxRelay(orm, bus, logger, { giveUp: { attempts: 3, afterMs: 0 } });
+      await expect(relay.flush()).rejects.toThrow();
+      await expect(relay.flush()).rejects.toThrow();
+      expect(await pendingOf(ids)).toEqual(ids);
+      await relay.flush();
+      expect(await pendingOf(ids)).toEqual([]);
+
+      const nc = await connect({ servers: natsUrl });
+      try {
+        const dead = await (await jetstreamManager(nc)).streams.getMessage(`${namespace}_DEAD`, {
+          last_by_subj: `${namespace}.dead.outbox.kit_test`,
+        });
+        expect(new TextDecoder().decode(dead!.data)).toBe("unstreamed.poison");
+        expect(dead!.header.get(DEAD_LETTER_HEADERS.subject)).toBe("unstreamed.poison");
+        expect(dead!.header.get(DEAD_LETTER_HEADERS.stream)).toBe("outbox:kit_test");
+        expect(dead!.header.get(DEAD_LETTER_HEADERS.id)).toBe(poison);
+        expect(dead!.header.get(DEAD_LETTER_HEADERS.deliveries)).toBe("3");
+        expect(dead!.header.get(DEAD_LETTER_HEADERS.error)).not.toBe("");
+      } finally {
+        await nc.close();
+      }
+      // The events around it arrive, each once (the failed rounds' publishes were repeats); the
+      // new consumer also gets the stream's earlier tests' events.
+      const mine = () => received.filter((m) => ids.includes(m.id)).map((m) => m.id);
+      await expect.poll(() => mine().length, { timeout: 5000 }).toBe(2);
+      await new Promise((r) => setTimeout(r, 300));
+      await consumer.stop();
+      expect(mine()).toEqual([before, after]);
+    });
   });
 
   it("writes events with a statement, in order, past one insert's worth too, or not at all", async () => {
