@@ -33,6 +33,8 @@ const CONTRACT: Record<number, string[]> = {
     "storage_limit_exceeded",
     "member_limit_exceeded",
     "transfer_limit_exceeded",
+    /** An addition: an organization holds at most 1000 databases (catalog). */
+    "database_limit_exceeded",
     /** An addition: a database holds at most 1000 tables (catalog). */
     "table_limit_exceeded",
     /** An addition: a table has at most 500 fields (catalog). */

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   record_limit_exceeded: 403,
   storage_limit_exceeded: 403,
   member_limit_exceeded: 403,
+  /** An organization holds at most 1000 databases (catalog); an addition. */
+  database_limit_exceeded: 403,
   /** A database holds at most 1000 tables (catalog); an addition. */
   table_limit_exceeded: 403,
   /** A table has at most 500 fields (catalog); an addition. */

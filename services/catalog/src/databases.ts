@@ -11,9 +11,11 @@ import {
   lockOrganizationExclusive,
   lockOrganizationShared,
   organizationDeleted,
+  organizationFull,
 } from "./db/constraints.js";
 import { Database, type DatabaseRow } from "./db/entities.js";
 import { requiredDescription, requiredName } from "./domain/validation.js";
+import { databaseLimitExceeded } from "./errors.js";
 
 /**
  * Deletes a locked database with its tables (their fields follow by foreign key) and announces
@@ -56,6 +58,7 @@ export class Databases {
       const { em } = changes;
       await lockOrganizationShared(em, organizationId);
       if (await organizationDeleted(em, organizationId)) throw notFound("organization_not_found");
+      if (await organizationFull(em, organizationId)) throw databaseLimitExceeded();
       const database = em.create(Database, { organizationId, name, description });
       await em.flush();
       await changes.publish(SUBJECTS.databaseCreated, DatabaseCreatedSchema, {

@@ -18,6 +18,11 @@ export function fieldLimitExceeded() {
   return domainError(Code.ResourceExhausted, "field_limit_exceeded");
 }
 
+/** The organization holds as many databases as one may (MAX_DATABASES_PER_ORGANIZATION). */
+export function databaseLimitExceeded() {
+  return domainError(Code.ResourceExhausted, "database_limit_exceeded");
+}
+
 /** The database holds as many tables as one may (MAX_TABLES_PER_DATABASE); an addition. */
 export function tableLimitExceeded() {
   return domainError(Code.ResourceExhausted, "table_limit_exceeded");

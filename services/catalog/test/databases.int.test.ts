@@ -1,4 +1,4 @@
-import { auditChangesOf } from "@rowbase/kit";
+import { auditChangesOf, errorInfoOf } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   DatabaseCreatedSchema,
@@ -201,6 +201,44 @@ describe("CreateDatabase", () => {
         ),
       ),
     ).toEqual([{ key: "description", message: "must be at most 1000 characters", source: "body" }]);
+  });
+
+  it("are at most 1000 per organization, even when creates race for the last places", async () => {
+    const crowded = await team(h);
+    const create = async (name: string) =>
+      h.catalog.createDatabase(
+        { organizationId: crowded.organizationId, name, description: "" },
+        await as(crowded.editor),
+      );
+    // 997 made directly (the API would take a while), then three places left for eight.
+    await h.db.query(
+      `insert into catalog.databases (organization_id, name)
+       select $1, 'D' || n from generate_series(1, 997) as n`,
+      [crowded.organizationId.toString()],
+    );
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        create(`Late ${i}`).then(
+          () => "created",
+          (error: unknown) => errorInfoOf(error)?.reason,
+        ),
+      ),
+    );
+    expect(answers.filter((a) => a === "created")).toHaveLength(3);
+    expect(answers.filter((a) => a === "database_limit_exceeded")).toHaveLength(5);
+    const count = async () =>
+      (
+        await h.db.query(
+          "select count(*)::int as n from catalog.databases where organization_id = $1",
+          [crowded.organizationId.toString()],
+        )
+      ).rows[0].n;
+    expect(await count()).toBe(1000);
+    expect(await failureOf(create("One more"))).toMatchObject({
+      code: 8,
+      reason: "database_limit_exceeded",
+    });
+    expect(await count()).toBe(1000);
   });
 });
 

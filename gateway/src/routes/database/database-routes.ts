@@ -38,7 +38,7 @@ export function databaseRoutes({ catalog }: DatabaseRoutesDeps): Route[] {
       query: DatabaseOrganizationQuery,
       body: DatabaseCreateSchema,
       response: DatabaseGetSchema,
-      errors: ["organization_not_found", "organization_forbidden"],
+      errors: ["organization_not_found", "organization_forbidden", "database_limit_exceeded"],
       async handle({ query, body, call }) {
         const response = await catalog.createDatabase(
           {

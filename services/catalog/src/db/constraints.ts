@@ -49,6 +49,28 @@ export async function organizationDeleted(
   return rows.length > 0;
 }
 
+/** Databases one organization may hold (Airtable's limit of bases per workspace). */
+export const MAX_DATABASES_PER_ORGANIZATION = 1_000;
+
+/**
+ * Whether the organization holds MAX_DATABASES_PER_ORGANIZATION databases already, counted under
+ * a per-organization lock held to the end of the transaction, so parallel creates cannot pass
+ * it. The limit bounds what the organization's deletion does in one transaction.
+ */
+export async function organizationFull(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<boolean> {
+  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+    `catalog.organization-databases:${organizationId}`,
+  ]);
+  const [row] = await em.execute<{ n: number }[]>(
+    "select count(*)::int as n from databases where organization_id = ?",
+    [organizationId],
+  );
+  return (row?.n ?? 0) >= MAX_DATABASES_PER_ORGANIZATION;
+}
+
 /** Tables one database may hold (Airtable's limit per base). */
 export const MAX_TABLES_PER_DATABASE = 1_000;
 
