@@ -303,6 +303,26 @@ describe("files", () => {
     const fresh = await serve({ range: "bytes=0-3", "if-range": etag });
     expect(fresh.status).toBe(206);
     expect(fresh.bytes.equals(content.subarray(0, 4))).toBe(true);
+
+    // A range past the end comes after the preconditions: 304 for a matching If-None-Match, the
+    // whole file for a stale If-Range (a download of a longer, older version resumed), and 416
+    // only when neither decides.
+    const past = `bytes=${content.length + 100}-`;
+    const unchanged = await serve({ range: past, "if-none-match": etag });
+    expect(unchanged.status).toBe(304);
+    expect(unchanged.bytes.length).toBe(0);
+    const resumed = await serve({ range: past, "if-range": '"older"' });
+    expect(resumed.status).toBe(200);
+    expect(resumed.bytes.equals(content)).toBe(true);
+    const neither: Record<string, string>[] = [
+      { "if-range": etag },
+      { "if-none-match": '"older"' },
+    ];
+    for (const headers of neither) {
+      const refused = await serve({ range: past, ...headers });
+      expect(refused.status).toBe(416);
+      expect(refused.headers.get("content-range")).toBe(`bytes */${content.length}`);
+    }
   });
 
   it("answer HEAD with the headers and no bytes, counting no transfer", async () => {

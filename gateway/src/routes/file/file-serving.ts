@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { Code, ConnectError } from "@rowbase/kit";
+import { Code, ConnectError, errorInfoOf } from "@rowbase/kit";
 import {
   ContentDisposition,
   type FileInfo,
@@ -136,15 +136,28 @@ async function openStream(
  */
 export async function sendFile(ctx: GatewayContext, options: SendFileOptions): Promise<void> {
   const requested = parseRangeHeader(ctx.get("range") || undefined);
-  let opened = await openStream(options, requested);
+  const ifNoneMatch = ctx.get("if-none-match") || undefined;
+  const ifRange = ctx.get("if-range") || undefined;
+  let opened = await openStream(options, requested).catch(async (error: unknown) => {
+    // The preconditions come before Range (RFC 9110 13.2.2): a range past the end of the file
+    // is 416 only if neither a matching If-None-Match (304) nor a failing If-Range (the whole
+    // file) decides otherwise, which needs the file's metadata.
+    const preconditions = ifNoneMatch !== undefined || ifRange !== undefined;
+    if (!preconditions || errorInfoOf(error)?.reason !== "range_not_satisfiable") throw error;
+    const whole = await openStream(options, undefined);
+    const etag = etagOf(whole.file);
+    if ((etag && ifNoneMatchHits(ifNoneMatch, etag)) || !ifRangeHolds(ifRange, etag)) return whole;
+    whole.cancel();
+    throw error;
+  });
   const current = etagOf(opened.file);
-  if (current && ifNoneMatchHits(ctx.get("if-none-match") || undefined, current)) {
+  if (current && ifNoneMatchHits(ifNoneMatch, current)) {
     opened.cancel();
     ctx.status = 304;
     ctx.set({ ...FILE_SECURITY_HEADERS, ETag: current });
     return;
   }
-  if (requested && !ifRangeHolds(ctx.get("if-range") || undefined, current)) {
+  if (opened.header.range && !ifRangeHolds(ifRange, current)) {
     opened.cancel();
     opened = await openStream(options, undefined);
   }
