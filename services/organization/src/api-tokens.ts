@@ -54,7 +54,13 @@ export class ApiTokens {
     }
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      await authorize(em, organizationId, call.userId, "manage", "organization_not_found");
+      // The organization's row, locked as every membership change locks it: a removal or
+      // demotion of the creator either commits first (refused here) or waits for this token,
+      // which it then revokes with the creator's others. Also an organization deleted
+      // meanwhile is not found rather than a foreign-key failure.
+      await authorize(em, organizationId, call.userId, "manage", "organization_not_found", {
+        lock: true,
+      });
       const secret = newApiTokenSecret();
       const token = em.create(ApiToken, {
         organizationId,

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requireOperator, requireService, requireUser } from "@rowbase/kit";
 import {
@@ -20,6 +20,7 @@ import type { AuditLog } from "./audit-log.js";
 import { toApiStats, toAuditLogEntry } from "./audit-wire.js";
 import type { UserCall } from "./change-set.js";
 import type { ApiTokenRow } from "./db/entities.js";
+import { instantOf } from "./domain/audit-query.js";
 import { validationFailed } from "./domain/validation.js";
 import type { Invites, InviteView } from "./invites.js";
 import type { Members, MemberView } from "./members.js";
@@ -264,8 +265,8 @@ export function createRoutes({
         const { entries, total } = await auditLog.list(call, req.scope, {
           limit: req.limit,
           offset: req.offset,
-          since: req.since ? timestampDate(req.since) : undefined,
-          until: req.until ? timestampDate(req.until) : undefined,
+          since: req.since ? instantOf(req.since) : undefined,
+          until: req.until ? instantOf(req.until) : undefined,
           action: req.action,
         });
         return { events: entries.map(toAuditLogEntry), total };

@@ -43,6 +43,15 @@ async function createToken(
   return h.org.createApiToken({ organizationId, name, access }, await as(by));
 }
 
+/** How many of the database's connections wait for a lock. */
+const waitingOnLocks = async () =>
+  (
+    await h.db.query(
+      `select count(*)::int as n from pg_stat_activity
+       where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+  ).rows[0].n as number;
+
 describe("create and list", () => {
   it("returns an rb_ secret once and stores only its SHA-256", async () => {
     const { id, owner, admin } = await team(h);
@@ -97,6 +106,26 @@ describe("create and list", () => {
           )?.meta?.actor?.id,
       )
       .toBe(admin.id);
+  });
+
+  it("answers not found when the organization is deleted in the middle of a create", async () => {
+    const { id, owner, admin } = await team(h);
+    // Holds the deletion back after it deleted the organization's row, before its commit.
+    const blocker = await h.db.connect();
+    try {
+      await blocker.query("begin");
+      await blocker.query("lock table organization.outbox in share mode");
+      const deleting = h.org.deleteOrganization({ organizationId: id }, await as(owner));
+      await expect.poll(waitingOnLocks).toBe(1);
+      const creating = reasonOf(createToken(id, admin));
+      await expect.poll(waitingOnLocks).toBeGreaterThanOrEqual(2);
+      await blocker.query("commit");
+      await deleting;
+      expect(await creating).toBe("organization_not_found");
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
   });
 
   it("is for owners and admins only, and validates the request", async () => {
@@ -319,6 +348,38 @@ describe("tokens of a member who loses the right to manage tokens", () => {
         (t) => t.name,
       ),
     ).toEqual(["owner's"]);
+  });
+
+  it("are revoked also when the member is removed in the middle of creating one", async () => {
+    const a = await team(h);
+    // Holds the token's insert back, so that the removal comes between the create's check of
+    // the admin's role and its commit.
+    const blocker = await h.db.connect();
+    try {
+      await blocker.query("begin");
+      await blocker.query("lock table organization.api_tokens in share mode");
+      const creating = createToken(a.id, a.admin, "racing");
+      await expect.poll(waitingOnLocks).toBe(1);
+      const removing = h.org.removeMember(
+        { organizationId: a.id, memberId: a.memberOf(a.admin) },
+        await as(a.owner),
+      );
+      // The removal either waits for the create (it must) or is done without seeing the token.
+      await Promise.race([removing, expect.poll(waitingOnLocks).toBeGreaterThanOrEqual(2)]);
+      await blocker.query("commit");
+      const created = await creating;
+      await removing;
+      expect(await resolves(created.token)).toBe("api_token_not_found");
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
+    const { rows } = await h.db.query(
+      `select count(*)::int as n from organization.api_tokens
+       where organization_id = $1 and created_by = $2 and revoked_at is null`,
+      [a.id.toString(), a.admin.id.toString()],
+    );
+    expect(rows[0].n).toBe(0);
   });
 
   it("stay while their creator keeps a managing role, whatever other members' roles do", async () => {

@@ -1,5 +1,5 @@
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
-import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { TimestampSchema, timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   type AuditChange,
   auditChangesJson,
@@ -251,6 +251,14 @@ describe("organization changes", () => {
     expect(
       await validationOf(list(h, owner, scope, { since: second.at, until: second.at })),
     ).toMatchObject([{ key: "until" }]);
+    // The last instant of year 9999, to the nanosecond: a bound, not year 10000.
+    const lastInstant = create(TimestampSchema, { seconds: 253_402_300_799n, nanos: 999_999_999 });
+    expect((await list(h, owner, scope, { until: lastInstant })).total).toBe(BigInt(all.length));
+    expect((await list(h, owner, scope, { since: lastInstant })).events).toEqual([]);
+    const past = create(TimestampSchema, { seconds: 253_402_300_800n, nanos: 0 });
+    expect(await validationOf(list(h, owner, scope, { since: past }))).toEqual([
+      { key: "since", message: "must be a time in the years 1 to 9999", source: "query" },
+    ]);
     expect(await validationOf(list(h, owner, { case: undefined }))).toMatchObject([
       { key: "organization_id", source: "query" },
     ]);

@@ -14,6 +14,24 @@ export interface AuditQuery {
 
 const ACTION = /^[a-z_]{1,40}\.[a-z_]{1,40}$/;
 
+/** The instants a bound may be: 0001-01-01 to 9999-12-31, all RFC 3339 (and PostgreSQL) can write. */
+const EARLIEST_MS = -62_135_596_800_000;
+const LATEST_MS = 253_402_300_799_999;
+
+/**
+ * The instant of a protobuf Timestamp, to the millisecond: truncated, since rounding the last
+ * nanoseconds of year 9999 up would make an instant of year 10000.
+ */
+export function instantOf(timestamp: { seconds: bigint; nanos: number }): Date {
+  return new Date(Number(timestamp.seconds) * 1000 + Math.floor(timestamp.nanos / 1_000_000));
+}
+
+function outOfRange(date: Date | undefined): boolean {
+  if (date === undefined) return false;
+  const ms = date.getTime();
+  return !(ms >= EARLIEST_MS && ms <= LATEST_MS);
+}
+
 /**
  * The list parameters of SPEC section 11, or what is wrong with them. A limit of 0 is the
  * unset proto field: the default 50.
@@ -39,6 +57,11 @@ export function auditQueryOf(input: {
       message: "must be an action such as record.updated",
       source: "query",
     });
+  }
+  for (const key of ["since", "until"] as const) {
+    if (outOfRange(input[key])) {
+      problems.push({ key, message: "must be a time in the years 1 to 9999", source: "query" });
+    }
   }
   if (input.since && input.until && input.until.getTime() <= input.since.getTime()) {
     problems.push({ key: "until", message: "must be after since", source: "query" });
