@@ -2,6 +2,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { Call } from "./change-set.js";
+import { renderTexts } from "./domain/record-output.js";
 import { validationFailed } from "./errors.js";
 import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";
@@ -51,7 +52,10 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           req.rowId,
           req.fields,
         );
-        return { record: toRecord(record, fields, output, files.get(record.rowId)) };
+        const rendered = await renderTexts([record], fields, output.richText, ctx.signal);
+        return {
+          record: toRecord(record, fields, { ...output, rendered }, files.get(record.rowId)),
+        };
       },
       async listRecords(req, ctx) {
         const output = outputOptionsOf(req.responseFormat, req.richText);
@@ -66,9 +70,10 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
             fields: req.fields,
           },
         );
+        const rendered = await renderTexts(view.records, view.fields, output.richText, ctx.signal);
         return {
           records: view.records.map((record) =>
-            toRecord(record, view.fields, output, view.files.get(record.rowId)),
+            toRecord(record, view.fields, { ...output, rendered }, view.files.get(record.rowId)),
           ),
           total: view.total,
           limit: view.limit,
