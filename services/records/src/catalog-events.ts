@@ -126,12 +126,7 @@ export class CatalogEvents {
           "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
           [event.tableId, event.fieldId.toString()],
         );
-        // Kept, marked: a create whose schema still has the field must not start it again.
-        await query(
-          em,
-          "update autonumber_counter set deleted = true where table_id = $1 and field_id = $2",
-          [event.tableId, event.fieldId],
-        );
+        await retireCounter(em, event.tableId, event.fieldId);
         break;
       }
       case SUBJECTS.fieldCreated: {
@@ -151,6 +146,9 @@ export class CatalogEvents {
         this.pendingTypeChanges.delete(message.id);
         const converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
+        if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
+          await retireCounter(em, change.scope.tableId, change.fieldId);
+        }
         this.deps.logger.info(
           {
             table_id: change.scope.tableId.toString(),
@@ -252,5 +250,19 @@ export async function renameChoices(
      where r.table_id = $1 and jsonb_typeof(r.data -> $2::text) = 'array'
        and (r.data -> $2::text) ?| $3::text[]`,
     [tableId, fieldId, olds, news],
+  );
+}
+
+/**
+ * Marks the counter of a field that numbers no more (deleted, or changed to another type): a
+ * create's gate then no longer expects the field in the create's schema (else it answered
+ * `stale` to every create of the table for good), and a create whose schema still has the
+ * field cannot start the counter again. Kept rather than deleted for that.
+ */
+async function retireCounter(em: EntityManager, tableId: bigint, fieldId: bigint): Promise<void> {
+  await query(
+    em,
+    "update autonumber_counter set deleted = true where table_id = $1 and field_id = $2",
+    [tableId, fieldId],
   );
 }

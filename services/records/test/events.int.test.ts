@@ -717,6 +717,37 @@ describe("a create whose schema still has a deleted autonumber field", () => {
   });
 });
 
+describe("an autonumber field changed to a number", () => {
+  it("keeps its values and no longer makes creates read the schema again", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("No", FieldType.AUTONUMBER),
+    ]);
+    await countersOf(table, 1);
+    await seed(table, [{ Name: "a" }, { Name: "b" }]);
+    const gate = async () =>
+      (
+        await h.db.query("select records.create_gate($1, $2, 0, 1000000, '{}') as answer", [
+          table.tableId.toString(),
+          t.organizationId.toString(),
+        ])
+      ).rows[0].answer;
+    // A create that numbers nothing, while the field still numbers: its schema is stale.
+    expect(await gate()).toBe("stale");
+    await h.catalog.updateField(
+      { fieldId: BigInt(table.id.No!), type: FieldType.NUMBER },
+      await as(t.owner),
+    );
+    await eventually(async () => expect(await gate()).toBe("ok"));
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "c", No: 7 } },
+      await as(t.editor),
+    );
+    expect(record!.data![table.id.No!]).toBe(7);
+    expect((await stored(table.tableId)).map((d) => d[table.id.No!])).toEqual([1, 2, 7]);
+  });
+});
+
 describe("a create whose fresh schema is stale too", () => {
   it("tries three schemas, then answers Unavailable and writes nothing", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [
