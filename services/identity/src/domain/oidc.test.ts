@@ -42,6 +42,11 @@ describe("profileOf", () => {
     expect(profileOf({ email: "no address" }).email).toBeUndefined();
     expect(profileOf({ email: 42 }).email).toBeUndefined();
     expect(profileOf({ email: `${"a".repeat(250)}@example.com` }).email).toBeUndefined();
+    // Not folded onto another address: the Kelvin sign lower-cases to "k".
+    expect(profileOf({ email: "\u212Aate@example.com" }).email).toBeUndefined();
+    expect(profileOf({ email: "kaïa@example.com" }).email).toBeUndefined();
+    expect(profileOf({ email: "a\u0000b@example.com" }).email).toBeUndefined();
+    expect(profileOf({ email: "a@b@example.com" }).email).toBeUndefined();
     expect(profileOf({ name: "Ada\nLovelace\u0000" }).name).toBe("Ada Lovelace");
     expect(profileOf({ name: "x".repeat(300) }).name).toHaveLength(100);
     expect(profileOf({}).name).toBe("");

@@ -40,11 +40,20 @@ const MAX_EMAIL_LENGTH = 254;
 const MAX_NAME_LENGTH = 100;
 const CONTROL_CHARACTERS = /\p{Cc}/gu;
 
+/**
+ * An address of printable ASCII, as the registration route takes them. Anything else is
+ * refused rather than folded: lower-casing maps some non-ASCII letters onto ASCII ones (the
+ * Kelvin sign U+212A to "k"), which would link a provider's account for another address to
+ * the user holding the folded one; control characters would reach the database.
+ */
+const ASCII_ADDRESS = /^[\x21-\x3f\x41-\x7e]+@[\x21-\x3f\x41-\x7e]+$/;
+
 export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfile {
-  const email = typeof claims.email === "string" ? normalizeEmail(claims.email) : "";
+  const raw = typeof claims.email === "string" ? claims.email.trim() : "";
+  const email = ASCII_ADDRESS.test(raw) ? normalizeEmail(raw) : "";
   const name = typeof claims.name === "string" ? claims.name : "";
   return {
-    email: /^[^\s@]+@[^\s@]+$/.test(email) && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
+    email: email !== "" && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
     emailVerified: claims.email_verified === true,
     name: [...name.replace(CONTROL_CHARACTERS, " ").trim()]
       .slice(0, MAX_NAME_LENGTH)
