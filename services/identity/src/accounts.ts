@@ -5,8 +5,8 @@ import {
   LockMode,
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
-import type { Mailer } from "@rowbase/kit";
-import { type Cache, Code, domainError, type Orm } from "@rowbase/kit";
+import type { Logger, Mailer } from "@rowbase/kit";
+import { type Cache, Code, ConnectError, domainError, type Orm } from "@rowbase/kit";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
@@ -35,6 +35,7 @@ export interface AccountsDeps {
   orm: Orm;
   cache: Cache;
   mailer: Mailer;
+  logger: Logger;
   signer: AccessTokenSigner;
   config: Pick<IdentityConfig, "CODE_TTL_SECONDS" | "REFRESH_TOKEN_TTL_SECONDS">;
 }
@@ -106,10 +107,25 @@ export class Accounts {
         throw error;
       }
     }
-    if (code) await this.mailCode(address, code);
+    if (!code) return;
+    await this.mailCode(address, code).catch((error: unknown) => {
+      // Committed: the code is good once the mail server is back and the user asks again.
+      throw new ConnectError(
+        "the code could not be mailed",
+        Code.Unavailable,
+        undefined,
+        [],
+        error,
+      );
+    });
   }
 
-  /** Mails a code for the account's latest registration, at most once a minute. */
+  /**
+   * Mails a code for the account's latest registration, at most once a minute. The mail goes
+   * out after the answer, which is the same whatever the address: waiting for the mail server
+   * would tell by the time it takes (or by its failure) which addresses have a registration
+   * waiting for its code. A mail that fails is logged; asking again sends another.
+   */
   async resendCode(email: string): Promise<void> {
     const address = normalizeEmail(email);
     const code = await this.em().transactional(async (em) => {
@@ -123,7 +139,10 @@ export class Accounts {
       if (latest && this.sentRecently(latest)) return undefined;
       return this.issueCode(em, user);
     });
-    if (code) await this.mailCode(address, code);
+    if (!code) return;
+    this.mailCode(address, code).catch((error: unknown) =>
+      this.deps.logger.error({ err: error }, "verification code not mailed"),
+    );
   }
 
   private latestCode(em: EntityManager, userId: bigint) {

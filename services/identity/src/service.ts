@@ -48,7 +48,14 @@ export async function startIdentity(
     config.JWT_SIGNING_KEYS,
     config.ACCESS_TOKEN_TTL_SECONDS,
   );
-  const accounts = new Accounts({ orm, cache: deps.cache, mailer, signer, config });
+  const accounts = new Accounts({
+    orm,
+    cache: deps.cache,
+    mailer,
+    logger: deps.logger,
+    signer,
+    config,
+  });
   const oidc = new OidcSignIn({
     orm,
     accounts,

@@ -1,13 +1,16 @@
 import {
   type Cache,
+  Code,
   createLogger,
   createServiceClient,
+  freePort,
   PRINCIPAL_HEADER,
   RedisCache,
   signPrincipal,
 } from "@rowbase/kit";
 import {
   createTestDatabase,
+  failureOf,
   type MailCatcher,
   reasonOf,
   startMailCatcher,
@@ -35,6 +38,7 @@ let mail: MailCatcher;
 let cache: Cache;
 let db: pg.Client;
 let dropDatabase: () => Promise<void>;
+let config: ReturnType<typeof identityEnv.parse>;
 
 async function codeFor(email: string, after?: number): Promise<string> {
   const message = await mail.next(email, after);
@@ -69,7 +73,7 @@ beforeAll(async () => {
   dropDatabase = database.drop;
   mail = await startMailCatcher();
   cache = RedisCache.connect(infra.redisUrl, `${uniqueName("identity")}:`);
-  const config = identityEnv.parse({
+  config = identityEnv.parse({
     DATABASE_URL: database.url,
     INTERNAL_JWT_SECRET: SECRET,
     GRPC_HOST: "127.0.0.1",
@@ -275,6 +279,45 @@ describe("registration and verification", () => {
     expect(
       mail.messages.slice(afterRegistration).filter((m) => m.to.includes(pending)),
     ).toHaveLength(1);
+  });
+});
+
+describe("while the mail server is away", () => {
+  it("answers a registration 503 with its code kept, and resend as for any address", async () => {
+    const unreachable = await startIdentity(
+      { ...config, SMTP_URL: `smtp://127.0.0.1:${await freePort()}` },
+      { logger: createLogger("identity", process.env.TEST_LOG_LEVEL ?? "silent"), cache },
+    );
+    try {
+      const cut = createServiceClient(
+        IdentityService,
+        `http://127.0.0.1:${unreachable.server.port}`,
+      );
+      const email = newEmail();
+      const refused = await failureOf(cut.register({ email, password: "a fine password" }));
+      expect(refused.code).toBe(Code.Unavailable);
+      const codes = async () =>
+        (
+          await db.query(
+            "select count(*)::int as n from identity.email_code c join identity.users u on u.id = c.user_id where u.email = $1",
+            [email],
+          )
+        ).rows[0].n;
+      expect(await codes()).toBe(1);
+      // Due for another code: resend answers as it does for any address, and mails nothing.
+      await db.query("update identity.email_code set sent_at = now() - interval '2 minutes'");
+      await cut.resendCode({ email });
+      await cut.resendCode({ email: newEmail() });
+      expect(await codes()).toBe(2);
+      // Back with a mail server: the latest code arrives and confirms the registration.
+      await db.query("update identity.email_code set sent_at = now() - interval '2 minutes'");
+      const before = mail.messages.length;
+      await client.resendCode({ email });
+      const verified = await client.verifyEmail({ email, code: await codeFor(email, before) });
+      expect(verified.session?.user?.email).toBe(email);
+    } finally {
+      await unreachable.stop();
+    }
   });
 });
 
