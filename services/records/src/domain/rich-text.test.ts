@@ -63,6 +63,14 @@ describe("rich text as plain text", () => {
     expect(markdownToPlain("Hello <script>alert('x')</script> world")).toBe("Hello  world");
   });
 
+  it("keeps the words of raw HTML blocks, entities decoded", () => {
+    expect(
+      markdownToPlain("<div>Important words</div>\n\n<p>Second paragraph</p>\n\nvisible"),
+    ).toBe("Important words\n\nSecond paragraph\n\nvisible");
+    expect(markdownToPlain("<style>body{}</style> hello &amp; &lt;x&gt;")).toBe("hello & <x>");
+    expect(markdownToPlain("<div>\n<script>alert(1)</script>kept\n</div>")).toBe("kept");
+  });
+
   it("keeps code", () => {
     expect(markdownToPlain("```\nlet a = 1;\n```")).toBe("let a = 1;");
   });

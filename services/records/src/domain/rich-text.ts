@@ -1,3 +1,4 @@
+import { Parser } from "htmlparser2";
 import MarkdownIt from "markdown-it";
 import sanitizeHtml from "sanitize-html";
 
@@ -100,10 +101,33 @@ function inlineText(tokens: readonly Token[]): string {
   return text;
 }
 
+/** The words of a block of raw HTML: its text, entities decoded, without script and style. */
+function htmlBlockText(html: string): string {
+  let text = "";
+  let hidden = 0;
+  const code = (name: string) => name === "script" || name === "style";
+  const parser = new Parser(
+    {
+      onopentagname: (name) => {
+        if (code(name)) hidden += 1;
+      },
+      onclosetag: (name) => {
+        if (code(name) && hidden > 0) hidden -= 1;
+      },
+      ontext: (data) => {
+        if (hidden === 0) text += data;
+      },
+    },
+    { decodeEntities: true },
+  );
+  parser.end(html);
+  return text;
+}
+
 /**
- * Markdown as text only: the words of paragraphs, headings, list items, quotes, code and table
- * cells, blocks separated by a blank line, without markup, raw HTML or entities (`a &amp; b`
- * is `a & b`).
+ * Markdown as text only: the words of paragraphs, headings, list items, quotes, code, table
+ * cells and raw HTML blocks, blocks separated by a blank line, without markup, HTML tags (and
+ * the bodies of script and style) or entities (`a &amp; b` is `a & b`).
  */
 export function markdownToPlain(source: string): string {
   const blocks: string[] = [];
@@ -119,6 +143,8 @@ export function markdownToPlain(source: string): string {
       else blocks.push(text);
     } else if (token.type === "fence" || token.type === "code_block") {
       blocks.push(token.content.replace(/\n$/, ""));
+    } else if (token.type === "html_block") {
+      blocks.push(htmlBlockText(token.content));
     }
   }
   return blocks
