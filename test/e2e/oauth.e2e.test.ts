@@ -208,7 +208,7 @@ describe("without an identity provider configured", () => {
 
   beforeAll(async () => {
     bare = await startTestSystem({
-      RATE_LIMITS: `${RELAXED_RATE_LIMITS},oauth_exchange_ip=2/60`,
+      RATE_LIMITS: `${RELAXED_RATE_LIMITS},oauth_exchange_ip=2/60,oauth_idp_ip=2/60`,
     });
     bareApi = client(bare.baseUrl);
   });
@@ -217,11 +217,16 @@ describe("without an identity provider configured", () => {
     await bare?.stop();
   });
 
-  it("answers 503 service_unavailable, and rate-limits the exchange per IP", async () => {
-    const redirect = await bareApi("GET", "/oauth/idp");
-    expect(redirect.status).toBe(503);
-    expect(redirect.headers.get("location")).toBeNull();
-    expect(redirect.body).toEqual({ message: "service_unavailable", data: {} });
+  it("answers 503 service_unavailable, and rate-limits both steps per IP", async () => {
+    for (let i = 0; i < 2; i++) {
+      const redirect = await bareApi("GET", "/oauth/idp");
+      expect(redirect.status).toBe(503);
+      expect(redirect.headers.get("location")).toBeNull();
+      expect(redirect.body).toEqual({ message: "service_unavailable", data: {} });
+    }
+    const tooMany = await bareApi("GET", "/oauth/idp");
+    expect(tooMany.status).toBe(429);
+    expect(tooMany.body).toEqual({ message: "too_many_requests", data: {} });
 
     for (let i = 0; i < 2; i++) {
       const exchange = await bareApi("POST", "/oauth/exchange", {

@@ -10,6 +10,7 @@ describe("parseRateLimits", () => {
     expect(DEFAULT_RATE_LIMITS.auth_verify_email).toEqual({ points: 20, seconds: 3600 });
     expect(DEFAULT_RATE_LIMITS.auth_refresh_ip).toEqual({ points: 30, seconds: 60 });
     expect(DEFAULT_RATE_LIMITS.oauth_exchange_ip).toEqual({ points: 20, seconds: 60 });
+    expect(DEFAULT_RATE_LIMITS.oauth_idp_ip).toEqual({ points: 20, seconds: 60 });
   });
 
   it("knows exactly the names of SPEC section 13, and records_user", () => {
@@ -24,6 +25,8 @@ describe("parseRateLimits", () => {
         "auth_verify_email",
         "auth_refresh_ip",
         "oauth_exchange_ip",
+        // An addition: starting an OpenID sign-in.
+        "oauth_idp_ip",
         "org_write_user",
         "records_token",
         // The addition: record routes called with a member's session, per user.

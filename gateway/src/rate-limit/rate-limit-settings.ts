@@ -21,6 +21,11 @@ export const RATE_LIMIT_KEYS = {
   auth_verify_email: "email",
   auth_refresh_ip: "ip",
   oauth_exchange_ip: "ip",
+  /**
+   * An addition to SPEC 13: starting an OpenID sign-in (`GET /oauth/idp`), which stores the
+   * sign-in's state until the provider sends the browser back.
+   */
+  oauth_idp_ip: "ip",
   org_write_user: "user",
   records_token: "token",
   /** An addition to SPEC 13: record routes called with a member's session, per user. */
@@ -55,6 +60,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   auth_verify_email: { points: 20, seconds: 3600 },
   auth_refresh_ip: { points: 30, seconds: 60 },
   oauth_exchange_ip: { points: 20, seconds: 60 },
+  oauth_idp_ip: { points: 20, seconds: 60 },
   org_write_user: { points: 30, seconds: 60 },
   records_token: { points: 40, seconds: 2 },
   records_user: { points: 40, seconds: 2 },

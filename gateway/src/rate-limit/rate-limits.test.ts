@@ -90,6 +90,7 @@ describe("RateLimits when Redis cannot be reached", () => {
       "auth_verify_email",
       "auth_verify_ip",
       "oauth_exchange_ip",
+      "oauth_idp_ip",
     ]);
   });
 

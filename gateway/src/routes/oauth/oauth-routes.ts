@@ -32,6 +32,7 @@ export function oauthRoutes({ identity, accessTokenTtlSeconds }: OAuthRoutesDeps
         "minutes.",
       tags,
       auth: "none",
+      rateLimits: ["oauth_idp_ip"],
       query: OAuthIdpQuery,
       redirect: true,
       async handle({ query, call }) {
