@@ -27,4 +27,18 @@ describe("client IP", () => {
   it("counts an IPv4 peer on a dual-stack socket as the IPv4 address", () => {
     expect(clientIpResolver([])(request("::ffff:127.0.0.1"))).toBe("127.0.0.1");
   });
+
+  it("counts an IPv6 client by its /64, however it writes its address", () => {
+    const ipOf = clientIpResolver([]);
+    const key = "2001:db8:1:2::/64";
+    for (const peer of [
+      "2001:db8:1:2::1",
+      "2001:db8:1:2:ffff:0:0:9",
+      "2001:0DB8:0001:0002::abcd",
+    ]) {
+      expect(ipOf(request(peer))).toBe(key);
+    }
+    expect(ipOf(request("2001:db8:1:3::1"))).toBe("2001:db8:1:3::/64");
+    expect(ipOf(request("::1"))).toBe("0:0:0:0::/64");
+  });
 });
