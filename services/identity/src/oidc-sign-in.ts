@@ -241,8 +241,10 @@ export class OidcSignIn {
           );
           if (user && !user.emailVerifiedAt) {
             // Whoever registered this address never proved they own it, and the provider says
-            // the person signing in does: their password must not open the account from now on.
+            // the person signing in does: their password must not open the account from now on,
+            // nor the name they chose show as the owner's.
             user.passwordHash = null;
+            user.name = profile.name;
             user.emailVerifiedAt = new Date();
             await em.nativeDelete(EmailCode, { userId: user.id });
           }

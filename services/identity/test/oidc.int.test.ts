@@ -323,14 +323,14 @@ describe("exchanging the code", () => {
     expect((await client.login({ email, password })).session?.user?.id).toBe(existing.user!.id);
   });
 
-  it("takes over an unverified registration only with a verified e-mail, and drops its password", async () => {
+  it("takes over an unverified registration only with a verified e-mail, dropping its password and name", async () => {
     const email = uniqueEmail();
     const password = "a password nobody proved";
     await registered(email, password, false);
     const [row] = (await db.query("select id from identity.users where email = $1", [email])).rows;
 
     const session = await signIn(newSubject(), { email, email_verified: true, name: "Owner" });
-    expect(session.user).toMatchObject({ email, emailVerified: true });
+    expect(session.user).toMatchObject({ email, emailVerified: true, name: "Owner" });
     expect(String(session.user!.id)).toBe(row.id);
     const error = await failureOf(client.login({ email, password }));
     expect(errorInfoOf(error)?.reason).toBe("invalid_credentials");

@@ -48,6 +48,7 @@ describe("profileOf", () => {
     expect(profileOf({ email: "a\u0000b@example.com" }).email).toBeUndefined();
     expect(profileOf({ email: "a@b@example.com" }).email).toBeUndefined();
     expect(profileOf({ name: "Ada\nLovelace\u0000" }).name).toBe("Ada Lovelace");
+    expect(profileOf({ name: "Ada\u202Eecalevol" }).name).toBe("Ada ecalevol");
     expect(profileOf({ name: "x".repeat(300) }).name).toHaveLength(100);
     expect(profileOf({}).name).toBe("");
   });

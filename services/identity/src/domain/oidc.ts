@@ -38,7 +38,8 @@ export interface OidcProfile {
 
 const MAX_EMAIL_LENGTH = 254;
 const MAX_NAME_LENGTH = 100;
-const CONTROL_CHARACTERS = /\p{Cc}/gu;
+/** What a display name may not hold (as the gateway refuses in names): controls, bidi controls. */
+const CONTROL_CHARACTERS = /[\p{Cc}\p{Bidi_Control}]/gu;
 
 /**
  * An address of printable ASCII, as the registration route takes them. Anything else is
@@ -55,7 +56,7 @@ export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfil
   return {
     email: email !== "" && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
     emailVerified: claims.email_verified === true,
-    name: [...name.replace(CONTROL_CHARACTERS, " ").trim()]
+    name: [...name.replace(CONTROL_CHARACTERS, " ").toWellFormed().trim()]
       .slice(0, MAX_NAME_LENGTH)
       .join("")
       .trim(),
