@@ -181,16 +181,7 @@ export class Files {
       const sniffer = new ContentSniffer();
       const stored = await this.deps.blobs.put(key, observed(body, sniffer, room), { maxBytes });
       const contentType = await sniffer.contentType();
-      const accepted = fieldAcceptsFile(target.field, { mimeType: contentType, size: stored.size });
-      if (!accepted.ok) {
-        if (accepted.reason === "file_too_large") throw fileTooLarge(maxBytes);
-        const allowed = fileSettingsOf(target.field).allowedTypes ?? [];
-        throw validationFailed({
-          key: "file",
-          message: `is ${contentType}, this field takes ${allowed.join(", ")}`,
-          source: "body",
-        });
-      }
+      checkFieldTakes(target, { contentType, size: stored.size }, maxBytes, "file", "body");
       return await this.deps.tx.run(call, (changes) =>
         this.commitUpload(changes, target, {
           key,
@@ -458,6 +449,9 @@ export class Files {
       );
       if (!candidates[0]) throw fileNotFound();
       const candidate = storedFileOf(candidates[0]);
+      // The field's rules as they are now: its max_size or allowed_types may have changed since.
+      const fieldMax = fileSettingsOf(target.field).maxSize ?? Number.MAX_SAFE_INTEGER;
+      checkFieldTakes(target, candidate, fieldMax, "file", "query");
       const live = await liveFile(em, rowId, fieldId, true);
       if (live) {
         await em.execute(
@@ -503,4 +497,26 @@ export class Files {
   async storageUsage(organizationId: bigint): Promise<number> {
     return this.usageOf(this.deps.tx.em(), organizationId);
   }
+}
+
+/**
+ * Refuses a file its field's options do not take: over `max_size` (413 file_too_large, naming
+ * `maxBytes`) or of a type outside `allowed_types` (400 on `key`).
+ */
+function checkFieldTakes(
+  target: PairTarget,
+  file: { contentType: string; size: number },
+  maxBytes: number,
+  key: string,
+  source: "body" | "query",
+): void {
+  const accepted = fieldAcceptsFile(target.field, { mimeType: file.contentType, size: file.size });
+  if (accepted.ok) return;
+  if (accepted.reason === "file_too_large") throw fileTooLarge(maxBytes);
+  const allowed = fileSettingsOf(target.field).allowedTypes ?? [];
+  throw validationFailed({
+    key,
+    message: `is ${file.contentType}, this field takes ${allowed.join(", ")}`,
+    source,
+  });
 }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { auditChangesOf } from "@rowbase/kit";
@@ -746,6 +746,40 @@ export function filesSuite(backend: Backend) {
           (e) => e.target?.id === rowId && e.target.fieldId === ws.doc,
         ),
       ).toBe(true);
+    });
+
+    it("restores only what the field's options take now", async () => {
+      const own = await workspace(h, t.owner, t.organizationId);
+      const rowId = await record(h, t.editor, own);
+      await upload(t.editor, rowId, own.picture, PNG);
+      await h.files.deleteFile({ rowId, fieldId: own.picture }, await as(t.editor));
+      const restore = async () =>
+        h.files.restoreFile({ rowId, fieldId: own.picture }, await as(t.editor));
+      const setOptions = async (options: JsonObject) => {
+        await h.catalog.updateField({ fieldId: own.picture, options }, await as(t.owner));
+      };
+      const deletedAt = async () => (await fileRows(rowId)).map((r) => r.deleted_at !== null);
+
+      await setOptions({ max_size: 1000, allowed_types: ["application/pdf"] });
+      // Once files has the new options (its schema cache follows catalog's events).
+      await expect
+        .poll(async () => (await failureOf(restore())).reason, { timeout: 10_000 })
+        .toBe("validation_failed");
+      expect(await validationOf(restore())).toEqual([
+        { key: "file", message: "is image/png, this field takes application/pdf", source: "query" },
+      ]);
+      await setOptions({ max_size: 10, allowed_types: ["image/*"] });
+      await expect
+        .poll(async () => (await failureOf(restore())).reason, { timeout: 10_000 })
+        .toBe("file_too_large");
+      expect(await failureOf(restore())).toMatchObject({ metadata: { max_bytes: "10" } });
+      expect(await deletedAt()).toEqual([true]);
+
+      await setOptions({ max_size: 1000, allowed_types: ["image/*"] });
+      await expect
+        .poll(async () => (await restore()).file?.contentType, { timeout: 10_000 })
+        .toBe("image/png");
+      expect(await deletedAt()).toEqual([false]);
     });
 
     it("does not restore files past the 30 days", async () => {
