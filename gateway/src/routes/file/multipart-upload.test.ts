@@ -158,10 +158,11 @@ function multipart(parts: Part[]): Buffer {
 async function post(
   body: Buffer | string,
   contentType = `multipart/form-data; boundary=${BOUNDARY}`,
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; body: unknown }> {
   const response = await fetch(`${base}/file/upload`, {
     method: "POST",
-    headers: { "content-type": contentType },
+    headers: { "content-type": contentType, ...headers },
     body,
   });
   const text = await response.text();
@@ -288,6 +289,17 @@ describe("receiveUpload", () => {
     expect(await post("x", "text/plain")).toEqual(
       invalid("content-type", "must be multipart/form-data", "header"),
     );
+  });
+
+  it("refuses a compressed body, which it would store as sent, and stores nothing", async () => {
+    const body = multipart([{ name: "file", filename: "a.txt", content: "plain" }]);
+    for (const encoding of ["gzip", "br, gzip", "deflate"]) {
+      expect(await post(body, undefined, { "content-encoding": encoding })).toEqual(
+        invalid("content-encoding", "must be identity: uploads are not decoded", "header"),
+      );
+    }
+    expect(sinks).toEqual([]);
+    expect((await post(body, undefined, { "content-encoding": "identity" })).status).toBe(200);
   });
 
   it("refuses malformed multipart as the 400 validation shape", async () => {

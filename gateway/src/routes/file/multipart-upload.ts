@@ -291,6 +291,15 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
   if (!ctx.request.is("multipart/form-data")) {
     throw ValidationFailed.of("header", "content-type", "must be multipart/form-data");
   }
+  // Stored as sent: a body labelled compressed would be kept compressed (or fail to parse).
+  const encoding = ctx.get("content-encoding").trim().toLowerCase();
+  if (encoding !== "" && encoding !== "identity") {
+    throw ValidationFailed.of(
+      "header",
+      "content-encoding",
+      "must be identity: uploads are not decoded",
+    );
+  }
   let part: StreamedPart<T> | undefined;
   const storage: StorageEngine = {
     _handleFile(_req, file, callback) {
