@@ -288,7 +288,9 @@ export class Accounts {
         { id: row.sessionId },
         { lockMode: LockMode.PESSIMISTIC_WRITE },
       );
-      if (!session || session.revokedAt) return { kind: "invalid" as const };
+      if (!session) return { kind: "invalid" as const };
+      // Marked again: the mark of the revocation may not have been stored (Redis away then).
+      if (session.revokedAt) return { kind: "revoked" as const, sessionId: session.id };
       if (row.usedAt) {
         session.revokedAt = new Date();
         return { kind: "reuse" as const, sessionId: session.id };
@@ -303,7 +305,9 @@ export class Accounts {
       });
       return { kind: "ok" as const, user, sessionId: session.id };
     });
-    if (outcome.kind === "reuse") await this.markRevoked(outcome.sessionId);
+    if (outcome.kind === "reuse" || outcome.kind === "revoked") {
+      await this.markRevoked(outcome.sessionId);
+    }
     if (outcome.kind !== "ok") throw domainError(Code.Unauthenticated, "invalid_refresh_token");
     return this.issue(outcome.user, outcome.sessionId, next);
   }

@@ -378,6 +378,13 @@ describe("sessions", () => {
     expect(await cache.get(revokedSessionKey(sid))).toBe("1");
     const options = await asUser(session.user!.id, sid);
     expect(await reasonOf(client.getCurrentUser({}, options))).toBe("unauthorized");
+
+    // A mark that was not stored (Redis away at the reuse) is stored by the next try.
+    await cache.del(revokedSessionKey(sid));
+    expect(await reasonOf(client.refresh({ refreshToken: session.refreshToken }))).toBe(
+      "invalid_refresh_token",
+    );
+    expect(await cache.get(revokedSessionKey(sid))).toBe("1");
   });
 
   it("lets only one of two parallel refreshes with one token through, then kills the family", async () => {
