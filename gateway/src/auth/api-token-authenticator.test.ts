@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import {
+  API_TOKEN_NOT_FOUND,
+  API_TOKEN_REVOKED_SECONDS,
   apiTokenCacheKey,
   type Cache,
   Code,
@@ -125,6 +127,10 @@ describe.each([
 ])("ApiTokenAuthenticator on the %s cache", (kind, makeCache) => {
   let cache: Cache;
 
+  /** What the organization service leaves in the shared cache when it revokes a token. */
+  const revokeInCache = (token: string) =>
+    cache.set(apiTokenCacheKey(hexOf(token)), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS);
+
   beforeAll(async () => {
     cache = await makeCache();
   });
@@ -175,7 +181,7 @@ describe.each([
     expect(table.calls).toBe(0);
   });
 
-  it("asks again once revocation has deleted the entry, and then refuses", async () => {
+  it("refuses a revoked token from the entry revocation leaves, on every replica", async () => {
     const table = tokenTable();
     const token = newToken();
     table.add(token, caller);
@@ -186,11 +192,30 @@ describe.each([
 
     // What the organization service does on RevokeApiToken.
     table.live.clear();
-    await cache.del(apiTokenCacheKey(hexOf(token)));
+    await revokeInCache(token);
 
     const error = await failureOf(replica.authenticate(token, "req"));
     expect(errorInfoOf(error)?.reason).toBe("unauthorized");
-    expect(table.calls).toBe(2);
+    expect(table.calls).toBe(1);
+  });
+
+  it("does not put back a token that was revoked while its lookup was under way", async () => {
+    const token = newToken();
+    let answer: (caller: ApiTokenCaller) => void = () => {};
+    const slow: ApiTokenLookup = () => new Promise((resolve) => (answer = resolve));
+    const authenticator = new ApiTokenAuthenticator(slow, cache);
+    const pending = authenticator.authenticate(token, "req");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Read live by the service, revoked before its answer arrives.
+    await revokeInCache(token);
+    answer(caller);
+    expect(await pending).toEqual(caller);
+
+    const replica = new ApiTokenAuthenticator(tokenTable().lookup, cache);
+    expect(errorInfoOf(await failureOf(replica.authenticate(token, "req")))?.reason).toBe(
+      "unauthorized",
+    );
+    expect(await cache.get(apiTokenCacheKey(hexOf(token)))).toBe(API_TOKEN_NOT_FOUND);
   });
 
   it("keeps an answer in the process's memory for localMs at most", async () => {

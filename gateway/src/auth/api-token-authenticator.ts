@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { apiTokenCacheKey, type Cache, LocalCache } from "@rowbase/kit";
+import { API_TOKEN_NOT_FOUND, apiTokenCacheKey, type Cache, LocalCache } from "@rowbase/kit";
 import { type ApiTokenCaller, unauthorized } from "./authenticate.js";
 
 /** SPEC section 2: `rb_` and 40 base62 characters. */
@@ -27,9 +27,9 @@ export type ApiTokenLookup = (
 export interface ApiTokenCacheTtl {
   /**
    * A live token in the shared cache. Revocation must bite within 5 s on every replica (SPEC
-   * section 2); the service deletes the entry, but a lookup already under way when it does can
-   * write the old answer back, and a replica may hold what it read for `localMs` more, so
-   * `foundSeconds` + `localMs` stays a second under that bound.
+   * section 2): the service overwrites the entry with "no such token" for longer than this
+   * (API_TOKEN_REVOKED_SECONDS), which a lookup already under way cannot replace, since entries
+   * are only added where none exists; a replica may hold what it read for `localMs` more.
    */
   foundSeconds: number;
   /** An unknown token: shorter, it only spares the service repeated misses. */
@@ -51,9 +51,6 @@ export const API_TOKEN_CACHE_TTL: ApiTokenCacheTtl = {
 /** How many presented tokens a gateway process remembers. */
 const LOCAL_TOKEN_ENTRIES = 10_000;
 
-/** The cached answer for a hash that resolves to no token. */
-const NOT_FOUND = "-";
-
 /** What is cached for a live token: its ids and access, nothing secret. */
 export function encodeCachedToken(caller: ApiTokenCaller): string {
   return `${caller.tokenId}:${caller.organizationId}:${caller.access}`;
@@ -67,7 +64,7 @@ const CACHED_TOKEN = /^([1-9][0-9]{0,18}):([1-9][0-9]{0,18}):(read|read_write)$/
  */
 export function decodeCachedToken(value: string | null): ApiTokenCaller | null | undefined {
   if (value === null) return undefined;
-  if (value === NOT_FOUND) return null;
+  if (value === API_TOKEN_NOT_FOUND) return null;
   const match = CACHED_TOKEN.exec(value);
   if (!match) return undefined;
   const [, tokenId = "", organizationId = "", access] = match;
@@ -83,8 +80,9 @@ export function decodeCachedToken(value: string | null): ApiTokenCaller | null |
  * Turns a presented API token into its caller or 401 `unauthorized`. The answer, found or not,
  * is kept in the shared cache under `api-token:<sha256 hex>` for a few seconds, so a busy token
  * costs the organization service one call per 3 s across all replicas, and in this process's
- * memory for a second, so it costs the shared cache one read per second; revocation deletes the
- * shared entry, and the two lifetimes bound how long a revoked token can still pass (4 s).
+ * memory for a second, so it costs the shared cache one read per second; revocation replaces the
+ * shared entry with "no such token", so a revoked token passes at most a second longer on a
+ * replica that had it in memory (or whose lookup was under way).
  * Concurrent requests with the same token in this process share one lookup. A shared cache
  * that fails (Redis down) is skipped: the organization service decides, as on a miss.
  */
@@ -135,10 +133,12 @@ export class ApiTokenAuthenticator {
     requestId: string,
   ): Promise<ApiTokenCaller | undefined> {
     const caller = await this.lookup(sha256, requestId);
+    // Only where there is no entry: a revocation that committed meanwhile left one saying "no
+    // such token", which the live answer read before it must not replace.
     await this.cacheCall(() =>
       caller
-        ? this.cache.set(key, encodeCachedToken(caller), this.ttl.foundSeconds)
-        : this.cache.set(key, NOT_FOUND, this.ttl.notFoundSeconds),
+        ? this.cache.setIfAbsent(key, encodeCachedToken(caller), this.ttl.foundSeconds)
+        : this.cache.setIfAbsent(key, API_TOKEN_NOT_FOUND, this.ttl.notFoundSeconds),
     );
     this.remember(key, caller ?? null);
     return caller;

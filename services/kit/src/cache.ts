@@ -173,11 +173,21 @@ export function createCache(url: string | undefined, prefix?: string): Cache {
 
 /**
  * Where the gateway caches a resolved API token, by the hex SHA-256 of its secret. The
- * organization service deletes the entry when it revokes the token, so both use this one name.
+ * organization service overwrites the entry when it revokes the token, so both use this one name.
  */
 export function apiTokenCacheKey(sha256Hex: string): string {
   return `api-token:${sha256Hex}`;
 }
+
+/** The cached answer for a hash that resolves to no live token. */
+export const API_TOKEN_NOT_FOUND = "-";
+
+/**
+ * How long the entry of a token just revoked says API_TOKEN_NOT_FOUND. Gateways only add
+ * entries that do not exist, so a lookup that was under way when the token was revoked (and
+ * found it live) cannot put it back; longer than a live entry lives.
+ */
+export const API_TOKEN_REVOKED_SECONDS = 10;
 
 /**
  * Where records and files cache a table's schema (catalog's GetTableSchema, as JSON). Catalog

@@ -1,11 +1,4 @@
-import {
-  apiTokenCacheKey,
-  Code,
-  changesBetween,
-  domainError,
-  SUBJECTS,
-  valuesSet,
-} from "@rowbase/kit";
+import { Code, changesBetween, domainError, SUBJECTS, valuesSet } from "@rowbase/kit";
 import {
   ApiTokenCreatedSchema,
   ApiTokenRevokedSchema,
@@ -150,7 +143,7 @@ async function revokeToken(changes: ChangeSet, token: ApiTokenRow): Promise<void
     { type: "api_token", id: token.id },
     changesBetween({ revoked: false }, { revoked: true }),
   );
-  changes.evict(apiTokenCacheKey(token.tokenHash));
+  changes.revokeCachedToken(token.tokenHash);
 }
 
 /**

@@ -2,6 +2,9 @@ import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf"
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuditChange } from "@rowbase/kit";
 import {
+  API_TOKEN_NOT_FOUND,
+  API_TOKEN_REVOKED_SECONDS,
+  apiTokenCacheKey,
   auditChangesJson,
   type Cache,
   type Logger,
@@ -35,6 +38,7 @@ export type AuditTargetType = "organization" | "member" | "invite" | "api_token"
  */
 export class ChangeSet {
   readonly evictions = new Set<string>();
+  readonly revokedTokens = new Set<string>();
   private events = 0;
 
   constructor(
@@ -72,9 +76,14 @@ export class ChangeSet {
     });
   }
 
-  /** A cache key to delete after the commit (membership roles, resolved API tokens). */
+  /** A cache key to delete after the commit (membership roles). */
   evict(...keys: string[]): void {
     for (const key of keys) this.evictions.add(key);
+  }
+
+  /** A revoked token's cache entry, set to "no such token" after the commit (see kit). */
+  revokeCachedToken(tokenHash: string): void {
+    this.revokedTokens.add(tokenHash);
   }
 }
 
@@ -102,12 +111,16 @@ export class Transactions {
       return work(changes);
     });
     if (changes && changes.enqueuedEvents > 0) this.relay.kick();
-    if (changes && changes.evictions.size > 0) {
+    if (changes && (changes.evictions.size > 0 || changes.revokedTokens.size > 0)) {
       // The change is committed: a cache that cannot be reached must not turn it into a failed
       // call. Entries live only seconds, and member events evict them again.
-      await this.cache
-        .del(...changes.evictions)
-        .catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
+      const done = changes;
+      await Promise.all([
+        done.evictions.size > 0 ? this.cache.del(...done.evictions) : undefined,
+        ...[...done.revokedTokens].map((hash) =>
+          this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
+        ),
+      ]).catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
     }
     return result;
   }

@@ -1,7 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { LockMode } from "@mikro-orm/postgresql";
 import {
-  apiTokenCacheKey,
   Code,
   changesBetween,
   domainError,
@@ -317,7 +316,7 @@ export class Organizations {
           tokenId: token.id,
           tokenSha256: Buffer.from(token.tokenHash, "hex"),
         });
-        changes.evict(apiTokenCacheKey(token.tokenHash));
+        changes.revokeCachedToken(token.tokenHash);
       }
       await changes.publish(SUBJECTS.organizationDeleted, OrganizationDeletedSchema, {
         organizationId,

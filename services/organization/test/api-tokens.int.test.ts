@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { toJsonString } from "@bufbuild/protobuf";
-import { apiTokenCacheKey, errorInfoOf } from "@rowbase/kit";
+import { API_TOKEN_NOT_FOUND, apiTokenCacheKey, errorInfoOf } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   ApiTokenCreatedSchema,
@@ -247,7 +247,7 @@ describe("revoke and resolve", () => {
       { organizationId: a.id, tokenId: apiToken!.tokenId },
       await as(a.admin),
     );
-    expect(await h.cache.get(apiTokenCacheKey(hex))).toBeNull();
+    expect(await h.cache.get(apiTokenCacheKey(hex))).toBe(API_TOKEN_NOT_FOUND);
     expect(
       await reasonOf(h.org.resolveApiToken({ tokenSha256: sha256(token) }, await as(SERVICE))),
     ).toBe("api_token_not_found");
@@ -311,7 +311,7 @@ describe("tokens of a member who loses the right to manage tokens", () => {
       await as(a.owner),
     );
     expect(await resolves(demoted.token)).toBe("api_token_not_found");
-    expect(await h.cache.get(apiTokenCacheKey(hex))).toBeNull();
+    expect(await h.cache.get(apiTokenCacheKey(hex))).toBe(API_TOKEN_NOT_FOUND);
     expect(await resolves(mine.token)).toBe("resolved");
     await expect
       .poll(

@@ -1,5 +1,10 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { apiTokenCacheKey, auditChangesOf, membershipCacheKey } from "@rowbase/kit";
+import {
+  API_TOKEN_NOT_FOUND,
+  apiTokenCacheKey,
+  auditChangesOf,
+  membershipCacheKey,
+} from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   ApiTokenRevokedSchema,
@@ -381,7 +386,7 @@ describe("delete", () => {
       expect(rows[0].n, table).toBe(0);
     }
     expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
-    expect(await h.cache.get(apiTokenCacheKey(tokenHash))).toBeNull();
+    expect(await h.cache.get(apiTokenCacheKey(tokenHash))).toBe(API_TOKEN_NOT_FOUND);
     expect(
       await reasonOf(
         h.org.getOrganization({ lookup: { case: "organizationId", value: id } }, await as(owner)),
