@@ -185,11 +185,19 @@ export class Invites {
   async cancel(call: UserCall, organizationId: bigint, inviteId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      await authorize(em, organizationId, call.userId, "manage", "invite_not_found", {
-        lock: true,
-      });
+      const { role: actor } = await authorize(
+        em,
+        organizationId,
+        call.userId,
+        "manage",
+        "invite_not_found",
+        { lock: true },
+      );
       const invite = await em.findOne(Invite, { id: inviteId, organizationId, ...live() });
       if (!invite) throw inviteNotFound();
+      // Only who may give its role may take the offer back: an admin cannot undo the owner's
+      // invitation of another admin.
+      if (!mayGrant(actor, invite.role as GrantableRole)) throw forbidden();
       await this.answer(changes, invite, "canceled");
     });
   }

@@ -254,6 +254,17 @@ describe("cancel and list", () => {
     ).toBe("invite_not_found");
     expect(await stateOf(h.db, id)).toEqual(before);
 
+    // An admin's invite only the owner may take back.
+    const promotion = await invite(id, owner, "promotion@example.test", Role.ADMIN);
+    expect(
+      await reasonOf(
+        h.org.cancelInvite({ organizationId: id, inviteId: promotion.inviteId }, await as(admin)),
+      ),
+    ).toBe("organization_forbidden");
+    const pending = await h.org.listInvites({ organizationId: id }, await as(owner));
+    expect(pending.invites.map((i) => i.inviteId)).toContain(promotion.inviteId);
+    await h.org.cancelInvite({ organizationId: id, inviteId: promotion.inviteId }, await as(owner));
+
     await h.org.cancelInvite({ organizationId: id, inviteId: first.inviteId }, await as(admin));
     expect(
       await reasonOf(
