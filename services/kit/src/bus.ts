@@ -91,6 +91,22 @@ export function deadLetterSubject(durable: string): string {
   return `dead.${durable}`;
 }
 
+/**
+ * Whether a publish failed in a way no retry can mend: no stream takes the subject (JetStream
+ * answers "no responders", which the client reports as JetStreamNotEnabled, as it does while
+ * JetStream itself is away; a caller tells the two apart by whether the DEAD stream takes a
+ * message), or the message is over the server's max_payload. A full stream, a timeout or a
+ * lost connection is not: the message waits. By the errors' names, which the client's public
+ * API does not export as classes.
+ */
+export function undeliverable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return (
+    error.name === "JetStreamNotEnabled" ||
+    (error.name === "InvalidArgumentError" && error.message.includes("max_payload"))
+  );
+}
+
 /** A message given up on, for the DEAD stream. */
 export interface DeadLetter {
   /** Where it goes, under `dead.`: `deadLetterSubject(durable)` for a consumer's. */

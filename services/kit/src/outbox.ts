@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
-import type { EventBus } from "./bus.js";
+import { type EventBus, undeliverable } from "./bus.js";
 import type { Orm } from "./db.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, outboxMetrics, processMetricsRegistry } from "./metrics.js";
@@ -166,9 +166,9 @@ export interface OutboxRelayOptions {
   /** Where the lag gauges are; the process's registry when absent. */
   metrics?: MetricsRegistry;
   /**
-   * When an event whose publish keeps failing is given up on (see `OutboxRelay`): after this
-   * many failed rounds in a row, the first of them at least `afterMs` ago. 10 and 5 minutes
-   * when absent.
+   * When an event that NATS can never take is given up on (see `OutboxRelay`): after this many
+   * failed rounds in a row, the first of them at least `afterMs` ago. 10 and 5 minutes when
+   * absent.
    */
   giveUp?: { attempts: number; afterMs: number };
 }
@@ -191,13 +191,13 @@ interface ClaimedRow {
  * `for update skip locked`, so several replicas can relay side by side; a failed publish
  * leaves them pending for the next round (nothing is lost while NATS is down).
  *
- * An event NATS keeps refusing while it takes others (a subject no stream takes, say: a
- * defect) would hold back every later event of the schema for good: the usage counts, the
- * audit log, the deletion sagas. Once its publish has failed in `giveUp.attempts` rounds in a
- * row over at least `giveUp.afterMs`, the event goes to the DEAD stream instead
- * (`dead.outbox.<schema>`, with its subject, id and last error in the headers) and the rest
- * follow. Only if the DEAD stream stores it: while NATS is away, that fails too and everything
- * waits.
+ * An event NATS can never take (a subject no stream takes: a defect) would hold back every
+ * later event of the schema for good: the usage counts, the audit log, the deletion sagas.
+ * Once its publish has failed so (`undeliverable`) in `giveUp.attempts` rounds in a row over at
+ * least `giveUp.afterMs`, the event goes to the DEAD stream instead (`dead.outbox.<schema>`,
+ * with its subject, id and last error in the headers) and the rest follow. Only if the DEAD
+ * stream stores it: while JetStream is away, that fails too and everything waits. Any other
+ * failure (a full stream, a timeout, a lost connection) only ever delays the events.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -372,9 +372,11 @@ export class OutboxRelay {
         return [row.seq, { attempts: (before?.attempts ?? 0) + 1, since: before?.since ?? now }];
       }),
     );
-    const due = [...this.failures.values()].every(
-      (f) => f.attempts >= this.giveUp.attempts && now - f.since >= this.giveUp.afterMs,
-    );
+    const due =
+      failed.every(({ error }) => undeliverable(error)) &&
+      [...this.failures.values()].every(
+        (f) => f.attempts >= this.giveUp.attempts && now - f.since >= this.giveUp.afterMs,
+      );
     if (!due) throw (failed[0] as { error: unknown }).error;
     for (const { row, error } of failed) {
       const attempts = this.failures.get(row.seq)?.attempts ?? 0;

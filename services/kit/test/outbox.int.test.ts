@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Migration } from "@mikro-orm/migrations";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { DiscardPolicy, jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -261,6 +261,45 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
       for (let round = 0; round < 3; round++) await expect(patient.flush()).rejects.toThrow();
       expect(await pendingOf(ids)).toEqual(ids);
       await orm.em.fork().execute("delete from outbox where event_id in (?)", [ids]);
+    });
+
+    it("is never a full stream's refusal: those events wait, however long", async () => {
+      await bus.ensureStreams(STREAMS.filter((stream) => stream.name === "DEAD"));
+      const nc = await connect({ servers: natsUrl });
+      const stream = `${namespace}_FULL`;
+      try {
+        const jsm = await jetstreamManager(nc);
+        await jsm.streams.add({
+          name: stream,
+          subjects: [`${namespace}.full.>`],
+          max_msgs: 1,
+          discard: DiscardPolicy.New,
+        });
+        await bus.publish("full.first", new Uint8Array([1]), randomUUID());
+        const eventId = randomUUID();
+        await orm.em
+          .fork()
+          .transactional((em) =>
+            enqueueEvents(em, [{ subject: "full.second", payload: new Uint8Array([2]), eventId }]),
+          );
+        const hasty = new OutboxRelay(orm, bus, logger, { giveUp: { attempts: 1, afterMs: 0 } });
+        for (let round = 0; round < 3; round++) {
+          await expect(hasty.flush()).rejects.toThrow("maximum messages exceeded");
+        }
+        expect(await pendingOf([eventId])).toEqual([eventId]);
+        expect(
+          await jsm.streams.getMessage(`${namespace}_DEAD`, {
+            last_by_subj: `${namespace}.dead.outbox.kit_test`,
+          }),
+        ).toBeNull();
+        // Room again: it goes out.
+        await jsm.streams.purge(stream);
+        await hasty.flush();
+        expect(await pendingOf([eventId])).toEqual([]);
+      } finally {
+        await (await jetstreamManager(nc)).streams.delete(stream).catch(() => false);
+        await nc.close();
+      }
     });
 
     it("goes to the DEAD stream once due, and the events after it follow", async () => {
