@@ -135,8 +135,10 @@ spec:
             grpc:
               port: {{ $port }}
             {{- else }}
+            # /health, not /health/ready: a gateway whose one service is down still serves
+            # every other route, so it stays in its Service's endpoints.
             httpGet:
-              path: {{ ternary "/health/ready" "/health" (eq $probe "readiness") }}
+              path: /health
               port: http
             {{- end }}
             {{- toYaml (index $s.probes $probe) | nindent 12 }}
