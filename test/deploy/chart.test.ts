@@ -370,7 +370,10 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
           // /health for readiness too: with one service down the gateway still serves the
           // routes of the others (and /health/ready answers 503).
           for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
-            expect(container[probe].httpGet, probe).toMatchObject({ path: "/health", port: "http" });
+            expect(container[probe].httpGet, probe).toMatchObject({
+              path: "/health",
+              port: "http",
+            });
           }
         } else {
           for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
@@ -550,6 +553,19 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(s3Ports("files")).toContain(9000);
     expect(s3Ports("records")).not.toContain(9000);
     expect(egressPorts("files")).not.toContain(9000);
+
+    // The stores' ports come from their URLs (Redis on 6380 here) unless rules are given.
+    const external = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "--set",
+      "networkPolicy.enabled=true",
+    ]);
+    const externalPorts = named(external, "NetworkPolicy", "rowbase-catalog")!.spec.egress.flatMap(
+      (rule: Manifest) => rule.ports.map((p: Manifest) => p.port),
+    );
+    expect(externalPorts).toEqual(expect.arrayContaining([5432, 6380, 4222]));
+    expect(externalPorts).not.toContain(6379);
   });
 
   it("narrows the gateway's callers to the configured peers and the test pod", () => {

@@ -409,3 +409,22 @@ SHA-256 of the public JWK's canonical form (as in RFC 7638, hex instead of base6
 {{- $kid := printf "{\"crv\":\"Ed25519\",\"kty\":\"OKP\",\"x\":\"%s\"}" $x | sha256sum | trunc 16 }}
 {{- list (dict "kty" "OKP" "crv" "Ed25519" "kid" $kid "x" $x "d" $d) | toJson }}
 {{- end }}
+
+{{/*
+The egress rules to a store (PostgreSQL, Redis, NATS): the ones given, else its URL's port (the
+store's usual port when the URL has none or lives in an existing Secret), any address.
+*/}}
+{{- define "rowbase.storeEgress" -}}
+{{- if .rules }}
+{{- toYaml .rules }}
+{{- else }}
+{{- $port := toString .port }}
+{{- with .url }}
+{{- $found := regexFind "[0-9]+$" (regexFind ":[0-9]+$" (urlParse .).host) }}
+{{- if $found }}{{ $port = $found }}{{ end }}
+{{- end }}
+- ports:
+    - port: {{ int $port }}
+      protocol: TCP
+{{- end }}
+{{- end }}
