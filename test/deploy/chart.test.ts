@@ -775,7 +775,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(refs.FILE_URL_SECRET).toEqual({ name: "rowbase-app-secrets", key: "FILE_URL_SECRET" });
   });
 
-  it("refuses files storage that cannot work, naming what to set", () => {
+  it("refuses files storage or OpenID sign-in that cannot work, naming what to set", () => {
     const fails = (...args: string[]) => {
       const result = spawnSync(
         helm,
@@ -802,6 +802,14 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     // The gateway cannot start without records and files.
     expect(fails("--set", "files.enabled=false")).toContain("files.enabled: gateway needs it");
     expect(fails("--set", "records.enabled=false")).toContain("records.enabled: files needs it");
+    // OpenID sign-in is all four settings or none (identity refuses to start otherwise).
+    const oidc = fails("--set", "identity.oidc.issuer=https://login.example.com");
+    expect(oidc).toContain("identity.oidc.clientId");
+    expect(oidc).toContain("identity.oidc.redirectUri");
+    expect(oidc).not.toContain("identity.oidc.issuer,");
+    expect(
+      fails("--set", "identity.oidc.allowedRedirectUris=https://app.example.com/cb"),
+    ).toContain("identity.oidc.allowedRedirectUris needs");
   });
 
   it("starts each process from a real entry point of the repository", () => {

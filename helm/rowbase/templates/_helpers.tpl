@@ -369,6 +369,19 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if $v.identity.enabled }}
+{{- $oidc := $v.identity.oidc }}
+{{- $oidcSet := list }}
+{{- $oidcMissing := list }}
+{{- range $key, $value := dict "identity.oidc.issuer" $oidc.issuer "identity.oidc.clientId" $oidc.clientId "identity.oidc.clientSecret (or identity.oidc.existingSecret)" (or $oidc.clientSecret $oidc.existingSecret) "identity.oidc.redirectUri" $oidc.redirectUri }}
+{{- if $value }}{{ $oidcSet = append $oidcSet $key }}{{ else }}{{ $oidcMissing = append $oidcMissing $key }}{{ end }}
+{{- end }}
+{{- if and $oidcSet $oidcMissing }}
+{{- $problems = append $problems (printf "%s: sign-in with an OpenID Connect provider needs all four of issuer, clientId, clientSecret and redirectUri" (join ", " $oidcMissing)) }}
+{{- else if and $oidc.allowedRedirectUris (not $oidcSet) }}
+{{- $problems = append $problems "identity.oidc.allowedRedirectUris needs identity.oidc.issuer, clientId, clientSecret and redirectUri" }}
+{{- end }}
+{{- end }}
 {{- with $v.secrets.jwtSigningKeys }}
 {{- $keys := fromJsonArray . }}
 {{- $valid := gt (len $keys) 0 }}
