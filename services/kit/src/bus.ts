@@ -179,6 +179,11 @@ export interface NatsBusOptions {
    */
   reserveBytes?: boolean;
 }
+/**
+ * The pauses before an ordered consumer tries a failed message again in place (well inside the
+ * ack wait), before it hands it back to JetStream for a redelivery later.
+ */
+const IN_PLACE_RETRY_DELAYS_MS = [250, 1000, 3000];
 /** How long a delivered message may stay unacknowledged before JetStream redelivers it. */
 const CONSUMER_ACK_WAIT_MS = 30_000;
 
@@ -280,22 +285,37 @@ export class NatsBus implements EventBus {
       id: m.headers?.get("Nats-Msg-Id") ?? `${m.info.stream}:${m.seq}`,
       deliveryCount: m.info.deliveryCount,
     });
+    // One at a time, in order: a failed message is tried again in place a few times before it
+    // is handed back, since JetStream's redelivery comes after the messages that follow it (a
+    // field's type change applied before the one it follows converts from the wrong type).
+    const ordered = (spec.concurrency ?? 1) <= 1 && spec.batch === undefined;
     const settleOne = async (m: JsMsg) => {
       const message = busMessage(m);
-      try {
-        await handler([message]);
-        m.ack();
-      } catch (error) {
-        this.logger.error(
-          { err: error, subject: message.subject, id: message.id },
-          "consumer failed",
-        );
-        if (message.deliveryCount >= maxDeliver) {
-          await this.giveUp(spec, message, error);
-          m.term();
-        } else {
-          m.nak(redeliveryDelayMs(message.deliveryCount));
+      let failure: unknown;
+      const delays = [0, ...(ordered ? IN_PLACE_RETRY_DELAYS_MS : [])];
+      for (const [retry, delay] of delays.entries()) {
+        if (delay > 0) {
+          m.working();
+          await new Promise((resolve) => setTimeout(resolve, delay));
         }
+        try {
+          // The handler sees each try as a delivery of its own, as JetStream's would count.
+          await handler([{ ...message, deliveryCount: message.deliveryCount + retry }]);
+          m.ack();
+          return;
+        } catch (error) {
+          failure = error;
+          this.logger.error(
+            { err: error, subject: message.subject, id: message.id },
+            "consumer failed",
+          );
+        }
+      }
+      if (message.deliveryCount >= maxDeliver) {
+        await this.giveUp(spec, message, failure);
+        m.term();
+      } else {
+        m.nak(redeliveryDelayMs(message.deliveryCount));
       }
     };
     const settle = async (batch: JsMsg[]) => {

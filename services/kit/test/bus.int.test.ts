@@ -59,6 +59,28 @@ describe.each([
     expect(seen[1]!.deliveryCount).toBe(2);
     if (bus instanceof MemoryBus) await bus.close();
   });
+
+  it("keeps the order of one-at-a-time consumers when a handler fails", async () => {
+    const bus = await make();
+    await bus.ensureStreams([{ name: "EVENTS", subjects: ["ev.>"], maxAgeSeconds: 600 }]);
+    const applied: string[] = [];
+    let failures = 0;
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "ordered", subject: "ev.field.*" },
+      async (m) => {
+        if (decode(m.data) === "first" && failures++ === 0) throw new Error("first try fails");
+        applied.push(decode(m.data));
+      },
+    );
+    await bus.publish("ev.field.changed", encode("first"), "ord-1");
+    await bus.publish("ev.field.changed", encode("second"), "ord-2");
+    await expect.poll(() => applied.length, { timeout: 10_000 }).toBe(2);
+    await consumer.stop();
+    // The second waits for the first's redelivery: a type change applied before the one it
+    // follows would convert values from the wrong type.
+    expect(applied).toEqual(["first", "second"]);
+    if (bus instanceof MemoryBus) await bus.close();
+  });
 });
 
 describe("nats bus with concurrency", () => {
