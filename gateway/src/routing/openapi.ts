@@ -231,7 +231,8 @@ function errorCodesOf(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(route.errors);
   if (route.auth !== "none") codes.add("unauthorized");
   if (route.rateLimits.length > 0) codes.add("too_many_requests");
-  if (route.body) codes.add("payload_too_large");
+  // Every route but an upload reads a JSON body (one without a body schema takes only `{}`).
+  if (route.multipartFile === undefined) codes.add("payload_too_large");
   codes.add("service_unavailable");
   return [...codes];
 }

@@ -270,3 +270,61 @@ describe("answers made as JSON text", () => {
     expect(await response.text()).toBe(text);
   });
 });
+
+describe("a route without a body schema", () => {
+  let handled = 0;
+  const route = defineRoute({
+    method: "POST",
+    path: "/no-body",
+    operationId: "noBody",
+    summary: "takes no body",
+    tags: ["Test"],
+    auth: "none",
+    query: z.object({ id: z.string() }),
+    handle: async () => {
+      handled += 1;
+      return {};
+    },
+  });
+  let harness: RouteHarness;
+
+  beforeAll(async () => {
+    harness = await startRouteHarness([route]);
+  });
+
+  afterAll(async () => {
+    await harness.close();
+  });
+
+  const post = (body?: string, type = "application/json") =>
+    fetch(`${harness.baseUrl}/no-body?id=1`, {
+      method: "POST",
+      ...(body === undefined ? {} : { body, headers: { "content-type": type } }),
+    }).then(async (response) => ({
+      status: response.status,
+      body: (await response.json()) as { extra?: unknown },
+    }));
+
+  it("takes none, or an empty one", async () => {
+    for (const body of [undefined, "", "{}", " { } "]) {
+      expect((await post(body)).status, JSON.stringify(body)).toBe(200);
+    }
+    expect(handled).toBe(4);
+  });
+
+  it("refuses anything else, as a route with a body schema would, and does nothing", async () => {
+    const extra = async (body: string, type?: string) => (await post(body, type)).body.extra;
+    expect(await extra('{"token_id": 3}')).toEqual([
+      { key: "token_id", message: expect.any(String), source: "body" },
+    ]);
+    expect(await extra("{bad json")).toEqual([
+      { key: "body", message: "is not valid JSON", source: "body" },
+    ]);
+    expect(await extra("<x/>", "text/xml")).toEqual([
+      { key: "content-type", message: "must be application/json", source: "header" },
+    ]);
+    const huge = await post(JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024) }));
+    expect(huge).toEqual({ status: 413, body: { message: "payload_too_large", data: {} } });
+    expect(handled).toBe(4);
+  });
+});

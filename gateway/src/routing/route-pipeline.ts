@@ -40,6 +40,11 @@ export interface PipelineDeps {
 
 /** A route without a query schema takes no query parameters at all. */
 const NO_QUERY = z.strictObject({});
+/**
+ * A route without a body schema (and no multipart upload) takes no body but an empty one: none,
+ * or `{}`. Parameters sent in a body it ignores would be silently dropped.
+ */
+const NO_BODY = z.strictObject({});
 
 /** Registers each route on the router as its pipeline. */
 export function mountRoutes(
@@ -82,10 +87,11 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     if (caller?.kind === "api_token") {
       await consumeAll(deps, tokenLimits, caller.tokenId.toString());
     }
-    // The body is read before it takes a share of the budget (see JsonBodyBudget).
-    const body = route.body ? await receiveJsonBody(ctx) : undefined;
+    // The body is read before it takes a share of the budget (see JsonBodyBudget). An upload
+    // reads its own.
+    const body = route.multipartFile === undefined ? await receiveJsonBody(ctx) : undefined;
     const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
-    await (route.body ? deps.jsonBodies.run(body, answer) : answer());
+    await deps.jsonBodies.run(body, answer);
   };
 }
 
@@ -166,13 +172,14 @@ function validate(ctx: GatewayContext, route: Route, received: ReceivedBody) {
     ? parse(route.params, { ...(ctx as { params?: object }).params }, "path", items)
     : undefined;
   let body: unknown;
-  if (route.body) {
+  if (route.body || received !== undefined) {
     try {
-      body = parse(route.body, parseJsonBody(received), "body", items);
+      body = parse(route.body ?? NO_BODY, parseJsonBody(received), "body", items);
     } catch (error) {
       if (!(error instanceof ValidationFailed)) throw error;
       items.push(...error.items);
     }
+    if (!route.body) body = undefined;
   }
   if (items.length > 0) throw new ValidationFailed(items);
   return { query, params, body };
