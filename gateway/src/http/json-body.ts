@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { parse } from "@hapi/bourne";
 import { Code, domainError } from "@rowbase/kit";
 import { Semaphore } from "async-mutex";
@@ -66,8 +67,14 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
   if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
     return { problem: ValidationFailed.of("header", "content-type", "charset must be utf-8") };
   }
+  let bytes: Buffer;
   try {
-    return { text: await coBody.text(ctx, { limit: JSON_BODY_LIMIT_BYTES, encoding: "utf8" }) };
+    // As bytes: decoded leniently, bytes that are not UTF-8 would become U+FFFD and be stored
+    // as a text the client never sent (RFC 8259 8.1: JSON is UTF-8).
+    bytes = (await coBody.text(ctx, {
+      limit: JSON_BODY_LIMIT_BYTES,
+      encoding: false as unknown as string,
+    })) as unknown as Buffer;
   } catch (error) {
     const status = (error as { status?: unknown }).status;
     if (status === 413) throw domainError(Code.ResourceExhausted, "payload_too_large");
@@ -83,6 +90,8 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
     // A body that broke off or did not inflate.
     return { problem: ValidationFailed.of("body", "body", "is not valid JSON") };
   }
+  if (!isUtf8(bytes)) return { problem: ValidationFailed.of("body", "body", "must be UTF-8") };
+  return { text: bytes.toString("utf8") };
 }
 
 /** Only an object or an array may start a body (RFC 8259 whitespace before it). */

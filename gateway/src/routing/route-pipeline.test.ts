@@ -296,7 +296,7 @@ describe("a route without a body schema", () => {
     await harness.close();
   });
 
-  const post = (body?: string, type = "application/json") =>
+  const post = (body?: string | Buffer, type = "application/json") =>
     fetch(`${harness.baseUrl}/no-body?id=1`, {
       method: "POST",
       ...(body === undefined ? {} : { body, headers: { "content-type": type } }),
@@ -313,7 +313,12 @@ describe("a route without a body schema", () => {
   });
 
   it("refuses anything else, as a route with a body schema would, and does nothing", async () => {
-    const extra = async (body: string, type?: string) => (await post(body, type)).body.extra;
+    const extra = async (body: string | Buffer, type?: string) =>
+      (await post(body, type)).body.extra;
+    // Bytes that are not UTF-8 are refused, not read as U+FFFD.
+    expect(
+      await extra(Buffer.from([0x7b, 0x22, 0x61, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d])),
+    ).toEqual([{ key: "body", message: "must be UTF-8", source: "body" }]);
     expect(await extra('{"token_id": 3}')).toEqual([
       { key: "token_id", message: expect.any(String), source: "body" },
     ]);
