@@ -34,6 +34,18 @@ describe("validation items", () => {
     ]);
   });
 
+  it("reports two failed checks of one value with one message once", () => {
+    const long = z
+      .string()
+      .max(200, "must be at most 100 characters")
+      .max(100, "must be at most 100 characters");
+    const result = z.object({ where: long }).safeParse({ where: "x".repeat(300) });
+    if (result.success) throw new Error("expected a failure");
+    expect(itemsFromIssues(result.error.issues, "query")).toEqual([
+      { key: "where", message: "must be at most 100 characters", source: "query" },
+    ]);
+  });
+
   it("keeps the source it is given", () => {
     expect(itemsOf({ email: "a@b.co", age: "3" }, "query")).toEqual([
       { key: "age", message: "must be a number", source: "query" },

@@ -58,19 +58,20 @@ export function itemsFromIssues(
   issues: readonly z.core.$ZodIssue[],
   source: ValidationSource,
 ): ValidationItem[] {
-  const items: ValidationItem[] = [];
+  // By key and message: two checks of one value that fail with one message (a cheap length
+  // check ahead of the exact one, say) are one item.
+  const items = new Map<string, ValidationItem>();
+  const add = (key: string, message: string) =>
+    items.set(JSON.stringify([key, message]), { key, message, source });
   for (const issue of issues) {
     const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) {
-        items.push({ key: [...path, key].join("."), message: "is not allowed", source });
-      }
+      for (const key of issue.keys) add([...path, key].join("."), "is not allowed");
       continue;
     }
-    const key = path.length > 0 ? path.join(".") : source;
-    items.push({ key, message: messageOf(issue, path.length === 0, source), source });
+    add(path.length > 0 ? path.join(".") : source, messageOf(issue, path.length === 0, source));
   }
-  return items;
+  return [...items.values()];
 }
 
 function messageOf(issue: z.core.$ZodIssue, atRoot: boolean, source: ValidationSource): string {
