@@ -131,6 +131,16 @@ describe("the gateway over HTTP", () => {
       expect(missing.status).toBe(404);
       expect(missing.headers.get("x-request-id")).toBe("req-404");
     });
+
+    it("comes with no-store and nosniff, unless a route says otherwise", async () => {
+      for (const path of ["/health", "/nowhere", "/health/ready"]) {
+        const response = await call(gw, path);
+        expect(response.headers.get("cache-control"), path).toBe("no-store");
+        expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
+      }
+      const asset = await call(gw, "/docs/initializer.js");
+      expect(asset.headers.get("cache-control")).toBe("public, max-age=3600");
+    });
   });
 
   describe("routing", () => {

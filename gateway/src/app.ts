@@ -27,6 +27,7 @@ import { httpMetrics } from "./middleware/http-metrics.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
 import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
+import { responseHeaders } from "./middleware/response-headers.js";
 import { routeFallback } from "./middleware/route-fallback.js";
 import { createApiCallQuota } from "./quota/api-call-quota.js";
 import { ApiCallTally } from "./quota/api-call-tally.js";
@@ -182,6 +183,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));
   app.use(requestTrace());
   app.use(requestId(logger));
+  app.use(responseHeaders());
   app.use(httpMetrics(metrics));
   app.use(accessLog());
   app.use(errorMiddleware());
