@@ -1,6 +1,7 @@
 import { Code, ConnectError, errorInfoOf } from "@rowbase/kit";
 import type { Middleware } from "koa";
 import type { GatewayState } from "../gateway-context.js";
+import { loggablePath } from "../middleware/loggable-path.js";
 import { httpErrorOf } from "./error-table.js";
 
 /**
@@ -21,7 +22,7 @@ export function errorMiddleware(): Middleware<GatewayState> {
         requestId: ctx.state.requestId,
       });
       if (response.log !== "none") {
-        const line = { err: loggable(error), method: ctx.method, path: ctx.path };
+        const line = { err: loggable(error), method: ctx.method, path: loggablePath(ctx.path) };
         if (response.log === "error") ctx.state.log.error(line, "request failed");
         else ctx.state.log.warn(line, "downstream unavailable");
       }

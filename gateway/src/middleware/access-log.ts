@@ -1,5 +1,6 @@
 import type { Middleware } from "koa";
 import type { GatewayState } from "../gateway-context.js";
+import { loggablePath } from "./loggable-path.js";
 
 /**
  * One line per request with its final status (it sits above the error middleware). Health
@@ -13,7 +14,7 @@ export function accessLog(): Middleware<GatewayState> {
     } finally {
       const line = {
         method: ctx.method,
-        path: ctx.path,
+        path: loggablePath(ctx.path),
         route: (ctx as { _matchedRoute?: unknown })._matchedRoute,
         status: ctx.status,
         ms: Math.round((performance.now() - started) * 10) / 10,

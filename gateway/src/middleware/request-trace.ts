@@ -2,6 +2,7 @@ import { ensureTracing, inServerSpan, SpanStatusCode } from "@rowbase/kit";
 import type { Middleware } from "koa";
 import type { GatewayState } from "../gateway-context.js";
 import { routeTemplateOf } from "./http-metrics.js";
+import { loggablePath } from "./loggable-path.js";
 
 /**
  * One server span per request, continuing the client's W3C `traceparent` when it sends one.
@@ -16,7 +17,7 @@ export function requestTrace(): Middleware<GatewayState> {
       {
         name: ctx.method,
         header: (name) => ctx.get(name) || undefined,
-        attributes: { "http.request.method": ctx.method, "url.path": ctx.path },
+        attributes: { "http.request.method": ctx.method, "url.path": loggablePath(ctx.path) },
       },
       async (span) => {
         try {
