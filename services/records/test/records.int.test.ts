@@ -824,6 +824,9 @@ describe("the table's OpenAPI document", () => {
     expect(byName.properties.Doc).toMatchObject({ readOnly: true });
     const byId = doc.components.schemas.RecordData!;
     expect(byId.properties[table.id.Name!]).toMatchObject({ title: "Name", maxLength: 50 });
+    // An answer with `fields=` holds only those: no key is required.
+    expect(byId.required).toBeUndefined();
+    expect(byName.required).toBeUndefined();
     const input = doc.components.schemas.RecordCreateData!;
     expect(Object.keys(input.properties)).not.toContain("Seq");
     expect(Object.keys(input.properties)).toContain("Tags");

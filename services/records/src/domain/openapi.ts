@@ -145,13 +145,8 @@ function dataSchema(
       ...jsonSchemaOf(field, "output"),
     });
   }
-  return {
-    type: "object",
-    description,
-    properties,
-    required: fields.map(keyOf),
-    additionalProperties: false,
-  };
+  // No `required`: with `fields=` an answer holds only the fields asked for.
+  return { type: "object", description, properties, additionalProperties: false };
 }
 
 function inputSchema(fields: readonly SchemaField[], create: boolean): JsonObject {
@@ -205,12 +200,12 @@ function components(schema: TableSchema): JsonObject {
       RecordData: dataSchema(
         schema.fields,
         (f) => f.id,
-        "With response_format=ids: every field by id, null when empty.",
+        "With response_format=ids: every field by id (those of `fields` when given), null when empty.",
       ),
       RecordDataByName: dataSchema(
         schema.fields,
         (f) => f.name,
-        "With response_format=names: every field by name, null when empty.",
+        "With response_format=names: every field by name (those of `fields` when given), null when empty.",
       ),
       RecordCreateData: inputSchema(schema.fields, true),
       RecordUpdateData: inputSchema(schema.fields, false),
