@@ -473,6 +473,8 @@ export class MemoryBus implements EventBus {
   private readonly emitter = new EventEmitter();
   /** Ids published within the duplicate window, with when they were published. */
   private readonly seen = new Map<string, number>();
+  /** Messages published while held (`hold`), for the consumers that subscribe before `release`. */
+  private held: BusMessage[] | undefined;
 
   constructor(private readonly logger: Logger) {
     this.emitter.setMaxListeners(0);
@@ -488,7 +490,26 @@ export class MemoryBus implements EventBus {
         if (now - at > DUPLICATE_WINDOW_MS) this.seen.delete(seenId);
     }
     this.seen.set(id, now);
-    this.emitter.emit("message", { subject, data, id, deliveryCount: 1 });
+    const message = { subject, data, id, deliveryCount: 1 };
+    if (this.held) this.held.push(message);
+    else this.emitter.emit("message", message);
+  }
+
+  /**
+   * Keeps what is published from now on until `release`. With no history, a message published
+   * before its consumer subscribed would be lost: one process that starts its services one by
+   * one holds the bus until every consumer is there (an outbox relay of the first service may
+   * publish what an earlier run left before the last service subscribed).
+   */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Delivers what was held, in order, and delivers at once from now on. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const message of held) this.emitter.emit("message", message);
   }
 
   /** Delivers one message, retrying a failing handler and dead-lettering after the last try. */

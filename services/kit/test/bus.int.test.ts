@@ -83,6 +83,28 @@ describe.each([
   });
 });
 
+describe("memory bus held while a process starts", () => {
+  it("keeps what is published until released, for consumers that subscribe meanwhile", async () => {
+    const bus = new MemoryBus(logger);
+    bus.hold();
+    await bus.publish("ev.early", encode("before anyone listened"), "held-1");
+    const seen: string[] = [];
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "late", subject: "ev.>" },
+      async (m) => {
+        seen.push(decode(m.data));
+      },
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toEqual([]);
+    bus.release();
+    await bus.publish("ev.later", encode("after"), "held-2");
+    await expect.poll(() => seen).toEqual(["before anyone listened", "after"]);
+    await consumer.stop();
+    await bus.close();
+  });
+});
+
 describe("nats bus with concurrency", () => {
   it("works on that many messages at once, acknowledges each, and redelivers only the failed one", async () => {
     const bus = await natsBus();

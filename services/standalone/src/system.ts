@@ -12,6 +12,7 @@ import {
   freePort,
   type LogDestination,
   type Logger,
+  MemoryBus,
   setDefaultPoolMax,
 } from "@rowbase/kit";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
@@ -79,6 +80,9 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     options.namespace ? `${options.namespace}:` : undefined,
   );
   const bus = await createBus(options.natsUrl, logger, options.namespace);
+  // In-process, nothing is kept for a consumer that subscribes later: events wait until every
+  // service has subscribed.
+  if (bus instanceof MemoryBus) bus.hold();
   const shared = {
     ...options.env,
     DATABASE_URL: options.databaseUrl,
@@ -186,6 +190,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     ],
   });
 
+  if (bus instanceof MemoryBus) bus.release();
   return {
     port: gateway.port,
     grpcUrls: {
