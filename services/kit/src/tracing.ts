@@ -20,7 +20,7 @@ import {
   SamplingDecision,
   type SpanProcessor,
 } from "@opentelemetry/sdk-trace-node";
-import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
+import { ATTR_DB_QUERY_TEXT, ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import pg from "pg";
 
 export { type Span, SpanStatusCode } from "@opentelemetry/api";
@@ -153,16 +153,34 @@ function isHealthCheck(attributes: Attributes): boolean {
   );
 }
 
+/** A string literal (`'...'`, `E'...'`, quotes doubled inside) or a numeric constant of SQL. */
+const SQL_LITERAL = /(?:\bE)?'(?:[^']|'')*'|(?<![\w$."])-?\d+(?:\.\d+)?(?:e[+-]?\d+)?\b/gi;
+
 /**
- * Spans for every query of `pg` (the statement text with placeholders, never the values).
- * MikroORM has imported `pg` before any entry point runs, so the module is patched where it is,
- * the one module object every importer shares, rather than through a require hook, which would
- * only see later loads.
+ * A statement as a span may keep it: every literal as `?`. MikroORM writes the values of its
+ * own statements into their text (inserts of password hashes, e-mail addresses, token hashes),
+ * so the text as sent is no more fit for a collector than the parameters are.
+ */
+export function statementWithoutValues(text: string): string {
+  return text.replace(SQL_LITERAL, "?");
+}
+
+/**
+ * Spans for every query of `pg`: the statement text without its values (`statementWithoutValues`;
+ * parameters are never recorded). MikroORM has imported `pg` before any entry point runs, so the
+ * module is patched where it is, the one module object every importer shares, rather than
+ * through a require hook, which would only see later loads.
  */
 async function pgInstrument(): Promise<Instrument> {
   const { PgInstrumentation } = await import("@opentelemetry/instrumentation-pg");
   return (provider) => {
-    const instrumentation = new PgInstrumentation({ enabled: false });
+    const instrumentation = new PgInstrumentation({
+      enabled: false,
+      enhancedDatabaseReporting: false,
+      requestHook: (span, { query }) => {
+        span.setAttribute(ATTR_DB_QUERY_TEXT, statementWithoutValues(query.text));
+      },
+    });
     instrumentation.setTracerProvider(provider as never);
     const definitions = instrumentation.getModuleDefinitions().filter((d) => d.name === "pg");
     for (const definition of definitions) definition.patch?.(pg);
