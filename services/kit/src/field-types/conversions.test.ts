@@ -219,8 +219,21 @@ describe("convertValue", () => {
     expect(refused(f("multi_select", colours), f("single_select", renamed), ["Red", "Green"])).toBe(
       "holds more than one choice",
     );
-    // A removed choice does not convert.
+    // A removed choice does not convert, not even when another choice took its name.
     expect(refused(f("single_select", colours), f("single_select", renamed), "Blue, dark")).toBe(
+      'its choice "Blue, dark" was removed',
+    );
+    const tookItsName = { choices: [{ id: "r", name: "blue, DARK" }] };
+    for (const [type, value] of [
+      ["single_select", "Blue, dark"],
+      ["multi_select", ["Red", "Blue, dark"]],
+    ] as const) {
+      expect(refused(f(type, colours), f(type, tookItsName), value)).toBe(
+        'its choice "Blue, dark" was removed',
+      );
+    }
+    // A value that was no choice of the old options is checked against the new ones by name.
+    expect(refused(f("single_select", colours), f("single_select", renamed), "Purple")).toBe(
       "is not a choice of this field",
     );
   });

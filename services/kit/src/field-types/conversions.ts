@@ -78,11 +78,16 @@ export function valueAsText(field: FieldLike, value: JsonValue): string {
 const TRUE_WORDS = new Set(["true", "yes", "y", "1", "on", "checked"]);
 const FALSE_WORDS = new Set(["false", "no", "n", "0", "off", "unchecked"]);
 
-/** The choice of `to` with the id of the choice `name` had in `from`, else `name` itself. */
-function sameChoice(from: FieldLike, to: FieldLike, name: string): string {
+/**
+ * The name in `to` of the choice `name` was in `from` (followed by its id), undefined when that
+ * choice is gone from `to`; `name` itself when it was no choice of `from`. A removed choice is
+ * never taken for another one that now has its name (renaming A to "B" while removing B must
+ * not keep B's values as if they were A's).
+ */
+function sameChoice(from: FieldLike, to: FieldLike, name: string): string | undefined {
   const id = choicesOf(from.options).find((c) => c.name === name)?.id;
-  const target = id === undefined ? undefined : choicesOf(to.options).find((c) => c.id === id);
-  return target?.name ?? name;
+  if (id === undefined) return name;
+  return choicesOf(to.options).find((c) => c.id === id)?.name;
 }
 
 /** Text as the value of a non-text type, before that type's own check. */
@@ -141,9 +146,12 @@ export function convertValue(from: FieldLike, to: FieldLike, value: unknown): Va
 
   if (isSelectType(from.type) && isSelectType(to.type)) {
     const names = Array.isArray(stored) ? stored : [stored];
-    const mapped = names.map((name) =>
-      typeof name === "string" ? sameChoice(from, to, name) : name,
-    );
+    const mapped: JsonValue[] = [];
+    for (const name of names) {
+      const next = typeof name === "string" ? sameChoice(from, to, name) : name;
+      if (next === undefined) return fail(`its choice "${name as string}" was removed`);
+      mapped.push(next);
+    }
     if (to.type === "multi_select") return validateValue(to, mapped);
     if (mapped.length > 1) return fail("holds more than one choice");
     return validateValue(to, mapped[0] ?? null);
