@@ -1,6 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
-import { changesBetween, type JsonValue, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
+import {
+  changesBetween,
+  type JsonValue,
+  SUBJECTS,
+  sameJson,
+  valuesRemoved,
+  valuesSet,
+} from "@rowbase/kit";
 import {
   canChangeType,
   choiceRenames,
@@ -174,9 +181,7 @@ export class Fields {
         // New options of the same type can leave stored values outside them (a lower max_length
         // or max, fewer decimals, a removed choice): they are checked like a type change.
         const optionsChanged =
-          !typeChanged &&
-          !isReadOnlyType(type) &&
-          JSON.stringify(options) !== JSON.stringify(old.options);
+          !typeChanged && !isReadOnlyType(type) && !sameJson(options, old.options);
         if ((typeChanged || optionsChanged) && this.deps.checkTypeChange) {
           await this.deps.checkTypeChange(toField(field), fieldTypeToProto(type), options, call);
         }
@@ -197,7 +202,9 @@ export class Fields {
         if (name !== undefined) field.name = name;
         if (description !== undefined) field.description = description;
         field.type = type;
-        field.options = options;
+        // Only when they differ: the same options in another key order would still be written
+        // (and updated_at moved) at the commit.
+        if (!sameJson(options, field.options)) field.options = options;
         field.required = required;
 
         const changed = changesBetween(before, fieldValues(field));

@@ -496,6 +496,20 @@ describe("positions", () => {
     );
   });
 
+  it("changes nothing for the same options in another key order, as stored options come back", async () => {
+    const tableId = await newTable();
+    const field = await createField(tableId, "Amount", FieldType.NUMBER, {
+      options: { decimals: 2, min: 0, max: 100 },
+    });
+    const before = await stateOf(h.db, t.organizationId);
+    const { field: same } = await h.catalog.updateField(
+      { fieldId: field.fieldId, options: { max: 100, min: 0, decimals: 2 } },
+      await as(t.editor),
+    );
+    expect(same?.updatedAt).toEqual(field.updatedAt);
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+
   it("refuses a negative position", async () => {
     const { id } = await tableOf(["A"]);
     expect(await validationOf(move(id("A"), -1))).toEqual([

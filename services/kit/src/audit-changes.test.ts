@@ -4,6 +4,7 @@ import {
   type AuditChange,
   auditChangesJson,
   auditChangesOf,
+  changesBetween,
 } from "./audit-changes.js";
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
@@ -52,5 +53,18 @@ describe("auditChangesJson", () => {
     expect(last.label).toBe(`${5_000 - listed} more not recorded`);
     // Values smaller than a note of their size stay.
     expect(kept[0]).toEqual({ key: "0", label: `${"L".repeat(90)}0`, new: 0 });
+  });
+});
+
+describe("changesBetween", () => {
+  it("sees no change in the order of an object's keys, and every other change", () => {
+    const before = { options: { decimals: 2, min: 0, max: 9 }, name: "Amount" };
+    expect(
+      changesBetween(before, { options: { max: 9, min: 0, decimals: 2 }, name: "Amount" }),
+    ).toEqual([]);
+    expect(
+      changesBetween(before, { options: { max: 9, min: 1, decimals: 2 }, name: "Amount" }),
+    ).toEqual([{ key: "options", old: before.options, new: { max: 9, min: 1, decimals: 2 } }]);
+    expect(changesBetween({ list: [1, 2] }, { list: [2, 1] })).toHaveLength(1);
   });
 });

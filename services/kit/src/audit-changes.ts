@@ -82,6 +82,24 @@ export function auditChangesOf(changesJson: string): AuditChange[] {
   return changesJson === "" ? [] : (JSON.parse(changesJson) as AuditChange[]);
 }
 
+/** JSON text with every object's keys in order: the same for values equal but for key order. */
+function canonicalJson(value: unknown): string | undefined {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/**
+ * Whether two JSON values are equal, whatever the order of their objects' keys (PostgreSQL's
+ * jsonb gives keys back in its own order: `{"decimals":2,"max":9}` comes back as
+ * `{"max":9,"decimals":2}`).
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
 /** The keys whose values differ between two snapshots, in the order of `after`. */
 export function changesBetween(
   before: Record<string, JsonValue>,
@@ -89,7 +107,7 @@ export function changesBetween(
 ): AuditChange[] {
   const changes: AuditChange[] = [];
   for (const [key, value] of Object.entries(after)) {
-    if (JSON.stringify(before[key]) !== JSON.stringify(value)) {
+    if (!sameJson(before[key], value)) {
       changes.push({ key, old: before[key], new: value });
     }
   }
