@@ -16,8 +16,15 @@ export const refusedStreamRetryInterceptor: Interceptor = (next) => async (req) 
     try {
       return await next(req);
     } catch (error) {
-      const refused = error instanceof ConnectError && error.rawMessage.includes("REFUSED_STREAM");
-      if (!refused || attempt >= REFUSED_RETRIES || req.signal.aborted) throw error;
+      if (!isRefusedStream(error) || attempt >= REFUSED_RETRIES || req.signal.aborted) throw error;
     }
   }
 };
+
+/**
+ * Whether a call's stream was refused (HTTP/2 REFUSED_STREAM). A server never passes one of its
+ * own calls' refusals on as such (callContextInterceptor), so a caller sees only its own.
+ */
+export function isRefusedStream(error: unknown): boolean {
+  return error instanceof ConnectError && error.rawMessage.includes("REFUSED_STREAM");
+}

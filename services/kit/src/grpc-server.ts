@@ -17,6 +17,7 @@ import {
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { errorInfoOf } from "./errors.js";
 import { registerReflection } from "./grpc-reflection.js";
+import { isRefusedStream } from "./grpc-retry.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import {
@@ -109,6 +110,12 @@ export function callContextInterceptor(logger: Logger, internalSecret: string): 
       return res;
     } catch (error) {
       const line = { procedure, ms: elapsed(started), request_id: requestId };
+      if (error instanceof ConnectError && isRefusedStream(error)) {
+        // A call of this handler's was refused: passed on as it is, it would make this
+        // handler's own caller retry it (refusedStreamRetryInterceptor), running it again.
+        logger.warn({ ...line, status: "Unavailable", err: error }, "rpc failed: a call refused");
+        throw new ConnectError("a service this call needs is unavailable", Code.Unavailable);
+      }
       if (error instanceof ConnectError) {
         const reason = errorInfoOf(error)?.reason;
         const status = Code[error.code];

@@ -6,6 +6,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServiceClient, DEFAULT_RPC_TIMEOUT_MS, type GrpcServer } from "../src/index.js";
 import { startTestGrpcServer } from "./test-grpc-server.js";
@@ -177,5 +178,50 @@ describe("service clients' cancelled streams", () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     abort.abort();
     await files.close();
+  });
+});
+
+describe("a refused stream", () => {
+  it("is retried by the caller whose call it was, never by the caller's own caller", async () => {
+    // B refuses every stream, as a server past its GOAWAY does.
+    const b = http2.createServer();
+    let bStreams = 0;
+    b.on("stream", (stream) => {
+      bStreams += 1;
+      stream.on("error", () => {});
+      stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+    });
+    await new Promise<void>((resolve) => b.listen(0, "127.0.0.1", resolve));
+    const bClient = createServiceClient(
+      Health,
+      `http://127.0.0.1:${(b.address() as net.AddressInfo).port}`,
+    );
+    // A's handler has done its work (a write, say) before its call to B is refused.
+    let handlerRuns = 0;
+    const a = await startTestGrpcServer({
+      services: [OrganizationService],
+      routes: (router) => {
+        router.rpc(OrganizationService.method.getMembership, async () => {
+          handlerRuns += 1;
+          await bClient.check({ service: "" });
+          return {};
+        });
+      },
+    });
+    try {
+      const aClient = createServiceClient(OrganizationService, `http://127.0.0.1:${a.port}`);
+      const error = await aClient
+        .getMembership({ organizationId: 1n, userId: 1n })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConnectError);
+      expect((error as ConnectError).code).toBe(Code.Unavailable);
+      expect((error as ConnectError).rawMessage).not.toContain("REFUSED_STREAM");
+      // A retried its own call to B (three tries); nobody ran A's handler again.
+      expect(handlerRuns).toBe(1);
+      expect(bStreams).toBe(3);
+    } finally {
+      await a.close();
+      b.close();
+    }
   });
 });
