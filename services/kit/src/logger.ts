@@ -25,6 +25,18 @@ const redact = [
 ];
 
 /**
+ * An error as pino writes it, with its `code` (an errno such as ECONNREFUSED, a SQLSTATE, a gRPC
+ * code) also as `error_code`: the redaction of `*.code`, there for verification codes, hides
+ * `err.code` too, which is what a line about an unexpected error needs most.
+ */
+function serializeError(error: unknown): unknown {
+  const serialized = pino.stdSerializers.err(error as Error) as unknown as Record<string, unknown>;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" || typeof code === "number") serialized.error_code = code;
+  return serialized;
+}
+
+/**
  * JSON logs with the service name on every line, the trace id on every line written while a
  * request is handled (`trace_id`), and secrets redacted. Lines go to stdout asynchronously, off
  * the event loop: written synchronously, each request's line was a write(2) on it, and a log
@@ -42,6 +54,7 @@ export function createLogger(
     level,
     base: { service },
     redact: { paths: redact, censor: "[redacted]" },
+    serializers: { err: serializeError },
     mixin: traceLogFields,
   };
   return pino(options, destination ?? pino.destination({ dest: 1, sync: false }));
