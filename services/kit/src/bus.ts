@@ -512,7 +512,11 @@ export class MemoryBus implements EventBus {
     for (const message of held) this.emitter.emit("message", message);
   }
 
-  /** Delivers one message, retrying a failing handler and dead-lettering after the last try. */
+  /**
+   * Delivers one message, retrying a failing handler with JetStream's backoff (1 s doubling to
+   * 60 s: about 15 minutes in all, so that a database restart does not cost the event) and
+   * dead-lettering after the last try. The consumer's later messages wait meanwhile, in order.
+   */
   private async handle(
     spec: ConsumerSpec,
     maxDeliver: number,
@@ -521,6 +525,9 @@ export class MemoryBus implements EventBus {
   ) {
     let lastError: unknown;
     for (let attempt = 1; attempt <= maxDeliver; attempt++) {
+      if (attempt > 1) {
+        await new Promise((resolve) => setTimeout(resolve, redeliveryDelayMs(attempt - 1)));
+      }
       try {
         await handler({ ...message, deliveryCount: attempt });
         return;

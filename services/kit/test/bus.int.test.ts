@@ -83,6 +83,34 @@ describe.each([
   });
 });
 
+describe("memory bus retries", () => {
+  it("wait between tries, so that a handler failing for a moment does not lose the event", async () => {
+    const bus = new MemoryBus(logger);
+    const failUntil = Date.now() + 300;
+    const applied: string[] = [];
+    const dead: string[] = [];
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "brief", subject: "ev.>" },
+      async (m) => {
+        if (Date.now() < failUntil) throw new Error("the database restarts");
+        applied.push(decode(m.data));
+      },
+    );
+    const deadLetters = await bus.consume(
+      { stream: "DEAD", durable: "watch", subject: "dead.>" },
+      async (m) => {
+        dead.push(m.subject);
+      },
+    );
+    await bus.publish("ev.kept", encode("kept"), "brief-1");
+    await expect.poll(() => applied, { timeout: 5000 }).toEqual(["kept"]);
+    expect(dead).toEqual([]);
+    await consumer.stop();
+    await deadLetters.stop();
+    await bus.close();
+  });
+});
+
 describe("memory bus held while a process starts", () => {
   it("keeps what is published until released, for consumers that subscribe meanwhile", async () => {
     const bus = new MemoryBus(logger);
