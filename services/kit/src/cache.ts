@@ -122,9 +122,13 @@ export class RedisCache implements Cache {
   }
 }
 
+/** Writes between two sweeps of a MemoryCache's expired entries. */
+const SWEEP_EVERY_WRITES = 1000;
+
 export class MemoryCache implements Cache {
   readonly kind = "memory";
   private readonly entries = new Map<string, { value: string; expiresAt: number }>();
+  private writes = 0;
 
   private live(key: string) {
     const entry = this.entries.get(key);
@@ -140,7 +144,26 @@ export class MemoryCache implements Cache {
   }
 
   async set(key: string, value: string, ttlSeconds: number) {
+    this.store(key, value, ttlSeconds);
+  }
+
+  /**
+   * Every SWEEP_EVERY_WRITES writes, the expired entries go: an entry nobody reads again (the
+   * "no such token" of every unknown token presented) would otherwise stay for good.
+   */
+  private store(key: string, value: string, ttlSeconds: number) {
+    if (++this.writes % SWEEP_EVERY_WRITES === 0) {
+      const now = Date.now();
+      for (const [stored, entry] of this.entries) {
+        if (entry.expiresAt <= now) this.entries.delete(stored);
+      }
+    }
     this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+  }
+
+  /** How many entries are held, expired ones not yet swept included (for tests). */
+  get size(): number {
+    return this.entries.size;
   }
 
   async del(...keys: string[]) {
@@ -157,7 +180,7 @@ export class MemoryCache implements Cache {
 
   async setIfAbsent(key: string, value: string, ttlSeconds: number) {
     if (this.live(key)) return false;
-    this.entries.set(key, { value, expiresAt: Date.now() + ttlSeconds * 1000 });
+    this.store(key, value, ttlSeconds);
     return true;
   }
 

@@ -56,6 +56,17 @@ describe.each([
   });
 });
 
+describe("memory cache", () => {
+  it("lets go of expired entries nobody reads again", async () => {
+    const cache = new MemoryCache();
+    for (let i = 0; i < 5000; i++) await cache.setIfAbsent(`api-token:${i}`, "-", 0.05);
+    await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 1000; i++) await cache.set(`live:${i}`, "x", 60);
+    expect(cache.size).toBeLessThanOrEqual(1000);
+    expect(await cache.get("live:999")).toBe("x");
+  });
+});
+
 describe("redis cache prefixes", () => {
   it("keeps prefixes apart", async () => {
     const url = (await testInfra()).redisUrl;
