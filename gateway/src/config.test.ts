@@ -40,6 +40,21 @@ describe("gateway configuration", () => {
     expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
   });
 
+  it("takes an empty or blank number as unset, not as 0", () => {
+    const config = loadGatewayConfig({
+      ...base,
+      PORT: "",
+      METRICS_PORT: " ",
+      USAGE_FLUSH_MS: "",
+      ACCESS_TOKEN_TTL_SECONDS: "  ",
+    });
+    expect(config.PORT).toBe(8080);
+    expect(config.METRICS_PORT).toBe(9464);
+    expect(config.USAGE_FLUSH_MS).toBe(1_000);
+    expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
+    expect(problemsOf({ ...base, PORT: "eighty" })).toEqual([expect.stringContaining("PORT")]);
+  });
+
   it("reads every variable", () => {
     const config = loadGatewayConfig({
       ...base,

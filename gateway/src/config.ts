@@ -1,4 +1,12 @@
-import { logLevel, observabilityEnv, optionalUrl, parseConfig, port, secret } from "@rowbase/kit";
+import {
+  logLevel,
+  observabilityEnv,
+  optionalUrl,
+  parseConfig,
+  port,
+  secret,
+  wholeNumber,
+} from "@rowbase/kit";
 import proxyaddr from "proxy-addr";
 import { z } from "zod";
 import { parseRateLimits } from "./rate-limit/rate-limit-settings.js";
@@ -80,14 +88,14 @@ export const gatewayEnv = z
      * How often the counted API calls are published, as one sum per organization, token and day
      * (what `api_stats` reports lags by up to this). 0 publishes after every event-loop turn.
      */
-    USAGE_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+    USAGE_FLUSH_MS: wholeNumber(0, 60_000, 1_000),
     INTERNAL_JWT_SECRET: secret,
     LOG_LEVEL: logLevel,
     RATE_LIMITS: rateLimits,
     /** METRICS_PORT (`/metrics`, apart from PORT) and OTEL_EXPORTER_OTLP_ENDPOINT. */
     ...observabilityEnv.shape,
     /** What `expires_in` says when the identity service leaves it out. */
-    ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(900),
+    ACCESS_TOKEN_TTL_SECONDS: wholeNumber(1, Number.MAX_SAFE_INTEGER, 900),
   })
   .transform((env) => ({
     ...env,

@@ -1,4 +1,4 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port, secret, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
 const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
@@ -33,7 +33,7 @@ export const filesEnv = z
     /** Signs the tokens of signed file URLs; shared by every replica. */
     FILE_URL_SECRET: secret,
     /** Life of a signed file URL. */
-    FILE_URL_TTL_SECONDS: z.coerce.number().int().min(1).max(604_800).default(3600),
+    FILE_URL_TTL_SECONDS: wholeNumber(1, 604_800, 3600),
   })
   .superRefine((env, ctx) => {
     const set = S3_KEYS.filter((key) => env[key] !== undefined);

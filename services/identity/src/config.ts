@@ -1,7 +1,7 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
+import { logLevel, observabilityEnv, optionalUrl, port, secret, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
-const seconds = (fallback: number) => z.coerce.number().int().min(1).default(fallback);
+const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fallback);
 
 /** A JSON array of Ed25519 private JWKs with `kid`; the first one signs, all verify. */
 const signingKeys = z.string().transform((raw, ctx) => {

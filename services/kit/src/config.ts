@@ -29,9 +29,28 @@ const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
 /** An optional URL variable: unset or empty means "use the embedded stand-in". */
 export const optionalUrl = z.preprocess(emptyToUndefined, z.url().optional());
 
+/** Unset, empty or only spaces: the variable is not given. */
+const blankToUndefined = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+
+/**
+ * A whole-number variable between `min` and `max`; unset, empty or blank takes `fallback` (a
+ * bare coercion would read an empty `GRPC_PORT:` of a manifest as 0, a random port).
+ */
+export function wholeNumber(min: number, max: number, fallback: number) {
+  return z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(min).max(max).default(fallback),
+  );
+}
+
+/** As `wholeNumber`, without a default: unset, empty or blank is undefined. */
+export function optionalWholeNumber(min: number, max: number) {
+  return z.preprocess(blankToUndefined, z.coerce.number().int().min(min).max(max).optional());
+}
+
 /** A TCP port, 0 meaning "any free port". */
-export const port = (fallback: number) =>
-  z.coerce.number().int().min(0).max(65535).default(fallback);
+export const port = (fallback: number) => wholeNumber(0, 65535, fallback);
 
 export const logLevel = z
   .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])

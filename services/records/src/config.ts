@@ -1,4 +1,11 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
+import {
+  logLevel,
+  observabilityEnv,
+  optionalUrl,
+  optionalWholeNumber,
+  port,
+  secret,
+} from "@rowbase/kit";
 import { z } from "zod";
 
 export const recordsEnv = z.object({
@@ -23,7 +30,7 @@ export const recordsEnv = z.object({
    * PostgreSQL connections of the service's pool; unset: kit's default (10 when the service
    * runs alone, fewer in the one-process launcher).
    */
-  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(500).optional(),
+  DATABASE_POOL_MAX: optionalWholeNumber(1, 500),
 });
 
 export type RecordsConfig = z.output<typeof recordsEnv>;
