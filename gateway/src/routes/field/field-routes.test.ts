@@ -190,7 +190,7 @@ describe("field routes", () => {
         "/field/update?field_id=3",
         { position: 1.5, table_id: 2 },
         [
-          { key: "position", message: "must be an integer", source: "body" },
+          { key: "position", message: "must be an integer of at least 0", source: "body" },
           { key: "table_id", message: "is not allowed", source: "body" },
         ],
       ],

@@ -112,13 +112,15 @@ describe("FieldUpdate", () => {
         value: { position },
       });
     }
-    expect(parse(FieldUpdateSchema, { position: 2 ** 40 }, "body")).toEqual({
-      ok: true,
-      value: { position: 2_147_483_647 },
-    });
+    for (const position of [2 ** 40, 1e20]) {
+      expect(parse(FieldUpdateSchema, { position }, "body")).toEqual({
+        ok: true,
+        value: { position: 2_147_483_647 },
+      });
+    }
     const cases: [unknown, string][] = [
       [-1, "must be an integer of at least 0"],
-      [1.5, "must be an integer"],
+      [1.5, "must be an integer of at least 0"],
       ["2", "must be a number"],
       [null, "must be a number"],
     ];

@@ -31,10 +31,11 @@ const MAX_POSITION = 2_147_483_647;
 
 const POSITION_MESSAGE = "must be an integer of at least 0";
 
+// Whole numbers past 2^53 too (zod's .int() takes safe integers only): any place past the end.
 const position = z
   .number()
-  .int({ error: POSITION_MESSAGE })
   .min(0, POSITION_MESSAGE)
+  .refine((value) => Number.isInteger(value), POSITION_MESSAGE)
   .transform((value) => Math.min(value, MAX_POSITION))
   .describe(
     "New 0-based place in the table's field order; the other fields shift, and a place past " +
