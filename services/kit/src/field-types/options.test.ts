@@ -231,6 +231,26 @@ describe("number options", () => {
     ]);
   });
 
+  it("refuses a range holding no number of the field's decimals, and takes one that does", () => {
+    for (const options of [
+      { decimals: 0, min: 0.5, max: 0.6 },
+      { decimals: 1, min: 0.11, max: 0.19 },
+      { decimals: 0, min: -0.6, max: -0.5 },
+    ]) {
+      expect(errorsOf("number", options), JSON.stringify(options)).toEqual([
+        { key: "options.min", message: "leaves no number of the field's decimals up to max" },
+      ]);
+    }
+    for (const options of [
+      { decimals: 0, min: 0.5, max: 1 },
+      { decimals: 1, min: 0.1, max: 0.1 },
+      { decimals: 2, min: 0.11, max: 0.19 },
+      { decimals: 0, min: -3, max: 7 },
+    ]) {
+      expect(optionsOf("number", options), JSON.stringify(options)).toEqual(options);
+    }
+  });
+
   it("lists every problem at once", () => {
     expect(keys(errorsOf("number", { decimals: 99, min: "x", extra: 1 }))).toEqual([
       "options.decimals",

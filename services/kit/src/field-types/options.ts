@@ -100,6 +100,12 @@ const mimeType = z
 
 const noOptions = z.strictObject({});
 
+/** `n` times 10^`places` through the decimal exponent, without binary error (0.1 × 10 is 1). */
+function shifted(n: number, places: number): number {
+  const [mantissa, exponent] = n.toExponential().split("e") as [string, string];
+  return Number(`${mantissa}e${Number(exponent) + places}`);
+}
+
 /** The option schemas of SPEC section 6, one per type; every one refuses unknown keys. */
 export const OPTION_SCHEMAS = {
   text: z.strictObject({
@@ -121,7 +127,15 @@ export const OPTION_SCHEMAS = {
     .refine((o) => o.min === undefined || o.max === undefined || o.min <= o.max, {
       error: "must not be greater than max",
       path: ["min"],
-    }),
+    })
+    .refine(
+      (o) =>
+        o.min === undefined ||
+        o.max === undefined ||
+        o.min > o.max ||
+        Math.ceil(shifted(o.min, o.decimals)) <= Math.floor(shifted(o.max, o.decimals)),
+      { error: "leaves no number of the field's decimals up to max", path: ["min"] },
+    ),
   boolean: noOptions,
   date: noOptions,
   datetime: noOptions,
