@@ -27,7 +27,7 @@ import {
   REQUEST_ID_HEADER,
 } from "./principal.js";
 import { rpcObservabilityInterceptor } from "./rpc-observability.js";
-import { isUnreachableDependency } from "./unreachable.js";
+import { isTransientConflict, isUnreachableDependency } from "./unreachable.js";
 
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 
@@ -136,6 +136,11 @@ export function callContextInterceptor(logger: Logger, internalSecret: string): 
           undefined,
           error,
         );
+      }
+      if (isTransientConflict(error)) {
+        // A deadlock or serialization failure: the same call again normally goes through.
+        logger.warn({ ...line, status: "Unavailable", err: error }, "rpc failed: try again");
+        throw new ConnectError("a conflicting change: try again", Code.Unavailable);
       }
       logger.error({ ...line, status: "Internal", err: error }, "rpc failed");
       throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isUnreachableDependency } from "./unreachable.js";
+import { isTransientConflict, isUnreachableDependency } from "./unreachable.js";
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
@@ -31,5 +31,18 @@ describe("isUnreachableDependency", () => {
     ]) {
       expect(isUnreachableDependency(error)).toBe(false);
     }
+  });
+});
+
+describe("isTransientConflict", () => {
+  it("knows a deadlock and a serialization failure, wrapped or not, and nothing else", () => {
+    expect(isTransientConflict(withCode("deadlock detected", "40P01"))).toBe(true);
+    expect(
+      isTransientConflict(
+        new Error("wrapped", { cause: withCode("could not serialize", "40001") }),
+      ),
+    ).toBe(true);
+    expect(isTransientConflict(withCode("duplicate key", "23505"))).toBe(false);
+    expect(isTransientConflict(withCode("connect ECONNREFUSED", "ECONNREFUSED"))).toBe(false);
   });
 });

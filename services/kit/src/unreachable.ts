@@ -6,17 +6,36 @@
  * MikroORM and ioredis wrap the driver's error.
  */
 export function isUnreachableDependency(error: unknown): boolean {
-  const seen = new Set<unknown>();
-  let current: unknown = error;
-  while (current instanceof Error && !seen.has(current)) {
-    seen.add(current);
+  return someCause(error, (current) => {
     const { code, name, message } = current as Error & { code?: unknown };
     if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08"))) {
       return true;
     }
     if (name === "ConnectionException" || name === "MaxRetriesPerRequestError") return true;
-    if (UNREACHABLE_MESSAGES.test(message)) return true;
-    if (current instanceof AggregateError && current.errors.some(isUnreachableDependency)) {
+    return UNREACHABLE_MESSAGES.test(message);
+  });
+}
+
+/**
+ * Whether PostgreSQL gave a transaction up to let another one through (a deadlock, a
+ * serialization failure): nothing is wrong with the request, and the same call made again
+ * normally succeeds, so it is Unavailable (503, try again) rather than Internal.
+ */
+export function isTransientConflict(error: unknown): boolean {
+  return someCause(error, (current) => {
+    const { code } = current as Error & { code?: unknown };
+    return code === "40001" || code === "40P01";
+  });
+}
+
+/** Whether `test` holds for the error or one of its causes (MikroORM and ioredis wrap them). */
+function someCause(error: unknown, test: (error: Error) => boolean): boolean {
+  const seen = new Set<unknown>();
+  let current: unknown = error;
+  while (current instanceof Error && !seen.has(current)) {
+    seen.add(current);
+    if (test(current)) return true;
+    if (current instanceof AggregateError && current.errors.some((e) => someCause(e, test))) {
       return true;
     }
     current = current.cause;

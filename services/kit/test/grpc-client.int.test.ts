@@ -225,3 +225,32 @@ describe("a refused stream", () => {
     }
   });
 });
+
+describe("a handler's failure", () => {
+  it("is Unavailable for a deadlock (try again), Internal for a fault", async () => {
+    const deadlock = Object.assign(new Error("deadlock detected"), { code: "40P01" });
+    let thrown: unknown = deadlock;
+    const a = await startTestGrpcServer({
+      services: [OrganizationService],
+      routes: (router) => {
+        router.rpc(OrganizationService.method.getMembership, async () => {
+          throw thrown;
+        });
+      },
+    });
+    try {
+      const client = createServiceClient(OrganizationService, `http://127.0.0.1:${a.port}`);
+      const failure = async () =>
+        ConnectError.from(
+          await client.getMembership({ organizationId: 1n, userId: 1n }).catch((e: unknown) => e),
+        );
+      expect((await failure()).code).toBe(Code.Unavailable);
+      thrown = new Error("a wrapped one", { cause: deadlock });
+      expect((await failure()).code).toBe(Code.Unavailable);
+      thrown = new TypeError("a bug");
+      expect((await failure()).code).toBe(Code.Internal);
+    } finally {
+      await a.close();
+    }
+  });
+});
