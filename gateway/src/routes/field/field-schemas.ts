@@ -36,6 +36,8 @@ const position = z
   .number()
   .min(0, POSITION_MESSAGE)
   .refine((value) => Number.isInteger(value), POSITION_MESSAGE)
+  // What OpenAPI says of it, as `.int()` would have.
+  .meta({ type: "integer" })
   .transform((value) => Math.min(value, MAX_POSITION))
   .describe(
     "New 0-based place in the table's field order; the other fields shift, and a place past " +
