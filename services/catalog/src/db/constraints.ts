@@ -61,14 +61,28 @@ export async function organizationFull(
   em: EntityManager,
   organizationId: bigint,
 ): Promise<boolean> {
-  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+  const held = await countUnderLock(
+    em,
     `catalog.organization-databases:${organizationId}`,
-  ]);
-  const [row] = await em.execute<{ n: number }[]>(
     "select count(*)::int as n from databases where organization_id = ?",
-    [organizationId],
+    organizationId,
   );
-  return (row?.n ?? 0) >= MAX_DATABASES_PER_ORGANIZATION;
+  return held >= MAX_DATABASES_PER_ORGANIZATION;
+}
+
+/**
+ * A count taken under an advisory lock on `lockKey` held to the end of the transaction: two
+ * transactions that count and then add under the same key cannot both see room for one more.
+ */
+async function countUnderLock(
+  em: EntityManager,
+  lockKey: string,
+  countSql: string,
+  id: bigint,
+): Promise<number> {
+  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [lockKey]);
+  const [row] = await em.execute<{ n: number }[]>(countSql, [id]);
+  return row?.n ?? 0;
 }
 
 /** Tables one database may hold (Airtable's limit per base). */
@@ -81,14 +95,13 @@ export const MAX_TABLES_PER_DATABASE = 1_000;
  * entry list every table, and records and files lock each table while deleting its rows.
  */
 export async function databaseFull(em: EntityManager, databaseId: bigint): Promise<boolean> {
-  await em.execute("select pg_advisory_xact_lock(hashtextextended(?, 0))", [
+  const held = await countUnderLock(
+    em,
     `catalog.database-tables:${databaseId}`,
-  ]);
-  const [row] = await em.execute<{ n: number }[]>(
     "select count(*)::int as n from tables where database_id = ?",
-    [databaseId],
+    databaseId,
   );
-  return (row?.n ?? 0) >= MAX_TABLES_PER_DATABASE;
+  return held >= MAX_TABLES_PER_DATABASE;
 }
 
 /** Whether another table of the database has this name, regardless of case. */
