@@ -158,6 +158,8 @@ function elapsed(started: number): number {
  */
 export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcServer> {
   let serving = true;
+  /** Resolved by `close`: open Health.Watch streams then say NOT_SERVING and end. */
+  const stopping = Promise.withResolvers<void>();
   const names = new Set(["", ...options.services.map((s) => s.typeName)]);
   const status = (service: string) =>
     !names.has(service)
@@ -184,9 +186,12 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
         },
         async *watch(req, ctx) {
           yield { status: status(req.service) };
-          await new Promise<void>((resolve) =>
-            ctx.signal.addEventListener("abort", () => resolve()),
+          const gone = new Promise<void>((resolve) =>
+            ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
           );
+          await Promise.race([gone, stopping.promise]);
+          // Closing: the watcher learns it, and the stream no longer holds the close back.
+          if (!ctx.signal.aborted) yield { status: status(req.service) };
         },
       });
       registerReflection(router, [...options.services, Health]);
@@ -220,6 +225,7 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     port,
     async close() {
       serving = false;
+      stopping.resolve();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
       // A graceful close waits for every connection to end, and a peer may never end its side

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import http2 from "node:http2";
 import net from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import {
@@ -13,7 +13,7 @@ import {
 } from "@rowbase/proto/grpc/health/v1/health_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusedStreamRetryInterceptor } from "../src/grpc-retry.js";
-import type { GrpcServer } from "../src/index.js";
+import { createServiceClient, type GrpcServer } from "../src/index.js";
 import { startTestGrpcServer } from "./test-grpc-server.js";
 
 let server: GrpcServer;
@@ -47,6 +47,26 @@ describe("gRPC server", () => {
   it("answers grpc.health.v1 checks from a plain grpc-js client", async () => {
     expect(await check("")).toEqual({ status: ServingStatus.SERVING });
     expect(await check("rowbase.unknown.v1.NopeService")).toEqual({ code: grpc.status.NOT_FOUND });
+  });
+});
+
+describe("gRPC server closing", () => {
+  it("tells a Health.Watch stream NOT_SERVING and ends it, instead of waiting on it", async () => {
+    const server = await startTestGrpcServer({ closeGraceMs: 60_000 });
+    const client = createServiceClient(Health, `http://127.0.0.1:${server.port}`);
+    const statuses: string[] = [];
+    const watching = (async () => {
+      try {
+        for await (const r of client.watch({ service: "" })) statuses.push(ServingStatus[r.status]);
+        statuses.push("ended");
+      } catch (error) {
+        statuses.push(`failed: ${ConnectError.from(error).code}`);
+      }
+    })();
+    await expect.poll(() => statuses).toEqual(["SERVING"]);
+    await server.close();
+    await watching;
+    expect(statuses).toEqual(["SERVING", "NOT_SERVING", "ended"]);
   });
 });
 
