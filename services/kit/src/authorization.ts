@@ -37,6 +37,14 @@ export function membershipCacheKey(organizationId: bigint, userId: bigint): stri
 const NOT_A_MEMBER = "-";
 
 /**
+ * What a changed membership's cache entry says for MEMBERSHIP_CHANGED_SECONDS: "ask the
+ * organization service". Roles are only added where no entry is, so a lookup that read the old
+ * role just before the change cannot put it back; meanwhile every call asks.
+ */
+export const MEMBERSHIP_CHANGED = "?";
+export const MEMBERSHIP_CHANGED_SECONDS = 10;
+
+/**
  * The role check every service makes (the gateway authenticates, services authorize). Roles
  * are cached in the shared cache for a few seconds; the organization service deletes the entry
  * when it changes a membership, and member events evict it again, so a removed member loses
@@ -59,9 +67,11 @@ export class Authorizer {
     const key = membershipCacheKey(organizationId, principal.userId);
     // A cache that fails (Redis down) is skipped: the organization service decides.
     const cached = await this.cache.get(key).catch(() => null);
-    if (cached) return cached === NOT_A_MEMBER ? undefined : (cached as Role);
+    if (cached && cached !== MEMBERSHIP_CHANGED) {
+      return cached === NOT_A_MEMBER ? undefined : (cached as Role);
+    }
     const role = await this.lookup(organizationId, principal.userId);
-    await this.cache.set(key, role ?? NOT_A_MEMBER, this.ttlSeconds).catch(() => {});
+    await this.cache.setIfAbsent(key, role ?? NOT_A_MEMBER, this.ttlSeconds).catch(() => {});
     return role;
   }
 
@@ -85,9 +95,9 @@ export class Authorizer {
     throw domainError(Code.PermissionDenied, "organization_forbidden");
   }
 
-  /** Forgets a cached role (the organization service calls it right after a change commits). */
+  /** Forgets a cached role, leaving MEMBERSHIP_CHANGED (see there) in its place. */
   async evict(organizationId: bigint, userId: bigint): Promise<void> {
-    await this.cache.del(membershipCacheKey(organizationId, userId));
+    await markMembershipChanged(this.cache, [membershipCacheKey(organizationId, userId)]);
   }
 
   /**
@@ -101,4 +111,11 @@ export class Authorizer {
       await this.evict(event.organizationId, event.userId);
     });
   }
+}
+
+/** Replaces the cached roles at `keys` with MEMBERSHIP_CHANGED (the organization service's commit). */
+export async function markMembershipChanged(cache: Cache, keys: Iterable<string>): Promise<void> {
+  await Promise.all(
+    [...keys].map((key) => cache.set(key, MEMBERSHIP_CHANGED, MEMBERSHIP_CHANGED_SECONDS)),
+  );
 }

@@ -6,6 +6,8 @@ import {
   allows,
   createLogger,
   errorInfoOf,
+  MEMBERSHIP_CHANGED,
+  type MembershipLookup,
   membershipCacheKey,
   NatsBus,
   type Principal,
@@ -124,6 +126,21 @@ describe("Authorizer", () => {
     expect(await authorizer.roleOf(user(20n), 2n)).toBeUndefined();
   });
 
+  it("does not put back a role read just before the membership changed", async () => {
+    let answer: (role: Role | undefined) => void = () => {};
+    const slow: MembershipLookup = () => new Promise((resolve) => (answer = resolve));
+    const authorizer = new Authorizer(slow, cache, 60);
+    const pending = authorizer.roleOf(user(40n), 4n);
+    await new Promise((r) => setTimeout(r, 20));
+    // Removed while the lookup was on its way; the organization service marks the entry.
+    await authorizer.evict(4n, 40n);
+    answer("admin");
+    expect(await pending).toBe("admin");
+    expect(await cache.get(membershipCacheKey(4n, 40n))).toBe(MEMBERSHIP_CHANGED);
+    const now = new Authorizer(async () => undefined, cache, 60);
+    expect(await now.roleOf(user(40n), 4n)).toBeUndefined();
+  });
+
   it("evicts a cached role when a member event arrives", async () => {
     const authorizer = new Authorizer(lookup, cache, 60);
     roles.set("3:30", "admin");
@@ -136,7 +153,9 @@ describe("Authorizer", () => {
       toBinary(MemberRemovedSchema, event),
       crypto.randomUUID(),
     );
-    await expect.poll(() => cache.get(membershipCacheKey(3n, 30n)), { timeout: 5000 }).toBeNull();
+    await expect
+      .poll(() => cache.get(membershipCacheKey(3n, 30n)), { timeout: 5000 })
+      .toBe(MEMBERSHIP_CHANGED);
     expect(await authorizer.roleOf(user(30n), 3n)).toBeUndefined();
     await listener.stop();
   });

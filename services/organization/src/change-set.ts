@@ -8,6 +8,7 @@ import {
   auditChangesJson,
   type Cache,
   type Logger,
+  markMembershipChanged,
   type Orm,
   type OutboxRelay,
   type Principal,
@@ -76,7 +77,7 @@ export class ChangeSet {
     });
   }
 
-  /** A cache key to delete after the commit (membership roles). */
+  /** A membership's cache key, marked changed after the commit (kit MEMBERSHIP_CHANGED). */
   evict(...keys: string[]): void {
     for (const key of keys) this.evictions.add(key);
   }
@@ -116,7 +117,7 @@ export class Transactions {
       // call. Entries live only seconds, and member events evict them again.
       const done = changes;
       await Promise.all([
-        done.evictions.size > 0 ? this.cache.del(...done.evictions) : undefined,
+        markMembershipChanged(this.cache, done.evictions),
         ...[...done.revokedTokens].map((hash) =>
           this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
         ),

@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { auditChangesOf, membershipCacheKey } from "@rowbase/kit";
+import { auditChangesOf, MEMBERSHIP_CHANGED, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   InviteCreatedSchema,
@@ -339,7 +339,9 @@ describe("accept and decline", () => {
 
     await h.cache.set(membershipCacheKey(organizationId, invitee.id), "-", 60);
     await h.org.acceptInvite({ inviteId: created.inviteId }, await as(invitee));
-    expect(await h.cache.get(membershipCacheKey(organizationId, invitee.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(organizationId, invitee.id))).toBe(
+      MEMBERSHIP_CHANGED,
+    );
     const { members } = await h.org.listMembers({ organizationId }, await as(invitee));
     expect(members.find((m) => m.userId === invitee.id)).toMatchObject({
       role: Role.VIEWER,

@@ -1,4 +1,4 @@
-import { auditChangesOf, membershipCacheKey } from "@rowbase/kit";
+import { auditChangesOf, MEMBERSHIP_CHANGED, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   MemberRemovedSchema,
@@ -167,7 +167,7 @@ describe("update", () => {
       { organizationId: id, memberId: memberOf(editor), role: Role.VIEWER },
       await as(owner),
     );
-    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBe(MEMBERSHIP_CHANGED);
     await expect
       .poll(() =>
         eventsOf(h.events, "org.member.updated", MemberUpdatedSchema).find(
@@ -203,7 +203,7 @@ describe("remove", () => {
     const { id, owner, admin, editor, viewer, memberOf } = await team(h);
     await h.cache.set(membershipCacheKey(id, editor.id), "editor", 60);
     await h.org.removeMember({ organizationId: id, memberId: memberOf(editor) }, await as(admin));
-    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBe(MEMBERSHIP_CHANGED);
     expect(await roleOf(id, editor)).toBeUndefined();
     expect(await reasonOf(h.org.listMembers({ organizationId: id }, await as(editor)))).toBe(
       "organization_not_found",
@@ -392,8 +392,8 @@ describe("owner transfer", () => {
     expect(organization).toMatchObject({ organizationId: id, role: Role.ADMIN });
     expect(await roleOf(id, owner)).toBe("admin");
     expect(await roleOf(id, editor)).toBe("owner");
-    expect(await h.cache.get(membershipCacheKey(id, owner.id))).toBeNull();
-    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(id, owner.id))).toBe(MEMBERSHIP_CHANGED);
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBe(MEMBERSHIP_CHANGED);
     const { rows } = await h.db.query(
       "select count(*)::int as n from organization.transfer_codes where organization_id = $1",
       [id],

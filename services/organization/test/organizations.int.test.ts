@@ -3,6 +3,7 @@ import {
   API_TOKEN_NOT_FOUND,
   apiTokenCacheKey,
   auditChangesOf,
+  MEMBERSHIP_CHANGED,
   membershipCacheKey,
 } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -385,7 +386,7 @@ describe("delete", () => {
       );
       expect(rows[0].n, table).toBe(0);
     }
-    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBeNull();
+    expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBe(MEMBERSHIP_CHANGED);
     expect(await h.cache.get(apiTokenCacheKey(tokenHash))).toBe(API_TOKEN_NOT_FOUND);
     expect(
       await reasonOf(
