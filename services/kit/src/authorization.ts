@@ -46,9 +46,9 @@ export const MEMBERSHIP_CHANGED_SECONDS = 10;
 
 /**
  * The role check every service makes (the gateway authenticates, services authorize). Roles
- * are cached in the shared cache for a few seconds; the organization service deletes the entry
- * when it changes a membership, and member events evict it again, so a removed member loses
- * access at once.
+ * are cached in the shared cache for a few seconds; the organization service marks the entry
+ * MEMBERSHIP_CHANGED when it changes a membership, and member events mark it again, so a removed
+ * member loses access at once.
  */
 export class Authorizer {
   constructor(
