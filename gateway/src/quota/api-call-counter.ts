@@ -2,6 +2,7 @@ import type { Cache } from "@rowbase/kit";
 import {
   addToCounter,
   type FreshCounter,
+  type MonthlyCounterKind,
   type MonthlyUsageRebuild,
 } from "./monthly-usage-rebuild.js";
 
@@ -20,6 +21,23 @@ export function utcMonthOf(now: Date): string {
 export function secondsToNextMonth(now: Date): number {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
+}
+
+/**
+ * The counter of an organization's `kind` in the UTC month of `now`, under the key `keyOf`
+ * names, living until the month is over (and COUNTER_GRACE_SECONDS more).
+ */
+export function monthlyCounter(
+  kind: MonthlyCounterKind,
+  keyOf: (organizationId: bigint, month: string) => string,
+  organizationId: bigint,
+  now: Date,
+  requestId: string | undefined,
+): FreshCounter {
+  const month = utcMonthOf(now);
+  const key = keyOf(organizationId, month);
+  const ttlSeconds = secondsToNextMonth(now) + COUNTER_GRACE_SECONDS;
+  return { kind, organizationId, month, key, ttlSeconds, now, requestId };
 }
 
 /**
@@ -63,23 +81,12 @@ export class ApiCallCounter {
   async count(organizationId: bigint, allowance: bigint, requestId?: string): Promise<CountResult> {
     const now = this.now();
     const untilNextMonth = secondsToNextMonth(now);
-    const month = utcMonthOf(now);
-    const key = apiCallCounterKey(organizationId, month);
-    const ttlSeconds = untilNextMonth + COUNTER_GRACE_SECONDS;
     // Nothing to count against: no increment that would only be taken back.
     if (allowance <= 0n) return { admitted: false, retryAfterSeconds: untilNextMonth };
-    const counter: FreshCounter = {
-      kind: "api-calls",
-      organizationId,
-      month,
-      key,
-      ttlSeconds,
-      now,
-      requestId,
-    };
+    const counter = monthlyCounter("api-calls", apiCallCounterKey, organizationId, now, requestId);
     const count = await addToCounter(this.cache, counter, 1, this.rebuild);
     if (BigInt(count) <= allowance) return { admitted: true, count };
-    await takeBack(this.cache, key, 1);
+    await takeBack(this.cache, counter.key, 1);
     return { admitted: false, retryAfterSeconds: untilNextMonth };
   }
 

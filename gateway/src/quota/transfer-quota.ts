@@ -16,15 +16,9 @@ import { TransferCountedSchema } from "@rowbase/proto/rowbase/events/v1/usage_ev
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
 import type { ErrorCode } from "../errors/error-table.js";
-import {
-  COUNTER_GRACE_SECONDS,
-  secondsToNextMonth,
-  takeBack,
-  utcMonthOf,
-} from "./api-call-counter.js";
+import { monthlyCounter, takeBack, utcMonthOf } from "./api-call-counter.js";
 import {
   addToCounter,
-  type FreshCounter,
   MonthlyUsageRebuild,
   organizationMonthlyUsage,
 } from "./monthly-usage-rebuild.js";
@@ -59,22 +53,16 @@ export class TransferCounter {
     allowance: bigint,
     requestId?: string,
   ): Promise<string | undefined> {
-    const now = this.now();
-    const month = utcMonthOf(now);
-    const key = transferCounterKey(organizationId, month);
-    const ttlSeconds = secondsToNextMonth(now) + COUNTER_GRACE_SECONDS;
-    const counter: FreshCounter = {
-      kind: "transfer",
+    const counter = monthlyCounter(
+      "transfer",
+      transferCounterKey,
       organizationId,
-      month,
-      key,
-      ttlSeconds,
-      now,
+      this.now(),
       requestId,
-    };
+    );
     const total = await addToCounter(this.cache, counter, bytes, this.rebuild);
-    if (BigInt(total) <= allowance) return key;
-    await takeBack(this.cache, key, bytes);
+    if (BigInt(total) <= allowance) return counter.key;
+    await takeBack(this.cache, counter.key, bytes);
     return undefined;
   }
 
