@@ -11,6 +11,17 @@ export type Orm = MikroORM;
 let defaultPoolMax = 10;
 
 /**
+ * How long a query waits for a connection: to open one (a server that accepts TCP but never
+ * answers, or an address whose packets are dropped, would otherwise hold it until the caller's
+ * deadline) or for one of a full pool to come free. Past it the query fails with node-postgres's
+ * "Connection terminated due to connection timeout" or "timeout exceeded when trying to
+ * connect", which `isUnreachableDependency` knows: gRPC Unavailable, the gateway's 503. It is
+ * shorter than the 8 s service-to-service deadline, so the caller gets that answer rather than
+ * a deadline of its own, and waiters do not pile up behind a database that is not there.
+ */
+export const DB_CONNECT_TIMEOUT_MS = 5_000;
+
+/**
  * The connection pool size of every ORM created from now on in this process. A service alone
  * keeps 10; the one-process launcher runs six services against one PostgreSQL and asks for
  * fewer each, so that a laptop's (or a test run's) server is not out of connections.
@@ -28,6 +39,8 @@ export interface OrmOptions {
   migrations: Constructor<Migration>[];
   logger?: Logger;
   poolSize?: number;
+  /** `DB_CONNECT_TIMEOUT_MS` when absent. */
+  connectTimeoutMs?: number;
   /** Where the pool gauges are; the process's registry when absent. */
   metrics?: MetricsRegistry;
 }
@@ -42,6 +55,8 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
     pool: { min: 0, max: options.poolSize ?? defaultPoolMax, idleTimeoutMillis: 5_000 },
     driverOptions: {
       options: `-c search_path=${options.schema}`,
+      // Options here reach the pg Pool as they are; MikroORM's `pool` has no timeout of its own.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DB_CONNECT_TIMEOUT_MS,
       onPoolCreated: (pool: Pool) => {
         trackDbPool(options.metrics ?? processMetricsRegistry(), options.schema, pool);
         pool.on("connect", prepareNamedStatements);
