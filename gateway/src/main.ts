@@ -4,6 +4,7 @@ import {
   createCache,
   createLogger,
   createServiceClient,
+  shutDown,
   startObservability,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
@@ -45,14 +46,13 @@ async function main() {
     ],
   });
   logger.info({ port: gateway.port }, "gateway listening");
-  const shutdown = async () => {
-    logger.info("shutting down");
-    await gateway.close();
-    await bus.close();
-    await cache.close();
-    await observability.close();
-    process.exit(0);
-  };
+  const shutdown = () =>
+    shutDown(logger, {
+      gateway: () => gateway.close(),
+      bus: () => bus.close(),
+      cache: () => cache.close(),
+      observability: () => observability.close(),
+    });
   process.once("SIGTERM", shutdown);
   process.once("SIGINT", shutdown);
 }

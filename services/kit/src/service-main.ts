@@ -43,14 +43,13 @@ export function runServiceMain<S extends z.ZodType<BaseServiceConfig>>(spec: Ser
     const bus = await createBus(config.NATS_URL, logger);
     const service = await spec.start(config, { logger, cache, bus });
     logger.info({ port: service.server.port }, `${spec.name} listening`);
-    const shutdown = async () => {
-      logger.info("shutting down");
-      await service.stop();
-      await bus.close();
-      await cache.close();
-      await observability.close();
-      process.exit(0);
-    };
+    const shutdown = () =>
+      shutDown(logger, {
+        service: () => service.stop(),
+        bus: () => bus.close(),
+        cache: () => cache.close(),
+        observability: () => observability.close(),
+      });
     process.once("SIGTERM", shutdown);
     process.once("SIGINT", shutdown);
   };
@@ -62,4 +61,28 @@ export function runServiceMain<S extends z.ZodType<BaseServiceConfig>>(spec: Ser
     );
     process.exit(1);
   });
+}
+
+/**
+ * A process's end after SIGTERM/SIGINT: runs the steps in order, each one even when one before
+ * it failed (a service whose stop rejects still has its bus, cache and exporter closed), logs a
+ * failed step with its error, and exits, 1 when a step failed (so that a supervisor sees it)
+ * and 0 otherwise. It never rejects: from a signal handler, a rejection would be unhandled, and
+ * would end the process with the remaining steps skipped and nothing in the log.
+ */
+export async function shutDown(
+  logger: Logger,
+  steps: Record<string, () => Promise<unknown>>,
+): Promise<never> {
+  logger.info("shutting down");
+  let failed = false;
+  for (const [step, run] of Object.entries(steps)) {
+    try {
+      await run();
+    } catch (error) {
+      failed = true;
+      logger.error({ step, err: error }, "shutdown step failed");
+    }
+  }
+  process.exit(failed ? 1 : 0);
 }

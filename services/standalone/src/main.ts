@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, createLogger, parseConfig, startObservability } from "@rowbase/kit";
+import { ConfigError, createLogger, parseConfig, shutDown, startObservability } from "@rowbase/kit";
 import { standaloneEnv } from "./config.js";
 import { startEmbeddedPostgres } from "./embedded-postgres.js";
 import { loadOrCreateSecrets } from "./secrets.js";
@@ -50,14 +50,14 @@ async function main() {
     "Rowbase is running",
   );
   let stopping = false;
-  const shutdown = async () => {
+  const shutdown = () => {
     if (stopping) return;
     stopping = true;
-    logger.info("shutting down");
-    await system.stop();
-    await postgres?.stop();
-    await observability.close();
-    process.exit(0);
+    void shutDown(logger, {
+      system: () => system.stop(),
+      postgres: async () => postgres?.stop(),
+      observability: () => observability.close(),
+    });
   };
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);
