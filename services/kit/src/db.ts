@@ -1,6 +1,6 @@
 import { type Migration, Migrator } from "@mikro-orm/migrations";
 import { type Constructor, MikroORM, type Options } from "@mikro-orm/postgresql";
-import type { Pool } from "pg";
+import pg, { type ClientConfig, type Pool } from "pg";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry, trackDbPool } from "./metrics.js";
 import { OutboxEvent } from "./outbox.js";
@@ -11,15 +11,28 @@ export type Orm = MikroORM;
 let defaultPoolMax = 10;
 
 /**
- * How long a query waits for a connection: to open one (a server that accepts TCP but never
- * answers, or an address whose packets are dropped, would otherwise hold it until the caller's
- * deadline) or for one of a full pool to come free. Past it the query fails with node-postgres's
- * "Connection terminated due to connection timeout" or "timeout exceeded when trying to
- * connect", which `isUnreachableDependency` knows: gRPC Unavailable, the gateway's 503. It is
- * shorter than the 8 s service-to-service deadline, so the caller gets that answer rather than
- * a deadline of its own, and waiters do not pile up behind a database that is not there.
+ * How long opening a connection may take: a server that accepts TCP but never answers, or an
+ * address whose packets are dropped, would otherwise hold every query until its caller's
+ * deadline. Past it the connection fails (node-postgres: "Connection terminated due to
+ * connection timeout"), which `isUnreachableDependency` knows: gRPC Unavailable, the
+ * gateway's 503. It is shorter than the 8 s service-to-service deadline, so the caller gets
+ * that answer rather than a deadline of its own. It bounds opening a connection only, not a
+ * wait for a busy pool's next free one: slow pages under load queue there for seconds and
+ * still answer (pg-pool's own `connectionTimeoutMillis` would bound both alike).
  */
 export const DB_CONNECT_TIMEOUT_MS = 5_000;
+
+/** node-postgres's client, opening its connection within `timeoutMs`. */
+function clientWithConnectTimeout(timeoutMs: number): typeof pg.Client {
+  return class extends pg.Client {
+    constructor(config?: string | ClientConfig) {
+      super({
+        ...(typeof config === "string" ? { connectionString: config } : config),
+        connectionTimeoutMillis: timeoutMs,
+      });
+    }
+  };
+}
 
 /**
  * The connection pool size of every ORM created from now on in this process. A service alone
@@ -55,8 +68,8 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
     pool: { min: 0, max: options.poolSize ?? defaultPoolMax, idleTimeoutMillis: 5_000 },
     driverOptions: {
       options: `-c search_path=${options.schema}`,
-      // Options here reach the pg Pool as they are; MikroORM's `pool` has no timeout of its own.
-      connectionTimeoutMillis: options.connectTimeoutMs ?? DB_CONNECT_TIMEOUT_MS,
+      // Options here reach the pg Pool as they are; the pool makes its clients with `Client`.
+      Client: clientWithConnectTimeout(options.connectTimeoutMs ?? DB_CONNECT_TIMEOUT_MS),
       onPoolCreated: (pool: Pool) => {
         trackDbPool(options.metrics ?? processMetricsRegistry(), options.schema, pool);
         pool.on("connect", prepareNamedStatements);

@@ -12,6 +12,7 @@ describe("isUnreachableDependency", () => {
       withCode("connection failure", "08006"),
       new Error("Connection terminated unexpectedly"),
       new Error("timeout exceeded when trying to connect"),
+      new Error("timeout expired"),
       new Error("Redis unavailable (reconnecting)"),
       Object.assign(new Error("wrapped"), { name: "ConnectionException" }),
       new Error("query failed", { cause: withCode("read ECONNRESET", "ECONNRESET") }),

@@ -63,6 +63,9 @@ const UNREACHABLE_CODES = new Set([
   "53300",
 ]);
 
-/** What node-postgres, its pool and ioredis say without a code when a connection goes away. */
+/**
+ * What node-postgres, its pool and ioredis say without a code when a connection goes away
+ * (node-postgres's client says "timeout expired" when opening one takes too long).
+ */
 const UNREACHABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Redis unavailable|Stream isn't writeable|Connection is closed|Command timed out/i;
+  /^timeout expired$|Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Redis unavailable|Stream isn't writeable|Connection is closed|Command timed out/i;
