@@ -87,7 +87,8 @@ const richText = z
   .preprocess(once, oneOf(RICH_TEXT_FORMATS).optional())
   .describe(
     "How long_text values come out: `markdown` as stored (the default), `html` rendered and " +
-      "sanitised, `plain` text only",
+      "sanitised, `plain` text only. A page whose long texts take over 2 s to render answers " +
+      "400: ask for fewer records or for markdown",
   );
 
 const where = queryText(WHERE_MAX_LENGTH)

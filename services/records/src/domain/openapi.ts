@@ -89,7 +89,7 @@ function readParameters(fields: readonly SchemaField[]): JsonObject[] {
       name: "rich_text",
       in: "query",
       description:
-        "How long_text values come out: as stored (`markdown`), rendered and sanitised (`html`) or as text only (`plain`).",
+        "How long_text values come out: as stored (`markdown`), rendered and sanitised (`html`) or as text only (`plain`). A page whose long texts take over 2 s to render answers 400: ask for fewer records or for markdown.",
       schema: { type: "string", enum: ["markdown", "html", "plain"], default: "markdown" },
     },
     {
