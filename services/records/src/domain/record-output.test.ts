@@ -13,9 +13,10 @@ const field = (id: string, type: SchemaField["type"]): SchemaField => ({
   description: "",
 });
 const FIELDS = [field("1", "text"), field("2", "long_text")];
+const TABLE = 1n;
 const recordOf = (rowId: number, data: StoredRecord["data"]): StoredRecord => ({
   rowId: BigInt(rowId),
-  tableId: 1n,
+  tableId: TABLE,
   data,
   createdAt: new Date(0),
   updatedAt: new Date(0),
@@ -44,7 +45,7 @@ describe("renderTexts", () => {
     expect(rendered?.get(records[0]!)?.get("2")).toBe(html);
     expect(rendered?.get(records[1]!)?.get("2")).toBe(html);
     expect(rendered?.get(records[2]!)?.size).toBe(0);
-    expect(limits.cache.get(renderKey("html", "**same**"))).toBe(html);
+    expect(limits.cache.get(renderKey(TABLE, "html", "**same**"))).toBe(html);
     expect(await renderTexts(records, FIELDS, "markdown", signal)).toBeUndefined();
     expect(await renderTexts(records, [FIELDS[0]!], "plain", signal)).toBeUndefined();
     const options = { keys: "ids" as const, richText: "html" as const, rendered };
@@ -103,8 +104,10 @@ describe("renderTexts", () => {
       },
     ]);
     // The first value was rendered before the budget ran out: asking again goes further.
-    expect(limits.cache.get(renderKey("html", heavy(1)))).toMatch(/^<p><strong>Heavy<\/strong>/);
-    expect(limits.cache.get(renderKey("html", heavy(3)))).toBeUndefined();
+    expect(limits.cache.get(renderKey(TABLE, "html", heavy(1)))).toMatch(
+      /^<p><strong>Heavy<\/strong>/,
+    );
+    expect(limits.cache.get(renderKey(TABLE, "html", heavy(3)))).toBeUndefined();
   });
 
   it("answers cached texts without rendering, so they cost none of the budget", async () => {
@@ -143,10 +146,11 @@ describe("RenderCache", () => {
     expect(cache.get("a")).toBe("AAAAAAA");
   });
 
-  it("keys a text by format and content, long texts of one length apart", () => {
+  it("keys a text by table, format and content, long texts of one length apart", () => {
     const long = (last: string) => `${"a".repeat(99_999)}${last}`;
-    expect(renderKey("html", long("1"))).not.toBe(renderKey("html", long("2")));
-    expect(renderKey("html", long("1"))).not.toBe(renderKey("plain", long("1")));
-    expect(renderKey("html", long("1"))).toBe(renderKey("html", long("1")));
+    expect(renderKey(1n, "html", long("1"))).not.toBe(renderKey(1n, "html", long("2")));
+    expect(renderKey(1n, "html", long("1"))).not.toBe(renderKey(1n, "plain", long("1")));
+    expect(renderKey(1n, "html", long("1"))).not.toBe(renderKey(2n, "html", long("1")));
+    expect(renderKey(1n, "html", long("1"))).toBe(renderKey(1n, "html", long("1")));
   });
 });

@@ -84,7 +84,7 @@ export async function renderTexts(
     for (const field of texts) {
       const source = record.data[field.id];
       if (typeof source !== "string") continue;
-      const key = renderKey(richText, source);
+      const key = renderKey(record.tableId, richText, source);
       const cached = limits.cache.get(key);
       if (cached !== undefined) {
         ofRecord.set(field.id, cached);

@@ -2,14 +2,15 @@ import { createHash } from "node:crypto";
 import type { RichText } from "./rich-text.js";
 
 /**
- * The key of a long text in a format: a SHA-256 of both. A hash rather than the text itself,
- * because V8 hashes a string of more than 16,383 characters by its length alone: long texts of
- * one length would all share a bucket of a Map keyed by them, and a page of 1000 such values
- * (100,000 characters, one prefix) takes seconds of comparisons to look up. The hash also keeps
- * the cache from holding the source texts.
+ * The key of a long text of a table in a format: a SHA-256 of the three. A hash rather than the
+ * text itself, because V8 hashes a string of more than 16,383 characters by its length alone:
+ * long texts of one length would all share a bucket of a Map keyed by them, and a page of 1000
+ * such values (100,000 characters, one prefix) takes seconds of comparisons to look up. The
+ * hash also keeps the cache from holding the source texts. The table is part of the key so
+ * that how fast an answer comes never tells one organization what another one stores.
  */
-export function renderKey(format: RichText, source: string): string {
-  return createHash("sha256").update(format).update("\0").update(source).digest("base64");
+export function renderKey(tableId: bigint, format: RichText, source: string): string {
+  return createHash("sha256").update(`${tableId}\0${format}\0`).update(source).digest("base64");
 }
 
 /**
