@@ -163,8 +163,15 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: J
   const created = await send<{ outcome: string }>(
     client,
     createRecordsStatement(
-      // The benchmark table has no autonumber field; the service sends its (empty) list too.
-      { ...target, limit: 1_000_000_000_000_000n, autonumberFields: [] },
+      // The benchmark table has no autonumber field; the service sends its (empty) list too,
+      // and the fields the records hold values for.
+      {
+        ...target,
+        limit: 1_000_000_000_000_000n,
+        autonumberFields: [],
+        fields: [...new Set(datas.flatMap((data) => Object.keys(data)))],
+        pendingChecked: [],
+      },
       rows,
       audits(target.createdEvent, datas.length),
     ),
@@ -173,7 +180,8 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: J
 }
 
 /**
- * Records.update of one record: lock it, write the merged data, one audit event. It updates a
+ * Records.update of one record: lock it (past `write_gate`), write the merged data, one audit
+ * event. It updates a
  * seeded record of the benchmark table, as the Rowbase scenario does.
  */
 export async function rawPatch(
@@ -186,7 +194,10 @@ export async function rawPatch(
   await transaction(client, async () => {
     const found = await send<{ data: JsonObject }>(
       client,
-      findRecordsStatement(BigInt(tableId), [BigInt(rowId)], true),
+      findRecordsStatement(BigInt(tableId), [BigInt(rowId)], true, {
+        fields: Object.keys(change),
+        pendingChecked: [],
+      }),
     );
     const before = found.rows[0];
     if (!before) throw new Error(`record ${rowId} not found`);

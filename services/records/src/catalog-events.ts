@@ -25,7 +25,9 @@ import {
   TableUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import {
+  clearTypeChangePending,
   deleteTablesRecords,
+  dropDeletedField,
   lockTableExclusive,
   numberExistingRecords,
 } from "./db/record-store.js";
@@ -62,7 +64,7 @@ function tablesNamed(message: BusMessage): bigint[] {
  * Records' part of catalog's changes (CATALOG stream, durable `records_catalog`): every event
  * evicts the cached schemas of the tables it names; deleted tables and databases take their
  * records with them (and give the organization's record count back); a deleted field's values
- * go, a type change converts them, a choice rename renames them, a new autonumber field numbers
+ * go (and it is marked deleted for writes of an older schema), a type change converts them, a choice rename renames them, a new autonumber field numbers
  * the records that exist. Each event is applied once (`consumeOnce`): its id is recorded in
  * `processed_event` in the transaction that applies it, so a redelivery or a replay finds it
  * done. A type change converts its values a chunk per transaction before that one, which
@@ -121,11 +123,7 @@ export class CatalogEvents {
         break;
       case SUBJECTS.fieldDeleted: {
         const event = fromBinary(FieldDeletedSchema, message.data);
-        await query(
-          em,
-          "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
-          [event.tableId, event.fieldId.toString()],
-        );
+        await dropDeletedField(em, event.tableId, event.fieldId);
         await retireCounter(em, event.tableId, event.fieldId);
         break;
       }
@@ -146,6 +144,13 @@ export class CatalogEvents {
         this.pendingTypeChanges.delete(message.id);
         const converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
+        // Converted: the change is no longer pending, and writes need not convert to it.
+        await clearTypeChangePending(em, {
+          tableId: change.scope.tableId,
+          fieldId: change.fieldId,
+          toType: change.to.type,
+          toOptions: change.to.options,
+        });
         if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
           await retireCounter(em, change.scope.tableId, change.fieldId);
         }

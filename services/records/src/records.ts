@@ -12,9 +12,12 @@ import {
   type GateOutcome,
   insertRecords,
   lockForCreate,
+  lockRecordsForWrite,
   type PageQuery,
+  type PendingTypeChange,
   pageWithTotal,
   passCreateGate,
+  pendingTypeChanges,
   releaseRecords,
   takeAutonumbers,
   writeRecords,
@@ -24,6 +27,7 @@ import { BATCH_MAX, DEFAULT_LIMIT, PAGE_MAX, tableOpenApi } from "./domain/opena
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
+import { pendingProblem } from "./domain/type-change.js";
 import {
   recordLimitExceeded,
   recordNotFound,
@@ -164,16 +168,64 @@ function scopeOf(schema: TableSchema) {
   };
 }
 
-/** A create's schema was older than the table's autonumber fields: read it again and retry. */
+/**
+ * A write's schema was older than the table's autonumber fields, or still had a field the write
+ * holds a value for that is deleted: read it again and retry.
+ */
 class StaleSchema extends Error {}
 
-/** Schemas a create tries before it gives up with Unavailable (each stale one is a race lost). */
-const CREATE_ATTEMPTS = 3;
+/**
+ * A field a create writes has a pending type change (`pending_type_change`) the create has not
+ * checked its values against: read the pending changes and retry.
+ */
+class PendingChanges extends Error {}
+
+/** Tries a write makes before it gives up with Unavailable (each stale one is a race lost). */
+const WRITE_ATTEMPTS = 3;
 
 /** Why `create_gate` refused a create (thrown, so that a transaction rolls back). */
 function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
-  if (outcome === "stale") return new StaleSchema("the table has a newer autonumber field");
+  if (outcome === "stale") return new StaleSchema("the table's fields changed");
+  if (outcome === "pending") return new PendingChanges("a field's type is changing");
   return outcome === "gone" ? tableNotFound() : recordLimitExceeded();
+}
+
+/** Gives up on a write whose schema or pending changes kept changing. */
+function fieldsKeptChanging(): ConnectError {
+  return new ConnectError("the table's fields kept changing; try again", Code.Unavailable);
+}
+
+/** The fields (ids) that writes of `values` give a value (`write_gate` asks about those only). */
+function fieldsWritten(values: readonly CheckedValues[]): string[] {
+  const fields = new Set<string>();
+  for (const checked of values) {
+    for (const [id, value] of checked) if (value !== null) fields.add(id);
+  }
+  return [...fields];
+}
+
+/**
+ * The values of a write that would not survive a pending type change of their field (its
+ * conversion would clear them), as 400 items keyed by the field's name behind `prefix`.
+ */
+function pendingItems(
+  schema: TableSchema,
+  pending: readonly PendingTypeChange[],
+  writes: readonly { values: CheckedValues; prefix: string }[],
+): ValidationItem[] {
+  const items: ValidationItem[] = [];
+  for (const change of pending) {
+    const field = schema.fields.find((f) => f.id === change.fieldId);
+    if (!field) continue;
+    const to = { type: change.toType as SchemaField["type"], options: change.toOptions };
+    for (const { values, prefix } of writes) {
+      const value = values.get(change.fieldId);
+      const problem =
+        value === undefined ? undefined : pendingProblem(field, { fieldId: field.id, to }, value);
+      if (problem) items.push({ key: `${prefix}${field.name}`, message: problem, source: "body" });
+    }
+  }
+  return items;
 }
 
 /** An audit event `record.created` per record, every value set as a change. */
@@ -222,30 +274,39 @@ export class Records {
       if (problem) throw validationFailed([problem]);
     }
     let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    let fresh = false;
+    let pending: PendingTypeChange[] = [];
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.createWith(call, schema, inputs, batch, attempt > 1);
+        return await this.createWith(call, schema, inputs, batch, fresh, pending);
       } catch (error) {
-        if (!(error instanceof StaleSchema)) throw error;
-        if (attempt === CREATE_ATTEMPTS) {
-          throw new ConnectError("the table's fields kept changing; try again", Code.Unavailable);
+        if (!(error instanceof StaleSchema || error instanceof PendingChanges)) throw error;
+        if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
+        if (error instanceof PendingChanges) {
+          pending = await pendingTypeChanges(this.deps.tx.em(), schema.tableId);
+          continue;
         }
       }
-      // The table's autonumber fields changed after `schema` was read (see create_gate's
-      // `stale`, and `takeAutonumbers` for a deleted one): read it again from catalog.
+      // The table's fields changed after `schema` was read (see create_gate's `stale`, and
+      // `takeAutonumbers` for a deleted autonumber field): read it again from catalog.
       ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
         fresh: true,
       }));
+      fresh = true;
     }
   }
 
-  /** `create` against one schema; `fresh`: just read from catalog, not checked for staleness. */
+  /**
+   * `create` against one schema; `fresh`: just read from catalog, not checked for autonumber
+   * fields it lacks. The values must also convert to the `pending` type changes of their fields.
+   */
   private async createWith(
     call: Call,
     schema: TableSchema,
     inputs: readonly (JsonObject | undefined)[],
     batch: boolean,
     fresh: boolean,
+    pending: readonly PendingTypeChange[],
   ): Promise<RecordsView> {
     const items: ValidationItem[] = [];
     const checked: CheckedValues[] = [];
@@ -259,6 +320,13 @@ export class Records {
       if (result.ok) checked.push(result.values);
       else items.push(...result.items);
     });
+    if (items.length === 0) {
+      const writes = checked.map((values, index) => ({
+        values,
+        prefix: batch ? `records.${index}.data.` : "",
+      }));
+      items.push(...pendingItems(schema, pending, writes));
+    }
     if (items.length > 0) throw validationFailed(items);
     const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
     const datas = checked.map((values) => applyValues({}, values));
@@ -268,6 +336,8 @@ export class Records {
       organizationId: schema.organizationId,
       limit: quota.records,
       autonumberFields: fresh ? null : autonumbers.map((field) => field.id),
+      fields: fieldsWritten(checked),
+      pendingChecked: pending.map((change) => change.id),
     };
     // A new row has no file yet (row ids are never reused, and an upload needs the committed
     // row), so files is not asked: a create must not fail with 503 after it committed.
@@ -357,7 +427,29 @@ export class Records {
     patches: readonly { rowId: bigint; data: JsonObject | undefined }[],
     batch: boolean,
   ): Promise<RecordsView> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.updateWith(call, schema, patches, batch);
+      } catch (error) {
+        if (!(error instanceof StaleSchema)) throw error;
+        if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
+      }
+      // A field the update writes was deleted after `schema` was read (`write_gate`'s `stale`):
+      // read it again from catalog.
+      ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
+        fresh: true,
+      }));
+    }
+  }
+
+  /** `update` against one schema. */
+  private async updateWith(
+    call: Call,
+    schema: TableSchema,
+    patches: readonly { rowId: bigint; data: JsonObject | undefined }[],
+    batch: boolean,
+  ): Promise<RecordsView> {
     const items: ValidationItem[] = [];
     if (batch) {
       const problem = batchSizeProblem("records", patches.length, "records");
@@ -388,8 +480,22 @@ export class Records {
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
+      const { records: found, outcome } = await lockRecordsForWrite(em, schema.tableId, rowIds, {
+        fields: fieldsWritten(checked),
+        pendingChecked: [],
+      });
       if (found.length !== rowIds.length) throw recordNotFound();
+      if (outcome === "stale") throw new StaleSchema("a field the update writes is deleted");
+      if (outcome === "pending") {
+        // The table's shared lock, held from the gate to the commit, keeps these the only ones.
+        const pending = await pendingTypeChanges(em, schema.tableId);
+        const writes = checked.map((values, index) => ({
+          values,
+          prefix: batch ? `records.${index}.data.` : "",
+        }));
+        const problems = pendingItems(schema, pending, writes);
+        if (problems.length > 0) throw validationFailed(problems);
+      }
       const byId = new Map(found.map((record) => [record.rowId, record]));
       const writes: { rowId: bigint; data: JsonObject }[] = [];
       patches.forEach((patch, index) => {

@@ -6,17 +6,30 @@ import {
   type FieldLike,
   fieldLikeOf,
   fieldTypeFromProto,
+  isSelectType,
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
-import { epochMs, notProcessed } from "./db/record-store.js";
+import {
+  clearTypeChangePending,
+  epochMs,
+  markTypeChangePending,
+  notProcessed,
+} from "./db/record-store.js";
 import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
 import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
+import { SCHEMA_TTL_SECONDS } from "./table-schema.js";
 
 /** Records read and converted per statement (and, when applying, per transaction). */
 const CHUNK = 500;
 /** How many offending rows a refusal names. */
 const EXAMPLES = 5;
+/**
+ * How long a checked type change stays pending when its conversion does not come (catalog did
+ * not commit it): writes checked against the old type land only until catalog's commit deletes
+ * the cached schema, or, when that deletion failed, until the entry expires.
+ */
+export const PENDING_SECONDS = 2 * SCHEMA_TTL_SECONDS;
 
 interface CellRow {
   row_id: string;
@@ -72,7 +85,9 @@ export class TypeChanges {
 
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
-   * the new type and options, naming a few of the rows.
+   * the new type and options, naming a few of the rows. A change it agrees to is pending until
+   * its values are converted (or `PENDING_SECONDS`): writes of the field must convert to it too
+   * (`pending_type_change`, migrations/write-gate.ts).
    */
   async check(field: Field, newType: FieldType, newOptions: JsonObject | undefined): Promise<void> {
     const from = fieldLikeOf(field);
@@ -85,6 +100,34 @@ export class TypeChanges {
     if (!canChangeType(from.type, to.type)) {
       throw fieldTypeChangeInvalid({ message: `cannot convert ${from.type} to ${to.type}` });
     }
+    // Catalog announces no conversion for a select's new choices (removed ones in use are
+    // refused here), so nothing would end such a change's pending state.
+    const converts = from.type !== to.type || !isSelectType(to.type);
+    const pending = converts
+      ? await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
+          markTypeChangePending(
+            em,
+            {
+              tableId: field.tableId,
+              fieldId: field.fieldId,
+              toType: to.type,
+              toOptions: to.options,
+            },
+            PENDING_SECONDS,
+          ),
+        )
+      : undefined;
+    try {
+      await this.checkValues(field, from, to);
+    } catch (error) {
+      // Catalog changes nothing after a refusal (or a failure): writes need not convert.
+      if (pending) await clearTypeChangePending(this.tx.em(), { id: pending });
+      throw error;
+    }
+  }
+
+  /** `check`'s reading of the stored values. */
+  private async checkValues(field: Field, from: FieldLike, to: FieldLike): Promise<void> {
     const em = this.tx.em();
     const offending: string[] = [];
     let count = 0;
@@ -199,8 +242,9 @@ function contextOf(change: TypeChange): CallContext {
 
 /**
  * Converts the values of `rows` that are not already what the new type makes of them. A value
- * that does not convert can only have been written after catalog's check (by a write whose
- * schema was still the old one); it is cleared, and an audit entry `record.updated` by the
+ * that does not convert can only have been written after catalog's check by a write whose
+ * schema was still the old one once the change was no longer pending (`PENDING_SECONDS`); it is
+ * cleared, and an audit entry `record.updated` by the
  * system keeps it, so the 90-day audit log shows what was lost and when.
  */
 async function convertRows(

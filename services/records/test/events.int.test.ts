@@ -7,6 +7,7 @@ import {
   SUBJECTS,
   tableSchemaCacheKey,
 } from "@rowbase/kit";
+import { optionsAfterTypeChange } from "@rowbase/kit/field-types";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
@@ -38,6 +39,7 @@ import {
   type Team,
   type TestTable,
   team,
+  validationOf,
 } from "./harness.js";
 
 // What records does on its own: audit and deletion events for its writes, and its part of
@@ -630,6 +632,144 @@ describe("catalog changes", () => {
       await as(t.editor),
     );
     expect(record!.data![id]).toBe(4);
+  });
+});
+
+describe("a write between a type change's check and its conversion", () => {
+  it("must convert to the new type too, else 400, and what it wrote survives the conversion", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Code", FieldType.TEXT),
+      def("Note", FieldType.TEXT),
+    ]);
+    const [row] = await seed(table, [{ Code: "12" }]);
+    const code = table.id.Code!;
+    const { tableId } = table;
+    const field = table.fields.find((f) => f.name === "Code")!;
+    const editor = await as(t.editor);
+    // Catalog's check, with the options catalog will commit: records agrees, and the change is
+    // pending until catalog commits it and records converts the values.
+    await h.records.checkFieldTypeChange(
+      {
+        field,
+        newType: FieldType.NUMBER,
+        newOptions: optionsAfterTypeChange({ type: "text", options: {} }, "number"),
+      },
+      await as(SERVICE),
+    );
+    // Writes checked against the text field land meanwhile: a value that would not convert is
+    // refused, in a create, a batch and an update alike, and nothing is written...
+    const refusal = (key: string) => [
+      {
+        key,
+        message: expect.stringMatching(/number type the field is changing to/),
+        source: "body",
+      },
+    ];
+    expect(
+      await validationOf(h.records.createRecord({ tableId, data: { Code: "five" } }, editor)),
+    ).toEqual(refusal("Code"));
+    expect(
+      await validationOf(
+        h.records.batchCreateRecords(
+          { tableId, records: [{ data: { Code: "1" } }, { data: { Code: "y" } }] },
+          editor,
+        ),
+      ),
+    ).toEqual(refusal("records.1.data.Code"));
+    expect(
+      await validationOf(
+        h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Code: "x" } }, editor),
+      ),
+    ).toEqual(refusal("Code"));
+    expect(await stored(tableId)).toEqual([{ [code]: "12" }]);
+    // ...and values that convert, or other fields, are written.
+    await h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Code: "13" } }, editor);
+    await h.records.createRecord({ tableId, data: { Code: " 7 ", Note: "b" } }, editor);
+    await h.records.createRecord({ tableId, data: { Note: "c" } }, editor);
+
+    // Catalog commits the change and records converts: no value written is lost.
+    await h.catalog.updateField(
+      { fieldId: field.fieldId, type: FieldType.NUMBER },
+      await as(t.owner),
+    );
+    await eventually(async () =>
+      expect((await stored(tableId)).map((d) => d[code])).toEqual([13, 7, undefined]),
+    );
+    expect(
+      eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).filter(
+        (e) => e.tableId === tableId && e.meta?.actor?.type === Actor_Type.SYSTEM,
+      ),
+    ).toEqual([]);
+    // The conversion ended the pending change: a text written now (the field is a number again
+    // after this) is not held to it.
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from records.pending_type_change where table_id = $1",
+        [tableId.toString()],
+      );
+      expect(rows[0].n).toBe(0);
+    });
+  });
+
+  it("is not held to a change the check refused", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
+    await seed(table, [{ Code: "x" }]);
+    const field = table.fields[0]!;
+    expect(
+      await reasonOf(
+        h.records.checkFieldTypeChange({ field, newType: FieldType.NUMBER }, await as(SERVICE)),
+      ),
+    ).toBe("field_type_change_invalid");
+    await h.records.createRecord(
+      { tableId: table.tableId, data: { Code: "y" } },
+      await as(t.editor),
+    );
+    expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual(["x", "y"]);
+  });
+});
+
+describe("a write whose schema still has a deleted field", () => {
+  it("is checked again against the table as it is, and stores nothing under the field", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Gone", FieldType.TEXT),
+    ]);
+    const { tableId } = table;
+    const name = table.id.Name!;
+    // The consumer's events of the table's own fields are applied (and their evictions done).
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const [row] = await seed(table, [{ Name: "a", Gone: "g" }]);
+    const key = tableSchemaCacheKey(tableId);
+    const before = await h.cache.get(key);
+    expect(before).not.toBeNull();
+    await h.catalog.deleteField({ fieldId: BigInt(table.id.Gone!) }, await as(t.owner));
+    await eventually(async () => expect(await stored(tableId)).toEqual([{ [name]: "a" }]));
+    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Each write's view: the schema as it was cached before the deletion (a write that reads
+    // it again from catalog caches the new one).
+    const stale = () => h.cache.set(key, before!, 60);
+    const editor = await as(t.editor);
+    const unknown = [{ key: "Gone", message: "is not a field of this table", source: "body" }];
+
+    await stale();
+    expect(
+      await validationOf(
+        h.records.createRecord({ tableId, data: { Name: "b", Gone: "x" } }, editor),
+      ),
+    ).toEqual(unknown);
+    await stale();
+    expect(
+      await validationOf(
+        h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Gone: "y" } }, editor),
+      ),
+    ).toEqual(unknown);
+    // Writes of the other fields go ahead.
+    await stale();
+    await h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Name: "a2" } }, editor);
+    await stale();
+    await h.records.createRecord({ tableId, data: { Name: "c" } }, editor);
+    expect(await stored(tableId)).toEqual([{ [name]: "a2" }, { [name]: "c" }]);
   });
 });
 

@@ -177,6 +177,7 @@ export async function startHarness(): Promise<Harness> {
     "InitialSchema",
     "CreateGate",
     "CreateGateAutonumbers",
+    "WriteGate",
   ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>

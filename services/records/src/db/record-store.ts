@@ -133,8 +133,9 @@ function organizationLockKey(organizationId: bigint): string {
 }
 
 /**
- * Taken (shared) by every create until its transaction ends, and exclusively by the deletion of
- * the table or the organization: a create either commits before the deletion removes what it
+ * Taken (shared) by every create until its transaction ends (the table's also by every update,
+ * through `write_gate`), and exclusively by the deletion of the table or the organization (the
+ * table's also by a field's deletion and a type change's check, migrations/write-gate.ts): a create either commits before the deletion removes what it
  * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) that
  * `create_gate` looks for — so a create racing a deletion never leaves a record behind. Taken
  * first in a create's transaction (before autonumber counters, in the deletion's order);
@@ -185,26 +186,47 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
 }
 
 /**
- * What `create_gate` (migrations/create-gate-autonumbers.ts) answers; `stale`: the table has an
- * autonumber field the create did not number (its schema is older than the field).
+ * What `create_gate` (migrations/create-gate-autonumbers.ts, write-gate.ts) answers; `stale`: the
+ * table has an autonumber field the create did not number, or a field the create holds a value
+ * for is deleted (its schema is older than the change); `pending`: a field the create holds a
+ * value for has a pending type change the create has not checked its values against.
  */
-export type GateOutcome = "ok" | "gone" | "over_limit" | "stale";
+export type GateOutcome = "ok" | "gone" | "over_limit" | "stale" | "pending";
 
-/** The call of `create_gate` on a statement's first five parameters. */
+/** What `write_gate` answers (`create_gate` passes these on). */
+export type WriteGateOutcome = Extract<GateOutcome, "ok" | "stale" | "pending">;
+
+/** The call of `create_gate` on a statement's first seven parameters. */
 const CREATE_GATE_CALL =
-  "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint[])";
+  "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint[], $6::bigint[], $7::bigint[])";
 
 /** The gate's parameters, in CREATE_GATE_CALL's order. */
 function gateParams(target: GateTarget, count: number): unknown[] {
-  return [target.tableId, target.organizationId, count, target.limit, target.autonumberFields];
+  return [
+    target.tableId,
+    target.organizationId,
+    count,
+    target.limit,
+    target.autonumberFields,
+    target.fields,
+    target.pendingChecked,
+  ];
 }
 
 export type CreateOutcome =
   | { outcome: "ok"; records: StoredRecord[] }
   | { outcome: Exclude<GateOutcome, "ok"> };
 
+/** What `write_gate` checks a write against. */
+export interface WriteGate {
+  /** The fields (ids) the write holds values for. */
+  fields: readonly string[];
+  /** The pending type changes (ids) the write's values were checked against. */
+  pendingChecked: readonly string[];
+}
+
 /** What `create_gate` checks a create against. */
-export interface GateTarget {
+export interface GateTarget extends WriteGate {
   tableId: bigint;
   organizationId: bigint;
   /** The organization's record limit. */
@@ -245,9 +267,9 @@ export function createRecordsStatement(
      ),
      inserted as (
        insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
-       select id.row_id, $1, $2, item.data, $6, $6
-       from unnest($7::bigint[]) with ordinality as id(row_id, n)
-         join jsonb_array_elements($8::jsonb) with ordinality as item(data, n) using (n)
+       select id.row_id, $1, $2, item.data, $8, $8
+       from unnest($9::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements($10::jsonb) with ordinality as item(data, n) using (n)
        where (select outcome from gate) = 'ok'
        returning created_at, updated_at
      )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
@@ -263,7 +285,8 @@ export function createRecordsStatement(
 /**
  * Creates records with their `events`, in one statement and so without a transaction around it:
  * `create_gate` (migrations/create-gate-autonumbers.ts) takes the locks, looks for the deletion
- * marks and for autonumber fields the create does not know, and counts the records against `limit`, and the records and the events are inserted only when it
+ * marks, for autonumber fields the create does not know and for deleted fields and pending type
+ * changes of the fields it writes (write-gate.ts), and counts the records against `limit`, and the records and the events are inserted only when it
  * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
  * ids from `allocateRowIds`; the result is in their order.
  */
@@ -281,7 +304,14 @@ export async function createRecords(
     updated_ms: number | null;
   }>(em, sql, params, { prepare });
   const outcome = answer?.outcome;
-  if (outcome === "gone" || outcome === "over_limit" || outcome === "stale") return { outcome };
+  if (
+    outcome === "gone" ||
+    outcome === "over_limit" ||
+    outcome === "stale" ||
+    outcome === "pending"
+  ) {
+    return { outcome };
+  }
   if (outcome !== "ok" || answer?.inserted !== rows.length) {
     throw new Error(
       `create_gate answered ${outcome} with ${answer?.inserted} of ${rows.length} rows`,
@@ -456,19 +486,162 @@ export async function findRecords(
   return recordsOf(em, sql, params, { prepare });
 }
 
-/** `findRecords`' statement. */
+/**
+ * The records an update writes, locked, after `write_gate` (migrations/write-gate.ts) took the
+ * table's shared lock for the transaction and judged the fields the update writes: its answer
+ * comes with the records, in the same statement. With no record found it is not known, and
+ * `ok` is answered (the update writes nothing).
+ */
+export async function lockRecordsForWrite(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  gate: WriteGate,
+): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome }> {
+  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate);
+  const rows = await query<RecordRow & { gate: WriteGateOutcome }>(em, sql, params, { prepare });
+  return { records: rows.map(toStored), outcome: rows[0]?.gate ?? "ok" };
+}
+
+/**
+ * `findRecords`' statement; with a `gate`, `lockRecordsForWrite`'s: `write_gate` as a
+ * materialized CTE whose answer is a one-time filter (never false: it is never null), so that it
+ * runs, and takes the table's lock, before the first record is read and locked.
+ */
 export function findRecordsStatement(
   tableId: bigint,
   rowIds: readonly bigint[],
   lock: boolean,
+  gate?: WriteGate,
 ): Statement {
-  return {
-    sql: `select ${RECORD_COLUMNS} from record
+  if (!gate) {
+    return {
+      sql: `select ${RECORD_COLUMNS} from record
      where table_id = $1 and row_id = any($2::bigint[])
      order by row_id ${lock ? "for update" : ""}`,
-    params: [tableId, rowIds],
+      params: [tableId, rowIds],
+      prepare: true,
+    };
+  }
+  return {
+    sql: `with gate as materialized (
+       select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
+     )
+     select ${RECORD_COLUMNS}, (select outcome from gate) as gate from record
+     where table_id = $1 and row_id = any($2::bigint[]) and (select outcome from gate) is not null
+     order by row_id ${lock ? "for update of record" : ""}`,
+    params: [tableId, rowIds, gate.fields, gate.pendingChecked],
     prepare: true,
   };
+}
+
+/** A pending type change of a table's field (`pending_type_change`), as a write checks it. */
+export interface PendingTypeChange {
+  id: string;
+  fieldId: string;
+  toType: string;
+  toOptions: JsonObject;
+}
+
+/** The live pending type changes of a table's fields (`write_gate` answered `pending`). */
+export async function pendingTypeChanges(
+  em: EntityManager,
+  tableId: bigint,
+): Promise<PendingTypeChange[]> {
+  const rows = await query<{
+    id: string;
+    field_id: string;
+    to_type: string;
+    to_options: JsonObject;
+  }>(
+    em,
+    `select id, field_id, to_type, to_options from pending_type_change
+     where table_id = $1 and expires_at > now() order by id`,
+    [tableId],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    fieldId: row.field_id,
+    toType: row.to_type,
+    toOptions: row.to_options,
+  }));
+}
+
+/** A field and the type and options it is changed to. */
+export interface PendingTarget {
+  tableId: bigint;
+  fieldId: bigint;
+  toType: string;
+  toOptions: Readonly<JsonObject> | undefined;
+}
+
+/**
+ * Marks a type change of a field as pending for `seconds` (CheckFieldTypeChange, before it reads
+ * the values), under the table's exclusive lock: every write that took the table's shared lock
+ * before has committed when this commits, and every later one finds the mark (`write_gate`).
+ * Expired marks go with it. Returns the mark's id.
+ */
+export async function markTypeChangePending(
+  em: EntityManager,
+  change: PendingTarget,
+  seconds: number,
+): Promise<string> {
+  await lockTableExclusive(em, change.tableId);
+  await query(em, "delete from pending_type_change where expires_at <= now()", []);
+  const [row] = await query<{ id: string }>(
+    em,
+    `insert into pending_type_change (table_id, field_id, to_type, to_options, expires_at)
+     values ($1, $2, $3, $4::jsonb, now() + make_interval(secs => $5))
+     returning id`,
+    [
+      change.tableId,
+      change.fieldId,
+      change.toType,
+      JSON.stringify(change.toOptions ?? {}),
+      seconds,
+    ],
+  );
+  return row!.id;
+}
+
+/** Removes the pending marks of a field's type change to `to` (applied) or the mark `id` (refused). */
+export async function clearTypeChangePending(
+  em: EntityManager,
+  which: { id: string } | PendingTarget,
+): Promise<void> {
+  if ("id" in which) {
+    await query(em, "delete from pending_type_change where id = $1", [which.id]);
+    return;
+  }
+  await query(
+    em,
+    `delete from pending_type_change
+     where table_id = $1 and field_id = $2 and to_type = $3 and to_options = $4::jsonb`,
+    [which.tableId, which.fieldId, which.toType, JSON.stringify(which.toOptions ?? {})],
+  );
+}
+
+/**
+ * Drops a deleted field's values from the table's records and marks it deleted, under the
+ * table's exclusive lock: a write that took the table's shared lock before has committed, and
+ * its value is dropped here; every later one finds the mark (`write_gate` answers `stale`).
+ */
+export async function dropDeletedField(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: bigint,
+): Promise<void> {
+  await lockTableExclusive(em, tableId);
+  await query(
+    em,
+    "insert into deleted_field (table_id, field_id) values ($1, $2) on conflict do nothing",
+    [tableId, fieldId],
+  );
+  await query(
+    em,
+    "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
+    [tableId, fieldId.toString()],
+  );
 }
 
 /**
@@ -548,6 +721,8 @@ export async function deleteTablesRecords(
     [tableIds],
   );
   await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tableIds]);
+  await query(em, "delete from deleted_field where table_id = any($1::bigint[])", [tableIds]);
+  await query(em, "delete from pending_type_change where table_id = any($1::bigint[])", [tableIds]);
   return Number(rows[0]?.deleted ?? 0);
 }
 

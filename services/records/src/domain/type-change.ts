@@ -1,4 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import { sameJson as sameInAnyKeyOrder } from "@rowbase/kit";
 import { convertValue, type FieldLike, validateValue } from "@rowbase/kit/field-types";
 
 /** What a stored cell is made of: its value in `data` and the record's own times. */
@@ -49,4 +50,38 @@ export function convertedValue(from: FieldLike, to: FieldLike, cell: StoredCell)
   if (asIs.ok && sameJson(asIs.value, source)) return source;
   const converted = convertValue(from, to, source);
   return converted.ok ? converted.value : null;
+}
+
+/** A type change of a field that its conversion has not reached yet (`pending_type_change`). */
+export interface PendingChange {
+  fieldId: string;
+  to: FieldLike;
+}
+
+/**
+ * Why a value written to `field` (checked against it, as it will be stored) would not survive a
+ * pending change of the field's type: undefined when it converts, or when `field` is already of
+ * the new type and options (the schema is newer than the change, and the conversion keeps
+ * values of the new type).
+ */
+export function pendingProblem(
+  field: FieldLike,
+  pending: PendingChange,
+  value: JsonValue,
+): string | undefined {
+  if (value === null) return undefined;
+  // Options read back from jsonb come in its key order.
+  if (
+    field.type === pending.to.type &&
+    sameInAnyKeyOrder(field.options ?? {}, pending.to.options ?? {})
+  ) {
+    return undefined;
+  }
+  const now = new Date();
+  const problem = conversionProblem(field, pending.to, {
+    value,
+    createdAt: now,
+    updatedAt: now,
+  });
+  return problem && `does not fit the ${pending.to.type} type the field is changing to: ${problem}`;
 }

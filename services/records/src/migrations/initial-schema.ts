@@ -2,6 +2,7 @@ import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
+import { WriteGate } from "./write-gate.js";
 
 /**
  * Records (ARCHITECTURE "Data"): one table for the rows of every table, values in `data` keyed by
@@ -73,4 +74,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, CreateGate, CreateGateAutonumbers];
+export const migrations = [InitialSchema, CreateGate, CreateGateAutonumbers, WriteGate];
