@@ -711,6 +711,41 @@ describe("a write between a type change's check and its conversion", () => {
     });
   });
 
+  it("is judged by the check when it was under way, the check waiting for its commit", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
+    const [row] = await seed(table, [{ Code: "1" }]);
+    const field = table.fields[0]!;
+    const writer = await h.db.connect();
+    try {
+      // An update under way: past its gate (the table's lock held to its commit), not yet
+      // written.
+      await writer.query("begin");
+      await writer.query("select records.write_gate($1, $2, '{}')", [
+        table.tableId.toString(),
+        [field.fieldId.toString()],
+      ]);
+      let answered = false;
+      const check = failureOf(
+        h.records.checkFieldTypeChange({ field, newType: FieldType.NUMBER }, await as(SERVICE)),
+      ).finally(() => {
+        answered = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(answered).toBe(false);
+      await writer.query(
+        `update records.record set data = jsonb_set(data, array[$2::text], '"x"')
+         where row_id = $1`,
+        [row!.rowId.toString(), table.id.Code!],
+      );
+      await writer.query("commit");
+      const refusal = await check;
+      expect(refusal.reason).toBe("field_type_change_invalid");
+      expect(JSON.parse(refusal.metadata.row_ids!)).toEqual([Number(row!.rowId)]);
+    } finally {
+      writer.release();
+    }
+  });
+
   it("is not held to a change the check refused", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
     await seed(table, [{ Code: "x" }]);
