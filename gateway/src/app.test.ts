@@ -97,6 +97,34 @@ async function call(
   return { status: response.status, headers: response.headers, body, text };
 }
 
+/** Sends raw bytes to the gateway and reads its answer until it closes the connection. */
+async function exchange(gw: TestGateway, bytes: string): Promise<string> {
+  const socket = net.connect(Number(new URL(gw.url).port), "127.0.0.1");
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  await new Promise((resolve) => socket.once("connect", resolve));
+  socket.write(bytes);
+  await new Promise((resolve) => socket.once("close", resolve));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A raw answer's status, headers (names in lower case) and JSON body. */
+function parsed(answer: string): {
+  status: number;
+  headers: Map<string, string>;
+  body: unknown;
+} {
+  const [head = "", body = ""] = answer.split("\r\n\r\n");
+  const [statusLine = "", ...lines] = head.split("\r\n");
+  const headers = new Map(
+    lines.map((line) => {
+      const colon = line.indexOf(":");
+      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()] as const;
+    }),
+  );
+  return { status: Number(statusLine.split(" ")[1]), headers, body: body && JSON.parse(body) };
+}
+
 const validation = (method: string, path: string, extra: unknown[]) => ({
   status_code: 400,
   detail: `Validation failed for ${method} ${path}`,
@@ -182,6 +210,44 @@ describe("the gateway over HTTP", () => {
       expect(unauthenticated.body).toEqual({ message: "unauthorized", data: {} });
       const queryForm = await call(gw, "/public/record/list?database_id=1&table_id=2");
       expect(queryForm.status).toBe(401);
+    });
+
+    it("answers any method no route takes in the envelope, over a raw socket", async () => {
+      const request = (line: string, headers = "Host: x\r\n") =>
+        exchange(gw, `${line}\r\n${headers}Connection: close\r\n\r\n`);
+      for (const [line, status, code, allow] of [
+        ["PROPFIND /auth/login HTTP/1.1", 405, "method_not_allowed", "POST, OPTIONS"],
+        ["TRACE /file/url HTTP/1.1", 405, "method_not_allowed", "HEAD, GET, OPTIONS"],
+        ["MKCOL /health HTTP/1.1", 405, "method_not_allowed", "HEAD, GET, OPTIONS"],
+        ["TRACE /nowhere HTTP/1.1", 404, "not_found", undefined],
+        ["OPTIONS /nowhere HTTP/1.1", 404, "not_found", undefined],
+        ["OPTIONS * HTTP/1.1", 404, "not_found", undefined],
+        // Node's parser knows no FOO, and Node hands CONNECT over as a bare socket.
+        ["FOO /auth/login HTTP/1.1", 405, "method_not_allowed", undefined],
+        ["CONNECT example.com:443 HTTP/1.1", 405, "method_not_allowed", undefined],
+      ] as const) {
+        const answer = parsed(await request(line));
+        expect({ line, status: answer.status, body: answer.body }).toEqual({
+          line,
+          status,
+          body: { message: code, data: {} },
+        });
+        expect(answer.headers.get("x-request-id"), line).toMatch(/^[0-9a-f-]{36}$/);
+        expect(answer.headers.get("allow"), line).toBe(allow);
+      }
+      const malformed = parsed(
+        await request("GET /health HTTP/1.1", "Host: x\r\nBad Header: y\r\n"),
+      );
+      expect(malformed.status).toBe(400);
+      expect(malformed.body).toEqual({ message: "malformed_request", data: {} });
+      expect(malformed.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const hostless = parsed(await request("GET /health HTTP/1.1", ""));
+      expect(hostless.status).toBe(400);
+      expect(hostless.body).toEqual(
+        validation("GET", "/health", [{ key: "host", message: "is required", source: "header" }]),
+      );
+      expect(hostless.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(parsed(await request("GET /health HTTP/1.0", "")).status).toBe(200);
     });
 
     it("answers OPTIONS on a known path with Allow", async () => {

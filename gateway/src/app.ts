@@ -27,6 +27,7 @@ import { httpMetrics } from "./middleware/http-metrics.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
 import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
+import { requireHost } from "./middleware/require-host.js";
 import { responseHeaders } from "./middleware/response-headers.js";
 import { routeFallback } from "./middleware/route-fallback.js";
 import { createApiCallQuota } from "./quota/api-call-quota.js";
@@ -187,6 +188,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   app.use(httpMetrics(metrics));
   app.use(accessLog());
   app.use(errorMiddleware());
+  app.use(requireHost());
   app.use(refuseQueryCredentials());
   app.use(router.routes());
   app.use(routeFallback());

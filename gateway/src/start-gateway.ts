@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { STREAMS } from "@rowbase/kit";
 import { createGateway, type GatewayDeps } from "./app.js";
-import { answerClientError } from "./http/client-error.js";
+import { answerClientError, answerConnect } from "./http/client-error.js";
 
 export interface StartGatewayOptions {
   /** Defaults to `config.PORT`; 0 picks a free port. */
@@ -35,12 +35,14 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   await deps.bus.ensureStreams(STREAMS);
   const gateway = createGateway(deps);
-  const server = createServer(gateway.app.callback());
+  // A request without Host is refused by the app (middleware/require-host.ts), in the envelope.
+  const server = createServer({ requireHostHeader: false }, gateway.app.callback());
   // Idle keep-alive connections are closed by the client side first (load balancers and
   // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
   // could do so just as a proxy sends the next request on one, which the proxy answers 502.
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   server.on("clientError", answerClientError);
+  server.on("connect", answerConnect);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port ?? deps.config.PORT, options.host, () => {

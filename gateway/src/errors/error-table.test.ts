@@ -23,6 +23,8 @@ const CONTRACT: Record<number, string[]> = {
     "field_type_change_invalid",
     "field_not_file_type",
     "already_member",
+    /** An addition: a request Node's HTTP parser refuses (http/client-error.ts). */
+    "malformed_request",
   ],
   401: ["unauthorized", "invalid_credentials", "invalid_refresh_token"],
   403: [

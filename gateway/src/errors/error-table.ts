@@ -27,6 +27,11 @@ export const ERROR_STATUS = {
   field_type_change_invalid: 400,
   field_not_file_type: 400,
   already_member: 400,
+  /**
+   * A request Node's HTTP parser refuses: a malformed request line, bad header characters, a
+   * bad Content-Length or Transfer-Encoding (gateway/src/http/client-error.ts); an addition.
+   */
+  malformed_request: 400,
   unauthorized: 401,
   invalid_credentials: 401,
   invalid_refresh_token: 401,
