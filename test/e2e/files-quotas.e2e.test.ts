@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
 import {
@@ -204,6 +205,31 @@ describe("file transfer", () => {
       [0n, 4n],
     ]);
   });
+
+  it("count an upload the files service did not answer in time: it may have been stored", async () => {
+    const tenant = await createTenant(sys, api);
+    const { fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    expect((await upload(tenant, rowId, fieldId, PNG, "a.png")).status).toBe(200);
+    const before = await counted(sys, "transfer", tenant.orgId);
+    // The files service commits an upload by adding its size to the organization's usage row;
+    // holding that row makes it wait past the gateway's deadline with the bytes all sent.
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    try {
+      await db.query("begin");
+      await db.query("select 1 from files.storage_usage where organization_id = $1 for update", [
+        tenant.orgId,
+      ]);
+      const content = Buffer.concat([PNG, randomBytes(3000)]);
+      const slow = await upload(tenant, rowId, fieldId, content, "b.png");
+      expectError({ status: slow.status, body: slow.json }, 503, "service_unavailable");
+      expect(await counted(sys, "transfer", tenant.orgId)).toBe(before + content.length);
+    } finally {
+      await db.query("rollback");
+      await db.end();
+    }
+  }, 30_000);
 
   it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {
     const tenant = await createTenant(sys, api);

@@ -4,6 +4,7 @@ import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
 import { RPC_TIMEOUT_MS } from "../../auth/downstream-call.js";
+import { httpErrorOf } from "../../errors/error-table.js";
 import type { GatewayContext } from "../../gateway-context.js";
 import { timeOf } from "../../presentation/wire-values.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
@@ -91,6 +92,18 @@ async function* uploadMessages(
 }
 
 /**
+ * Whether a failed upload is known to have stored nothing, and so counts no transfer: a refusal
+ * (a 4xx), by the gateway (the multipart body, the size ceiling, the transfer quota, a client
+ * gone mid-body) or by the files service, which answers a refusal only once it has rolled the
+ * upload back. Anything else (no answer in time, the service gone, an unexpected failure) may
+ * come after the service committed the file, so the bytes that moved count, as they would
+ * for the stored file: the meter never lets an upload through uncounted.
+ */
+function storedNothing(error: unknown): boolean {
+  return httpErrorOf(error, { method: "POST", path: "/file/upload", requestId: "" }).status < 500;
+}
+
+/**
  * The file routes of SPEC section 7 on the files service, which authorizes every call (404
  * across organizations, 403 `token_read_only` and `organization_forbidden` on writes) and keeps
  * the plan's storage and file size limits. The gateway adds what only it can do: every call is
@@ -142,8 +155,11 @@ export class FileOperations {
       await meter.settle();
       return { file: presentFileInfo(response.file) };
     } catch (error) {
-      // A refused upload stored nothing, and counts nothing.
-      await meter.cancel();
+      if (storedNothing(error)) {
+        await meter.cancel();
+      } else {
+        await meter.settle();
+      }
       throw error;
     } finally {
       connection.close();
