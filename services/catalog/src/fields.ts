@@ -13,6 +13,7 @@ import {
   choiceRenames,
   fieldTypeFromProto,
   fieldTypeToProto,
+  foldName,
   isReadOnlyType,
   isSelectType,
   MAX_FIELDS_PER_TABLE,
@@ -199,7 +200,10 @@ export class Fields {
           }
           field.position = to;
         }
-        if (name !== undefined) field.name = name;
+        if (name !== undefined) {
+          field.name = name;
+          field.nameKey = foldName(name);
+        }
         if (description !== undefined) field.description = description;
         field.type = type;
         // Only when they differ: the same options in another key order would still be written

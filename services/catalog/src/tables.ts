@@ -1,5 +1,10 @@
 import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
-import { fieldTypeToProto, MAX_FIELDS_PER_TABLE, type OptionError } from "@rowbase/kit/field-types";
+import {
+  fieldTypeToProto,
+  foldName,
+  MAX_FIELDS_PER_TABLE,
+  type OptionError,
+} from "@rowbase/kit/field-types";
 import {
   FieldCreatedSchema,
   TableCreatedSchema,
@@ -60,9 +65,9 @@ function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
   if (optionErrors.length > 0) throw invalidFieldOptions(optionErrors);
   const names = new Set<string>();
   for (const field of fields) {
-    const lower = field.name.toLowerCase();
-    if (names.has(lower)) throw fieldNameTaken();
-    names.add(lower);
+    const key = foldName(field.name);
+    if (names.has(key)) throw fieldNameTaken();
+    names.add(key);
   }
   return fields;
 }
@@ -198,7 +203,10 @@ export class Tables {
           throw tableNameTaken();
         }
         const before = { name: table.name, description: table.description };
-        if (name !== undefined) table.name = name;
+        if (name !== undefined) {
+          table.name = name;
+          table.nameKey = foldName(name);
+        }
         if (description !== undefined) table.description = description;
         const changed = changesBetween(before, {
           name: table.name,

@@ -149,6 +149,24 @@ describe("CreateField", () => {
     expect((await createField(await newTable(), "email", FieldType.TEXT)).name).toBe("email");
   });
 
+  it("refuses a name equal under foldName, not only under the database's lower(), writing nothing", async () => {
+    const tableId = await newTable();
+    await createField(tableId, "İ", FieldType.TEXT);
+    await createField(tableId, "Café", FieldType.TEXT);
+    const before = await stateOf(h.db, t.organizationId);
+    for (const name of ["i\u0307", "I\u0307", "cafe\u0301"]) {
+      expect(await failureOf(attempt(tableId, name, FieldType.TEXT))).toMatchObject({
+        code: 6,
+        reason: "field_name_taken",
+      });
+    }
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    // "i" is another name: C.UTF-8's lower("İ") is "i", but records' fold is "i̇".
+    await createField(tableId, "i", FieldType.TEXT);
+    expect(await reasonOf(attempt(tableId, "I", FieldType.TEXT))).toBe("field_name_taken");
+    expect(await namesInOrder(tableId)).toEqual(["İ", "Café", "i"]);
+  });
+
   it("refuses bad names, descriptions and types as validation failures", async () => {
     const tableId = await newTable();
     expect(
@@ -590,6 +608,24 @@ describe("UpdateField", () => {
         h.catalog.updateField({ fieldId: a.fieldId, name: "beta" }, await as(t.editor)),
       ),
     ).toMatchObject({ code: 6, reason: "field_name_taken" });
+  });
+
+  it("refuses a rename to another field's name under foldName, changing nothing", async () => {
+    const tableId = await newTable();
+    await createField(tableId, "İ", FieldType.TEXT);
+    const other = await createField(tableId, "Other", FieldType.TEXT);
+    const before = await stateOf(h.db, t.organizationId);
+    expect(
+      await failureOf(
+        h.catalog.updateField({ fieldId: other.fieldId, name: "i\u0307" }, await as(t.editor)),
+      ),
+    ).toMatchObject({ code: 6, reason: "field_name_taken" });
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    const { field } = await h.catalog.updateField(
+      { fieldId: other.fieldId, name: "i" },
+      await as(t.editor),
+    );
+    expect(field!.name).toBe("i");
   });
 
   it("replaces options as a whole and refuses options that do not fit", async () => {

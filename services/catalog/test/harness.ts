@@ -166,7 +166,11 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       ...env,
       ...extra,
     });
-  expect(await migrateCatalog(database.url)).toEqual(["InitialSchema", "ProcessedEvents"]);
+  expect(await migrateCatalog(database.url)).toEqual([
+    "InitialSchema",
+    "ProcessedEvents",
+    "NameKeys",
+  ]);
   expect(await migrateCatalog(database.url)).toEqual([]);
   let config = configOf({});
   let service: RunningCatalog = await startCatalog(config, { logger, cache, bus });

@@ -162,6 +162,35 @@ describe("CreateTable", () => {
     expect(await reasonOf(newTable("ÉLÈVES"))).toBe("table_name_taken");
   });
 
+  it("folds names by foldName, not by the database's lower(), and writes nothing when taken", async () => {
+    // Under C.UTF-8 PostgreSQL's lower("İ") is "i" while JavaScript's is "i̇" (i and U+0307),
+    // which records resolves references by; "é" precomposed and "e" with U+0301 are one name.
+    const dotted = "i\u0307";
+    await newTable("İstanbul");
+    await newTable("Café");
+    const before = await stateOf(h.db, t.organizationId);
+    for (const name of [`${dotted}stanbul`, "I\u0307STANBUL", "Cafe\u0301", "CAFE\u0301"]) {
+      expect(await failureOf(newTable(name))).toMatchObject({
+        code: 6,
+        reason: "table_name_taken",
+      });
+    }
+    for (const fields of [
+      [def("İ", FieldType.TEXT), def(dotted, FieldType.TEXT)],
+      [def("Café", FieldType.TEXT), def("cafe\u0301", FieldType.TEXT)],
+    ]) {
+      expect(await failureOf(newTable("Folded", fields))).toMatchObject({
+        code: 6,
+        reason: "field_name_taken",
+      });
+    }
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    // "İ" and "i" are two names under the rule, so records tells them apart too.
+    expect((await newTable("istanbul")).table!.name).toBe("istanbul");
+    const { fields } = await newTable("Two", [def("İ", FieldType.TEXT), def("i", FieldType.TEXT)]);
+    expect(fields.map((f) => f.name)).toEqual(["İ", "i"]);
+  });
+
   it("creates all or nothing: one bad field refuses the table", async () => {
     const before = await stateOf(h.db, t.organizationId);
     expect(
@@ -349,6 +378,23 @@ describe("UpdateTable", () => {
         h.catalog.updateTable({ tableId: table!.tableId, name: "taken NAME" }, await as(t.editor)),
       ),
     ).toMatchObject({ code: 6, reason: "table_name_taken" });
+  });
+
+  it("refuses a rename to another table's name under foldName, changing nothing", async () => {
+    const { table } = await newTable("Dotless i");
+    await newTable("İzmir");
+    const before = await stateOf(h.db, t.organizationId);
+    expect(
+      await failureOf(
+        h.catalog.updateTable({ tableId: table!.tableId, name: "i\u0307zmir" }, await as(t.editor)),
+      ),
+    ).toMatchObject({ code: 6, reason: "table_name_taken" });
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    const { table: renamed } = await h.catalog.updateTable(
+      { tableId: table!.tableId, name: "izmir" },
+      await as(t.editor),
+    );
+    expect(renamed!.name).toBe("izmir");
   });
 
   it("refuses viewers, outsiders and missing tables", async () => {

@@ -853,3 +853,41 @@ describe("the where property", () => {
     );
   }, 120_000);
 });
+
+describe("field references regardless of case", () => {
+  it("fold names as catalog's unique key does, in data keys, where, sort and fields", async () => {
+    // "İ" and "i" are two fields (catalog's foldName makes "İ" "i̇", i and U+0307, whatever
+    // PostgreSQL's lower() says); "é" precomposed and "e" with U+0301 name one field.
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("İ", FieldType.TEXT),
+      def("i", FieldType.TEXT),
+      def("Café", FieldType.NUMBER),
+    ]);
+    const { records } = await h.records.batchCreateRecords(
+      {
+        tableId: table.tableId,
+        records: [
+          { data: { "i\u0307": "dotted 1", I: "plain 1", "CAFE\u0301": 2 } },
+          { data: { "I\u0307": "dotted 2", i: "plain 2", "cafe\u0301": 1 } },
+        ],
+      },
+      await as(t.editor),
+    );
+    expect(records.map((r) => r.data)).toEqual([
+      { [table.id.İ!]: "dotted 1", [table.id.i!]: "plain 1", [table.id.Café!]: 2 },
+      { [table.id.İ!]: "dotted 2", [table.id.i!]: "plain 2", [table.id.Café!]: 1 },
+    ]);
+    const values = async (params: Parameters<typeof list>[1]) =>
+      (await list(table, params)).records.map((r) => r.data);
+    expect(await values({ where: "(i\u0307,eq,dotted 2)", fields: ["I"] })).toEqual([
+      { [table.id.i!]: "plain 2" },
+    ]);
+    expect(await values({ where: "(I,eq,plain 1)", fields: ["i\u0307"] })).toEqual([
+      { [table.id.İ!]: "dotted 1" },
+    ]);
+    expect(await values({ sort: ["cafe\u0301"], fields: ["CAFÉ"] })).toEqual([
+      { [table.id.Café!]: 1 },
+      { [table.id.Café!]: 2 },
+    ]);
+  });
+});

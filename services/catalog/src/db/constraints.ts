@@ -1,4 +1,5 @@
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
+import { foldName } from "@rowbase/kit/field-types";
 
 /** Whether `error` is a unique violation of the named constraint or unique index. */
 export function violates(error: unknown, constraint: string): boolean {
@@ -104,30 +105,45 @@ export async function databaseFull(em: EntityManager, databaseId: bigint): Promi
   return held >= MAX_TABLES_PER_DATABASE;
 }
 
-/** Whether another table of the database has this name, regardless of case. */
+/** Whether another table of the database has this name, regardless of case (foldName). */
 export async function tableNameUsed(
   em: EntityManager,
   databaseId: bigint,
   name: string,
   exceptId = 0n,
 ): Promise<boolean> {
-  const rows = await em.execute(
-    "select 1 from tables where database_id = ? and lower(name) = lower(?) and id <> ?",
-    [databaseId, name, exceptId],
-  );
-  return rows.length > 0;
+  return nameUsed(em, "tables", "database_id", databaseId, name, exceptId);
 }
 
-/** Whether another field of the table has this name, regardless of case. */
+/** Whether another field of the table has this name, regardless of case (foldName). */
 export async function fieldNameUsed(
   em: EntityManager,
   tableId: bigint,
   name: string,
   exceptId = 0n,
 ): Promise<boolean> {
-  const rows = await em.execute(
-    "select 1 from fields where table_id = ? and lower(name) = lower(?) and id <> ?",
-    [tableId, name, exceptId],
+  return nameUsed(em, "fields", "table_id", tableId, name, exceptId);
+}
+
+/**
+ * Whether a row of `table` under the same `scope` other than `exceptId` has a name that folds to
+ * the same key. The unique index on the key decides between parallel calls; rows the migration
+ * NameKeys left without a key (a name equal to an older one only under the new rule) are folded
+ * here, so that no further name joins them.
+ */
+async function nameUsed(
+  em: EntityManager,
+  table: "tables" | "fields",
+  scope: "database_id" | "table_id",
+  scopeId: bigint,
+  name: string,
+  exceptId: bigint,
+): Promise<boolean> {
+  const key = foldName(name);
+  const rows = await em.execute<{ name: string; name_key: string | null }[]>(
+    `select name, name_key from ${table}
+      where ${scope} = ? and (name_key = ? or name_key is null) and id <> ?`,
+    [scopeId, key, exceptId],
   );
-  return rows.length > 0;
+  return rows.some((row) => (row.name_key ?? foldName(row.name)) === key);
 }

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { defineEntity, type InferEntity, p } from "@mikro-orm/postgresql";
-import { FIELD_TYPE_NAMES } from "@rowbase/kit/field-types";
+import { FIELD_TYPE_NAMES, foldName } from "@rowbase/kit/field-types";
 
 export const Database = defineEntity({
   name: "Database",
@@ -25,6 +25,14 @@ export const Table = defineEntity({
     id: p.bigint().primary().autoincrement().columnType("bigint"),
     databaseId: p.bigint().columnType("bigint"),
     name: p.text(),
+    /**
+     * The name under foldName, unique within the database (migration NameKeys); set on create, and
+     * by every rename with the name. Null only for a name the migration found equal to an older one.
+     */
+    nameKey: p
+      .text()
+      .nullable()
+      .onCreate((row: { name: string }) => foldName(row.name)),
     description: p.text().default(""),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
@@ -41,6 +49,14 @@ export const Field = defineEntity({
     id: p.bigint().primary().autoincrement().columnType("bigint"),
     tableId: p.bigint().columnType("bigint"),
     name: p.text(),
+    /**
+     * The name under foldName, unique within the table (migration NameKeys); set on create, and
+     * by every rename with the name. Null only for a name the migration found equal to an older one.
+     */
+    nameKey: p
+      .text()
+      .nullable()
+      .onCreate((row: { name: string }) => foldName(row.name)),
     type: p.enum(FIELD_TYPE_NAMES).columnType("text"),
     /** Normalised by the field-type registry: defaults filled in, choices with ids. */
     options: p.json<JsonObject>().columnType("jsonb"),

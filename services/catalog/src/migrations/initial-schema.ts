@@ -1,11 +1,12 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { NameKeys } from "./name-keys.js";
 import { ProcessedEvents } from "./processed-events.js";
 
 /**
  * The invariants live in constraints, so that no interleaving of calls can break them: table
  * names unique per database and field names unique per table, regardless of case (unique
- * indexes on lower(name)); one field per position of a table (deferred, so that a move can
+ * indexes on lower(name), which NameKeys replaces by indexes on foldName's key); one field per position of a table (deferred, so that a move can
  * shift its neighbours in one statement); names of 1-100 characters; a known field type, JSON
  * object options, and no read-only type marked required. Deleting a database deletes its
  * tables and their fields by foreign key.
@@ -74,4 +75,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, ProcessedEvents];
+export const migrations = [InitialSchema, ProcessedEvents, NameKeys];

@@ -10,6 +10,7 @@ import { FIELD_TYPE_NAMES, type FieldTypeName, fieldTypeToProto, isReadOnlyType 
 
 export * from "./conversions.js";
 export * from "./json-schema.js";
+export * from "./names.js";
 export * from "./options.js";
 export * from "./types.js";
 export * from "./values.js";

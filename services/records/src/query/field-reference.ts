@@ -1,3 +1,5 @@
+import { foldName } from "@rowbase/kit/field-types";
+
 /** The wire names of the field types (SPEC section 6); kept here so the query language stands alone. */
 export const QUERY_FIELD_TYPES = [
   "text",
@@ -59,8 +61,10 @@ function isSystemColumn(text: string): text is SystemColumn {
  * 3. `row_id`, `created_at`, `updated_at` (when `systemColumns`): the record's own columns. A
  *    field named exactly so wins over them, so a user's field is never shadowed; its column is
  *    then reached through nothing else, which only matters for a table that chose those names.
- * 4. A field whose name equals the text regardless of case: names are unique regardless of
- *    case within a table (SPEC section 6), so this cannot be ambiguous.
+ * 4. A field whose name equals the text regardless of case, by catalog's own rule (`foldName`,
+ *    which its unique index keeps): names are unique by it within a table (SPEC section 6), so
+ *    this is not ambiguous, save for names the migration to that rule found equal, where the
+ *    first in field order wins.
  */
 export function resolveReference(
   text: string,
@@ -75,7 +79,7 @@ export function resolveReference(
   const exact = lookup.byName.get(text);
   if (exact) return { kind: "field", field: exact };
   if (options.systemColumns && isSystemColumn(text)) return { kind: "column", column: text };
-  const folded = lookup.byFoldedName.get(text.toLowerCase());
+  const folded = lookup.byFoldedName.get(foldName(text));
   return folded && { kind: "field", field: folded };
 }
 
@@ -86,7 +90,7 @@ interface FieldLookup {
 }
 
 /**
- * The fields of each list by id, name and lower-case name (the first of equals, as a search in
+ * The fields of each list by id, name and folded name (the first of equals, as a search in
  * order finds it), made once per list: a batch resolves every key of 1000 records against one.
  */
 const lookups = new WeakMap<readonly QueryField[], FieldLookup>();
@@ -96,7 +100,7 @@ function lookupOf(fields: readonly QueryField[]): FieldLookup {
   if (!lookup) {
     lookup = { byId: new Map(), byName: new Map(), byFoldedName: new Map() };
     for (const field of fields) {
-      const folded = field.name.toLowerCase();
+      const folded = foldName(field.name);
       if (!lookup.byId.has(field.id)) lookup.byId.set(field.id, field);
       if (!lookup.byName.has(field.name)) lookup.byName.set(field.name, field);
       if (!lookup.byFoldedName.has(folded)) lookup.byFoldedName.set(folded, field);
