@@ -19,7 +19,9 @@ export const ORG_DELETED_CONSUMER = "records_org_deleted";
  * Records' part of the organization deletion saga (`org.organization.deleted`, durable
  * `records_org_deleted`): under the organization's lock it marks the organization gone, so that
  * no create can follow, and deletes its records and its usage row. Catalog's DatabaseDeleted
- * events for the same tables find nothing left. Applied once (`consumeOnce`: the event id is
+ * events for the same tables find no records left, and delete every table's autonumber
+ * counters, those of tables without records included: records knows a table's organization
+ * only through its records. Applied once (`consumeOnce`: the event id is
  * recorded in the same transaction) and acknowledged after the commit; a redelivery finds the
  * event applied.
  */

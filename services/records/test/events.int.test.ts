@@ -974,4 +974,27 @@ describe("organization deletion", () => {
     );
     expect(rows).toHaveLength(1);
   });
+
+  // Records' ORG consumer deletes the counters of tables with records only (it knows a table's
+  // organization through its records); catalog's DatabaseDeleted names every table, empty or not.
+  it("leaves no autonumber counter behind, of tables with records or without", async () => {
+    const owner = await h.user("Numbered");
+    const { organization } = await h.org.createOrganization(
+      { name: "Numbered", organizationSlug: "" },
+      await as(owner),
+    );
+    const organizationId = organization!.organizationId;
+    const fields = [def("No", FieldType.AUTONUMBER)];
+    const full = await createTable(h, owner, organizationId, fields, "Full");
+    const empty = await createTable(h, owner, organizationId, fields, "Empty");
+    await countersOf(full, 1);
+    await countersOf(empty, 1);
+    await h.records.batchCreateRecords(
+      { tableId: full.tableId, records: [{ data: {} }] },
+      await as(owner),
+    );
+    await h.org.deleteOrganization({ organizationId }, await as(owner));
+    await countersOf(full, 0);
+    await countersOf(empty, 0);
+  });
 });

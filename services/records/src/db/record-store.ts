@@ -726,7 +726,11 @@ export async function deleteTablesRecords(
   return Number(rows[0]?.deleted ?? 0);
 }
 
-/** Deletes every record of an organization and its usage row. Returns how many it deleted. */
+/**
+ * Deletes every record of an organization and its usage row, and the autonumber counters of the
+ * tables that held records; those of empty tables go with catalog's DatabaseDeleted
+ * (`deleteTablesRecords`), which names every table. Returns how many records it deleted.
+ */
 export async function deleteOrganizationRecords(
   em: EntityManager,
   organizationId: bigint,
