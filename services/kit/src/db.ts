@@ -22,14 +22,20 @@ let defaultPoolMax = 10;
  */
 export const DB_CONNECT_TIMEOUT_MS = 5_000;
 
-/** node-postgres's client, opening its connection within `timeoutMs`. */
-function clientWithConnectTimeout(timeoutMs: number): typeof pg.Client {
+/**
+ * node-postgres's client, opening its connection within `timeoutMs`. The pool's options are
+ * copied with their property descriptors: pg-pool keeps the password as a property that is not
+ * enumerable, which a spread would drop (and the server's password request would find none).
+ */
+export function clientWithConnectTimeout(timeoutMs: number): typeof pg.Client {
   return class extends pg.Client {
     constructor(config?: string | ClientConfig) {
-      super({
-        ...(typeof config === "string" ? { connectionString: config } : config),
-        connectionTimeoutMillis: timeoutMs,
-      });
+      const options: ClientConfig =
+        typeof config === "string"
+          ? { connectionString: config }
+          : Object.defineProperties({}, Object.getOwnPropertyDescriptors(config ?? {}));
+      options.connectionTimeoutMillis = timeoutMs;
+      super(options);
     }
   };
 }
