@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
 import {
@@ -407,6 +408,85 @@ describe("files", () => {
     });
     const dead = await raw(sys.baseUrl, "GET", signedPath);
     expectError({ status: dead.status, body: dead.json }, 404, "file_not_found");
+  });
+
+  it("keep a signed link to a renamed file, and end it with a deleted one for good", async () => {
+    const local = await fileTable(api, tenant);
+    const [row] = local.rowIds as [number];
+    const at = pair(row, local.fieldId);
+    await raw(sys.baseUrl, "POST", `/file/upload?${at}`, {
+      token: tenant.writeToken,
+      body: filePart(PNG, "before.png"),
+    });
+    const signedPath = await signedPathOf(tenant, row, local.fieldId);
+    const renamed = await api("POST", "/file/rename", {
+      token: tenant.writeToken,
+      query: q({ row_id: row, field_id: local.fieldId }),
+      body: { file_name: "after.png" },
+    });
+    expect(renamed.status).toBe(200);
+    // The same bytes: the link serves them, under the name they have now.
+    const served = await raw(sys.baseUrl, "GET", signedPath);
+    expect(served.status).toBe(200);
+    expect(served.bytes.equals(PNG)).toBe(true);
+    expect(served.headers.get("content-disposition")).toMatch(/filename="after\.png"/);
+
+    for (const step of ["/file/delete", "/file/restore"]) {
+      const done = await api("POST", step, {
+        token: tenant.writeToken,
+        query: q({ row_id: row, field_id: local.fieldId }),
+      });
+      expect(done.status).toBe(200);
+      // Deleted, the file's link dies, and a restore does not bring it back: a new one is asked.
+      const dead = await raw(sys.baseUrl, "GET", signedPath);
+      expectError({ status: dead.status, body: dead.json }, 404, "file_not_found");
+    }
+    const fresh = await raw(sys.baseUrl, "GET", await signedPathOf(tenant, row, local.fieldId));
+    expect(fresh.bytes.equals(PNG)).toBe(true);
+  });
+
+  it("end a signed link with its record, before the files service has heard of it", async () => {
+    const local = await fileTable(api, tenant);
+    const [row] = local.rowIds as [number];
+    await raw(sys.baseUrl, "POST", `/file/upload?${pair(row, local.fieldId)}`, {
+      token: tenant.writeToken,
+      body: filePart(PNG, "doomed.png"),
+    });
+    const signedPath = await signedPathOf(tenant, row, local.fieldId);
+    expect((await raw(sys.baseUrl, "GET", signedPath)).status).toBe(200);
+    // The files service applies records.deleted under an exclusive lock on the row's scope
+    // (services/files/src/db/scopes.ts): holding it shared keeps the file live in its table,
+    // as a stopped consumer or bus would.
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    const liveFiles = async () =>
+      (
+        await db.query(
+          "select count(*)::int as n from files.file where row_id = $1 and deleted_at is null",
+          [row],
+        )
+      ).rows[0].n;
+    const recordPath = v1(local.table.databaseId, local.table.tableId).record(row);
+    try {
+      await db.query("begin");
+      try {
+        await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+          `files.row:${row}`,
+        ]);
+        const deleted = await api("DELETE", recordPath, { token: tenant.writeToken });
+        expect(deleted.status).toBe(200);
+        const dead = await raw(sys.baseUrl, "GET", signedPath);
+        expectError({ status: dead.status, body: dead.json }, 404, "record_not_found");
+        expect(await liveFiles()).toBe(1);
+      } finally {
+        await db.query("rollback");
+      }
+      await expect.poll(liveFiles, { timeout: 10_000 }).toBe(0);
+      const still = await raw(sys.baseUrl, "GET", signedPath);
+      expectError({ status: still.status, body: still.json }, 404, "file_not_found");
+    } finally {
+      await db.end();
+    }
   });
 
   it("serve HTML uploaded as image/png as an attachment, with nosniff", async () => {

@@ -345,8 +345,18 @@ export class Files {
     return { token, expiresAt: new Date(expiresAt * 1000) };
   }
 
-  /** The file a signed token names, if the token is genuine, unexpired and the file unchanged. */
-  async serveSigned(token: string, range: RequestedRange | undefined): Promise<ServedFile> {
+  /**
+   * The file a signed token names, if the token is genuine, unexpired, the file unchanged and
+   * its record still in records. The file's row alone is not enough: a deleted record's files
+   * are marked deleted only when the records.deleted event is applied here, which a stopped
+   * consumer or bus can put off for as long as it lasts. Records answers for the record now, at
+   * one uncached call per download (a cached answer would bring the delay back).
+   */
+  async serveSigned(
+    token: string,
+    range: RequestedRange | undefined,
+    requestId: string,
+  ): Promise<ServedFile> {
     const claims = verifyFileUrl(this.deps.urlSecret, token, Math.floor(Date.now() / 1000));
     if (!claims) throw fileNotFound();
     const rows = await this.deps.tx.em().execute<FileRecord[]>(
@@ -355,6 +365,7 @@ export class Files {
       [claims.fileId, claims.rowId, claims.fieldId, claims.generation],
     );
     if (!rows[0]) throw fileNotFound();
+    await this.deps.upstream.resolveRecord(claims.rowId, requestId);
     return this.open(storedFileOf(rows[0]), range, claims.download);
   }
 

@@ -143,8 +143,8 @@ export function createRoutes({ files }: FilesServerDeps) {
         return { token, expiresAt: timestampFromDate(expiresAt) };
       },
 
-      async *serveSignedFile(req) {
-        const served = await files.serveSigned(req.token, req.range);
+      async *serveSignedFile(req, ctx) {
+        const served = await files.serveSigned(req.token, req.range, requestIdOf(ctx));
         yield* streamed(served, (payload) => ({ payload }));
       },
 

@@ -116,6 +116,38 @@ export function filesSuite(backend: Backend) {
     return Number(fileStorageBytes);
   }
 
+  async function liveFiles(column: "row_id" | "table_id" | "organization_id", id: bigint) {
+    const { rows } = await h.db.query(
+      `select count(*)::int as n from files.file where ${column} = $1 and deleted_at is null`,
+      [id.toString()],
+    );
+    return rows[0].n as number;
+  }
+
+  /**
+   * Runs `body` while the files service cannot apply the deletion of these scopes: the consumer
+   * that would takes them exclusively (db/scopes.ts) and waits for this shared hold, as it
+   * would wait for a stopped consumer or bus.
+   */
+  async function holdingDeletions(
+    scopes: { kind: "organization" | "table" | "row"; id: bigint }[],
+    body: () => Promise<void>,
+  ) {
+    const client = await h.db.connect();
+    try {
+      await client.query("begin");
+      for (const { kind, id } of scopes) {
+        await client.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+          `files.${kind}:${id}`,
+        ]);
+      }
+      await body();
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
+  }
+
   /** Nothing of a refused upload is left: no row, no queued key, no bytes. */
   async function expectNothingLeft(rowId: bigint, before: Set<string>) {
     expect(await fileRows(rowId)).toEqual([]);
@@ -623,6 +655,89 @@ export function filesSuite(backend: Backend) {
       } finally {
         await replica.stop();
       }
+    });
+
+    it("keeps serving the same bytes after a rename, under the new name", async () => {
+      const rowId = await record(h, t.editor, ws);
+      await upload(t.editor, rowId, ws.doc, "kept bytes", { fileName: "before.txt" });
+      const { token: signed } = await h.files.createFileUrl(
+        { rowId, fieldId: ws.doc },
+        await as(t.viewer),
+      );
+      await h.files.renameFile(
+        { rowId, fieldId: ws.doc, fileName: "after.txt" },
+        await as(t.editor),
+      );
+      const served = await collect(h.files.serveSignedFile({ token: signed }));
+      expect(served.bytes.toString()).toBe("kept bytes");
+      expect(served.header.file).toMatchObject({ fileName: "after.txt" });
+    });
+
+    it("dies with its record at once, before the files service applies the deletion", async () => {
+      const rowId = await record(h, t.editor, ws);
+      await upload(t.editor, rowId, ws.doc, "of a record about to go");
+      const { token: signed } = await h.files.createFileUrl(
+        { rowId, fieldId: ws.doc },
+        await as(t.viewer),
+      );
+      const serveSigned = () => collect(h.files.serveSignedFile({ token: signed }));
+      expect((await serveSigned()).bytes.toString()).toBe("of a record about to go");
+      await holdingDeletions([{ kind: "row", id: rowId }], async () => {
+        await h.records.deleteRecord({ tableId: ws.tableId, rowId }, await as(t.editor));
+        // The files consumer waits for the lock: the file is still live in files' table.
+        expect(await liveFiles("row_id", rowId)).toBe(1);
+        expect(await reasonOf(serveSigned())).toBe("record_not_found");
+      });
+      await expect.poll(() => liveFiles("row_id", rowId)).toBe(0);
+      expect(await reasonOf(serveSigned())).toBe("file_not_found");
+    });
+
+    it("dies with its table and its organization once records has let the records go", async () => {
+      const local = await workspace(h, t.owner, t.organizationId);
+      const rowId = await record(h, t.editor, local);
+      await upload(t.editor, rowId, local.doc, "of a table about to go");
+      const { token: signed } = await h.files.createFileUrl(
+        { rowId, fieldId: local.doc },
+        await as(t.viewer),
+      );
+      await holdingDeletions([{ kind: "table", id: local.tableId }], async () => {
+        await h.catalog.deleteTable({ tableId: local.tableId }, await as(t.owner));
+        await expect
+          .poll(() => reasonOf(collect(h.files.serveSignedFile({ token: signed }))), {
+            timeout: 10_000,
+          })
+          .toBe("record_not_found");
+        expect(await liveFiles("table_id", local.tableId)).toBe(1);
+      });
+
+      const owner = await h.user("Leaving");
+      const { organization } = await h.org.createOrganization(
+        { name: "Leaving", organizationSlug: "" },
+        await as(owner),
+      );
+      const organizationId = organization!.organizationId;
+      const theirs = await workspace(h, owner, organizationId);
+      const theirRow = await record(h, owner, theirs);
+      await upload(owner, theirRow, theirs.doc, "of an organization about to go");
+      const { token: theirLink } = await h.files.createFileUrl(
+        { rowId: theirRow, fieldId: theirs.doc },
+        await as(owner),
+      );
+      await holdingDeletions(
+        [
+          { kind: "organization", id: organizationId },
+          { kind: "table", id: theirs.tableId },
+        ],
+        async () => {
+          await h.org.deleteOrganization({ organizationId }, await as(owner));
+          await expect
+            .poll(() => reasonOf(collect(h.files.serveSignedFile({ token: theirLink }))), {
+              timeout: 10_000,
+            })
+            .toBe("record_not_found");
+          expect(await liveFiles("organization_id", organizationId)).toBe(1);
+        },
+      );
     });
   });
 

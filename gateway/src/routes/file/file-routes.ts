@@ -167,8 +167,9 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       operationId: "fileUrl",
       summary: "A signed link to the pair's file, usable without a bearer token for an hour",
       description:
-        `${AUTH_DESCRIPTION} The link dies when it expires or when the file is replaced or ` +
-        "deleted; `download=true` serves it as an attachment.",
+        `${AUTH_DESCRIPTION} The link names one stored file: it dies when it expires, when the ` +
+        "file is replaced or deleted (a restore does not revive it) and with its record; a " +
+        "rename keeps it. `download=true` serves it as an attachment.",
       tags,
       auth: "session_or_token",
       rateLimits,
@@ -185,12 +186,18 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       summary: "The file a signed link names: its bytes, without a bearer token",
       description:
         `The token is the authority: a tampered, expired or dead one answers 404 ` +
-        `\`file_not_found\`. ${SERVE_DESCRIPTION} ${TRANSFER_DESCRIPTION}`,
+        `\`file_not_found\`, and one whose record is gone 404 \`record_not_found\`. ` +
+        `${SERVE_DESCRIPTION} ${TRANSFER_DESCRIPTION}`,
       tags,
       auth: "none",
       params: SignedFilePath,
       binary: true,
-      errors: ["file_not_found", "range_not_satisfiable", "transfer_limit_exceeded"],
+      errors: [
+        "file_not_found",
+        "record_not_found",
+        "range_not_satisfiable",
+        "transfer_limit_exceeded",
+      ],
       handle: async (input) => {
         await files.serveSigned(input.params.token, input.call, input.ctx);
         return {};
