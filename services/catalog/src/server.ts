@@ -1,5 +1,5 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
+import { Code, domainError, requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { Call } from "./change-set.js";
 import type { Databases } from "./databases.js";
@@ -13,14 +13,24 @@ export interface CatalogServerDeps {
   fields: Fields;
 }
 
+/**
+ * The caller of a public RPC. Every one of them serves a management route, and management
+ * routes take a session, never an API token (SPEC section 2): the gateway answers a token there
+ * 401 `unauthorized` before it calls, and catalog refuses one the same way (as kit's
+ * `requireUser` does), before anything is read or written. Kit's Authorizer treats a
+ * `read_write` token as an editor, as records and files need; without this, a token's principal
+ * that reached catalog through a new route or a bug could change schemas.
+ */
 function callOf(ctx: HandlerContext): Call {
-  return { principal: requirePrincipal(ctx), requestId: requestIdOf(ctx) };
+  const principal = requirePrincipal(ctx);
+  if (principal.kind === "api_token") throw domainError(Code.Unauthenticated, "unauthorized");
+  return { principal, requestId: requestIdOf(ctx) };
 }
 
 /**
- * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed principal (a
- * user, or an API token inside its organization) and authorize through kit's Authorizer;
- * GetTableSchema answers other services only, GetDatabase answers them too.
+ * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (never an
+ * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema answers other
+ * services only, GetDatabase answers them too.
  */
 export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
   return (router: ConnectRouter) =>

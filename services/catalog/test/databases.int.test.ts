@@ -1,4 +1,5 @@
 import { auditChangesOf, errorInfoOf } from "@rowbase/kit";
+import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   DatabaseCreatedSchema,
@@ -147,30 +148,60 @@ describe("CreateDatabase", () => {
     ).toBe("organization_not_found");
   });
 
-  it("applies API tokens' access inside their own organization only", async () => {
-    const token = (access: "read" | "read_write", organizationId = t.organizationId) =>
-      as({ kind: "api_token", tokenId: 1n, organizationId, access });
-    const { database } = await h.catalog.createDatabase(
-      { organizationId: t.organizationId, name: "By token", description: "" },
-      await token("read_write"),
+  it("refuses API tokens on every RPC, as the gateway does on management routes, writing nothing", async () => {
+    // A read_write token is an editor to kit's Authorizer (records and files need that); the
+    // contract lets no token change or even read schemas (SPEC section 2).
+    const database = await newDatabase("Not by tokens");
+    const { table, fields } = await h.catalog.createTable(
+      {
+        databaseId: database.databaseId,
+        name: "Kept",
+        description: "",
+        fields: [{ name: "Name", type: FieldType.TEXT, required: false, description: "" }],
+      },
+      await as(t.editor),
     );
-    expect(database!.name).toBe("By token");
-    expect(
-      await reasonOf(
-        h.catalog.createDatabase(
-          { organizationId: t.organizationId, name: "X", description: "" },
-          await token("read"),
-        ),
-      ),
-    ).toBe("token_read_only");
-    expect(
-      await reasonOf(
-        h.catalog.getDatabase(
-          { databaseId: database!.databaseId },
-          await token("read_write", t.outsiderOrganizationId),
-        ),
-      ),
-    ).toBe("database_not_found");
+    const tableId = table!.tableId;
+    const fieldId = fields[0]!.fieldId;
+    const { databaseId } = database;
+    const before = await stateOf(h.db, t.organizationId);
+    for (const access of ["read_write", "read"] as const) {
+      const token = await as({
+        kind: "api_token",
+        tokenId: 1n,
+        organizationId: t.organizationId,
+        access,
+      });
+      const field = { name: "By token", type: FieldType.TEXT, required: false, description: "" };
+      const calls = [
+        () =>
+          h.catalog.createDatabase(
+            { organizationId: t.organizationId, name: "By token", description: "" },
+            token,
+          ),
+        () => h.catalog.updateDatabase({ databaseId, name: "By token" }, token),
+        () => h.catalog.deleteDatabase({ databaseId }, token),
+        () =>
+          h.catalog.createTable(
+            { databaseId, name: "By token", description: "", fields: [field] },
+            token,
+          ),
+        () => h.catalog.updateTable({ tableId, name: "By token" }, token),
+        () => h.catalog.deleteTable({ tableId }, token),
+        () => h.catalog.createField({ tableId, field }, token),
+        () => h.catalog.updateField({ fieldId, name: "By token", type: FieldType.NUMBER }, token),
+        () => h.catalog.deleteField({ fieldId }, token),
+        () => h.catalog.getDatabase({ databaseId }, token),
+        () => h.catalog.listDatabases({ organizationId: t.organizationId }, token),
+        () => h.catalog.getTable({ tableId }, token),
+        () => h.catalog.listTables({ databaseId }, token),
+        () => h.catalog.listFields({ tableId }, token),
+      ];
+      for (const call of calls) {
+        expect(await failureOf(call())).toMatchObject({ code: 16, reason: "unauthorized" });
+      }
+    }
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
   });
 
   it.each([
