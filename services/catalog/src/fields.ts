@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   changesBetween,
   type JsonValue,
@@ -31,7 +32,7 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, scopeOf } from "./access.js";
 import type { Call, Transactions } from "./change-set.js";
-import { FIELD_NAME_KEY, fieldNameUsed, violates } from "./db/constraints.js";
+import { FIELD_NAME_KEY, fieldNameUsed, otherFieldsBytes, violates } from "./db/constraints.js";
 import { Field, type FieldRow } from "./db/entities.js";
 import {
   checkFieldDefinition,
@@ -40,6 +41,7 @@ import {
   TYPE_MESSAGE,
 } from "./domain/field-definition.js";
 import { shiftFor, targetPosition } from "./domain/positions.js";
+import { checkSchemaBytes, type SizedField, schemaBytesOf } from "./domain/schema-size.js";
 import {
   checkFieldName,
   invalidFieldOptions,
@@ -72,6 +74,20 @@ export interface FieldPatch {
   position?: number | undefined;
 }
 
+/**
+ * Refuses a field whose name, description and options would take its table's fields past
+ * MAX_SCHEMA_BYTES; `exceptId` is the field it replaces. The caller holds the table's lock.
+ */
+async function checkSchemaSize(
+  em: EntityManager,
+  tableId: bigint,
+  field: SizedField,
+  exceptId = 0n,
+): Promise<void> {
+  const bytes = (await otherFieldsBytes(em, tableId, exceptId)) + schemaBytesOf(field);
+  checkSchemaBytes(bytes, "options");
+}
+
 /** Fields of a table: create, list, reconfigure, move, delete. */
 export class Fields {
   constructor(
@@ -99,6 +115,7 @@ export class Fields {
         // The table's row is locked: parallel creates count one after the other.
         const position = await em.count(Field, { tableId });
         if (position >= MAX_FIELDS_PER_TABLE) throw fieldLimitExceeded();
+        await checkSchemaSize(em, tableId, definition);
         const field = em.create(Field, { tableId, ...definition, position });
         await em.flush();
         await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {
@@ -178,6 +195,15 @@ export class Fields {
           (await fieldNameUsed(em, field.tableId, name, fieldId))
         ) {
           throw fieldNameTaken();
+        }
+        const resized = {
+          name: name ?? field.name,
+          description: description ?? field.description,
+          options,
+        };
+        // Only growth is refused: a table over the limit from before it can still shrink.
+        if (schemaBytesOf(resized) > schemaBytesOf(field)) {
+          await checkSchemaSize(em, field.tableId, resized, fieldId);
         }
         // New options of the same type can leave stored values outside them (a lower max_length
         // or max, fewer decimals, a removed choice): they are checked like a type change.

@@ -26,6 +26,7 @@ import {
   checkFieldDefinition,
   type FieldInput,
 } from "./domain/field-definition.js";
+import { checkSchemaBytes, schemaBytesOf } from "./domain/schema-size.js";
 import {
   invalidFieldOptions,
   requiredDescription,
@@ -63,6 +64,10 @@ function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
   });
   if (validation.length > 0) throw validationFailed(...validation);
   if (optionErrors.length > 0) throw invalidFieldOptions(optionErrors);
+  checkSchemaBytes(
+    fields.reduce((sum, field) => sum + schemaBytesOf(field), 0),
+    "fields",
+  );
   const names = new Set<string>();
   for (const field of fields) {
     const key = foldName(field.name);

@@ -463,6 +463,137 @@ describe("options of every type through CreateField", () => {
   });
 });
 
+describe("a table's schema size", () => {
+  /** 1000 distinct choices of 100 characters, most of them 3 bytes in UTF-8. */
+  const longChoices = (prefix: string, count = 1000) =>
+    Array.from({ length: count }, (_, i) => {
+      const start = `${prefix}${i} `;
+      return { name: start + "語".repeat(100 - start.length) };
+    });
+  const bytes = (text: string) => Buffer.byteLength(text);
+  /** The measure catalog applies: name, description and options (as JSON) in UTF-8. */
+  const sizeOf = (f: { name: string; description: string; options?: JsonObject | undefined }) =>
+    bytes(f.name) + bytes(f.description) + bytes(JSON.stringify(f.options ?? {}));
+  /** Options as catalog stores them: every choice with an id of 15 characters. */
+  const stored = (choices: { name: string }[]) => ({
+    choices: choices.map((c) => ({ id: "ch_xxxxxxxxxxxx", name: c.name })),
+  });
+  const tooLarge = (key: string, total: number) => [
+    {
+      key,
+      message:
+        `would make the table's fields hold ${total} bytes of names, descriptions and options ` +
+        "(UTF-8, options as JSON); a table holds at most 1048576",
+    },
+  ];
+
+  it("refuses a select field of more than 1000 choices, writing nothing", async () => {
+    const tableId = await newTable();
+    const before = await stateOf(h.db, t.organizationId);
+    const choices = Array.from({ length: 1001 }, (_, i) => ({ name: `c${i}` }));
+    for (const type of [FieldType.SINGLE_SELECT, FieldType.MULTI_SELECT]) {
+      expect(await optionErrorsOf(attempt(tableId, "Many", type, { choices }))).toEqual([
+        { key: "options.choices", message: "must have at most 1000 choices" },
+      ]);
+    }
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    await createField(tableId, "Most", FieldType.MULTI_SELECT, {
+      options: { choices: choices.slice(0, 1000) },
+    });
+  });
+
+  it("refuses a field that takes the table's fields past 1 MiB, writing nothing", async () => {
+    const tableId = await newTable();
+    for (const prefix of ["a", "b", "c"]) {
+      await createField(tableId, `Big ${prefix}`, FieldType.SINGLE_SELECT, {
+        options: { choices: longChoices(prefix) },
+        description: "語".repeat(1000),
+      });
+    }
+    const { fields } = await h.catalog.listFields({ tableId }, await as(t.viewer));
+    const held = fields.reduce((sum, f) => sum + sizeOf(f), 0);
+    expect(held).toBeLessThan(1024 * 1024);
+    const before = await stateOf(h.db, t.organizationId);
+    const fourth = { name: "Big d", description: "", options: stored(longChoices("d")) };
+    expect(
+      await optionErrorsOf(
+        attempt(tableId, "Big d", FieldType.MULTI_SELECT, { choices: longChoices("d") }),
+      ),
+    ).toEqual(tooLarge("options", held + sizeOf(fourth)));
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    // What still fits is taken.
+    await createField(tableId, "Small", FieldType.TEXT);
+    expect(await namesInOrder(tableId)).toEqual(["Big a", "Big b", "Big c", "Small"]);
+  });
+
+  it("refuses an update that grows the table's fields past 1 MiB, and takes one that shrinks them", async () => {
+    const tableId = await newTable();
+    const big = [];
+    for (const prefix of ["a", "b", "c"]) {
+      big.push(
+        await createField(tableId, `Big ${prefix}`, FieldType.MULTI_SELECT, {
+          options: { choices: longChoices(prefix) },
+        }),
+      );
+    }
+    const small = await createField(tableId, "Small", FieldType.SINGLE_SELECT);
+    const { fields } = await h.catalog.listFields({ tableId }, await as(t.viewer));
+    const others = fields
+      .filter((f) => f.fieldId !== small.fieldId)
+      .reduce((sum, f) => sum + sizeOf(f), 0);
+    const grown = longChoices("s", 300);
+    const before = await stateOf(h.db, t.organizationId);
+    expect(
+      await optionErrorsOf(
+        h.catalog.updateField(
+          { fieldId: small.fieldId, options: { choices: grown }, description: "Grown" },
+          await as(t.editor),
+        ),
+      ),
+    ).toEqual(
+      tooLarge(
+        "options",
+        others + sizeOf({ name: "Small", description: "Grown", options: stored(grown) }),
+      ),
+    );
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+    // A change that does not grow the field is taken even now, and one that frees room.
+    await h.catalog.updateField(
+      { fieldId: big[0]!.fieldId, name: "Big A", options: { choices: longChoices("a", 500) } },
+      await as(t.editor),
+    );
+    const { field } = await h.catalog.updateField(
+      { fieldId: small.fieldId, options: { choices: grown }, description: "Grown" },
+      await as(t.editor),
+    );
+    expect(field!.options!.choices).toHaveLength(300);
+  });
+
+  it("refuses a new table whose fields hold more than 1 MiB, writing nothing", async () => {
+    const before = await stateOf(h.db, t.organizationId);
+    const definitions = ["a", "b", "c", "d"].map((prefix) => ({
+      name: `Big ${prefix}`,
+      type: FieldType.SINGLE_SELECT,
+      options: { choices: longChoices(prefix) },
+      required: false,
+      description: "",
+    }));
+    const total = definitions.reduce(
+      (sum, d) => sum + sizeOf({ ...d, options: stored(d.options.choices) }),
+      0,
+    );
+    expect(
+      await optionErrorsOf(
+        h.catalog.createTable(
+          { databaseId, name: "Too big", description: "", fields: definitions },
+          await as(t.editor),
+        ),
+      ),
+    ).toEqual(tooLarge("fields", total));
+    expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+});
+
 describe("ListFields", () => {
   it("lists in position order to members only", async () => {
     const tableId = await newTable();

@@ -1,5 +1,7 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { type EntityManager, UniqueConstraintViolationException } from "@mikro-orm/postgresql";
 import { foldName } from "@rowbase/kit/field-types";
+import { schemaBytesOf } from "../domain/schema-size.js";
 
 /** Whether `error` is a unique violation of the named constraint or unique index. */
 export function violates(error: unknown, constraint: string): boolean {
@@ -146,4 +148,21 @@ async function nameUsed(
     [scopeId, key, exceptId],
   );
   return rows.some((row) => (row.name_key ?? foldName(row.name)) === key);
+}
+
+/**
+ * What the table's fields other than `exceptId` hold in names, descriptions and options
+ * (`schemaBytesOf`). Read under the table's row lock, which every change of its fields takes,
+ * so that parallel changes cannot together pass MAX_SCHEMA_BYTES.
+ */
+export async function otherFieldsBytes(
+  em: EntityManager,
+  tableId: bigint,
+  exceptId = 0n,
+): Promise<number> {
+  const rows = await em.execute<{ name: string; description: string; options: JsonObject }[]>(
+    "select name, description, options from fields where table_id = ? and id <> ?",
+    [tableId, exceptId],
+  );
+  return rows.reduce((sum, row) => sum + schemaBytesOf(row), 0);
 }

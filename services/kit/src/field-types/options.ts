@@ -53,6 +53,11 @@ export const TEXT_MAX_LENGTH = 10_000;
 export const LONG_TEXT_MAX_LENGTH = 100_000;
 export const MAX_DECIMALS = 10;
 export const CHOICE_NAME_MAX = 100;
+/**
+ * Choices per select field. At the limit a field's options are about 370 KB of JSON (names of
+ * 100 three-byte characters), so an event carrying old and new options fits NATS's 1 MiB;
+ * catalog bounds a whole table's schema besides (MAX_SCHEMA_BYTES).
+ */
 export const MAX_CHOICES = 1_000;
 export const MAX_ALLOWED_TYPES = 100;
 
