@@ -47,4 +47,25 @@ describe("LocalCache", () => {
     cache.clear();
     expect(cache.get("b")).toBeUndefined();
   });
+
+  it("keeps the values' weight within its bound, least recently used out first", () => {
+    const cache = new LocalCache<string>(60_000, 100, Date.now, { max: 10, of: (v) => v.length });
+    cache.set("a", "aaaa");
+    cache.set("b", "bbbb");
+    expect(cache.get("a")).toBe("aaaa");
+    cache.set("c", "cccc");
+    expect([cache.get("a"), cache.get("b"), cache.get("c")]).toEqual(["aaaa", undefined, "cccc"]);
+    // Replacing and deleting give their weight back.
+    cache.set("a", "a");
+    cache.delete("c");
+    cache.set("d", "ddddddddd");
+    expect([cache.get("a"), cache.get("d")]).toEqual(["a", "ddddddddd"]);
+    // A value heavier than the bound alone is not kept, and pushes nothing out.
+    cache.set("huge", "x".repeat(11));
+    expect([cache.get("huge"), cache.get("a"), cache.get("d")]).toEqual([
+      undefined,
+      "a",
+      "ddddddddd",
+    ]);
+  });
 });

@@ -62,7 +62,19 @@ interface ParsedSchema {
  * this process parsed last: a schema is shared by every caller and must not be changed.
  */
 export class TableSchemas {
-  private readonly parsed = new LocalCache<ParsedSchema>(SCHEMA_TTL_SECONDS * 1000, 1000);
+  /**
+   * At most 1000 schemas and 16 million characters of their JSON: catalog lets a table's fields
+   * hold up to 1 MiB, and a thousand such schemas (with their parsed copies) would fill the heap.
+   */
+  private readonly parsed = new LocalCache<ParsedSchema>(
+    SCHEMA_TTL_SECONDS * 1000,
+    1000,
+    Date.now,
+    {
+      max: 16_000_000,
+      of: (entry) => entry.json.length,
+    },
+  );
 
   constructor(
     private readonly catalog: Client<typeof CatalogService>,
