@@ -244,7 +244,9 @@ export class Fields {
         await changes.publish(SUBJECTS.fieldUpdated, FieldUpdatedSchema, { ...scope, fieldId });
         // Records convert the values (numbers re-rounded); a select's values follow renamed
         // choices through ChoicesRenamed instead, which also swaps names (a choice still in use
-        // cannot be removed: the check refused it).
+        // cannot be removed: the check refused it). It is sent for every change of the choices,
+        // renames or not: it also ends the check's pending state, which holds writes of the
+        // field's old choices to the new ones until then.
         if (typeChanged || (optionsChanged && !isSelectType(type))) {
           await changes.publish(SUBJECTS.fieldTypeChanged, FieldTypeChangedSchema, {
             ...scope,
@@ -255,15 +257,16 @@ export class Fields {
             newOptions: options,
             fieldName: field.name,
           });
-        } else if (isSelectType(type)) {
-          const renames = choiceRenames(old.options, options);
-          if (renames.length > 0) {
-            await changes.publish(SUBJECTS.fieldChoicesRenamed, ChoicesRenamedSchema, {
-              ...scope,
-              fieldId,
-              renames: renames.map((rename) => create(ChoiceRenameSchema, rename)),
-            });
-          }
+        } else if (optionsChanged) {
+          await changes.publish(SUBJECTS.fieldChoicesRenamed, ChoicesRenamedSchema, {
+            ...scope,
+            fieldId,
+            renames: choiceRenames(old.options, options).map((rename) =>
+              create(ChoiceRenameSchema, rename),
+            ),
+            type: fieldTypeToProto(type),
+            options,
+          });
         }
         await changes.audit(scope, "field.updated", { type: "field", id: fieldId }, changed);
         return field;

@@ -64,7 +64,7 @@ function tablesNamed(message: BusMessage): bigint[] {
  * Records' part of catalog's changes (CATALOG stream, durable `records_catalog`): every event
  * evicts the cached schemas of the tables it names; deleted tables and databases take their
  * records with them (and give the organization's record count back); a deleted field's values
- * go (and it is marked deleted for writes of an older schema), a type change converts them, a choice rename renames them, a new autonumber field numbers
+ * go (and it is marked deleted for writes of an older schema), a type change converts them, a select's changed choices rename them (and end the change's pending check), a new autonumber field numbers
  * the records that exist. Each event is applied once (`consumeOnce`): its id is recorded in
  * `processed_event` in the transaction that applies it, so a redelivery or a replay finds it
  * done. A type change converts its values a chunk per transaction before that one, which
@@ -166,12 +166,24 @@ export class CatalogEvents {
       }
       case SUBJECTS.fieldChoicesRenamed: {
         const event = fromBinary(ChoicesRenamedSchema, message.data);
+        // A write under way (past its gate, so held to the new choices) commits first, and its
+        // value is renamed here; every later one finds the change no longer pending.
+        await lockTableExclusive(em, event.tableId);
         await renameChoices(
           em,
           event.tableId,
           event.fieldId.toString(),
           event.renames.map((r) => [r.oldName, r.newName]),
         );
+        const to = fieldLikeOf({ type: event.type, options: event.options });
+        if (to) {
+          await clearTypeChangePending(em, {
+            tableId: event.tableId,
+            fieldId: event.fieldId,
+            toType: to.type,
+            toOptions: to.options,
+          });
+        }
         break;
       }
     }

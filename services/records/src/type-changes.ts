@@ -6,7 +6,6 @@ import {
   type FieldLike,
   fieldLikeOf,
   fieldTypeFromProto,
-  isSelectType,
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
@@ -100,28 +99,20 @@ export class TypeChanges {
     if (!canChangeType(from.type, to.type)) {
       throw fieldTypeChangeInvalid({ message: `cannot convert ${from.type} to ${to.type}` });
     }
-    // Catalog announces no conversion for a select's new choices (removed ones in use are
-    // refused here), so nothing would end such a change's pending state.
-    const converts = from.type !== to.type || !isSelectType(to.type);
-    const pending = converts
-      ? await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
-          markTypeChangePending(
-            em,
-            {
-              tableId: field.tableId,
-              fieldId: field.fieldId,
-              toType: to.type,
-              toOptions: to.options,
-            },
-            PENDING_SECONDS,
-          ),
-        )
-      : undefined;
+    // A select's new choices are pending too (a write of a removed one would store a value no
+    // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that.
+    const pending = await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
+      markTypeChangePending(
+        em,
+        { tableId: field.tableId, fieldId: field.fieldId, toType: to.type, toOptions: to.options },
+        PENDING_SECONDS,
+      ),
+    );
     try {
       await this.checkValues(field, from, to);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not convert.
-      if (pending) await clearTypeChangePending(this.tx.em(), { id: pending });
+      await clearTypeChangePending(this.tx.em(), { id: pending });
       throw error;
     }
   }

@@ -763,6 +763,87 @@ describe("a write between a type change's check and its conversion", () => {
   });
 });
 
+describe("a write between a select's choice change's check and its event", () => {
+  it("must fit the new choices, else 400, and a renamed choice it wrote is renamed", async () => {
+    const choices = { choices: [{ name: "A" }, { name: "B" }, { name: "C" }] };
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("One", FieldType.SINGLE_SELECT, choices),
+      def("Many", FieldType.MULTI_SELECT, choices),
+    ]);
+    const [row] = await seed(table, [{ One: "A", Many: ["A"] }]);
+    const { tableId } = table;
+    const editor = await as(t.editor);
+    // Catalog's checks of the new choices: B removed (no record holds it), and in One C renamed
+    // to Cee.
+    const changes = ["One", "Many"].map((name) => {
+      const field = table.fields.find((f) => f.name === name)!;
+      const [a, , c] = (field.options!.choices as JsonObject[]).map((ch) => ch.id as string);
+      const options = {
+        choices: [
+          { id: a!, name: "A" },
+          { id: c!, name: name === "One" ? "Cee" : "C" },
+        ],
+      };
+      return { field, options };
+    });
+    for (const { field, options } of changes) {
+      await h.records.checkFieldTypeChange(
+        { field, newType: field.type, newOptions: options },
+        await as(SERVICE),
+      );
+    }
+    // Writes checked against the old choices land meanwhile: the removed choice is refused, in
+    // a create, a batch and an update alike, and nothing is written...
+    const refusal = (key: string) => [
+      {
+        key,
+        message: expect.stringMatching(/options the field is changing to: its choice "B"/),
+        source: "body",
+      },
+    ];
+    expect(
+      await validationOf(h.records.createRecord({ tableId, data: { One: "B" } }, editor)),
+    ).toEqual(refusal("One"));
+    expect(
+      await validationOf(
+        h.records.batchCreateRecords(
+          { tableId, records: [{ data: { One: "A" } }, { data: { Many: ["A", "B"] } }] },
+          editor,
+        ),
+      ),
+    ).toEqual(refusal("records.1.data.Many"));
+    expect(
+      await validationOf(
+        h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Many: ["B"] } }, editor),
+      ),
+    ).toEqual(refusal("Many"));
+    const one = table.id.One!;
+    const many = table.id.Many!;
+    expect(await stored(tableId)).toEqual([{ [one]: "A", [many]: ["A"] }]);
+    // ...and the renamed choice, under its old name, is written.
+    await h.records.createRecord({ tableId, data: { One: "C", Many: ["A", "C"] } }, editor);
+
+    // Catalog commits the changes: the value follows its choice, and nothing is pending (the
+    // change of Many renames nothing, and its event ends it all the same).
+    for (const { field, options } of changes) {
+      await h.catalog.updateField({ fieldId: field.fieldId, options }, await as(t.owner));
+    }
+    await eventually(async () =>
+      expect(await stored(tableId)).toEqual([
+        { [one]: "A", [many]: ["A"] },
+        { [one]: "Cee", [many]: ["A", "C"] },
+      ]),
+    );
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from records.pending_type_change where table_id = $1",
+        [tableId.toString()],
+      );
+      expect(rows[0].n).toBe(0);
+    });
+  });
+});
+
 describe("a write whose schema still has a deleted field", () => {
   it("is checked again against the table as it is, and stores nothing under the field", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [

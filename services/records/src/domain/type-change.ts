@@ -83,5 +83,8 @@ export function pendingProblem(
     createdAt: now,
     updatedAt: now,
   });
-  return problem && `does not fit the ${pending.to.type} type the field is changing to: ${problem}`;
+  if (!problem) return undefined;
+  return field.type === pending.to.type
+    ? `does not fit the options the field is changing to: ${problem}`
+    : `does not fit the ${pending.to.type} type the field is changing to: ${problem}`;
 }
