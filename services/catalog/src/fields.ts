@@ -206,11 +206,21 @@ export class Fields {
           await checkSchemaSize(em, field.tableId, resized, fieldId);
         }
         // New options of the same type can leave stored values outside them (a lower max_length
-        // or max, fewer decimals, a removed choice): they are checked like a type change.
+        // or max, fewer decimals, a removed choice): they are checked like a type change. So is
+        // a field made required, and a required field's change, since no record may then hold
+        // an empty value (SPEC: a required field cannot be cleared), nor one the conversion
+        // empties.
         const optionsChanged =
           !typeChanged && !isReadOnlyType(type) && !sameJson(options, old.options);
-        if ((typeChanged || optionsChanged) && this.deps.checkTypeChange) {
-          await this.deps.checkTypeChange(toField(field), fieldTypeToProto(type), options, call);
+        const madeRequired = required && !field.required;
+        if ((typeChanged || optionsChanged || madeRequired) && this.deps.checkTypeChange) {
+          await this.deps.checkTypeChange(
+            toField(field),
+            fieldTypeToProto(type),
+            options,
+            required,
+            call,
+          );
         }
 
         if (patch.position !== undefined) {

@@ -7,13 +7,15 @@ import type { CallContext } from "./change-set.js";
 import { fieldTypeChangeInvalid } from "./errors.js";
 
 /**
- * Asks whether every stored value of `field` converts to the new type and options; throws
- * field_type_change_invalid when one does not.
+ * Asks whether every stored value of `field` converts to the new type and options, and, when
+ * the field is to be `newRequired`, is not empty after it; throws field_type_change_invalid
+ * when one does not.
  */
 export type TypeChangeCheck = (
   field: Field,
   newType: FieldType,
   newOptions: JsonObject,
+  newRequired: boolean,
   context: CallContext,
 ) => Promise<void>;
 
@@ -25,10 +27,10 @@ export type TypeChangeCheck = (
  */
 export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string): TypeChangeCheck {
   const records = createServiceClient(RecordsService, baseUrl);
-  return async (field, newType, newOptions, context) => {
+  return async (field, newType, newOptions, newRequired, context) => {
     try {
       await records.checkFieldTypeChange(
-        { field, newType, newOptions },
+        { field, newType, newOptions, newRequired },
         await callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId),
       );
     } catch (error) {

@@ -173,7 +173,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         if (!req.field) {
           throw validationFailed([{ key: "field", message: "is required", source: "body" }]);
         }
-        await typeChanges.check(req.field, req.newType, req.newOptions);
+        await typeChanges.check(req.field, req.newType, req.newOptions, req.newRequired);
         return {};
       },
     });

@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query } from "@rowbase/kit";
+import { query, sameJson } from "@rowbase/kit";
 import {
   canChangeType,
   type FieldLike,
@@ -45,7 +45,7 @@ function fromColumns(field: FieldLike): boolean {
 
 /**
  * The next chunk of a field's cells after `afterRowId`: only records holding a value, unless the
- * value comes from the record's own columns.
+ * value comes from the record's own columns or `every` record is asked for.
  */
 async function cellsAfter(
   em: EntityManager,
@@ -54,13 +54,15 @@ async function cellsAfter(
   from: FieldLike,
   afterRowId: string,
   lock: boolean,
+  every = false,
 ): Promise<CellRow[]> {
+  const all = every || fromColumns(from);
   return query<CellRow>(
     em,
     `select row_id, data -> $2::text as value, data ? $2::text as has_value,
        ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms
      from record
-     where table_id = $1 and row_id > $3 ${fromColumns(from) ? "" : "and data ? $2::text"}
+     where table_id = $1 and row_id > $3 ${all ? "" : "and data ? $2::text"}
      order by row_id limit ${CHUNK} ${lock ? "for update" : ""}`,
     [tableId, fieldId, afterRowId],
   );
@@ -84,11 +86,18 @@ export class TypeChanges {
 
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
-   * the new type and options, naming a few of the rows. A change it agrees to is pending until
-   * its values are converted (or `PENDING_SECONDS`): writes of the field must convert to it too
+   * the new type and options, or, when the field is to be `required`, a record's value is empty
+   * or would be after the conversion (SPEC: a required field cannot be empty), naming a few of
+   * the rows. A change of type or options it agrees to is pending until its values are
+   * converted (or `PENDING_SECONDS`): writes of the field must convert to it too
    * (`pending_type_change`, migrations/write-gate.ts).
    */
-  async check(field: Field, newType: FieldType, newOptions: JsonObject | undefined): Promise<void> {
+  async check(
+    field: Field,
+    newType: FieldType,
+    newOptions: JsonObject | undefined,
+    required = false,
+  ): Promise<void> {
     const from = fieldLikeOf(field);
     const toType = fieldTypeFromProto(newType);
     const items: ValidationItem[] = [];
@@ -100,25 +109,39 @@ export class TypeChanges {
       throw fieldTypeChangeInvalid({ message: `cannot convert ${from.type} to ${to.type}` });
     }
     // A select's new choices are pending too (a write of a removed one would store a value no
-    // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that.
-    const pending = await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
-      markTypeChangePending(
-        em,
-        { tableId: field.tableId, fieldId: field.fieldId, toType: to.type, toOptions: to.options },
-        PENDING_SECONDS,
-      ),
-    );
+    // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that. Making a field
+    // required changes no value: no event would end a mark.
+    const converts = from.type !== to.type || !sameJson(from.options ?? {}, to.options ?? {});
+    const pending = converts
+      ? await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
+          markTypeChangePending(
+            em,
+            {
+              tableId: field.tableId,
+              fieldId: field.fieldId,
+              toType: to.type,
+              toOptions: to.options,
+            },
+            PENDING_SECONDS,
+          ),
+        )
+      : undefined;
     try {
-      await this.checkValues(field, from, to);
+      await this.checkValues(field, from, to, required);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not convert.
-      await clearTypeChangePending(this.tx.em(), { id: pending });
+      if (pending) await clearTypeChangePending(this.tx.em(), { id: pending });
       throw error;
     }
   }
 
-  /** `check`'s reading of the stored values. */
-  private async checkValues(field: Field, from: FieldLike, to: FieldLike): Promise<void> {
+  /** `check`'s reading of the stored values: every record's when the field is to be required. */
+  private async checkValues(
+    field: Field,
+    from: FieldLike,
+    to: FieldLike,
+    required: boolean,
+  ): Promise<void> {
     const em = this.tx.em();
     const offending: string[] = [];
     let count = 0;
@@ -131,9 +154,10 @@ export class TypeChanges {
         from,
         after,
         false,
+        required,
       );
       for (const row of rows) {
-        const problem = conversionProblem(from, to, cellOf(row));
+        const problem = conversionProblem(from, to, cellOf(row), required);
         if (problem === undefined) continue;
         count += 1;
         if (offending.length < EXAMPLES) offending.push(row.row_id);

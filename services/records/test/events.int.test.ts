@@ -541,6 +541,75 @@ describe("catalog changes", () => {
     expect((await optionsOf("Kind"))!.choices).toEqual([a]);
   });
 
+  it("refuses making a field required while a record has no value, or a change that empties one", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Tags", FieldType.MULTI_SELECT, { choices: [{ name: "A" }] }),
+      def("Code", FieldType.TEXT),
+    ]);
+    const rows = await seed(table, [
+      { Name: "a", Tags: ["A"], Code: "12" },
+      { Name: "", Tags: [], Code: " " },
+      { Code: "7" },
+    ]);
+    const owner = await as(t.owner);
+    const editor = await as(t.editor);
+    const field = (name: string) => table.fields.find((f) => f.name === name)!;
+    const requiredOf = async (name: string) =>
+      (await h.catalog.listFields({ tableId: table.tableId }, owner)).fields.find(
+        (f) => f.name === name,
+      )!.required;
+    const before = await stored(table.tableId);
+
+    // An empty text, an empty list and no value at all are each empty: refused, with how many.
+    for (const name of ["Name", "Tags"]) {
+      const refusal = await failureOf(
+        h.catalog.updateField({ fieldId: field(name).fieldId, required: true }, owner),
+      );
+      expect(refusal.reason, name).toBe("field_type_change_invalid");
+      expect(refusal.metadata.count, name).toBe("2");
+      expect(JSON.parse(refusal.metadata.row_ids!), name).toEqual(
+        rows.slice(1).map((row) => Number(row.rowId)),
+      );
+      expect(refusal.metadata.message).toMatch(/is empty, and the field is to be required/);
+      expect(await requiredOf(name), name).toBe(false);
+    }
+    expect(await stored(table.tableId)).toEqual(before);
+
+    // Once every record holds a name, the field can be required; that changes no value, so
+    // nothing is left pending for writes.
+    for (const row of rows.slice(1)) {
+      await h.records.updateRecord(
+        { tableId: table.tableId, rowId: row.rowId, data: { Name: "n" } },
+        editor,
+      );
+    }
+    await h.catalog.updateField({ fieldId: field("Name").fieldId, required: true }, owner);
+    expect(await requiredOf("Name")).toBe(true);
+    const { rows: marks } = await h.db.query(
+      "select count(*)::int as n from records.pending_type_change where table_id = $1",
+      [table.tableId.toString()],
+    );
+    expect(marks[0].n).toBe(0);
+
+    // A blank text is a value, but as a number it is none: a required field cannot become one.
+    await h.catalog.updateField({ fieldId: field("Code").fieldId, required: true }, owner);
+    const refusal = await failureOf(
+      h.catalog.updateField({ fieldId: field("Code").fieldId, type: FieldType.NUMBER }, owner),
+    );
+    expect(refusal.reason).toBe("field_type_change_invalid");
+    expect(JSON.parse(refusal.metadata.row_ids!)).toEqual([Number(rows[1]!.rowId)]);
+    expect(refusal.metadata.message).toMatch(/would be empty as number/);
+    await h.records.updateRecord(
+      { tableId: table.tableId, rowId: rows[1]!.rowId, data: { Code: "5" } },
+      editor,
+    );
+    await h.catalog.updateField({ fieldId: field("Code").fieldId, type: FieldType.NUMBER }, owner);
+    await eventually(async () =>
+      expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual([12, 5, 7]),
+    );
+  });
+
   it("answers CheckFieldTypeChange for services only", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Mail", FieldType.TEXT)]);
     await seed(table, [{ Mail: "ada@example.com" }, { Mail: "not mail" }]);

@@ -73,7 +73,9 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "A type change converts stored values where a conversion exists (text <-> number, " +
         "boolean, date, select, email, url, phone) and otherwise answers " +
         "`field_type_change_invalid`. A choice that keeps its `id` under a new name is renamed, " +
-        "stored values included.",
+        "stored values included. Making a field `required` while a record's value is empty, or " +
+        "changing a required field so that one becomes empty, answers " +
+        "`field_type_change_invalid` with the count and the first row ids.",
       tags,
       auth: "session",
       query: FieldIdQuery,

@@ -1,6 +1,11 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { sameJson as sameInAnyKeyOrder } from "@rowbase/kit";
-import { convertValue, type FieldLike, validateValue } from "@rowbase/kit/field-types";
+import {
+  convertValue,
+  type FieldLike,
+  isEmptyValue,
+  validateValue,
+} from "@rowbase/kit/field-types";
 
 /** What a stored cell is made of: its value in `data` and the record's own times. */
 export interface StoredCell {
@@ -21,15 +26,23 @@ export function sourceValue(field: FieldLike, cell: StoredCell): JsonValue {
 
 /**
  * Whether a value can become the value of the changed field (CheckFieldTypeChange, before the
- * change): the registry's conversion, and its reason when it fails.
+ * change): the registry's conversion, and its reason when it fails; for a field that is to be
+ * `required`, also a value that is empty, or that the conversion empties (blank text to a
+ * number).
  */
 export function conversionProblem(
   from: FieldLike,
   to: FieldLike,
   cell: StoredCell,
+  required = false,
 ): string | undefined {
-  const result = convertValue(from, to, sourceValue(from, cell));
-  return result.ok ? undefined : result.message;
+  const source = sourceValue(from, cell);
+  const result = convertValue(from, to, source);
+  if (!result.ok) return result.message;
+  if (!required || !isEmptyValue(result.value)) return undefined;
+  return isEmptyValue(source)
+    ? "is empty, and the field is to be required"
+    : `would be empty as ${to.type}, and the field is to be required`;
 }
 
 function sameJson(a: JsonValue, b: JsonValue): boolean {
