@@ -142,6 +142,10 @@ export class CatalogEvents {
         }
         const before = this.pendingTypeChanges.get(message.id) ?? { after: "0", converted: 0 };
         this.pendingTypeChanges.delete(message.id);
+        // A write under way (past its gate, its value checked against the pending change) may
+        // create a record the last chunk would not see: it commits first, and is converted here;
+        // every later one finds the change no longer pending.
+        await lockTableExclusive(em, change.scope.tableId);
         const converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
         // Converted: the change is no longer pending, and writes need not convert to it.

@@ -815,6 +815,46 @@ describe("a write between a type change's check and its conversion", () => {
     }
   });
 
+  it("is converted too when it creates a record while the conversion runs", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
+    await seed(table, [{ Code: "1" }]);
+    const code = table.id.Code!;
+    const { tableId } = table;
+    await h.catalog.updateField(
+      { fieldId: BigInt(code), type: FieldType.NUMBER },
+      await as(t.owner),
+    );
+    await eventually(async () => expect((await stored(tableId)).map((d) => d[code])).toEqual([1]));
+    const changed = await eventually(() => {
+      const found = h.events.find(
+        (e) =>
+          e.subject === SUBJECTS.fieldTypeChanged &&
+          fromBinary(FieldTypeChangedSchema, e.data).fieldId === BigInt(code),
+      );
+      if (!found) throw new Error("no type change");
+      return found;
+    });
+    const writer = await h.db.connect();
+    try {
+      // A create checked against the text field, past its gate, not yet committed, while the
+      // conversion runs (here: the event once more, under an id of its own).
+      await writer.query("begin");
+      await writer.query("select records.write_gate($1, $2, '{}')", [tableId.toString(), [code]]);
+      await writer.query(
+        `insert into records.record (table_id, organization_id, data, created_by, updated_by)
+         values ($1, $2, jsonb_build_object($3::text, '2'), 'test', 'test')`,
+        [tableId.toString(), t.organizationId.toString(), code],
+      );
+      const conversion = replay([{ ...changed, id: `${changed.id}-again` }]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await writer.query("commit");
+      await conversion;
+    } finally {
+      writer.release();
+    }
+    expect((await stored(tableId)).map((d) => d[code])).toEqual([1, 2]);
+  });
+
   it("is not held to a change the check refused", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
     await seed(table, [{ Code: "x" }]);
