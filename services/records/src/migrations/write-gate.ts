@@ -8,8 +8,8 @@ import { Migration } from "@mikro-orm/migrations";
  * exclusive lock): a write that still holds a value for it would store data no field shows.
  *
  * `pending_type_change` is a type (or options) change CheckFieldTypeChange found every stored
- * value fit for, from that check until records converts the values (FieldTypeChanged) or it
- * expires (the change was never committed). Catalog commits the change after the check, so a
+ * value fit for, from that check until records converts the values (FieldTypeChanged; for a
+ * select's new choices, ChoicesRenamed) or it expires (the change was never committed). Catalog commits the change after the check, so a
  * write checked against the old type can land in between; its value must convert as well, or
  * the conversion would clear a value the client was told was stored. The check inserts the row
  * under the table's exclusive lock before it reads the values: every write holding the table's
