@@ -15,7 +15,12 @@ import {
   markTypeChangePending,
   notProcessed,
 } from "./db/record-store.js";
-import { conversionProblem, convertedValue, type StoredCell } from "./domain/type-change.js";
+import {
+  conversionProblem,
+  convertedValue,
+  type RequiredRule,
+  type StoredCell,
+} from "./domain/type-change.js";
 import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
 import { SCHEMA_TTL_SECONDS } from "./table-schema.js";
 
@@ -86,11 +91,11 @@ export class TypeChanges {
 
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
-   * the new type and options, or, when the field is to be `required`, a record's value is empty
-   * or would be after the conversion (SPEC: a required field cannot be empty), naming a few of
-   * the rows. A change of type or options it agrees to is pending until its values are
-   * converted (or `PENDING_SECONDS`): writes of the field must convert to it too
-   * (`pending_type_change`, migrations/write-gate.ts).
+   * the new type and options, or, when the field is to be `required`, a record's value would be
+   * empty after the change (SPEC: a required field cannot be cleared), naming a few of the rows.
+   * A change of type or options it agrees to is pending until its values are converted (or
+   * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
+   * migrations/write-gate.ts).
    */
   async check(
     field: Field,
@@ -127,7 +132,8 @@ export class TypeChanges {
         )
       : undefined;
     try {
-      await this.checkValues(field, from, to, required);
+      const rule: RequiredRule = !required ? "none" : field.required ? "kept" : "made";
+      await this.checkValues(field, from, to, rule);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not convert.
       if (pending) await clearTypeChangePending(this.tx.em(), { id: pending });
@@ -135,12 +141,12 @@ export class TypeChanges {
     }
   }
 
-  /** `check`'s reading of the stored values: every record's when the field is to be required. */
+  /** `check`'s reading of the stored values: every record's when the field is made required. */
   private async checkValues(
     field: Field,
     from: FieldLike,
     to: FieldLike,
-    required: boolean,
+    required: RequiredRule,
   ): Promise<void> {
     const em = this.tx.em();
     const offending: string[] = [];
@@ -154,7 +160,7 @@ export class TypeChanges {
         from,
         after,
         false,
-        required,
+        required === "made",
       );
       for (const row of rows) {
         const problem = conversionProblem(from, to, cellOf(row), required);

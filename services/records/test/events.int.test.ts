@@ -608,6 +608,17 @@ describe("catalog changes", () => {
     await eventually(async () =>
       expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual([12, 5, 7]),
     );
+
+    // A required field's record with no value (stored before required was checked) does not
+    // hold up a change that empties nothing.
+    await h.db.query("update records.record set data = data - $2::text where row_id = $1", [
+      rows[2]!.rowId.toString(),
+      table.id.Name!,
+    ]);
+    await h.catalog.updateField(
+      { fieldId: field("Name").fieldId, options: { max_length: 50 } },
+      owner,
+    );
   });
 
   it("answers CheckFieldTypeChange for services only", async () => {

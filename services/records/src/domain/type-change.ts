@@ -25,24 +25,29 @@ export function sourceValue(field: FieldLike, cell: StoredCell): JsonValue {
 }
 
 /**
+ * What a change asks of the field's values beyond converting: nothing, none empty (the field is
+ * `made` required) or none emptied by the conversion (it is `kept` required: a value that is
+ * already empty, from before required was checked, does not hold up a change it is no part of).
+ */
+export type RequiredRule = "none" | "made" | "kept";
+
+/**
  * Whether a value can become the value of the changed field (CheckFieldTypeChange, before the
- * change): the registry's conversion, and its reason when it fails; for a field that is to be
- * `required`, also a value that is empty, or that the conversion empties (blank text to a
- * number).
+ * change): the registry's conversion, and its reason when it fails; then the `required` rule's
+ * (blank text becomes no number).
  */
 export function conversionProblem(
   from: FieldLike,
   to: FieldLike,
   cell: StoredCell,
-  required = false,
+  required: RequiredRule = "none",
 ): string | undefined {
   const source = sourceValue(from, cell);
   const result = convertValue(from, to, source);
   if (!result.ok) return result.message;
-  if (!required || !isEmptyValue(result.value)) return undefined;
-  return isEmptyValue(source)
-    ? "is empty, and the field is to be required"
-    : `would be empty as ${to.type}, and the field is to be required`;
+  if (required === "none" || !isEmptyValue(result.value)) return undefined;
+  if (!isEmptyValue(source)) return `would be empty as ${to.type}, and the field is required`;
+  return required === "made" ? "is empty, and the field is to be required" : undefined;
 }
 
 function sameJson(a: JsonValue, b: JsonValue): boolean {
