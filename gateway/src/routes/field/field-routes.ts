@@ -75,7 +75,7 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "`field_type_change_invalid`. A choice that keeps its `id` under a new name is renamed, " +
         "stored values included. Making a field `required` while a record's value is empty, or " +
         "changing a required field so that one becomes empty, answers " +
-        "`field_type_change_invalid` with the count and the first row ids.",
+        "`field_type_change_invalid`.",
       tags,
       auth: "session",
       query: FieldIdQuery,
