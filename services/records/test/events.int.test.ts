@@ -21,6 +21,7 @@ import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_e
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CatalogEvents } from "../src/catalog-events.js";
 import { Transactions } from "../src/change-set.js";
+import { clearTypeChangePending, markTypeChangePending } from "../src/db/record-store.js";
 import { createRecordsOrm } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
 import { TypeChanges } from "../src/type-changes.js";
@@ -1197,5 +1198,40 @@ describe("organization deletion", () => {
     await h.org.deleteOrganization({ organizationId }, await as(owner));
     await countersOf(full, 0);
     await countersOf(empty, 0);
+  });
+});
+
+describe("pending marks", () => {
+  it("are cleared one per applied change, the oldest first, so the same change made again stays pending", async () => {
+    const orm = await createRecordsOrm(h.databaseUrl);
+    try {
+      // Decimals 2 -> 0, back, and to 0 again: the first and the third change are equal.
+      const change = {
+        tableId: 9_000_001n,
+        fieldId: 1n,
+        toType: "number",
+        toOptions: { decimals: 0 },
+      };
+      const mark = () =>
+        orm.em.fork().transactional((em) => markTypeChangePending(em, change, 120));
+      const first = await mark();
+      const again = await mark();
+      // The first change's conversion is applied: the change made again is still pending.
+      await orm.em.fork().transactional((em) => clearTypeChangePending(em, change));
+      const { rows } = await h.db.query(
+        "select id::text from records.pending_type_change where table_id = $1 order by id",
+        [change.tableId.toString()],
+      );
+      expect(rows.map((row) => row.id)).toEqual([again]);
+      expect(again).not.toBe(first);
+      await orm.em.fork().transactional((em) => clearTypeChangePending(em, change));
+      const { rows: left } = await h.db.query(
+        "select count(*)::int as n from records.pending_type_change where table_id = $1",
+        [change.tableId.toString()],
+      );
+      expect(left[0].n).toBe(0);
+    } finally {
+      await orm.close();
+    }
   });
 });
