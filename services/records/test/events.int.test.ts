@@ -1202,34 +1202,35 @@ describe("organization deletion", () => {
 });
 
 describe("pending marks", () => {
-  it("are cleared one per applied change, the oldest first, so the same change made again stays pending", async () => {
+  it("are cleared per applied change, so the same change made again stays pending", async () => {
     const orm = await createRecordsOrm(h.databaseUrl);
     try {
-      // Decimals 2 -> 0, back, and to 0 again: the first and the third change are equal.
-      const change = {
-        tableId: 9_000_001n,
-        fieldId: 1n,
-        toType: "number",
-        toOptions: { decimals: 0 },
-      };
-      const mark = () =>
+      // Decimals 2 -> 0 (checked twice, as a check tried again is), back to 2, and to 0 again.
+      const field = { tableId: 9_000_001n, fieldId: 1n, toType: "number" };
+      const toZero = { ...field, toOptions: { decimals: 0 } };
+      const toTwo = { ...field, toOptions: { decimals: 2 } };
+      const mark = (change: typeof toZero) =>
         orm.em.fork().transactional((em) => markTypeChangePending(em, change, 120));
-      const first = await mark();
-      const again = await mark();
-      // The first change's conversion is applied: the change made again is still pending.
-      await orm.em.fork().transactional((em) => clearTypeChangePending(em, change));
-      const { rows } = await h.db.query(
-        "select id::text from records.pending_type_change where table_id = $1 order by id",
-        [change.tableId.toString()],
-      );
-      expect(rows.map((row) => row.id)).toEqual([again]);
-      expect(again).not.toBe(first);
-      await orm.em.fork().transactional((em) => clearTypeChangePending(em, change));
-      const { rows: left } = await h.db.query(
-        "select count(*)::int as n from records.pending_type_change where table_id = $1",
-        [change.tableId.toString()],
-      );
-      expect(left[0].n).toBe(0);
+      const clear = (change: typeof toZero) =>
+        orm.em.fork().transactional((em) => clearTypeChangePending(em, change));
+      const marks = async () => {
+        const { rows } = await h.db.query(
+          "select id::text from records.pending_type_change where table_id = $1 order by id",
+          [field.tableId.toString()],
+        );
+        return rows.map((row) => row.id);
+      };
+      await mark(toZero);
+      await mark(toZero);
+      const back = await mark(toTwo);
+      const again = await mark(toZero);
+      // The first change is applied: both of its marks go, the one made again stays pending.
+      await clear(toZero);
+      expect(await marks()).toEqual([back, again]);
+      await clear(toTwo);
+      expect(await marks()).toEqual([again]);
+      await clear(toZero);
+      expect(await marks()).toEqual([]);
     } finally {
       await orm.close();
     }

@@ -604,7 +604,7 @@ export async function markTypeChangePending(
   return row!.id;
 }
 
-/** Removes the pending mark of a field's type change to `to` (applied) or the mark `id` (refused). */
+/** Removes the pending marks of a field's type change to `to` (applied) or the mark `id` (refused). */
 export async function clearTypeChangePending(
   em: EntityManager,
   which: { id: string } | PendingTarget,
@@ -613,16 +613,24 @@ export async function clearTypeChangePending(
     await query(em, "delete from pending_type_change where id = $1", [which.id]);
     return;
   }
-  // The oldest mark of that change only: the same change made again later (decimals 2 -> 0,
-  // back to 2, to 0 again) has a mark of its own, made by its own check, which must hold writes
-  // until its own event is applied. Each check of a change precedes its event, so the oldest
-  // equal mark is this event's (or one of a change catalog never committed, which would only
-  // have expired).
+  // The marks of this change only: its check's (made more than once when a check was tried
+  // again), not those of the same change made again later (decimals 2 -> 0, back to 2, to 0
+  // again), whose own check must hold writes until its own event is applied. Changes of a field
+  // are checked and applied in order, so the marks equal to this change that come before the
+  // first later mark of another change are this change's; the rest are a later one's.
   await query(
     em,
-    `delete from pending_type_change where id = (
-       select min(id) from pending_type_change
-       where table_id = $1 and field_id = $2 and to_type = $3 and to_options = $4::jsonb)`,
+    `with equal as (
+       select id from pending_type_change
+       where table_id = $1 and field_id = $2 and to_type = $3 and to_options = $4::jsonb
+     ), later_other as (
+       select min(id) as id from pending_type_change
+       where table_id = $1 and field_id = $2 and not (to_type = $3 and to_options = $4::jsonb)
+         and id > (select min(id) from equal)
+     )
+     delete from pending_type_change
+     where id in (select id from equal)
+       and id < coalesce((select id from later_other), 9223372036854775807)`,
     [which.tableId, which.fieldId, which.toType, JSON.stringify(which.toOptions ?? {})],
   );
 }
