@@ -146,15 +146,19 @@ export class CatalogEvents {
         // create a record the last chunk would not see: it commits first, and is converted here;
         // every later one finds the change no longer pending.
         await lockTableExclusive(em, change.scope.tableId);
-        const converted =
+        let converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
         // Converted: the change is no longer pending, and writes need not convert to it.
-        await clearTypeChangePending(em, {
+        const noted = await clearTypeChangePending(em, {
           tableId: change.scope.tableId,
           fieldId: change.fieldId,
           toType: change.to.type,
           toOptions: change.to.options,
         });
+        // Writes checked against it that landed in a chunk converted before them (the last
+        // chunk's were just converted).
+        const passed = noted.filter((rowId) => BigInt(rowId) <= BigInt(before.after));
+        converted += await this.deps.typeChanges.applyNoted(em, change, passed);
         if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
           await retireCounter(em, change.scope.tableId, change.fieldId);
         }

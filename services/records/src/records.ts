@@ -13,6 +13,7 @@ import {
   insertRecords,
   lockForCreate,
   lockRecordsForWrite,
+  notePendingWrites,
   type PageQuery,
   type PendingTypeChange,
   pageWithTotal,
@@ -205,6 +206,18 @@ function fieldsWritten(values: readonly CheckedValues[]): string[] {
 }
 
 /**
+ * The pending type changes (mark ids) of the fields that writes of `values` set: those a write
+ * notes its records under (`notePendingWrites`).
+ */
+function marksOf(
+  pending: readonly PendingTypeChange[],
+  values: readonly CheckedValues[],
+): string[] {
+  const fields = new Set(fieldsWritten(values));
+  return pending.filter((change) => fields.has(change.fieldId)).map((change) => change.id);
+}
+
+/**
  * The values of a write that would not survive a pending type change of their field (its
  * conversion would clear them), as 400 items keyed by the field's name behind `prefix`.
  */
@@ -340,8 +353,10 @@ export class Records {
       pendingChecked: pending.map((change) => change.id),
     };
     // A new row has no file yet (row ids are never reused, and an upload needs the committed
-    // row), so files is not asked: a create must not fail with 503 after it committed.
-    if (autonumbers.length === 0) {
+    // row), so files is not asked: a create must not fail with 503 after it committed. A create
+    // checked against pending type changes notes its records, in a transaction.
+    const marks = marksOf(pending, checked);
+    if (autonumbers.length === 0 && marks.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
         const rowIds = await allocateRowIds(changes.em, datas.length);
         const rows = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
@@ -376,6 +391,12 @@ export class Records {
           actor: actorName(call.principal),
         },
         datas,
+      );
+      await notePendingWrites(
+        em,
+        schema.tableId,
+        marks,
+        records.map((record) => record.rowId),
       );
       auditCreated(changes, schema, records);
       // Last, with the events: the organization's usage row stays locked from here to the
@@ -495,6 +516,7 @@ export class Records {
         }));
         const problems = pendingItems(schema, pending, writes);
         if (problems.length > 0) throw validationFailed(problems);
+        await notePendingWrites(em, schema.tableId, marksOf(pending, checked), rowIds);
       }
       const byId = new Map(found.map((record) => [record.rowId, record]));
       const writes: { rowId: bigint; data: JsonObject }[] = [];

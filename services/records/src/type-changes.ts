@@ -10,7 +10,7 @@ import {
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import {
-  clearTypeChangePending,
+  dropTypeChangeMark,
   epochMs,
   markTypeChangePending,
   notProcessed,
@@ -48,6 +48,10 @@ function fromColumns(field: FieldLike): boolean {
   return field.type === "created_at" || field.type === "updated_at";
 }
 
+const CELL_COLUMNS = (field: string) =>
+  `row_id, data -> ${field} as value, data ? ${field} as has_value,
+   ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms`;
+
 /**
  * The next chunk of a field's cells after `afterRowId`: only records holding a value, unless the
  * value comes from the record's own columns or `every` record is asked for.
@@ -64,9 +68,7 @@ async function cellsAfter(
   const all = every || fromColumns(from);
   return query<CellRow>(
     em,
-    `select row_id, data -> $2::text as value, data ? $2::text as has_value,
-       ${epochMs("created_at")} as created_ms, ${epochMs("updated_at")} as updated_ms
-     from record
+    `select ${CELL_COLUMNS("$2::text")} from record
      where table_id = $1 and row_id > $3 ${all ? "" : "and data ? $2::text"}
      order by row_id limit ${CHUNK} ${lock ? "for update" : ""}`,
     [tableId, fieldId, afterRowId],
@@ -136,7 +138,11 @@ export class TypeChanges {
       await this.checkValues(field, from, to, rule);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not convert.
-      if (pending) await clearTypeChangePending(this.tx.em(), { id: pending });
+      if (pending) {
+        await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
+          dropTypeChangeMark(em, field.tableId, pending),
+        );
+      }
       throw error;
     }
   }
@@ -241,6 +247,34 @@ export class TypeChanges {
       }
       after = rows.at(-1)!.row_id;
     }
+  }
+
+  /**
+   * Converts the values of the records `rowIds` in the caller's transaction `em`, which holds the
+   * table's exclusive lock: those that writes noted while the change was pending
+   * (migrations/pending-writes.ts), written after the conversion passed them. Returns how many
+   * it converted.
+   */
+  async applyNoted(
+    em: EntityManager,
+    change: TypeChange,
+    rowIds: readonly string[],
+  ): Promise<number> {
+    if (rowIds.length === 0) return 0;
+    const changes = new ChangeSet(em, contextOf(change));
+    let converted = 0;
+    for (let start = 0; start < rowIds.length; start += CHUNK) {
+      const rows = await query<CellRow>(
+        em,
+        `select ${CELL_COLUMNS("$2::text")} from record
+         where table_id = $1 and row_id = any($3::bigint[])
+         order by row_id for update`,
+        [change.scope.tableId, change.fieldId.toString(), rowIds.slice(start, start + CHUNK)],
+      );
+      converted += await convertRows(changes, change, rows);
+    }
+    await changes.flush();
+    return converted;
   }
 }
 

@@ -1,5 +1,6 @@
-import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
+import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
+  applyOnce,
   auditChangesOf,
   type BusMessage,
   Code,
@@ -19,7 +20,7 @@ import { FieldTypeChangedSchema } from "@rowbase/proto/rowbase/events/v1/catalog
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CatalogEvents } from "../src/catalog-events.js";
+import { CATALOG_CONSUMER, CatalogEvents } from "../src/catalog-events.js";
 import { Transactions } from "../src/change-set.js";
 import { clearTypeChangePending, markTypeChangePending } from "../src/db/record-store.js";
 import { createRecordsOrm } from "../src/service.js";
@@ -97,8 +98,11 @@ async function addAutonumberField(table: TestTable, numbers: number[]): Promise<
   return id;
 }
 
-/** Applies `messages` through a consumer of catalog events of its own, as a redelivery would. */
-async function replay(messages: BusMessage[]): Promise<void> {
+/**
+ * Applies `messages` through a consumer of catalog events of its own, as a redelivery would;
+ * `meanwhile` runs between a message's chunks and its last transaction.
+ */
+async function replay(messages: BusMessage[], meanwhile?: () => Promise<void>): Promise<void> {
   const orm = await createRecordsOrm(h.databaseUrl);
   try {
     const tx = new Transactions(orm, { kick() {} }, h.logger);
@@ -114,7 +118,11 @@ async function replay(messages: BusMessage[]): Promise<void> {
       typeChanges: new TypeChanges(tx),
       logger: h.logger,
     });
-    for (const message of messages) await consumer.handle(message);
+    for (const message of messages) {
+      await consumer.prepare(message);
+      await meanwhile?.();
+      await applyOnce(orm, CATALOG_CONSUMER, message, (em) => consumer.apply(em, message));
+    }
   } finally {
     await orm.close();
   }
@@ -865,6 +873,75 @@ describe("a write between a type change's check and its conversion", () => {
       writer.release();
     }
     expect((await stored(tableId)).map((d) => d[code])).toEqual([1, 2]);
+  });
+
+  it("is converted again when it lands in a chunk the conversion had passed", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Code", FieldType.TEXT)]);
+    // More than a chunk (500): the first is converted in a transaction of its own.
+    const seeded = await seed(
+      table,
+      Array.from({ length: 600 }, (_, i) => ({ Code: String(i + 1) })),
+    );
+    const code = table.id.Code!;
+    const { tableId } = table;
+    const field = table.fields[0]!;
+    const newOptions = optionsAfterTypeChange({ type: "text", options: {} }, "number");
+    await h.records.checkFieldTypeChange(
+      { field, newType: FieldType.NUMBER, newOptions },
+      await as(SERVICE),
+    );
+    const event = create(FieldTypeChangedSchema, {
+      organizationId: t.organizationId,
+      databaseId: table.databaseId,
+      tableId,
+      fieldId: field.fieldId,
+      oldType: FieldType.TEXT,
+      newType: FieldType.NUMBER,
+      newOptions,
+      fieldName: "Code",
+    });
+    const editor = await as(t.editor);
+    const message = {
+      subject: SUBJECTS.fieldTypeChanged,
+      data: toBinary(FieldTypeChangedSchema, event),
+      id: `noted-${tableId}`,
+      deliveryCount: 1,
+    };
+    let created: bigint | undefined;
+    await replay([message], async () => {
+      // The first chunk is converted; writes checked against the text field (the change is
+      // pending) land in it, and after it.
+      expect((await stored(tableId))[0]![code]).toBe(1);
+      await h.records.updateRecord(
+        { tableId, rowId: seeded[0]!.rowId, data: { Code: "42" } },
+        editor,
+      );
+      await h.records.updateRecord(
+        { tableId, rowId: seeded[1]!.rowId, data: { Code: " 43 " } },
+        editor,
+      );
+      ({
+        record: { rowId: created } = { rowId: 0n },
+      } = await h.records.createRecord({ tableId, data: { Code: "44" } }, editor));
+      expect((await stored(tableId)).slice(0, 2).map((d) => d[code])).toEqual(["42", " 43 "]);
+    });
+    const values = (await stored(tableId)).map((d) => d[code]);
+    expect(values.slice(0, 3)).toEqual([42, 43, 3]);
+    expect(values.slice(-2)).toEqual([600, 44]);
+    expect(values).toHaveLength(601);
+    expect(created).toBeGreaterThan(seeded.at(-1)!.rowId);
+    // Nothing was cleared, and the marks and their notes are gone.
+    expect(
+      eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).filter(
+        (e) => e.tableId === tableId && e.meta?.actor?.type === Actor_Type.SYSTEM,
+      ),
+    ).toEqual([]);
+    const { rows } = await h.db.query(
+      `select (select count(*)::int from records.pending_type_change where table_id = $1) as marks,
+         (select count(*)::int from records.pending_type_change_write) as notes`,
+      [tableId.toString()],
+    );
+    expect(rows[0]).toEqual({ marks: 0, notes: 0 });
   });
 
   it("is not held to a change the check refused", async () => {

@@ -178,6 +178,7 @@ export async function startHarness(): Promise<Harness> {
     "CreateGate",
     "CreateGateAutonumbers",
     "WriteGate",
+    "PendingWrites",
   ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>

@@ -579,7 +579,8 @@ export interface PendingTarget {
  * Marks a type change of a field as pending for `seconds` (CheckFieldTypeChange, before it reads
  * the values), under the table's exclusive lock: every write that took the table's shared lock
  * before has committed when this commits, and every later one finds the mark (`write_gate`).
- * Expired marks go with it. Returns the mark's id.
+ * The table's expired marks go with it (a mark is only deleted under its table's exclusive lock:
+ * see migrations/pending-writes.ts). Returns the mark's id.
  */
 export async function markTypeChangePending(
   em: EntityManager,
@@ -587,7 +588,9 @@ export async function markTypeChangePending(
   seconds: number,
 ): Promise<string> {
   await lockTableExclusive(em, change.tableId);
-  await query(em, "delete from pending_type_change where expires_at <= now()", []);
+  await query(em, "delete from pending_type_change where table_id = $1 and expires_at <= now()", [
+    change.tableId,
+  ]);
   const [row] = await query<{ id: string }>(
     em,
     `insert into pending_type_change (table_id, field_id, to_type, to_options, expires_at)
@@ -604,21 +607,35 @@ export async function markTypeChangePending(
   return row!.id;
 }
 
-/** Removes the pending marks of a field's type change to `to` (applied) or the mark `id` (refused). */
+/**
+ * Removes the mark `id` of a change the check refused (or failed on), under the table's exclusive
+ * lock, in the caller's transaction.
+ */
+export async function dropTypeChangeMark(
+  em: EntityManager,
+  tableId: bigint,
+  id: string,
+): Promise<void> {
+  await lockTableExclusive(em, tableId);
+  await query(em, "delete from pending_type_change where id = $1", [id]);
+}
+
+/**
+ * Removes the pending marks of a field's change to `to`, applied, in a transaction that holds the
+ * table's exclusive lock; returns the records that writes noted under them
+ * (`notePendingWrites`), which the conversion may have passed before they were written.
+ */
 export async function clearTypeChangePending(
   em: EntityManager,
-  which: { id: string } | PendingTarget,
-): Promise<void> {
-  if ("id" in which) {
-    await query(em, "delete from pending_type_change where id = $1", [which.id]);
-    return;
-  }
+  change: PendingTarget,
+): Promise<string[]> {
   // The marks of this change only: its check's (made more than once when a check was tried
   // again), not those of the same change made again later (decimals 2 -> 0, back to 2, to 0
   // again), whose own check must hold writes until its own event is applied. Changes of a field
   // are checked and applied in order, so the marks equal to this change that come before the
-  // first later mark of another change are this change's; the rest are a later one's.
-  await query(
+  // first later mark of another change are this change's; the rest are a later one's. The
+  // statement reads the notes as they were before it, their marks' deletion takes them.
+  const rows = await query<{ row_id: string }>(
     em,
     `with equal as (
        select id from pending_type_change
@@ -627,11 +644,40 @@ export async function clearTypeChangePending(
        select min(id) as id from pending_type_change
        where table_id = $1 and field_id = $2 and not (to_type = $3 and to_options = $4::jsonb)
          and id > (select min(id) from equal)
+     ), gone as (
+       delete from pending_type_change
+       where id in (select id from equal)
+         and id < coalesce((select id from later_other), 9223372036854775807)
+       returning id
      )
-     delete from pending_type_change
-     where id in (select id from equal)
-       and id < coalesce((select id from later_other), 9223372036854775807)`,
-    [which.tableId, which.fieldId, which.toType, JSON.stringify(which.toOptions ?? {})],
+     select distinct w.row_id from pending_type_change_write w join gone on gone.id = w.mark_id
+     order by w.row_id`,
+    [change.tableId, change.fieldId, change.toType, JSON.stringify(change.toOptions ?? {})],
+  );
+  return rows.map((row) => row.row_id);
+}
+
+/**
+ * Notes the records `rowIds` a write changed after checking its values against the pending
+ * marks `markIds` (those of the fields it sets), in the write's transaction and under the
+ * table's shared lock (migrations/pending-writes.ts). Marks gone since the write read them are
+ * skipped: the write's gate found none of its fields' live marks unchecked.
+ */
+export async function notePendingWrites(
+  em: EntityManager,
+  tableId: bigint,
+  markIds: readonly string[],
+  rowIds: readonly bigint[],
+): Promise<void> {
+  if (markIds.length === 0 || rowIds.length === 0) return;
+  await query(
+    em,
+    `insert into pending_type_change_write (mark_id, row_id)
+     select m.id, r.row_id
+     from pending_type_change m cross join unnest($3::bigint[]) as r(row_id)
+     where m.table_id = $1 and m.id = any($2::bigint[])
+     on conflict do nothing`,
+    [tableId, markIds, rowIds],
   );
 }
 

@@ -2,6 +2,7 @@ import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
+import { PendingWrites } from "./pending-writes.js";
 import { WriteGate } from "./write-gate.js";
 
 /**
@@ -74,4 +75,10 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, CreateGate, CreateGateAutonumbers, WriteGate];
+export const migrations = [
+  InitialSchema,
+  CreateGate,
+  CreateGateAutonumbers,
+  WriteGate,
+  PendingWrites,
+];
