@@ -62,7 +62,7 @@ export interface ConsumerSpec {
   maxDeliver?: number;
   /**
    * How many messages the handler may work on at once, each acknowledged on its own; 1 when
-   * absent, which handles a subject's messages in order. More only for handlers whose events
+   * absent, which handles a subject's messages in order, across the service's replicas too. More only for handlers whose events
    * commute (the audit log and usage sums): a consumer that waits on its database one event at
    * a time otherwise falls behind a bulk import. The memory bus (one process) delivers one at a
    * time whatever this says.
@@ -186,6 +186,11 @@ export interface NatsBusOptions {
 const IN_PLACE_RETRY_DELAYS_MS = [250, 1000, 3000];
 /** How long a delivered message may stay unacknowledged before JetStream redelivers it. */
 const CONSUMER_ACK_WAIT_MS = 30_000;
+/**
+ * Messages a consumer whose events commute may hold unacknowledged (JetStream's usual default);
+ * an ordered one holds one, so that neither a redelivery nor another replica overtakes it.
+ */
+const UNORDERED_MAX_ACK_PENDING = 1000;
 
 export class NatsBus implements EventBus {
   readonly kind = "nats";
@@ -275,7 +280,12 @@ export class NatsBus implements EventBus {
     const stream = this.streamName(spec.stream);
     const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
     const limit = spec.batch ?? { messages: 1, bytes: Number.POSITIVE_INFINITY };
-    await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), maxDeliver);
+    const ordered = (spec.concurrency ?? 1) <= 1 && spec.batch === undefined;
+    await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), {
+      max_deliver: maxDeliver,
+      ack_wait: nanos(CONSUMER_ACK_WAIT_MS),
+      max_ack_pending: ordered ? 1 : UNORDERED_MAX_ACK_PENDING,
+    });
     const consumer = await this.js.consumers.get(stream, spec.durable);
     const messages = await consumer.consume({ max_messages: 64 });
     const prefix = this.namespace ? `${this.namespace}.` : "";
@@ -286,9 +296,8 @@ export class NatsBus implements EventBus {
       deliveryCount: m.info.deliveryCount,
     });
     // One at a time, in order: a failed message is tried again in place a few times before it
-    // is handed back, since JetStream's redelivery comes after the messages that follow it (a
-    // field's type change applied before the one it follows converts from the wrong type).
-    const ordered = (spec.concurrency ?? 1) <= 1 && spec.batch === undefined;
+    // is handed back; JetStream then delivers nothing else of the consumer until it is
+    // acknowledged (max_ack_pending 1), here or in another replica.
     const settleOne = async (m: JsMsg) => {
       const message = busMessage(m);
       let failure: unknown;
@@ -395,16 +404,15 @@ export class NatsBus implements EventBus {
 
   /**
    * The durable consumer with explicit acks, created once and brought to the spec on later
-   * starts (max deliveries and ack wait can change in place; its subject filter cannot on
+   * starts (max deliveries, ack wait and max ack pending can change in place; its subject filter cannot on
    * NATS 2.9, so a new filter needs a new durable name).
    */
   private async ensureConsumer(
     stream: string,
     durable: string,
     filterSubject: string,
-    maxDeliver: number,
+    mutable: { max_deliver: number; ack_wait: number; max_ack_pending: number },
   ) {
-    const mutable = { max_deliver: maxDeliver, ack_wait: nanos(CONSUMER_ACK_WAIT_MS) };
     let existing: Awaited<ReturnType<JetStreamManager["consumers"]["info"]>> | undefined;
     try {
       existing = await this.jsm.consumers.info(stream, durable);
@@ -421,7 +429,8 @@ export class NatsBus implements EventBus {
       });
     } else if (
       existing.config.max_deliver !== mutable.max_deliver ||
-      existing.config.ack_wait !== mutable.ack_wait
+      existing.config.ack_wait !== mutable.ack_wait ||
+      existing.config.max_ack_pending !== mutable.max_ack_pending
     ) {
       await this.jsm.consumers.update(stream, durable, mutable);
     }
