@@ -178,10 +178,15 @@ export interface NatsBusOptions {
    * the un-namespaced streams of a deployment do; namespaced ones are bounded by age.
    */
   reserveBytes?: boolean;
+  /**
+   * How long a delivered message may stay unacknowledged before JetStream redelivers it; a
+   * handler still at work extends it every third of it. 30 s when absent (tests shorten it).
+   */
+  ackWaitMs?: number;
 }
 /**
- * The pauses before an ordered consumer tries a failed message again in place (well inside the
- * ack wait), before it hands it back to JetStream for a redelivery later.
+ * The pauses before an ordered consumer tries a failed message again in place, before it hands
+ * it back to JetStream for a redelivery later.
  */
 const IN_PLACE_RETRY_DELAYS_MS = [250, 1000, 3000];
 /** How long a delivered message may stay unacknowledged before JetStream redelivers it. */
@@ -203,6 +208,7 @@ export class NatsBus implements EventBus {
     /** Prefixes stream names and subjects so that tests and deployments never collide. */
     private readonly namespace: string,
     private readonly reserveBytes: boolean,
+    private readonly ackWaitMs: number,
   ) {}
 
   static async connect(
@@ -219,6 +225,7 @@ export class NatsBus implements EventBus {
       logger,
       namespace,
       options.reserveBytes ?? namespace === "",
+      options.ackWaitMs ?? CONSUMER_ACK_WAIT_MS,
     );
   }
 
@@ -283,7 +290,7 @@ export class NatsBus implements EventBus {
     const ordered = (spec.concurrency ?? 1) <= 1 && spec.batch === undefined;
     await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), {
       max_deliver: maxDeliver,
-      ack_wait: nanos(CONSUMER_ACK_WAIT_MS),
+      ack_wait: nanos(this.ackWaitMs),
       max_ack_pending: ordered ? 1 : UNORDERED_MAX_ACK_PENDING,
     });
     const consumer = await this.js.consumers.get(stream, spec.durable);
@@ -298,18 +305,31 @@ export class NatsBus implements EventBus {
     // One at a time, in order: a failed message is tried again in place a few times before it
     // is handed back; JetStream then delivers nothing else of the consumer until it is
     // acknowledged (max_ack_pending 1), here or in another replica.
+    // A handler at work (a type change converting a large table) keeps its messages' ack wait
+    // from running out, else JetStream would hand them out again meanwhile.
+    const working = async (messages: JsMsg[], work: () => Promise<void>) => {
+      const timer = setInterval(() => {
+        for (const m of messages) m.working();
+      }, this.ackWaitMs / 3);
+      try {
+        await work();
+      } finally {
+        clearInterval(timer);
+      }
+    };
     const settleOne = async (m: JsMsg) => {
       const message = busMessage(m);
       let failure: unknown;
       const delays = [0, ...(ordered ? IN_PLACE_RETRY_DELAYS_MS : [])];
       for (const [retry, delay] of delays.entries()) {
         if (delay > 0) {
-          m.working();
-          await new Promise((resolve) => setTimeout(resolve, delay));
+          await working([m], () => new Promise((resolve) => setTimeout(resolve, delay)));
         }
         try {
           // The handler sees each try as a delivery of its own, as JetStream's would count.
-          await handler([{ ...message, deliveryCount: message.deliveryCount + retry }]);
+          await working([m], () =>
+            handler([{ ...message, deliveryCount: message.deliveryCount + retry }]),
+          );
           m.ack();
           return;
         } catch (error) {
@@ -330,7 +350,7 @@ export class NatsBus implements EventBus {
     const settle = async (batch: JsMsg[]) => {
       if (batch.length === 1) return settleOne(batch[0] as JsMsg);
       try {
-        await handler(batch.map(busMessage));
+        await working(batch, () => handler(batch.map(busMessage)));
         for (const m of batch) m.ack();
       } catch (error) {
         this.logger.warn(

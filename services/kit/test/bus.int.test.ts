@@ -16,8 +16,13 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function natsBus(): Promise<EventBus> {
-  const bus = await NatsBus.connect((await testInfra()).natsUrl, logger, uniqueName("kit"));
+async function natsBus(options: { ackWaitMs?: number } = {}): Promise<EventBus> {
+  const bus = await NatsBus.connect(
+    (await testInfra()).natsUrl,
+    logger,
+    uniqueName("kit"),
+    options,
+  );
   cleanups.push(async () => {
     await bus.deleteStreams(["EVENTS"]);
     await bus.close();
@@ -103,6 +108,24 @@ describe("nats bus, one at a time", () => {
     await consumer.stop();
     expect(applied).toEqual(["first", "second"]);
     expect(failures).toBe(5);
+  });
+
+  it("keeps a message its handler is still working on from being handed out again", async () => {
+    const bus = await natsBus({ ackWaitMs: 1000 });
+    await bus.ensureStreams([{ name: "EVENTS", subjects: ["ev.>"], maxAgeSeconds: 600 }]);
+    const handled: number[] = [];
+    const consumer = await bus.consume(
+      { stream: "EVENTS", durable: "ordered-long", subject: "ev.field.*" },
+      async (m) => {
+        handled.push(m.deliveryCount);
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+      },
+    );
+    await bus.publish("ev.field.changed", encode("large"), "long-1");
+    await expect.poll(() => handled.length, { timeout: 5000 }).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 3500));
+    await consumer.stop();
+    expect(handled).toEqual([1]);
   });
 
   it("hands one message at a time to the replicas sharing a consumer", async () => {
