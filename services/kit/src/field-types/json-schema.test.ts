@@ -35,7 +35,7 @@ describe("JSON Schemas of field values", () => {
           ],
         },
       }),
-    ).toEqual({ type: "string", enum: ["A", "B", null] });
+    ).toEqual({ type: ["string", "null"], enum: ["A", "B", null] });
     expect(
       jsonSchemaOf({ type: "multi_select", options: { choices: [{ id: "1", name: "A" }] } }),
     ).toMatchObject({ type: ["array", "null"], items: { type: "string", enum: ["A"] } });

@@ -25,10 +25,15 @@ const FILE_INFO: JsonObject = {
   },
 };
 
-/** A schema that also admits null (an empty cell). */
+/**
+ * A schema that also admits null (an empty cell). An enum gets null among its values and its
+ * `type` widened as well: both keywords apply, so null in the enum alone still fails the type.
+ */
 function nullable(schema: JsonObject): JsonObject {
-  if (Array.isArray(schema.enum)) return { ...schema, enum: [...schema.enum, null] };
-  if (typeof schema.type === "string") return { ...schema, type: [schema.type, "null"] };
+  const typed =
+    typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : schema;
+  if (Array.isArray(schema.enum)) return { ...typed, enum: [...schema.enum, null] };
+  if (typed !== schema) return typed;
   if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: "null" }] };
   return schema;
 }
