@@ -230,6 +230,23 @@ describe("record bodies", () => {
         ["records.2.x", "is not allowed"],
       ),
     );
+    // Keyed `records.N.data.<reference>` as the records service keys every other bad value
+    // of a batch, not by the path inside the value.
+    expect(
+      parse(PublicBatchCreateBody, { records: [{ data: { j: { a: [1 / 0] } } }] }, "body"),
+    ).toEqual(refused("body", ["records.0.data.j", "must be a finite number"]));
+    expect(
+      parse(
+        PublicBatchUpdateBody,
+        {
+          records: [
+            { row_id: 1, data: {} },
+            { row_id: 2, data: { j: [[-1 / 0]] } },
+          ],
+        },
+        "body",
+      ),
+    ).toEqual(refused("body", ["records.1.data.j", "must be a finite number"]));
   });
 
   it("take row ids and changes in a batch update", () => {

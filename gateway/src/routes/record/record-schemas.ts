@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
@@ -180,10 +181,32 @@ export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId 
 
 /** Request bodies; PublicCreateBody is INTERFACE.md's name, the others follow it. */
 
-const data = jsonObject.describe(
-  "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
-    "values of the wrong type answer 400 with one `extra` item per key, and nothing is written",
-);
+/**
+ * Record values. SPEC 8.4: a bad value is keyed by the reference as sent, as the records service
+ * keys every other bad value (`records.N.data.<reference>` in a batch); so the values the gateway
+ * refuses itself (a number JSON.parse made infinite, nesting too deep) are keyed by the reference
+ * they are under, not by the path inside them.
+ */
+const data = z
+  .preprocess(
+    (values, ctx) => {
+      for (const issue of jsonObject.safeParse(values).error?.issues ?? []) {
+        ctx.addIssue({
+          code: "custom",
+          message: issue.message,
+          path: issue.path.slice(0, 1),
+          input: values,
+        });
+      }
+      return values;
+    },
+    // Reached only by a value jsonObject took; the document still reads `type: object`.
+    z.looseObject({}).transform((values) => values as JsonObject),
+  )
+  .describe(
+    "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
+      "values of the wrong type answer 400 with one `extra` item per key, and nothing is written",
+  );
 
 const batchMessage = `must have 1-${BATCH_MAX} items`;
 
@@ -195,22 +218,15 @@ const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
- * SPEC 8.4: a bad value is keyed by the reference as sent (`N`), as the records service keys
- * every other bad value of a single record. The values the gateway refuses itself (a number
- * JSON.parse made infinite, nesting too deep) would otherwise come out keyed `data.N`.
+ * SPEC 8.4: a bad value of a single record is keyed by the reference as sent (`N`), as the
+ * records service keys it, where `data` alone would come out keyed `data.N`.
  */
 function keyedByReference<S extends z.ZodType>(schema: S) {
   return z.preprocess((body, ctx) => {
     const values = isPlainRecord(body) ? body.data : undefined;
     if (!isPlainRecord(values)) return body;
-    const checked = data.safeParse(values);
-    for (const issue of checked.error?.issues ?? []) {
-      ctx.addIssue({
-        code: "custom",
-        message: issue.message,
-        path: issue.path.slice(0, 1),
-        input: values,
-      });
+    for (const issue of data.safeParse(values).error?.issues ?? []) {
+      ctx.addIssue({ code: "custom", message: issue.message, path: issue.path, input: values });
     }
     return body;
   }, schema);
