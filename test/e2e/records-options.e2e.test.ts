@@ -172,6 +172,28 @@ describe("writing (SPEC 8.4)", () => {
   });
 });
 
+describe("values at the edges of their options", () => {
+  it("stores large numbers of a field with many decimals as sent, also in a required field", async () => {
+    const t = await createTable(api, tenant, [
+      { name: "Precise", type: "number", options: { decimals: 10 } },
+      { name: "Needed", type: "number", options: { decimals: 6 }, required: true },
+    ]);
+    const p = v1(t.databaseId, t.tableId);
+    const data = { Precise: 123_456_789_012.5, Needed: 4_000_000_000_000_000 };
+    const created = await api("POST", p.records, { token: tenant.writeToken, body: { data } });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const rowId = created.body.data.record.row_id as number;
+    const patched = await api("PATCH", p.record(rowId), {
+      token: tenant.writeToken,
+      body: { data: { Precise: -1_234_567_890_123.25 } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect((await list(api, tenant.readToken, t)).records.map((r) => r.data)).toEqual([
+      { Precise: -1_234_567_890_123.25, Needed: 4_000_000_000_000_000 },
+    ]);
+  });
+});
+
 describe("reading options (SPEC 8, 8.3)", () => {
   it("keys data by field id or by name, with null for every empty field", async () => {
     const [record] = await seed(api, tenant.writeToken, table, [{ Text: "only text" }]);

@@ -166,6 +166,15 @@ describe("number", () => {
     expect(roundTo(123.456, 0)).toBe(123);
     expect(roundTo(2 ** 53 + 2, 3)).toBe(2 ** 53 + 2);
   });
+
+  it("keeps a number that already has no digits past its decimals, however many they are", () => {
+    // Shifted by the decimals these pass 1e21, which JavaScript writes with an exponent.
+    expect(roundTo(123_456_789_012, 10)).toBe(123_456_789_012);
+    expect(roundTo(-1_234_567_890_123.5, 10)).toBe(-1_234_567_890_123.5);
+    expect(roundTo(4_000_000_000_000_000, 6)).toBe(4_000_000_000_000_000);
+    expect(stored("number", 123_456_789_012.25, { decimals: 10 })).toBe(123_456_789_012.25);
+    expect(stored("number", "99999999999.99999999995", { decimals: 10 })).toBe(100_000_000_000);
+  });
 });
 
 describe("boolean", () => {

@@ -142,10 +142,13 @@ export function parseNumber(value: unknown): number | string {
 
 /**
  * Rounds half away from zero to `decimals` places through the decimal exponent, which avoids
- * the binary error of `n * 10 ** d` (1.005 rounds to 1.01).
+ * the binary error of `n * 10 ** d` (1.005 rounds to 1.01). A number that is 2^53 or more once
+ * shifted by `decimals` is kept: a double that large has no digits past those places (its
+ * spacing is wider than a unit of the last one), and past 1e21 the shifted number would be
+ * written with an exponent of its own, which the shift back cannot read.
  */
 export function roundTo(n: number, decimals: number): number {
-  if (!Number.isFinite(n) || Math.abs(n) >= 2 ** 52) return n === 0 ? 0 : n;
+  if (!Number.isFinite(n) || Math.abs(n) * 10 ** decimals >= 2 ** 53) return n === 0 ? 0 : n;
   const [mantissa, exponent] = Math.abs(n).toExponential().split("e") as [string, string];
   const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
   const rounded = Math.sign(n) * Number(`${shifted}e${-decimals}`);
