@@ -48,7 +48,7 @@ function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject 
   return {
     anyOf: [
       { type: "number", ...bounds },
-      { type: "string", pattern: "^\\s*[+-]?(\\d+\\.?\\d*|\\.\\d+)([eE][+-]?\\d+)?\\s*$" },
+      { type: "string", pattern: "^\\s*[+-]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?\\s*$" },
     ],
     description: `${description} A numeric string is accepted and converted.`,
   };

@@ -152,6 +152,15 @@ describe("number", () => {
     expect(problem("number", value)).toBe(message);
   });
 
+  it("refuses long non-numeric strings in linear time", () => {
+    // A 1 MiB batch holds some 2,600 strings of 400 characters; a pattern that can split a run
+    // of digits two ways tried every split of each, over a second of the service's thread.
+    const almost = `${"1".repeat(399)}x`;
+    const started = performance.now();
+    for (let i = 0; i < 10_000; i++) expect(problem("number", almost)).toBe("must be a number");
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it("checks min and max after rounding", () => {
     expect(stored("number", 10, { min: 0, max: 10 })).toBe(10);
     expect(problem("number", 10.6, { min: 0, max: 10 })).toBe("must be at most 10");
