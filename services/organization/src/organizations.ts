@@ -241,12 +241,15 @@ export class Organizations {
     try {
       return await this.deps.tx.run(call, async (changes) => {
         const { em } = changes;
+        // Locked: parallel renames run one at a time, so each audits the values it replaced,
+        // and a rename waiting on a deletion finds nothing rather than announcing a ghost.
         const { organization, role } = await authorize(
           em,
           organizationId,
           call.userId,
           "manage",
           "organization_not_found",
+          { lock: true },
         );
         const before = { name: organization.name, organization_slug: organization.slug };
         if (

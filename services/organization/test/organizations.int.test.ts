@@ -53,6 +53,15 @@ function newOrganization(owner: TestUser, name = "Acme Corp", slug = "") {
 
 const team = () => teamOf(h);
 
+/** How many of the database's connections wait for a lock. */
+const waitingOnLocks = async () =>
+  (
+    await h.db.query(
+      `select count(*)::int as n from pg_stat_activity
+       where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+  ).rows[0].n as number;
+
 describe("create", () => {
   it("creates a free organization owned by the caller, and announces it", async () => {
     const owner = await h.user();
@@ -337,6 +346,77 @@ describe("update", () => {
       ),
     ).toEqual([expect.objectContaining({ key: "name" })]);
     expect(await stateOf(h.db, id)).toEqual(before);
+  });
+  it("renames one at a time, so each audit entry's old values are what that rename replaced", async () => {
+    const { id, owner, admin } = await team();
+    // Holds the organization's row, so that both renames are under way before either writes.
+    const blocker = await h.db.connect();
+    try {
+      await blocker.query("begin");
+      await blocker.query("select 1 from organization.organizations where id = $1 for update", [
+        id.toString(),
+      ]);
+      const renames = [
+        h.org.updateOrganization({ organizationId: id, name: "First" }, await as(owner)),
+        h.org.updateOrganization({ organizationId: id, name: "Second" }, await as(admin)),
+      ];
+      await expect.poll(waitingOnLocks).toBe(2);
+      await blocker.query("commit");
+      await Promise.all(renames);
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
+    const audited = () =>
+      eventsOf(h.events, "audit.organization.updated", AuditEventSchema).filter(
+        (e) => e.organizationId === id,
+      );
+    await expect.poll(() => audited().length).toBe(2);
+    const [first, second] = audited().map((e) =>
+      auditChangesOf(e.changesJson).map((c) => [c.key, c.old, c.new]),
+    );
+    const last = (
+      await h.db.query("select name from organization.organizations where id = $1", [id.toString()])
+    ).rows[0].name;
+    expect(second).toEqual([["name", first![0]![2], last]]);
+    expect(first).toEqual([["name", "Team", expect.any(String)]]);
+  });
+
+  it("answers not found to a rename that meets the organization's deletion", async () => {
+    const { id, owner, admin } = await team();
+    // Holds the deletion back after it deleted the organization's row, before its commit.
+    const blocker = await h.db.connect();
+    try {
+      await blocker.query("begin");
+      await blocker.query("lock table organization.outbox in share mode");
+      const deleting = h.org.deleteOrganization({ organizationId: id }, await as(owner));
+      await expect.poll(waitingOnLocks).toBe(1);
+      const renaming = reasonOf(
+        h.org.updateOrganization({ organizationId: id, name: "Ghost" }, await as(admin)),
+      );
+      await expect.poll(waitingOnLocks).toBeGreaterThanOrEqual(2);
+      await blocker.query("commit");
+      await deleting;
+      expect(await renaming).toBe("organization_not_found");
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.organization.deleted", OrganizationDeletedSchema).some(
+          (e) => e.organizationId === id,
+        ),
+      )
+      .toBe(true);
+    const ghostly = (subject: string) =>
+      eventsOf(h.events, subject, AuditEventSchema).filter((e) => e.organizationId === id);
+    expect(
+      eventsOf(h.events, "org.organization.updated", OrganizationUpdatedSchema).filter(
+        (e) => e.organizationId === id,
+      ),
+    ).toEqual([]);
+    expect(ghostly("audit.organization.updated")).toEqual([]);
   });
 });
 
