@@ -91,13 +91,17 @@ export class ApiTokens {
 
   /**
    * Revokes a token of this organization; a token of another organization, or one already
-   * revoked, is not found. The gateways' cache entry is deleted after the commit, and
+   * revoked (a parallel revocation included), is not found. The gateways' cache entry is deleted after the commit, and
    * ApiTokenRevoked tells the replicas that keep their own.
    */
   async revoke(call: UserCall, organizationId: bigint, tokenId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      await authorize(em, organizationId, call.userId, "manage", "api_token_not_found");
+      // Locked as a removal that revokes the creator's tokens locks it: of two revocations of
+      // one token, the second then finds it revoked (not found) instead of revoking it again.
+      await authorize(em, organizationId, call.userId, "manage", "api_token_not_found", {
+        lock: true,
+      });
       const token = await em.findOne(ApiToken, { id: tokenId, organizationId, revokedAt: null });
       if (!token) throw tokenNotFound();
       await revokeToken(changes, token);

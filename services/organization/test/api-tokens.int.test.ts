@@ -289,6 +289,44 @@ describe("revoke and resolve", () => {
       )
       .toBe(a.admin.id);
   });
+
+  it("revokes a token once when two revocations meet: the other is not found", async () => {
+    const { id, owner, admin } = await team(h);
+    const { apiToken } = await createToken(id, owner);
+    const tokenId = apiToken!.tokenId;
+    const revocationsQueued = async () =>
+      (
+        await h.db.query(
+          "select count(*)::int as n from organization.outbox where subject like '%api_token.revoked'",
+        )
+      ).rows[0].n as number;
+    const queuedBefore = await revocationsQueued();
+    // Holds the token's row, so that both revocations are under way before either writes.
+    const blocker = await h.db.connect();
+    let outcomes: (string | undefined)[];
+    try {
+      await blocker.query("begin");
+      await blocker.query("select 1 from organization.api_tokens where id = $1 for update", [
+        tokenId.toString(),
+      ]);
+      const revoking = [owner, admin].map(async (user) =>
+        h.org.revokeApiToken({ organizationId: id, tokenId }, await as(user)).then(
+          () => undefined,
+          (error: unknown) => errorInfoOf(error)?.reason,
+        ),
+      );
+      await expect.poll(waitingOnLocks).toBe(2);
+      await blocker.query("commit");
+      outcomes = await Promise.all(revoking);
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
+    expect(outcomes.filter((reason) => reason === undefined)).toHaveLength(1);
+    expect(outcomes.filter((reason) => reason === "api_token_not_found")).toHaveLength(1);
+    // One org.api_token.revoked and one audit.api_token.revoked, not two of each.
+    expect((await revocationsQueued()) - queuedBefore).toBe(2);
+  });
 });
 
 describe("tokens of a member who loses the right to manage tokens", () => {
