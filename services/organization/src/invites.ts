@@ -193,7 +193,13 @@ export class Invites {
         "invite_not_found",
         { lock: true },
       );
-      const invite = await em.findOne(Invite, { id: inviteId, organizationId, ...live() });
+      // The invite's row too (after the organization's, the order acceptance keeps): a decline,
+      // which locks only the invite, either commits first (not found here) or waits.
+      const invite = await em.findOne(
+        Invite,
+        { id: inviteId, organizationId, ...live() },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
       if (!invite) throw inviteNotFound();
       // Only who may give its role may take the offer back: an admin cannot undo the owner's
       // invitation of another admin.

@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { auditChangesOf, MEMBERSHIP_CHANGED, membershipCacheKey } from "@rowbase/kit";
+import { auditChangesOf, errorInfoOf, MEMBERSHIP_CHANGED, membershipCacheKey } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   InviteCreatedSchema,
@@ -46,6 +46,22 @@ async function expire(inviteId: bigint) {
     [inviteId],
   );
 }
+
+/** How many of the database's connections wait for a lock. */
+const waitingOnLocks = async () =>
+  (
+    await h.db.query(
+      `select count(*)::int as n from pg_stat_activity
+       where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+  ).rows[0].n as number;
+
+/** undefined when the call succeeds, else its reason. */
+const outcomeOf = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    (error: unknown) => errorInfoOf(error)?.reason,
+  );
 
 async function memberCount(organizationId: bigint): Promise<number> {
   const { rows } = await h.db.query(
@@ -419,5 +435,50 @@ describe("accept and decline", () => {
         ),
       )
       .toMatchObject({ status: InviteStatus.DECLINED });
+  });
+
+  it("answers an invite once when a decline and a cancellation meet: the other is not found", async () => {
+    const owner = await h.user();
+    const { organizationId } = await newOrganization(h, owner, "Contested");
+    const invitee = await h.user();
+    const created = await invite(organizationId, owner, invitee.email);
+    const inviteId = created.inviteId;
+    // Holds the invite's row: the decline queues for it first, then the cancellation.
+    const blocker = await h.db.connect();
+    let outcomes: (string | undefined)[];
+    try {
+      await blocker.query("begin");
+      await blocker.query("select 1 from organization.invites where id = $1 for update", [
+        inviteId.toString(),
+      ]);
+      const declining = outcomeOf(h.org.declineInvite({ inviteId }, await as(invitee)));
+      await expect.poll(waitingOnLocks).toBe(1);
+      const canceling = outcomeOf(
+        h.org.cancelInvite({ organizationId, inviteId }, await as(owner)),
+      );
+      await expect.poll(waitingOnLocks).toBe(2);
+      await blocker.query("commit");
+      outcomes = await Promise.all([declining, canceling]);
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+    }
+    expect(outcomes).toEqual([undefined, "invite_not_found"]);
+    const { rows } = await h.db.query("select status from organization.invites where id = $1", [
+      inviteId,
+    ]);
+    expect(rows[0].status).toBe("declined");
+    await expect
+      .poll(() =>
+        eventsOf(h.events, "org.invite.status_changed", InviteStatusChangedSchema).filter(
+          (e) => e.inviteId === inviteId,
+        ),
+      )
+      .toHaveLength(1);
+    expect(
+      eventsOf(h.events, "audit.invite.canceled", AuditEventSchema).filter(
+        (e) => e.target?.id === inviteId,
+      ),
+    ).toEqual([]);
   });
 });
