@@ -1,14 +1,25 @@
-import { auditChangesOf, MEMBERSHIP_CHANGED, membershipCacheKey } from "@rowbase/kit";
+import {
+  auditChangesOf,
+  Code,
+  createLogger,
+  createServiceClient,
+  freePort,
+  MEMBERSHIP_CHANGED,
+  membershipCacheKey,
+} from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   MemberRemovedSchema,
   MemberUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startOrganization } from "../src/index.js";
 import {
   as,
   eventsOf,
+  failureOf,
   type Harness,
   newOrganization,
   reasonOf,
@@ -433,6 +444,38 @@ describe("owner transfer", () => {
         [owner.id, Role.OWNER, Role.ADMIN],
         [editor.id, Role.EDITOR, Role.OWNER],
       ]);
+  });
+
+  it("answers 503 while the mail server is away; a new code once it is back confirms", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    const unreachable = await startOrganization(
+      { ...h.config, SMTP_URL: `smtp://127.0.0.1:${await freePort()}` },
+      {
+        logger: createLogger("organization", process.env.TEST_LOG_LEVEL ?? "silent"),
+        cache: h.cache,
+        bus: h.bus,
+      },
+    );
+    try {
+      const cut = createServiceClient(
+        OrganizationService,
+        `http://127.0.0.1:${unreachable.server.port}`,
+      );
+      const refused = await failureOf(
+        cut.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+      );
+      expect(refused.code).toBe(Code.Unavailable);
+    } finally {
+      await unreachable.stop();
+    }
+    const code = await transferCode(owner, async () =>
+      h.org.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
+    );
+    await h.org.confirmTransfer(
+      { organizationId: id, memberId: memberOf(editor), code },
+      await as(owner),
+    );
+    expect(await roleOf(id, editor)).toBe("owner");
   });
 
   it("refuses to make a member the owner of a sixth organization", async () => {
