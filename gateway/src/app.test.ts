@@ -801,6 +801,7 @@ describe("the gateway over HTTP", () => {
         "transfer_verification_code_expired",
         "member_not_found",
         "organization_forbidden",
+        "organization_limit_exceeded",
       ]) {
         expect(confirm).toContain(code);
       }

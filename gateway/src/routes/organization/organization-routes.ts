@@ -351,7 +351,8 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
       summary: "Make the member the owner; the old owner becomes an admin",
       description:
         "A wrong, killed (5 wrong tries) or missing code is `invalid_verification_code`; an " +
-        "expired one `transfer_verification_code_expired`.",
+        "expired one `transfer_verification_code_expired`. A member who already owns 5 " +
+        "organizations cannot become the owner (`organization_limit_exceeded`).",
       tags: memberTags,
       auth: "session",
       rateLimits: ["org_write_user"],
@@ -365,6 +366,7 @@ export function organizationRoutes({ organization }: OrganizationRoutesDeps): Ro
         "cannot_transfer_to_self",
         "invalid_verification_code",
         "transfer_verification_code_expired",
+        "organization_limit_exceeded",
       ],
       async handle({ query, body, call }) {
         const response = await organization.confirmTransfer(
