@@ -92,8 +92,10 @@ export class Accounts {
             ) {
               return undefined;
             }
+            // The name too, even none: the code mailed now confirms this registration's name,
+            // never one an earlier registrant of the address chose.
             user.passwordHash = passwordHash;
-            if (name) user.name = name;
+            user.name = name;
           } else {
             user = em.create(User, { email: address, name, passwordHash });
           }

@@ -194,6 +194,17 @@ describe("registration and verification", () => {
     expect((await client.login({ email, password: "owner's password" })).session).toBeDefined();
   });
 
+  it("gives the owner's account no name someone else registered the address with", async () => {
+    const email = newEmail();
+    const attacker = mail.messages.length;
+    await client.register({ email, password: "attacker's password", name: "Mallory" });
+    await codeFor(email, attacker);
+    const owner = mail.messages.length;
+    await client.register({ email, password: "owner's password" });
+    const { session } = await client.verifyEmail({ email, code: await codeFor(email, owner) });
+    expect(session?.user).toMatchObject({ email, name: "", emailVerified: true });
+  });
+
   it("keeps the three latest codes, and a wrong code counts against each of them", async () => {
     const email = newEmail();
     const codes: string[] = [];
