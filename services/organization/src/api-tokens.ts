@@ -91,8 +91,8 @@ export class ApiTokens {
 
   /**
    * Revokes a token of this organization; a token of another organization, or one already
-   * revoked (a parallel revocation included), is not found. The gateways' cache entry is deleted after the commit, and
-   * ApiTokenRevoked tells the replicas that keep their own.
+   * revoked (a parallel revocation included), is not found. The gateways' shared cache entry
+   * is deleted after the commit; what a gateway keeps in its own memory lives a second.
    */
   async revoke(call: UserCall, organizationId: bigint, tokenId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
@@ -129,9 +129,9 @@ export class ApiTokens {
 }
 
 /**
- * Marks a live token revoked in the caller's transaction: announced with ApiTokenRevoked (for
- * the replicas that keep their own copy), audited, and its shared cache entry deleted after the
- * commit.
+ * Marks a live token revoked in the caller's transaction: announced with ApiTokenRevoked (on
+ * the ORG stream, for any consumer of token changes; none of ours needs it), audited, and its
+ * shared cache entry deleted after the commit.
  */
 async function revokeToken(changes: ChangeSet, token: ApiTokenRow): Promise<void> {
   token.revokedAt = new Date();
