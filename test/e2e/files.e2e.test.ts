@@ -489,6 +489,41 @@ describe("files", () => {
     }
   });
 
+  it("end a signed link with its field, before the files service has heard of it", async () => {
+    const local = await fileTable(api, tenant);
+    const [row] = local.rowIds as [number];
+    await raw(sys.baseUrl, "POST", `/file/upload?${pair(row, local.fieldId)}`, {
+      token: tenant.writeToken,
+      body: filePart(PNG, "doomed.png"),
+    });
+    const signedPath = await signedPathOf(tenant, row, local.fieldId);
+    expect((await raw(sys.baseUrl, "GET", signedPath)).status).toBe(200);
+    // As for a deleted record above: the shared lock on the field's scope holds off the files
+    // service's deletion of its files, as a stopped consumer or bus would.
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    try {
+      await db.query("begin");
+      try {
+        await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+          `files.field:${local.fieldId}`,
+        ]);
+        const deleted = await api("POST", "/field/delete", {
+          token: tenant.owner.token,
+          query: q({ field_id: local.fieldId }),
+        });
+        expect(deleted.status).toBe(200);
+        const dead = await raw(sys.baseUrl, "GET", signedPath);
+        expectError({ status: dead.status, body: dead.json }, 404, "file_not_found");
+        expect(dead.bytes.includes(PNG)).toBe(false);
+      } finally {
+        await db.query("rollback");
+      }
+    } finally {
+      await db.end();
+    }
+  });
+
   it("serve HTML uploaded as image/png as an attachment, with nosniff", async () => {
     const uploaded = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
       token: tenant.writeToken,

@@ -347,10 +347,11 @@ export class Files {
 
   /**
    * The file a signed token names, if the token is genuine, unexpired, the file unchanged and
-   * its record still in records. The file's row alone is not enough: a deleted record's files
-   * are marked deleted only when the records.deleted event is applied here, which a stopped
-   * consumer or bus can put off for as long as it lasts. Records answers for the record now, at
-   * one uncached call per download (a cached answer would bring the delay back).
+   * its record, table and field still there. The file's row alone is not enough: the files of a
+   * deleted record, field or table are marked deleted only when the deletion's event is applied
+   * here, which a stopped consumer or bus can put off for as long as it lasts. Records answers
+   * for the record and catalog for the table and field now, at one uncached call each per
+   * download (a cached answer would bring the delay back).
    */
   async serveSigned(
     token: string,
@@ -365,7 +366,10 @@ export class Files {
       [claims.fileId, claims.rowId, claims.fieldId, claims.generation],
     );
     if (!rows[0]) throw fileNotFound();
-    await this.deps.upstream.resolveRecord(claims.rowId, requestId);
+    const home = await this.deps.upstream.resolveRecord(claims.rowId, requestId);
+    const schema = await this.deps.upstream.tableSchema(home.tableId, requestId, { fresh: true });
+    if (!schema?.table) throw recordNotFound();
+    if (!schema.fields.some((field) => field.fieldId === claims.fieldId)) throw fileNotFound();
     return this.open(storedFileOf(rows[0]), range, claims.download);
   }
 

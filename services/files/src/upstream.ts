@@ -113,13 +113,17 @@ export class Upstream {
     }
   }
 
-  /** A table's schema; undefined when catalog no longer has the table. */
+  /**
+   * A table's schema; undefined when catalog no longer has the table. `fresh` asks catalog
+   * rather than the cache, whose entries outlive a deletion until its event is applied here.
+   */
   async tableSchema(
     tableId: bigint,
     requestId: string,
+    options: { fresh?: boolean } = {},
   ): Promise<GetTableSchemaResponse | undefined> {
     const key = schemaCacheKey(tableId);
-    const cached = await this.cacheGet(key);
+    const cached = options.fresh ? null : await this.cacheGet(key);
     if (cached) {
       try {
         return fromJsonString(GetTableSchemaResponseSchema, cached, { ignoreUnknownFields: true });
