@@ -123,6 +123,36 @@ describe("databases", () => {
       });
     }
   });
+
+  it("counts characters in names and descriptions, not UTF-16 units", async () => {
+    // Each of these is one character in two UTF-16 units.
+    const name = "🗂".repeat(100);
+    const description = "𝔸".repeat(1000);
+    const database = await createDatabase(name);
+    expect(database.name).toBe(name);
+    const updated = await api("POST", "/database/update", {
+      token: owner.token,
+      query: q({ database_id: database.database_id }),
+      body: { description },
+    });
+    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+    expect(updated.body.data.database.description).toBe(description);
+    const { table } = await createTable(database.database_id, { name, description });
+    expect(table.name).toBe(name);
+    const field = await createField(table.table_id, { name, type: "text", description });
+    expect(field.status, JSON.stringify(field.body)).toBe(200);
+    expect(field.body.data.field).toMatchObject({ name, description });
+
+    const tooLong = await api("POST", "/database/create", {
+      token: owner.token,
+      query: q({ organization_id: orgId }),
+      body: { name: "🗂".repeat(101) },
+    });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.extra).toEqual([
+      { key: "name", message: "must be 1-100 characters", source: "body" },
+    ]);
+  });
 });
 
 describe("tables", () => {

@@ -1,3 +1,4 @@
+import { codePointLength } from "@rowbase/kit/field-types";
 import { z } from "zod";
 
 /**
@@ -30,15 +31,20 @@ const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\p{Bidi_Control}]*$/u;
 
 /**
  * A display name: 1-100 characters once trimmed, no control characters (SPEC section 6), and
- * well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent).
+ * well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent). Characters
+ * are code points, as JSON Schema's `maxLength` and the catalog's tables count them: an emoji is
+ * one, not the two UTF-16 units of `length`.
  */
 export const name = z
   .string()
   .trim()
-  .min(1, "must be 1-100 characters")
-  .max(100, "must be 1-100 characters")
+  .refine((value) => {
+    const length = codePointLength(value);
+    return length >= 1 && length <= 100;
+  }, "must be 1-100 characters")
   .regex(NO_CONTROL_CHARACTERS, "must not contain control characters")
-  .refine((value) => value.isWellFormed(), "must be valid Unicode");
+  .refine((value) => value.isWellFormed(), "must be valid Unicode")
+  .meta({ minLength: 1, maxLength: 100 });
 
 /** Line breaks and tabs are text in a description; other control characters are not. */
 const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;
@@ -53,9 +59,13 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
 export const description = z
   .string()
   .trim()
-  .max(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
+  .refine(
+    (value) => codePointLength(value) <= MAX_DESCRIPTION_LENGTH,
+    `must be at most ${MAX_DESCRIPTION_LENGTH} characters`,
+  )
   .regex(TEXT_CHARACTERS, "must not contain control characters other than tabs and line breaks")
   .refine((value) => value.isWellFormed(), "must be valid Unicode")
+  .meta({ maxLength: MAX_DESCRIPTION_LENGTH })
   .describe(
     `At most ${MAX_DESCRIPTION_LENGTH} characters once trimmed; tabs and line breaks allowed, ` +
       "other control characters not; an empty string clears it",

@@ -1,3 +1,4 @@
+import { codePointLength } from "@rowbase/kit/field-types";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { MAX_ID, queryId } from "../../validation/fields.js";
@@ -119,7 +120,7 @@ export const fileName = z
   .string()
   .trim()
   .refine((name) => {
-    const length = [...name].length;
+    const length = codePointLength(name);
     return length >= 1 && length <= FILE_NAME_MAX;
   }, fileNameMessage)
   .refine((name) => !name.includes("/") && !name.includes("\\"), "must not contain '/' or '\\'")

@@ -6,6 +6,9 @@ describe("checkName", () => {
     expect(checkName("  Projects ")).toEqual({ name: "Projects" });
     expect(checkName("x".repeat(100))).toEqual({ name: "x".repeat(100) });
     expect(checkName(` ${"é".repeat(100)} `)).toEqual({ name: "é".repeat(100) });
+    // Characters, not UTF-16 units: each emoji is two of those.
+    expect(checkName("🗂".repeat(100))).toEqual({ name: "🗂".repeat(100) });
+    expect(checkName("🗂".repeat(101))).toEqual({ problem: "must be 1-100 characters" });
   });
 
   it.each([

@@ -1,5 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
-import type { OptionError } from "@rowbase/kit/field-types";
+import { codePointLength, type OptionError } from "@rowbase/kit/field-types";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -33,12 +33,14 @@ const CONTROL = /[\p{Cc}\p{Bidi_Control}]/u;
 const CONTROL_BUT_LINE_BREAKS_AND_TABS = /[^\P{Cc}\t\n\r]/u;
 
 /**
- * A database, table or field name (SPEC section 6): trimmed, 1-100 characters, no control
- * characters. Returns the trimmed name, or what is wrong with it.
+ * A database, table or field name (SPEC section 6): trimmed, 1-100 characters (code points, as
+ * the tables' constraints count them), no control characters. Returns the trimmed name, or what
+ * is wrong with it.
  */
 export function checkName(raw: string): { name: string } | { problem: string } {
   const name = raw.trim();
-  if (name.length < 1 || name.length > NAME_MAX) {
+  const length = codePointLength(name);
+  if (length < 1 || length > NAME_MAX) {
     return { problem: `must be 1-${NAME_MAX} characters` };
   }
   if (CONTROL.test(name)) return { problem: "must not contain control characters" };
@@ -64,7 +66,7 @@ export function checkFieldName(raw: string): { name: string } | { problem: strin
  */
 export function checkDescription(raw: string): { description: string } | { problem: string } {
   const description = raw.trim();
-  if (description.length > DESCRIPTION_MAX) {
+  if (codePointLength(description) > DESCRIPTION_MAX) {
     return { problem: `must be at most ${DESCRIPTION_MAX} characters` };
   }
   if (CONTROL_BUT_LINE_BREAKS_AND_TABS.test(description)) {

@@ -1,4 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
+import { codePointLength } from "@rowbase/kit/field-types";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -22,7 +23,9 @@ export const NAME_MAX = 100;
  */
 export function checkName(raw: string): { name: string } | { problem: string } {
   const name = raw.trim();
-  if (name.length < 1 || name.length > NAME_MAX) {
+  // Characters (code points), as the gateway counts them: an emoji is one, not two.
+  const length = codePointLength(name);
+  if (length < 1 || length > NAME_MAX) {
     return { problem: `must be 1-${NAME_MAX} characters` };
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
