@@ -524,6 +524,45 @@ describe("files", () => {
     }
   });
 
+  it("end a signed link with its organization, before the other services have heard of it", async () => {
+    const doomed = await createTenant(sys, api);
+    const local = await fileTable(api, doomed);
+    const [row] = local.rowIds as [number];
+    await raw(sys.baseUrl, "POST", `/file/upload?${pair(row, local.fieldId)}`, {
+      token: doomed.writeToken,
+      body: filePart(PNG, "doomed.png"),
+    });
+    const signedPath = await signedPathOf(doomed, row, local.fieldId);
+    expect((await raw(sys.baseUrl, "GET", signedPath)).status).toBe(200);
+    // Catalog, records and files delete what they hold for a deleted organization under
+    // exclusive locks on it: holding them shared keeps its tables, records and files in place,
+    // as stopped consumers or a stopped bus would.
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    try {
+      await db.query("begin");
+      try {
+        for (const service of ["catalog", "records", "files"]) {
+          await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+            `${service}.organization:${doomed.orgId}`,
+          ]);
+        }
+        const deleted = await api("POST", "/organization/delete", {
+          token: doomed.owner.token,
+          query: q({ organization_id: doomed.orgId }),
+        });
+        expect(deleted.status).toBe(200);
+        const dead = await raw(sys.baseUrl, "GET", signedPath);
+        expectError({ status: dead.status, body: dead.json }, 404, "record_not_found");
+        expect(dead.bytes.includes(PNG)).toBe(false);
+      } finally {
+        await db.query("rollback");
+      }
+    } finally {
+      await db.end();
+    }
+  });
+
   it("serve HTML uploaded as image/png as an attachment, with nosniff", async () => {
     const uploaded = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
       token: tenant.writeToken,

@@ -347,11 +347,12 @@ export class Files {
 
   /**
    * The file a signed token names, if the token is genuine, unexpired, the file unchanged and
-   * its record, table and field still there. The file's row alone is not enough: the files of a
-   * deleted record, field or table are marked deleted only when the deletion's event is applied
-   * here, which a stopped consumer or bus can put off for as long as it lasts. Records answers
-   * for the record and catalog for the table and field now, at one uncached call each per
-   * download (a cached answer would bring the delay back).
+   * its organization, record, table and field still there. The file's row alone is not enough:
+   * the files of a deleted organization, record, field or table are marked deleted only when the
+   * deletion's event is applied here, which a stopped consumer or bus can put off for as long as
+   * it lasts. Records answers for the record, catalog for the table and field, and organization
+   * (its plan) for the organization now, at one uncached call each per download (a cached
+   * answer would bring the delay back).
    */
   async serveSigned(
     token: string,
@@ -367,7 +368,11 @@ export class Files {
     );
     if (!rows[0]) throw fileNotFound();
     const home = await this.deps.upstream.resolveRecord(claims.rowId, requestId);
-    const schema = await this.deps.upstream.tableSchema(home.tableId, requestId, { fresh: true });
+    const [schema] = await Promise.all([
+      this.deps.upstream.tableSchema(home.tableId, requestId, { fresh: true }),
+      // A deleted organization has no plan: record_not_found.
+      this.deps.upstream.planLimits(home.organizationId, requestId, { fresh: true }),
+    ]);
     if (!schema?.table) throw recordNotFound();
     if (!schema.fields.some((field) => field.fieldId === claims.fieldId)) throw fileNotFound();
     return this.open(storedFileOf(rows[0]), range, claims.download);

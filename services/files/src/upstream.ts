@@ -142,10 +142,17 @@ export class Upstream {
     return schema;
   }
 
-  /** The limits of an organization's plan. */
-  async planLimits(organizationId: bigint, requestId: string): Promise<PlanLimits> {
+  /**
+   * The limits of an organization's plan; record_not_found when the organization is gone.
+   * `fresh` asks organization rather than the cache, as for `tableSchema`.
+   */
+  async planLimits(
+    organizationId: bigint,
+    requestId: string,
+    options: { fresh?: boolean } = {},
+  ): Promise<PlanLimits> {
     const key = planLimitsCacheKey(organizationId);
-    const cached = await this.cacheGet(key);
+    const cached = options.fresh ? null : await this.cacheGet(key);
     if (cached) {
       try {
         const plan = fromJsonString(GetPlanResponseSchema, cached, { ignoreUnknownFields: true });

@@ -186,8 +186,8 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       summary: "The file a signed link names: its bytes, without a bearer token",
       description:
         `The token is the authority: a tampered, expired or dead one answers 404 ` +
-        `\`file_not_found\` (so does one whose field is gone), and one whose record or table is ` +
-        `gone 404 \`record_not_found\`. ` +
+        `\`file_not_found\` (so does one whose field is gone), and one whose record, table or ` +
+        `organization is gone 404 \`record_not_found\`. ` +
         `${SERVE_DESCRIPTION} ${TRANSFER_DESCRIPTION}`,
       tags,
       auth: "none",
