@@ -179,8 +179,9 @@ export interface NatsBusOptions {
    */
   reserveBytes?: boolean;
   /**
-   * How long a delivered message may stay unacknowledged before JetStream redelivers it; a
-   * handler still at work extends it every third of it. 30 s when absent (tests shorten it).
+   * How long a delivered message may stay unacknowledged before JetStream redelivers it, for
+   * every consumer; a handler still at work extends it every third of it. When absent, 10 s for
+   * an ordered consumer and 30 s for the others (tests shorten it).
    */
   ackWaitMs?: number;
 }
@@ -189,8 +190,14 @@ export interface NatsBusOptions {
  * it back to JetStream for a redelivery later.
  */
 const IN_PLACE_RETRY_DELAYS_MS = [250, 1000, 3000];
-/** How long a delivered message may stay unacknowledged before JetStream redelivers it. */
-const CONSUMER_ACK_WAIT_MS = 30_000;
+/**
+ * How long a delivered message may stay unacknowledged before JetStream redelivers it. A handler
+ * at work extends it, so it only matters for a message nobody is working on: its consumer died
+ * with it, or a NATS restart lost its acknowledgement. An ordered consumer waits that long for
+ * it, delivering nothing else, so its wait is the shorter; the others' messages can wait in the
+ * client's buffer behind a busy handler, so theirs is the longer.
+ */
+const ACK_WAIT_MS = { ordered: 10_000, unordered: 30_000 };
 /**
  * Messages a consumer whose events commute may hold unacknowledged (JetStream's usual default);
  * an ordered one holds one, so that neither a redelivery nor another replica overtakes it.
@@ -208,7 +215,7 @@ export class NatsBus implements EventBus {
     /** Prefixes stream names and subjects so that tests and deployments never collide. */
     private readonly namespace: string,
     private readonly reserveBytes: boolean,
-    private readonly ackWaitMs: number,
+    private readonly ackWaitMs: number | undefined,
   ) {}
 
   static async connect(
@@ -225,7 +232,7 @@ export class NatsBus implements EventBus {
       logger,
       namespace,
       options.reserveBytes ?? namespace === "",
-      options.ackWaitMs ?? CONSUMER_ACK_WAIT_MS,
+      options.ackWaitMs,
     );
   }
 
@@ -288,9 +295,10 @@ export class NatsBus implements EventBus {
     const maxDeliver = spec.maxDeliver ?? DEFAULT_MAX_DELIVER;
     const limit = spec.batch ?? { messages: 1, bytes: Number.POSITIVE_INFINITY };
     const ordered = (spec.concurrency ?? 1) <= 1 && spec.batch === undefined;
+    const ackWaitMs = this.ackWaitMs ?? ACK_WAIT_MS[ordered ? "ordered" : "unordered"];
     await this.ensureConsumer(stream, spec.durable, this.subject(spec.subject), {
       max_deliver: maxDeliver,
-      ack_wait: nanos(this.ackWaitMs),
+      ack_wait: nanos(ackWaitMs),
       max_ack_pending: ordered ? 1 : UNORDERED_MAX_ACK_PENDING,
     });
     const consumer = await this.js.consumers.get(stream, spec.durable);
@@ -310,7 +318,7 @@ export class NatsBus implements EventBus {
     const working = async (messages: JsMsg[], work: () => Promise<void>) => {
       const timer = setInterval(() => {
         for (const m of messages) m.working();
-      }, this.ackWaitMs / 3);
+      }, ackWaitMs / 3);
       try {
         await work();
       } finally {
