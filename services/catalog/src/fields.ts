@@ -209,11 +209,12 @@ export class Fields {
         // or max, fewer decimals, a removed choice): they are checked like a type change. So is
         // a field made required, and a required field's change, since no record may then hold
         // an empty value (SPEC: a required field cannot be cleared), nor one the conversion
-        // empties.
+        // empties. Records holds writes to a field being made required until catalog's commit
+        // has surely reached them; made optional again, records lets them go at once.
         const optionsChanged =
           !typeChanged && !isReadOnlyType(type) && !sameJson(options, old.options);
-        const madeRequired = required && !field.required;
-        if ((typeChanged || optionsChanged || madeRequired) && this.deps.checkTypeChange) {
+        const requiredChanged = required !== field.required;
+        if ((typeChanged || optionsChanged || requiredChanged) && this.deps.checkTypeChange) {
           await this.deps.checkTypeChange(
             toField(field),
             fieldTypeToProto(type),

@@ -206,6 +206,19 @@ function fieldsWritten(values: readonly CheckedValues[]): string[] {
 }
 
 /**
+ * The fields as a write is held to them while changes are pending: a field being made required
+ * is required (migrations/required-marks.ts). The same array when none is.
+ */
+function withPendingRequired(
+  fields: SchemaField[],
+  pending: readonly PendingTypeChange[],
+): SchemaField[] {
+  const made = new Set(pending.filter((change) => change.required).map((c) => c.fieldId));
+  if (!fields.some((field) => made.has(field.id) && !field.required)) return fields;
+  return fields.map((field) => (made.has(field.id) ? { ...field, required: true } : field));
+}
+
+/**
  * The pending type changes (mark ids) of the fields that writes of `values` set: those a write
  * notes its records under (`notePendingWrites`).
  */
@@ -214,7 +227,9 @@ function marksOf(
   values: readonly CheckedValues[],
 ): string[] {
   const fields = new Set(fieldsWritten(values));
-  return pending.filter((change) => fields.has(change.fieldId)).map((change) => change.id);
+  return pending
+    .filter((change) => !change.required && fields.has(change.fieldId))
+    .map((change) => change.id);
 }
 
 /**
@@ -228,6 +243,7 @@ function pendingItems(
 ): ValidationItem[] {
   const items: ValidationItem[] = [];
   for (const change of pending) {
+    if (change.required) continue;
     const field = schema.fields.find((f) => f.id === change.fieldId);
     if (!field) continue;
     const to = { type: change.toType as SchemaField["type"], options: change.toOptions };
@@ -323,13 +339,9 @@ export class Records {
   ): Promise<RecordsView> {
     const items: ValidationItem[] = [];
     const checked: CheckedValues[] = [];
+    const fields = withPendingRequired(schema.fields, pending);
     inputs.forEach((data, index) => {
-      const result = checkInput(
-        schema.fields,
-        data,
-        "create",
-        batch ? `records.${index}.data.` : "",
-      );
+      const result = checkInput(fields, data, "create", batch ? `records.${index}.data.` : "");
       if (result.ok) checked.push(result.values);
       else items.push(...result.items);
     });
@@ -515,6 +527,14 @@ export class Records {
           prefix: batch ? `records.${index}.data.` : "",
         }));
         const problems = pendingItems(schema, pending, writes);
+        const fields = withPendingRequired(schema.fields, pending);
+        if (fields !== schema.fields) {
+          patches.forEach((patch, index) => {
+            const prefix = batch ? `records.${index}.data.` : "";
+            const result = checkInput(fields, patch.data, "update", prefix);
+            if (!result.ok) problems.push(...result.items);
+          });
+        }
         if (problems.length > 0) throw validationFailed(problems);
         await notePendingWrites(em, schema.tableId, marksOf(pending, checked), rowIds);
       }

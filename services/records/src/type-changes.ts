@@ -10,6 +10,7 @@ import {
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import {
+  dropRequiredMarks,
   dropTypeChangeMark,
   epochMs,
   markTypeChangePending,
@@ -97,7 +98,9 @@ export class TypeChanges {
    * empty after the change (SPEC: a required field cannot be cleared), naming a few of the rows.
    * A change of type or options it agrees to is pending until its values are converted (or
    * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
-   * migrations/write-gate.ts).
+   * migrations/write-gate.ts). A field it agrees to make required is required of every write
+   * for `PENDING_SECONDS`, or until the field is made optional again
+   * (migrations/required-marks.ts).
    */
   async check(
     field: Field,
@@ -116,32 +119,36 @@ export class TypeChanges {
       throw fieldTypeChangeInvalid({ message: `cannot convert ${from.type} to ${to.type}` });
     }
     // A select's new choices are pending too (a write of a removed one would store a value no
-    // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that. Making a field
-    // required changes no value: no event would end a mark.
+    // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that. A field being
+    // made required gets a mark of its own, which no event ends (migrations/required-marks.ts);
+    // made optional again, it loses it.
     const converts = from.type !== to.type || !sameJson(from.options ?? {}, to.options ?? {});
-    const pending = converts
-      ? await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
-          markTypeChangePending(
-            em,
-            {
-              tableId: field.tableId,
-              fieldId: field.fieldId,
-              toType: to.type,
-              toOptions: to.options,
-            },
-            PENDING_SECONDS,
-          ),
-        )
-      : undefined;
+    const rule: RequiredRule = !required ? "none" : field.required ? "kept" : "made";
+    const target = {
+      tableId: field.tableId,
+      fieldId: field.fieldId,
+      toType: to.type,
+      toOptions: to.options,
+    };
+    const marks = await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
+      if (!required && field.required) await dropRequiredMarks(em, field.tableId, field.fieldId);
+      const made: string[] = [];
+      if (converts) made.push(await markTypeChangePending(em, target, PENDING_SECONDS));
+      if (rule === "made") {
+        made.push(await markTypeChangePending(em, target, PENDING_SECONDS, "required"));
+      }
+      return made;
+    });
+    // Made optional alone: no value to look at.
+    if (!converts && rule === "none") return;
     try {
-      const rule: RequiredRule = !required ? "none" : field.required ? "kept" : "made";
       await this.checkValues(field, from, to, rule);
     } catch (error) {
-      // Catalog changes nothing after a refusal (or a failure): writes need not convert.
-      if (pending) {
-        await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
-          dropTypeChangeMark(em, field.tableId, pending),
-        );
+      // Catalog changes nothing after a refusal (or a failure): writes need not follow it.
+      if (marks.length > 0) {
+        await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
+          for (const mark of marks) await dropTypeChangeMark(em, field.tableId, mark);
+        });
       }
       throw error;
     }

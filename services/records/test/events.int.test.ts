@@ -586,7 +586,7 @@ describe("catalog changes", () => {
     expect(await stored(table.tableId)).toEqual(before);
 
     // Once every record holds a name, the field can be required; that changes no value, so
-    // nothing is left pending for writes.
+    // nothing is left to convert: the one mark left holds writes to the field as required.
     for (const row of rows.slice(1)) {
       await h.records.updateRecord(
         { tableId: table.tableId, rowId: row.rowId, data: { Name: "n" } },
@@ -596,10 +596,10 @@ describe("catalog changes", () => {
     await h.catalog.updateField({ fieldId: field("Name").fieldId, required: true }, owner);
     expect(await requiredOf("Name")).toBe(true);
     const { rows: marks } = await h.db.query(
-      "select count(*)::int as n from records.pending_type_change where table_id = $1",
+      "select field_id::text, required from records.pending_type_change where table_id = $1",
       [table.tableId.toString()],
     );
-    expect(marks[0].n).toBe(0);
+    expect(marks).toEqual([{ field_id: table.id.Name!, required: true }]);
 
     // A blank text is a value, but as a number it is none: a required field cannot become one.
     await h.catalog.updateField({ fieldId: field("Code").fieldId, required: true }, owner);
@@ -908,6 +908,14 @@ describe("a write between a type change's check and its conversion", () => {
       deliveryCount: 1,
     };
     let created: bigint | undefined;
+    const notes = async () => {
+      const { rows } = await h.db.query(
+        `select count(*)::int as n from records.pending_type_change_write
+         where row_id in (select row_id from records.record where table_id = $1)`,
+        [tableId.toString()],
+      );
+      return rows[0].n;
+    };
     await replay([message], async () => {
       // The first chunk is converted; writes checked against the text field (the change is
       // pending) land in it, and after it.
@@ -924,6 +932,7 @@ describe("a write between a type change's check and its conversion", () => {
         record: { rowId: created } = { rowId: 0n },
       } = await h.records.createRecord({ tableId, data: { Code: "44" } }, editor));
       expect((await stored(tableId)).slice(0, 2).map((d) => d[code])).toEqual(["42", " 43 "]);
+      expect(await notes()).toBe(3);
     });
     const values = (await stored(tableId)).map((d) => d[code]);
     expect(values.slice(0, 3)).toEqual([42, 43, 3]);
@@ -937,11 +946,11 @@ describe("a write between a type change's check and its conversion", () => {
       ),
     ).toEqual([]);
     const { rows } = await h.db.query(
-      `select (select count(*)::int from records.pending_type_change where table_id = $1) as marks,
-         (select count(*)::int from records.pending_type_change_write) as notes`,
+      "select count(*)::int as n from records.pending_type_change where table_id = $1",
       [tableId.toString()],
     );
-    expect(rows[0]).toEqual({ marks: 0, notes: 0 });
+    expect(rows[0].n).toBe(0);
+    expect(await notes()).toBe(0);
   });
 
   it("is not held to a change the check refused", async () => {
@@ -958,6 +967,78 @@ describe("a write between a type change's check and its conversion", () => {
       await as(t.editor),
     );
     expect((await stored(table.tableId)).map((d) => d[table.id.Code!])).toEqual(["x", "y"]);
+  });
+});
+
+describe("a write between making a field required and catalog's commit", () => {
+  it("must give the field a value, else 400, until the field is made optional again", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Code", FieldType.TEXT),
+      def("Note", FieldType.TEXT),
+    ]);
+    const [row] = await seed(table, [{ Code: "a", Note: "n" }]);
+    const code = table.id.Code!;
+    const note = table.id.Note!;
+    const { tableId } = table;
+    const field = table.fields.find((f) => f.name === "Code")!;
+    const editor = await as(t.editor);
+    // Records agrees (every record has a value); catalog has not committed yet, so writes are
+    // still checked against the field as optional.
+    await h.records.checkFieldTypeChange(
+      { field, newType: FieldType.TEXT, newRequired: true },
+      await as(SERVICE),
+    );
+    expect(
+      await validationOf(h.records.createRecord({ tableId, data: { Note: "m" } }, editor)),
+    ).toEqual([{ key: "Code", message: "is required", source: "body" }]);
+    expect(
+      await validationOf(
+        h.records.batchCreateRecords(
+          { tableId, records: [{ data: { Code: "b" } }, { data: { Code: "" } }] },
+          editor,
+        ),
+      ),
+    ).toEqual([{ key: "records.1.data.Code", message: "is required", source: "body" }]);
+    expect(
+      await validationOf(
+        h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Code: null } }, editor),
+      ),
+    ).toEqual([{ key: "Code", message: "is required and cannot be cleared", source: "body" }]);
+    expect(await stored(tableId)).toEqual([{ [code]: "a", [note]: "n" }]);
+    // Writes that leave it a value go through.
+    await h.records.updateRecord({ tableId, rowId: row!.rowId, data: { Note: "o" } }, editor);
+    await h.records.createRecord({ tableId, data: { Code: "c" } }, editor);
+    expect((await stored(tableId)).map((d) => d[code])).toEqual(["a", "c"]);
+
+    // Made optional again (the check of that change): writes may leave it empty at once.
+    await h.records.checkFieldTypeChange(
+      { field: { ...field, required: true }, newType: FieldType.TEXT, newRequired: false },
+      await as(SERVICE),
+    );
+    await h.records.createRecord({ tableId, data: { Note: "p" } }, editor);
+    expect((await stored(tableId)).map((d) => d[code])).toEqual(["a", "c", undefined]);
+  });
+
+  it("is not held to a change the check refused", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Code", FieldType.TEXT),
+      def("Note", FieldType.TEXT),
+    ]);
+    await seed(table, [{ Note: "no code" }]);
+    const field = table.fields.find((f) => f.name === "Code")!;
+    expect(
+      await reasonOf(
+        h.records.checkFieldTypeChange(
+          { field, newType: FieldType.TEXT, newRequired: true },
+          await as(SERVICE),
+        ),
+      ),
+    ).toBe("field_type_change_invalid");
+    await h.records.createRecord(
+      { tableId: table.tableId, data: { Note: "still none" } },
+      await as(t.editor),
+    );
+    expect(await stored(table.tableId)).toHaveLength(2);
   });
 });
 

@@ -179,6 +179,7 @@ export async function startHarness(): Promise<Harness> {
     "CreateGateAutonumbers",
     "WriteGate",
     "PendingWrites",
+    "RequiredMarks",
   ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>

@@ -85,6 +85,18 @@ describe("type changes checked by records", () => {
     ).toBe("internal_only");
   });
 
+  it("asks when a field is made required and when it is made optional again", async () => {
+    const table = await tableWith("Must", FieldType.TEXT, [{ Must: "a" }]);
+    const fieldId = fieldIdOf(table, "Must");
+    const before = await checksAnswered();
+    const editor = await as(t.editor);
+    await h.catalog.updateField({ fieldId, required: true }, editor);
+    await h.catalog.updateField({ fieldId, required: false }, editor);
+    expect(await checksAnswered()).toBe(before + 2);
+    // Optional again: records holds no write to it as required any more.
+    await h.records.createRecord({ tableId: table.tableId, data: {} }, editor);
+  });
+
   it("does not ask when the type stays or the pair has no conversion", async () => {
     const table = await tableWith("Quiet", FieldType.NUMBER, [{ Quiet: 1 }]);
     const fieldId = fieldIdOf(table, "Quiet");

@@ -541,6 +541,8 @@ export interface PendingTypeChange {
   fieldId: string;
   toType: string;
   toOptions: JsonObject;
+  /** The field is being made required (migrations/required-marks.ts), not converted. */
+  required: boolean;
 }
 
 /** The live pending type changes of a table's fields (`write_gate` answered `pending`). */
@@ -553,9 +555,10 @@ export async function pendingTypeChanges(
     field_id: string;
     to_type: string;
     to_options: JsonObject;
+    required: boolean;
   }>(
     em,
-    `select id, field_id, to_type, to_options from pending_type_change
+    `select id, field_id, to_type, to_options, required from pending_type_change
      where table_id = $1 and expires_at > now() order by id`,
     [tableId],
   );
@@ -564,6 +567,7 @@ export async function pendingTypeChanges(
     fieldId: row.field_id,
     toType: row.to_type,
     toOptions: row.to_options,
+    required: row.required,
   }));
 }
 
@@ -574,6 +578,9 @@ export interface PendingTarget {
   toType: string;
   toOptions: Readonly<JsonObject> | undefined;
 }
+
+/** What a mark holds writes to: the change's type and options, or the field being required. */
+export type MarkKind = "converts" | "required";
 
 /**
  * Marks a type change of a field as pending for `seconds` (CheckFieldTypeChange, before it reads
@@ -586,6 +593,7 @@ export async function markTypeChangePending(
   em: EntityManager,
   change: PendingTarget,
   seconds: number,
+  kind: MarkKind = "converts",
 ): Promise<string> {
   await lockTableExclusive(em, change.tableId);
   await query(em, "delete from pending_type_change where table_id = $1 and expires_at <= now()", [
@@ -593,8 +601,9 @@ export async function markTypeChangePending(
   ]);
   const [row] = await query<{ id: string }>(
     em,
-    `insert into pending_type_change (table_id, field_id, to_type, to_options, expires_at)
-     values ($1, $2, $3, $4::jsonb, now() + make_interval(secs => $5))
+    `insert into pending_type_change
+       (table_id, field_id, to_type, to_options, expires_at, required)
+     values ($1, $2, $3, $4::jsonb, now() + make_interval(secs => $5), $6)
      returning id`,
     [
       change.tableId,
@@ -602,6 +611,7 @@ export async function markTypeChangePending(
       change.toType,
       JSON.stringify(change.toOptions ?? {}),
       seconds,
+      kind === "required",
     ],
   );
   return row!.id;
@@ -618,6 +628,23 @@ export async function dropTypeChangeMark(
 ): Promise<void> {
   await lockTableExclusive(em, tableId);
   await query(em, "delete from pending_type_change where id = $1", [id]);
+}
+
+/**
+ * Removes the required marks of a field made optional again (its check, under the table's
+ * exclusive lock, in the caller's transaction): writes may leave it empty at once.
+ */
+export async function dropRequiredMarks(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: bigint,
+): Promise<void> {
+  await lockTableExclusive(em, tableId);
+  await query(
+    em,
+    "delete from pending_type_change where table_id = $1 and field_id = $2 and required",
+    [tableId, fieldId],
+  );
 }
 
 /**
@@ -639,10 +666,12 @@ export async function clearTypeChangePending(
     em,
     `with equal as (
        select id from pending_type_change
-       where table_id = $1 and field_id = $2 and to_type = $3 and to_options = $4::jsonb
+       where table_id = $1 and field_id = $2 and not required
+         and to_type = $3 and to_options = $4::jsonb
      ), later_other as (
        select min(id) as id from pending_type_change
-       where table_id = $1 and field_id = $2 and not (to_type = $3 and to_options = $4::jsonb)
+       where table_id = $1 and field_id = $2 and not required
+         and not (to_type = $3 and to_options = $4::jsonb)
          and id > (select min(id) from equal)
      ), gone as (
        delete from pending_type_change

@@ -3,6 +3,7 @@ import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
 import { PendingWrites } from "./pending-writes.js";
+import { RequiredMarks } from "./required-marks.js";
 import { WriteGate } from "./write-gate.js";
 
 /**
@@ -81,4 +82,5 @@ export const migrations = [
   CreateGateAutonumbers,
   WriteGate,
   PendingWrites,
+  RequiredMarks,
 ];
