@@ -812,6 +812,27 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     ).toContain("identity.oidc.allowedRedirectUris needs");
   });
 
+  it("refuses an Ingress whose clients would all share the controller's rate limits", () => {
+    const run = (...args: string[]) =>
+      spawnSync(
+        helm,
+        ["template", "rowbase", chart, "-f", "deploy/ci-values/ingress.yaml", ...args],
+        {
+          cwd: root,
+          encoding: "utf8",
+        },
+      );
+    // Behind an Ingress every request comes from the controller's pods: without trusting them,
+    // one client's ten logins a minute would lock every other client out.
+    const untrusted = run("--set", "gateway.trustedProxies=");
+    expect(untrusted.status).not.toBe(0);
+    expect(untrusted.stderr).toContain("gateway.trustedProxies");
+    expect(run("--set", "gateway.trustedProxies=", "--set", "gateway.rateLimits=off").status).toBe(
+      0,
+    );
+    expect(run().status).toBe(0);
+  });
+
   it("starts each process from a real entry point of the repository", () => {
     for (const deployment of ofKind(render("deploy/ci-values/external.yaml"), "Deployment")) {
       const main: string = deployment.spec.template.spec.containers[0].args[0];
