@@ -906,6 +906,18 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(bad.stderr).toContain("secrets.jwtSigningKeys: a JSON array of Ed25519 private JWKs");
   });
 
+  it("puts its Secret back on rollback, so that pods read the URLs of the release rolled back to", () => {
+    const manifests = render("deploy/ci-values/external.yaml");
+    const secret = named(manifests, "Secret", "rowbase-secrets")!;
+    // A hook is not a release resource: rollback leaves it alone unless it is a pre-rollback
+    // hook too, and pods restarted by the rollback would read a failed upgrade's DATABASE_URL.
+    expect(hookOf(secret)).toEqual(
+      expect.arrayContaining(["pre-install", "pre-upgrade", "pre-rollback"]),
+    );
+    // There are no down migrations: a rollback runs none.
+    expect(hookOf(ofKind(manifests, "Job")[0]!)).not.toContain("pre-rollback");
+  });
+
   it("renders no Secret of its own when every secret comes from outside", () => {
     const manifests = render("deploy/ci-values/existing-secrets.yaml");
     expect(ofKind(manifests, "Secret")).toEqual([]);
