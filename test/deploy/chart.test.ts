@@ -413,6 +413,19 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       }
     });
 
+    it("lets every service listen on each address family its pod has (IPv6-only clusters too)", () => {
+      const manifests = render(setup);
+      for (const deployment of ofKind(manifests, "Deployment")) {
+        const component = componentOf(deployment);
+        if (component === "gateway") continue;
+        const env = environmentOf(manifests, deployment.spec.template.spec.containers[0]);
+        const parsed = envSchemaOf(component).parse(env) as { GRPC_HOST?: string };
+        // 0.0.0.0 is IPv4 only: a pod with only an IPv6 address (or a Service of an IPv6-first
+        // cluster) would reach no gRPC port, while the gateway and /metrics listen on both.
+        expect(parsed.GRPC_HOST, `${component}: GRPC_HOST`).toBeUndefined();
+      }
+    });
+
     it("wires <SERVICE>_GRPC_URL to the Service of that service and port", () => {
       const manifests = render(setup);
       const urls = ofKind(manifests, "ConfigMap").flatMap((cm) =>

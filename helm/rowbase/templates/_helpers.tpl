@@ -202,7 +202,7 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}
 {{- with $own.rateLimits }}{{ $_ := set $data "RATE_LIMITS" . }}{{ end }}
 {{- else }}
-{{- $_ := set $data "GRPC_HOST" "0.0.0.0" }}
+{{- /* No GRPC_HOST: the service listens on every interface, IPv6 included (IPv6-only pods). */}}
 {{- $_ := set $data "GRPC_PORT" (toString (int $own.port)) }}
 {{- end }}
 {{- if or (eq .name "gateway") (eq .name "organization") }}

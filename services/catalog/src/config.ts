@@ -1,4 +1,4 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
+import { listenHost, logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
 import { z } from "zod";
 
 export const catalogEnv = z.object({
@@ -7,7 +7,7 @@ export const catalogEnv = z.object({
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,
-  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_HOST: listenHost,
   GRPC_PORT: port(50053),
   ...observabilityEnv.shape,
   /** The organization service, for members' roles (`http://host:port`). */

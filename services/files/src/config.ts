@@ -1,4 +1,12 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret, wholeNumber } from "@rowbase/kit";
+import {
+  listenHost,
+  logLevel,
+  observabilityEnv,
+  optionalUrl,
+  port,
+  secret,
+  wholeNumber,
+} from "@rowbase/kit";
 import { z } from "zod";
 
 const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
@@ -13,7 +21,7 @@ export const filesEnv = z
     NATS_URL: optionalUrl,
     INTERNAL_JWT_SECRET: secret,
     LOG_LEVEL: logLevel,
-    GRPC_HOST: z.string().default("0.0.0.0"),
+    GRPC_HOST: listenHost,
     GRPC_PORT: port(50055),
     ...observabilityEnv.shape,
     /** The organization service: members' roles and plans (`http://host:port`). */

@@ -1,4 +1,12 @@
-import { logLevel, observabilityEnv, optionalUrl, port, secret, wholeNumber } from "@rowbase/kit";
+import {
+  listenHost,
+  logLevel,
+  observabilityEnv,
+  optionalUrl,
+  port,
+  secret,
+  wholeNumber,
+} from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fallback);
@@ -111,7 +119,7 @@ const identityFields = z.object({
   REDIS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,
-  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_HOST: listenHost,
   GRPC_PORT: port(50051),
   ...observabilityEnv.shape,
   SMTP_URL: optionalUrl,

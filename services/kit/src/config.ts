@@ -56,6 +56,13 @@ export const logLevel = z
   .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
   .default("info");
 
+/**
+ * The address a server binds. Unset, empty or blank: every interface, IPv6 included where the
+ * host has it (Node listens on `::`, which takes IPv4 too, and falls back to `0.0.0.0`), so that
+ * a pod with only an IPv6 address is reachable; `0.0.0.0` would be IPv4 alone.
+ */
+export const listenHost = z.preprocess(blankToUndefined, z.string().optional());
+
 /** A secret shared by the gateway and the services; long enough to resist brute force. */
 export const secret = z.string().min(32, "must be at least 32 characters");
 
@@ -75,5 +82,5 @@ export const serviceEnv = z.object({
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,
-  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_HOST: listenHost,
 });

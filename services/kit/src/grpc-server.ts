@@ -41,7 +41,8 @@ export interface GrpcServerOptions {
   routes: (router: ConnectRouter) => void;
   /** Service descriptors reported SERVING by the health service. */
   services: DescService[];
-  host: string;
+  /** Every interface when absent (IPv6 included where the host has it). */
+  host?: string | undefined;
   port: number;
   logger: Logger;
   internalSecret: string;

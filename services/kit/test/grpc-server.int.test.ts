@@ -27,8 +27,11 @@ afterAll(async () => {
 });
 
 /** Calls grpc.health.v1.Health/Check with @grpc/grpc-js, as Kubernetes probes and grpc tools do. */
-function check(service: string): Promise<{ status?: ServingStatus; code?: grpc.status }> {
-  const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+function check(
+  service: string,
+  target = `127.0.0.1:${server.port}`,
+): Promise<{ status?: ServingStatus; code?: grpc.status }> {
+  const client = new grpc.Client(target, grpc.credentials.createInsecure());
   return new Promise((resolve) => {
     client.makeUnaryRequest(
       `/${Health.typeName}/Check`,
@@ -47,6 +50,26 @@ describe("gRPC server", () => {
   it("answers grpc.health.v1 checks from a plain grpc-js client", async () => {
     expect(await check("")).toEqual({ status: ServingStatus.SERVING });
     expect(await check("rowbase.unknown.v1.NopeService")).toEqual({ code: grpc.status.NOT_FOUND });
+  });
+});
+
+describe("gRPC server without a host", () => {
+  it("answers on IPv4 and IPv6 alike, as a pod of either family needs", async (ctx) => {
+    const ipv6 = await new Promise<boolean>((resolve) => {
+      const probe = net.createServer().once("error", () => resolve(false));
+      probe.listen(0, "::1", () => probe.close(() => resolve(true)));
+    });
+    if (!ipv6) ctx.skip("this machine has no IPv6 loopback");
+    const anywhere = await startTestGrpcServer({ host: undefined });
+    try {
+      for (const address of ["127.0.0.1", "[::1]"]) {
+        expect(await check("", `${address}:${anywhere.port}`), address).toEqual({
+          status: ServingStatus.SERVING,
+        });
+      }
+    } finally {
+      await anywhere.close();
+    }
   });
 });
 

@@ -1,4 +1,5 @@
 import {
+  listenHost,
   logLevel,
   observabilityEnv,
   optionalUrl,
@@ -14,7 +15,7 @@ export const recordsEnv = z.object({
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,
-  GRPC_HOST: z.string().default("0.0.0.0"),
+  GRPC_HOST: listenHost,
   GRPC_PORT: port(50054),
   ...observabilityEnv.shape,
   /** The organization service, for members' roles and plans (`http://host:port`). */
