@@ -581,6 +581,56 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(externalPorts).not.toContain(6379);
   });
 
+  it("lets mail, OpenID sign-in and traces out on the ports of their URLs, with NetworkPolicies on", () => {
+    const egressPorts = (manifests: Manifest[], component: string) =>
+      named(manifests, "NetworkPolicy", `rowbase-${component}`)!.spec.egress.flatMap(
+        (rule: Manifest) => rule.ports.map((p: Manifest) => p.port),
+      );
+    const given = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "--set",
+      "networkPolicy.enabled=true",
+      "--set",
+      "mail.smtpUrl=smtp://mailer:secret@smtp.example.com:2525",
+      "--set",
+      "identity.oidc.issuer=https://login.example.com:8443/realms/rowbase",
+      "--set",
+      "tracing.otlpEndpoint=https://otel.example.com:4319",
+    ]);
+    for (const component of ["identity", "organization"]) {
+      expect(egressPorts(given, component), component).toContain(2525);
+    }
+    expect(egressPorts(given, "identity")).toContain(8443);
+    expect(egressPorts(given, "catalog")).not.toContain(2525);
+    for (const process of PROCESSES) expect(egressPorts(given, process)).toContain(4319);
+
+    // Without a port, the scheme's; with the URL in a Secret, SMTP's two usual ports.
+    const usual = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "--set",
+      "networkPolicy.enabled=true",
+      "--set",
+      "mail.smtpUrl=smtps://mailer:secret@smtp.example.com",
+      "--set",
+      "tracing.otlpEndpoint=http://otel.monitoring",
+    ]);
+    expect(egressPorts(usual, "organization")).toContain(465);
+    expect(egressPorts(usual, "organization")).not.toContain(587);
+    expect(egressPorts(usual, "identity")).toContain(443);
+    expect(egressPorts(usual, "gateway")).toContain(80);
+    const inSecret = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "--set",
+      "networkPolicy.enabled=true",
+      "--set",
+      "mail.existingSecret=rowbase-smtp",
+    ]);
+    expect(egressPorts(inSecret, "identity")).toEqual(expect.arrayContaining([587, 465]));
+  });
+
   it("narrows the gateway's callers to the configured peers and the test pod", () => {
     const manifests = render("deploy/ci-values/network-policies.yaml");
     const [rule] = named(manifests, "NetworkPolicy", "rowbase-gateway")!.spec.ingress;

@@ -428,20 +428,26 @@ SHA-256 of the public JWK's canonical form (as in RFC 7638, hex instead of base6
 {{- end }}
 
 {{/*
-The egress rules to a store (PostgreSQL, Redis, NATS): the ones given, else its URL's port (the
-store's usual port when the URL has none or lives in an existing Secret), any address.
+The egress rules to a peer reached by URL (PostgreSQL, Redis, NATS, SMTP, the OIDC provider, S3,
+the OTLP collector): the rules given, else the URL's port, any address. A URL without a port
+takes its scheme's usual one (`schemes`, e.g. smtps: 465); with no URL in values (it is in a
+Secret) or a scheme not listed, `ports`. Call with (dict "rules" .. "url" .. "schemes" (dict ..)
+"ports" (list ..)).
 */}}
-{{- define "rowbase.storeEgress" -}}
+{{- define "rowbase.urlEgress" -}}
 {{- if .rules }}
 {{- toYaml .rules }}
 {{- else }}
-{{- $port := toString .port }}
+{{- $ports := .ports }}
 {{- with .url }}
-{{- $found := regexFind "[0-9]+$" (regexFind ":[0-9]+$" (urlParse .).host) }}
-{{- if $found }}{{ $port = $found }}{{ end }}
+{{- $url := urlParse . }}
+{{- $port := regexFind "[0-9]+$" (regexFind ":[0-9]+$" $url.host) | default (get ($.schemes | default dict) $url.scheme) }}
+{{- if $port }}{{ $ports = list $port }}{{ end }}
 {{- end }}
 - ports:
-    - port: {{ int $port }}
+    {{- range $ports }}
+    - port: {{ int . }}
       protocol: TCP
+    {{- end }}
 {{- end }}
 {{- end }}
