@@ -896,6 +896,31 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(run().status).toBe(0);
   });
 
+  it("gives each migration step the extra environment of its service", () => {
+    const password = { secretKeyRef: { name: "rowbase-db-password", key: "password" } };
+    const manifests = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/ingress.yaml",
+      "--set-json",
+      `serviceDefaults.extraEnv=[{"name":"PGPASSWORD","valueFrom":${JSON.stringify(password)}}]`,
+      "--set-json",
+      'records.extraEnv=[{"name":"PGSSLMODE","value":"require"}]',
+    ]);
+    const steps = containersOf(ofKind(manifests, "Job")[0]!.spec.template.spec);
+    const extra = (name: string) =>
+      steps
+        .find((step) => step.name === `migrate-${name}`)!
+        .env.filter((e: Manifest) => e.name.startsWith("PG"));
+    // `migrate` connects as the service does: a password or TLS mode given beside the URL counts.
+    expect(extra("identity")).toEqual([{ name: "PGPASSWORD", valueFrom: password }]);
+    expect(extra("records")).toEqual([{ name: "PGSSLMODE", value: "require" }]);
+    const records = named(manifests, "Deployment", "rowbase-records")!;
+    expect(records.spec.template.spec.containers[0].env).toContainEqual({
+      name: "PGSSLMODE",
+      value: "require",
+    });
+  });
+
   it("starts each process from a real entry point of the repository", () => {
     for (const deployment of ofKind(render("deploy/ci-values/external.yaml"), "Deployment")) {
       const main: string = deployment.spec.template.spec.containers[0].args[0];
