@@ -199,7 +199,19 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     },
   });
 
-  const server = http2.createServer(handler);
+  const server = http2.createServer((req, res) => {
+    // connect-node makes each request's URL from its :authority and throws, outside any
+    // promise, when there is none or it is no valid host (an IPv6 address without brackets,
+    // `::1:50051`): thrown from a request listener, one such request from any peer would end
+    // the process.
+    try {
+      handler(req, res);
+    } catch (error) {
+      options.logger.warn({ err: error, authority: req.authority }, "unusable gRPC request");
+      if (!res.headersSent) res.writeHead(400);
+      res.end();
+    }
+  });
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<Socket>();
   server.on("connection", (socket: Socket) => {

@@ -53,6 +53,30 @@ describe("gRPC server", () => {
   });
 });
 
+describe("gRPC server and a malformed :authority", () => {
+  it("answers 400 and keeps serving, instead of ending the process", async () => {
+    // An IPv6 address without brackets is no valid host: connect-node's URL of the request
+    // threw outside any promise, and one such request from any pod ended the service.
+    const session = http2.connect(`http://127.0.0.1:${server.port}`);
+    try {
+      const request = session.request({
+        ":method": "POST",
+        ":path": `/${Health.typeName}/Check`,
+        ":authority": `::1:${server.port}`,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
+      request.end(Buffer.alloc(5));
+      const [headers] = (await once(request, "response")) as [http2.IncomingHttpHeaders];
+      expect(headers[":status"]).toBe(400);
+      request.resume();
+    } finally {
+      session.close();
+    }
+    expect(await check("")).toEqual({ status: ServingStatus.SERVING });
+  });
+});
+
 describe("gRPC server without a host", () => {
   it("answers on IPv4 and IPv6 alike, as a pod of either family needs", async (ctx) => {
     const ipv6 = await new Promise<boolean>((resolve) => {
