@@ -18,6 +18,7 @@ import {
   allocateRowIdsStatement,
   createRecordsStatement,
   findRecordsStatement,
+  getRecordStatement,
   listQuery,
   pageStatement,
   type SchemaField,
@@ -91,7 +92,10 @@ export function listStatement(schema: TableSchema, query: ListQuery): Statement 
   );
 }
 
-/** The benchmark's pages are never past the end, so the count always comes with the page. */
+/**
+ * The benchmark's pages are never past the end, so the count always comes with the page, nor
+ * past the page's byte budget, so every row is a record.
+ */
 export async function rawList(client: Client, statement: Statement) {
   const page = await send<{ row_id: string; total: string }>(client, statement);
   return {
@@ -102,8 +106,11 @@ export async function rawList(client: Client, statement: Statement) {
 
 /** Records.get (it reads outside a transaction). */
 export async function rawGet(client: Client, tableId: number, rowId: number) {
-  const found = await send(client, findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false));
-  if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
+  const found = await send<{ row_id: string | null }>(
+    client,
+    getRecordStatement(BigInt(tableId), BigInt(rowId)),
+  );
+  if (found.rows[0]?.row_id == null) throw new Error(`record ${rowId} not found`);
 }
 
 /** Where raw writes go, and the audit events they store (copies of the service's). */

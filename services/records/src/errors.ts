@@ -1,4 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
+import { mebibytes, PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "./domain/openapi.js";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -13,6 +14,40 @@ export interface ValidationItem {
 /** A request refused key by key; `extra` carries the items as JSON. Nothing was written. */
 export function validationFailed(items: ValidationItem[]): ConnectError {
   return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
+}
+
+/**
+ * A write that would store records of more than RECORD_MAX_BYTES of values: an item per record,
+ * keyed `data` (in a batch `records.N.data`).
+ */
+export function recordsTooLarge(keys: readonly string[]): ConnectError {
+  const message = `the record's values come to more than ${mebibytes(RECORD_MAX_BYTES)}`;
+  return validationFailed(keys.map((key) => ({ key, message, source: "body" })));
+}
+
+/** A list page whose records hold more than PAGE_MAX_BYTES of values. */
+export function pageTooLarge(): ConnectError {
+  return validationFailed([
+    {
+      key: "limit",
+      message: `the page's records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values; ask for fewer records`,
+      source: "query",
+    },
+  ]);
+}
+
+/**
+ * A record (stored before RECORD_MAX_BYTES held) whose values alone pass PAGE_MAX_BYTES: no read
+ * sends it; an update that clears values can still shrink it, a delete remove it.
+ */
+export function recordTooLargeToRead(): ConnectError {
+  return validationFailed([
+    {
+      key: "row_id",
+      message: `the record's values come to more than ${mebibytes(PAGE_MAX_BYTES)}, more than a read sends`,
+      source: "path",
+    },
+  ]);
 }
 
 /** A missing table, one of another organization, or one outside the named database. */

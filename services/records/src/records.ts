@@ -10,6 +10,7 @@ import {
   deleteRecords,
   findRecords,
   type GateOutcome,
+  getRecord,
   insertRecords,
   lockForCreate,
   lockRecordsForWrite,
@@ -19,6 +20,7 @@ import {
   pageWithTotal,
   passCreateGate,
   pendingTypeChanges,
+  RecordsTooLarge,
   releaseRecords,
   takeAutonumbers,
   writeRecords,
@@ -30,8 +32,11 @@ import { applyValues, type CheckedValues, checkInput } from "./domain/record-inp
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
 import { pendingProblem } from "./domain/type-change.js";
 import {
+  pageTooLarge,
   recordLimitExceeded,
   recordNotFound,
+  recordsTooLarge,
+  recordTooLargeToRead,
   tableNotFound,
   type ValidationItem,
   validationFailed,
@@ -189,6 +194,21 @@ function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
   if (outcome === "stale") return new StaleSchema("the table's fields changed");
   if (outcome === "pending") return new PendingChanges("a field's type is changing");
   return outcome === "gone" ? tableNotFound() : recordLimitExceeded();
+}
+
+/**
+ * A write's records over RECORD_MAX_BYTES (the write statement's builder measured them, and
+ * nothing was sent) as the 400 naming each by its index in the request.
+ */
+function refusedSize(
+  error: unknown,
+  batch: boolean,
+  requestIndex: (index: number) => number,
+): never {
+  if (!(error instanceof RecordsTooLarge)) throw error;
+  throw recordsTooLarge(
+    error.indexes.map((index) => (batch ? `records.${requestIndex(index)}.data` : "data")),
+  );
 }
 
 /** Gives up on a write whose schema or pending changes kept changing. */
@@ -368,6 +388,8 @@ export class Records {
     // row), so files is not asked: a create must not fail with 503 after it committed. A create
     // checked against pending type changes notes its records, in a transaction.
     const marks = marksOf(pending, checked);
+    // The records' size is measured as the statement serializes them (RECORD_MAX_BYTES).
+    const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
     if (autonumbers.length === 0 && marks.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
         const rowIds = await allocateRowIds(changes.em, datas.length);
@@ -378,7 +400,7 @@ export class Records {
           { ...gate, actor: actorName(call.principal) },
           rows,
           changes.takeEvents(),
-        );
+        ).catch(tooLarge);
         if (created.outcome !== "ok") throw refusedCreate(created.outcome);
         return { schema, records: created.records, files: new Map() };
       });
@@ -403,7 +425,7 @@ export class Records {
           actor: actorName(call.principal),
         },
         datas,
-      );
+      ).catch(tooLarge);
       await notePendingWrites(
         em,
         schema.tableId,
@@ -428,9 +450,8 @@ export class Records {
   ): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const fields = selectedFields(schema, fieldItems);
-    const [record] = await findRecords(this.deps.tx.em(), schema.tableId, [rowId], {
-      lock: false,
-    });
+    const record = await getRecord(this.deps.tx.em(), schema.tableId, rowId);
+    if (record === "over_budget") throw recordTooLargeToRead();
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
     return { schema, record, fields, files };
@@ -438,13 +459,16 @@ export class Records {
 
   /**
    * A page of the records matching `where`, in `sort` order with row_id breaking ties, and the
-   * count of all matches, read in one statement (`pageWithTotal`).
+   * count of all matches, read in one statement (`pageWithTotal`). A page whose records hold
+   * more than PAGE_MAX_BYTES of values is refused: PostgreSQL never sends it.
    */
   async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const page = listQuery(schema, params);
     const fields = selectedFields(schema, params.fields);
-    const { records, total } = await pageWithTotal(this.deps.tx.em(), page);
+    const found = await pageWithTotal(this.deps.tx.em(), page);
+    if (found === "over_budget") throw pageTooLarge();
+    const { records, total } = found;
     const files = await this.deps.files.of(
       fields,
       records.map((record) => record.rowId),
@@ -539,19 +563,22 @@ export class Records {
         await notePendingWrites(em, schema.tableId, marksOf(pending, checked), rowIds);
       }
       const byId = new Map(found.map((record) => [record.rowId, record]));
-      const writes: { rowId: bigint; data: JsonObject }[] = [];
+      // `index`: the patch's in the request, which a refusal of the record's size names.
+      const writes: { rowId: bigint; data: JsonObject; index: number }[] = [];
       patches.forEach((patch, index) => {
         const before = byId.get(patch.rowId)!;
         const data = applyValues(before.data, checked[index]!);
         const changed = valueChanges(schema.fields, before.data, data);
         if (changed.length > 0) {
-          writes.push({ rowId: patch.rowId, data });
+          writes.push({ rowId: patch.rowId, data, index });
           changes.auditRecord(scopeOf(schema), "updated", patch.rowId, changed);
         }
       });
       const written =
         writes.length > 0
-          ? await writeRecords(em, actorName(call.principal), writes, changes.takeEvents())
+          ? await writeRecords(em, actorName(call.principal), writes, changes.takeEvents()).catch(
+              (error) => refusedSize(error, batch, (index) => writes[index]!.index),
+            )
           : [];
       for (const after of written) byId.set(after.rowId, after);
       return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };

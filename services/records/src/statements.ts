@@ -7,6 +7,7 @@ export {
   allocateRowIdsStatement,
   createRecordsStatement,
   findRecordsStatement,
+  getRecordStatement,
   pageStatement,
   type Statement,
   writeRecordsStatement,

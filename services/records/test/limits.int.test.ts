@@ -14,6 +14,7 @@ import {
   startHarness,
   type TestTable,
   type TestUser,
+  validationOf,
 } from "./harness.js";
 
 // The plan's record limit (SPEC sections 8.4 and 10): counted in the same statement or
@@ -182,5 +183,171 @@ describe("the free plan", () => {
     const limits = await h.org.getLimits({ organizationId }, call);
     expect(limits.limits!.records).toBe(1000n);
     expect(limits.usage!.records).toBe(1000n);
+  });
+});
+
+// The size of a record and of a read (RECORD_MAX_BYTES, PAGE_MAX_BYTES): SPEC bounds neither,
+// but long texts of 100,000 characters in up to 500 fields would let one record grow to tens of
+// megabytes, patch by patch, and every read builds its records whole in memory.
+describe.each([
+  ["one statement", []],
+  ["a transaction", [def("Seq", FieldType.AUTONUMBER)]],
+])("the size of records and pages, creating in %s", (_, extra) => {
+  const RECORD_MESSAGE = "the record's values come to more than 2 MiB";
+  /** Texts of 100,000 characters (the most a long text holds) for the fields L0...L(n-1). */
+  const texts = (from: number, to: number, letter = "x") =>
+    Object.fromEntries(
+      Array.from({ length: to - from }, (_, i) => [`L${from + i}`, letter.repeat(100_000)]),
+    );
+  let owner: TestUser;
+  let organizationId: bigint;
+  let table: TestTable;
+
+  beforeAll(async () => {
+    owner = await h.user("Large owner");
+    organizationId = await organizationOf(owner);
+    const longs = Array.from({ length: 24 }, (_, i) => def(`L${i}`, FieldType.LONG_TEXT));
+    table = await createTable(h, owner, organizationId, [...longs, ...extra]);
+  });
+
+  async function stored(): Promise<{ row_id: string; data: unknown }[]> {
+    const { rows } = await h.db.query(
+      "select row_id, data from records.record where table_id = $1 order by row_id",
+      [table.tableId.toString()],
+    );
+    return rows;
+  }
+
+  it("refuses a create whose record would pass 2 MiB, writing nothing", async () => {
+    const call = await as(owner);
+    const before = await stored();
+    const queued = await outboxRows();
+    // 22 texts of 100,000 characters: 2.2 MB, though every value is within its own bound.
+    expect(
+      await validationOf(
+        h.records.createRecord({ tableId: table.tableId, data: texts(0, 22) }, call),
+      ),
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    expect(
+      await validationOf(
+        h.records.batchCreateRecords(
+          {
+            tableId: table.tableId,
+            records: [{ data: texts(0, 2) }, { data: texts(0, 22) }, { data: texts(0, 24) }],
+          },
+          call,
+        ),
+      ),
+    ).toEqual([
+      { key: "records.1.data", message: RECORD_MESSAGE, source: "body" },
+      { key: "records.2.data", message: RECORD_MESSAGE, source: "body" },
+    ]);
+    expect(await stored()).toEqual(before);
+    expect(await outboxRows()).toBe(queued);
+    // Two-byte characters count twice: 11 texts of "é" are 2.2 MB too.
+    expect(
+      await validationOf(
+        h.records.createRecord({ tableId: table.tableId, data: texts(0, 11, "é") }, call),
+      ),
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    await h.records.createRecord({ tableId: table.tableId, data: texts(0, 20) }, call);
+    expect(await stored()).toHaveLength(before.length + 1);
+  });
+
+  it("refuses a patch that would grow a record past 2 MiB, leaving it unchanged", async () => {
+    const call = await as(owner);
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: texts(0, 10) },
+      call,
+    );
+    const rowId = record!.rowId;
+    await h.records.updateRecord({ tableId: table.tableId, rowId, data: texts(10, 20) }, call);
+    const before = await stored();
+    const queued = await outboxRows();
+    expect(
+      await validationOf(
+        h.records.updateRecord({ tableId: table.tableId, rowId, data: texts(20, 22) }, call),
+      ),
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    const { record: small } = await h.records.createRecord(
+      { tableId: table.tableId, data: {} },
+      call,
+    );
+    const afterSmall = await stored();
+    const queuedAfterSmall = await outboxRows();
+    expect(
+      await validationOf(
+        h.records.batchUpdateRecords(
+          {
+            tableId: table.tableId,
+            records: [
+              { rowId: small!.rowId, data: texts(0, 1) },
+              { rowId, data: texts(20, 22) },
+            ],
+          },
+          call,
+        ),
+      ),
+    ).toEqual([{ key: "records.1.data", message: RECORD_MESSAGE, source: "body" }]);
+    expect(await stored()).toEqual(afterSmall);
+    expect(await outboxRows()).toBe(queuedAfterSmall);
+    expect(afterSmall.filter((row) => row.row_id !== small!.rowId.toString())).toEqual(before);
+    expect(queuedAfterSmall).toBeGreaterThan(queued);
+    // Replacing a text by one as long keeps the record within the bound.
+    await h.records.updateRecord({ tableId: table.tableId, rowId, data: texts(0, 1, "y") }, call);
+  });
+});
+
+describe("the size of a read", () => {
+  it("refuses a read that would send more than 16 MiB of values, a smaller page answers", async () => {
+    const owner = await h.user("Large reader");
+    const organizationId = await organizationOf(owner);
+    const call = await as(owner);
+    const own = await createTable(h, owner, organizationId, [def("L0", FieldType.LONG_TEXT)]);
+    // Straight into storage (as a record stored before the bound could be): 1.9 MB each, so
+    // eight come to 15.2 MB and nine to 17.1 MB; and one of 17 MB.
+    const inserted = await h.db.query(
+      `insert into records.record (table_id, organization_id, data, created_by, updated_by)
+       select $1, $2, jsonb_build_object($3::text, repeat('z', n)), 'system', 'system'
+       from unnest(array[1900000, 1900000, 1900000, 1900000, 1900000, 1900000, 1900000,
+         1900000, 1900000, 17000000]) with ordinality as sizes(n, i)
+       order by i
+       returning row_id`,
+      [own.tableId.toString(), organizationId.toString(), own.id.L0],
+    );
+    const rowIds = inserted.rows.map((row) => BigInt(row.row_id));
+    const page = await h.records.listRecords({ tableId: own.tableId, limit: 8 }, call);
+    expect(page.records.map((r) => r.rowId)).toEqual(rowIds.slice(0, 8));
+    expect(page.total).toBe(10n);
+    const limitMessage =
+      "the page's records hold more than 16 MiB of values; ask for fewer records";
+    expect(
+      await validationOf(h.records.listRecords({ tableId: own.tableId, limit: 9 }, call)),
+    ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
+    expect(
+      await validationOf(
+        h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 9 }, call),
+      ),
+    ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
+    // Past the end the count still comes.
+    const past = await h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 10 }, call);
+    expect({ records: past.records, total: past.total }).toEqual({ records: [], total: 10n });
+    const { record } = await h.records.getRecord({ tableId: own.tableId, rowId: rowIds[0]! }, call);
+    expect((record!.data[own.id.L0!] as string).length).toBe(1_900_000);
+    expect(
+      await validationOf(h.records.getRecord({ tableId: own.tableId, rowId: rowIds[9]! }, call)),
+    ).toEqual([
+      {
+        key: "row_id",
+        message: "the record's values come to more than 16 MiB, more than a read sends",
+        source: "path",
+      },
+    ]);
+    // Such a record can still be shrunk.
+    await h.records.updateRecord(
+      { tableId: own.tableId, rowId: rowIds[9]!, data: { L0: null } },
+      call,
+    );
+    await h.records.getRecord({ tableId: own.tableId, rowId: rowIds[9]! }, call);
   });
 });

@@ -76,7 +76,9 @@ function queryText(max: number) {
 }
 
 const limit = queryInteger(1, LIMIT_MAX, LIMIT_DEFAULT).describe(
-  `Records per page, 1-${LIMIT_MAX}`,
+  `Records per page, 1-${LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
+    "(as stored JSON) answers 400 on `limit`: ask for fewer records. The records service's " +
+    "bound, not SPEC's: a page must fit the services' memory",
 );
 const offset = queryInteger(0, OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
 
@@ -205,7 +207,10 @@ const data = z
   )
   .describe(
     "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
-      "values of the wrong type answer 400 with one `extra` item per key, and nothing is written",
+      "values of the wrong type answer 400 with one `extra` item per key, and nothing is " +
+      "written. A record's values may come to at most 2 MiB as stored JSON; a write past it " +
+      "answers 400 on `data` (`records.N.data` in a batch), the records service's bound, not " +
+      "SPEC's: a long text holds up to 100,000 characters, as Airtable's, in up to 500 fields",
   );
 
 const batchMessage = `must have 1-${BATCH_MAX} items`;

@@ -7,6 +7,7 @@ import {
   query,
   queryWithOutbox,
 } from "@rowbase/kit";
+import { PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "../domain/openapi.js";
 import type { StoredRecord } from "../domain/record-output.js";
 
 /**
@@ -78,6 +79,61 @@ export async function recordsOf(
 }
 
 /**
+ * A write's records whose values would pass RECORD_MAX_BYTES (thrown before the statement is
+ * sent): their indexes among the records written.
+ */
+export class RecordsTooLarge extends Error {
+  constructor(readonly indexes: readonly number[]) {
+    super(`records over ${RECORD_MAX_BYTES} bytes of values: ${indexes.join(", ")}`);
+  }
+}
+
+/**
+ * Records' data as the write statements send it, one JSON array (the same text as
+ * `JSON.stringify(datas)`), each record's text measured on the way so that the bound costs no
+ * second serialization: a string takes at most 3 UTF-8 bytes per UTF-16 unit, so only a text
+ * longer than a third of the bound is counted byte by byte. Throws RecordsTooLarge.
+ */
+function dataArrayJson(datas: readonly JsonObject[]): string {
+  const texts: string[] = [];
+  const over: number[] = [];
+  datas.forEach((data, index) => {
+    const text = JSON.stringify(data);
+    if (text.length * 3 > RECORD_MAX_BYTES && Buffer.byteLength(text) > RECORD_MAX_BYTES) {
+      over.push(index);
+    }
+    texts.push(text);
+  });
+  if (over.length > 0) throw new RecordsTooLarge(over);
+  return `[${texts.join(",")}]`;
+}
+
+/**
+ * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
+ * PAGE_MAX_BYTES of values, measured as it sends them (`data` as text): every row in order with
+ * `fits` true, or one row of nulls with `fits` false. An empty `select` answers one row of
+ * nulls with `fits` true (the budget's row, which every answer carries).
+ */
+function withinReadBudget(select: string): string {
+  return `with page as materialized (${select}),
+     budget as (
+       select coalesce(sum(octet_length(data::text)), 0) <= ${PAGE_MAX_BYTES} as fits from page
+     )
+     select page.*, budget.fits from budget left join page on budget.fits`;
+}
+
+/** A row of a `withinReadBudget` statement: the select's columns (null in the budget's row). */
+type BudgetedRow<R> = { [K in keyof R]: R[K] | null } & { fits: boolean };
+
+/** The select's rows of a `withinReadBudget` statement, undefined when it passed the budget. */
+function withinBudget<R extends { row_id: string }>(
+  rows: readonly BudgetedRow<R>[],
+): R[] | undefined {
+  if (!rows[0]?.fits) return undefined;
+  return rows[0].row_id === null ? [] : (rows as unknown as R[]);
+}
+
+/**
  * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
  * over `params`), in `orderBy` order, one page of them.
  */
@@ -91,28 +147,33 @@ export interface PageQuery {
 
 /**
  * The page with the count of all matches, in one statement, so one snapshot, without a
- * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once.
+ * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once. The page
+ * is sent only within PAGE_MAX_BYTES (`withinReadBudget`).
  */
 export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
   return {
-    sql: `select ${recordColumns("r")}, (select count(*) ${page.matching}) as total ${page.matching}
-     order by ${page.orderBy} limit $${next + 1} offset $${next + 2}`,
+    sql: withinReadBudget(`select ${recordColumns("r")}, (select count(*) ${page.matching}) as total
+     ${page.matching} order by ${page.orderBy} limit $${next + 1} offset $${next + 2}`),
     params: [...page.params, page.limit, page.offset],
     prepare: false,
   };
 }
 
 /**
- * A page of records and the count of all matches (`pageStatement`). A page past the end has no
- * row to carry the count, so that case (only) counts again on its own.
+ * A page of records and the count of all matches (`pageStatement`), or `over_budget` for a page
+ * past PAGE_MAX_BYTES. A page past the end has no row to carry the count, so that case (only)
+ * counts again on its own.
  */
 export async function pageWithTotal(
   em: EntityManager,
   page: PageQuery,
-): Promise<{ records: StoredRecord[]; total: bigint }> {
+): Promise<{ records: StoredRecord[]; total: bigint } | "over_budget"> {
   const { sql, params } = pageStatement(page);
-  const rows = await query<RecordRow & { total: string }>(em, sql, params);
+  const rows = withinBudget(
+    await query<BudgetedRow<RecordRow & { total: string }>>(em, sql, params),
+  );
+  if (!rows) return "over_budget";
   if (rows.length > 0 || page.offset === 0) {
     return { records: rows.map(toStored), total: BigInt(rows[0]?.total ?? 0) };
   }
@@ -258,7 +319,7 @@ export function createRecordsStatement(
     ...gateParams(target, rows.length),
     target.actor,
     rows.map((row) => row.rowId),
-    JSON.stringify(rows.map((row) => row.data)),
+    dataArrayJson(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
   return {
@@ -465,7 +526,7 @@ export async function insertRecords(
      from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
      order by item.n
      returning ${columnsButData()}`,
-    [target.tableId, target.organizationId, target.actor, JSON.stringify(datas)],
+    [target.tableId, target.organizationId, target.actor, dataArrayJson(datas)],
     { prepare: true },
   );
   const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
@@ -484,6 +545,31 @@ export async function findRecords(
 ): Promise<StoredRecord[]> {
   const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, options.lock);
   return recordsOf(em, sql, params, { prepare });
+}
+
+/**
+ * Records.get's statement: the record of the table, sent only within PAGE_MAX_BYTES
+ * (`withinReadBudget`), which only a record stored before RECORD_MAX_BYTES held can pass.
+ */
+export function getRecordStatement(tableId: bigint, rowId: bigint): Statement {
+  return {
+    sql: withinReadBudget(
+      `select ${RECORD_COLUMNS} from record where table_id = $1 and row_id = $2`,
+    ),
+    params: [tableId, rowId],
+    prepare: true,
+  };
+}
+
+/** A record of the table (`getRecordStatement`), or `over_budget` for one past PAGE_MAX_BYTES. */
+export async function getRecord(
+  em: EntityManager,
+  tableId: bigint,
+  rowId: bigint,
+): Promise<StoredRecord | undefined | "over_budget"> {
+  const { sql, params, prepare } = getRecordStatement(tableId, rowId);
+  const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
+  return rows ? rows.map(toStored)[0] : "over_budget";
 }
 
 /**
@@ -770,7 +856,7 @@ export function writeRecordsStatement(
        join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
      where r.row_id = id.row_id
      returning ${columnsButData("r")}`,
-    params: [actor, changes.map((c) => c.rowId), JSON.stringify(changes.map((c) => c.data))],
+    params: [actor, changes.map((c) => c.rowId), dataArrayJson(changes.map((c) => c.data))],
     prepare: true,
   };
 }

@@ -8,6 +8,24 @@ export const PAGE_MAX = 1000;
 export const BATCH_MAX = 1000;
 export const DEFAULT_LIMIT = 50;
 
+/**
+ * The most bytes of values one record may store: the JSON text of its `data` as the write
+ * statements send it. SPEC sets no bound, and its others allow tens of megabytes (long texts of
+ * 100,000 characters, as Airtable's, in up to 500 fields, grown by patch after patch); every
+ * read builds its records whole in the records service's and the gateway's memory.
+ */
+export const RECORD_MAX_BYTES = 2 * 1024 * 1024;
+/**
+ * The most bytes of values one read (a list page, a record) sends, as PostgreSQL sends them
+ * (`data` as text, which puts a space after each `:` and `,` and writes numbers out in full): a
+ * page must fit the services' memory (256-512 MiB a pod) several times over, with other calls
+ * running. About eight records at RECORD_MAX_BYTES fit.
+ */
+export const PAGE_MAX_BYTES = 16 * 1024 * 1024;
+
+/** A bound in bytes as the documents and messages say it. */
+export const mebibytes = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
+
 /** Sets a key that may be any field name, "__proto__" included. */
 function put(target: JsonObject, key: string, value: JsonValue): void {
   Object.defineProperty(target, key, {
@@ -107,6 +125,7 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
     {
       name: "limit",
       in: "query",
+      description: `A page whose records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values answers 400 on \`limit\`: ask for fewer records.`,
       schema: { type: "integer", minimum: 1, maximum: PAGE_MAX, default: DEFAULT_LIMIT },
     },
     { name: "offset", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
@@ -166,7 +185,7 @@ function inputSchema(fields: readonly SchemaField[], create: boolean): JsonObjec
         .filter((f) => isReadOnlyType(f.type))
         .map((f) => f.name)
         .join(", ") || "none"
-    }) cannot be written.`,
+    }) cannot be written. A record's values come to at most ${mebibytes(RECORD_MAX_BYTES)} as stored JSON (400 on \`data\` past it).`,
     properties,
     patternProperties: { "^[0-9]+$": { description: "A field by its id." } },
     ...(required.length > 0 ? { required } : {}),
