@@ -18,7 +18,6 @@ import {
   allocateRowIdsStatement,
   createRecordsStatement,
   findRecordsStatement,
-  getRecordStatement,
   listQuery,
   pageStatement,
   type SchemaField,
@@ -106,11 +105,8 @@ export async function rawList(client: Client, statement: Statement) {
 
 /** Records.get (it reads outside a transaction). */
 export async function rawGet(client: Client, tableId: number, rowId: number) {
-  const found = await send<{ row_id: string | null }>(
-    client,
-    getRecordStatement(BigInt(tableId), BigInt(rowId)),
-  );
-  if (found.rows[0]?.row_id == null) throw new Error(`record ${rowId} not found`);
+  const found = await send(client, findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false));
+  if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
 }
 
 /** Where raw writes go, and the audit events they store (copies of the service's). */

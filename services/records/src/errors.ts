@@ -36,20 +36,6 @@ export function pageTooLarge(): ConnectError {
   ]);
 }
 
-/**
- * A record (stored before RECORD_MAX_BYTES held) whose values alone pass PAGE_MAX_BYTES: no read
- * sends it; an update that clears values can still shrink it, a delete remove it.
- */
-export function recordTooLargeToRead(): ConnectError {
-  return validationFailed([
-    {
-      key: "row_id",
-      message: `the record's values come to more than ${mebibytes(PAGE_MAX_BYTES)}, more than a read sends`,
-      source: "path",
-    },
-  ]);
-}
-
 /** A missing table, one of another organization, or one outside the named database. */
 export function tableNotFound(): ConnectError {
   return domainError(Code.NotFound, "table_not_found");

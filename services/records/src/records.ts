@@ -10,7 +10,6 @@ import {
   deleteRecords,
   findRecords,
   type GateOutcome,
-  getRecord,
   insertRecords,
   lockForCreate,
   lockRecordsForWrite,
@@ -36,7 +35,6 @@ import {
   recordLimitExceeded,
   recordNotFound,
   recordsTooLarge,
-  recordTooLargeToRead,
   tableNotFound,
   type ValidationItem,
   validationFailed,
@@ -450,8 +448,9 @@ export class Records {
   ): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const fields = selectedFields(schema, fieldItems);
-    const record = await getRecord(this.deps.tx.em(), schema.tableId, rowId);
-    if (record === "over_budget") throw recordTooLargeToRead();
+    const [record] = await findRecords(this.deps.tx.em(), schema.tableId, [rowId], {
+      lock: false,
+    });
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
     return { schema, record, fields, files };

@@ -7,7 +7,6 @@ export {
   allocateRowIdsStatement,
   createRecordsStatement,
   findRecordsStatement,
-  getRecordStatement,
   pageStatement,
   type Statement,
   writeRecordsStatement,

@@ -58,10 +58,6 @@ const AUTH_DESCRIPTION =
   "Takes an API token (`read` may read, `read_write` may also write) or a member's session. " +
   "Each call counts toward the organization's monthly `api_calls_per_month`.";
 
-const GET_DESCRIPTION =
-  `${AUTH_DESCRIPTION} A record whose values pass 16 MiB as stored JSON (written before ` +
-  "records were bounded at 2 MiB) answers 400 on `row_id`: no read sends that much.";
-
 /** The parts of a handler's input a record operation needs. */
 function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unknown>): RecordCall {
   return { caller: input.caller, call: input.call, ctx: input.ctx };
@@ -107,7 +103,7 @@ function v1Routes(records: RecordOperations): Route[] {
       paramPatterns: { row_id: ROW_ID_PATTERN },
       operationId: "v1RecordGet",
       summary: "One record",
-      description: GET_DESCRIPTION,
+      description: AUTH_DESCRIPTION,
       tags: v1Tags,
       auth: "session_or_token",
       rateLimits,
@@ -309,7 +305,7 @@ function queryFormRoutes(records: RecordOperations): Route[] {
       path: "/public/record/get",
       operationId: "publicRecordGet",
       summary: "One record",
-      description: GET_DESCRIPTION,
+      description: AUTH_DESCRIPTION,
       tags: queryFormTags,
       auth: "session_or_token",
       rateLimits,

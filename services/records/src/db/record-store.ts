@@ -548,31 +548,6 @@ export async function findRecords(
 }
 
 /**
- * Records.get's statement: the record of the table, sent only within PAGE_MAX_BYTES
- * (`withinReadBudget`), which only a record stored before RECORD_MAX_BYTES held can pass.
- */
-export function getRecordStatement(tableId: bigint, rowId: bigint): Statement {
-  return {
-    sql: withinReadBudget(
-      `select ${RECORD_COLUMNS} from record where table_id = $1 and row_id = $2`,
-    ),
-    params: [tableId, rowId],
-    prepare: true,
-  };
-}
-
-/** A record of the table (`getRecordStatement`), or `over_budget` for one past PAGE_MAX_BYTES. */
-export async function getRecord(
-  em: EntityManager,
-  tableId: bigint,
-  rowId: bigint,
-): Promise<StoredRecord | undefined | "over_budget"> {
-  const { sql, params, prepare } = getRecordStatement(tableId, rowId);
-  const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
-  return rows ? rows.map(toStored)[0] : "over_budget";
-}
-
-/**
  * The records an update writes, locked, after `write_gate` (migrations/write-gate.ts) took the
  * table's shared lock for the transaction and judged the fields the update writes: its answer
  * comes with the records, in the same statement. With no record found it is not known, and

@@ -16,7 +16,7 @@ export const DEFAULT_LIMIT = 50;
  */
 export const RECORD_MAX_BYTES = 2 * 1024 * 1024;
 /**
- * The most bytes of values one read (a list page, a record) sends, as PostgreSQL sends them
+ * The most bytes of values one list page sends, as PostgreSQL sends them
  * (`data` as text, which puts a space after each `:` and `,` and writes numbers out in full): a
  * page must fit the services' memory (256-512 MiB a pod) several times over, with other calls
  * running. About eight records at RECORD_MAX_BYTES fit.
