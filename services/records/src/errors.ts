@@ -25,6 +25,20 @@ export function recordsTooLarge(keys: readonly string[]): ConnectError {
   return validationFailed(keys.map((key) => ({ key, message, source: "body" })));
 }
 
+/**
+ * A batch update or delete whose records hold more than PAGE_MAX_BYTES of values (it reads them
+ * whole, and an update answers them): 400 on `key`, asking for fewer at once.
+ */
+export function batchTooLarge(key: string, verb: "update" | "delete"): ConnectError {
+  return validationFailed([
+    {
+      key,
+      message: `the records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values; ${verb} fewer at once`,
+      source: "body",
+    },
+  ]);
+}
+
 /** A list page whose records hold more than PAGE_MAX_BYTES of values. */
 export function pageTooLarge(): ConnectError {
   return validationFailed([

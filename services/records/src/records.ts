@@ -8,6 +8,7 @@ import {
   allocateRowIds,
   createRecords,
   deleteRecords,
+  findRecord,
   findRecords,
   type GateOutcome,
   insertRecords,
@@ -31,6 +32,7 @@ import { applyValues, type CheckedValues, checkInput } from "./domain/record-inp
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
 import { pendingProblem } from "./domain/type-change.js";
 import {
+  batchTooLarge,
   pageTooLarge,
   recordLimitExceeded,
   recordNotFound,
@@ -448,9 +450,7 @@ export class Records {
   ): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const fields = selectedFields(schema, fieldItems);
-    const [record] = await findRecords(this.deps.tx.em(), schema.tableId, [rowId], {
-      lock: false,
-    });
+    const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId);
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
     return { schema, record, fields, files };
@@ -536,10 +536,12 @@ export class Records {
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const { records: found, outcome } = await lockRecordsForWrite(em, schema.tableId, rowIds, {
+      const locked = await lockRecordsForWrite(em, schema.tableId, rowIds, {
         fields: fieldsWritten(checked),
         pendingChecked: [],
       });
+      if (locked === "over_budget") throw batchTooLarge("records", "update");
+      const { records: found, outcome } = locked;
       if (found.length !== rowIds.length) throw recordNotFound();
       if (outcome === "stale") throw new StaleSchema("a field the update writes is deleted");
       if (outcome === "pending") {
@@ -603,6 +605,7 @@ export class Records {
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
+      if (found === "over_budget") throw batchTooLarge("row_ids", "delete");
       if (found.length !== rowIds.length) throw recordNotFound();
       await deleteRecords(em, schema.tableId, rowIds);
       await this.announceDeletion(changes, schema, found);

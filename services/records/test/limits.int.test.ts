@@ -332,5 +332,53 @@ describe("the size of a read", () => {
     // Past the end the count still comes.
     const past = await h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 10 }, call);
     expect({ records: past.records, total: past.total }).toEqual({ records: [], total: 10n });
+
+    // A batch update or delete reads its records whole (an update answers them too): nine of
+    // them are refused, and nothing changes; eight go through.
+    const nine = rowIds.slice(0, 9);
+    const stored = async () =>
+      (
+        await h.db.query(
+          "select row_id, md5(data::text) as sum from records.record where table_id = $1 order by row_id",
+          [own.tableId.toString()],
+        )
+      ).rows;
+    const before = await stored();
+    expect(
+      await validationOf(
+        h.records.batchUpdateRecords(
+          { tableId: own.tableId, records: nine.map((rowId) => ({ rowId, data: { L0: "x" } })) },
+          call,
+        ),
+      ),
+    ).toEqual([
+      {
+        key: "records",
+        message: "the records hold more than 16 MiB of values; update fewer at once",
+        source: "body",
+      },
+    ]);
+    expect(
+      await validationOf(
+        h.records.batchDeleteRecords({ tableId: own.tableId, rowIds: nine }, call),
+      ),
+    ).toEqual([
+      {
+        key: "row_ids",
+        message: "the records hold more than 16 MiB of values; delete fewer at once",
+        source: "body",
+      },
+    ]);
+    expect(await stored()).toEqual(before);
+    const { records: updated } = await h.records.batchUpdateRecords(
+      {
+        tableId: own.tableId,
+        records: nine.slice(0, 8).map((rowId) => ({ rowId, data: { L0: "x" } })),
+      },
+      call,
+    );
+    expect(updated.map((r) => r.rowId)).toEqual(nine.slice(0, 8));
+    await h.records.batchDeleteRecords({ tableId: own.tableId, rowIds: nine.slice(1) }, call);
+    expect((await stored()).map((row) => BigInt(row.row_id))).toEqual([rowIds[0], rowIds[9]]);
   });
 });

@@ -215,6 +215,11 @@ const data = z
 
 const batchMessage = `must have 1-${BATCH_MAX} items`;
 
+/** The records service's bound on what a batch reads whole (not SPEC's): said per route. */
+const WHOLE_BATCH =
+  "More than eight records holding more than 16 MiB of values (as stored JSON) answer 400 on " +
+  "this key:";
+
 function batch<S extends z.ZodType>(item: S) {
   return z.array(item).min(1, batchMessage).max(BATCH_MAX, batchMessage);
 }
@@ -260,7 +265,7 @@ export const PublicBatchUpdateBody = requestBody(
   "PublicBatchUpdateBody",
   z.strictObject({
     records: batch(z.strictObject({ row_id: bodyId.describe("The record"), data })).describe(
-      "Each record's changes, applied all or none",
+      `Each record's changes, applied all or none. ${WHOLE_BATCH} update fewer at once`,
     ),
   }),
 );
@@ -268,7 +273,9 @@ export const PublicBatchUpdateBody = requestBody(
 export const PublicBatchDeleteBody = requestBody(
   "PublicBatchDeleteBody",
   z.strictObject({
-    row_ids: batch(bodyId).describe("The records to delete, all or none"),
+    row_ids: batch(bodyId).describe(
+      `The records to delete, all or none. ${WHOLE_BATCH} delete fewer at once`,
+    ),
   }),
 );
 

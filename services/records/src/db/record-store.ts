@@ -112,25 +112,33 @@ function dataArrayJson(datas: readonly JsonObject[]): string {
  * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
  * PAGE_MAX_BYTES of values, measured as it sends them (`data` as text): every row in order with
  * `fits` true, or one row of nulls with `fits` false. An empty `select` answers one row of
- * nulls with `fits` true (the budget's row, which every answer carries).
+ * nulls with `fits` true (the budget's row, which every answer carries). The rows are numbered
+ * as `select` gives them, so that the join keeps its order.
  */
 function withinReadBudget(select: string): string {
-  return `with page as materialized (${select}),
+  return `with page as materialized (
+       select selected.*, row_number() over () as budget_n from (${select}) selected
+     ),
      budget as (
        select coalesce(sum(octet_length(data::text)), 0) <= ${PAGE_MAX_BYTES} as fits from page
      )
-     select page.*, budget.fits from budget left join page on budget.fits`;
+     select page.*, budget.fits from budget left join page on budget.fits order by page.budget_n`;
 }
 
 /** A row of a `withinReadBudget` statement: the select's columns (null in the budget's row). */
 type BudgetedRow<R> = { [K in keyof R]: R[K] | null } & { fits: boolean };
 
-/** The select's rows of a `withinReadBudget` statement, undefined when it passed the budget. */
+/**
+ * The select's rows of a `withinReadBudget` statement, undefined when it passed the budget; the
+ * rows of a statement that was not measured (no `fits`) as they are.
+ */
 function withinBudget<R extends { row_id: string }>(
   rows: readonly BudgetedRow<R>[],
 ): R[] | undefined {
-  if (!rows[0]?.fits) return undefined;
-  return rows[0].row_id === null ? [] : (rows as unknown as R[]);
+  const first = rows[0];
+  if (!first || !("fits" in first)) return rows as unknown as R[];
+  if (!first.fits) return undefined;
+  return first.row_id === null ? [] : (rows as unknown as R[]);
 }
 
 /**
@@ -533,18 +541,30 @@ export async function insertRecords(
   return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
 }
 
+/** A record of a table (one record is within the read budget: it is not measured). */
+export async function findRecord(
+  em: EntityManager,
+  tableId: bigint,
+  rowId: bigint,
+): Promise<StoredRecord | undefined> {
+  const { sql, params, prepare } = findRecordsStatement(tableId, [rowId], false);
+  return (await recordsOf(em, sql, params, { prepare }))[0];
+}
+
 /**
  * The records of a table among `rowIds`, locked for update when asked, in row_id order (so that
- * two writers lock in one order and cannot deadlock).
+ * two writers lock in one order and cannot deadlock); `over_budget` when a batch's records hold
+ * more than PAGE_MAX_BYTES of values.
  */
 export async function findRecords(
   em: EntityManager,
   tableId: bigint,
   rowIds: readonly bigint[],
   options: { lock: boolean },
-): Promise<StoredRecord[]> {
+): Promise<StoredRecord[] | "over_budget"> {
   const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, options.lock);
-  return recordsOf(em, sql, params, { prepare });
+  const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
+  return rows ? rows.map(toStored) : "over_budget";
 }
 
 /**
@@ -558,16 +578,28 @@ export async function lockRecordsForWrite(
   tableId: bigint,
   rowIds: readonly bigint[],
   gate: WriteGate,
-): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome }> {
+): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome } | "over_budget"> {
   const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate);
-  const rows = await query<RecordRow & { gate: WriteGateOutcome }>(em, sql, params, { prepare });
+  const rows = withinBudget(
+    await query<BudgetedRow<RecordRow & { gate: WriteGateOutcome }>>(em, sql, params, {
+      prepare,
+    }),
+  );
+  if (!rows) return "over_budget";
   return { records: rows.map(toStored), outcome: rows[0]?.gate ?? "ok" };
 }
 
 /**
+ * How many records a read by id may name before PAGE_MAX_BYTES can be passed (every record is
+ * within RECORD_MAX_BYTES): a batch's larger reads are measured (`withinReadBudget`).
+ */
+const UNMEASURED_READ = Math.floor(PAGE_MAX_BYTES / RECORD_MAX_BYTES);
+
+/**
  * `findRecords`' statement; with a `gate`, `lockRecordsForWrite`'s: `write_gate` as a
  * materialized CTE whose answer is a one-time filter (never false: it is never null), so that it
- * runs, and takes the table's lock, before the first record is read and locked.
+ * runs, and takes the table's lock, before the first record is read and locked. Naming more
+ * than UNMEASURED_READ records (a batch), it is sent only within PAGE_MAX_BYTES.
  */
 export function findRecordsStatement(
   tableId: bigint,
@@ -575,22 +607,23 @@ export function findRecordsStatement(
   lock: boolean,
   gate?: WriteGate,
 ): Statement {
+  const measured = (sql: string) => (rowIds.length > UNMEASURED_READ ? withinReadBudget(sql) : sql);
   if (!gate) {
     return {
-      sql: `select ${RECORD_COLUMNS} from record
+      sql: measured(`select ${RECORD_COLUMNS} from record
      where table_id = $1 and row_id = any($2::bigint[])
-     order by row_id ${lock ? "for update" : ""}`,
+     order by row_id ${lock ? "for update" : ""}`),
       params: [tableId, rowIds],
       prepare: true,
     };
   }
   return {
-    sql: `with gate as materialized (
+    sql: measured(`with gate as materialized (
        select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
      )
      select ${RECORD_COLUMNS}, (select outcome from gate) as gate from record
      where table_id = $1 and row_id = any($2::bigint[]) and (select outcome from gate) is not null
-     order by row_id ${lock ? "for update of record" : ""}`,
+     order by row_id ${lock ? "for update of record" : ""}`),
     params: [tableId, rowIds, gate.fields, gate.pendingChecked],
     prepare: true,
   };
