@@ -382,3 +382,40 @@ describe("the size of a read", () => {
     expect((await stored()).map((row) => BigInt(row.row_id))).toEqual([rowIds[0], rowIds[9]]);
   });
 });
+
+describe("the size of a record of large numbers", () => {
+  it("counts its numbers as PostgreSQL sends them back, written out in full", async () => {
+    const owner = await h.user("Large numbers");
+    const organizationId = await organizationOf(owner);
+    const call = await as(owner);
+    const fields = Array.from({ length: 4 }, (_, i) => def(`J${i}`, FieldType.JSON));
+    const table = await createTable(h, owner, organizationId, fields);
+    // 14,000 numbers of 1e308 are 98 KB as JSON.stringify writes them ("1e+308"), within a
+    // JSON value's 100 KiB; PostgreSQL sends each back as 309 digits, 4.3 MB a value.
+    const big = Array.from({ length: 14_000 }, () => 1e308);
+    const data = Object.fromEntries(fields.map((field) => [field.name, big]));
+    const stored = async () =>
+      (
+        await h.db.query("select count(*)::int as n from records.record where table_id = $1", [
+          table.tableId.toString(),
+        ])
+      ).rows[0].n;
+    expect(
+      await validationOf(h.records.createRecord({ tableId: table.tableId, data }, call)),
+    ).toEqual([
+      { key: "data", message: "the record's values come to more than 2 MiB", source: "body" },
+    ]);
+    expect(await stored()).toBe(0);
+    // Numbers that come back as they were sent, and a few large ones, are stored and read.
+    const { record } = await h.records.createRecord(
+      {
+        tableId: table.tableId,
+        data: { J0: Array.from({ length: 14_000 }, () => 1.5), J1: [1e308, -5e-324, 1.5e-7] },
+      },
+      call,
+    );
+    const page = await h.records.listRecords({ tableId: table.tableId, limit: 1 }, call);
+    expect(page.records.map((r) => r.rowId)).toEqual([record!.rowId]);
+    expect(await stored()).toBe(1);
+  });
+});

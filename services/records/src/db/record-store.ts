@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   OUTBOX_PREPARED_EVENTS_MAX,
@@ -89,17 +89,58 @@ export class RecordsTooLarge extends Error {
 }
 
 /**
+ * A number in exponent form, as JSON.stringify writes those past 1e21 and below 1e-6 (`1e+308`,
+ * `1.5e-7`): the pattern also meets such text inside a string, which only costs a walk.
+ */
+const EXPONENT = /\de[+-]\d/;
+
+/**
+ * How many bytes more than JSON.stringify's text `value`'s numbers take as PostgreSQL sends them
+ * back: jsonb writes every number out in full, `1e+308` as 309 digits and `1.5e-7` as
+ * `0.00000015`, so a record of such numbers would come back tens of times its written size.
+ */
+function numbersExpandedBy(value: JsonValue): number {
+  if (typeof value === "number") {
+    const text = String(value);
+    const e = text.indexOf("e");
+    if (e < 0) return 0;
+    const digits = text.slice(0, e).replace(/[-.]/g, "").length;
+    const exponent = Number(text.slice(e + 1));
+    const sign = value < 0 ? 1 : 0;
+    // Past the point: the digits and zeros up to it (a point when digits follow it); before
+    // it: "0.", the zeros after the point, the digits.
+    const full =
+      exponent >= 0
+        ? Math.max(digits, exponent + 1) + (digits > exponent + 1 ? 1 : 0)
+        : 1 - exponent + digits;
+    return sign + full - text.length;
+  }
+  if (value === null || typeof value !== "object") return 0;
+  let extra = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    extra += numbersExpandedBy(item as JsonValue);
+  }
+  return extra;
+}
+
+/**
  * Records' data as the write statements send it, one JSON array (the same text as
  * `JSON.stringify(datas)`), each record's text measured on the way so that the bound costs no
  * second serialization: a string takes at most 3 UTF-8 bytes per UTF-16 unit, so only a text
- * longer than a third of the bound is counted byte by byte. Throws RecordsTooLarge.
+ * longer than a third of the bound is counted byte by byte. Numbers count as PostgreSQL sends
+ * them back, written out in full (`numbersExpandedBy`), the one case where a read is not near
+ * the written size. Throws RecordsTooLarge.
  */
 function dataArrayJson(datas: readonly JsonObject[]): string {
   const texts: string[] = [];
   const over: number[] = [];
   datas.forEach((data, index) => {
     const text = JSON.stringify(data);
-    if (text.length * 3 > RECORD_MAX_BYTES && Buffer.byteLength(text) > RECORD_MAX_BYTES) {
+    const extra = EXPONENT.test(text) ? numbersExpandedBy(data) : 0;
+    if (
+      text.length * 3 + extra > RECORD_MAX_BYTES &&
+      Buffer.byteLength(text) + extra > RECORD_MAX_BYTES
+    ) {
       over.push(index);
     }
     texts.push(text);
