@@ -27,7 +27,11 @@ import {
   REQUEST_ID_HEADER,
 } from "./principal.js";
 import { rpcObservabilityInterceptor } from "./rpc-observability.js";
-import { isTransientConflict, isUnreachableDependency } from "./unreachable.js";
+import {
+  isCancelledStatement,
+  isTransientConflict,
+  isUnreachableDependency,
+} from "./unreachable.js";
 
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 
@@ -137,6 +141,11 @@ export function callContextInterceptor(logger: Logger, internalSecret: string): 
           undefined,
           error,
         );
+      }
+      if (isCancelledStatement(error)) {
+        // Past its statement timeout: the caller has given up too (the gateway's 503).
+        logger.warn({ ...line, status: "DeadlineExceeded", err: error }, "rpc failed: too slow");
+        throw new ConnectError("the query took too long", Code.DeadlineExceeded);
       }
       if (isTransientConflict(error)) {
         // A deadlock or serialization failure: the same call again normally goes through.

@@ -28,6 +28,14 @@ export function isTransientConflict(error: unknown): boolean {
   });
 }
 
+/**
+ * Whether PostgreSQL cancelled a statement (57014: its `statement_timeout`, or a cancel
+ * request): the work took longer than anybody waits, gRPC DeadlineExceeded rather than Internal.
+ */
+export function isCancelledStatement(error: unknown): boolean {
+  return someCause(error, (current) => (current as Error & { code?: unknown }).code === "57014");
+}
+
 /** Whether `test` holds for the error or one of its causes (MikroORM and ioredis wrap them). */
 function someCause(error: unknown, test: (error: Error) => boolean): boolean {
   const seen = new Set<unknown>();

@@ -12,6 +12,7 @@ import {
   type OutboxEntry,
   type OutboxRelay,
   type Principal,
+  query,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -166,6 +167,21 @@ export class Transactions {
     }
     if (changes.enqueuedEvents > 0) this.relay.kick();
     return result;
+  }
+
+  /**
+   * Runs reads in a transaction whose statements PostgreSQL cancels after `ms`
+   * (`statement_timeout`): a list nobody waits for any more (the gateway gives up after 10 s)
+   * must not hold a connection of the pool and a backend. A cancelled statement is gRPC
+   * DeadlineExceeded (kit's server), the gateway's 503.
+   */
+  async within<T>(ms: number, work: (em: EntityManager) => Promise<T>): Promise<T> {
+    return this.orm.em.fork().transactional(async (em) => {
+      await query(em, "select set_config('statement_timeout', $1, true)", [String(ms)], {
+        prepare: true,
+      });
+      return work(em);
+    });
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {

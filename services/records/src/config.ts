@@ -32,6 +32,11 @@ export const recordsEnv = z.object({
    * runs alone, fewer in the one-process launcher).
    */
   DATABASE_POOL_MAX: optionalWholeNumber(1, 500),
+  /**
+   * How long PostgreSQL may work on a list's statements (`statement_timeout`); unset: 10 s, the
+   * gateway's deadline, past which nobody waits for the answer.
+   */
+  LIST_TIMEOUT_MS: optionalWholeNumber(1, 600_000),
 });
 
 export type RecordsConfig = z.output<typeof recordsEnv>;

@@ -305,7 +305,14 @@ function batchSizeProblem(key: string, count: number, what: string): ValidationI
  */
 export class Records {
   constructor(
-    private readonly deps: { tx: Transactions; access: Access; plans: Plans; files: FileValues },
+    private readonly deps: {
+      tx: Transactions;
+      access: Access;
+      plans: Plans;
+      files: FileValues;
+      /** How long PostgreSQL may work on a list (`Transactions.within`). */
+      listTimeoutMs: number;
+    },
   ) {}
 
   /**
@@ -465,7 +472,9 @@ export class Records {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const page = listQuery(schema, params);
     const fields = selectedFields(schema, params.fields);
-    const found = await pageWithTotal(this.deps.tx.em(), page);
+    const found = await this.deps.tx.within(this.deps.listTimeoutMs, (em) =>
+      pageWithTotal(em, page),
+    );
     if (found === "over_budget") throw pageTooLarge();
     const { records, total } = found;
     const files = await this.deps.files.of(

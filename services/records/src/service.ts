@@ -33,6 +33,9 @@ import { TypeChanges } from "./type-changes.js";
 
 export const SCHEMA = "records";
 
+/** How long PostgreSQL may work on a list by default: the gateway's deadline. */
+const LIST_TIMEOUT_MS = 10_000;
+
 /**
  * The records ORM. It maps no entity of its own (besides kit's outbox): records lives in jsonb,
  * conditional updates and set-based statements, all through parameterised SQL (`db/sql.ts`); the
@@ -93,7 +96,13 @@ export async function startRecords(
     config.FILES_GRPC_URL ? createServiceClient(FilesService, config.FILES_GRPC_URL) : undefined,
     config.INTERNAL_JWT_SECRET,
   );
-  const records = new Records({ tx, access: new Access(schemas, authorizer), plans, files });
+  const records = new Records({
+    tx,
+    access: new Access(schemas, authorizer),
+    plans,
+    files,
+    listTimeoutMs: config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
+  });
   const typeChanges = new TypeChanges(tx);
   const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
   const consumers: { stop(): Promise<void> }[] = [];

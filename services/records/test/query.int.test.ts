@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { Code } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,6 +15,7 @@ import {
   as,
   createTable,
   def,
+  failureOf,
   type Harness,
   reasonOf,
   startHarness,
@@ -889,5 +891,31 @@ describe("field references regardless of case", () => {
       { [table.id.Café!]: 1 },
       { [table.id.Café!]: 2 },
     ]);
+  });
+});
+
+describe("a list PostgreSQL takes too long over", () => {
+  it("is cancelled at the list timeout and answers DeadlineExceeded, not Internal", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const replica = await h.replica({ LIST_TIMEOUT_MS: "200" });
+    const blocker = await h.db.connect();
+    try {
+      // The records' table locked whole: the list's statement waits, as a slow one would work.
+      await blocker.query("begin");
+      await blocker.query("lock table records.record in access exclusive mode");
+      const failure = await failureOf(
+        replica.records.listRecords({ tableId: table.tableId }, await as(t.viewer)),
+      );
+      expect(failure.code).toBe(Code.DeadlineExceeded);
+      // PostgreSQL no longer works on it: nothing of the replica waits for the lock.
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from pg_locks where not granted and relation = 'records.record'::regclass",
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
+      await replica.stop();
+    }
   });
 });
