@@ -457,36 +457,26 @@ describe("files", () => {
     // The files service applies records.deleted under an exclusive lock on the row's scope
     // (services/files/src/db/scopes.ts): holding it shared keeps the file live in its table,
     // as a stopped consumer or bus would.
-    const db = new pg.Client({ connectionString: sys.databaseUrl });
-    await db.connect();
-    const liveFiles = async () =>
-      (
-        await db.query(
-          "select count(*)::int as n from files.file where row_id = $1 and deleted_at is null",
-          [row],
-        )
-      ).rows[0].n;
     const recordPath = v1(local.table.databaseId, local.table.tableId).record(row);
-    try {
-      await db.query("begin");
-      try {
-        await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
-          `files.row:${row}`,
-        ]);
+    await withDb(async (db) => {
+      const liveFiles = async () =>
+        (
+          await db.query(
+            "select count(*)::int as n from files.file where row_id = $1 and deleted_at is null",
+            [row],
+          )
+        ).rows[0].n;
+      await holdingShared(db, [`files.row:${row}`], async () => {
         const deleted = await api("DELETE", recordPath, { token: tenant.writeToken });
         expect(deleted.status).toBe(200);
         const dead = await raw(sys.baseUrl, "GET", signedPath);
         expectError({ status: dead.status, body: dead.json }, 404, "record_not_found");
         expect(await liveFiles()).toBe(1);
-      } finally {
-        await db.query("rollback");
-      }
+      });
       await expect.poll(liveFiles, { timeout: 10_000 }).toBe(0);
       const still = await raw(sys.baseUrl, "GET", signedPath);
       expectError({ status: still.status, body: still.json }, 404, "file_not_found");
-    } finally {
-      await db.end();
-    }
+    });
   });
 
   it("end a signed link with its field, before the files service has heard of it", async () => {
@@ -500,14 +490,8 @@ describe("files", () => {
     expect((await raw(sys.baseUrl, "GET", signedPath)).status).toBe(200);
     // As for a deleted record above: the shared lock on the field's scope holds off the files
     // service's deletion of its files, as a stopped consumer or bus would.
-    const db = new pg.Client({ connectionString: sys.databaseUrl });
-    await db.connect();
-    try {
-      await db.query("begin");
-      try {
-        await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
-          `files.field:${local.fieldId}`,
-        ]);
+    await withDb((db) =>
+      holdingShared(db, [`files.field:${local.fieldId}`], async () => {
         const deleted = await api("POST", "/field/delete", {
           token: tenant.owner.token,
           query: q({ field_id: local.fieldId }),
@@ -516,12 +500,8 @@ describe("files", () => {
         const dead = await raw(sys.baseUrl, "GET", signedPath);
         expectError({ status: dead.status, body: dead.json }, 404, "file_not_found");
         expect(dead.bytes.includes(PNG)).toBe(false);
-      } finally {
-        await db.query("rollback");
-      }
-    } finally {
-      await db.end();
-    }
+      }),
+    );
   });
 
   it("end a signed link with its organization, before the other services have heard of it", async () => {
@@ -537,16 +517,9 @@ describe("files", () => {
     // Catalog, records and files delete what they hold for a deleted organization under
     // exclusive locks on it: holding them shared keeps its tables, records and files in place,
     // as stopped consumers or a stopped bus would.
-    const db = new pg.Client({ connectionString: sys.databaseUrl });
-    await db.connect();
-    try {
-      await db.query("begin");
-      try {
-        for (const service of ["catalog", "records", "files"]) {
-          await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
-            `${service}.organization:${doomed.orgId}`,
-          ]);
-        }
+    const scopes = ["catalog", "records", "files"].map((s) => `${s}.organization:${doomed.orgId}`);
+    await withDb((db) =>
+      holdingShared(db, scopes, async () => {
         const deleted = await api("POST", "/organization/delete", {
           token: doomed.owner.token,
           query: q({ organization_id: doomed.orgId }),
@@ -555,12 +528,8 @@ describe("files", () => {
         const dead = await raw(sys.baseUrl, "GET", signedPath);
         expectError({ status: dead.status, body: dead.json }, 404, "record_not_found");
         expect(dead.bytes.includes(PNG)).toBe(false);
-      } finally {
-        await db.query("rollback");
-      }
-    } finally {
-      await db.end();
-    }
+      }),
+    );
   });
 
   it("serve HTML uploaded as image/png as an attachment, with nosniff", async () => {
@@ -683,6 +652,34 @@ describe("files", () => {
     expect(record.body.data.record.data[String(fieldId)]).toEqual(uploaded.json.data.file);
   });
 });
+
+/** A connection to the system's database for `work`, closed after. */
+async function withDb<T>(work: (db: pg.Client) => Promise<T>): Promise<T> {
+  const db = new pg.Client({ connectionString: sys.databaseUrl });
+  await db.connect();
+  try {
+    return await work(db);
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * Runs `work` while `db` holds the advisory locks `keys` shared, in a transaction rolled back
+ * after: the services take them exclusively to apply a deletion, so holding them keeps what
+ * they hold in place, as a stopped consumer or bus would.
+ */
+async function holdingShared(db: pg.Client, keys: string[], work: () => Promise<void>) {
+  await db.query("begin");
+  try {
+    for (const key of keys) {
+      await db.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [key]);
+    }
+    await work();
+  } finally {
+    await db.query("rollback");
+  }
+}
 
 async function signedPathOf(tenant: Tenant, rowId: number, fieldId: number): Promise<string> {
   const link = await api("GET", "/file/url", {
