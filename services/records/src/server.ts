@@ -22,7 +22,8 @@ function callOf(ctx: HandlerContext): Call {
 /**
  * The records handlers: proto in, rule, proto out. Public RPCs act for the signed principal (an
  * API token inside its organization, or a member's session) and authorize through kit's
- * Authorizer; ResolveRecord, GetRecordUsage and CheckFieldTypeChange answer other services only.
+ * Authorizer; ResolveRecord, GetRecordUsage, CheckFieldTypeChange and ReleaseFieldTypeChange
+ * answer other services only.
  * Writes answer with every field keyed by id, markdown as stored.
  */
 export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps) {
@@ -173,7 +174,17 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         if (!req.field) {
           throw validationFailed([{ key: "field", message: "is required", source: "body" }]);
         }
-        await typeChanges.check(req.field, req.newType, req.newOptions, req.newRequired);
+        const marks = await typeChanges.check(
+          req.field,
+          req.newType,
+          req.newOptions,
+          req.newRequired,
+        );
+        return { markIds: marks.map(BigInt) };
+      },
+      async releaseFieldTypeChange(req, ctx) {
+        requireService(ctx);
+        await typeChanges.release(req.tableId, req.markIds.map(String));
         return {};
       },
     });

@@ -11,7 +11,7 @@ import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import {
   dropRequiredMarks,
-  dropTypeChangeMark,
+  dropTypeChangeMarks,
   epochMs,
   markTypeChangePending,
   notProcessed,
@@ -100,14 +100,15 @@ export class TypeChanges {
    * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
    * migrations/write-gate.ts). A field it agrees to make required is required of every write
    * for `PENDING_SECONDS`, or until the field is made optional again
-   * (migrations/required-marks.ts).
+   * (migrations/required-marks.ts). Returns the ids of the marks it left, which `release` takes
+   * when catalog does not commit the change.
    */
   async check(
     field: Field,
     newType: FieldType,
     newOptions: JsonObject | undefined,
     required = false,
-  ): Promise<void> {
+  ): Promise<string[]> {
     const from = fieldLikeOf(field);
     const toType = fieldTypeFromProto(newType);
     const items: ValidationItem[] = [];
@@ -140,18 +141,26 @@ export class TypeChanges {
       return made;
     });
     // Made optional alone: no value to look at.
-    if (!converts && rule === "none") return;
+    if (!converts && rule === "none") return marks;
     try {
       await this.checkValues(field, from, to, rule);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not follow it.
-      if (marks.length > 0) {
-        await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
-          for (const mark of marks) await dropTypeChangeMark(em, field.tableId, mark);
-        });
-      }
+      await this.release(field.tableId, marks);
       throw error;
     }
+    return marks;
+  }
+
+  /**
+   * Removes the marks `ids` of the table's change that will not be applied: writes are no longer
+   * held to it. Only those: the marks of another change of the field, later or not, stay.
+   */
+  async release(tableId: bigint, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
+      dropTypeChangeMarks(em, tableId, ids),
+    );
   }
 
   /** `check`'s reading of the stored values: every record's when the field is made required. */

@@ -1123,6 +1123,161 @@ describe("a write between a select's choice change's check and its event", () =>
   });
 });
 
+describe("a change the check agreed to that catalog did not commit", () => {
+  /** The ids of the table's pending marks. */
+  async function marksOf(tableId: bigint): Promise<bigint[]> {
+    const { rows } = await h.db.query(
+      "select id::text from records.pending_type_change where table_id = $1 order by id",
+      [tableId.toString()],
+    );
+    return rows.map((row) => BigInt(row.id));
+  }
+
+  it("no longer holds writes once released, its marks and their notes gone, others kept", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("Code", FieldType.TEXT),
+      def("Note", FieldType.TEXT),
+    ]);
+    await seed(table, [{ Code: "12", Note: "3" }]);
+    const { tableId } = table;
+    const [code, note] = [table.fields[0]!, table.fields[1]!];
+    const editor = await as(t.editor);
+    const toNumber = optionsAfterTypeChange({ type: "text", options: {} }, "number");
+    // Code made a required number, Note a number: records agrees to both and answers the marks
+    // each check left.
+    const { markIds: abandoned } = await h.records.checkFieldTypeChange(
+      { field: code, newType: FieldType.NUMBER, newOptions: toNumber, newRequired: true },
+      await as(SERVICE),
+    );
+    const { markIds: other } = await h.records.checkFieldTypeChange(
+      { field: note, newType: FieldType.NUMBER, newOptions: toNumber },
+      await as(SERVICE),
+    );
+    expect(abandoned).toHaveLength(2);
+    expect(other).toHaveLength(1);
+    expect(await marksOf(tableId)).toEqual([...abandoned, ...other]);
+    // Writes are held to both changes; one that fits is noted under the marks it was checked
+    // against.
+    expect(
+      await validationOf(h.records.createRecord({ tableId, data: { Note: "4" } }, editor)),
+    ).toEqual([{ key: "Code", message: "is required", source: "body" }]);
+    await h.records.createRecord({ tableId, data: { Code: "13", Note: "5" } }, editor);
+    const notesOf = async (marks: bigint[]) => {
+      const { rows } = await h.db.query(
+        `select count(*)::int as n from records.pending_type_change_write
+         where mark_id = any($1::bigint[])`,
+        [marks.map(String)],
+      );
+      return rows[0].n;
+    };
+    expect(await notesOf(abandoned)).toBeGreaterThan(0);
+
+    // Catalog did not commit Code's change: it releases that check's marks, only those, the
+    // notes going with them.
+    expect(
+      await reasonOf(
+        h.records.releaseFieldTypeChange({ tableId, markIds: abandoned }, await as(t.owner)),
+      ),
+    ).toBe("internal_only");
+    expect(await marksOf(tableId)).toEqual([...abandoned, ...other]);
+    await h.records.releaseFieldTypeChange({ tableId, markIds: abandoned }, await as(SERVICE));
+    expect(await marksOf(tableId)).toEqual(other);
+    expect(await notesOf(abandoned)).toBe(0);
+    // Code may be left empty or hold a text again; Note is still held to its change.
+    await h.records.createRecord({ tableId, data: { Note: "6" } }, editor);
+    await h.records.createRecord({ tableId, data: { Code: "twelve" } }, editor);
+    expect(
+      await validationOf(h.records.createRecord({ tableId, data: { Note: "six" } }, editor)),
+    ).toEqual([
+      {
+        key: "Note",
+        message: expect.stringMatching(/number type the field is changing to/),
+        source: "body",
+      },
+    ]);
+    expect(
+      (await stored(tableId)).map((d) => [d[code.fieldId.toString()], d[note.fieldId.toString()]]),
+    ).toEqual([
+      ["12", "3"],
+      ["13", "5"],
+      [undefined, "6"],
+      ["twelve", undefined],
+    ]);
+    // Released again (a retry): nothing left to drop, no error. Marks of another table are
+    // not dropped under this one's id.
+    await h.records.releaseFieldTypeChange({ tableId, markIds: abandoned }, await as(SERVICE));
+    await h.records.releaseFieldTypeChange(
+      { tableId: tableId + 1000n, markIds: other },
+      await as(SERVICE),
+    );
+    expect(await marksOf(tableId)).toEqual(other);
+  });
+
+  it("released late, leaves a later check of the same change alone; expired marks are no error", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Mail", FieldType.TEXT)]);
+    await seed(table, [{ Mail: "a@example.com" }]);
+    const { tableId } = table;
+    const field = table.fields[0]!;
+    const editor = await as(t.editor);
+    const newOptions = optionsAfterTypeChange({ type: "text", options: {} }, "email");
+    const check = async () =>
+      (
+        await h.records.checkFieldTypeChange(
+          { field, newType: FieldType.EMAIL, newOptions },
+          await as(SERVICE),
+        )
+      ).markIds;
+    const first = await check();
+    // Its event is applied: the mark goes.
+    await replay([
+      {
+        subject: SUBJECTS.fieldTypeChanged,
+        data: toBinary(
+          FieldTypeChangedSchema,
+          create(FieldTypeChangedSchema, {
+            organizationId: t.organizationId,
+            databaseId: table.databaseId,
+            tableId,
+            fieldId: field.fieldId,
+            oldType: FieldType.TEXT,
+            newType: FieldType.EMAIL,
+            newOptions,
+            fieldName: "Mail",
+          }),
+        ),
+        id: `late-release-${tableId}`,
+        deliveryCount: 1,
+      },
+    ]);
+    expect(await marksOf(tableId)).toEqual([]);
+    // The same change checked again, then the first check's release comes late: the later
+    // mark stays, and still holds writes.
+    const later = await check();
+    await h.records.releaseFieldTypeChange({ tableId, markIds: first }, await as(SERVICE));
+    expect(await marksOf(tableId)).toEqual(later);
+    const refused = h.records.createRecord({ tableId, data: { Mail: "nope" } }, editor);
+    expect(await validationOf(refused)).toEqual([
+      {
+        key: "Mail",
+        message: expect.stringMatching(/email type the field is changing to/),
+        source: "body",
+      },
+    ]);
+    // Expired, then released: no error, and it is gone.
+    await h.db.query(
+      "update records.pending_type_change set expires_at = now() - interval '1 second' where id = any($1::bigint[])",
+      [later.map(String)],
+    );
+    await h.records.releaseFieldTypeChange({ tableId, markIds: later }, await as(SERVICE));
+    expect(await marksOf(tableId)).toEqual([]);
+    await h.records.createRecord({ tableId, data: { Mail: "nope" } }, editor);
+    expect((await stored(tableId)).map((d) => d[field.fieldId.toString()])).toEqual([
+      "a@example.com",
+      "nope",
+    ]);
+  });
+});
+
 describe("a write whose schema still has a deleted field", () => {
   it("is checked again against the table as it is, and stores nothing under the field", async () => {
     const table = await createTable(h, t.owner, t.organizationId, [

@@ -721,8 +721,7 @@ export type MarkKind = "converts" | "required";
  * Marks a type change of a field as pending for `seconds` (CheckFieldTypeChange, before it reads
  * the values), under the table's exclusive lock: every write that took the table's shared lock
  * before has committed when this commits, and every later one finds the mark (`write_gate`).
- * The table's expired marks go with it (a mark is only deleted under its table's exclusive lock:
- * see migrations/pending-writes.ts). Returns the mark's id.
+ * The table's expired marks go with it (`dropTypeChangeMarks`). Returns the mark's id.
  */
 export async function markTypeChangePending(
   em: EntityManager,
@@ -730,10 +729,7 @@ export async function markTypeChangePending(
   seconds: number,
   kind: MarkKind = "converts",
 ): Promise<string> {
-  await lockTableExclusive(em, change.tableId);
-  await query(em, "delete from pending_type_change where table_id = $1 and expires_at <= now()", [
-    change.tableId,
-  ]);
+  await dropTypeChangeMarks(em, change.tableId, []);
   const [row] = await query<{ id: string }>(
     em,
     `insert into pending_type_change
@@ -753,16 +749,25 @@ export async function markTypeChangePending(
 }
 
 /**
- * Removes the mark `id` of a change the check refused (or failed on), under the table's exclusive
- * lock, in the caller's transaction.
+ * Removes the table's marks `ids` of a change that will not be applied (the check refused it or
+ * failed, or catalog did not commit it), and the table's expired marks, in the caller's
+ * transaction. Under the table's exclusive lock, as every deletion of a mark: a write noting its
+ * records under a mark holds the shared one, so no note names a mark that is gone, and a mark's
+ * notes go with it (migrations/pending-writes.ts). Ids already gone, or of another table, are
+ * left alone.
  */
-export async function dropTypeChangeMark(
+export async function dropTypeChangeMarks(
   em: EntityManager,
   tableId: bigint,
-  id: string,
+  ids: readonly string[],
 ): Promise<void> {
   await lockTableExclusive(em, tableId);
-  await query(em, "delete from pending_type_change where id = $1", [id]);
+  await query(
+    em,
+    `delete from pending_type_change
+     where table_id = $1 and (id = any($2::bigint[]) or expires_at <= now())`,
+    [tableId, ids],
+  );
 }
 
 /**
