@@ -42,11 +42,14 @@ export interface AuditScope {
 
 /**
  * What one transaction changes besides its rows: events written to the outbox, published if
- * and only if the transaction commits, and the tables whose cached schemas go once it commits.
+ * and only if the transaction commits, the tables whose cached schemas go once it commits, and
+ * what another service did for it that must be undone when it does not.
  */
 export class ChangeSet {
   /** Tables whose schema (the table or its fields) this transaction changes. */
   readonly changedTables = new Set<bigint>();
+  /** Undos of steps other services took for this change (`onAbandon`). */
+  readonly undos: (() => Promise<void>)[] = [];
   private events = 0;
 
   constructor(
@@ -56,6 +59,15 @@ export class ChangeSet {
 
   get enqueuedEvents(): number {
     return this.events;
+  }
+
+  /**
+   * Runs `undo` when the work fails after this point and its transaction rolls back
+   * (`Transactions.run`), best effort: for a step another service took that holds something
+   * for the change until its event arrives.
+   */
+  onAbandon(undo: () => Promise<void>): void {
+    this.undos.push(undo);
   }
 
   async publish<D extends DescMessage>(
@@ -102,7 +114,8 @@ const EVICTION_CHUNK = 1_000;
 
 /**
  * Runs write transactions: after a commit it wakes the outbox relay and deletes the cached
- * schemas of the tables it changed (`tableSchemaCacheKey`); after a rollback it does neither.
+ * schemas of the tables it changed (`tableSchemaCacheKey`); after a rollback it does neither,
+ * and runs the undos of a failed work (`ChangeSet.onAbandon`).
  */
 export class Transactions {
   constructor(
@@ -119,13 +132,38 @@ export class Transactions {
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
     let done: (() => Promise<void>) | undefined;
-    const result = await this.orm.em.fork().transactional(async (em) => {
-      const within = await this.within(em, context, work);
-      done = within.afterCommit;
-      return within.result;
-    });
-    await done?.();
-    return result;
+    let failed: ChangeSet | undefined;
+    try {
+      const result = await this.orm.em.fork().transactional(async (em) => {
+        const within = await this.within(em, context, async (changes) => {
+          try {
+            return await work(changes);
+          } catch (error) {
+            failed = changes;
+            throw error;
+          }
+        });
+        done = within.afterCommit;
+        return within.result;
+      });
+      await done?.();
+      return result;
+    } catch (error) {
+      // Only a failed work surely rolled back: a failed commit may have committed, and its
+      // event then needs what the undos would remove.
+      if (failed) await this.abandoned(failed);
+      throw error;
+    }
+  }
+
+  private async abandoned(changes: ChangeSet): Promise<void> {
+    for (const undo of changes.undos) {
+      try {
+        await undo();
+      } catch (error) {
+        this.logger.warn({ err: error }, "undo of an abandoned change failed");
+      }
+    }
   }
 
   /**

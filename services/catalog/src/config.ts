@@ -14,8 +14,9 @@ export const catalogEnv = z.object({
   ORGANIZATION_GRPC_URL: z.url(),
   /**
    * The records service, asked before a field's type changes whether every stored value
-   * converts (RecordsService.CheckFieldTypeChange). Unset until records runs: then only the
-   * type-change table decides.
+   * converts (RecordsService.CheckFieldTypeChange), and told of such a change that was not
+   * committed (ReleaseFieldTypeChange). Unset until records runs: then only the type-change
+   * table decides.
    */
   RECORDS_GRPC_URL: optionalUrl,
 });

@@ -95,7 +95,7 @@ export class Fields {
       tx: Transactions;
       access: Access;
       /** Asks records whether stored values convert; absent until records runs. */
-      checkTypeChange?: TypeChangeCheck | undefined;
+      typeChanges?: TypeChangeCheck | undefined;
     },
   ) {}
 
@@ -210,18 +210,24 @@ export class Fields {
         // a field made required, and a required field's change, since no record may then hold
         // an empty value (SPEC: a required field cannot be cleared), nor one the conversion
         // empties. Records holds writes to a field being made required until catalog's commit
-        // has surely reached them; made optional again, records lets them go at once.
+        // has surely reached them; made optional again, records lets them go at once. A change
+        // that fails after the check is not committed: records lets go of its writes at once
+        // too, rather than after its marks expire.
         const optionsChanged =
           !typeChanged && !isReadOnlyType(type) && !sameJson(options, old.options);
         const requiredChanged = required !== field.required;
-        if ((typeChanged || optionsChanged || requiredChanged) && this.deps.checkTypeChange) {
-          await this.deps.checkTypeChange(
+        const records = this.deps.typeChanges;
+        if ((typeChanged || optionsChanged || requiredChanged) && records) {
+          const marks = await records.check(
             toField(field),
             fieldTypeToProto(type),
             options,
             required,
             call,
           );
+          if (marks.length > 0) {
+            changes.onAbandon(() => records.release(field.tableId, marks, call));
+          }
         }
 
         if (patch.position !== undefined) {

@@ -69,7 +69,7 @@ export async function startCatalog(
   const fields = new Fields({
     tx,
     access,
-    checkTypeChange: config.RECORDS_GRPC_URL
+    typeChanges: config.RECORDS_GRPC_URL
       ? recordsTypeChangeCheck(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
   });

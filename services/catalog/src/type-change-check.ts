@@ -6,45 +6,62 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import type { CallContext } from "./change-set.js";
 import { fieldTypeChangeInvalid } from "./errors.js";
 
-/**
- * Asks whether every stored value of `field` converts to the new type and options, and, when
- * the field is to be `newRequired`, is not empty after it; throws field_type_change_invalid
- * when one does not.
- */
-export type TypeChangeCheck = (
-  field: Field,
-  newType: FieldType,
-  newOptions: JsonObject,
-  newRequired: boolean,
-  context: CallContext,
-) => Promise<void>;
+/** Records' side of a change of a field's type, options or required flag. */
+export interface TypeChangeCheck {
+  /**
+   * Asks whether every stored value of `field` converts to the new type and options, and, when
+   * the field is to be `newRequired`, is not empty after it; throws field_type_change_invalid
+   * when one does not. Answers the ids of the pending marks records left, which hold writes to
+   * the change until its event arrives (or they expire).
+   */
+  check(
+    field: Field,
+    newType: FieldType,
+    newOptions: JsonObject,
+    newRequired: boolean,
+    context: CallContext,
+  ): Promise<bigint[]>;
+  /** Removes the marks `markIds` of a change of the table's field that was not committed. */
+  release(tableId: bigint, markIds: readonly bigint[], context: CallContext): Promise<void>;
+}
 
 /**
  * The check through RecordsService.CheckFieldTypeChange, called as the catalog service. A
  * refusal becomes catalog's own field_type_change_invalid (with the records service's
  * metadata); records being unreachable fails the update with Unavailable (503), since the
- * change cannot be judged safe without it.
+ * change cannot be judged safe without it. The release through ReleaseFieldTypeChange.
  */
 export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string): TypeChangeCheck {
   const records = createServiceClient(RecordsService, baseUrl);
-  return async (field, newType, newOptions, newRequired, context) => {
-    try {
-      await records.checkFieldTypeChange(
-        { field, newType, newOptions, newRequired },
-        await callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId),
+  const asCatalog = (context: CallContext) =>
+    callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId);
+  return {
+    async check(field, newType, newOptions, newRequired, context) {
+      try {
+        const { markIds } = await records.checkFieldTypeChange(
+          { field, newType, newOptions, newRequired },
+          await asCatalog(context),
+        );
+        return markIds;
+      } catch (error) {
+        const info = errorInfoOf(error);
+        if (info?.reason === "field_type_change_invalid") {
+          throw fieldTypeChangeInvalid(info.metadata);
+        }
+        if (
+          error instanceof ConnectError &&
+          (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
+        ) {
+          throw new ConnectError("records service unavailable", Code.Unavailable);
+        }
+        throw new Error("RecordsService.CheckFieldTypeChange failed", { cause: error });
+      }
+    },
+    async release(tableId, markIds, context) {
+      await records.releaseFieldTypeChange(
+        { tableId, markIds: [...markIds] },
+        await asCatalog(context),
       );
-    } catch (error) {
-      const info = errorInfoOf(error);
-      if (info?.reason === "field_type_change_invalid") {
-        throw fieldTypeChangeInvalid(info.metadata);
-      }
-      if (
-        error instanceof ConnectError &&
-        (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
-      ) {
-        throw new ConnectError("records service unavailable", Code.Unavailable);
-      }
-      throw new Error("RecordsService.CheckFieldTypeChange failed", { cause: error });
-    }
+    },
   };
 }

@@ -152,6 +152,49 @@ describe("type changes checked by records", () => {
     expect(await catalogState(table.tableId)).toEqual(before);
   });
 
+  it("lets records go of a change it agreed to that catalog did not commit", async () => {
+    const table = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      [def("Must", FieldType.TEXT), def("Note", FieldType.TEXT)],
+      "Abandoned",
+    );
+    const { tableId } = table;
+    const editor = await as(t.editor);
+    await h.records.createRecord({ tableId, data: { Must: "12" } }, editor);
+    const before = await catalogState(tableId);
+    const checked = await checksAnswered();
+    // Records agrees to the number field made required; then catalog's transaction fails (its
+    // outbox is away) and rolls back.
+    await h.db.query("alter table catalog.outbox rename to outbox_away");
+    let failure: Awaited<ReturnType<typeof failureOf>>;
+    try {
+      failure = await failureOf(
+        h.catalog.updateField(
+          { fieldId: fieldIdOf(table, "Must"), type: FieldType.NUMBER, required: true },
+          editor,
+        ),
+      );
+    } finally {
+      await h.db.query("alter table catalog.outbox_away rename to outbox");
+    }
+    expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
+    expect(await checksAnswered()).toBe(checked + 1);
+    expect(await catalogState(tableId)).toEqual(before);
+    // Records holds no write to the change that never happened: the field may stay empty and
+    // take a text that is no number, at once rather than when the marks expire.
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from records.pending_type_change where table_id = $1",
+      [tableId.toString()],
+    );
+    expect(rows[0].n).toBe(0);
+    await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
+    await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
+    const { records } = await h.records.listRecords({ tableId }, await as(t.owner));
+    expect(records.map((r) => r.data[table.id.Must!])).toEqual(["12", null, "twelve"]);
+  });
+
   it("masks other records failures as Internal, changing nothing", async () => {
     const table = await tableWith("Broken", FieldType.TEXT, [{ Broken: "2026-01-02" }]);
     const before = await catalogState(table.tableId);
