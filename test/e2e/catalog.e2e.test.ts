@@ -272,6 +272,51 @@ describe("tables", () => {
     });
     expect(list.body.data.tables).toEqual([]);
   });
+
+  it("refuses names of invisible characters only and creates nothing", async () => {
+    const database = await createDatabase();
+    const invisible = "\u200b \u2060\ufeff";
+    const refused = await api("POST", "/table/create", {
+      token: owner.token,
+      query: q({ database_id: database.database_id }),
+      body: { name: invisible },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      status_code: 400,
+      detail: "Validation failed for POST /table/create",
+      extra: [{ key: "name", message: "must contain a visible character", source: "body" }],
+    });
+    const tables = await api("GET", "/table/list", {
+      token: owner.token,
+      query: q({ database_id: database.database_id }),
+    });
+    expect(tables.body.data.tables).toEqual([]);
+
+    const { table } = await createTable(database.database_id);
+    const field = await createField(table.table_id, { name: "\u200c\u200d", type: "text" });
+    expect(field.status).toBe(400);
+    expect(field.body.extra).toEqual([
+      { key: "name", message: "must contain a visible character", source: "body" },
+    ]);
+    const choice = await createField(table.table_id, {
+      name: "Stage",
+      type: "single_select",
+      options: { choices: [{ name: "New" }, { name: "\u200b" }] },
+    });
+    expect(choice.status).toBe(400);
+    expect(choice.body).toEqual({
+      message: "invalid_field_options",
+      data: {
+        errors: [{ key: "options.choices.1.name", message: "must contain a visible character" }],
+      },
+    });
+    const fields = await api("GET", "/field/list", {
+      token: owner.token,
+      query: q({ table_id: table.table_id }),
+    });
+    expect(fields.body.data.fields).toEqual([]);
+  });
 });
 
 describe("fields", () => {

@@ -1,4 +1,4 @@
-import { codePointLength } from "@rowbase/kit/field-types";
+import { codePointLength, hasVisibleCharacter } from "@rowbase/kit/field-types";
 import { z } from "zod";
 
 /**
@@ -30,8 +30,8 @@ export const password = z
 const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\p{Bidi_Control}]*$/u;
 
 /**
- * A display name: 1-100 characters once trimmed, no control characters (SPEC section 6), and
- * well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent). Characters
+ * A display name: 1-100 characters once trimmed, no control characters (SPEC section 6), at least
+ * one that shows (not only zero-width or other invisible ones), and well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent). Characters
  * are code points, as JSON Schema's `maxLength` and the catalog's tables count them: an emoji is
  * one, not the two UTF-16 units of `length`.
  */
@@ -43,6 +43,8 @@ export const name = z
     return length >= 1 && length <= 100;
   }, "must be 1-100 characters")
   .regex(NO_CONTROL_CHARACTERS, "must not contain control characters")
+  // An empty name is the length check's to refuse, with one message.
+  .refine((value) => value === "" || hasVisibleCharacter(value), "must contain a visible character")
   .refine((value) => value.isWellFormed(), "must be valid Unicode")
   .meta({ minLength: 1, maxLength: 100 });
 

@@ -166,6 +166,9 @@ describe("create", () => {
     expect(await validationOf(h.org.createOrganization({ name: "   " }, await as(owner)))).toEqual([
       expect.objectContaining({ key: "name" }),
     ]);
+    expect(
+      await validationOf(h.org.createOrganization({ name: "\u200b \u200d" }, await as(owner))),
+    ).toEqual([{ key: "name", message: "must contain a visible character", source: "body" }]);
     const { organizations } = await h.org.listOrganizations({}, await as(owner));
     expect(organizations.map((o) => o.organizationSlug)).toEqual(["taken-slug-1"]);
   });

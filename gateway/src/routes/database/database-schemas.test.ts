@@ -36,6 +36,7 @@ describe("database bodies", () => {
       [{ name: " \t " }, [{ key: "name", message: "must be 1-100 characters" }]],
       [{ name: "x".repeat(101) }, [{ key: "name", message: "must be 1-100 characters" }]],
       [{ name: "a\u001bb" }, [{ key: "name", message: "must not contain control characters" }]],
+      [{ name: " \u200b \ufeff" }, [{ key: "name", message: "must contain a visible character" }]],
       [
         { name: "a", description: "x".repeat(1001) },
         [{ key: "description", message: "must be at most 1000 characters" }],

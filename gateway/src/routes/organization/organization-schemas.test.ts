@@ -161,6 +161,7 @@ describe("organization bodies", () => {
       [{ name: "   " }, [{ key: "name", message: "must be 1-100 characters" }]],
       [{ name: "x".repeat(101) }, [{ key: "name", message: "must be 1-100 characters" }]],
       [{ name: "A\nB" }, [{ key: "name", message: "must not contain control characters" }]],
+      [{ name: "\u200b\u2060" }, [{ key: "name", message: "must contain a visible character" }]],
       [{ name: 5 }, [{ key: "name", message: "must be a string" }]],
       [
         { name: "A", organization_slug: "ab" },

@@ -21,6 +21,8 @@ describe("checkName", () => {
     ["a\u0085b", "must not contain control characters"],
     ["a\u007fb", "must not contain control characters"],
     ["a\ud800b", "must be valid Unicode"],
+    ["\u200b", "must contain a visible character"],
+    [" \u200c\u2060 \ufeff ", "must contain a visible character"],
   ])("refuses %j", (raw, problem) => {
     expect(checkName(raw)).toEqual({ problem });
   });

@@ -1,5 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
-import { codePointLength, type OptionError } from "@rowbase/kit/field-types";
+import { codePointLength, hasVisibleCharacter, type OptionError } from "@rowbase/kit/field-types";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -34,7 +34,7 @@ const CONTROL_BUT_LINE_BREAKS_AND_TABS = /[^\P{Cc}\t\n\r]/u;
 
 /**
  * A database, table or field name (SPEC section 6): trimmed, 1-100 characters (code points, as
- * the tables' constraints count them), no control characters. Returns the trimmed name, or what
+ * the tables' constraints count them), no control characters, not only invisible ones. Returns the trimmed name, or what
  * is wrong with it.
  */
 export function checkName(raw: string): { name: string } | { problem: string } {
@@ -44,6 +44,7 @@ export function checkName(raw: string): { name: string } | { problem: string } {
     return { problem: `must be 1-${NAME_MAX} characters` };
   }
   if (CONTROL.test(name)) return { problem: "must not contain control characters" };
+  if (!hasVisibleCharacter(name)) return { problem: "must contain a visible character" };
   if (!name.isWellFormed()) return { problem: "must be valid Unicode" };
   return { name };
 }

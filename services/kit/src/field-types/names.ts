@@ -12,3 +12,19 @@
 export function foldName(name: string): string {
   return name.normalize("NFC").toLowerCase().normalize("NFC");
 }
+
+/**
+ * Any character but those that show nothing on their own: white space, format characters (zero-width space
+ * and joiners, U+2060, U+FEFF, soft hyphen, bidirectional marks) and the rest of Unicode's
+ * default-ignorable code points (variation selectors, Hangul fillers, tags).
+ */
+const VISIBLE = /[^\p{White_Space}\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
+
+/**
+ * Whether a name shows anything: a name made only of invisible characters would pass a length
+ * check yet read as empty in every list, and could not be told from another such name. Every
+ * check of a name (organization, API token, database, table, field, choice, user) asks this.
+ */
+export function hasVisibleCharacter(name: string): boolean {
+  return VISIBLE.test(name);
+}

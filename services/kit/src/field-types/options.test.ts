@@ -326,6 +326,7 @@ describe("select options", () => {
     ["x".repeat(101), "must be 1-100 characters"],
     ["a\u0000b", "must not contain control characters"],
     ["line\nbreak", "must not contain control characters"],
+    ["\u200b\u200d", "must contain a visible character"],
     ["\ud800", "must be valid Unicode"],
   ])("refuses the choice name %j", (name, message) => {
     expect(errorsOf("single_select", { choices: [{ name }] })).toEqual([

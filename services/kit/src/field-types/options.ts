@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { z } from "zod";
+import { hasVisibleCharacter } from "./names.js";
 import { type FieldTypeName, fieldTypeFromProto } from "./types.js";
 
 /** One option that does not fit its type, keyed like `options.decimals` (SPEC section 6). */
@@ -76,6 +77,10 @@ const choiceName = z
   .max(CHOICE_NAME_MAX, { error: `must be 1-${CHOICE_NAME_MAX} characters` })
   .refine((name) => !CONTROL_CHARACTERS.test(name), {
     error: "must not contain control characters",
+  })
+  // An empty name is the length check's to refuse, with one message.
+  .refine((name) => name === "" || hasVisibleCharacter(name), {
+    error: "must contain a visible character",
   })
   .refine((name) => name.isWellFormed(), { error: "must be valid Unicode" });
 

@@ -1,5 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
-import { codePointLength } from "@rowbase/kit/field-types";
+import { codePointLength, hasVisibleCharacter } from "@rowbase/kit/field-types";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -18,7 +18,8 @@ export function validationFailed(...items: ValidationItem[]): ConnectError {
 export const NAME_MAX = 100;
 
 /**
- * A display name (organization, API token): trimmed, 1-100 characters, no control characters.
+ * A display name (organization, API token): trimmed, 1-100 characters, no control characters,
+ * not only invisible ones.
  * Returns the trimmed name, or what is wrong with it.
  */
 export function checkName(raw: string): { name: string } | { problem: string } {
@@ -30,5 +31,6 @@ export function checkName(raw: string): { name: string } | { problem: string } {
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   if (/[\u0000-\u001f\u007f]/.test(name)) return { problem: "must not contain control characters" };
+  if (!hasVisibleCharacter(name)) return { problem: "must contain a visible character" };
   return { name };
 }
