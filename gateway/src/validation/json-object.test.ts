@@ -76,7 +76,7 @@ describe("a free-form JSON object", () => {
     });
   });
 
-  it("names the first value a Struct could not carry as sent", () => {
+  it("names every value a Struct could not carry as sent", () => {
     // JSON.parse reads an out-of-range number as Infinity.
     expect(parse(JSON.parse('{"options": {"ok": 1, "max": 1e400}}'))).toEqual({
       ok: false,
@@ -98,7 +98,10 @@ describe("a free-form JSON object", () => {
     });
     expect(parse({ options: { a: Number.NaN, b: Number.POSITIVE_INFINITY } })).toEqual({
       ok: false,
-      items: [{ key: "options.a", message: "must be a finite number", source: "body" }],
+      items: [
+        { key: "options.a", message: "must be a finite number", source: "body" },
+        { key: "options.b", message: "must be a finite number", source: "body" },
+      ],
     });
     // An unpaired surrogate (a `\ud800` escape) would reach the service as U+FFFD.
     const surrogate = "must be valid Unicode (no unpaired surrogates)";
@@ -109,6 +112,27 @@ describe("a free-form JSON object", () => {
     expect(parse(JSON.parse('{"options": {"\\udc00": 1}}'))).toEqual({
       ok: false,
       items: [{ key: "options.\udc00", message: surrogate, source: "body" }],
+    });
+  });
+
+  it("names every refused value in document order, beside the body's other bad keys", () => {
+    const body = JSON.parse(
+      '{"options": {"min": 1e400, "ok": [1, 2], "max": -1e400, "deep": {"list": [0, 1e999]},' +
+        ' "choices": [{"name": "x\\ud800"}, {"name": "fine"}, {"name": "\\udfff"}]},' +
+        ' "unknown": true}',
+    );
+    const finite = "must be a finite number";
+    const surrogate = "must be valid Unicode (no unpaired surrogates)";
+    expect(parse(body)).toEqual({
+      ok: false,
+      items: [
+        { key: "options.min", message: finite, source: "body" },
+        { key: "options.max", message: finite, source: "body" },
+        { key: "options.deep.list.1", message: finite, source: "body" },
+        { key: "options.choices.0.name", message: surrogate, source: "body" },
+        { key: "options.choices.2.name", message: surrogate, source: "body" },
+        { key: "unknown", message: "is not allowed", source: "body" },
+      ],
     });
   });
 });

@@ -17,45 +17,53 @@ interface Problem {
 }
 
 /**
- * The first value, in document order, that a Struct cannot carry as sent: a number JSON.parse
- * made infinite (`1e400`), nesting past MAX_JSON_DEPTH, a `__proto__` key (zod and protobuf-es
- * would drop it silently), a string or key with an unpaired surrogate (protobuf would write
- * U+FFFD instead), or anything that is not JSON at all. The recursion stops at MAX_JSON_DEPTH,
- * so a hostile depth is reported rather than overflowing the stack; the path is built only for
- * a problem, as the recursion unwinds (a batch of 1000 records walks every value).
+ * Every value, in document order, that a Struct cannot carry as sent: a number JSON.parse made
+ * infinite (`1e400`), nesting past MAX_JSON_DEPTH, a `__proto__` key (zod and protobuf-es would
+ * drop it silently), a string or key with an unpaired surrogate (protobuf would write U+FFFD
+ * instead), or anything that is not JSON at all. All of them, as the validation envelope lists
+ * every bad key, not only the first. The recursion stops at MAX_JSON_DEPTH, so a hostile depth
+ * is reported rather than overflowing the stack; paths are built only for problems, as the
+ * recursion unwinds (a batch of 1000 records walks every value).
  */
-function firstProblem(value: unknown, depth: number): Problem | undefined {
-  if (value === null || typeof value === "boolean") return undefined;
+/** What a value without problems has; shared, so walking good values allocates nothing. */
+const NONE: readonly Problem[] = [];
+
+function problemsOf(value: unknown, depth: number): readonly Problem[] {
+  if (value === null || typeof value === "boolean") return NONE;
   if (typeof value === "string") {
     // protobuf writes an unpaired surrogate as U+FFFD: the service would store another text.
-    return value.isWellFormed() ? undefined : { path: [], message: UNPAIRED_SURROGATE };
+    return value.isWellFormed() ? NONE : [{ path: [], message: UNPAIRED_SURROGATE }];
   }
   if (typeof value === "number") {
-    return Number.isFinite(value) ? undefined : { path: [], message: "must be a finite number" };
+    return Number.isFinite(value) ? NONE : [{ path: [], message: "must be a finite number" }];
   }
-  let keys: (string | number)[] | undefined;
-  if (!Array.isArray(value)) {
-    if (!isPlainObject(value)) return { path: [], message: "must be a JSON value" };
-    if (Object.hasOwn(value, "__proto__"))
-      return { path: ["__proto__"], message: "is not allowed" };
-    keys = Object.keys(value);
-    const key = keys.find((k) => !(k as string).isWellFormed());
-    if (key !== undefined) return { path: [key], message: UNPAIRED_SURROGATE };
+  if (!Array.isArray(value) && !isPlainObject(value)) {
+    return [{ path: [], message: "must be a JSON value" }];
   }
   if (depth > MAX_JSON_DEPTH) {
-    return { path: [], message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` };
+    return [{ path: [], message: `must not nest more than ${MAX_JSON_DEPTH} levels deep` }];
   }
+  let problems: Problem[] | undefined;
   const container = value as Record<string | number, unknown>;
+  const keys = Array.isArray(value) ? undefined : Object.keys(value);
   const count = keys ? keys.length : (value as unknown[]).length;
   for (let i = 0; i < count; i++) {
     const key = keys ? (keys[i] as string) : i;
-    const problem = firstProblem(container[key], depth + 1);
-    if (problem) {
+    // A refused key's value is not looked into: it would not be sent on under that key.
+    const found: readonly Problem[] =
+      key === "__proto__"
+        ? [{ path: [], message: "is not allowed" }]
+        : typeof key === "string" && !key.isWellFormed()
+          ? [{ path: [], message: UNPAIRED_SURROGATE }]
+          : problemsOf(container[key], depth + 1);
+    if (found.length === 0) continue;
+    problems ??= [];
+    for (const problem of found) {
       problem.path.unshift(key);
-      return problem;
+      problems.push(problem);
     }
   }
-  return undefined;
+  return problems ?? NONE;
 }
 
 function isPlainObject(value: unknown): value is object {
@@ -76,8 +84,9 @@ export const jsonObject = z.preprocess(
       ctx.addIssue({ code: "custom", message, input: value });
       return value;
     }
-    const problem = firstProblem(value, 1);
-    if (problem) ctx.addIssue({ code: "custom", ...problem, input: value });
+    for (const problem of problemsOf(value, 1)) {
+      ctx.addIssue({ code: "custom", ...problem, input: value });
+    }
     return value;
   },
   // Inside the preprocess step, as in `queryId`, so the document still reads `type: object`.

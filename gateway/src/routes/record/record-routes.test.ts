@@ -467,6 +467,23 @@ describe("record routes", () => {
     expect(await used(setup.cache, ORG)).toBe(0);
   });
 
+  it("list every value JSON cannot carry, with the body's other bad keys, in one 400", async () => {
+    const finite = "must be a finite number";
+    const response = await setup.harness.request("POST", `${V1}/records`, {
+      token: READ_WRITE_TOKEN,
+      rawJson: '{"data": {"Price": 1e400, "Name": "ok", "Cost": -1e999}, "row_id": 7}',
+    });
+    expect({ status: response.status, body: response.body }).toEqual({
+      status: 400,
+      body: validation("POST", `${V1}/records`, [
+        { key: "Price", message: finite, source: "body" },
+        { key: "Cost", message: finite, source: "body" },
+        { key: "row_id", message: "is not allowed", source: "body" },
+      ]),
+    });
+    expect(await used(setup.cache, ORG)).toBe(0);
+  });
+
   describe("the monthly API-call quota", () => {
     it("answers 429 api_call_limit_exceeded past the allowance, until the next month", async () => {
       await setup.cache.set(apiCallCounterKey(ORG, month()), String(Number(ALLOWANCE) - 1), 3600);

@@ -211,6 +211,33 @@ describe("record bodies", () => {
     );
   });
 
+  it("name every value refused here, one item per reference, and the body's other bad keys", () => {
+    const finite = "must be a finite number";
+    // JSON.parse reads an out-of-range number as Infinity; `j` holds two, one item says it.
+    const data = '{"a": 1e400, "ok": 1, "b": -1e400, "j": {"x": 1e400, "y": [1e400]}}';
+    for (const schema of [PublicCreateBody, PublicUpdateBody]) {
+      expect(parse(schema, JSON.parse(`{"data": ${data}, "row_id": 1}`), "body")).toEqual(
+        refused("body", ["a", finite], ["b", finite], ["j", finite], ["row_id", "is not allowed"]),
+      );
+    }
+    expect(
+      parse(
+        PublicBatchCreateBody,
+        JSON.parse(`{"records": [{"data": ${data}}, {"data": {}, "x": 1}], "y": 2}`),
+        "body",
+      ),
+    ).toEqual(
+      refused(
+        "body",
+        ["records.0.data.a", finite],
+        ["records.0.data.b", finite],
+        ["records.0.data.j", finite],
+        ["records.1.x", "is not allowed"],
+        ["y", "is not allowed"],
+      ),
+    );
+  });
+
   it("take 1-1000 records in a batch create", () => {
     const records = Array.from({ length: 1000 }, (_, i) => ({ data: { n: i } }));
     expect(parse(PublicBatchCreateBody, { records }, "body").ok).toBe(true);

@@ -192,13 +192,14 @@ export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId 
 const data = z
   .preprocess(
     (values, ctx) => {
+      // One item per reference, as the records service lists one per bad key, however many
+      // values inside it (a json field's) are refused.
+      const refused = new Set<PropertyKey>();
       for (const issue of jsonObject.safeParse(values).error?.issues ?? []) {
-        ctx.addIssue({
-          code: "custom",
-          message: issue.message,
-          path: issue.path.slice(0, 1),
-          input: values,
-        });
+        const path = issue.path.slice(0, 1);
+        if (refused.has(path[0] as PropertyKey)) continue;
+        refused.add(path[0] as PropertyKey);
+        ctx.addIssue({ code: "custom", message: issue.message, path, input: values });
       }
       return values;
     },
@@ -233,11 +234,17 @@ const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
  */
 function keyedByReference<S extends z.ZodType>(schema: S) {
   return z.preprocess((body, ctx) => {
-    const values = isPlainRecord(body) ? body.data : undefined;
-    if (!isPlainRecord(values)) return body;
-    for (const issue of data.safeParse(values).error?.issues ?? []) {
+    if (!isPlainRecord(body) || !isPlainRecord(body.data)) return body;
+    const values = body.data;
+    const refused = data.safeParse(values).error?.issues ?? [];
+    if (refused.length === 0) return body;
+    for (const issue of refused) {
       ctx.addIssue({ code: "custom", message: issue.message, path: issue.path, input: values });
     }
+    // These issues stop `schema` from running; the body's other bad keys are still listed, as
+    // the envelope lists every bad key, from the body checked with values it takes.
+    const rest = schema.safeParse({ ...body, data: {} }, { reportInput: true });
+    for (const issue of rest.error?.issues ?? []) ctx.addIssue({ ...issue });
     return body;
   }, schema);
 }
