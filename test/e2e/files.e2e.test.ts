@@ -595,6 +595,28 @@ describe("files", () => {
       });
       expectError(response, 403, "token_read_only");
     }
+    // A rename's field_id defaults to 0, which names no file; a read token naming its own record
+    // is refused for what it is all the same, as with any other field id, and nothing changes.
+    const fileOfRecord = async () =>
+      (
+        await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+          token: tenant.readToken,
+        })
+      ).body.data.record.data[String(fieldId)];
+    const before = await fileOfRecord();
+    const queries: Record<string, number>[] = [
+      { row_id: rowId },
+      { row_id: rowId, field_id: fieldId },
+    ];
+    for (const query of queries) {
+      const rename = await api("POST", "/file/rename", {
+        token: tenant.readToken,
+        query: q(query),
+        body: { file_name: "renamed.png" },
+      });
+      expectError(rename, 403, "token_read_only");
+    }
+    expect(await fileOfRecord()).toEqual(before);
     const text = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, textFieldId)}`, {
       token: tenant.writeToken,
       body: filePart(PNG, "x.png"),

@@ -378,19 +378,26 @@ export class Files {
     return this.open(storedFileOf(rows[0]), range, claims.download);
   }
 
+  /**
+   * The pair a rename, delete or restore writes. An id of 0 names no file (SPEC section 7), but
+   * the caller's right on a record it names comes first, as for any other field id: a read token
+   * gets token_read_only and a viewer organization_forbidden, whatever the field.
+   */
+  private async writablePair(call: Call, rowId: bigint, fieldId: bigint): Promise<PairTarget> {
+    if (rowId <= 0n) throw fileNotFound();
+    if (fieldId <= 0n) {
+      await this.deps.access.record(call.principal, rowId, "write", call.requestId);
+      throw fileNotFound();
+    }
+    return this.deps.access.pair(call.principal, rowId, fieldId, "write", call.requestId);
+  }
+
   async rename(call: Call, rowId: bigint, fieldId: bigint, rawName: string): Promise<StoredFile> {
     const checked = checkFileName(rawName);
     if ("problem" in checked) {
       throw validationFailed({ key: "file_name", message: checked.problem, source: "body" });
     }
-    if (rowId <= 0n || fieldId <= 0n) throw fileNotFound();
-    const target = await this.deps.access.pair(
-      call.principal,
-      rowId,
-      fieldId,
-      "write",
-      call.requestId,
-    );
+    const target = await this.writablePair(call, rowId, fieldId);
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       await lockPair(em, rowId, fieldId);
@@ -411,14 +418,7 @@ export class Files {
 
   /** Soft-deletes the pair's live file; it can be restored for 30 days. */
   async delete(call: Call, rowId: bigint, fieldId: bigint): Promise<StoredFile> {
-    if (rowId <= 0n || fieldId <= 0n) throw fileNotFound();
-    const target = await this.deps.access.pair(
-      call.principal,
-      rowId,
-      fieldId,
-      "write",
-      call.requestId,
-    );
+    const target = await this.writablePair(call, rowId, fieldId);
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       await lockPair(em, rowId, fieldId);
@@ -444,14 +444,7 @@ export class Files {
    * restore undoes the first. Storage usage does not change: deleted files count until purged.
    */
   async restore(call: Call, rowId: bigint, fieldId: bigint): Promise<StoredFile> {
-    if (rowId <= 0n || fieldId <= 0n) throw fileNotFound();
-    const target = await this.deps.access.pair(
-      call.principal,
-      rowId,
-      fieldId,
-      "write",
-      call.requestId,
-    );
+    const target = await this.writablePair(call, rowId, fieldId);
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       const scopes = scopesOf(target);

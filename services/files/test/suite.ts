@@ -942,6 +942,19 @@ export function filesSuite(backend: Backend) {
       };
       expect(await writes(read)).toEqual(Array(5).fill("token_read_only"));
       expect(await writes(t.viewer)).toEqual(Array(5).fill("organization_forbidden"));
+      // Field 0 names no file (file_not_found to a writer), but the right on the record comes
+      // first, as for any other field id the caller may not write.
+      const fieldZero = async (who: TestUser | ReturnType<typeof token>) => {
+        const call = await as(who);
+        return Promise.all([
+          reasonOf(h.files.renameFile({ rowId, fieldId: 0n, fileName: "y" }, call)),
+          reasonOf(h.files.deleteFile({ rowId, fieldId: 0n }, call)),
+          reasonOf(h.files.restoreFile({ rowId, fieldId: 0n }, call)),
+          reasonOf(h.files.renameFile({ rowId, fieldId: 123_456_789n, fileName: "y" }, call)),
+        ]);
+      };
+      expect(await fieldZero(read)).toEqual(Array(4).fill("token_read_only"));
+      expect(await fieldZero(t.viewer)).toEqual(Array(4).fill("organization_forbidden"));
       const readWrite = token(t.organizationId, "read_write");
       expect(
         await h.files.storageCheck({ rowId, fileSize: 1n }, await as(readWrite)),
@@ -965,8 +978,10 @@ export function filesSuite(backend: Backend) {
             reasonOf(h.files.deleteFile({ rowId, fieldId: ws.doc }, call)),
             reasonOf(h.files.restoreFile({ rowId, fieldId: ws.doc }, call)),
             reasonOf(h.files.storageCheck({ rowId, fileSize: 1n }, call)),
+            reasonOf(h.files.renameFile({ rowId, fieldId: 0n, fileName: "y" }, call)),
+            reasonOf(h.files.deleteFile({ rowId, fieldId: 0n }, call)),
           ]),
-        ).toEqual(Array(10).fill("record_not_found"));
+        ).toEqual(Array(12).fill("record_not_found"));
       }
     });
 
