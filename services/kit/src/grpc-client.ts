@@ -74,8 +74,21 @@ const streamSignalInterceptor: Interceptor = (next) => (req) =>
  * after its header arrived, which left the files service's shutdown waiting on the connection).
  * This session manager destroys a stream once its call is cancelled, after connect-node had its
  * turn (which sends the RST_STREAM when the stream was still open).
+ *
+ * It also names the service in each request's `:authority` as the URL does. Node's HTTP/2
+ * client would send the host without its brackets, so an IPv6 literal (`http://[::1]:50051`)
+ * became `::1:50051`, which is no valid authority: the server cannot tell the host from the
+ * port and refuses every call.
  */
 class ReleasingSessionManager extends Http2SessionManager {
+  /** `host:port` of the service's URL, an IPv6 address in brackets (`[::1]:50051`). */
+  private readonly authorityHeader: string;
+
+  constructor(baseUrl: string) {
+    super(baseUrl);
+    this.authorityHeader = new URL(baseUrl).host;
+  }
+
   override async request(
     method: string,
     path: string,
@@ -83,7 +96,12 @@ class ReleasingSessionManager extends Http2SessionManager {
     options: Omit<http2.ClientSessionRequestOptions, "signal">,
   ): Promise<http2.ClientHttp2Stream> {
     const signal = streamCallSignal.getStore();
-    const stream = await super.request(method, path, headers, options);
+    const stream = await super.request(
+      method,
+      path,
+      { ":authority": this.authorityHeader, ...headers },
+      options,
+    );
     if (signal) {
       const release = () =>
         setImmediate(() => {

@@ -1,5 +1,5 @@
 import http2 from "node:http2";
-import type net from "node:net";
+import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   Health,
@@ -8,7 +8,12 @@ import {
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServiceClient, DEFAULT_RPC_TIMEOUT_MS, type GrpcServer } from "../src/index.js";
+import {
+  createDedicatedServiceClient,
+  createServiceClient,
+  DEFAULT_RPC_TIMEOUT_MS,
+  type GrpcServer,
+} from "../src/index.js";
 import { startTestGrpcServer } from "./test-grpc-server.js";
 
 let server: GrpcServer;
@@ -253,4 +258,52 @@ describe("a handler's failure", () => {
       await a.close();
     }
   });
+});
+
+/** Whether this machine can listen on the IPv6 loopback (a host or container without IPv6 cannot). */
+async function canBindIpv6Loopback(): Promise<boolean> {
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once("error", reject);
+      probe.listen(0, "::1", resolve);
+    });
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const noIpv6Loopback = !(await canBindIpv6Loopback());
+
+describe("a service at an IPv6 literal", () => {
+  it.skipIf(noIpv6Loopback)(
+    "is called through http://[::1]:port, unary and streaming",
+    async () => {
+      const ipv6 = await startTestGrpcServer({ host: "::1" });
+      try {
+        const url = `http://[::1]:${ipv6.port}`;
+        const client = createServiceClient(Health, url, { defaultTimeoutMs: 5_000 });
+        expect((await client.check({ service: "" })).status).toBe(ServingStatus.SERVING);
+        // Health.Watch is a server stream: it goes over gRPC, not Connect.
+        const watch = new AbortController();
+        for await (const update of client.watch({ service: "" }, { signal: watch.signal })) {
+          expect(update.status).toBe(ServingStatus.SERVING);
+          watch.abort();
+          break;
+        }
+        const dedicated = createDedicatedServiceClient(Health, url);
+        try {
+          expect((await dedicated.client.check({ service: "" })).status).toBe(
+            ServingStatus.SERVING,
+          );
+        } finally {
+          dedicated.close();
+        }
+      } finally {
+        await ipv6.close();
+      }
+    },
+  );
 });
