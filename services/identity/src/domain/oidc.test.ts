@@ -51,5 +51,7 @@ describe("profileOf", () => {
     expect(profileOf({ name: "Ada\u202Eecalevol" }).name).toBe("Ada ecalevol");
     expect(profileOf({ name: "x".repeat(300) }).name).toHaveLength(100);
     expect(profileOf({}).name).toBe("");
+    // A name that shows nothing is no name, as the registration route refuses it.
+    expect(profileOf({ name: "\u200b \u2060\ufeff" }).name).toBe("");
   });
 });

@@ -1,3 +1,4 @@
+import { hasVisibleCharacter } from "@rowbase/kit/field-types";
 import { normalizeEmail } from "./email.js";
 
 /** How long a started sign-in waits for the provider's redirect (SPEC section 4). */
@@ -52,13 +53,15 @@ const ASCII_ADDRESS = /^[\x21-\x3f\x41-\x7e]+@[\x21-\x3f\x41-\x7e]+$/;
 export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfile {
   const raw = typeof claims.email === "string" ? claims.email.trim() : "";
   const email = ASCII_ADDRESS.test(raw) ? normalizeEmail(raw) : "";
-  const name = typeof claims.name === "string" ? claims.name : "";
+  const rawName = typeof claims.name === "string" ? claims.name : "";
+  const name = [...rawName.replace(CONTROL_CHARACTERS, " ").toWellFormed().trim()]
+    .slice(0, MAX_NAME_LENGTH)
+    .join("")
+    .trim();
   return {
     email: email !== "" && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
     emailVerified: claims.email_verified === true,
-    name: [...name.replace(CONTROL_CHARACTERS, " ").toWellFormed().trim()]
-      .slice(0, MAX_NAME_LENGTH)
-      .join("")
-      .trim(),
+    // One of only zero-width or other invisible characters is none, as registration refuses it.
+    name: hasVisibleCharacter(name) ? name : "",
   };
 }
