@@ -16,6 +16,9 @@ interface Problem {
   message: string;
 }
 
+/** What a value without problems has; shared, so walking good values allocates nothing. */
+const NONE: readonly Problem[] = [];
+
 /**
  * Every value, in document order, that a Struct cannot carry as sent: a number JSON.parse made
  * infinite (`1e400`), nesting past MAX_JSON_DEPTH, a `__proto__` key (zod and protobuf-es would
@@ -25,9 +28,6 @@ interface Problem {
  * is reported rather than overflowing the stack; paths are built only for problems, as the
  * recursion unwinds (a batch of 1000 records walks every value).
  */
-/** What a value without problems has; shared, so walking good values allocates nothing. */
-const NONE: readonly Problem[] = [];
-
 function problemsOf(value: unknown, depth: number): readonly Problem[] {
   if (value === null || typeof value === "boolean") return NONE;
   if (typeof value === "string") {
