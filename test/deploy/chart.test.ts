@@ -890,6 +890,10 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     const untrusted = run("--set", "gateway.trustedProxies=");
     expect(untrusted.status).not.toBe(0);
     expect(untrusted.stderr).toContain("gateway.trustedProxies");
+    // The check is the gateway's, whichever services run beside it.
+    const withoutFiles = run("--set", "gateway.trustedProxies=", "--set", "files.enabled=false");
+    expect(withoutFiles.status).not.toBe(0);
+    expect(withoutFiles.stderr).toContain("gateway.trustedProxies");
     expect(run("--set", "gateway.trustedProxies=", "--set", "gateway.rateLimits=off").status).toBe(
       0,
     );

@@ -347,11 +347,11 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- end }}
-{{- if $v.files.enabled }}
 {{- /* Behind an Ingress every request's peer is the controller: the per-IP limits see one client. */}}
 {{- if and $v.ingress.enabled $v.gateway.enabled (not $v.gateway.trustedProxies) (ne (lower $v.gateway.rateLimits) "off") }}
 {{- $problems = append $problems "gateway.trustedProxies: the addresses of your ingress controller's pods (e.g. the pod CIDR), so that the gateway believes their X-Forwarded-For; otherwise every client shares the per-IP rate limits of the controller (ten logins a minute for everybody)" }}
 {{- end }}
+{{- if $v.files.enabled }}
 {{- $storage := $v.files.storage }}
 {{- if eq $storage.type "s3" }}
 {{- $s3 := $storage.s3 }}
