@@ -777,6 +777,25 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(kindFiles.spec.strategy).toEqual({ type: "Recreate" });
     // The other processes keep their rolling updates.
     expect(named(kind, "Deployment", "rowbase-records")!.spec.strategy.type).toBe("RollingUpdate");
+    // The volume's group is set once: without OnRootMismatch the kubelet would chown every
+    // stored file on each start of the pod.
+    expect(filesPod(kind).securityContext).toMatchObject({
+      fsGroup: 1000,
+      fsGroupChangePolicy: "OnRootMismatch",
+    });
+    expect(
+      named(kind, "Deployment", "rowbase-records")!.spec.template.spec.securityContext
+        .fsGroupChangePolicy,
+    ).toBeUndefined();
+    const ownPolicy = (...args: string[]) =>
+      filesPod(helmTemplate(chart, "rowbase", ["-f", "deploy/values-kind.yaml", ...args]))
+        .securityContext;
+    expect(
+      ownPolicy("--set", "files.podSecurityContext.fsGroupChangePolicy=Always").fsGroupChangePolicy,
+    ).toBe("Always");
+    const noGroup = ownPolicy("--set", "serviceDefaults.podSecurityContext.fsGroup=null");
+    expect(noGroup.fsGroup).toBeUndefined();
+    expect(noGroup.fsGroupChangePolicy).toBeUndefined();
 
     // A ReadWriteMany class: three replicas share the claim and roll.
     const shared = render("deploy/ci-values/shared-volume.yaml");

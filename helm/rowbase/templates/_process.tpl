@@ -27,6 +27,11 @@ Call with (dict "root" $ "name" "identity"); renders nothing when the process is
 {{- end }}
 {{- /* A ReadWriteOnce volume attaches to one node: the old pod goes before the new one starts. */}}
 {{- $recreate := and $filesDir $filesDir.persistence.enabled (not (has "ReadWriteMany" $filesDir.persistence.accessModes)) }}
+{{- /* With fsGroup, the kubelet would chown every file of the volume on each pod start. */}}
+{{- $podSecurityContext := deepCopy $s.podSecurityContext }}
+{{- if and $filesDir $podSecurityContext.fsGroup (not (hasKey $podSecurityContext "fsGroupChangePolicy")) }}
+{{- $_ := set $podSecurityContext "fsGroupChangePolicy" "OnRootMismatch" }}
+{{- end }}
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -99,7 +104,7 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       securityContext:
-        {{- toYaml $s.podSecurityContext | nindent 8 }}
+        {{- toYaml $podSecurityContext | nindent 8 }}
       # preStop sleep, then SIGTERM: the process stops taking calls and drains (main.ts).
       terminationGracePeriodSeconds: {{ int $s.terminationGracePeriodSeconds }}
       containers:
