@@ -919,6 +919,31 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(run().status).toBe(0);
   });
 
+  it("keeps the client's address as the peer of a gateway Service reachable from outside", () => {
+    const policy = (...args: string[]) =>
+      named(
+        helmTemplate(chart, "rowbase", ["-f", "deploy/ci-values/ingress.yaml", ...args]),
+        "Service",
+        "rowbase-gateway",
+      )!.spec.externalTrafficPolicy;
+    // kube-proxy's SNAT under Cluster would make a node the peer: every client behind it
+    // would share one key of the per-IP rate limits.
+    expect(
+      named(render("deploy/ci-values/observability.yaml"), "Service", "rowbase-gateway")!.spec,
+    ).toMatchObject({ type: "LoadBalancer", externalTrafficPolicy: "Local" });
+    expect(policy("--set", "gateway.service.type=NodePort")).toBe("Local");
+    expect(
+      policy(
+        "--set",
+        "gateway.service.type=LoadBalancer",
+        "--set",
+        "gateway.service.externalTrafficPolicy=Cluster",
+      ),
+    ).toBe("Cluster");
+    // A ClusterIP Service has no external traffic (Kubernetes rejects the field there).
+    expect(policy()).toBeUndefined();
+  });
+
   it("gives each migration step the extra environment of its service", () => {
     const password = { secretKeyRef: { name: "rowbase-db-password", key: "password" } };
     const manifests = helmTemplate(chart, "rowbase", [

@@ -16,8 +16,9 @@ Call with (dict "root" $ "name" "identity"); renders nothing when the process is
 {{- $portName := ternary "grpc" "http" $grpc }}
 {{- $port := int $s.port }}
 {{- $metricsPort := int $root.Values.metrics.port }}
+{{- $serviceType := ternary "ClusterIP" (dig "service" "type" "ClusterIP" $s) $grpc }}
 {{- /* A gateway Service reachable from outside must not carry /metrics: it gets its own. */}}
-{{- $separateMetricsService := ne (ternary "ClusterIP" (dig "service" "type" "ClusterIP" $s) $grpc) "ClusterIP" }}
+{{- $separateMetricsService := ne $serviceType "ClusterIP" }}
 {{- $configData := include "rowbase.configData" . }}
 {{- $serviceAccount := ternary $fullName (default "default" $s.serviceAccount.name) $s.serviceAccount.create }}
 {{- /* The files directory (files.storage.type directory): a PersistentVolumeClaim or an emptyDir. */}}
@@ -216,7 +217,11 @@ metadata:
   labels:
     {{- include "rowbase.labels" $ctx | nindent 4 }}
 spec:
-  type: {{ ternary "ClusterIP" (dig "service" "type" "ClusterIP" $s) $grpc }}
+  type: {{ $serviceType }}
+  {{- if ne $serviceType "ClusterIP" }}
+  # The per-IP rate limits key on the peer: with Cluster, kube-proxy's SNAT makes it a node.
+  externalTrafficPolicy: {{ dig "service" "externalTrafficPolicy" "Local" $s }}
+  {{- end }}
   selector:
     {{- include "rowbase.selectorLabels" $ctx | nindent 4 }}
   ports:
