@@ -1,8 +1,17 @@
-import { listenHost, logLevel, observabilityEnv, optionalUrl, port, secret } from "@rowbase/kit";
+import {
+  databasePoolMax,
+  listenHost,
+  logLevel,
+  observabilityEnv,
+  optionalUrl,
+  port,
+  secret,
+} from "@rowbase/kit";
 import { z } from "zod";
 
 export const catalogEnv = z.object({
   DATABASE_URL: z.url(),
+  DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,

@@ -27,8 +27,12 @@ import { recordsTypeChangeCheck } from "./type-change-check.js";
 
 export const SCHEMA = "catalog";
 
-export function createCatalogOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+export function createCatalogOrm(
+  databaseUrl: string,
+  logger?: Logger,
+  poolSize?: number,
+): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
 }
 
 export async function migrateCatalog(databaseUrl: string): Promise<string[]> {
@@ -56,7 +60,7 @@ export async function startCatalog(
   deps: { logger: Logger; cache: Cache; bus: EventBus },
 ): Promise<RunningCatalog> {
   await deps.bus.ensureStreams(STREAMS);
-  const orm = await createCatalogOrm(config.DATABASE_URL, deps.logger);
+  const orm = await createCatalogOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const authorizer = new Authorizer(

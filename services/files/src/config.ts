@@ -1,4 +1,5 @@
 import {
+  databasePoolMax,
   listenHost,
   logLevel,
   observabilityEnv,
@@ -17,6 +18,7 @@ const S3_KEYS = ["S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCE
 export const filesEnv = z
   .object({
     DATABASE_URL: z.url(),
+    DATABASE_POOL_MAX: databasePoolMax,
     REDIS_URL: optionalUrl,
     NATS_URL: optionalUrl,
     INTERNAL_JWT_SECRET: secret,

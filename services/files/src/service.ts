@@ -29,8 +29,12 @@ import { Upstream } from "./upstream.js";
 
 export const SCHEMA = "files";
 
-export function createFilesOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+export function createFilesOrm(
+  databaseUrl: string,
+  logger?: Logger,
+  poolSize?: number,
+): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
 }
 
 export async function migrateFiles(databaseUrl: string): Promise<string[]> {
@@ -67,7 +71,7 @@ export async function startFiles(
   options: FilesOptions = {},
 ): Promise<RunningFiles> {
   await deps.bus.ensureStreams(STREAMS);
-  const orm = await createFilesOrm(config.DATABASE_URL, deps.logger);
+  const orm = await createFilesOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
   const blobs = createBlobStore(storageSettingsOf(config));
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   let maintenance: Maintenance | undefined;

@@ -1,4 +1,5 @@
 import {
+  databasePoolMax,
   listenHost,
   logLevel,
   observabilityEnv,
@@ -116,6 +117,7 @@ const OIDC_REQUIRED = [
 
 const identityFields = z.object({
   DATABASE_URL: z.url(),
+  DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,

@@ -19,8 +19,12 @@ import { createRoutes } from "./server.js";
 
 export const SCHEMA = "identity";
 
-export function createIdentityOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+export function createIdentityOrm(
+  databaseUrl: string,
+  logger?: Logger,
+  poolSize?: number,
+): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
 }
 
 export async function migrateIdentity(databaseUrl: string): Promise<string[]> {
@@ -42,7 +46,7 @@ export async function startIdentity(
   config: IdentityConfig,
   deps: { logger: Logger; cache: Cache },
 ): Promise<RunningIdentity> {
-  const orm = await createIdentityOrm(config.DATABASE_URL, deps.logger);
+  const orm = await createIdentityOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
   const signer = await AccessTokenSigner.create(
     config.JWT_SIGNING_KEYS,

@@ -49,6 +49,13 @@ export function optionalWholeNumber(min: number, max: number) {
   return z.preprocess(blankToUndefined, z.coerce.number().int().min(min).max(max).optional());
 }
 
+/**
+ * DATABASE_POOL_MAX: PostgreSQL connections of a service's pool; unset, kit's default (10 when
+ * the service runs alone, fewer in the one-process launcher). Each replica of each service may
+ * hold this many, and together they must fit the server's `max_connections`.
+ */
+export const databasePoolMax = optionalWholeNumber(1, 500);
+
 /** A TCP port, 0 meaning "any free port". */
 export const port = (fallback: number) => wholeNumber(0, 65535, fallback);
 

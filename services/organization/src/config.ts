@@ -1,4 +1,5 @@
 import {
+  databasePoolMax,
   listenHost,
   logLevel,
   observabilityEnv,
@@ -13,6 +14,7 @@ const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fa
 
 export const organizationEnv = z.object({
   DATABASE_URL: z.url(),
+  DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,

@@ -33,8 +33,12 @@ import { UserDirectory } from "./user-directory.js";
 
 export const SCHEMA = "organization";
 
-export function createOrganizationOrm(databaseUrl: string, logger?: Logger): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger });
+export function createOrganizationOrm(
+  databaseUrl: string,
+  logger?: Logger,
+  poolSize?: number,
+): Promise<Orm> {
+  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
 }
 
 export async function migrateOrganization(databaseUrl: string): Promise<string[]> {
@@ -62,7 +66,11 @@ export async function startOrganization(
   deps: { logger: Logger; cache: Cache; bus: EventBus },
 ): Promise<RunningOrganization> {
   await deps.bus.ensureStreams(STREAMS);
-  const orm = await createOrganizationOrm(config.DATABASE_URL, deps.logger);
+  const orm = await createOrganizationOrm(
+    config.DATABASE_URL,
+    deps.logger,
+    config.DATABASE_POOL_MAX,
+  );
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);

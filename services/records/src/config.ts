@@ -1,4 +1,5 @@
 import {
+  databasePoolMax,
   listenHost,
   logLevel,
   observabilityEnv,
@@ -11,6 +12,7 @@ import { z } from "zod";
 
 export const recordsEnv = z.object({
   DATABASE_URL: z.url(),
+  DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
@@ -27,11 +29,6 @@ export const recordsEnv = z.object({
    * (FilesService.ListRecordFiles). Unset until files runs: file fields then show null.
    */
   FILES_GRPC_URL: optionalUrl,
-  /**
-   * PostgreSQL connections of the service's pool; unset: kit's default (10 when the service
-   * runs alone, fewer in the one-process launcher).
-   */
-  DATABASE_POOL_MAX: optionalWholeNumber(1, 500),
   /**
    * How long PostgreSQL may work on a list's statements (`statement_timeout`); unset: 10 s, the
    * gateway's deadline, past which nobody waits for the answer.
