@@ -944,6 +944,50 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(policy()).toBeUndefined();
   });
 
+  it("sizes each service's PostgreSQL pool and refuses pools that exceed max_connections", () => {
+    const run = (...args: string[]) =>
+      spawnSync(
+        helm,
+        ["template", "rowbase", chart, "-f", "deploy/ci-values/ingress.yaml", ...args],
+        { cwd: root, encoding: "utf8" },
+      );
+    // Each service reads its pool size from its environment; the gateway has no database.
+    const s3 = render("deploy/ci-values/s3.yaml");
+    for (const process of PROCESSES) {
+      const deployment = named(s3, "Deployment", `rowbase-${process}`)!;
+      const env = environmentOf(s3, deployment.spec.template.spec.containers[0]);
+      const parsed = envSchemaOf(process).parse(env) as { DATABASE_POOL_MAX?: number };
+      const expected = process === "gateway" ? undefined : process === "files" ? 4 : 10;
+      expect(parsed.DATABASE_POOL_MAX, process).toBe(expected);
+    }
+    // Five services of one replica with pools of 10 fit PostgreSQL's default 100, less 10 kept.
+    expect(run().status).toBe(0);
+    // (files stays at one replica: its ReadWriteOnce volume allows no more)
+    const tripled = ["--set", "serviceDefaults.replicaCount=3", "--set", "files.replicaCount=1"];
+    const crowded = run(...tripled);
+    expect(crowded.status).not.toBe(0);
+    expect(crowded.stderr).toContain("postgresql.maxConnections");
+    expect(crowded.stderr).toContain("may open 130 PostgreSQL connections");
+    expect(crowded.stderr).toContain("records 3 x 10");
+    expect(run(...tripled, "--set", "postgresql.maxConnections=140").status).toBe(0);
+    // Autoscaling counts its most replicas; smaller pools make room for them.
+    const scaled = run("--set", "records.autoscaling.enabled=true");
+    expect(scaled.status).not.toBe(0);
+    expect(scaled.stderr).toContain("records 6 x 10");
+    expect(
+      run("--set", "records.autoscaling.enabled=true", "--set", "records.databasePoolMax=5").status,
+    ).toBe(0);
+    // The gateway holds no PostgreSQL connection, however far it scales.
+    expect(
+      run(
+        "--set",
+        "gateway.autoscaling.enabled=true",
+        "--set",
+        "gateway.autoscaling.maxReplicas=50",
+      ).status,
+    ).toBe(0);
+  });
+
   it("gives each migration step the extra environment of its service", () => {
     const password = { secretKeyRef: { name: "rowbase-db-password", key: "password" } };
     const manifests = helmTemplate(chart, "rowbase", [

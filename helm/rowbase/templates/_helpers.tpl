@@ -194,6 +194,7 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $root := .root }}
 {{- $c := include "rowbase.component" . | fromYaml }}
 {{- $own := index $root.Values .name }}
+{{- $s := include "rowbase.settings" . | fromYaml }}
 {{- $data := dict "LOG_LEVEL" $root.Values.config.logLevel }}
 {{- $_ := set $data "METRICS_PORT" (toString (int $root.Values.metrics.port)) }}
 {{- with $root.Values.tracing.otlpEndpoint }}{{ $_ := set $data "OTEL_EXPORTER_OTLP_ENDPOINT" . }}{{ end }}
@@ -207,6 +208,9 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- end }}
 {{- if or (eq .name "gateway") (eq .name "organization") }}
 {{- with include "rowbase.publicBaseUrl" $root }}{{ $_ := set $data "PUBLIC_BASE_URL" . }}{{ end }}
+{{- end }}
+{{- if has "database" $c.needs }}
+{{- $_ := set $data "DATABASE_POOL_MAX" (toString (int $s.databasePoolMax)) }}
 {{- end }}
 {{- if has "mail" $c.needs }}
 {{- $_ := set $data "MAIL_FROM" $root.Values.mail.from }}
@@ -234,7 +238,7 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $_ := set $data (printf "%s_GRPC_URL" (upper .)) (include "rowbase.grpcUrl" (dict "root" $root "name" .)) }}
 {{- end }}
 {{- end }}
-{{- $env := (include "rowbase.settings" . | fromYaml).env | default dict }}
+{{- $env := $s.env | default dict }}
 {{- range $key, $value := $env }}
 {{- $_ := set $data $key (ternary (toString (int64 $value)) (toString $value) (kindIs "float64" $value)) }}
 {{- end }}
@@ -346,6 +350,21 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- /* Every replica of every service may hold its whole pool at once (autoscaling: the most replicas). */}}
+{{- $connections := 0 }}
+{{- $pools := list }}
+{{- range (include "rowbase.components" . | fromYamlArray) }}
+{{- if and (has "database" .needs) (index $v .name).enabled }}
+{{- $s := include "rowbase.settings" (dict "root" $ "name" .name) | fromYaml }}
+{{- $replicas := int (ternary $s.autoscaling.maxReplicas $s.replicaCount $s.autoscaling.enabled) }}
+{{- $connections = add $connections (mul $replicas $s.databasePoolMax) }}
+{{- $pools = append $pools (printf "%s %d x %d" .name $replicas (int $s.databasePoolMax)) }}
+{{- end }}
+{{- end }}
+{{- $available := sub $v.postgresql.maxConnections $v.postgresql.reservedConnections }}
+{{- if gt (int $connections) (int $available) }}
+{{- $problems = append $problems (printf "postgresql.maxConnections: the services' pools may open %d PostgreSQL connections (replicas x databasePoolMax: %s), more than the %d of postgresql.maxConnections (%d) minus postgresql.reservedConnections (%d); lower <service>.databasePoolMax or the replicas (autoscaling.maxReplicas), or raise max_connections on the server and set postgresql.maxConnections to it" (int $connections) (join ", " $pools) (int $available) (int $v.postgresql.maxConnections) (int $v.postgresql.reservedConnections)) }}
 {{- end }}
 {{- /* Behind an Ingress every request's peer is the controller: the per-IP limits see one client. */}}
 {{- if and $v.ingress.enabled $v.gateway.enabled (not $v.gateway.trustedProxies) (ne (lower $v.gateway.rateLimits) "off") }}
