@@ -3,6 +3,7 @@ import {
   listenHost,
   logLevel,
   observabilityEnv,
+  optionalSecret,
   optionalUrl,
   port,
   secret,
@@ -15,6 +16,8 @@ export const catalogEnv = z.object({
   REDIS_URL: optionalUrl,
   NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
+  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
+  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
   LOG_LEVEL: logLevel,
   GRPC_HOST: listenHost,
   GRPC_PORT: port(50053),

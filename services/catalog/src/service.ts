@@ -90,6 +90,7 @@ export async function startCatalog(
       port: config.GRPC_PORT,
       logger: deps.logger,
       internalSecret: config.INTERNAL_JWT_SECRET,
+      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
     });
   } catch (error) {
     for (const consumer of consumers) await consumer.stop();

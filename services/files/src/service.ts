@@ -116,6 +116,7 @@ export async function startFiles(
       port: config.GRPC_PORT,
       logger: deps.logger,
       internalSecret: config.INTERNAL_JWT_SECRET,
+      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
       interceptors: [streamingErrorsInterceptor(deps.logger)],
     });
   } catch (error) {

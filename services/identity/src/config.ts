@@ -3,6 +3,7 @@ import {
   listenHost,
   logLevel,
   observabilityEnv,
+  optionalSecret,
   optionalUrl,
   port,
   secret,
@@ -120,6 +121,8 @@ const identityFields = z.object({
   DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
+  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
+  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
   LOG_LEVEL: logLevel,
   GRPC_HOST: listenHost,
   GRPC_PORT: port(50051),

@@ -73,6 +73,7 @@ export async function startIdentity(
     port: config.GRPC_PORT,
     logger: deps.logger,
     internalSecret: config.INTERNAL_JWT_SECRET,
+    previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
   });
   return {
     server,

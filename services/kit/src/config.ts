@@ -73,6 +73,9 @@ export const listenHost = z.preprocess(blankToUndefined, z.string().optional());
 /** A secret shared by the gateway and the services; long enough to resist brute force. */
 export const secret = z.string().min(32, "must be at least 32 characters");
 
+/** As `secret`, optional: unset, empty or blank is undefined. */
+export const optionalSecret = z.preprocess(blankToUndefined, secret.optional());
+
 /** Metrics and traces, read alike by every process (README "Observability"). */
 export const observabilityEnv = z.object({
   /** `GET /metrics` for Prometheus on its own HTTP/1.1 port; 0 picks a free one. */

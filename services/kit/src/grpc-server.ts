@@ -23,6 +23,7 @@ import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import {
   cachedPrincipalVerifier,
   PRINCIPAL_HEADER,
+  type PrincipalSecrets,
   principalKey,
   REQUEST_ID_HEADER,
 } from "./principal.js";
@@ -50,6 +51,11 @@ export interface GrpcServerOptions {
   port: number;
   logger: Logger;
   internalSecret: string;
+  /**
+   * INTERNAL_JWT_SECRET_PREVIOUS: principals signed with it are accepted too (never signed),
+   * so that the shared secret can be rotated without refusing calls.
+   */
+  previousInternalSecret?: string | undefined;
   /** Extra interceptors, innermost last (e.g. the EntityManager fork). */
   interceptors?: Interceptor[];
   /** Where the RPC counts and latencies go; the process's registry when absent. */
@@ -100,8 +106,11 @@ export interface GrpcServer {
  * Verifies the signed principal, carries the request id, and writes one log line per call.
  * Unexpected errors are logged with their cause and reach the client as a masked Internal.
  */
-export function callContextInterceptor(logger: Logger, internalSecret: string): Interceptor {
-  const verifyPrincipal = cachedPrincipalVerifier(internalSecret);
+export function callContextInterceptor(
+  logger: Logger,
+  internalSecrets: PrincipalSecrets,
+): Interceptor {
+  const verifyPrincipal = cachedPrincipalVerifier(internalSecrets);
   return (next) => async (req) => {
     const started = performance.now();
     const requestId = req.header.get(REQUEST_ID_HEADER) || randomUUID();
@@ -181,7 +190,10 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
   const handler = connectNodeAdapter({
     interceptors: [
       rpcObservabilityInterceptor(options.metrics ?? processMetricsRegistry()),
-      callContextInterceptor(options.logger, options.internalSecret),
+      callContextInterceptor(options.logger, [
+        options.internalSecret,
+        options.previousInternalSecret,
+      ]),
       ...(options.interceptors ?? []),
     ],
     routes(router) {

@@ -54,12 +54,18 @@ function claimsOf(principal: Principal): [string, Record<string, string>] {
   }
 }
 
+/**
+ * The secrets a principal may be signed with: the current one, and while it is being rotated
+ * the previous one too (INTERNAL_JWT_SECRET_PREVIOUS). Signing always uses the current one.
+ */
+export type PrincipalSecrets = string | readonly (string | undefined)[];
+
 /** Verifies a signed principal; anything forged, expired or malformed yields undefined. */
 export async function verifyPrincipal(
-  secret: string,
+  secrets: PrincipalSecrets,
   token: string,
 ): Promise<Principal | undefined> {
-  return (await verified(secret, token))?.principal;
+  return (await verified(secrets, token))?.principal;
 }
 
 /**
@@ -69,14 +75,14 @@ export async function verifyPrincipal(
  * exact text, so a token is accepted from memory only if the same bytes passed the check.
  */
 export function cachedPrincipalVerifier(
-  secret: string,
+  secrets: PrincipalSecrets,
   maxEntries = 10_000,
 ): (token: string) => Promise<Principal | undefined> {
   const cache = new LocalCache<Principal>(LIFETIME_SECONDS * 1000, maxEntries);
   return async (token) => {
     const hit = cache.get(token);
     if (hit) return hit;
-    const result = await verified(secret, token);
+    const result = await verified(secrets, token);
     if (!result) return undefined;
     cache.set(token, result.principal, result.expiresAt - Date.now());
     return result.principal;
@@ -84,20 +90,24 @@ export function cachedPrincipalVerifier(
 }
 
 async function verified(
-  secret: string,
+  secrets: PrincipalSecrets,
   token: string,
 ): Promise<{ principal: Principal; expiresAt: number } | undefined> {
-  try {
-    const { payload } = await jwtVerify(token, keyOf(secret), {
-      issuer: ISSUER,
-      algorithms: ["HS256"],
-    });
-    const principal = principalOf(payload);
-    if (!principal || typeof payload.exp !== "number") return undefined;
-    return { principal, expiresAt: payload.exp * 1000 };
-  } catch {
-    return undefined;
+  for (const secret of typeof secrets === "string" ? [secrets] : secrets) {
+    if (!secret) continue;
+    try {
+      const { payload } = await jwtVerify(token, keyOf(secret), {
+        issuer: ISSUER,
+        algorithms: ["HS256"],
+      });
+      const principal = principalOf(payload);
+      if (!principal || typeof payload.exp !== "number") return undefined;
+      return { principal, expiresAt: payload.exp * 1000 };
+    } catch {
+      // Not this secret's (or not valid at all): the next one may have signed it.
+    }
   }
+  return undefined;
 }
 
 function principalOf(payload: JWTPayload): Principal | undefined {

@@ -119,6 +119,7 @@ export async function startOrganization(
       port: config.GRPC_PORT,
       logger: deps.logger,
       internalSecret: config.INTERNAL_JWT_SECRET,
+      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
     });
   } catch (error) {
     await consumers?.stop();
