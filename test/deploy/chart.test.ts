@@ -145,6 +145,7 @@ const OUTSIDE_SECRETS: Record<string, string> = {
   REDIS_URL: "redis://redis:6379",
   NATS_URL: "nats://nats:4222",
   INTERNAL_JWT_SECRET: "i".repeat(48),
+  INTERNAL_JWT_SECRET_PREVIOUS: "p".repeat(48),
   FILE_URL_SECRET: "f".repeat(48),
   JWT_SIGNING_KEYS: JSON.stringify([
     {
@@ -1084,6 +1085,70 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       { cwd: root, encoding: "utf8" },
     );
     expect(bad.stderr).toContain("secrets.jwtSigningKeys: a JSON array of Ed25519 private JWKs");
+  });
+
+  it("gives the services the previous internal secret only while one is given", () => {
+    const previous = "the-previous-internal-secret-of-32-chars";
+    const previousOf = (manifests: Manifest[], process: string) => {
+      const deployment = named(manifests, "Deployment", `rowbase-${process}`)!;
+      const env = environmentOf(manifests, deployment.spec.template.spec.containers[0]);
+      return (envSchemaOf(process).parse(env) as { INTERNAL_JWT_SECRET_PREVIOUS?: string })
+        .INTERNAL_JWT_SECRET_PREVIOUS;
+    };
+    const rotating = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/external.yaml",
+      "--set",
+      `secrets.internalJwtSecretPrevious=${previous}`,
+    ]);
+    const secret = named(rotating, "Secret", "rowbase-secrets")!;
+    expect(decode(secret.data.INTERNAL_JWT_SECRET_PREVIOUS)).toBe(previous);
+    for (const process of PROCESSES) {
+      // The services verify principals; the gateway only signs them, with the current secret.
+      expect(previousOf(rotating, process), process).toBe(
+        process === "gateway" ? undefined : previous,
+      );
+    }
+    const settled = render("deploy/ci-values/external.yaml");
+    expect(named(settled, "Secret", "rowbase-secrets")!.data.INTERNAL_JWT_SECRET_PREVIOUS).toBe(
+      undefined,
+    );
+    for (const process of PROCESSES) expect(previousOf(settled, process), process).toBeUndefined();
+
+    // In a Secret of the user's, the key is there only while rotating: an optional reference.
+    const outside = render("deploy/ci-values/existing-secrets.yaml");
+    const records = named(outside, "Deployment", "rowbase-records")!;
+    expect(records.spec.template.spec.containers[0].env).toContainEqual({
+      name: "INTERNAL_JWT_SECRET_PREVIOUS",
+      valueFrom: {
+        secretKeyRef: {
+          name: "rowbase-app-secrets",
+          key: "INTERNAL_JWT_SECRET_PREVIOUS",
+          optional: true,
+        },
+      },
+    });
+
+    const refused = (file: string, value: string) =>
+      spawnSync(
+        helm,
+        [
+          "template",
+          "rowbase",
+          chart,
+          "-f",
+          file,
+          "--set",
+          `secrets.internalJwtSecretPrevious=${value}`,
+        ],
+        { cwd: root, encoding: "utf8" },
+      );
+    const short = refused("deploy/ci-values/external.yaml", "too-short");
+    expect(short.status).not.toBe(0);
+    expect(short.stderr).toContain("internalJwtSecretPrevious");
+    const ignored = refused("deploy/ci-values/existing-secrets.yaml", previous);
+    expect(ignored.status).not.toBe(0);
+    expect(ignored.stderr).toContain("put INTERNAL_JWT_SECRET_PREVIOUS in that Secret instead");
   });
 
   it("puts its Secret back on rollback, so that pods read the URLs of the release rolled back to", () => {

@@ -74,7 +74,8 @@ What each process is, as the code has it (each service's src/config.ts and src/m
 values: these are facts of the code, not settings.
   kind     grpc (a service) or http (the gateway)
   main     the compiled entry point, relative to the image's working directory
-  needs    the secrets, stores and settings it reads (fileStorage: FILES_DIR or S3_*)
+  needs    the secrets, stores and settings it reads (fileStorage: FILES_DIR or S3_*;
+           internalJwtSecretPrevious: the services verify principals, the gateway only signs)
   calls    the services whose <NAME>_GRPC_URL it gets (when they are enabled)
   requires the services it cannot start without (a required <NAME>_GRPC_URL)
   migrates whether `main migrate` applies migrations
@@ -90,35 +91,35 @@ values: these are facts of the code, not settings.
 - name: identity
   kind: grpc
   main: services/identity/dist/src/main.js
-  needs: [database, redis, internalJwtSecret, jwtSigningKeys, mail, oidc]
+  needs: [database, redis, internalJwtSecret, internalJwtSecretPrevious, jwtSigningKeys, mail, oidc]
   calls: []
   requires: []
   migrates: true
 - name: organization
   kind: grpc
   main: services/organization/dist/src/main.js
-  needs: [database, redis, nats, internalJwtSecret, mail]
+  needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious, mail]
   calls: [identity, catalog, records, files]
   requires: [identity]
   migrates: true
 - name: catalog
   kind: grpc
   main: services/catalog/dist/src/main.js
-  needs: [database, redis, nats, internalJwtSecret]
+  needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious]
   calls: [organization, records]
   requires: [organization]
   migrates: true
 - name: records
   kind: grpc
   main: services/records/dist/src/main.js
-  needs: [database, redis, nats, internalJwtSecret]
+  needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious]
   calls: [organization, catalog, files]
   requires: [organization, catalog]
   migrates: true
 - name: files
   kind: grpc
   main: services/files/dist/src/main.js
-  needs: [database, redis, nats, internalJwtSecret, fileUrlSecret, fileStorage]
+  needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious, fileUrlSecret, fileStorage]
   calls: [organization, catalog, records]
   requires: [organization, catalog, records]
   migrates: true
@@ -280,6 +281,13 @@ set at all (optional ones). Call with (dict "root" $ "component" "identity" "var
   {{- else if $oidc.clientSecret }}
     {{- $ref = dict "name" $chart "key" "OIDC_CLIENT_SECRET" }}
   {{- end }}
+{{- else if eq .var "INTERNAL_JWT_SECRET_PREVIOUS" }}
+  {{- /* Only while rotating: in a Secret of yours it may be absent, so the reference is optional. */}}
+  {{- if $v.secrets.existingSecret }}
+    {{- $ref = dict "name" $v.secrets.existingSecret "key" .var "optional" true }}
+  {{- else if $v.secrets.internalJwtSecretPrevious }}
+    {{- $ref = dict "name" $chart "key" .var }}
+  {{- end }}
 {{- else if or (eq .var "S3_ACCESS_KEY_ID") (eq .var "S3_SECRET_ACCESS_KEY") }}
   {{- $s3 := $v.files.storage.s3 }}
   {{- if ne $v.files.storage.type "s3" }}
@@ -308,6 +316,7 @@ Call with (dict "root" $ "name" "identity").
     "redis" (list "REDIS_URL")
     "nats" (list "NATS_URL")
     "internalJwtSecret" (list "INTERNAL_JWT_SECRET")
+    "internalJwtSecretPrevious" (list "INTERNAL_JWT_SECRET_PREVIOUS")
     "jwtSigningKeys" (list "JWT_SIGNING_KEYS")
     "fileUrlSecret" (list "FILE_URL_SECRET")
     "fileStorage" (list "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY")
@@ -322,6 +331,9 @@ Call with (dict "root" $ "name" "identity").
     secretKeyRef:
       name: {{ $ref.name }}
       key: {{ $ref.key }}
+      {{- if $ref.optional }}
+      optional: true
+      {{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -420,6 +432,14 @@ Stops rendering with one message listing every setting a working installation la
 {{- with $v.secrets.internalJwtSecret }}
 {{- if lt (len .) 32 }}
 {{- $problems = append $problems "secrets.internalJwtSecret: at least 32 characters" }}
+{{- end }}
+{{- end }}
+{{- with $v.secrets.internalJwtSecretPrevious }}
+{{- if lt (len .) 32 }}
+{{- $problems = append $problems "secrets.internalJwtSecretPrevious: at least 32 characters" }}
+{{- end }}
+{{- if $v.secrets.existingSecret }}
+{{- $problems = append $problems "secrets.internalJwtSecretPrevious: with secrets.existingSecret, put INTERNAL_JWT_SECRET_PREVIOUS in that Secret instead" }}
 {{- end }}
 {{- end }}
 {{- if $problems }}
