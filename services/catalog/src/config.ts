@@ -1,27 +1,10 @@
-import {
-  databasePoolMax,
-  listenHost,
-  logLevel,
-  observabilityEnv,
-  optionalSecret,
-  optionalUrl,
-  port,
-  secret,
-} from "@rowbase/kit";
+import { optionalUrl, port, serviceEnv } from "@rowbase/kit";
 import { z } from "zod";
 
 export const catalogEnv = z.object({
-  DATABASE_URL: z.url(),
-  DATABASE_POOL_MAX: databasePoolMax,
-  REDIS_URL: optionalUrl,
+  ...serviceEnv.shape,
   NATS_URL: optionalUrl,
-  INTERNAL_JWT_SECRET: secret,
-  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
-  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
-  LOG_LEVEL: logLevel,
-  GRPC_HOST: listenHost,
   GRPC_PORT: port(50053),
-  ...observabilityEnv.shape,
   /** The organization service, for members' roles (`http://host:port`). */
   ORGANIZATION_GRPC_URL: z.url(),
   /**

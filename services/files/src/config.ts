@@ -1,14 +1,4 @@
-import {
-  databasePoolMax,
-  listenHost,
-  logLevel,
-  observabilityEnv,
-  optionalSecret,
-  optionalUrl,
-  port,
-  secret,
-  wholeNumber,
-} from "@rowbase/kit";
+import { optionalUrl, port, secret, serviceEnv, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
 const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
@@ -18,17 +8,9 @@ const S3_KEYS = ["S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCE
 
 export const filesEnv = z
   .object({
-    DATABASE_URL: z.url(),
-    DATABASE_POOL_MAX: databasePoolMax,
-    REDIS_URL: optionalUrl,
+    ...serviceEnv.shape,
     NATS_URL: optionalUrl,
-    INTERNAL_JWT_SECRET: secret,
-    /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
-    INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
-    LOG_LEVEL: logLevel,
-    GRPC_HOST: listenHost,
     GRPC_PORT: port(50055),
-    ...observabilityEnv.shape,
     /** The organization service: members' roles and plans (`http://host:port`). */
     ORGANIZATION_GRPC_URL: z.url(),
     /** The catalog service: table schemas, to check that a field is a file field. */

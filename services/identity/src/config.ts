@@ -1,14 +1,4 @@
-import {
-  databasePoolMax,
-  listenHost,
-  logLevel,
-  observabilityEnv,
-  optionalSecret,
-  optionalUrl,
-  port,
-  secret,
-  wholeNumber,
-} from "@rowbase/kit";
+import { optionalUrl, port, serviceEnv, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fallback);
@@ -117,16 +107,8 @@ const OIDC_REQUIRED = [
 ] as const;
 
 const identityFields = z.object({
-  DATABASE_URL: z.url(),
-  DATABASE_POOL_MAX: databasePoolMax,
-  REDIS_URL: optionalUrl,
-  INTERNAL_JWT_SECRET: secret,
-  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
-  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
-  LOG_LEVEL: logLevel,
-  GRPC_HOST: listenHost,
+  ...serviceEnv.shape,
   GRPC_PORT: port(50051),
-  ...observabilityEnv.shape,
   SMTP_URL: optionalUrl,
   MAIL_FROM: z.string().default("Rowbase <no-reply@rowbase.local>"),
   JWT_SIGNING_KEYS: signingKeys,

@@ -84,13 +84,18 @@ export const observabilityEnv = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
 });
 
-/** What every service needs to start. */
+/**
+ * What every service reads alike (README "Configuration"); each service's own settings extend
+ * it (`z.object({ ...serviceEnv.shape, ... })`).
+ */
 export const serviceEnv = z.object({
-  ...observabilityEnv.shape,
   DATABASE_URL: z.url(),
+  DATABASE_POOL_MAX: databasePoolMax,
   REDIS_URL: optionalUrl,
-  NATS_URL: optionalUrl,
   INTERNAL_JWT_SECRET: secret,
+  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
+  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
   LOG_LEVEL: logLevel,
   GRPC_HOST: listenHost,
+  ...observabilityEnv.shape,
 });

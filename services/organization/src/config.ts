@@ -1,30 +1,12 @@
-import {
-  databasePoolMax,
-  listenHost,
-  logLevel,
-  observabilityEnv,
-  optionalSecret,
-  optionalUrl,
-  port,
-  secret,
-  wholeNumber,
-} from "@rowbase/kit";
+import { optionalUrl, port, serviceEnv, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fallback);
 
 export const organizationEnv = z.object({
-  DATABASE_URL: z.url(),
-  DATABASE_POOL_MAX: databasePoolMax,
-  REDIS_URL: optionalUrl,
+  ...serviceEnv.shape,
   NATS_URL: optionalUrl,
-  INTERNAL_JWT_SECRET: secret,
-  /** Accepted, never used to sign, while INTERNAL_JWT_SECRET is rotated (README). */
-  INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
-  LOG_LEVEL: logLevel,
-  GRPC_HOST: listenHost,
   GRPC_PORT: port(50052),
-  ...observabilityEnv.shape,
   /** The identity service, for members' e-mails and names (`http://host:port`). */
   IDENTITY_GRPC_URL: z.url(),
   SMTP_URL: optionalUrl,
