@@ -76,6 +76,9 @@ interface AuditRow {
   changes: AuditChange[];
 }
 
+/** A row of the list's answer: an event, or all nulls when the page is empty. */
+type PageRow = AuditRow | { [K in keyof AuditRow]: null };
+
 const ACTOR_TYPES: Partial<Record<Actor_Type, ActorType>> = {
   [Actor_Type.USER]: "user",
   [Actor_Type.API_TOKEN]: "api_token",
@@ -217,19 +220,26 @@ export class AuditLog {
       params.push(query.action);
     }
     const where = conditions.join(" and ");
-    const [count] = await em.execute<{ total: string }[]>(
-      `select count(*) as total from audit_event where ${where}`,
-      params,
+    // The total and the page in one statement, so one snapshot: as two, an event stored between
+    // them made the total disagree with the page. The total's row stays when the page is empty
+    // (an offset past the end); its columns are then null.
+    const rows = await em.execute<(PageRow & { total: string })[]>(
+      `select t.total, p.*
+       from (select count(*) as total from audit_event where ${where}) t
+       left join lateral (
+         select event_id, at, to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
+           organization_id, database_id, table_id, actor_type, actor_id, action,
+           target_type, target_id, target_field_id, changes
+         from audit_event where ${where}
+         order by at desc, event_id desc limit ? offset ?
+       ) p on true
+       order by p.at desc, p.event_id desc`,
+      [...params, ...params, query.limit, query.offset],
     );
-    const rows = await em.execute<AuditRow[]>(
-      `select event_id, to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
-         organization_id, database_id, table_id, actor_type, actor_id, action,
-         target_type, target_id, target_field_id, changes
-       from audit_event where ${where}
-       order by at desc, event_id desc limit ? offset ?`,
-      [...params, query.limit, query.offset],
+    const entries = rows.filter(
+      (row): row is AuditRow & { total: string } => row.event_id !== null,
     );
-    return { entries: rows.map(toEntry), total: BigInt(count?.total ?? 0) };
+    return { entries: entries.map(toEntry), total: BigInt(rows[0]?.total ?? 0) };
   }
 
   /** The scope's organization, once the caller is known to be a member of it. */

@@ -24,7 +24,7 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { ListAuditEventsRequest } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AuditLog } from "../src/audit-log.js";
+import { AuditLog, type AuditScope } from "../src/audit-log.js";
 import { Transactions } from "../src/change-set.js";
 import { DURABLES } from "../src/event-consumers.js";
 import { createOrganizationOrm } from "../src/service.js";
@@ -451,6 +451,73 @@ describe("the audit consumer", () => {
       await orm.close();
     }
   }
+
+  it("answers a total that agrees with its page when events are stored meanwhile", async () => {
+    const owner = await h.user("Steady");
+    const { organizationId } = await newOrganization(h, owner, "Steady");
+    const databaseId = 10_000n * organizationId + 9n;
+    const tableId = databaseId + 1n;
+    let stored = 0;
+    // Another writer stores an event that every scope and filter below matches before each
+    // statement the list runs: however it reads, its total and page must come from one moment.
+    const storeOne = () =>
+      h.db.query(
+        `insert into organization.audit_event (event_id, at, organization_id, database_id,
+           table_id, actor_type, actor_id, action, target_type, target_id)
+         values ($1, now(), $2, $3, $4, 'user', $5, 'record.created', 'record', $6)`,
+        [crypto.randomUUID(), organizationId, databaseId, tableId, owner.id, ++stored],
+      );
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    try {
+      const logger = createLogger("audit-test", "silent");
+      const tx = new Transactions(orm, { kick() {} }, h.cache, logger);
+      const em = tx.em.bind(tx);
+      tx.em = () => {
+        const fork = em();
+        const execute = fork.execute.bind(fork);
+        fork.execute = (async (...args: Parameters<typeof execute>) => {
+          await storeOne();
+          return execute(...args);
+        }) as typeof fork.execute;
+        return fork;
+      };
+      const auditLog = new AuditLog({ tx, logger });
+      const call = {
+        principal: { kind: "user", userId: owner.id, sessionId: "steady" } as const,
+        requestId: "steady",
+        userId: owner.id,
+      };
+      await storeOne();
+      const scopes: AuditScope[] = [
+        { case: "organizationId", value: organizationId },
+        { case: "databaseId", value: databaseId },
+        { case: "tableId", value: tableId },
+      ];
+      const filters = [
+        { limit: 1000, offset: 0, action: "" },
+        { limit: 1000, offset: 0, action: "record.created" },
+        { limit: 1000, offset: 0, action: "", since: new Date(Date.now() - DAY_MS) },
+        { limit: 1000, offset: 0, action: "", until: new Date(Date.now() + DAY_MS) },
+      ];
+      for (const scope of scopes) {
+        for (const filter of filters) {
+          const page = await auditLog.list(call, scope, filter);
+          expect({ scope: scope.case, filter, total: page.total }).toEqual({
+            scope: scope.case,
+            filter,
+            total: BigInt(page.entries.length),
+          });
+          expect(page.entries.length).toBeGreaterThan(0);
+          // An offset past the end still counts them all.
+          const beyond = await auditLog.list(call, scope, { ...filter, offset: 100_000 });
+          expect(beyond.entries).toEqual([]);
+          expect(beyond.total).toBeGreaterThanOrEqual(page.total);
+        }
+      }
+    } finally {
+      await orm.close();
+    }
+  });
 
   it("stores an event once however often it is delivered, also when deliveries race", async () => {
     const owner = await h.user("Racing");
