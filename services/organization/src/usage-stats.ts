@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { EntityManager } from "@mikro-orm/postgresql";
+import { type EntityManager, IsolationLevel } from "@mikro-orm/postgresql";
 import { type BusMessage, Code, domainError, type Logger, SUBJECTS } from "@rowbase/kit";
 import {
   ApiCallsCountedSchema,
@@ -163,10 +163,27 @@ export class UsageStats {
     if ("problems" in period) throw validationFailed(...period.problems);
     const em = this.deps.tx.em();
     await authorize(em, organizationId, call.userId, "read", "organization_not_found");
-    const daily = await em.execute<{ day: string; api_calls: string; transfer_bytes: string }[]>(
-      `select to_char(day, 'YYYY-MM-DD') as day, api_calls, transfer_bytes from usage_daily
-       where organization_id = ? and day between ?::date and ?::date`,
-      [organizationId, period.from, period.to],
+    // Both reads see one snapshot: read apart, calls counted between them showed in the tokens
+    // but not in the totals.
+    const { daily, tokens } = await em.transactional(
+      async (tx) => ({
+        daily: await tx.execute<{ day: string; api_calls: string; transfer_bytes: string }[]>(
+          `select to_char(day, 'YYYY-MM-DD') as day, api_calls, transfer_bytes from usage_daily
+           where organization_id = ? and day between ?::date and ?::date`,
+          [organizationId, period.from, period.to],
+        ),
+        tokens: await tx.execute<{ token_id: string; name: string; api_calls: string }[]>(
+          `select u.token_id, coalesce(t.name, '') as name, sum(u.api_calls) as api_calls
+           from usage_daily_token u
+           left join api_tokens t on t.id = u.token_id and t.organization_id = u.organization_id
+           where u.organization_id = ? and u.day between ?::date and ?::date
+           group by u.token_id, t.name
+           having sum(u.api_calls) > 0
+           order by sum(u.api_calls) desc, u.token_id`,
+          [organizationId, period.from, period.to],
+        ),
+      }),
+      { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
     );
     const byDay = new Map(daily.map((row) => [row.day, row]));
     const days = period.days.map((date) => ({
@@ -174,16 +191,6 @@ export class UsageStats {
       apiCalls: BigInt(byDay.get(date)?.api_calls ?? 0),
       transferBytes: BigInt(byDay.get(date)?.transfer_bytes ?? 0),
     }));
-    const tokens = await em.execute<{ token_id: string; name: string; api_calls: string }[]>(
-      `select u.token_id, coalesce(t.name, '') as name, sum(u.api_calls) as api_calls
-       from usage_daily_token u
-       left join api_tokens t on t.id = u.token_id and t.organization_id = u.organization_id
-       where u.organization_id = ? and u.day between ?::date and ?::date
-       group by u.token_id, t.name
-       having sum(u.api_calls) > 0
-       order by sum(u.api_calls) desc, u.token_id`,
-      [organizationId, period.from, period.to],
-    );
     return {
       from: period.from,
       to: period.to,

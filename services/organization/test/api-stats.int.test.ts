@@ -193,6 +193,54 @@ describe("GetApiStats", () => {
     });
   });
 
+  it("answers totals and tokens from one moment when calls are counted meanwhile", async () => {
+    const owner = await h.user("Snapshot");
+    const { organizationId } = await newOrganization(h, owner, "Snapshot");
+    const token = await tokenOf(owner, organizationId, "Busy");
+    const day = utcDay(new Date());
+    // One call of the token counted as the usage consumer counts it (both sums in one
+    // statement), before every statement that reads the sums.
+    const countOne = () =>
+      h.db.query(
+        `with daily as (
+           insert into organization.usage_daily (organization_id, day, api_calls, transfer_bytes)
+           values ($1, $2::date, 1, 0) on conflict (organization_id, day)
+           do update set api_calls = organization.usage_daily.api_calls + 1
+         )
+         insert into organization.usage_daily_token
+           (organization_id, day, token_id, api_calls, transfer_bytes)
+         values ($1, $2::date, $3, 1, 0) on conflict (organization_id, day, token_id)
+         do update set api_calls = organization.usage_daily_token.api_calls + 1`,
+        [organizationId, day, token],
+      );
+    await countOne();
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    try {
+      const connection = orm.em.getConnection();
+      const execute = connection.execute.bind(connection);
+      connection.execute = (async (...args: Parameters<typeof execute>) => {
+        if (String(args[0]).includes("usage_daily")) await countOne();
+        return execute(...args);
+      }) as typeof connection.execute;
+      const logger = createLogger("stats-test", "silent");
+      const stats = new UsageStats({
+        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+        logger,
+      });
+      const call = {
+        principal: { kind: "user", userId: owner.id, sessionId: "snapshot" } as const,
+        requestId: "snapshot",
+        userId: owner.id,
+      };
+      const seen = await stats.stats(call, organizationId, day, day);
+      // Every call was the token's: the token's count is the total, whatever came in meanwhile.
+      expect(seen.tokens.map((t) => [t.tokenId, t.apiCalls])).toEqual([[token, seen.apiCalls]]);
+      expect(seen.apiCalls).toBeGreaterThan(0n);
+    } finally {
+      await orm.close();
+    }
+  });
+
   it("answers members only and validates the period", async () => {
     const owner = await h.user("Private");
     const outsider = await h.user("Nosy");
