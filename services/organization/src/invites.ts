@@ -131,6 +131,8 @@ export class Invites {
           role: granted,
           status: "pending",
           invitedBy: call.userId,
+          // From the same instant, so that an invite shows exactly its lifetime.
+          createdAt: now,
           expiresAt: new Date(now.getTime() + this.deps.config.INVITE_TTL_SECONDS * 1000),
         });
         await em.flush();
