@@ -31,6 +31,19 @@ describe("usagePeriodOf", () => {
     });
   });
 
+  it("takes days of the first centuries as they are written", () => {
+    expect(usagePeriodOf("0050-02-28", "0050-03-01", now)).toMatchObject({
+      from: "0050-02-28",
+      to: "0050-03-01",
+      days: ["0050-02-28", "0050-03-01"],
+    });
+    expect(usagePeriodOf("", "0001-01-31", now)).toMatchObject({ from: "0001-01-01" });
+    // PostgreSQL knows no year 0.
+    expect(usagePeriodOf("0000-01-01", "0000-01-02", now)).toMatchObject({
+      problems: [{ key: "from" }, { key: "to" }],
+    });
+  });
+
   it("refuses malformed, impossible, reversed and over-long periods", () => {
     expect(usagePeriodOf("2026-02-30", "2026-13-01", now)).toEqual({
       problems: [

@@ -24,13 +24,18 @@ export function firstOfMonth(day: string): string {
   return `${day.slice(0, 7)}-01`;
 }
 
-/** Midnight UTC of a YYYY-MM-DD day that exists in the calendar, else undefined. */
+/**
+ * Midnight UTC of a YYYY-MM-DD day that exists in the calendar, in the years 1 to 9999 (all
+ * PostgreSQL's dates and the gateway's format share; PostgreSQL has no year 0), else undefined.
+ */
 function parseDay(text: string): number | undefined {
   const match = DATE.exec(text);
   if (!match) return undefined;
   const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const at = Date.UTC(year, month - 1, day);
-  return utcDay(new Date(at)) === text ? at : undefined;
+  // Not Date.UTC, which reads the years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return year >= 1 && utcDay(date) === text ? date.getTime() : undefined;
 }
 
 /**
