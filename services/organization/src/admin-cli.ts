@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { callAs, createServiceClient } from "@rowbase/kit";
 import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { enterpriseLimitProblems } from "./domain/plans.js";
 
 const USAGE = `usage: npm run admin -- set-plan <organization_id> <free|plus|business|enterprise> [limits]
 
@@ -66,6 +67,14 @@ export async function runAdminCommand(args: string[], target: AdminTarget): Prom
     if (typeof value !== "string" || !/^[0-9]{1,18}$/.test(value))
       throw new UsageError(`--${flag} must be a number`);
     limits[LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]] = BigInt(value);
+  }
+  // Checked here too, so that the operator reads which limit is wrong and why: the service
+  // answers only validation_failed.
+  const problems = plan === "enterprise" ? enterpriseLimitProblems(limits) : [];
+  if (problems.length > 0) {
+    throw new UsageError(
+      problems.map((p) => `--${p.key.replaceAll("_", "-")} ${p.message}`).join("\n"),
+    );
   }
 
   const client = createServiceClient(OrganizationService, target.organizationUrl);
