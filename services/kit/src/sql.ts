@@ -38,6 +38,25 @@ export async function query<R extends object = Record<string, unknown>>(
   return result.rows as R[];
 }
 
+/**
+ * Runs reads in a transaction whose statements PostgreSQL cancels after `ms`
+ * (`statement_timeout`): a list nobody waits for any more (the gateway gives up after 10 s) must
+ * not hold a connection of the pool and a backend. A cancelled statement is gRPC
+ * DeadlineExceeded (kit's server), the gateway's 503.
+ */
+export async function withStatementTimeout<T>(
+  em: EntityManager,
+  ms: number,
+  work: (em: EntityManager) => Promise<T>,
+): Promise<T> {
+  return em.transactional(async (tx) => {
+    await query(tx, "select set_config('statement_timeout', $1, true)", [String(ms)], {
+      prepare: true,
+    });
+    return work(tx);
+  });
+}
+
 /** Statement texts sent as named prepared statements, with their names. */
 const preparedNames = new Map<string, string>();
 

@@ -10,6 +10,7 @@ import {
   type Logger,
   query,
   SUBJECTS,
+  withStatementTimeout,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -138,6 +139,8 @@ export class AuditLog {
       /** Absent without CATALOG_GRPC_URL: scopes resolve from stored events only. */
       owners?: ScopeOwners | undefined;
       logger: Logger;
+      /** How long PostgreSQL may work on a list (kit `withStatementTimeout`). */
+      listTimeoutMs: number;
     },
   ) {}
 
@@ -223,18 +226,21 @@ export class AuditLog {
     // The total and the page in one statement, so one snapshot: as two, an event stored between
     // them made the total disagree with the page. The total's row stays when the page is empty
     // (an offset past the end); its columns are then null.
-    const rows = await em.execute<(PageRow & { total: string })[]>(
-      `select t.total, p.*
-       from (select count(*) as total from audit_event where ${where}) t
-       left join lateral (
-         select event_id, at, to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
-           organization_id, database_id, table_id, actor_type, actor_id, action,
-           target_type, target_id, target_field_id, changes
-         from audit_event where ${where}
-         order by at desc, event_id desc limit ? offset ?
-       ) p on true
-       order by p.at desc, p.event_id desc`,
-      [...params, ...params, query.limit, query.offset],
+    const rows = await withStatementTimeout(em, this.deps.listTimeoutMs, (tx) =>
+      tx.execute<(PageRow & { total: string })[]>(
+        `select t.total, p.*
+         from (select count(*) as total from audit_event where ${where}) t
+         left join lateral (
+           select event_id, at,
+             to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
+             organization_id, database_id, table_id, actor_type, actor_id, action,
+             target_type, target_id, target_field_id, changes
+           from audit_event where ${where}
+           order by at desc, event_id desc limit ? offset ?
+         ) p on true
+         order by p.at desc, p.event_id desc`,
+        [...params, ...params, query.limit, query.offset],
+      ),
     );
     const entries = rows.filter(
       (row): row is AuditRow & { total: string } => row.event_id !== null,

@@ -1,4 +1,4 @@
-import { optionalUrl, port, serviceEnv, wholeNumber } from "@rowbase/kit";
+import { optionalUrl, optionalWholeNumber, port, serviceEnv, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 
 const seconds = (fallback: number) => wholeNumber(1, Number.MAX_SAFE_INTEGER, fallback);
@@ -33,6 +33,11 @@ export const organizationEnv = z.object({
    * such a scope answers database_not_found/table_not_found.
    */
   CATALOG_GRPC_URL: optionalUrl,
+  /**
+   * How long PostgreSQL may work on an audit list (`statement_timeout`); unset: 10 s, the
+   * gateway's deadline, past which nobody waits for the answer.
+   */
+  LIST_TIMEOUT_MS: optionalWholeNumber(1, 600_000),
 });
 
 export type OrganizationConfig = z.output<typeof organizationEnv>;

@@ -33,6 +33,9 @@ import { UserDirectory } from "./user-directory.js";
 
 export const SCHEMA = "organization";
 
+/** How long PostgreSQL may work on an audit list by default: the gateway's deadline. */
+const LIST_TIMEOUT_MS = 10_000;
+
 export function createOrganizationOrm(
   databaseUrl: string,
   logger?: Logger,
@@ -85,6 +88,7 @@ export async function startOrganization(
       ? catalogScopeOwners(config.CATALOG_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
     logger: deps.logger,
+    listTimeoutMs: config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
   });
   const usage = new UsageStats({ tx, logger: deps.logger });
   let consumers: Awaited<ReturnType<typeof startEventConsumers>> | undefined;

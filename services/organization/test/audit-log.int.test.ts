@@ -5,6 +5,7 @@ import {
   auditChangesJson,
   batchAuditEvents,
   createLogger,
+  isCancelledStatement,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
@@ -444,7 +445,11 @@ describe("the audit consumer", () => {
     try {
       const logger = createLogger("audit-test", "silent");
       await work(
-        new AuditLog({ tx: new Transactions(orm, { kick() {} }, h.cache, logger), logger }),
+        new AuditLog({
+          tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+          logger,
+          listTimeoutMs: 10_000,
+        }),
         orm,
       );
     } finally {
@@ -470,18 +475,14 @@ describe("the audit consumer", () => {
     const orm = await createOrganizationOrm(h.config.DATABASE_URL);
     try {
       const logger = createLogger("audit-test", "silent");
+      const connection = orm.em.getConnection();
+      const execute = connection.execute.bind(connection);
+      connection.execute = (async (...args: Parameters<typeof execute>) => {
+        if (String(args[0]).includes("audit_event")) await storeOne();
+        return execute(...args);
+      }) as typeof connection.execute;
       const tx = new Transactions(orm, { kick() {} }, h.cache, logger);
-      const em = tx.em.bind(tx);
-      tx.em = () => {
-        const fork = em();
-        const execute = fork.execute.bind(fork);
-        fork.execute = (async (...args: Parameters<typeof execute>) => {
-          await storeOne();
-          return execute(...args);
-        }) as typeof fork.execute;
-        return fork;
-      };
-      const auditLog = new AuditLog({ tx, logger });
+      const auditLog = new AuditLog({ tx, logger, listTimeoutMs: 10_000 });
       const call = {
         principal: { kind: "user", userId: owner.id, sessionId: "steady" } as const,
         requestId: "steady",
@@ -515,6 +516,50 @@ describe("the audit consumer", () => {
         }
       }
     } finally {
+      await orm.close();
+    }
+  });
+
+  it("gives up a list PostgreSQL takes longer than the list timeout over", async () => {
+    const owner = await h.user("Patient");
+    const { organizationId } = await newOrganization(h, owner, "Patient");
+    const scope = { case: "organizationId", value: organizationId } as const;
+    // Its own events stored first: nothing of the service's is left to wait for the lock.
+    await expect
+      .poll(async () => (await list(h, owner, scope)).total, { timeout: 10_000 })
+      .toBe(2n);
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    const blocker = await h.db.connect();
+    try {
+      const logger = createLogger("audit-test", "silent");
+      const auditLog = new AuditLog({
+        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+        logger,
+        listTimeoutMs: 200,
+      });
+      const call = {
+        principal: { kind: "user", userId: owner.id, sessionId: "patient" } as const,
+        requestId: "patient",
+        userId: owner.id,
+      };
+      // The log locked whole: the list's statement waits, as a slow one would work.
+      await blocker.query("begin");
+      await blocker.query("lock table organization.audit_event in access exclusive mode");
+      const failure = await auditLog.list(call, scope, { limit: 50, offset: 0, action: "" }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // Cancelled (57014), which kit's server answers as DeadlineExceeded, the gateway's 503.
+      expect(isCancelledStatement(failure)).toBe(true);
+      // PostgreSQL no longer works on it: nothing waits for the lock.
+      const { rows } = await h.db.query(
+        `select count(*)::int as n from pg_locks
+         where not granted and relation = 'organization.audit_event'::regclass`,
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await blocker.query("rollback");
+      blocker.release();
       await orm.close();
     }
   });

@@ -12,7 +12,7 @@ import {
   type OutboxEntry,
   type OutboxRelay,
   type Principal,
-  query,
+  withStatementTimeout,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -169,19 +169,9 @@ export class Transactions {
     return result;
   }
 
-  /**
-   * Runs reads in a transaction whose statements PostgreSQL cancels after `ms`
-   * (`statement_timeout`): a list nobody waits for any more (the gateway gives up after 10 s)
-   * must not hold a connection of the pool and a backend. A cancelled statement is gRPC
-   * DeadlineExceeded (kit's server), the gateway's 503.
-   */
+  /** Runs reads that PostgreSQL cancels after `ms` (kit `withStatementTimeout`). */
   async within<T>(ms: number, work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return this.orm.em.fork().transactional(async (em) => {
-      await query(em, "select set_config('statement_timeout', $1, true)", [String(ms)], {
-        prepare: true,
-      });
-      return work(em);
-    });
+    return withStatementTimeout(this.orm.em.fork(), ms, work);
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
