@@ -6,7 +6,7 @@ import {
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
 import type { Logger, Mailer } from "@rowbase/kit";
-import { type Cache, Code, ConnectError, domainError, type Orm } from "@rowbase/kit";
+import { type Cache, Code, ConnectError, domainError, lifetimeText, type Orm } from "@rowbase/kit";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
@@ -182,12 +182,11 @@ export class Accounts {
   }
 
   private async mailCode(to: string, code: string) {
-    const minutes = Math.round(this.deps.config.CODE_TTL_SECONDS / 60);
     await this.deps.mailer.send({
       to,
       subject: `Your Rowbase code: ${code}`,
       text:
-        `Your Rowbase verification code is ${code}.\nIt is valid for ${minutes} minutes and ` +
+        `Your Rowbase verification code is ${code}.\nIt is valid for ${lifetimeText(this.deps.config.CODE_TTL_SECONDS)} and ` +
         "confirms the password chosen when it was requested.\nIf you did not just register " +
         "or ask for a code, do not use it.\n",
     });

@@ -293,6 +293,32 @@ describe("registration and verification", () => {
   });
 });
 
+describe("the code's mail", () => {
+  it("says how long the code lives, also when that is no whole number of minutes", async () => {
+    const before = mail.messages.length;
+    const email = newEmail();
+    await client.register({ email, password: "a fine password" });
+    expect((await mail.next(email, before)).raw).toContain("It is valid for 15 minutes");
+
+    const shortLived = await startIdentity(
+      { ...config, CODE_TTL_SECONDS: 90 },
+      { logger: createLogger("identity", process.env.TEST_LOG_LEVEL ?? "silent"), cache },
+    );
+    try {
+      const other = createServiceClient(
+        IdentityService,
+        `http://127.0.0.1:${shortLived.server.port}`,
+      );
+      const after = mail.messages.length;
+      const another = newEmail();
+      await other.register({ email: another, password: "a fine password" });
+      expect((await mail.next(another, after)).raw).toContain("It is valid for 90 seconds");
+    } finally {
+      await shortLived.stop();
+    }
+  });
+});
+
 describe("while the mail server is away", () => {
   it("answers a registration 503 with its code kept, and resend as for any address", async () => {
     const unreachable = await startIdentity(

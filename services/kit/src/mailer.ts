@@ -13,6 +13,16 @@ export interface Mailer {
 }
 
 /**
+ * How long something a mail hands out stays valid, as its text says it: whole minutes in
+ * minutes, any other lifetime (an operator's CODE_TTL_SECONDS of 90, or of 30) in seconds, which
+ * rounding to minutes would misstate.
+ */
+export function lifetimeText(seconds: number): string {
+  const [count, unit] = seconds % 60 === 0 ? [seconds / 60, "minute"] : [seconds, "second"];
+  return `${count} ${unit}${count === 1 ? "" : "s"}`;
+}
+
+/**
  * Mail over SMTP (`smtp://user:pass@host:port`). Without an SMTP URL the mail is written to the
  * service log instead, which is meant for development only.
  */

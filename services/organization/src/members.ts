@@ -6,6 +6,7 @@ import {
   ConnectError,
   changesBetween,
   domainError,
+  lifetimeText,
   type Mailer,
   membershipCacheKey,
   type Role,
@@ -189,14 +190,13 @@ export class Members {
     });
     const owner = await this.deps.directory.user(call.userId, call.requestId);
     if (!owner) throw new Error(`identity does not know the owner ${call.userId}`);
-    const minutes = Math.round(this.deps.config.CODE_TTL_SECONDS / 60);
     await this.deps.mailer
       .send({
         to: owner.email,
         subject: `Your Rowbase ownership transfer code: ${code}`,
         text:
           `Your code to hand the ownership of "${organization.name}" to another member is ${code}.\n` +
-          `It is valid for ${minutes} minutes. If you did not ask for it, ignore this mail.\n`,
+          `It is valid for ${lifetimeText(this.deps.config.CODE_TTL_SECONDS)}. If you did not ask for it, ignore this mail.\n`,
       })
       .catch((error: unknown) => {
         // The mail server is a dependency like any other: away, it is 503, not a 500. The code

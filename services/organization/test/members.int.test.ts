@@ -446,6 +446,33 @@ describe("owner transfer", () => {
       ]);
   });
 
+  it("mails how long the code lives, also when that is no whole number of minutes", async () => {
+    const { id, owner, editor, memberOf } = await team(h);
+    const send = (client: typeof h.org) => async () =>
+      client.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner));
+    const before = h.mail.messages.length;
+    await send(h.org)();
+    expect((await h.mail.next(owner.email, before)).raw).toContain("It is valid for 15 minutes");
+
+    const shortLived = await startOrganization(
+      { ...h.config, CODE_TTL_SECONDS: 90 },
+      {
+        logger: createLogger("organization", process.env.TEST_LOG_LEVEL ?? "silent"),
+        cache: h.cache,
+        bus: h.bus,
+      },
+    );
+    try {
+      const after = h.mail.messages.length;
+      await send(
+        createServiceClient(OrganizationService, `http://127.0.0.1:${shortLived.server.port}`),
+      )();
+      expect((await h.mail.next(owner.email, after)).raw).toContain("It is valid for 90 seconds");
+    } finally {
+      await shortLived.stop();
+    }
+  });
+
   it("answers 503 while the mail server is away; a new code once it is back confirms", async () => {
     const { id, owner, editor, memberOf } = await team(h);
     const unreachable = await startOrganization(
