@@ -1,4 +1,4 @@
-import { codePointLength, hasVisibleCharacter } from "@rowbase/kit/field-types";
+import { codePointLength, NAME_MAX_LENGTH, nameProblem } from "@rowbase/kit/field-types";
 import { z } from "zod";
 
 /**
@@ -22,31 +22,24 @@ export const password = z
   // Sent on as UTF-8, an unpaired surrogate would become U+FFFD: another password than typed.
   .refine((value) => value.isWellFormed(), "must be valid Unicode");
 
-/**
- * No C0/C1 control characters (newlines, NUL, escapes) and no bidirectional controls (U+202E
- * and its kin, which make "invoice\u202Egnp.exe" read as "invoiceexe.png") in names shown to
- * people; the files service refuses the same in file names.
- */
-const NO_CONTROL_CHARACTERS = /^[^\p{Cc}\p{Bidi_Control}]*$/u;
+/** Adds the problem `problemOf` finds in a string, if any, as the value's issue. */
+export function refusing(problemOf: (value: string) => string | undefined) {
+  return (value: string, ctx: z.RefinementCtx) => {
+    const problem = problemOf(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem, input: value });
+  };
+}
 
 /**
- * A display name: 1-100 characters once trimmed, no control characters (SPEC section 6), at least
- * one that shows (not only zero-width or other invisible ones), and well-formed Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent). Characters
- * are code points, as JSON Schema's `maxLength` and the catalog's tables count them: an emoji is
- * one, not the two UTF-16 units of `length`.
+ * A display name (organization, API token, user, database, table, field), trimmed, by the one
+ * rule for names the services apply too (`nameProblem`). Characters are code points, as JSON
+ * Schema's `maxLength` counts them: an emoji is one, not the two UTF-16 units of `length`.
  */
 export const name = z
   .string()
   .trim()
-  .refine((value) => {
-    const length = codePointLength(value);
-    return length >= 1 && length <= 100;
-  }, "must be 1-100 characters")
-  .regex(NO_CONTROL_CHARACTERS, "must not contain control characters")
-  // An empty name is the length check's to refuse, with one message.
-  .refine((value) => value === "" || hasVisibleCharacter(value), "must contain a visible character")
-  .refine((value) => value.isWellFormed(), "must be valid Unicode")
-  .meta({ minLength: 1, maxLength: 100 });
+  .superRefine(refusing(nameProblem))
+  .meta({ minLength: 1, maxLength: NAME_MAX_LENGTH });
 
 /** Line breaks and tabs are text in a description; other control characters are not. */
 const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;

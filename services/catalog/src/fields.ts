@@ -43,7 +43,7 @@ import {
 import { shiftFor, targetPosition } from "./domain/positions.js";
 import { checkSchemaBytes, type SizedField, schemaBytesOf } from "./domain/schema-size.js";
 import {
-  checkFieldName,
+  fieldNameProblem,
   invalidFieldOptions,
   requiredDescription,
   requiredName,
@@ -154,7 +154,7 @@ export class Fields {
    */
   async update(call: Call, fieldId: bigint, patch: FieldPatch): Promise<FieldRow> {
     const name =
-      patch.name === undefined ? undefined : requiredName(patch.name, "name", checkFieldName);
+      patch.name === undefined ? undefined : requiredName(patch.name, "name", fieldNameProblem);
     const description =
       patch.description === undefined ? undefined : requiredDescription(patch.description);
     const newType = patch.type === undefined ? undefined : fieldTypeFromProto(patch.type);

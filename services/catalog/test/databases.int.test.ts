@@ -210,6 +210,9 @@ describe("CreateDatabase", () => {
     ["x".repeat(101), "must be 1-100 characters"],
     ["tab\there", "must not contain control characters"],
     ["nul\u0000", "must not contain control characters"],
+    ["c1\u0085", "must not contain control characters"],
+    ["gnp.exe\u202e", "must not contain control characters"],
+    ["\u200b\u2060", "must contain a visible character"],
   ])("refuses the name %j", async (name, message) => {
     expect(
       await validationOf(

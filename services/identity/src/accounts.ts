@@ -10,6 +10,7 @@ import { type Cache, Code, ConnectError, domainError, lifetimeText, type Orm } f
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
+import { requiredDisplayName } from "./domain/display-name.js";
 import { normalizeEmail } from "./domain/email.js";
 import { hashPassword, verifyPassword } from "./domain/passwords.js";
 import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
@@ -70,7 +71,8 @@ export class Accounts {
    * password the owner's code confirms. The account's own password becomes this one, for
    * `login`'s `email_not_verified` and for `resendCode`.
    */
-  async register(email: string, password: string, name: string): Promise<void> {
+  async register(email: string, password: string, rawName: string): Promise<void> {
+    const name = requiredDisplayName(rawName);
     const address = normalizeEmail(email);
     const passwordHash = await hashPassword(password);
     let code: string | undefined;

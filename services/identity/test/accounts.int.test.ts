@@ -16,6 +16,7 @@ import {
   startMailCatcher,
   testInfra,
   uniqueName,
+  validationOf,
 } from "@rowbase/kit/testing";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { createLocalJWKSet, jwtVerify } from "jose";
@@ -113,6 +114,29 @@ describe("registration and verification", () => {
       email,
     ]);
     expect(rows[0].password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+  });
+
+  it("refuses a name the rule for names refuses, storing and mailing nothing", async () => {
+    const email = newEmail();
+    const before = mail.messages.length;
+    for (const [name, message] of [
+      ["Ada\u202eecalevol", "must not contain control characters"],
+      ["Ada\u0085", "must not contain control characters"],
+      ["\u200b\u2060", "must contain a visible character"],
+      ["x".repeat(101), "must be 1-100 characters"],
+    ]) {
+      expect(
+        await validationOf(client.register({ email, password: "a fine password", name })),
+      ).toEqual([{ key: "name", message, source: "body" }]);
+    }
+    const { rows } = await db.query("select 1 from identity.users where email = $1", [email]);
+    expect(rows).toEqual([]);
+    expect(mail.messages.filter((m) => m.to.includes(email))).toEqual([]);
+    // No name is none, and a name is stored trimmed.
+    await client.register({ email, password: "a fine password", name: "  Ada  " });
+    const session = (await client.verifyEmail({ email, code: await codeFor(email, before) }))
+      .session;
+    expect(session?.user).toMatchObject({ email, name: "Ada" });
   });
 
   it("normalises the e-mail and refuses a verified one", async () => {

@@ -7,7 +7,7 @@ import { authorize } from "./access.js";
 import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import { ApiToken, type ApiTokenRow } from "./db/entities.js";
 import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
-import { checkName, validationFailed } from "./domain/validation.js";
+import { requiredName, validationFailed } from "./domain/validation.js";
 import { type Access, accessToProto } from "./wire.js";
 
 /** `last_used_at` is written at most this often per token, not on every request. */
@@ -34,10 +34,7 @@ export class ApiTokens {
     rawName: string,
     access: Access | undefined,
   ): Promise<{ token: ApiTokenRow; secret: string }> {
-    const checked = checkName(rawName);
-    if ("problem" in checked) {
-      throw validationFailed({ key: "name", message: checked.problem, source: "body" });
-    }
+    const name = requiredName(rawName);
     if (!access) {
       throw validationFailed({
         key: "access",
@@ -57,7 +54,7 @@ export class ApiTokens {
       const secret = newApiTokenSecret();
       const token = em.create(ApiToken, {
         organizationId,
-        name: checked.name,
+        name,
         access,
         tokenHash: sha256Hex(secret),
         tokenPrefix: secret.slice(0, TOKEN_PREFIX_LENGTH),

@@ -32,7 +32,7 @@ import {
   storedLimits,
 } from "./domain/plans.js";
 import { isSlug, slugCandidate, slugFromName } from "./domain/slugs.js";
-import { checkName, validationFailed } from "./domain/validation.js";
+import { requiredName, validationFailed } from "./domain/validation.js";
 import { monthlyUsage } from "./usage-stats.js";
 import { limitsToProto, planToProto, roleToProto } from "./wire.js";
 
@@ -75,14 +75,6 @@ function notFound() {
 
 function slugTaken() {
   return domainError(Code.AlreadyExists, "organization_slug_taken");
-}
-
-function requiredName(raw: string): string {
-  const checked = checkName(raw);
-  if ("problem" in checked) {
-    throw validationFailed({ key: "name", message: checked.problem, source: "body" });
-  }
-  return checked.name;
 }
 
 function requiredSlug(raw: string): string {

@@ -169,6 +169,12 @@ describe("create", () => {
     expect(
       await validationOf(h.org.createOrganization({ name: "\u200b \u200d" }, await as(owner))),
     ).toEqual([{ key: "name", message: "must contain a visible character", source: "body" }]);
+    // C1 and bidirectional controls, which organization's own check once let through.
+    for (const name of ["Acme\u0085", "emca\u202e", "\u2067Acme\u2069"]) {
+      expect(await validationOf(h.org.createOrganization({ name }, await as(owner)))).toEqual([
+        { key: "name", message: "must not contain control characters", source: "body" },
+      ]);
+    }
     const { organizations } = await h.org.listOrganizations({}, await as(owner));
     expect(organizations.map((o) => o.organizationSlug)).toEqual(["taken-slug-1"]);
   });
@@ -350,6 +356,11 @@ describe("update", () => {
         h.org.updateOrganization({ organizationId: id, name: "" }, await as(admin)),
       ),
     ).toEqual([expect.objectContaining({ key: "name" })]);
+    expect(
+      await validationOf(
+        h.org.updateOrganization({ organizationId: id, name: "Acme\u202e" }, await as(admin)),
+      ),
+    ).toEqual([{ key: "name", message: "must not contain control characters", source: "body" }]);
     expect(await stateOf(h.db, id)).toEqual(before);
   });
   it("renames one at a time, so each audit entry's old values are what that rename replaced", async () => {

@@ -162,6 +162,9 @@ describe("organization bodies", () => {
       [{ name: "x".repeat(101) }, [{ key: "name", message: "must be 1-100 characters" }]],
       [{ name: "A\nB" }, [{ key: "name", message: "must not contain control characters" }]],
       [{ name: "\u200b\u2060" }, [{ key: "name", message: "must contain a visible character" }]],
+      // One rule, so one message: a lone bidi control is a control, not also an invisible name.
+      [{ name: "\u202e" }, [{ key: "name", message: "must not contain control characters" }]],
+      [{ name: "A\u0085" }, [{ key: "name", message: "must not contain control characters" }]],
       [{ name: 5 }, [{ key: "name", message: "must be a string" }]],
       [
         { name: "A", organization_slug: "ab" },

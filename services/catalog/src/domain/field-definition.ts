@@ -8,7 +8,7 @@ import {
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { checkDescription, checkFieldName, type ValidationItem } from "./validation.js";
+import { checkDescription, fieldNameProblem, type ValidationItem } from "./validation.js";
 
 /** A field as a request defines it (FieldDefinition). */
 export interface FieldInput {
@@ -43,9 +43,10 @@ export const READ_ONLY_REQUIRED = "cannot be true for a read-only type";
 export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck {
   const validation: ValidationItem[] = [];
   const optionErrors: OptionError[] = [];
-  const name = checkFieldName(input.name);
-  if ("problem" in name) {
-    validation.push({ key: `${prefix}name`, message: name.problem, source: "body" });
+  const name = input.name.trim();
+  const nameIssue = fieldNameProblem(name);
+  if (nameIssue) {
+    validation.push({ key: `${prefix}name`, message: nameIssue, source: "body" });
   }
   const description = checkDescription(input.description);
   if ("problem" in description) {
@@ -63,13 +64,13 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
   if (input.required && isReadOnlyType(type)) {
     optionErrors.push({ key: `${prefix}required`, message: READ_ONLY_REQUIRED });
   }
-  if ("problem" in name || "problem" in description || !options.ok || optionErrors.length > 0) {
+  if (nameIssue || "problem" in description || !options.ok || optionErrors.length > 0) {
     return { ok: false, validation, options: optionErrors };
   }
   return {
     ok: true,
     field: {
-      name: name.name,
+      name,
       type,
       options: options.options,
       required: input.required,

@@ -1,5 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
-import { codePointLength, hasVisibleCharacter, type OptionError } from "@rowbase/kit/field-types";
+import { codePointLength, nameProblem, type OptionError } from "@rowbase/kit/field-types";
 
 /** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
 export const VALIDATION_REASON = "validation_failed";
@@ -22,42 +22,17 @@ export function invalidFieldOptions(errors: OptionError[]): ConnectError {
   });
 }
 
-export const NAME_MAX = 100;
 export const DESCRIPTION_MAX = 1_000;
 
-/**
- * C0 and C1 control characters (NUL, line breaks, escapes) and bidirectional controls (U+202E
- * ...), as the gateway's checks of names.
- */
-const CONTROL = /[\p{Cc}\p{Bidi_Control}]/u;
 const CONTROL_BUT_LINE_BREAKS_AND_TABS = /[^\P{Cc}\t\n\r]/u;
 
 /**
- * A database, table or field name (SPEC section 6): trimmed, 1-100 characters (code points, as
- * the tables' constraints count them), no control characters, not only invisible ones. Returns the trimmed name, or what
- * is wrong with it.
+ * What is wrong with a field's name (trimmed): what is wrong with any name, or that it is
+ * `__proto__`, a key no JSON body may hold (the gateway refuses it), so records could not be
+ * written by it.
  */
-export function checkName(raw: string): { name: string } | { problem: string } {
-  const name = raw.trim();
-  const length = codePointLength(name);
-  if (length < 1 || length > NAME_MAX) {
-    return { problem: `must be 1-${NAME_MAX} characters` };
-  }
-  if (CONTROL.test(name)) return { problem: "must not contain control characters" };
-  if (!hasVisibleCharacter(name)) return { problem: "must contain a visible character" };
-  if (!name.isWellFormed()) return { problem: "must be valid Unicode" };
-  return { name };
-}
-
-/**
- * A field's name: a name (`checkName`) other than `__proto__`, a key no JSON body may hold (the
- * gateway refuses it), so records could not be written by it.
- */
-export function checkFieldName(raw: string): { name: string } | { problem: string } {
-  const checked = checkName(raw);
-  return "name" in checked && checked.name === "__proto__"
-    ? { problem: 'must not be "__proto__"' }
-    : checked;
+export function fieldNameProblem(name: string): string | undefined {
+  return nameProblem(name) ?? (name === "__proto__" ? 'must not be "__proto__"' : undefined);
 }
 
 /**
@@ -77,13 +52,15 @@ export function checkDescription(raw: string): { description: string } | { probl
   return { description };
 }
 
-/** A name from a request, or a validation failure keyed `key`. */
-export function requiredName(raw: string, key = "name", check = checkName): string {
-  const checked = check(raw);
-  if ("problem" in checked) {
-    throw validationFailed({ key, message: checked.problem, source: "body" });
-  }
-  return checked.name;
+/**
+ * A name from a request, trimmed, or a validation failure keyed `key`: names of databases and
+ * tables follow the rule for every name (SPEC section 6), fields' `fieldNameProblem`.
+ */
+export function requiredName(raw: string, key = "name", problemOf = nameProblem): string {
+  const name = raw.trim();
+  const problem = problemOf(name);
+  if (problem) throw validationFailed({ key, message: problem, source: "body" });
+  return name;
 }
 
 export function requiredDescription(raw: string, key = "description"): string {

@@ -1,4 +1,4 @@
-import { hasVisibleCharacter } from "@rowbase/kit/field-types";
+import { NAME_MAX_LENGTH, nameProblem, replaceControlCharacters } from "@rowbase/kit/field-types";
 import { normalizeEmail } from "./email.js";
 
 /** How long a started sign-in waits for the provider's redirect (SPEC section 4). */
@@ -38,9 +38,6 @@ export interface OidcProfile {
 }
 
 const MAX_EMAIL_LENGTH = 254;
-const MAX_NAME_LENGTH = 100;
-/** What a display name may not hold (as the gateway refuses in names): controls, bidi controls. */
-const CONTROL_CHARACTERS = /[\p{Cc}\p{Bidi_Control}]/gu;
 
 /**
  * An address of printable ASCII, as the registration route takes them. Anything else is
@@ -54,14 +51,14 @@ export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfil
   const raw = typeof claims.email === "string" ? claims.email.trim() : "";
   const email = ASCII_ADDRESS.test(raw) ? normalizeEmail(raw) : "";
   const rawName = typeof claims.name === "string" ? claims.name : "";
-  const name = [...rawName.replace(CONTROL_CHARACTERS, " ").toWellFormed().trim()]
-    .slice(0, MAX_NAME_LENGTH)
+  const name = [...replaceControlCharacters(rawName, " ").toWellFormed().trim()]
+    .slice(0, NAME_MAX_LENGTH)
     .join("")
     .trim();
   return {
     email: email !== "" && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
     emailVerified: claims.email_verified === true,
-    // One of only zero-width or other invisible characters is none, as registration refuses it.
-    name: hasVisibleCharacter(name) ? name : "",
+    // Made fit above; what the rule for names still refuses (a name that shows nothing) is none.
+    name: nameProblem(name) ? "" : name,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { foldName, hasVisibleCharacter } from "./names.js";
+import { foldName, nameProblem, replaceControlCharacters } from "./names.js";
 
 describe("foldName", () => {
   it("makes names one regardless of case and of canonically equivalent spellings", () => {
@@ -21,23 +21,65 @@ describe("foldName", () => {
   });
 });
 
-describe("hasVisibleCharacter", () => {
+describe("nameProblem", () => {
   it.each([
-    ["\u200b"],
-    ["\u200c\u200d"],
-    [" \u2060 \ufeff "],
-    ["\u00ad"],
-    ["\u200e"],
-    ["\ufe0f"],
-    ["\u3164"],
-    ["\u{e0041}"],
-    ["\u3000\u00a0"],
-    [""],
-  ])("is false for %j, which shows nothing", (name) => {
-    expect(hasVisibleCharacter(name)).toBe(false);
+    ["Projects"],
+    ["x".repeat(100)],
+    ["é".repeat(100)],
+    // Characters, not UTF-16 units: each emoji is two of those.
+    ["🗂".repeat(100)],
+    ["\u200bx\u200b"],
+    ["a b"],
+    ["-"],
+  ])("takes %j", (name) => {
+    expect(nameProblem(name)).toBeUndefined();
   });
 
-  it.each([["a"], ["\u200bx\u200b"], ["🗂"], ["é"], ["-"]])("is true for %j", (name) => {
-    expect(hasVisibleCharacter(name)).toBe(true);
+  it.each([
+    ["", "must be 1-100 characters"],
+    ["x".repeat(101), "must be 1-100 characters"],
+    ["🗂".repeat(101), "must be 1-100 characters"],
+    ["a\u0000b", "must not contain control characters"],
+    ["a\nb", "must not contain control characters"],
+    ["a\tb", "must not contain control characters"],
+    ["a\u007fb", "must not contain control characters"],
+    // C1 controls.
+    ["a\u0085b", "must not contain control characters"],
+    ["a\u009fb", "must not contain control characters"],
+    // Bidirectional controls: embeddings and overrides, isolates, marks.
+    ["invoice\u202egnp.exe", "must not contain control characters"],
+    ["a\u202ab", "must not contain control characters"],
+    ["a\u2066b", "must not contain control characters"],
+    ["a\u2069b", "must not contain control characters"],
+    ["a\u200fb", "must not contain control characters"],
+    ["a\u061cb", "must not contain control characters"],
+    // Nothing that shows: zero-width and format characters, white space, default-ignorables.
+    ["\u200b", "must contain a visible character"],
+    ["\u200c\u200d", "must contain a visible character"],
+    ["\u200c\u2060 \ufeff", "must contain a visible character"],
+    ["\u00ad", "must contain a visible character"],
+    ["\ufe0f", "must contain a visible character"],
+    ["\u3164", "must contain a visible character"],
+    ["\u{e0041}", "must contain a visible character"],
+    ["\u3000\u00a0", "must contain a visible character"],
+    ["\ud800", "must be valid Unicode"],
+    ["a\udc00b", "must be valid Unicode"],
+  ])("refuses %j: %s", (name, problem) => {
+    expect(nameProblem(name)).toBe(problem);
+  });
+
+  it("takes another longest length", () => {
+    expect(nameProblem("x".repeat(255), 255)).toBeUndefined();
+    expect(nameProblem("x".repeat(256), 255)).toBe("must be 1-255 characters");
+  });
+});
+
+describe("replaceControlCharacters", () => {
+  it("replaces every character that names may not hold", () => {
+    expect(replaceControlCharacters("a\u0000b\nc\u0085d\u202ee\u2066f")).toBe("abcdef");
+    expect(replaceControlCharacters("Ada\nLovelace", " ")).toBe("Ada Lovelace");
+    expect(replaceControlCharacters("\u200bkeeps invisible ones")).toBe(
+      "\u200bkeeps invisible ones",
+    );
   });
 });

@@ -328,15 +328,21 @@ describe("select options", () => {
     ["line\nbreak", "must not contain control characters"],
     ["\u200b\u200d", "must contain a visible character"],
     ["\ud800", "must be valid Unicode"],
+    // Names' one rule, which choices once followed only in part.
+    ["paid\u202e", "must not contain control characters"],
+    ["\u2066Red\u2069", "must not contain control characters"],
   ])("refuses the choice name %j", (name, message) => {
     expect(errorsOf("single_select", { choices: [{ name }] })).toEqual([
       { key: "options.choices.0.name", message },
     ]);
   });
 
-  it("takes a name of exactly 100 characters", () => {
+  it("takes a name of exactly 100 characters, counted as code points", () => {
     expect(
       choicesOf(optionsOf("single_select", { choices: [{ name: "é".repeat(100) }] })),
+    ).toHaveLength(1);
+    expect(
+      choicesOf(optionsOf("single_select", { choices: [{ name: "🗂".repeat(100) }] })),
     ).toHaveLength(1);
   });
 

@@ -1,4 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import { codePointLength } from "./names.js";
 import {
   type Choice,
   choicesOf,
@@ -99,16 +100,6 @@ function storableStringProblem(value: string): string | undefined {
   if (value.includes("\u0000")) return "must not contain NUL characters";
   if (!value.isWellFormed()) return "must be valid Unicode (no unpaired surrogates)";
   return undefined;
-}
-
-/** Characters as people count them: Unicode code points, not UTF-16 units. */
-export function codePointLength(value: string): number {
-  let surrogatePairs = 0;
-  for (let i = 0; i < value.length; i++) {
-    const unit = value.charCodeAt(i);
-    if (unit >= 0xd800 && unit <= 0xdbff) surrogatePairs++;
-  }
-  return value.length - surrogatePairs;
 }
 
 function checkText(value: unknown, limit: number): ValueResult {
