@@ -335,6 +335,8 @@ export function filesSuite(backend: Backend) {
         fileName: "C:\\fakepath\\report.txt",
       });
       expect(windows.fileName).toBe("report.txt");
+      const invisible = await upload(t.editor, rowId, ws.doc, "x", { fileName: "\u200b" });
+      expect(invisible.fileName).toBe("file");
     });
 
     it("stores empty files", async () => {
@@ -781,6 +783,7 @@ export function filesSuite(backend: Backend) {
         ["", "must be 1-255 characters"],
         ["x".repeat(256), "must be 1-255 characters"],
         ["..", "must not be '.' or '..'"],
+        ["\u200b\u2060", "must contain a visible character"],
       ] as const) {
         expect(
           await validationOf(

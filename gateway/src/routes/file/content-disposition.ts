@@ -1,8 +1,7 @@
+import { replaceControlCharacters } from "@rowbase/kit/field-types";
+
 /** How a served file is presented (the files service decides; active content is an attachment). */
 export type DispositionKind = "inline" | "attachment";
-
-/** Control characters (CR, LF and NUL among them) and bidirectional formatting characters. */
-const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
 
 /** RFC 8187 attr-char: what stays unencoded in `filename*`. */
 const ATTR_CHAR = /[A-Za-z0-9!#$&+\-.^_`|~]/;
@@ -12,7 +11,7 @@ const ATTR_CHAR = /[A-Za-z0-9!#$&+\-.^_`|~]/;
  * never names a place to save to), never empty, `.` or `..`.
  */
 function cleanName(fileName: string): string {
-  const name = fileName.toWellFormed().replace(UNSAFE, "").replace(/[/\\]/g, "_").trim();
+  const name = replaceControlCharacters(fileName.toWellFormed()).replace(/[/\\]/g, "_").trim();
   return name === "" || name === "." || name === ".." ? "file" : name;
 }
 

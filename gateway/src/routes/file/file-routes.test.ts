@@ -330,6 +330,23 @@ describe("file routes", () => {
     }
   });
 
+  it("refuse a new name that shows nothing, by the rule for names", async () => {
+    for (const name of ["\u200b", " \u2060\ufeff ", "\u200c\u200d"]) {
+      const response = await send(harness, "POST", `/file/rename?row_id=7&field_id=3`, {
+        token: READ_WRITE_TOKEN,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ file_name: name }),
+      });
+      expect({ name, status: response.status, body: response.json }).toEqual({
+        name,
+        status: 400,
+        body: validation("POST", "/file/rename", [
+          { key: "file_name", message: "must contain a visible character", source: "body" },
+        ]),
+      });
+    }
+  });
+
   it("answer 503 when the records service cannot say whose record it is", async () => {
     await cache.del(recordOrganizationKey(ROW));
     const response = await send(harness, "GET", "/file/serve?row_id=7&field_id=3", {

@@ -1,7 +1,7 @@
-import { codePointLength } from "@rowbase/kit/field-types";
+import { FILE_NAME_MAX_LENGTH, fileNameProblem } from "@rowbase/kit/field-types";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
-import { MAX_ID, queryId } from "../../validation/fields.js";
+import { MAX_ID, queryId, refusing } from "../../validation/fields.js";
 
 /**
  * Parameters, bodies and answers of the file routes (SPEC section 7, INTERFACE.md 4.6). A file
@@ -13,9 +13,6 @@ export const MAX_FILE_SIZE_PARAMETER = Number.MAX_SAFE_INTEGER;
 
 /** The one part an upload carries (INTERFACE.md 4.6). */
 export const UPLOAD_PART = "file";
-
-/** The longest file name, in characters (code points); SPEC section 7. */
-export const FILE_NAME_MAX = 255;
 
 /** A repeated query parameter is refused rather than one of its values picked. */
 function once(value: unknown, ctx: z.RefinementCtx): boolean {
@@ -107,30 +104,15 @@ export const SignedFilePath = z.strictObject({
     .describe("The opaque signed token of a URL from `GET /file/url`"),
 });
 
-/** No `/`, `\`, control characters (NUL, line breaks) or bidirectional overrides. */
-const FORBIDDEN_IN_NAMES = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
-
-const fileNameMessage = `must be 1-${FILE_NAME_MAX} characters`;
-
-/**
- * A file's new name as SPEC section 7 allows it: trimmed, 1-255 characters, no path separators
- * or control characters, not `.` or `..`. The files service applies the same rules.
- */
+/** A file's new name, trimmed, by the rule the files service applies too (SPEC section 7). */
 export const fileName = z
   .string()
   .trim()
-  .refine((name) => {
-    const length = codePointLength(name);
-    return length >= 1 && length <= FILE_NAME_MAX;
-  }, fileNameMessage)
-  .refine((name) => !name.includes("/") && !name.includes("\\"), "must not contain '/' or '\\'")
-  .refine((name) => !FORBIDDEN_IN_NAMES.test(name), "must not contain control characters")
-  .refine((name) => name.isWellFormed(), "must be valid Unicode")
-  .refine((name) => name !== "." && name !== "..", "must not be '.' or '..'")
-  .meta({ minLength: 1, maxLength: FILE_NAME_MAX })
+  .superRefine(refusing(fileNameProblem))
+  .meta({ minLength: 1, maxLength: FILE_NAME_MAX_LENGTH })
   .describe(
-    `The file's new name: 1-${FILE_NAME_MAX} characters once trimmed, no '/', '\\' or control ` +
-      "characters",
+    `The file's new name: 1-${FILE_NAME_MAX_LENGTH} characters once trimmed, at least one ` +
+      "visible, no '/', '\\' or control characters, not '.' or '..'",
   );
 
 export const FileRenameRequest = requestBody(

@@ -21,6 +21,8 @@ describe("checkFileName", () => {
     ["a\u007fb", "must not contain control characters"],
     ["a\u0085b", "must not contain control characters"],
     ["invoice\u202efdp.exe", "must not contain control characters"],
+    ["\u200b", "must contain a visible character"],
+    [" \u2060\u200d ", "must contain a visible character"],
     [".", "must not be '.' or '..'"],
     ["..", "must not be '.' or '..'"],
   ])("refuses %j", (name, problem) => {
@@ -41,6 +43,10 @@ describe("uploadFileName", () => {
     expect(uploadFileName("dir/")).toBe("file");
     expect(uploadFileName("..")).toBe("file");
     expect(uploadFileName("\u0001\u0002")).toBe("file");
+    // Names that show nothing, which a rename refuses.
+    expect(uploadFileName("\u200b")).toBe("file");
+    expect(uploadFileName("dir/\u2060\u200d\ufe0f")).toBe("file");
+    expect(uploadFileName("\u202e\u200b")).toBe("file");
   });
 
   it("shortens long names to 255 characters, keeping the extension", () => {
@@ -48,5 +54,9 @@ describe("uploadFileName", () => {
     expect([...name].length).toBe(255);
     expect(name.endsWith("x.jpeg")).toBe(true);
     expect(checkFileName(name)).toEqual({ name });
+  });
+
+  it("names 'file' what shows nothing once shortened", () => {
+    expect(uploadFileName(`${"\u200b".repeat(300)}x`)).toBe("file");
   });
 });

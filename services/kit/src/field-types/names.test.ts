@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { foldName, nameProblem, replaceControlCharacters } from "./names.js";
+import { fileNameProblem, foldName, nameProblem, replaceControlCharacters } from "./names.js";
 
 describe("foldName", () => {
   it("makes names one regardless of case and of canonically equivalent spellings", () => {
@@ -71,6 +71,25 @@ describe("nameProblem", () => {
   it("takes another longest length", () => {
     expect(nameProblem("x".repeat(255), 255)).toBeUndefined();
     expect(nameProblem("x".repeat(256), 255)).toBe("must be 1-255 characters");
+  });
+});
+
+describe("fileNameProblem", () => {
+  it.each([["report 2026.pdf"], ["..hidden"], ["😀".repeat(255)]])("takes %j", (name) => {
+    expect(fileNameProblem(name)).toBeUndefined();
+  });
+
+  it.each([
+    ["", "must be 1-255 characters"],
+    ["a".repeat(256), "must be 1-255 characters"],
+    ["a\u0085b", "must not contain control characters"],
+    ["invoice\u202efdp.exe", "must not contain control characters"],
+    ["\u200b", "must contain a visible character"],
+    ["../x", "must not contain '/' or '\\'"],
+    ["a\\b", "must not contain '/' or '\\'"],
+    ["..", "must not be '.' or '..'"],
+  ])("refuses %j: %s", (name, problem) => {
+    expect(fileNameProblem(name)).toBe(problem);
   });
 });
 

@@ -72,3 +72,20 @@ export function nameProblem(name: string, maxLength = NAME_MAX_LENGTH): string |
   if (!hasVisibleCharacter(name)) return "must contain a visible character";
   return undefined;
 }
+
+/** The longest file name (SPEC section 7). */
+export const FILE_NAME_MAX_LENGTH = 255;
+
+/**
+ * The rule for a file's name (SPEC section 7): a name as `nameProblem` has it, of up to 255
+ * characters, without `/` or `\` and other than `.` and `..`. The name is only a label (storage
+ * keys are random) but it ends up in Content-Disposition headers and in files people save, so
+ * path-like names are refused rather than repaired. `name` is already trimmed.
+ */
+export function fileNameProblem(name: string): string | undefined {
+  const problem = nameProblem(name, FILE_NAME_MAX_LENGTH);
+  if (problem) return problem;
+  if (name.includes("/") || name.includes("\\")) return "must not contain '/' or '\\'";
+  if (name === "." || name === "..") return "must not be '.' or '..'";
+  return undefined;
+}
