@@ -98,6 +98,9 @@ describe("upload file names", () => {
     ["a traversal", "../../../../etc/passwd", "passwd"],
     ["a Windows path", "C:\\Windows\\..\\evil.png", "evil.png"],
     ["a quote and a parameter", "a\\\"; filename*=UTF-8''evil.html", undefined],
+    ["a bare parent directory", "..", "file"],
+    ["a traversal to nothing", "../../..", "file"],
+    ["a directory", "uploads/", "file"],
   ])(
     "%s is reduced to a label and served in a header it cannot break",
     async (_what, sent, stored) => {

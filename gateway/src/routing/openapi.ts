@@ -174,7 +174,9 @@ function responsesOf(route: Route): Record<string, unknown> {
 function multipartBody(part: string): Record<string, unknown> {
   return {
     required: true,
-    description: `Exactly one part, named \`${part}\`, holding the file; its filename is kept`,
+    description:
+      `Exactly one part, named \`${part}\`, holding the file; its filename, reduced to its ` +
+      "last path segment, names the file",
     content: {
       "multipart/form-data": {
         schema: {

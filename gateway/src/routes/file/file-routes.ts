@@ -125,8 +125,10 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       summary: "Store a file for the pair, replacing (soft-deleting) the previous one",
       description:
         `${AUTH_DESCRIPTION} The body is multipart/form-data with exactly one part, named ` +
-        "`file`, streamed through as it arrives; its filename is kept (the content type is " +
-        "sniffed from the bytes). Past the plan's `max_file_bytes` or the field's `max_size`: " +
+        "`file`, streamed through as it arrives. Its filename becomes the file's label, never a " +
+        "reason to refuse it: the last segment of a path, without control characters, `file` " +
+        "when nothing is left (the content type is sniffed from the bytes). Past the plan's " +
+        "`max_file_bytes` or the field's `max_size`: " +
         `413 \`file_too_large\`, and nothing is stored. ${TRANSFER_DESCRIPTION}`,
       tags,
       auth: "session_or_token",

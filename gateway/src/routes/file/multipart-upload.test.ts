@@ -253,6 +253,17 @@ describe("receiveUpload", () => {
     expect(sinks.filter((s) => s.outcome === "committed")).toEqual([]);
   });
 
+  it("passes a path-like filename on as sent, for the files service to reduce to a label", async () => {
+    for (const fileName of ["..", ".", "uploads/", "../../..", "C:\\fakepath\\x.png"]) {
+      const response = await post(multipart([{ name: "file", filename: fileName, content: "x" }]));
+      expect(response, fileName).toEqual({
+        status: 200,
+        body: expect.objectContaining({ file_name: fileName, size: 1 }),
+      });
+    }
+    expect(sinks.map((s) => s.outcome)).toEqual(Array(5).fill("committed"));
+  });
+
   it("asks for the part when there is none (or it has no filename)", async () => {
     for (const body of [multipart([]), multipart([{ name: "file", filename: "", content: "x" }])]) {
       expect(await post(body)).toEqual(

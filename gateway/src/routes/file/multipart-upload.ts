@@ -95,6 +95,7 @@ type KoaMulter = (options: {
   storage: StorageEngine;
   limits: MulterLimits;
   defParamCharset?: string;
+  preservePath?: boolean;
 }) => { single(name: string): KoaMiddleware };
 
 const require = createRequire(import.meta.url);
@@ -331,6 +332,9 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
     },
     // Browsers send UTF-8 file names without saying so.
     defParamCharset: "utf8",
+    // The name as sent: the files service reduces it to a label and never refuses it. busboy's
+    // own reduction turns `..` or `dir/` into an empty name, which multer drops as no file.
+    preservePath: true,
   }).single(options.partName);
   try {
     await upload(ctx, async () => {});
