@@ -566,6 +566,18 @@ describe("the gateway over HTTP", () => {
       expect(result.valid).toBe(true);
     });
 
+    it("names as its server the port the gateway listens on, PUBLIC_BASE_URL unset", async () => {
+      // `gw` listens on a free port (port 0), not on PORT's default 8080.
+      expect(document).toMatchObject({ servers: [{ url: `http://localhost:${gw.running.port}` }] });
+      const configured = await gateway({ PUBLIC_BASE_URL: "https://api.example.com/" });
+      try {
+        const response = await call(configured, "/openapi.json");
+        expect(response.body).toMatchObject({ servers: [{ url: "https://api.example.com" }] });
+      } finally {
+        await configured.running.close();
+      }
+    });
+
     it("resolves every $ref to a component", () => {
       const refs = JSON.stringify(document).match(/"\$ref":"[^"]+"/g) ?? [];
       expect(refs.length).toBeGreaterThan(0);

@@ -92,6 +92,8 @@ export function gatewayRoutes(
     | "healthTargets"
   >,
   apiCalls: ApiCallTally,
+  /** Where the gateway is reached: the base of the links it hands out. */
+  publicBaseUrl: string,
 ) {
   // One API-call quota for the record and file routes: both count as public API calls.
   const quota = createApiCallQuota({
@@ -120,7 +122,7 @@ export function gatewayRoutes(
     ...recordRoutes({
       records: deps.records,
       quota,
-      publicBaseUrl: deps.config.PUBLIC_BASE_URL,
+      publicBaseUrl,
     }),
     ...fileRoutes({
       files: deps.files,
@@ -131,7 +133,7 @@ export function gatewayRoutes(
       bus: deps.bus,
       quota,
       internalSecret: deps.config.INTERNAL_JWT_SECRET,
-      publicBaseUrl: deps.config.PUBLIC_BASE_URL,
+      publicBaseUrl,
       uploadMaxBytes: deps.config.FILE_UPLOAD_MAX_BYTES,
     }),
     ...healthRoutes(deps.healthTargets),
@@ -150,9 +152,10 @@ export interface Gateway {
  * mount it themselves. Order matters: the request's trace span first (every log line below
  * carries its trace id), the request id next (every response carries it), the metrics and the
  * access log around the one error middleware (they see the final status), the query-credential
- * refusal before any route, the routes, and the 404/405 fallback last.
+ * refusal before any route, the routes, and the 404/405 fallback last. `publicBaseUrl` is
+ * PUBLIC_BASE_URL, or the address the caller listens on when it is unset.
  */
-export function createGateway(deps: GatewayDeps): Gateway {
+export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway {
   const { config, logger, cache, identity } = deps;
   const metrics = deps.metrics ?? processMetricsRegistry();
   const verifier = new SessionTokenVerifier(
@@ -163,7 +166,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     { logger },
   );
   const apiCalls = new ApiCallTally(deps.bus, logger, config.USAGE_FLUSH_MS);
-  const routes = gatewayRoutes(deps, apiCalls);
+  const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl);
   const router = new Router<GatewayState>();
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
@@ -176,9 +179,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     internalSecret: config.INTERNAL_JWT_SECRET,
     jsonBodies: new JsonBodyBudget(),
   });
-  mountDocsRoutes(router, () =>
-    buildOpenApiDocument(routes, { serverUrl: config.PUBLIC_BASE_URL }),
-  );
+  mountDocsRoutes(router, () => buildOpenApiDocument(routes, { serverUrl: publicBaseUrl }));
 
   const app = new Koa<GatewayState>();
   app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));

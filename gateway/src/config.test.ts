@@ -26,7 +26,7 @@ describe("gateway configuration", () => {
   it("fills the documented defaults", () => {
     const config = loadGatewayConfig(base);
     expect(config.PORT).toBe(8080);
-    expect(config.PUBLIC_BASE_URL).toBe("http://localhost:8080");
+    expect(config.PUBLIC_BASE_URL).toBeUndefined();
     expect(config.ORGANIZATION_GRPC_URL).toBe("http://127.0.0.1:50052");
     expect(config.CATALOG_GRPC_URL).toBe("http://127.0.0.1:50053");
     expect(config.RECORDS_GRPC_URL).toBe("http://127.0.0.1:50054");

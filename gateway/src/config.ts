@@ -55,52 +55,51 @@ const rateLimits = z
   });
 
 /** Every environment variable the gateway reads (SPEC section 13, ARCHITECTURE "Configuration"). */
-export const gatewayEnv = z
-  .object({
-    PORT: port(8080),
-    /** Base of absolute links the gateway hands out; defaults to http://localhost:$PORT. */
-    PUBLIC_BASE_URL: publicBaseUrl,
-    TRUSTED_PROXIES: trustedProxies,
-    IDENTITY_GRPC_URL: z.url(),
-    ORGANIZATION_GRPC_URL: z.url(),
-    CATALOG_GRPC_URL: z.url(),
-    RECORDS_GRPC_URL: z.url(),
-    FILES_GRPC_URL: z.url(),
-    /**
-     * The absolute ceiling of one upload, whatever the plan says (the files service enforces the
-     * plan's `max_file_bytes` and the field's `max_size`): business's 1 GB by default. Past it an
-     * upload fails mid-stream with 413 `file_too_large`. Raise it for enterprise plans above it.
-     */
-    FILE_UPLOAD_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .default(1_000_000_000),
-    /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
-    REDIS_URL: optionalUrl,
-    /**
-     * Where usage events (API calls counted) are published. Unset: an in-process bus that nobody
-     * else reads (single-process mode only; the launcher passes its shared bus instead).
-     */
-    NATS_URL: optionalUrl,
-    /**
-     * How often the counted API calls are published, as one sum per organization, token and day
-     * (what `api_stats` reports lags by up to this). 0 publishes after every event-loop turn.
-     */
-    USAGE_FLUSH_MS: wholeNumber(0, 60_000, 1_000),
-    INTERNAL_JWT_SECRET: secret,
-    LOG_LEVEL: logLevel,
-    RATE_LIMITS: rateLimits,
-    /** METRICS_PORT (`/metrics`, apart from PORT) and OTEL_EXPORTER_OTLP_ENDPOINT. */
-    ...observabilityEnv.shape,
-    /** What `expires_in` says when the identity service leaves it out. */
-    ACCESS_TOKEN_TTL_SECONDS: wholeNumber(1, Number.MAX_SAFE_INTEGER, 900),
-  })
-  .transform((env) => ({
-    ...env,
-    PUBLIC_BASE_URL: env.PUBLIC_BASE_URL ?? `http://localhost:${env.PORT}`,
-  }));
+export const gatewayEnv = z.object({
+  PORT: port(8080),
+  /**
+   * Base of absolute links the gateway hands out. Unset: http://localhost:<port>, the port
+   * the gateway listens on, known only once it does (PORT 0 picks a free one); see
+   * startGateway.
+   */
+  PUBLIC_BASE_URL: publicBaseUrl,
+  TRUSTED_PROXIES: trustedProxies,
+  IDENTITY_GRPC_URL: z.url(),
+  ORGANIZATION_GRPC_URL: z.url(),
+  CATALOG_GRPC_URL: z.url(),
+  RECORDS_GRPC_URL: z.url(),
+  FILES_GRPC_URL: z.url(),
+  /**
+   * The absolute ceiling of one upload, whatever the plan says (the files service enforces the
+   * plan's `max_file_bytes` and the field's `max_size`): business's 1 GB by default. Past it an
+   * upload fails mid-stream with 413 `file_too_large`. Raise it for enterprise plans above it.
+   */
+  FILE_UPLOAD_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .default(1_000_000_000),
+  /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
+  REDIS_URL: optionalUrl,
+  /**
+   * Where usage events (API calls counted) are published. Unset: an in-process bus that nobody
+   * else reads (single-process mode only; the launcher passes its shared bus instead).
+   */
+  NATS_URL: optionalUrl,
+  /**
+   * How often the counted API calls are published, as one sum per organization, token and day
+   * (what `api_stats` reports lags by up to this). 0 publishes after every event-loop turn.
+   */
+  USAGE_FLUSH_MS: wholeNumber(0, 60_000, 1_000),
+  INTERNAL_JWT_SECRET: secret,
+  LOG_LEVEL: logLevel,
+  RATE_LIMITS: rateLimits,
+  /** METRICS_PORT (`/metrics`, apart from PORT) and OTEL_EXPORTER_OTLP_ENDPOINT. */
+  ...observabilityEnv.shape,
+  /** What `expires_in` says when the identity service leaves it out. */
+  ACCESS_TOKEN_TTL_SECONDS: wholeNumber(1, Number.MAX_SAFE_INTEGER, 900),
+});
 
 export type GatewayConfig = z.output<typeof gatewayEnv>;
 

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { STREAMS } from "@rowbase/kit";
-import { createGateway, type GatewayDeps } from "./app.js";
+import { createGateway, type Gateway, type GatewayDeps } from "./app.js";
 import { answerClientError, answerConnect } from "./http/client-error.js";
 
 export interface StartGatewayOptions {
@@ -34,9 +34,8 @@ export async function startGateway(
   options: StartGatewayOptions = {},
 ): Promise<RunningGateway> {
   await deps.bus.ensureStreams(STREAMS);
-  const gateway = createGateway(deps);
   // A request without Host is refused by the app (middleware/require-host.ts), in the envelope.
-  const server = createServer({ requireHostHeader: false }, gateway.app.callback());
+  const server = createServer({ requireHostHeader: false });
   // Idle keep-alive connections are closed by the client side first (load balancers and
   // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
   // could do so just as a proxy sends the next request on one, which the proxy answers 502.
@@ -51,6 +50,17 @@ export async function startGateway(
     });
   });
   const { port } = server.address() as AddressInfo;
+  // The default base of the links handed out (signed file URLs, the OpenAPI servers) names the
+  // port actually listened on, which PORT 0 or `options.port` only tell once it is bound. The
+  // app answers from here on: requests are only read once this turn of the event loop ends.
+  let gateway: Gateway;
+  try {
+    gateway = createGateway(deps, deps.config.PUBLIC_BASE_URL ?? `http://localhost:${port}`);
+  } catch (error) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw error;
+  }
+  server.on("request", gateway.app.callback());
   return {
     port,
     async close() {

@@ -364,8 +364,11 @@ describe("files", () => {
       query: q({ row_id: rowId, field_id: fieldId }),
     });
     expect(link.status).toBe(200);
+    // No PUBLIC_BASE_URL: the link names the port the gateway listens on (a free one here).
     expect(link.body.data).toEqual({
-      url: expect.stringMatching(/^http:\/\/localhost:\d+\/file\/signed\/[A-Za-z0-9_.%-]+$/),
+      url: expect.stringMatching(
+        new RegExp(`^http://localhost:${sys.system.port}/file/signed/[A-Za-z0-9_.%-]+$`),
+      ),
       expires_at: expect.stringMatching(ISO_MILLIS),
     });
     const lifetime = Date.parse(link.body.data.expires_at) - Date.now();
@@ -373,7 +376,8 @@ describe("files", () => {
     expect(lifetime).toBeLessThanOrEqual(3_600_000);
     const signedPath = new URL(link.body.data.url).pathname;
 
-    const served = await raw(sys.baseUrl, "GET", signedPath);
+    // The link as handed out, whole.
+    const served = await raw(sys.baseUrl, "GET", link.body.data.url);
     expect(served.status).toBe(200);
     expect(served.bytes.equals(PNG)).toBe(true);
     expect(served.headers.get("content-disposition")).toMatch(/^inline; /);
