@@ -204,9 +204,13 @@ export async function sendFile(ctx: GatewayContext, options: SendFileOptions): P
 }
 
 /**
- * The chunks after the metadata, exactly `expected` bytes of them, metered as they go. A stream
- * that fails, or sends more or fewer bytes than announced, after the headers went out can only
- * end in a cut connection (the client sees a short body, never a wrong one).
+ * The chunks after the metadata, exactly `expected` bytes of them, metered as they go. The
+ * response ends with its last byte: the meter is settled before that byte goes out, and the end
+ * of the service's stream is not waited for. A client that closes as soon as it has the bytes
+ * its Content-Length announced (curl, most scripts) must find nothing left to wait for, or every
+ * such download would end in a premature close. A stream that fails, ends short or runs past
+ * the announced length after the headers went out can only end in a cut connection (the
+ * client sees a short body, never a wrong one).
  */
 async function* bytesOf(
   ctx: GatewayContext,
@@ -215,25 +219,30 @@ async function* bytesOf(
   expected: bigint,
 ): AsyncGenerator<Buffer> {
   let sent = 0n;
-  let complete = false;
   try {
-    for (;;) {
+    while (sent < expected) {
       const next = await opened.iterator.next();
-      if (next.done) break;
+      if (next.done) throw new Error("the files service sent fewer bytes than it announced");
       if (next.value.payload.case !== "chunk") continue;
       const chunk = next.value.payload.value;
       sent += BigInt(chunk.byteLength);
       if (sent > expected) throw new Error("the files service sent more bytes than it announced");
-      yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      meter.count(chunk.byteLength);
+      const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (sent === expected) {
+        meter.count(chunk.byteLength);
+        await meter.settle();
+        yield bytes;
+      } else {
+        yield bytes;
+        meter.count(chunk.byteLength);
+      }
     }
-    if (sent !== expected) throw new Error("the files service sent fewer bytes than it announced");
-    complete = true;
   } catch (error) {
     ctx.res.destroy();
     throw error;
   } finally {
-    if (!complete) opened.cancel();
+    // Whatever the stream still had to say (its end) is of no use to the client now.
+    opened.cancel();
     await meter.settle();
   }
 }
