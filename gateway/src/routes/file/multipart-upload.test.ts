@@ -10,6 +10,7 @@ import type { GatewayState } from "../../gateway-context.js";
 import { requestId } from "../../middleware/request-id.js";
 import {
   type ChunkHooks,
+  MULTIPART_FRAMING_BYTES,
   receiveUpload,
   UPLOAD_ABANDONED,
   UPLOAD_CHUNK_BYTES,
@@ -284,6 +285,20 @@ describe("receiveUpload", () => {
     // The sink never saw more than the ceiling and a chunk.
     const seen = sinks[0]!.chunks.reduce((a, b) => a + b, 0);
     expect(seen).toBeLessThanOrEqual(MAX_BYTES + 1);
+  });
+
+  it("holds the whole body to the ceiling: bytes before or after the part count too, 413", async () => {
+    const small = multipart([{ name: "file", filename: "a.txt", content: "x" }]);
+    const padding = Buffer.alloc(MAX_BYTES + MULTIPART_FRAMING_BYTES, "E");
+    for (const body of [
+      Buffer.concat([small, padding]),
+      Buffer.concat([padding, Buffer.from("\r\n"), small]),
+    ]) {
+      const response = await post(body);
+      expect(response).toEqual({ status: 413, body: { message: "file_too_large", data: {} } });
+    }
+    await settle();
+    expect(sinks.filter((s) => s.outcome !== "aborted")).toEqual([]);
   });
 
   it("takes a file of exactly the ceiling", async () => {

@@ -24,6 +24,14 @@ import { ValidationFailed } from "../../errors/validation-failed.js";
 export const UPLOAD_CHUNK_BYTES = 64 * 1024;
 
 /**
+ * What a body may hold besides its one part's bytes: the boundaries and the part's headers
+ * (busboy reads at most 16 KiB of them). Bytes before the first boundary or after the last one
+ * are dropped by busboy, past any limit of multer's, so without this bound an upload's body
+ * could be any size whatever the ceiling.
+ */
+export const MULTIPART_FRAMING_BYTES = 64 * 1024;
+
+/**
  * The last item of an abandoned upload's chunks: the sink must make its call fail on it (the
  * files sink sends a second header, which UploadFile refuses), so that nothing is stored.
  */
@@ -96,6 +104,8 @@ type KoaMulter = (options: {
   limits: MulterLimits;
   defParamCharset?: string;
   preservePath?: boolean;
+  /** Feeds the request to busboy (multer's default: `req.pipe(busboy)`). */
+  streamHandler?: (req: IncomingMessage, busboy: NodeJS.WritableStream) => void;
 }) => { single(name: string): KoaMiddleware };
 
 const require = createRequire(import.meta.url);
@@ -285,8 +295,9 @@ class StreamedPart<T> {
 /**
  * Reads a multipart/form-data upload of exactly one part named `partName` and streams it into
  * the sink, answering what the sink answered. Refusals: a body that is not multipart, has no
- * such part, another part, or is malformed is the 400 validation shape; a part past `maxBytes`
- * is 413 `file_too_large`; the sink's own errors pass through.
+ * such part, another part, or is malformed is the 400 validation shape; a part past `maxBytes`,
+ * or a body past it and MULTIPART_FRAMING_BYTES, is 413 `file_too_large`; the sink's own errors
+ * pass through.
  */
 export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptions<T>): Promise<T> {
   if (!ctx.request.is("multipart/form-data")) {
@@ -320,7 +331,29 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
       (part?.abandon() ?? Promise.resolve()).then(() => callback(null));
     },
   };
+  // The body busboy reads is held to the ceiling, framing included (MULTIPART_FRAMING_BYTES).
+  // Past it, busboy is fed no more (no part can start after the answer) and the answer does not
+  // wait for the rest of the body, which could be endless: it closes the connection instead.
+  const bodyMax = options.maxBytes + MULTIPART_FRAMING_BYTES;
+  const overflow = Promise.withResolvers<never>();
+  let overflowed: ConnectError | undefined;
   const upload = koaMulter({
+    streamHandler(req, busboy) {
+      let received = 0;
+      const count = (chunk: Buffer) => {
+        received += chunk.byteLength;
+        if (received <= bodyMax) return;
+        req.off("data", count);
+        req.unpipe(busboy);
+        overflowed = fileTooLarge();
+        overflow.reject(overflowed);
+      };
+      req.on("data", count);
+      // Once multer stops feeding busboy it has its answer, which stands; a refusal it gives
+      // after reading the rest of the body.
+      busboy.once("unpipe", () => req.off("data", count));
+      req.pipe(busboy);
+    },
     storage,
     limits: {
       fileSize: options.maxBytes,
@@ -337,9 +370,10 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
     preservePath: true,
   }).single(options.partName);
   try {
-    await upload(ctx, async () => {});
+    await Promise.race([upload(ctx, async () => {}), overflow.promise]);
   } catch (error) {
     await part?.abandon(error);
+    if (error === overflowed) ctx.set("Connection", "close");
     throw refusalOf(error, ctx, options.partName);
   }
   if (!part) {
