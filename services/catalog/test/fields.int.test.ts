@@ -1032,10 +1032,12 @@ describe("choice renames", () => {
       { fieldId: field.fieldId, options: { choices: [{ id: x!.id, name: "x" }, { name: "z" }] } },
       await as(t.editor),
     );
+    // ChoicesRenamed follows FieldUpdated out of the outbox: waiting for the first does not
+    // mean the second has been received.
     await eventOf(
       h,
-      "catalog.field.updated",
-      FieldUpdatedSchema,
+      "catalog.field.choices_renamed",
+      ChoicesRenamedSchema,
       (e) => e.fieldId === field.fieldId,
     );
     const announced = eventsOf(
