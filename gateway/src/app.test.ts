@@ -1171,7 +1171,17 @@ describe("the gateway over HTTP", () => {
           "application/json": { schema: { $ref: "#/components/schemas/AuthTokenResponse" } },
         },
       });
-      expect(Object.keys(login).sort()).toEqual(["200", "400", "401", "413", "429", "500", "503"]);
+      expect(Object.keys(login).sort()).toEqual([
+        "200",
+        "400",
+        "401",
+        "408",
+        "413",
+        "429",
+        "500",
+        "503",
+      ]);
+      expect(JSON.stringify(login[408])).toContain("request_timeout");
       expect(JSON.stringify(login[400])).toContain("email_not_verified");
       expect(JSON.stringify(login[400])).toContain("ValidationError");
       expect(JSON.stringify(login[401])).toContain("invalid_credentials");

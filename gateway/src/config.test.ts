@@ -38,6 +38,33 @@ describe("gateway configuration", () => {
     expect(config.LOG_LEVEL).toBe("info");
     expect(config.RATE_LIMITS).toEqual(DEFAULT_RATE_LIMITS);
     expect(config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
+    expect(config.REQUEST_HEADERS_TIMEOUT_MS).toBe(60_000);
+    expect(config.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(60_000);
+    expect(config.REQUEST_BODY_MIN_BYTES_PER_SECOND).toBe(1_000);
+  });
+
+  it("takes request timeouts of at least 1 ms, up to what a timer can wait", () => {
+    const config = loadGatewayConfig({
+      ...base,
+      REQUEST_HEADERS_TIMEOUT_MS: "500",
+      REQUEST_BODY_IDLE_TIMEOUT_MS: "300",
+      REQUEST_BODY_MIN_BYTES_PER_SECOND: "0",
+    });
+    expect(config.REQUEST_HEADERS_TIMEOUT_MS).toBe(500);
+    expect(config.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(300);
+    expect(config.REQUEST_BODY_MIN_BYTES_PER_SECOND).toBe(0);
+    expect(
+      problemsOf({
+        ...base,
+        REQUEST_HEADERS_TIMEOUT_MS: "0",
+        REQUEST_BODY_IDLE_TIMEOUT_MS: "2147483648",
+        REQUEST_BODY_MIN_BYTES_PER_SECOND: "-1",
+      }),
+    ).toEqual([
+      expect.stringMatching(/^REQUEST_HEADERS_TIMEOUT_MS:/),
+      expect.stringMatching(/^REQUEST_BODY_IDLE_TIMEOUT_MS:/),
+      expect.stringMatching(/^REQUEST_BODY_MIN_BYTES_PER_SECOND:/),
+    ]);
   });
 
   it("takes an empty or blank number as unset, not as 0", () => {

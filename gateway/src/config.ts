@@ -11,6 +11,9 @@ import proxyaddr from "proxy-addr";
 import { z } from "zod";
 import { parseRateLimits } from "./rate-limit/rate-limit-settings.js";
 
+/** The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 const emptyToUndefined = (value: unknown) => (value === "" ? undefined : value);
 
 /** Links handed to clients must be absolute http(s) URLs; a trailing slash is dropped. */
@@ -80,6 +83,22 @@ export const gatewayEnv = z.object({
     .min(1)
     .max(Number.MAX_SAFE_INTEGER)
     .default(1_000_000_000),
+  /**
+   * How long a request line and headers may take to arrive (Node's `headersTimeout`); past it
+   * 408 `request_timeout` and the connection is closed.
+   */
+  REQUEST_HEADERS_TIMEOUT_MS: wholeNumber(1, MAX_TIMER_MS, 60_000),
+  /**
+   * The longest wait for the next chunk of a request body being read (a JSON body or an
+   * upload); past it 408 `request_timeout`, nothing is stored and the connection is closed. No
+   * bound applies to a whole body that keeps arriving (see http/request-body-timeouts.ts).
+   */
+  REQUEST_BODY_IDLE_TIMEOUT_MS: wholeNumber(1, MAX_TIMER_MS, 60_000),
+  /**
+   * The average rate a request body must keep once its first REQUEST_BODY_IDLE_TIMEOUT_MS of
+   * reading passed, or 408 as above; 0: none.
+   */
+  REQUEST_BODY_MIN_BYTES_PER_SECOND: wholeNumber(0, Number.MAX_SAFE_INTEGER, 1_000),
   /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
   REDIS_URL: optionalUrl,
   /**

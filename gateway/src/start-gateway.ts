@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { STREAMS } from "@rowbase/kit";
 import { createGateway, type Gateway, type GatewayDeps } from "./app.js";
 import { answerClientError, answerConnect } from "./http/client-error.js";
+import { watchRequestBody } from "./http/request-body-timeouts.js";
 
 export interface StartGatewayOptions {
   /** Defaults to `config.PORT`; 0 picks a free port. */
@@ -34,8 +35,17 @@ export async function startGateway(
   options: StartGatewayOptions = {},
 ): Promise<RunningGateway> {
   await deps.bus.ensureStreams(STREAMS);
-  // A request without Host is refused by the app (middleware/require-host.ts), in the envelope.
-  const server = createServer({ requireHostHeader: false });
+  const { config } = deps;
+  const server = createServer({
+    // A request without Host is refused by the app (middleware/require-host.ts), in the envelope.
+    requireHostHeader: false,
+    // Slow senders are bounded while they send (headers here, bodies by watchRequestBody),
+    // not by Node's 300 s for a whole request, which cut any upload slower than 3.3 MB/s.
+    headersTimeout: config.REQUEST_HEADERS_TIMEOUT_MS,
+    requestTimeout: 0,
+    // Node looks for headers past their time on this interval (30 s by default).
+    connectionsCheckingInterval: Math.ceil(config.REQUEST_HEADERS_TIMEOUT_MS / 10),
+  });
   // Idle keep-alive connections are closed by the client side first (load balancers and
   // ingress-nginx keep upstream connections 60 s): a gateway that closed them at Node's 5 s
   // could do so just as a proxy sends the next request on one, which the proxy answers 502.
@@ -44,7 +54,7 @@ export async function startGateway(
   server.on("connect", answerConnect);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? deps.config.PORT, options.host, () => {
+    server.listen(options.port ?? config.PORT, options.host, () => {
       server.off("error", reject);
       resolve();
     });
@@ -55,12 +65,20 @@ export async function startGateway(
   // app answers from here on: requests are only read once this turn of the event loop ends.
   let gateway: Gateway;
   try {
-    gateway = createGateway(deps, deps.config.PUBLIC_BASE_URL ?? `http://localhost:${port}`);
+    gateway = createGateway(deps, config.PUBLIC_BASE_URL ?? `http://localhost:${port}`);
   } catch (error) {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw error;
   }
-  server.on("request", gateway.app.callback());
+  const answer = gateway.app.callback();
+  const bodyTimeouts = {
+    idleMs: config.REQUEST_BODY_IDLE_TIMEOUT_MS,
+    minBytesPerSecond: config.REQUEST_BODY_MIN_BYTES_PER_SECOND,
+  };
+  server.on("request", (req, res) => {
+    watchRequestBody(req, res, bodyTimeouts);
+    void answer(req, res);
+  });
   return {
     port,
     async close() {

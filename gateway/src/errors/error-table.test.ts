@@ -55,6 +55,8 @@ const CONTRACT: Record<number, string[]> = {
     "not_found",
   ],
   405: ["method_not_allowed"],
+  /** An addition: headers or a body that stopped arriving (http/request-body-timeouts.ts). */
+  408: ["request_timeout"],
   413: ["payload_too_large", "file_too_large"],
   /** An addition for file serving (SPEC 7: HTTP Range support). */
   416: ["range_not_satisfiable"],

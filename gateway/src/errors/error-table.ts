@@ -59,6 +59,11 @@ export const ERROR_STATUS = {
   file_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  /**
+   * Headers or a body that stopped arriving, or a body far too slow
+   * (gateway/src/http/request-body-timeouts.ts); an addition.
+   */
+  request_timeout: 408,
   payload_too_large: 413,
   file_too_large: 413,
   /** A Range that starts past the end of a served file (files service); an addition. */

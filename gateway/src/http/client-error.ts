@@ -13,12 +13,10 @@ const REASONS: Record<number, string> = {
   431: "Request Header Fields Too Large",
 };
 
-/**
- * The envelope code of a parser refusal; undefined for a request that never finished arriving
- * (Node's 408), which keeps a bare answer: the client is not sending, and may not be reading.
- */
-function codeOf(code: string | undefined): ErrorCode | undefined {
-  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return undefined;
+/** The envelope code of a parser refusal. */
+function codeOf(code: string | undefined): ErrorCode {
+  // Headers that took longer than REQUEST_HEADERS_TIMEOUT_MS (Node's headersTimeout).
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return "request_timeout";
   if (code === "HPE_HEADER_OVERFLOW") return "request_header_too_large";
   // A method Node's parser does not know (FOO, or get in lower case): no route takes it.
   if (code === "HPE_INVALID_METHOD") return "method_not_allowed";
@@ -28,16 +26,12 @@ function codeOf(code: string | undefined): ErrorCode | undefined {
 /**
  * Writes an error answer on a socket no request reached the app on, and closes it: the error
  * envelope (SPEC section 1) with a new `X-Request-Id` (the request's own could not be read) and
- * the headers every gateway answer has. `code` undefined: the bare status line.
+ * the headers every gateway answer has.
  */
-export function answerOnSocket(socket: Duplex, status: number, code: ErrorCode | undefined): void {
+export function answerOnSocket(socket: Duplex, status: number, code: ErrorCode): void {
   const head =
     `HTTP/1.1 ${status} ${REASONS[status]}\r\nConnection: close\r\n` +
     `X-Request-Id: ${randomUUID()}\r\n`;
-  if (!code) {
-    socket.end(`${head}\r\n`);
-    return;
-  }
   const body = JSON.stringify({ message: code, data: {} });
   socket.end(
     `${head}Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n` +
@@ -54,8 +48,9 @@ export function answerOnSocket(socket: Duplex, status: number, code: ErrorCode |
  * that are not HTTP begin) is 405 `method_not_allowed`, without `Allow`: the parser stops before
  * the path, so there is no route to name the methods of; anything else it refuses (a malformed
  * request line, bad characters in a header, a bad or doubled `Content-Length` or one beside
- * `Transfer-Encoding`) is 400 `malformed_request`. A request that never finished arriving keeps Node's bare 408. A socket
- * that is already gone, or that is in the middle of an answer, is only closed.
+ * `Transfer-Encoding`) is 400 `malformed_request`; headers that did not arrive in time are 408
+ * `request_timeout`. A socket that is already gone, or that is in the middle of an answer, is
+ * only closed.
  */
 export function answerClientError(error: ParserError, socket: Duplex): void {
   const busy = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -64,7 +59,7 @@ export function answerClientError(error: ParserError, socket: Duplex): void {
     return;
   }
   const code = codeOf(error.code);
-  answerOnSocket(socket, code ? ERROR_STATUS[code] : 408, code);
+  answerOnSocket(socket, ERROR_STATUS[code], code);
 }
 
 /**

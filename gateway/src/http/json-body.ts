@@ -5,6 +5,7 @@ import { Semaphore } from "async-mutex";
 import coBody from "co-body";
 import type { Context } from "koa";
 import { ValidationFailed } from "../errors/validation-failed.js";
+import { untilBodyStalls } from "./request-body-timeouts.js";
 
 /** SPEC section 1: JSON bodies up to 1 MiB. */
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -67,16 +68,22 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
   if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
     return { problem: ValidationFailed.of("header", "content-type", "charset must be utf-8") };
   }
-  let bytes: Buffer;
-  try {
-    // As bytes: decoded leniently, bytes that are not UTF-8 would become U+FFFD and be stored
-    // as a text the client never sent (RFC 8259 8.1: JSON is UTF-8).
-    bytes = (await coBody.text(ctx, {
-      limit: JSON_BODY_LIMIT_BYTES,
-      encoding: false as unknown as string,
-    })) as unknown as Buffer;
-  } catch (error) {
-    const status = (error as { status?: unknown }).status;
+  // As bytes: decoded leniently, bytes that are not UTF-8 would become U+FFFD and be stored
+  // as a text the client never sent (RFC 8259 8.1: JSON is UTF-8).
+  const reading = coBody.text(ctx, {
+    limit: JSON_BODY_LIMIT_BYTES,
+    encoding: false as unknown as string,
+  }) as unknown as Promise<Buffer>;
+  // A body that stalls is 408 (untilBodyStalls); one that fails to read is answered below.
+  const read = await untilBodyStalls(
+    ctx.req,
+    reading.then(
+      (bytes) => ({ bytes }),
+      (error: unknown) => ({ error }),
+    ),
+  );
+  if ("error" in read) {
+    const status = (read.error as { status?: unknown }).status;
     if (status === 413) throw domainError(Code.ResourceExhausted, "payload_too_large");
     if (status === 415) {
       return {
@@ -90,8 +97,8 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
     // A body that broke off or did not inflate.
     return { problem: ValidationFailed.of("body", "body", "is not valid JSON") };
   }
-  if (!isUtf8(bytes)) return { problem: ValidationFailed.of("body", "body", "must be UTF-8") };
-  return { text: bytes.toString("utf8") };
+  if (!isUtf8(read.bytes)) return { problem: ValidationFailed.of("body", "body", "must be UTF-8") };
+  return { text: read.bytes.toString("utf8") };
 }
 
 /** Only an object or an array may start a body (RFC 8259 whitespace before it). */

@@ -26,6 +26,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: "Missing or invalid credential",
   403: "Forbidden",
   404: "Not found",
+  408: "The request's body stopped arriving, or arrived too slowly",
   413: "Payload too large",
   416: "Range not satisfiable",
   429: "Too many requests",
@@ -235,6 +236,8 @@ function errorCodesOf(route: Route): ErrorCode[] {
   if (route.rateLimits.length > 0) codes.add("too_many_requests");
   // Every route but an upload reads a JSON body (one without a body schema takes only `{}`).
   if (route.multipartFile === undefined) codes.add("payload_too_large");
+  // Any body, JSON or an upload, that stalls (REQUEST_BODY_IDLE_TIMEOUT_MS).
+  codes.add("request_timeout");
   codes.add("service_unavailable");
   return [...codes];
 }

@@ -4,6 +4,7 @@ import type { Readable } from "node:stream";
 import { Code, ConnectError, domainError } from "@rowbase/kit";
 import type { Context } from "koa";
 import { ValidationFailed } from "../../errors/validation-failed.js";
+import { untilBodyStalls } from "../../http/request-body-timeouts.js";
 
 /**
  * An upload's one multipart part, streamed as it arrives into whatever stores it (the files
@@ -296,8 +297,8 @@ class StreamedPart<T> {
  * Reads a multipart/form-data upload of exactly one part named `partName` and streams it into
  * the sink, answering what the sink answered. Refusals: a body that is not multipart, has no
  * such part, another part, or is malformed is the 400 validation shape; a part past `maxBytes`,
- * or a body past it and MULTIPART_FRAMING_BYTES, is 413 `file_too_large`; the sink's own errors
- * pass through.
+ * or a body past it and MULTIPART_FRAMING_BYTES, is 413 `file_too_large`; a body that stalls
+ * is 408 `request_timeout` (untilBodyStalls); the sink's own errors pass through.
  */
 export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptions<T>): Promise<T> {
   if (!ctx.request.is("multipart/form-data")) {
@@ -370,7 +371,7 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
     preservePath: true,
   }).single(options.partName);
   try {
-    await Promise.race([upload(ctx, async () => {}), overflow.promise]);
+    await untilBodyStalls(ctx.req, Promise.race([upload(ctx, async () => {}), overflow.promise]));
   } catch (error) {
     await part?.abandon(error);
     if (error === overflowed) ctx.set("Connection", "close");
