@@ -413,6 +413,58 @@ describe("accept and decline", () => {
     expect(await memberCount(organizationId)).toBe(3);
   });
 
+  it("lets parallel acceptances fill only the room a lowered plan leaves", async () => {
+    const owner = await h.user();
+    const { organizationId } = await newOrganization(h, owner, "Crowded");
+    await h.org.setPlan({ organizationId, plan: PlanName.PLUS }, await as(OPERATOR));
+    const invitees = await Promise.all(Array.from({ length: 8 }, () => h.user()));
+    const invites: Awaited<ReturnType<typeof invite>>[] = [];
+    for (const user of invitees) invites.push(await invite(organizationId, owner, user.email));
+    // 1 member and 8 pending invites, on a plan of 3: what was sent stays sent.
+    await h.org.setPlan({ organizationId, plan: PlanName.FREE }, await as(OPERATOR));
+    const answers = await Promise.all(
+      invitees.map(async (user, i) =>
+        outcomeOf(h.org.acceptInvite({ inviteId: invites[i]!.inviteId }, await as(user))),
+      ),
+    );
+    expect(answers.filter((a) => a === undefined)).toHaveLength(2);
+    expect(answers.filter((a) => a === "member_limit_exceeded")).toHaveLength(6);
+    expect(await memberCount(organizationId)).toBe(3);
+    // The refused ones are still pending, and still count: no invite goes out.
+    const { invites: pending } = await h.org.listInvites({ organizationId }, await as(owner));
+    expect(pending.map((i) => i.inviteId).sort()).toEqual(
+      invites
+        .filter((_, i) => answers[i] !== undefined)
+        .map((i) => i.inviteId)
+        .sort(),
+    );
+    expect(await reasonOf(invite(organizationId, owner, "late@example.test"))).toBe(
+      "member_limit_exceeded",
+    );
+  });
+
+  it("counts each organization's members on its own when invites race in both", async () => {
+    const owner = await h.user();
+    const organizations = [
+      (await newOrganization(h, owner, "Left")).organizationId,
+      (await newOrganization(h, owner, "Right")).organizationId,
+    ];
+    const answers = await Promise.all(
+      organizations.flatMap((organizationId) =>
+        Array.from({ length: 6 }, (_, i) =>
+          outcomeOf(invite(organizationId, owner, `both${i}@example.test`)),
+        ),
+      ),
+    );
+    for (const [index, organizationId] of organizations.entries()) {
+      const mine = answers.slice(index * 6, index * 6 + 6);
+      expect(mine.filter((a) => a === undefined)).toHaveLength(2);
+      expect(mine.filter((a) => a === "member_limit_exceeded")).toHaveLength(4);
+      const { invites } = await h.org.listInvites({ organizationId }, await as(owner));
+      expect(invites).toHaveLength(2);
+    }
+  });
+
   it("declines an invite: no member, no longer pending", async () => {
     const owner = await h.user();
     const { organizationId } = await newOrganization(h, owner, "Declinable");

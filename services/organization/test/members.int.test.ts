@@ -521,6 +521,67 @@ describe("owner transfer", () => {
     ).toBe("organization_limit_exceeded");
     expect(await roleOf(id, owner)).toBe("owner");
   });
+
+  it("gives the last owned place once when transfers and creates race for it", async () => {
+    // The editor owns 4: two organizations hand it over, and it creates three of its own, at once.
+    const first = await team(h);
+    const second = await team(h);
+    const { editor } = first;
+    const secondEditor = await h.org.createInvite(
+      { organizationId: second.id, email: editor.email, role: Role.EDITOR },
+      await as(second.owner),
+    );
+    await h.org.acceptInvite({ inviteId: secondEditor.invite!.inviteId }, await as(editor));
+    const { members } = await h.org.listMembers({ organizationId: second.id }, await as(editor));
+    const editorInSecond = members.find((m) => m.userId === editor.id)!.memberId;
+    for (let i = 0; i < 4; i++) await newOrganization(h, editor, `Editor owns ${i}`);
+    const firstCode = await transferCode(first.owner, async () =>
+      h.org.sendTransferCode(
+        { organizationId: first.id, memberId: first.memberOf(editor) },
+        await as(first.owner),
+      ),
+    );
+    const secondCode = await transferCode(second.owner, async () =>
+      h.org.sendTransferCode(
+        { organizationId: second.id, memberId: editorInSecond },
+        await as(second.owner),
+      ),
+    );
+    const outcome = (call: Promise<unknown>) =>
+      call.then(
+        () => "ok",
+        async (error: unknown) => reasonOf(Promise.reject(error)),
+      );
+    const answers = await Promise.all([
+      outcome(
+        (async () =>
+          h.org.confirmTransfer(
+            { organizationId: first.id, memberId: first.memberOf(editor), code: firstCode },
+            await as(first.owner),
+          ))(),
+      ),
+      outcome(
+        (async () =>
+          h.org.confirmTransfer(
+            { organizationId: second.id, memberId: editorInSecond, code: secondCode },
+            await as(second.owner),
+          ))(),
+      ),
+      ...[0, 1, 2].map((i) => outcome(newOrganization(h, editor, `Racing ${i}`))),
+    ]);
+    expect(answers.filter((a) => a === "ok")).toHaveLength(1);
+    expect(answers.filter((a) => a === "organization_limit_exceeded")).toHaveLength(4);
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from organization.members where user_id = $1 and role = 'owner'",
+      [editor.id],
+    );
+    expect(rows[0].n).toBe(5);
+    // A refused transfer leaves its organization with its owner, the editor still an editor.
+    for (const [index, { id, owner }] of [first, second].entries()) {
+      expect(await roleOf(id, owner)).toBe(answers[index] === "ok" ? "admin" : "owner");
+      expect(await roleOf(id, editor)).toBe(answers[index] === "ok" ? "owner" : "editor");
+    }
+  });
 });
 
 describe("schema invariants", () => {
