@@ -157,6 +157,84 @@ describe.each([
   });
 });
 
+describe("the record limit of several organizations", () => {
+  it("counts each organization on its own when creates race in both", async () => {
+    const tenants = await Promise.all(
+      ["Left", "Right"].map(async (name) => {
+        const owner = await h.user(name);
+        const organizationId = await organizationOf(owner);
+        await h.org.setPlan(
+          { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(5n) },
+          await as(OPERATOR),
+        );
+        const table = await createTable(h, owner, organizationId, [def("Name", FieldType.TEXT)]);
+        return { owner, organizationId, table };
+      }),
+    );
+    const results = await Promise.all(
+      tenants.flatMap(({ owner, table }) =>
+        Array.from({ length: 16 }, async () =>
+          h.records.createRecord({ tableId: table.tableId, data: {} }, await as(owner)).then(
+            () => "created",
+            async (error: unknown) => (await failureOf(Promise.reject(error))).reason,
+          ),
+        ),
+      ),
+    );
+    for (const [index, { organizationId }] of tenants.entries()) {
+      const mine = results.slice(index * 16, index * 16 + 16);
+      expect(mine.filter((r) => r === "created")).toHaveLength(5);
+      expect(mine.filter((r) => r === "record_limit_exceeded")).toHaveLength(11);
+      expect(await countOf(organizationId)).toEqual({ rows: 5, usage: 5n });
+    }
+  });
+
+  it("keeps the records a lowered plan no longer allows, and creates none until below it", async () => {
+    const owner = await h.user("Lowered");
+    const organizationId = await organizationOf(owner);
+    const setLimit = async (records: bigint) =>
+      h.org.setPlan(
+        { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(records) },
+        await as(OPERATOR),
+      );
+    await setLimit(10n);
+    const table = await createTable(h, owner, organizationId, [def("Name", FieldType.TEXT)]);
+    const call = await as(owner);
+    const { records } = await h.records.batchCreateRecords(
+      { tableId: table.tableId, records: Array.from({ length: 8 }, () => ({ data: {} })) },
+      call,
+    );
+    await setLimit(5n);
+    await eventually(async () => {
+      expect(
+        await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
+      ).toMatchObject({ reason: "record_limit_exceeded" });
+    });
+    // What is stored stays, and can be changed.
+    expect(await countOf(organizationId)).toEqual({ rows: 8, usage: 8n });
+    await h.records.updateRecord(
+      { tableId: table.tableId, rowId: records[0]!.rowId, data: { Name: "kept" } },
+      call,
+    );
+    // Deleting to the new limit is not room yet; one below it is room for one, however many race.
+    await h.records.batchDeleteRecords(
+      { tableId: table.tableId, rowIds: records.slice(5).map((r) => r.rowId) },
+      call,
+    );
+    expect(
+      await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
+    ).toMatchObject({ reason: "record_limit_exceeded" });
+    await h.records.deleteRecord({ tableId: table.tableId, rowId: records[4]!.rowId }, call);
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, () =>
+        h.records.createRecord({ tableId: table.tableId, data: {} }, call),
+      ),
+    );
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(await countOf(organizationId)).toEqual({ rows: 5, usage: 5n });
+  });
+});
+
 describe("the free plan", () => {
   it("holds its 1,000 records under 64 parallel creates", async () => {
     const owner = await h.user("Free owner");
