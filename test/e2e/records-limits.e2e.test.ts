@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { counted, enterprise as enterpriseLimits } from "./support/files.js";
 import type { ApiResponse } from "./support/http.js";
 import { client } from "./support/http.js";
 import { q } from "./support/organizations.js";
@@ -235,6 +236,48 @@ describe("the monthly API-call allowance", () => {
       ),
     ).toEqual(["y", "x", "x", "x"]);
     await eventualUsage(tenant, "api_calls_this_month", 25);
+  });
+});
+
+describe("the monthly API-call allowance under parallel calls", () => {
+  it("admits exactly the calls left, in each organization on its own", async () => {
+    const tenants = [await createTenant(sys, api), await createTenant(sys, api)];
+    const allowances = [10, 4];
+    const setups = [];
+    for (const [index, tenant] of tenants.entries()) {
+      const table = await createTable(api, tenant, [{ name: "Name", type: "text" }]);
+      const used = await counted(sys, "api-calls", tenant.orgId);
+      await enterpriseLimits(sys, tenant, { "api-calls-per-month": used + allowances[index]! });
+      setups.push({ tenant, table, p: v1(tenant.databaseId, table.tableId) });
+    }
+    // Creates, reads and a member's session reads of both organizations, all at once.
+    const responses = await Promise.all(
+      setups.flatMap(({ tenant, table, p }) =>
+        Array.from({ length: 24 }, (_, i) =>
+          i % 3 === 0
+            ? api("POST", p.records, { token: tenant.writeToken, body: { data: { Name: `${i}` } } })
+            : i % 3 === 1
+              ? api("GET", p.records, { token: tenant.readToken })
+              : api("GET", "/public/record/list", {
+                  token: tenant.owner.token,
+                  query: q({ database_id: tenant.databaseId, table_id: table.tableId }),
+                }),
+        ),
+      ),
+    );
+    for (const [index, { tenant }] of setups.entries()) {
+      const mine = responses.slice(index * 24, index * 24 + 24);
+      expect(statusCounts(mine)).toEqual({
+        "200 success": allowances[index],
+        "429 api_call_limit_exceeded": 24 - allowances[index]!,
+      });
+      const admittedCreates = mine.filter((r, i) => i % 3 === 0 && r.status === 200).length;
+      expect(await counted(sys, "api-calls", tenant.orgId)).toBe(
+        (await limitsOf(tenant)).limits.api_calls_per_month,
+      );
+      // A refused create wrote nothing: the organization holds the admitted ones only.
+      await eventualUsage(tenant, "records", admittedCreates);
+    }
   });
 });
 
