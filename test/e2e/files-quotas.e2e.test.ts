@@ -231,6 +231,51 @@ describe("file transfer", () => {
     }
   }, 30_000);
 
+  it("let parallel downloads take exactly what the month allows, each organization its own", async () => {
+    const setups = [];
+    for (const downloads of [5, 2]) {
+      const tenant = await createTenant(sys, api);
+      const { fieldId, rowIds } = await fileTable(api, tenant);
+      const content = randomBytes(10_000);
+      const uploaded = await upload(tenant, rowIds[0]!, fieldId, content, "a.bin");
+      expect(uploaded.status, JSON.stringify(uploaded.json)).toBe(200);
+      const link = await api("GET", "/file/url", {
+        token: tenant.readToken,
+        query: q({ row_id: rowIds[0]!, field_id: fieldId }),
+      });
+      expect(link.status).toBe(200);
+      const allowance = (await counted(sys, "transfer", tenant.orgId)) + downloads * 10_000;
+      await enterprise(sys, tenant, { "transfer-bytes-per-month": allowance });
+      setups.push({ tenant, rowId: rowIds[0]!, fieldId, content, allowance, downloads, link });
+    }
+    // Tokens, a member's session and the signed link, of both organizations at once.
+    const responses = await Promise.all(
+      setups.flatMap(({ tenant, rowId, fieldId, link }) =>
+        Array.from({ length: 15 }, (_, i) =>
+          i % 3 === 0
+            ? serve(tenant.readToken, rowId, fieldId)
+            : i % 3 === 1
+              ? serve(tenant.owner.token, rowId, fieldId)
+              : raw(sys.baseUrl, "GET", new URL(link.body.data.url).pathname),
+        ),
+      ),
+    );
+    for (const [index, { tenant, content, allowance, downloads }] of setups.entries()) {
+      const mine = responses.slice(index * 15, index * 15 + 15);
+      const served = mine.filter((response) => response.status === 200);
+      expect(served).toHaveLength(downloads);
+      for (const response of served) expect(response.bytes.equals(content)).toBe(true);
+      for (const response of mine.filter((r) => r.status !== 200)) {
+        expectError(
+          { status: response.status, body: response.json },
+          403,
+          "transfer_limit_exceeded",
+        );
+      }
+      expect(await counted(sys, "transfer", tenant.orgId)).toBe(allowance);
+    }
+  });
+
   it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {
     const tenant = await createTenant(sys, api);
     await enterprise(sys, tenant, { "transfer-bytes-per-month": 100_000 });
