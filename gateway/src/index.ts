@@ -15,6 +15,7 @@ export {
   type StoredMonthlyUsage,
   type StoredMonthlyUsageSource,
 } from "./quota/monthly-usage-rebuild.js";
+export { PlanAllowances } from "./quota/plan-allowances.js";
 export { TransferCounter, transferCounterKey } from "./quota/transfer-quota.js";
 export {
   DEFAULT_RATE_LIMITS,

@@ -1,3 +1,6 @@
+import { PlanAllowances } from "@rowbase/gateway";
+import { createServiceClient, planCacheKey } from "@rowbase/kit";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counted, enterprise as enterpriseLimits } from "./support/files.js";
 import type { ApiResponse } from "./support/http.js";
@@ -278,6 +281,49 @@ describe("the monthly API-call allowance under parallel calls", () => {
       // A refused create wrote nothing: the organization holds the admitted ones only.
       await eventualUsage(tenant, "records", admittedCreates);
     }
+  });
+});
+
+describe("the plan the gateway caches", () => {
+  it("is never one a lookup read before a plan change it raced", async () => {
+    const tenant = await createTenant(sys, api);
+    const organizationId = BigInt(tenant.orgId);
+    const key = planCacheKey(organizationId);
+    const organization = createServiceClient(OrganizationService, sys.system.grpcUrls.organization);
+    // A gateway replica asks for the free plan, and its answer is delayed past a change.
+    let answered = () => {};
+    const asked = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = {
+      getPlan: async (...args: Parameters<typeof organization.getPlan>) => {
+        const answer = await organization.getPlan(...args);
+        answered();
+        await held;
+        return answer;
+      },
+    } as unknown as typeof organization;
+    await sys.system.cache.del(key);
+    const lookup = new PlanAllowances(
+      slow,
+      sys.system.cache,
+      sys.internalJwtSecret,
+    ).apiCallsPerMonth(organizationId, "e2e-slow");
+    await asked;
+    // Meanwhile another replica cached the old plan too; the change's event must evict it.
+    const old = JSON.stringify({ apiCallsPerMonth: "3000" });
+    await sys.system.cache.set(key, old, 60);
+    await enterpriseLimits(sys, tenant, { "api-calls-per-month": 7 });
+    await expect.poll(() => sys.system.cache.get(key), { timeout: 10_000 }).not.toBe(old);
+    release();
+    expect(await lookup).toBe(3000n);
+    // Whatever the late answer did, the next lookup gets the new allowance.
+    const fresh = new PlanAllowances(organization, sys.system.cache, sys.internalJwtSecret);
+    expect(await fresh.apiCallsPerMonth(organizationId, "e2e-fresh")).toBe(7n);
   });
 });
 

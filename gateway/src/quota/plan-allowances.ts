@@ -10,7 +10,10 @@ import { RPC_TIMEOUT_MS } from "../auth/downstream-call.js";
 import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import type { ErrorCode } from "../errors/error-table.js";
 
-/** How long a plan stays in the shared cache; the records service evicts it on `org.plan.changed`. */
+/**
+ * How long a plan stays in the shared cache; the records service evicts it on `org.plan.changed`
+ * (kit `markPlanChanged`).
+ */
 export const PLAN_CACHE_TTL_SECONDS = 60;
 
 /**
@@ -83,7 +86,8 @@ export class PlanAllowances {
     const cached = cachedAllowance(await this.cache.get(key), which);
     if (cached !== undefined) return cached;
     const limits = await this.fetch(organizationId, requestId, notFound);
-    await this.cache.set(key, encodeCachedPlanLimits(limits), PLAN_CACHE_TTL_SECONDS);
+    // Only where no entry is: a plan changed meanwhile has left PLAN_CHANGED (kit) there.
+    await this.cache.setIfAbsent(key, encodeCachedPlanLimits(limits), PLAN_CACHE_TTL_SECONDS);
     return limits[which];
   }
 

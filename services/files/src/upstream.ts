@@ -8,6 +8,8 @@ import {
   domainError,
   errorInfoOf,
   type Logger,
+  markPlanChanged,
+  PLAN_CHANGED,
 } from "@rowbase/kit";
 import {
   CatalogService,
@@ -153,7 +155,7 @@ export class Upstream {
   ): Promise<PlanLimits> {
     const key = planLimitsCacheKey(organizationId);
     const cached = options.fresh ? null : await this.cacheGet(key);
-    if (cached) {
+    if (cached && cached !== PLAN_CHANGED) {
       try {
         const plan = fromJsonString(GetPlanResponseSchema, cached, { ignoreUnknownFields: true });
         if (plan.limits) return plan.limits;
@@ -171,7 +173,10 @@ export class Upstream {
       throw upstreamFailure("OrganizationService.GetPlan", error);
     }
     if (!plan.limits) throw new Error("OrganizationService.GetPlan returned no limits");
-    await this.cacheSet(key, toJsonString(GetPlanResponseSchema, plan));
+    // Only where no entry is: a plan changed meanwhile has left PLAN_CHANGED there.
+    await this.cache
+      .setIfAbsent(key, toJsonString(GetPlanResponseSchema, plan), CACHE_SECONDS)
+      .catch((error: unknown) => this.logger.warn({ err: error, key }, "cache write failed"));
     return plan.limits;
   }
 
@@ -180,6 +185,6 @@ export class Upstream {
   }
 
   async evictPlan(organizationId: bigint): Promise<void> {
-    await this.cache.del(planLimitsCacheKey(organizationId));
+    await markPlanChanged(this.cache, planLimitsCacheKey(organizationId));
   }
 }

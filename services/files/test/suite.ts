@@ -7,7 +7,9 @@ import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_
 import { FieldDeletedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { ContentDisposition } from "@rowbase/proto/rowbase/files/v1/files_pb";
+import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { planLimitsCacheKey, Upstream } from "../src/upstream.js";
 import {
   as,
   type Backend,
@@ -15,9 +17,11 @@ import {
   eventsOf,
   failureOf,
   type Harness,
+  OPERATOR,
   range,
   reasonOf,
   record,
+  SECRET,
   SERVICE,
   SMALL_LIMITS,
   startHarness,
@@ -476,6 +480,67 @@ export function filesSuite(backend: Backend) {
     beforeAll(async () => {
       small = await team(h, SMALL_LIMITS);
       smallWs = await workspace(h, small.owner, small.organizationId);
+    });
+
+    it("never caches a plan a lookup read before a change it raced", async () => {
+      const owner = await h.user("Racing plans");
+      const { organization } = await h.org.createOrganization(
+        { name: "Racing", organizationSlug: "" },
+        await as(owner),
+      );
+      const organizationId = organization!.organizationId;
+      const key = planLimitsCacheKey(organizationId);
+      const upstreamOf = (organizations: typeof h.org) => {
+        const upstream = new Upstream(
+          {
+            records: "http://127.0.0.1:1",
+            catalog: "http://127.0.0.1:1",
+            organization: "http://127.0.0.1:1",
+          },
+          SECRET,
+          h.cache,
+          h.logger,
+        );
+        // Its organization client replaced, to hold GetPlan's answer (the only call made here).
+        Object.assign(upstream, { organizations });
+        return upstream;
+      };
+      // Another files replica asks for the free plan, and its answer is delayed past a change.
+      let answered = () => {};
+      const asked = new Promise<void>((resolve) => {
+        answered = resolve;
+      });
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const slow = {
+        getPlan: async (...args: Parameters<typeof h.org.getPlan>) => {
+          const answer = await h.org.getPlan(...args);
+          answered();
+          await held;
+          return answer;
+        },
+      } as unknown as typeof h.org;
+      const lookup = upstreamOf(slow).planLimits(organizationId, "slow");
+      await asked;
+      // Meanwhile another replica cached the old plan too; the change's event must evict it.
+      const old = JSON.stringify({ limits: { fileStorageBytes: "100000000" } });
+      await h.cache.set(key, old, 60);
+      await h.org.setPlan(
+        {
+          organizationId,
+          plan: PlanName.ENTERPRISE,
+          enterpriseLimits: create(PlanLimitsSchema, SMALL_LIMITS),
+        },
+        await as(OPERATOR),
+      );
+      await expect.poll(() => h.cache.get(key), { timeout: 10_000 }).not.toBe(old);
+      release();
+      expect((await lookup).fileStorageBytes).toBe(100_000_000n);
+      // Whatever the late answer did, the next lookup gets the new limits.
+      const fresh = await upstreamOf(h.org).planLimits(organizationId, "fresh");
+      expect(fresh.fileStorageBytes).toBe(SMALL_LIMITS.fileStorageBytes);
     });
 
     it("cuts an upload past max_file_bytes mid-stream and leaves nothing", async () => {

@@ -9,6 +9,7 @@ import {
   errorInfoOf,
   LocalCache,
   type Logger,
+  markPlanChanged,
   planCacheKey,
   SUBJECTS,
 } from "@rowbase/kit";
@@ -20,7 +21,7 @@ import {
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { tableNotFound } from "./errors.js";
 
-/** How long a plan stays cached; `org.plan.changed` evicts it at once. */
+/** How long a plan stays cached; `org.plan.changed` evicts it at once (kit PLAN_CHANGED). */
 export const PLAN_TTL_SECONDS = 60;
 
 /**
@@ -29,7 +30,9 @@ export const PLAN_TTL_SECONDS = 60;
  */
 export const PLAN_LOCAL_TTL_MS = 1000;
 
-/** The record limit in a cached plan entry; undefined for none or one that lacks it. */
+/**
+ * The record limit in a cached plan entry; undefined for none, PLAN_CHANGED, or one that lacks it.
+ */
 function cachedRecords(value: string | null): bigint | undefined {
   if (value === null) return undefined;
   try {
@@ -76,7 +79,7 @@ export class Plans {
     }
     const limits = await this.fetch(organizationId, requestId);
     await this.cache
-      .set(
+      .setIfAbsent(
         key,
         toJsonString(PlanLimitsSchema, limits, { alwaysEmitImplicit: true }),
         PLAN_TTL_SECONDS,
@@ -114,7 +117,7 @@ export class Plans {
       async (message) => {
         const event = fromBinary(PlanChangedSchema, message.data);
         this.local.delete(planCacheKey(event.organizationId));
-        await this.cache.del(planCacheKey(event.organizationId));
+        await markPlanChanged(this.cache, planCacheKey(event.organizationId));
       },
     );
   }

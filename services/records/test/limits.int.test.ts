@@ -1,7 +1,8 @@
-import { Code, planCacheKey } from "@rowbase/kit";
+import { Code, PLAN_CHANGED, planCacheKey } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Plans } from "../src/plans.js";
 import {
   as,
   createTable,
@@ -10,6 +11,7 @@ import {
   failureOf,
   type Harness,
   OPERATOR,
+  SECRET,
   SERVICE,
   startHarness,
   type TestTable,
@@ -138,17 +140,24 @@ describe.each([
 
   it("follows a plan change at once (org.plan.changed evicts the cached plan)", async () => {
     const call = await as(owner);
-    expect(
-      await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
-    ).toMatchObject({ reason: "record_limit_exceeded" });
-    // The plan entry is shared with the gateway: every limit, int64s as decimal strings.
-    expect(JSON.parse((await h.cache.get(planCacheKey(organizationId)))!)).toMatchObject({
-      records: "20",
-      apiCallsPerMonth: "1000000",
+    // The plan change left its mark for a while (no lookup caches the plan meanwhile); once it
+    // is gone, the plan entry is shared with the gateway: every limit, int64s as decimal strings.
+    await h.cache.del(planCacheKey(organizationId));
+    await eventually(async () => {
+      expect(
+        await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
+      ).toMatchObject({ reason: "record_limit_exceeded" });
+      expect(JSON.parse((await h.cache.get(planCacheKey(organizationId)))!)).toMatchObject({
+        records: "20",
+        apiCallsPerMonth: "1000000",
+      });
     });
     await h.org.setPlan(
       { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(21n) },
       await as(OPERATOR),
+    );
+    await eventually(async () =>
+      expect(await h.cache.get(planCacheKey(organizationId))).toBe(PLAN_CHANGED),
     );
     await eventually(async () => {
       await h.records.createRecord({ tableId: table.tableId, data: {} }, call);
@@ -232,6 +241,47 @@ describe("the record limit of several organizations", () => {
     );
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
     expect(await countOf(organizationId)).toEqual({ rows: 5, usage: 5n });
+  });
+});
+
+describe("a plan change racing a plan lookup", () => {
+  it("never lets a lookup that read the old plan cache it after the change", async () => {
+    const owner = await h.user("Racing plans");
+    const organizationId = await organizationOf(owner);
+    const key = planCacheKey(organizationId);
+    // On the free plan (1,000 records), another records replica asks for the plan, and its
+    // answer is delayed past a change.
+    let answered = () => {};
+    const asked = new Promise<void>((resolve) => {
+      answered = resolve;
+    });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = {
+      getPlan: async (...args: Parameters<typeof h.org.getPlan>) => {
+        const answer = await h.org.getPlan(...args);
+        answered();
+        await held;
+        return answer;
+      },
+    } as unknown as typeof h.org;
+    const lookup = new Plans(slow, h.cache, SECRET, h.logger).quotaOf(organizationId);
+    await asked;
+    // Meanwhile a third one cached the old plan too; the change's event must evict it.
+    const old = JSON.stringify({ records: "1000" });
+    await h.cache.set(key, old, 60);
+    await h.org.setPlan(
+      { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(1n) },
+      await as(OPERATOR),
+    );
+    await eventually(async () => expect(await h.cache.get(key)).not.toBe(old));
+    release();
+    expect((await lookup).records).toBe(1000n);
+    // Whatever the late answer did, the next lookup anywhere gets the new limit.
+    const fresh = new Plans(h.org, h.cache, SECRET, h.logger);
+    expect((await fresh.quotaOf(organizationId)).records).toBe(1n);
   });
 });
 
