@@ -276,6 +276,33 @@ describe("file transfer", () => {
     }
   });
 
+  it("let parallel uploads racing the transfer allowance never pass it, the refused storing nothing", async () => {
+    const tenant = await createTenant(sys, api);
+    const used = await counted(sys, "transfer", tenant.orgId);
+    await enterprise(sys, tenant, { "transfer-bytes-per-month": used + 35_000 });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant, 8);
+    const responses = await Promise.all(
+      rowIds.map((rowId) => upload(tenant, rowId, fieldId, randomBytes(10_000), `${rowId}.bin`)),
+    );
+    const stored = rowIds.filter((_, i) => responses[i]!.status === 200);
+    expect(stored.length).toBeLessThanOrEqual(3);
+    for (const response of responses.filter((r) => r.status !== 200)) {
+      expectError({ status: response.status, body: response.json }, 403, "transfer_limit_exceeded");
+    }
+    // What moved is what was stored, within the allowance; a refused upload left no file.
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(used + stored.length * 10_000);
+    expect(await storageUsage(sys, tenant)).toBe(stored.length * 10_000);
+    for (const rowId of rowIds) {
+      const record = await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+        token: tenant.readToken,
+      });
+      expect(record.status).toBe(200);
+      const file = record.body.data.record.data[String(fieldId)];
+      if (stored.includes(rowId)) expect(file).toMatchObject({ size: 10_000 });
+      else expect(file ?? null).toBeNull();
+    }
+  });
+
   it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {
     const tenant = await createTenant(sys, api);
     await enterprise(sys, tenant, { "transfer-bytes-per-month": 100_000 });
