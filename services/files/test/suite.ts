@@ -482,6 +482,81 @@ export function filesSuite(backend: Backend) {
       smallWs = await workspace(h, small.owner, small.organizationId);
     });
 
+    it("counts each organization's storage on its own, and keeps what a lowered plan stores", async () => {
+      const teams = [await team(h, SMALL_LIMITS), await team(h, SMALL_LIMITS)];
+      const spaces = await Promise.all(
+        teams.map((one) => workspace(h, one.owner, one.organizationId)),
+      );
+      const rows = await Promise.all(
+        teams.flatMap((one, i) =>
+          Array.from({ length: 6 }, () => record(h, one.editor, spaces[i]!)),
+        ),
+      );
+      const results = await Promise.allSettled(
+        rows.map((rowId, i) => {
+          const mine = Math.floor(i / 6);
+          return upload(teams[mine]!.editor, rowId, spaces[mine]!.doc, binary(3000, i));
+        }),
+      );
+      for (const [index, { organizationId }] of teams.entries()) {
+        const mine = results.slice(index * 6, index * 6 + 6);
+        expect(mine.filter((r) => r.status === "fulfilled")).toHaveLength(3);
+        for (const result of mine) {
+          if (result.status === "rejected") {
+            expect(await reasonOf(Promise.reject(result.reason))).toBe("storage_limit_exceeded");
+          }
+        }
+        expect(await usage(organizationId)).toBe(9000);
+        expect(await liveFiles("organization_id", organizationId)).toBe(3);
+      }
+
+      // The first organization's plan shrinks below what it stores: the files stay, served as
+      // before, and no upload fits until purged files have given their bytes back.
+      const [lowered] = teams;
+      const loweredWs = spaces[0]!;
+      await h.org.setPlan(
+        {
+          organizationId: lowered!.organizationId,
+          plan: PlanName.ENTERPRISE,
+          enterpriseLimits: create(PlanLimitsSchema, { ...SMALL_LIMITS, fileStorageBytes: 5000n }),
+        },
+        await as(OPERATOR),
+      );
+      const fresh = await record(h, lowered!.editor, loweredWs);
+      const check = async () =>
+        reasonOf(h.files.storageCheck({ rowId: fresh, fileSize: 1n }, await as(lowered!.editor)));
+      await expect.poll(check, { timeout: 10_000 }).toBe("storage_limit_exceeded");
+      expect(await reasonOf(upload(lowered!.editor, fresh, loweredWs.doc, "x"))).toBe(
+        "storage_limit_exceeded",
+      );
+      expect(await usage(lowered!.organizationId)).toBe(9000);
+      expect(await liveFiles("organization_id", lowered!.organizationId)).toBe(3);
+      const kept = rows.slice(0, 6).filter((_, i) => results[i]!.status === "fulfilled");
+      expect((await serve(lowered!.editor, kept[0]!, loweredWs.doc)).bytes).toHaveLength(3000);
+      for (const rowId of kept) {
+        await h.files.deleteFile({ rowId, fieldId: loweredWs.doc }, await as(lowered!.editor));
+      }
+      expect(await reasonOf(upload(lowered!.editor, fresh, loweredWs.doc, "x"))).toBe(
+        "storage_limit_exceeded",
+      );
+      await h.db.query(
+        "update files.file set deleted_at = now() - interval '31 days' where organization_id = $1",
+        [lowered!.organizationId.toString()],
+      );
+      await h.running.maintain();
+      expect(await usage(lowered!.organizationId)).toBe(0);
+      const again = await Promise.all(
+        Array.from({ length: 4 }, () => record(h, lowered!.editor, loweredWs)),
+      );
+      const refilled = await Promise.allSettled(
+        again.map((rowId, i) => upload(lowered!.editor, rowId, loweredWs.doc, binary(3000, i))),
+      );
+      expect(refilled.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+      expect(await usage(lowered!.organizationId)).toBe(3000);
+      // The other organization's storage did not move.
+      expect(await usage(teams[1]!.organizationId)).toBe(9000);
+    });
+
     it("never caches a plan a lookup read before a change it raced", async () => {
       const owner = await h.user("Racing plans");
       const { organization } = await h.org.createOrganization(
