@@ -273,6 +273,27 @@ describe("CreateDatabase", () => {
       reason: "database_limit_exceeded",
     });
     expect(await count()).toBe(1000);
+
+    // A deleted database's place goes to exactly one of the creates racing for it.
+    const { databases } = await h.catalog.listDatabases(
+      { organizationId: crowded.organizationId },
+      await as(crowded.owner),
+    );
+    await h.catalog.deleteDatabase(
+      { databaseId: databases[0]!.databaseId },
+      await as(crowded.owner),
+    );
+    const again = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        create(`Again ${i}`).then(
+          () => "created",
+          (error: unknown) => errorInfoOf(error)?.reason,
+        ),
+      ),
+    );
+    expect(again.filter((a) => a === "created")).toHaveLength(1);
+    expect(again.filter((a) => a === "database_limit_exceeded")).toHaveLength(7);
+    expect(await count()).toBe(1000);
   });
 });
 

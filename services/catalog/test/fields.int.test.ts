@@ -247,6 +247,46 @@ describe("CreateField", () => {
     expect(fields).toHaveLength(500);
   });
 
+  it("lets parallel creates take exactly the last places of 500, and a deleted one's", async () => {
+    const call = await as(t.editor);
+    const { table } = await h.catalog.createTable(
+      {
+        databaseId,
+        name: "Nearly wide",
+        description: "",
+        fields: Array.from({ length: 490 }, (_, i) => ({
+          name: `F${i}`,
+          type: FieldType.NUMBER,
+          required: false,
+          description: "",
+        })),
+      },
+      call,
+    );
+    const tableId = table!.tableId;
+    const race = (names: string[]) =>
+      Promise.all(
+        names.map((name) =>
+          createField(tableId, name, FieldType.TEXT).then(
+            () => "created",
+            (error: unknown) => errorInfoOf(error)?.reason,
+          ),
+        ),
+      );
+    const first = await race(Array.from({ length: 16 }, (_, i) => `Late ${i}`));
+    expect(first.filter((a) => a === "created")).toHaveLength(10);
+    expect(first.filter((a) => a === "field_limit_exceeded")).toHaveLength(6);
+    const { fields } = await h.catalog.listFields({ tableId }, call);
+    expect(fields.map((f) => f.position)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+
+    await h.catalog.deleteField({ fieldId: fields[0]!.fieldId }, call);
+    const second = await race(Array.from({ length: 8 }, (_, i) => `Later ${i}`));
+    expect(second.filter((a) => a === "created")).toHaveLength(1);
+    expect(second.filter((a) => a === "field_limit_exceeded")).toHaveLength(7);
+    const after = await h.catalog.listFields({ tableId }, call);
+    expect(after.fields.map((f) => f.position)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
+
   it("refuses required on every read-only type", async () => {
     const tableId = await newTable();
     for (const type of [

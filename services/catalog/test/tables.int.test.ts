@@ -290,6 +290,30 @@ describe("the tables of one database", () => {
       ),
     );
     expect(refused).toMatchObject({ code: 8, reason: "table_limit_exceeded" });
+
+    // A deleted table's place goes to exactly one of the creates racing for it.
+    const { tables } = await h.catalog.listTables({ databaseId: full }, await as(t.owner));
+    await h.catalog.deleteTable({ tableId: tables[0]!.tableId }, await as(t.owner));
+    const again = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) =>
+        h.catalog
+          .createTable(
+            { databaseId: full, name: `Again ${i}`, description: "", fields: [] },
+            await as(t.editor),
+          )
+          .then(
+            () => "created",
+            (error: unknown) => errorInfoOf(error)?.reason,
+          ),
+      ),
+    );
+    expect(again.filter((a) => a === "created")).toHaveLength(1);
+    expect(again.filter((a) => a === "table_limit_exceeded")).toHaveLength(7);
+    const { rows: after } = await h.db.query(
+      "select count(*)::int as n from catalog.tables where database_id = $1",
+      [full.toString()],
+    );
+    expect(after[0].n).toBe(1000);
   });
 });
 
