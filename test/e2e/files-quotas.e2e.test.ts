@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import http from "node:http";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
@@ -301,6 +302,56 @@ describe("file transfer", () => {
       if (stored.includes(rowId)) expect(file).toMatchObject({ size: 10_000 });
       else expect(file ?? null).toBeNull();
     }
+  });
+
+  it("hold back no more for an upload than its body can move", async () => {
+    const tenant = await createTenant(sys, api);
+    // Room for the first file, a block of 1 MiB, and 500,000 bytes more.
+    await enterprise(sys, tenant, { "transfer-bytes-per-month": 600_000 + 1_048_576 + 500_000 });
+    const { fieldId, rowIds } = await fileTable(api, tenant, 2);
+    const content = randomBytes(600_000);
+    expect((await upload(tenant, rowIds[0]!, fieldId, content, "big.bin")).status).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(600_000);
+
+    // A small upload whose body is on its way.
+    const boundary = "----small";
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="s.bin"\r\n` +
+        "Content-Type: application/octet-stream\r\n\r\n",
+    );
+    const small = randomBytes(100);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    let finish = () => {};
+    const answer = new Promise<number>((resolve, reject) => {
+      const request = http.request(
+        new URL(`/file/upload?${pair(rowIds[1]!, fieldId)}`, sys.baseUrl),
+        {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${tenant.writeToken}`,
+            "content-type": `multipart/form-data; boundary=${boundary}`,
+            "content-length": String(head.length + small.length + tail.length),
+          },
+        },
+        (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.statusCode ?? 0));
+        },
+      );
+      request.on("error", reject);
+      request.write(Buffer.concat([head, small.subarray(0, 50)]));
+      finish = () => request.end(Buffer.concat([small.subarray(50), tail]));
+    });
+    // Awaited below; a test that fails before then must not leave it unhandled.
+    answer.catch(() => {});
+    await expect.poll(() => counted(sys, "transfer", tenant.orgId)).toBeGreaterThan(600_000);
+    // Its reservation leaves the room for the first file to be served once more.
+    const served = await serve(tenant.readToken, rowIds[0]!, fieldId);
+    expect(served.status, JSON.stringify(served.json)).toBe(200);
+    expect(served.bytes.equals(content)).toBe(true);
+    finish();
+    expect(await answer).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(1_200_100);
   });
 
   it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {

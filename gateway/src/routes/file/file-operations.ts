@@ -136,6 +136,9 @@ export class FileOperations {
     const organizationId = await this.charge(rowId, request);
     if (organizationId === undefined) throw new Error("an upload names a record");
     const meter = await this.deps.transfer.meter(organizationId, this.transferContext(request));
+    // The body's length (when the client gave it) bounds what can move: a larger reservation
+    // would only hold back the organization's other transfers until this one settles.
+    const ahead = Math.min(RESERVATION_BLOCK_BYTES, request.ctx.request.length || Infinity);
     const connection = this.deps.uploadClient();
     try {
       const response = await receiveUpload(request.ctx, {
@@ -143,7 +146,7 @@ export class FileOperations {
         maxBytes: this.deps.uploadMaxBytes,
         answerTimeoutMs: RPC_TIMEOUT_MS,
         hooks: {
-          before: (bytes) => meter.admit(bytes, RESERVATION_BLOCK_BYTES),
+          before: (bytes) => meter.admit(bytes, ahead),
           after: (bytes) => meter.count(bytes),
         },
         sink: ({ fileName, chunks, signal }) =>
