@@ -443,6 +443,32 @@ describe("accept and decline", () => {
     );
   });
 
+  it("gives a removed member's place to exactly one of the invites racing for it", async () => {
+    const owner = await h.user();
+    const { organizationId } = await newOrganization(h, owner, "Full house");
+    const joined = await Promise.all([h.user(), h.user()]);
+    for (const user of joined) {
+      const sent = await invite(organizationId, owner, user.email);
+      await h.org.acceptInvite({ inviteId: sent.inviteId }, await as(user));
+    }
+    expect(await reasonOf(invite(organizationId, owner, "none@example.test"))).toBe(
+      "member_limit_exceeded",
+    );
+    const { members } = await h.org.listMembers({ organizationId }, await as(owner));
+    const leaving = members.find((m) => m.userId === joined[0]!.id)!;
+    await h.org.removeMember({ organizationId, memberId: leaving.memberId }, await as(owner));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        outcomeOf(invite(organizationId, owner, `room${i}@example.test`)),
+      ),
+    );
+    expect(answers.filter((a) => a === undefined)).toHaveLength(1);
+    expect(answers.filter((a) => a === "member_limit_exceeded")).toHaveLength(5);
+    expect(await memberCount(organizationId)).toBe(2);
+    const { invites } = await h.org.listInvites({ organizationId }, await as(owner));
+    expect(invites).toHaveLength(1);
+  });
+
   it("counts each organization's members on its own when invites race in both", async () => {
     const owner = await h.user();
     const organizations = [
