@@ -11,8 +11,8 @@ import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import type { ErrorCode } from "../errors/error-table.js";
 
 /**
- * How long a plan stays in the shared cache; the records service evicts it on `org.plan.changed`
- * (kit `markPlanChanged`).
+ * How long a plan stays in the shared cache; a plan change evicts it when it commits, and the
+ * records service again on `org.plan.changed` (kit `markPlanChanged`).
  */
 export const PLAN_CACHE_TTL_SECONDS = 60;
 

@@ -230,14 +230,15 @@ export function planCacheKey(organizationId: bigint): string {
 }
 
 /**
- * What a plan's cache entry holds for PLAN_CHANGED_SECONDS after `org.plan.changed`: "ask the
- * organization service". Plans are cached only where no entry is (`setIfAbsent`), so a lookup
- * that read the old plan just before the change cannot put it back after the eviction.
+ * What a plan's cache entry holds for PLAN_CHANGED_SECONDS after a plan change (marked when it
+ * commits and again on `org.plan.changed`): "ask the organization service". Plans are cached
+ * only where no entry is (`setIfAbsent`), so a lookup that read the old plan just before the
+ * change cannot put it back after the eviction.
  */
 export const PLAN_CHANGED = "?";
 export const PLAN_CHANGED_SECONDS = 10;
 
-/** Evicts a cached plan on `org.plan.changed`, leaving PLAN_CHANGED (see there) in its place. */
+/** Evicts a cached plan, leaving PLAN_CHANGED (see there) in its place. */
 export async function markPlanChanged(cache: Cache, key: string): Promise<void> {
   await cache.set(key, PLAN_CHANGED, PLAN_CHANGED_SECONDS);
 }

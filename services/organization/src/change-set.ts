@@ -9,9 +9,11 @@ import {
   type Cache,
   type Logger,
   markMembershipChanged,
+  markPlanChanged,
   type Orm,
   type OutboxRelay,
   type Principal,
+  planCacheKey,
   publishEvent,
   SUBJECTS,
 } from "@rowbase/kit";
@@ -40,6 +42,7 @@ export type AuditTargetType = "organization" | "member" | "invite" | "api_token"
 export class ChangeSet {
   readonly evictions = new Set<string>();
   readonly revokedTokens = new Set<string>();
+  readonly changedPlans = new Set<bigint>();
   private events = 0;
 
   constructor(
@@ -82,6 +85,15 @@ export class ChangeSet {
     for (const key of keys) this.evictions.add(key);
   }
 
+  /**
+   * An organization whose plan changed: its shared plan entry is marked changed after the
+   * commit (kit PLAN_CHANGED), so the new limits apply once the change is answered, not only
+   * once its event has been taken.
+   */
+  planChanged(organizationId: bigint): void {
+    this.changedPlans.add(organizationId);
+  }
+
   /** A revoked token's cache entry, set to "no such token" after the commit (see kit). */
   revokeCachedToken(tokenHash: string): void {
     this.revokedTokens.add(tokenHash);
@@ -112,12 +124,18 @@ export class Transactions {
       return work(changes);
     });
     if (changes && changes.enqueuedEvents > 0) this.relay.kick();
-    if (changes && (changes.evictions.size > 0 || changes.revokedTokens.size > 0)) {
+    if (
+      changes &&
+      (changes.evictions.size > 0 ||
+        changes.revokedTokens.size > 0 ||
+        changes.changedPlans.size > 0)
+    ) {
       // The change is committed: a cache that cannot be reached must not turn it into a failed
-      // call. Entries live only seconds, and member events evict them again.
+      // call. Entries live only seconds, and member and plan events mark them again.
       const done = changes;
       await Promise.all([
         markMembershipChanged(this.cache, done.evictions),
+        ...[...done.changedPlans].map((id) => markPlanChanged(this.cache, planCacheKey(id))),
         ...[...done.revokedTokens].map((hash) =>
           this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
         ),

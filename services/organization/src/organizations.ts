@@ -442,6 +442,7 @@ export class Organizations {
           plan: planToProto(plan),
           limits: limitsToProto(limits),
         });
+        changes.planChanged(organizationId);
         await changes.audit(
           organizationId,
           "organization.plan_changed",

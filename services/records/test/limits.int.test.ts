@@ -283,6 +283,20 @@ describe("a plan change racing a plan lookup", () => {
     const fresh = new Plans(h.org, h.cache, SECRET, h.logger);
     expect((await fresh.quotaOf(organizationId)).records).toBe(1n);
   });
+
+  it("applies a plan change once it is answered, before its event arrives", async () => {
+    const owner = await h.user("Operator's change");
+    const organizationId = await organizationOf(owner);
+    const plans = new Plans(h.org, h.cache, SECRET, h.logger);
+    expect((await plans.quotaOf(organizationId)).records).toBe(1000n);
+    await h.org.setPlan(
+      { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(7n) },
+      await as(OPERATOR),
+    );
+    // Another replica, which has not kept the limit in its memory, reads the shared entry.
+    const fresh = new Plans(h.org, h.cache, SECRET, h.logger);
+    expect((await fresh.quotaOf(organizationId)).records).toBe(7n);
+  });
 });
 
 describe("the free plan", () => {
