@@ -479,7 +479,16 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         get: op({
           operationId: "getTableOpenApi",
           summary: "This document",
-          responses: withErrors({ "200": { description: "An OpenAPI 3.1 document" } }),
+          responses: withErrors({
+            "200": {
+              description: "An OpenAPI 3.1 document, without an envelope",
+              ...json({
+                type: "object",
+                required: ["openapi", "info", "paths"],
+                properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+              }),
+            },
+          }),
         }),
       },
       "/public/record/create": {

@@ -1,0 +1,971 @@
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import formats from "ajv-formats";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newEmail, PASSWORD, type SignedUpUser, signUp } from "./support/accounts.js";
+import { filePart, PNG, raw } from "./support/files.js";
+import { type ApiResponse, client, type RequestOptions } from "./support/http.js";
+import { q } from "./support/organizations.js";
+import {
+  ALL_TYPES_FIELDS,
+  createTable,
+  createTenant,
+  FULL,
+  RECORD_TEST_RATE_LIMITS,
+  type Tenant,
+  type TestTable,
+} from "./support/records.js";
+import { startTestSystem, type TestSystem } from "./support/system.js";
+
+// The published documents checked against what the routes answer: every response below is
+// validated against the schema /openapi.json (or the table's own document) gives for its
+// route and status, so a client generated from a document can read what the server sends.
+
+type Json = Record<string, unknown>;
+interface Document {
+  paths: Record<string, Record<string, Json>>;
+  components: Json;
+}
+
+let sys: TestSystem;
+let api: ReturnType<typeof client>;
+let document: Document;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+// The module is CommonJS: its function is also its own `default`, which is what TS sees.
+formats.default(ajv);
+/** The operations this file called, `METHOD template`, to check the coverage at the end. */
+const called = new Set<string>();
+
+beforeAll(async () => {
+  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
+  api = client(sys.baseUrl);
+  const response = await api("GET", "/openapi.json");
+  expect(response.status).toBe(200);
+  document = response.body;
+  ajv.addSchema(document, "api");
+}, 60_000);
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+/** A JSON pointer into a document, as a URI fragment. */
+const pointer = (...segments: string[]) =>
+  `#/${segments.map((s) => encodeURIComponent(s.replace(/~/g, "~0").replace(/\//g, "~1"))).join("/")}`;
+
+const compiled = new Map<string, ValidateFunction>();
+function validatorAt(documentId: string, segments: string[]): ValidateFunction {
+  const key = `${documentId}${pointer(...segments)}`;
+  let validate = compiled.get(key);
+  if (!validate) {
+    validate = ajv.compile({ $ref: key });
+    compiled.set(key, validate);
+  }
+  return validate;
+}
+
+/**
+ * Fails unless the document names this status for the operation and, for a JSON answer, the
+ * body fits the schema it gives.
+ */
+function expectDescribed(
+  doc: Document,
+  documentId: string,
+  method: string,
+  template: string,
+  response: { status: number; headers: Headers; body: unknown; text?: string },
+) {
+  const name = `${method} ${template}`;
+  const operation = doc.paths[template]?.[method.toLowerCase()];
+  expect(operation, `${name} is not documented`).toBeDefined();
+  const responses = operation!.responses as Record<string, Json>;
+  const status = String(response.status);
+  expect(
+    Object.keys(responses),
+    `${name} answered ${status} (${String(JSON.stringify(response.body)).slice(0, 300)})`,
+  ).toContain(status);
+  const content = responses[status]!.content as Record<string, Json> | undefined;
+  const type = response.headers.get("content-type") ?? "";
+  if (!type.startsWith("application/json")) {
+    if (content) {
+      expect(Object.keys(content), `${name} ${status} content type ${type}`).not.toEqual([
+        "application/json",
+      ]);
+    }
+    return;
+  }
+  expect(content?.["application/json"], `${name} ${status} documents no JSON body`).toBeDefined();
+  const validate = validatorAt(documentId, [
+    "paths",
+    template,
+    method.toLowerCase(),
+    "responses",
+    status,
+    "content",
+    "application/json",
+    "schema",
+  ]);
+  const ok = validate(response.body);
+  expect(
+    ok,
+    `${name} ${status}: ${JSON.stringify(validate.errors?.slice(0, 5))} in ${JSON.stringify(response.body).slice(0, 600)}`,
+  ).toBe(true);
+}
+
+/** Calls a route of /openapi.json by its documented path and checks the answer against it. */
+async function call(
+  method: string,
+  template: string,
+  options: RequestOptions & { path?: Record<string, string | number> } = {},
+): Promise<Answer> {
+  const url = template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = options.path?.[name];
+    if (value === undefined) throw new Error(`${template}: no value for ${name}`);
+    return encodeURIComponent(String(value));
+  });
+  const response = await api(method, url, options);
+  expectDescribed(document, "api", method, template, response);
+  called.add(`${method} ${template}`);
+  return response;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: tests inspect response bodies freely
+type Answer = ApiResponse<any>;
+
+const V1 = "/public/v1/databases/{database_id}/tables/{table_id}";
+
+describe("/openapi.json against the routes' answers", () => {
+  let owner: SignedUpUser;
+  let tenant: Tenant;
+  let table: TestTable;
+
+  beforeAll(async () => {
+    owner = await signUp(sys, api);
+    tenant = await createTenant(sys, api, { owner, plan: "business" });
+    table = await createTable(api, tenant, ALL_TYPES_FIELDS);
+  }, 60_000);
+
+  it("health", async () => {
+    expect((await call("GET", "/health")).status).toBe(200);
+    expect((await call("GET", "/health/ready")).status).toBe(200);
+  });
+
+  it("accounts", async () => {
+    const email = newEmail("doc");
+    const before = sys.mail.messages.length;
+    expect(
+      (await call("POST", "/auth/register", { body: { email, password: PASSWORD } })).status,
+    ).toBe(200);
+    expect((await call("POST", "/auth/register", { body: { email, password: "x" } })).status).toBe(
+      400,
+    );
+    expect(
+      (await call("POST", "/auth/register", { body: { email, password: PASSWORD, x: 1 } })).status,
+    ).toBe(400);
+    expect(
+      (await call("POST", "/auth/login", { body: { email, password: PASSWORD } })).body.message,
+    ).toBe("email_not_verified");
+    expect((await call("POST", "/auth/resend_code", { body: { email } })).status).toBe(200);
+    expect(
+      (await call("POST", "/auth/verify_email", { body: { email, code: "000000" } })).body.message,
+    ).toBe("invalid_verification_code");
+    const message = await sys.mail.next(email, before);
+    const code = /code: (\d{6})/.exec(message.subject)![1]!;
+    const verified = await call("POST", "/auth/verify_email", { body: { email, code } });
+    expect(verified.status).toBe(200);
+    expect(
+      (await call("POST", "/auth/register", { body: { email, password: PASSWORD } })).body.message,
+    ).toBe("email_already_exists");
+    expect(
+      (await call("POST", "/auth/login", { body: { email, password: "wrong password" } })).status,
+    ).toBe(401);
+    const login = await call("POST", "/auth/login", { body: { email, password: PASSWORD } });
+    expect(login.status).toBe(200);
+    const refreshed = await call("POST", "/auth/refresh", {
+      body: { refresh_token: login.body.data.refresh_token },
+    });
+    expect(refreshed.status).toBe(200);
+    expect(
+      (
+        await call("POST", "/auth/refresh", {
+          body: { refresh_token: login.body.data.refresh_token },
+        })
+      ).status,
+    ).toBe(401);
+    expect(
+      (await call("GET", "/auth/current", { token: verified.body.data.access_token })).status,
+    ).toBe(200);
+    expect((await call("GET", "/auth/current")).status).toBe(401);
+    expect((await call("GET", "/auth/current", { query: { access_token: "x" } })).status).toBe(400);
+    expect(
+      (await call("POST", "/auth/logout", { token: verified.body.data.access_token })).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/auth/login", {
+          rawBody: "{",
+          headers: { "content-type": "application/json" },
+        })
+      ).status,
+    ).toBe(400);
+  });
+
+  it("oauth", async () => {
+    // Without a configured provider both routes answer 503 (oauth.e2e covers the flow).
+    expect((await call("GET", "/oauth/idp")).status).toBe(503);
+    expect(
+      (await call("POST", "/oauth/exchange", { body: { code: "x", state: "y" } })).status,
+    ).toBe(503);
+    expect((await call("POST", "/oauth/exchange", { body: { code: "x" } })).status).toBe(400);
+  });
+
+  it("organizations, members, invites and owner transfer", async () => {
+    const token = owner.token;
+    const created = await call("POST", "/organization/create", {
+      token,
+      body: { name: "Doc org" },
+    });
+    expect(created.status).toBe(200);
+    const orgId = created.body.data.organization.organization_id as number;
+    const org = q({ organization_id: orgId });
+    expect(
+      (
+        await call("POST", "/organization/create", {
+          token,
+          body: {
+            name: "Again",
+            organization_slug: created.body.data.organization.organization_slug,
+          },
+        })
+      ).body.message,
+    ).toBe("organization_slug_taken");
+    expect((await call("GET", "/organization/get", { token, query: org })).status).toBe(200);
+    expect(
+      (await call("GET", "/organization/get", { token, query: q({ organization_id: 999999 }) }))
+        .status,
+    ).toBe(404);
+    expect((await call("GET", "/organization/get", { token })).status).toBe(400);
+    expect((await call("GET", "/organization/list", { token })).status).toBe(200);
+    expect(
+      (await call("POST", "/organization/update", { token, query: org, body: { name: "Renamed" } }))
+        .status,
+    ).toBe(200);
+    expect((await call("GET", "/organization/limits", { token, query: org })).status).toBe(200);
+    expect((await call("GET", "/organization/api_stats", { token, query: org })).status).toBe(200);
+
+    const invitee = await signUp(sys, api);
+    const invite = await call("POST", "/organization/invite/create", {
+      token,
+      query: org,
+      body: { email: invitee.email, role: "editor" },
+    });
+    expect(invite.status).toBe(200);
+    expect(
+      (
+        await call("POST", "/organization/invite/create", {
+          token,
+          query: org,
+          body: { email: invitee.email, role: "editor" },
+        })
+      ).body.message,
+    ).toBe("invite_already_exists");
+    expect((await call("GET", "/organization/invite/list", { token, query: org })).status).toBe(
+      200,
+    );
+    expect(
+      (await call("GET", "/organization/my_invite/list", { token: invitee.token })).status,
+    ).toBe(200);
+    const inviteId = invite.body.data.invite.invite_id as number;
+    expect(
+      (
+        await call("POST", "/organization/my_invite/accept", {
+          token: invitee.token,
+          query: q({ invite_id: inviteId }),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/organization/my_invite/accept", {
+          token: invitee.token,
+          query: q({ invite_id: inviteId }),
+        })
+      ).status,
+    ).toBe(404);
+    const other = await signUp(sys, api);
+    const second = await call("POST", "/organization/invite/create", {
+      token,
+      query: org,
+      body: { email: other.email, role: "viewer" },
+    });
+    expect(
+      (
+        await call("POST", "/organization/my_invite/decline", {
+          token: other.token,
+          query: q({ invite_id: second.body.data.invite.invite_id }),
+        })
+      ).status,
+    ).toBe(200);
+    const third = await call("POST", "/organization/invite/create", {
+      token,
+      query: org,
+      body: { email: newEmail("later"), role: "viewer" },
+    });
+    const cancel = q({ organization_id: orgId, invite_id: third.body.data.invite.invite_id });
+    expect(
+      (await call("POST", "/organization/invite/cancel", { token, query: cancel })).status,
+    ).toBe(200);
+    expect(
+      (await call("POST", "/organization/invite/cancel", { token, query: cancel })).status,
+    ).toBe(404);
+
+    const members = await call("GET", "/organization/member/list", { token, query: org });
+    expect(members.status).toBe(200);
+    const member = (members.body.data.members as { member_id: number; user_id: number }[]).find(
+      (m) => m.user_id === invitee.id,
+    )!;
+    const memberQuery = q({ organization_id: orgId, member_id: member.member_id });
+    expect(
+      (
+        await call("POST", "/organization/member/update", {
+          token,
+          query: memberQuery,
+          body: { role: "admin" },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/organization/member/update", {
+          token,
+          query: memberQuery,
+          body: { role: "owner" },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await call("POST", "/organization/member/update", {
+          token,
+          query: q({ organization_id: orgId, member_id: 999999 }),
+          body: { role: "viewer" },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await call("POST", "/organization/transfer/send_code", {
+          token,
+          query: org,
+          body: { member_id: member.member_id },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/organization/transfer/confirm", {
+          token,
+          query: org,
+          body: { member_id: member.member_id, code: "000000" },
+        })
+      ).body.message,
+    ).toBe("invalid_verification_code");
+    expect(
+      (
+        await call("POST", "/organization/member/update", {
+          token: invitee.token,
+          query: memberQuery,
+          body: { role: "viewer" },
+        })
+      ).status,
+    ).toBe(403);
+    expect(
+      (await call("POST", "/organization/member/remove", { token, query: memberQuery })).status,
+    ).toBe(200);
+    expect((await call("POST", "/organization/delete", { token, query: org })).status).toBe(200);
+    expect((await call("POST", "/organization/delete", { token, query: org })).status).toBe(404);
+  });
+
+  it("API tokens", async () => {
+    const token = owner.token;
+    const org = q({ organization_id: tenant.orgId });
+    const created = await call("POST", "/api_token/create", {
+      token,
+      query: org,
+      body: { name: "doc", access: "read" },
+    });
+    expect(created.status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api_token/create", {
+          token,
+          query: org,
+          body: { name: "x", access: "all" },
+        })
+      ).status,
+    ).toBe(400);
+    expect((await call("GET", "/api_token/list", { token, query: org })).status).toBe(200);
+    const revoke = q({
+      organization_id: tenant.orgId,
+      token_id: created.body.data.api_token.token_id,
+    });
+    expect((await call("POST", "/api_token/revoke", { token, query: revoke })).status).toBe(200);
+    expect(
+      (
+        await call("POST", "/api_token/revoke", {
+          token,
+          query: q({ organization_id: tenant.orgId, token_id: 999999 }),
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await call("GET", "/api_token/list", { token: tenant.writeToken, query: org })).status,
+    ).toBe(401);
+  });
+
+  it("databases, tables and fields", async () => {
+    const token = owner.token;
+    const db = await call("POST", "/database/create", {
+      token,
+      query: q({ organization_id: tenant.orgId }),
+      body: { name: "Doc db", description: "d" },
+    });
+    expect(db.status).toBe(200);
+    const dbq = q({ database_id: db.body.data.database.database_id });
+    expect((await call("GET", "/database/get", { token, query: dbq })).status).toBe(200);
+    expect(
+      (await call("GET", "/database/get", { token, query: q({ database_id: 999999 }) })).status,
+    ).toBe(404);
+    expect(
+      (await call("GET", "/database/list", { token, query: q({ organization_id: tenant.orgId }) }))
+        .status,
+    ).toBe(200);
+    expect(
+      (await call("POST", "/database/update", { token, query: dbq, body: { name: "" } })).status,
+    ).toBe(400);
+    expect(
+      (await call("POST", "/database/update", { token, query: dbq, body: { description: "e" } }))
+        .status,
+    ).toBe(200);
+
+    const t = await call("POST", "/table/create", {
+      token,
+      query: dbq,
+      body: { name: "Doc table", fields: [{ name: "Name", type: "text" }] },
+    });
+    expect(t.status).toBe(200);
+    expect(
+      (await call("POST", "/table/create", { token, query: dbq, body: { name: "Doc table" } })).body
+        .message,
+    ).toBe("table_name_taken");
+    const tq = q({ table_id: t.body.data.table.table_id });
+    expect((await call("GET", "/table/get", { token, query: tq })).status).toBe(200);
+    expect((await call("GET", "/table/list", { token, query: dbq })).status).toBe(200);
+    expect(
+      (await call("POST", "/table/update", { token, query: tq, body: { description: "x" } }))
+        .status,
+    ).toBe(200);
+
+    const field = await call("POST", "/field/create", {
+      token,
+      query: tq,
+      body: { name: "Amount", type: "number", options: { decimals: 2 } },
+    });
+    expect(field.status).toBe(200);
+    expect(
+      (
+        await call("POST", "/field/create", {
+          token,
+          query: tq,
+          body: { name: "Bad", type: "number", options: { decimals: 20 } },
+        })
+      ).body.message,
+    ).toBe("invalid_field_options");
+    expect(
+      (
+        await call("POST", "/field/create", {
+          token,
+          query: tq,
+          body: { name: "amount", type: "text" },
+        })
+      ).body.message,
+    ).toBe("field_name_taken");
+    expect((await call("GET", "/field/list", { token, query: tq })).status).toBe(200);
+    const fq = q({ field_id: field.body.data.field.field_id });
+    expect(
+      (await call("POST", "/field/update", { token, query: fq, body: { position: 0 } })).status,
+    ).toBe(200);
+    expect((await call("POST", "/field/delete", { token, query: fq })).status).toBe(200);
+    expect((await call("POST", "/field/delete", { token, query: fq })).status).toBe(404);
+    expect((await call("POST", "/table/delete", { token, query: tq })).status).toBe(200);
+    expect((await call("GET", "/table/get", { token, query: tq })).status).toBe(404);
+    expect((await call("POST", "/database/delete", { token, query: dbq })).status).toBe(200);
+  });
+
+  it("records, both families", async () => {
+    const path = { database_id: tenant.databaseId, table_id: table.tableId };
+    const write = tenant.writeToken;
+    const read = tenant.readToken;
+    const created = await call("POST", `${V1}/records`, {
+      token: write,
+      path,
+      body: { data: FULL },
+    });
+    expect(created.status).toBe(200);
+    const rowId = created.body.data.record.row_id as number;
+    const row = { ...path, row_id: rowId };
+    expect(
+      (await call("POST", `${V1}/records`, { token: write, path, body: { data: { Number: "x" } } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (await call("POST", `${V1}/records`, { token: read, path, body: { data: {} } })).status,
+    ).toBe(403);
+    expect((await call("POST", `${V1}/records`, { path, body: { data: {} } })).status).toBe(401);
+    for (const format of ["ids", "names"]) {
+      const query = { response_format: format, rich_text: "html" };
+      expect(
+        (await call("GET", `${V1}/records/{row_id}`, { token: read, path: row, query })).status,
+      ).toBe(200);
+      const listed = await call("GET", `${V1}/records`, {
+        token: read,
+        path,
+        query: {
+          ...query,
+          where: "(Flag,checked)~and(Number,gte,1)",
+          sort: "-Number,Text",
+          limit: "10",
+        },
+      });
+      expect(listed.status).toBe(200);
+      expect(listed.body.data.records.length).toBeGreaterThan(0);
+      const only = await call("GET", `${V1}/records`, {
+        token: read,
+        path,
+        query: { ...query, fields: "Text,Tags" },
+      });
+      expect(only.status).toBe(200);
+    }
+    expect(
+      (await call("GET", `${V1}/records`, { token: read, path, query: { where: "(Text,eqq,x)" } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (
+        await call("GET", `${V1}/records/{row_id}`, {
+          token: read,
+          path: { ...path, row_id: 999999 },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await call("GET", `${V1}/records`, {
+          token: read,
+          path: { ...path, table_id: 999999 },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await call("PATCH", `${V1}/records/{row_id}`, {
+          token: write,
+          path: row,
+          body: { data: { Text: "changed" } },
+        })
+      ).status,
+    ).toBe(200);
+    const batch = await call("POST", `${V1}/records/batch`, {
+      token: write,
+      path,
+      body: { records: [{ data: FULL }, { data: { Text: "b" } }] },
+    });
+    expect(batch.status).toBe(200);
+    const ids = (batch.body.data.records as { row_id: number }[]).map((r) => r.row_id);
+    expect(
+      (await call("POST", `${V1}/records/batch`, { token: write, path, body: { records: [] } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (
+        await call("PATCH", `${V1}/records/batch`, {
+          token: write,
+          path,
+          body: { records: ids.map((id) => ({ row_id: id, data: { Number: 7 } })) },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("PATCH", `${V1}/records/batch`, {
+          token: write,
+          path,
+          body: { records: [{ row_id: 999999, data: { Number: 7 } }] },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await call("POST", `${V1}/records/batch_delete`, {
+          token: write,
+          path,
+          body: { row_ids: [ids[1]] },
+        })
+      ).status,
+    ).toBe(200);
+    expect((await call("GET", `${V1}/openapi.json`, { token: read, path })).status).toBe(200);
+
+    const tq = { table_id: String(table.tableId) };
+    const qc = await call("POST", "/public/record/create", {
+      token: write,
+      query: tq,
+      body: { data: { Text: "q" } },
+    });
+    expect(qc.status).toBe(200);
+    const qrow = { ...tq, row_id: String(qc.body.data.record.row_id) };
+    expect((await call("GET", "/public/record/get", { token: read, query: qrow })).status).toBe(
+      200,
+    );
+    expect(
+      (await call("GET", "/public/record/get", { token: read, query: { ...tq, row_id: "999999" } }))
+        .status,
+    ).toBe(404);
+    expect(
+      (
+        await call("GET", "/public/record/list", {
+          token: read,
+          query: { ...tq, database_id: String(tenant.databaseId), sort: "row_id", fields: "Text" },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("PUT", "/public/record/update", {
+          token: write,
+          query: qrow,
+          body: { data: { Text: "qq" } },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await call("POST", "/public/record/delete", { token: write, query: qrow })).status,
+    ).toBe(200);
+    expect(
+      (await call("DELETE", "/public/record/delete", { token: write, query: qrow })).status,
+    ).toBe(404);
+    expect(
+      (await call("DELETE", `${V1}/records/{row_id}`, { token: write, path: row })).status,
+    ).toBe(200);
+  });
+
+  it("files", async () => {
+    const ft = await createTable(api, tenant, [
+      { name: "Doc", type: "file" },
+      { name: "Title", type: "text" },
+    ]);
+    const rec = await api(
+      "POST",
+      `/public/v1/databases/${ft.databaseId}/tables/${ft.tableId}/records`,
+      {
+        token: tenant.writeToken,
+        body: { data: { Title: "t" } },
+      },
+    );
+    const pairQuery = q({ row_id: rec.body.data.record.row_id, field_id: ft.f.Doc!.field_id });
+    const write = tenant.writeToken;
+    expect(
+      (
+        await call("POST", "/file/storage_check", {
+          token: write,
+          query: q({ row_id: rec.body.data.record.row_id, file_size: 10 }),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/file/storage_check", {
+          token: write,
+          query: q({ row_id: rec.body.data.record.row_id, file_size: 10 ** 12 }),
+        })
+      ).status,
+    ).toBe(413);
+    const upload = await raw(
+      sys.baseUrl,
+      "POST",
+      `/file/upload?${new URLSearchParams(pairQuery)}`,
+      {
+        token: write,
+        body: filePart(PNG, "pixel.png"),
+      },
+    );
+    expectDescribed(document, "api", "POST", "/file/upload", {
+      ...upload,
+      body: upload.json,
+    });
+    called.add("POST /file/upload");
+    expect(upload.status).toBe(200);
+    const served = await raw(sys.baseUrl, "GET", `/file/serve?${new URLSearchParams(pairQuery)}`, {
+      token: tenant.readToken,
+    });
+    expect(served.status).toBe(200);
+    expectDescribed(document, "api", "GET", "/file/serve", { ...served, body: undefined });
+    called.add("GET /file/serve");
+    const url = await call("GET", "/file/url", { token: tenant.readToken, query: pairQuery });
+    expect(url.status).toBe(200);
+    const signedPath = new URL(url.body.data.url).pathname;
+    const signed = await raw(sys.baseUrl, "GET", signedPath);
+    expect(signed.status).toBe(200);
+    expectDescribed(document, "api", "GET", "/file/signed/{token}", { ...signed, body: undefined });
+    called.add("GET /file/signed/{token}");
+    const badSigned = await call("GET", "/file/signed/{token}", { path: { token: "nope" } });
+    expect(badSigned.status).toBeGreaterThanOrEqual(400);
+    expect(
+      (
+        await call("POST", "/file/rename", {
+          token: write,
+          query: pairQuery,
+          body: { file_name: "renamed.png" },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("POST", "/file/rename", {
+          token: write,
+          query: pairQuery,
+          body: { file_name: "a/b" },
+        })
+      ).status,
+    ).toBe(400);
+    expect((await call("POST", "/file/delete", { token: write, query: pairQuery })).status).toBe(
+      200,
+    );
+    expect((await call("POST", "/file/restore", { token: write, query: pairQuery })).status).toBe(
+      200,
+    );
+    expect(
+      (
+        await call("POST", "/file/delete", {
+          token: write,
+          query: q({ row_id: 999999, field_id: ft.f.Doc!.field_id }),
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await call("GET", "/file/url", {
+          token: tenant.readToken,
+          query: q({ row_id: rec.body.data.record.row_id, field_id: ft.f.Title!.field_id }),
+        })
+      ).body.message,
+    ).toBe("field_not_file_type");
+    expect(
+      (await call("POST", "/file/delete", { token: tenant.readToken, query: pairQuery })).status,
+    ).toBe(403);
+  });
+
+  it("audit", async () => {
+    const token = owner.token;
+    expect(
+      (await call("GET", "/audit/list", { token, query: q({ organization_id: tenant.orgId }) }))
+        .status,
+    ).toBe(200);
+    expect(
+      (
+        await call("GET", "/audit/list", {
+          token,
+          query: q({ table_id: table.tableId, limit: 5, action: "record.created" }),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await call("GET", "/audit/list", {
+          token,
+          query: q({ organization_id: tenant.orgId, database_id: tenant.databaseId }),
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await call("GET", "/audit/list", { token, query: q({ database_id: 999999 }) })).status,
+    ).toBe(404);
+  });
+
+  it("called every documented operation", () => {
+    const documented = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((key) => ["get", "post", "put", "patch", "delete"].includes(key))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.filter((name) => !called.has(name))).toEqual([]);
+  });
+});
+
+describe("a table's own OpenAPI document against its record routes", () => {
+  let tenant: Tenant;
+  let table: TestTable;
+  let doc: Document;
+  let path: { database_id: number; table_id: number };
+
+  beforeAll(async () => {
+    tenant = await createTenant(sys, api, { plan: "business" });
+    table = await createTable(api, tenant, [
+      { ...ALL_TYPES_FIELDS[0], required: true },
+      ...ALL_TYPES_FIELDS.slice(1),
+    ]);
+    path = { database_id: tenant.databaseId, table_id: table.tableId };
+    const response = await call("GET", `${V1}/openapi.json`, { token: tenant.readToken, path });
+    expect(response.status).toBe(200);
+    doc = response.body as Document;
+    ajv.addSchema(doc, "table");
+  }, 60_000);
+
+  /** Calls a route by its path in the table's document and checks the answer against it. */
+  async function callTable(
+    method: string,
+    template: string,
+    options: RequestOptions & { path?: Record<string, string | number> } = {},
+  ): Promise<Answer> {
+    const url = template.replace(/\{(\w+)\}/g, (_, name: string) =>
+      encodeURIComponent(String({ ...path, ...options.path }[name])),
+    );
+    const response = await api(method, url, options);
+    expectDescribed(doc, "table", method, template, response);
+    return response;
+  }
+
+  it("describes what the record routes answer", async () => {
+    const write = tenant.writeToken;
+    const read = tenant.readToken;
+    const created = await callTable("POST", `${V1}/records`, {
+      token: write,
+      body: { data: FULL },
+    });
+    expect(created.status).toBe(200);
+    const row = { row_id: created.body.data.record.row_id as number };
+    const batch = await callTable("POST", `${V1}/records/batch`, {
+      token: write,
+      body: { records: [{ data: { Text: "b" } }, { data: { ...FULL, Tags: [] } }] },
+    });
+    expect(batch.status).toBe(200);
+    for (const format of ["ids", "names"]) {
+      for (const rich of ["markdown", "html", "plain"]) {
+        const query = { response_format: format, rich_text: rich };
+        expect(
+          (await callTable("GET", `${V1}/records/{row_id}`, { token: read, path: row, query }))
+            .status,
+        ).toBe(200);
+        const listed = await callTable("GET", `${V1}/records`, {
+          token: read,
+          query: { ...query, sort: "-Day,Text", where: "(Text,notblank)" },
+        });
+        expect(listed.body.data.records.length).toBe(3);
+        expect(
+          (
+            await callTable("GET", `${V1}/records`, {
+              token: read,
+              query: { ...query, fields: "Tags,Meta" },
+            })
+          ).status,
+        ).toBe(200);
+      }
+    }
+    const ids = (batch.body.data.records as { row_id: number }[]).map((r) => r.row_id);
+    expect(
+      (
+        await callTable("PATCH", `${V1}/records/batch`, {
+          token: write,
+          body: { records: ids.map((id) => ({ row_id: id, data: { Number: "4.5" } })) },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await callTable("PATCH", `${V1}/records/{row_id}`, {
+          token: write,
+          path: row,
+          body: { data: { Text: "again" } },
+        })
+      ).status,
+    ).toBe(200);
+    const tq = { table_id: String(table.tableId) };
+    const qrow = { ...tq, row_id: String(row.row_id) };
+    expect(
+      (await callTable("GET", "/public/record/get", { token: read, query: qrow })).status,
+    ).toBe(200);
+    expect(
+      (
+        await callTable("GET", "/public/record/list", {
+          token: read,
+          query: { ...tq, database_id: String(tenant.databaseId), response_format: "names" },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await callTable("POST", "/public/record/create", {
+          token: write,
+          query: tq,
+          body: { data: { Text: "q" } },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await callTable("PUT", "/public/record/update", {
+          token: write,
+          query: qrow,
+          body: { data: { Flag: false } },
+        })
+      ).status,
+    ).toBe(200);
+    // The errors each documents.
+    expect(
+      (await callTable("GET", `${V1}/records/{row_id}`, { token: read, path: { row_id: 999999 } }))
+        .status,
+    ).toBe(404);
+    expect((await callTable("GET", `${V1}/records`, { query: {} })).status).toBe(401);
+    expect(
+      (await callTable("GET", `${V1}/records`, { token: read, query: { limit: "0" } })).status,
+    ).toBe(400);
+    expect(
+      (await callTable("POST", `${V1}/records`, { token: read, body: { data: { Text: "x" } } }))
+        .status,
+    ).toBe(403);
+    expect(
+      (await callTable("POST", `${V1}/records`, { token: write, body: { data: { Nope: 1 } } }))
+        .status,
+    ).toBe(400);
+    expect(
+      (
+        await callTable("POST", `${V1}/records`, {
+          token: write,
+          rawBody: "{",
+          headers: { "content-type": "application/json" },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await callTable("POST", `${V1}/records/batch_delete`, {
+          token: write,
+          body: { row_ids: [ids[0]] },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await callTable("POST", `${V1}/records/batch_delete`, {
+          token: write,
+          body: { row_ids: [ids[0]] },
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await callTable("DELETE", `${V1}/records/{row_id}`, { token: write, path: row })).status,
+    ).toBe(200);
+    expect(
+      (await callTable("DELETE", "/public/record/delete", { token: write, query: qrow })).status,
+    ).toBe(404);
+    expect((await callTable("GET", `${V1}/openapi.json`, { token: read })).status).toBe(200);
+  });
+});
