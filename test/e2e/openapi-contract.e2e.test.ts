@@ -968,4 +968,77 @@ describe("a table's own OpenAPI document against its record routes", () => {
     ).toBe(404);
     expect((await callTable("GET", `${V1}/openapi.json`, { token: read })).status).toBe(200);
   });
+
+  it("accepts the bodies its schema accepts and refuses the others", async () => {
+    const validate = validatorAt("table", [
+      "paths",
+      `${V1}/records`,
+      "post",
+      "requestBody",
+      "content",
+      "application/json",
+      "schema",
+    ]);
+    const bodies: Record<string, unknown>[] = [
+      { Text: "only" },
+      FULL,
+      { Text: "t", Number: "12.5" },
+      { Text: "t", Number: " 7 " },
+      { Text: "t", Number: "abc" },
+      { Text: "t", Number: true },
+      { Text: "t", Number: null },
+      { Text: "t", Flag: "yes" },
+      { Text: "t", Day: "2026-13-01" },
+      { Text: "t", Day: "2026-01-02T00:00:00Z" },
+      { Text: "t", Moment: "2026-01-02T03:04:05+02:00" },
+      { Text: "t", Moment: "2026-01-02" },
+      { Text: "t", Moment: "yesterday" },
+      { Text: "t", Status: "Active" },
+      { Text: "t", Status: "active" },
+      { Text: "t", Status: "Nope" },
+      { Text: "t", Status: 1 },
+      { Text: "t", Tags: ["a", "b"] },
+      { Text: "t", Tags: ["A", "a"] },
+      { Text: "t", Tags: ["z"] },
+      { Text: "t", Tags: "a" },
+      { Text: "t", Tags: [] },
+      { Text: "t", Email: "ada@example.com" },
+      { Text: "t", Email: "not an address" },
+      { Text: "t", Site: "https://example.com" },
+      { Text: "t", Site: "example.com" },
+      { Text: "t", Phone: "+1 555 0100" },
+      { Text: "t", Meta: "any" },
+      { Text: "t", Meta: [1, { a: null }] },
+      { Text: "t", Long: "x".repeat(100_001) },
+      { Text: "x".repeat(10_001) },
+      {},
+      { Long: "no text" },
+      { "999999": "unknown id" },
+      { Nope: 1 },
+      { Serial: 1, Text: "t" },
+      { Created: "2026-01-02T03:04:05.000Z", Text: "t" },
+      { Attachment: null, Text: "t" },
+    ];
+    const disagreements: string[] = [];
+    for (const data of bodies) {
+      const body = { data };
+      const documented = validate(body) === true;
+      const response = await api(
+        "POST",
+        `/public/v1/databases/${path.database_id}/tables/${path.table_id}/records`,
+        {
+          token: tenant.writeToken,
+          body,
+        },
+      );
+      expect([200, 400], JSON.stringify(response.body)).toContain(response.status);
+      const accepted = response.status === 200;
+      if (documented !== accepted) {
+        disagreements.push(
+          `${JSON.stringify(data).slice(0, 80)}: schema ${documented ? "accepts" : "refuses"}, route ${accepted ? "accepts" : `refuses (${JSON.stringify(response.body.extra)})`}`,
+        );
+      }
+    }
+    expect(disagreements).toEqual([]);
+  });
 });

@@ -56,4 +56,25 @@ describe("JSON Schemas of field values", () => {
       ),
     ).toMatchObject({ type: ["string", "null"] });
   });
+
+  it("lets a write name only the choices, in any case and with blanks around", () => {
+    const choices = [
+      { id: "1", name: "Active" },
+      { id: "2", name: "a.b (x)|[y]" },
+      { id: "3", name: "Ärger" },
+    ];
+    const single = jsonSchemaOf({ type: "single_select", options: { choices } }, "input");
+    const multi = jsonSchemaOf({ type: "multi_select", options: { choices } }, "input");
+    for (const pattern of [single.pattern, (multi.items as { pattern: string }).pattern]) {
+      const regex = new RegExp(pattern as string, "u");
+      for (const accepted of ["Active", "aCTIVE", " active ", "A.B (X)|[Y]", "ärger"]) {
+        expect({ accepted, ok: regex.test(accepted) }).toEqual({ accepted, ok: true });
+      }
+      for (const refused of ["Activ", "Actives", "aXb (x)|[y]", "a", "Active|x", ""]) {
+        expect({ refused, ok: regex.test(refused) }).toEqual({ refused, ok: false });
+      }
+    }
+    const none = jsonSchemaOf({ type: "single_select", options: { choices: [] } }, "input");
+    expect(new RegExp(none.pattern as string, "u").test("anything")).toBe(false);
+  });
 });

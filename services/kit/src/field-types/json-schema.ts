@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { choicesOf, type FieldLike, numberSettingsOf, textLimitOf } from "./options.js";
 import { isReadOnlyType } from "./types.js";
 import { EMAIL_MAX_LENGTH, JSON_MAX_BYTES, PHONE_MAX_LENGTH, URL_MAX_LENGTH } from "./values.js";
@@ -55,6 +55,26 @@ function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject 
 }
 
 /**
+ * The choice names regardless of case, with the blanks around them that a write may send (the
+ * server trims them): a client that checks a value against it sends only what is accepted.
+ */
+function choicePattern(names: readonly string[]): string {
+  // No choices: no string is one.
+  if (names.length === 0) return "[^\\s\\S]";
+  const anyCase = (name: string) =>
+    [...name]
+      .map((char) => {
+        const lower = char.toLowerCase();
+        const upper = char.toUpperCase();
+        return lower !== upper && [...lower].length === 1 && [...upper].length === 1
+          ? `[${lower}${upper}]`
+          : char.replace(/[\^$\\.*+?()[\]{}|/]/g, "\\$&");
+      })
+      .join("");
+  return `^\\s*(?:${names.map(anyCase).join("|")})\\s*$`;
+}
+
+/**
  * The JSON Schema (2020-12, as OpenAPI 3.1 uses it) of a field's value: the type and the limits
  * its options set, `readOnly` for the values the system writes, null for an empty cell. The one
  * description of values besides `validateValue`, for documents such as a table's OpenAPI.
@@ -90,18 +110,25 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       };
       break;
     case "single_select": {
-      const names: JsonValue[] = choicesOf(field.options).map((c) => c.name);
+      const names = choicesOf(field.options).map((c) => c.name);
       schema =
         direction === "output"
           ? { type: "string", enum: names }
-          : { type: "string", description: `One of: ${names.join(", ")} (any case).` };
+          : {
+              type: "string",
+              pattern: choicePattern(names),
+              description: `One of: ${names.join(", ")} (any case).`,
+            };
       break;
     }
     case "multi_select": {
-      const names: JsonValue[] = choicesOf(field.options).map((c) => c.name);
+      const names = choicesOf(field.options).map((c) => c.name);
       schema = {
         type: "array",
-        items: direction === "output" ? { type: "string", enum: names } : { type: "string" },
+        items:
+          direction === "output"
+            ? { type: "string", enum: names }
+            : { type: "string", pattern: choicePattern(names) },
         uniqueItems: direction === "output",
         description: `Choice names from: ${names.join(", ")}.`,
       };
