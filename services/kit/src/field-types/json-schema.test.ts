@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FIELD_TYPE_NAMES, jsonSchemaOf } from "./index.js";
+import { FIELD_TYPE_NAMES, jsonSchemaOf, validateValue } from "./index.js";
 
 describe("JSON Schemas of field values", () => {
   it("admits null for every type and marks the system's values read-only", () => {
@@ -76,5 +76,33 @@ describe("JSON Schemas of field values", () => {
     }
     const none = jsonSchemaOf({ type: "single_select", options: { choices: [] } }, "input");
     expect(new RegExp(none.pattern as string, "u").test("anything")).toBe(false);
+  });
+
+  it("holds url and phone values to what a write may store", () => {
+    const url = new RegExp(jsonSchemaOf({ type: "url" }, "input").pattern as string, "u");
+    expect(["https://example.com/x", "HTTP://a.b", " http://x.y "].map((v) => url.test(v))).toEqual(
+      [true, true, true],
+    );
+    expect(
+      ["mailto:ada@example.com", "ftp://x.y", "example.com", "https:///x"].map((v) => url.test(v)),
+    ).toEqual([false, false, false, false]);
+    const phone = new RegExp(jsonSchemaOf({ type: "phone" }, "input").pattern as string, "u");
+    for (const [value, valid] of [
+      ["+1 555 0100", true],
+      ["(555) 010-0100 ext. 12", true],
+      ["555.0100 x9", true],
+      ["1".repeat(20), true],
+      ["12", false],
+      ["call me", false],
+      ["+1 555 0100 x", false],
+      ["++123", false],
+      ["1".repeat(21), false],
+    ] as const) {
+      expect({ value, valid: phone.test(value) }).toEqual({ value, valid });
+      expect({ value, valid: validateValue({ type: "phone" }, value).ok }).toEqual({
+        value,
+        valid,
+      });
+    }
   });
 });

@@ -9,6 +9,9 @@ import { EMAIL_MAX_LENGTH, JSON_MAX_BYTES, PHONE_MAX_LENGTH, URL_MAX_LENGTH } fr
  */
 export type SchemaDirection = "output" | "input";
 
+/** The characters a phone number may hold between its digits, as a pattern's class. */
+const PHONE_SEPARATORS = "[\\s()./-]";
+
 /** The metadata a file field holds (SPEC section 7, FileInfo). */
 const FILE_INFO: JsonObject = {
   type: "object",
@@ -138,10 +141,21 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       schema = { type: "string", format: "email", maxLength: EMAIL_MAX_LENGTH };
       break;
     case "url":
-      schema = { type: "string", format: "uri", maxLength: URL_MAX_LENGTH };
+      schema = {
+        type: "string",
+        format: "uri",
+        pattern: "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]",
+        maxLength: URL_MAX_LENGTH,
+      };
       break;
     case "phone":
-      schema = { type: "string", maxLength: PHONE_MAX_LENGTH };
+      schema = {
+        type: "string",
+        // What `validateValue` takes: 3-20 digits among spaces and ( ) . - /, a leading +, and
+        // an optional extension (x, ext or # and up to 6 digits).
+        pattern: `^\\s*\\+?${PHONE_SEPARATORS}*(?:\\d${PHONE_SEPARATORS}*){3,20}(?:\\s*(?:[Xx]|[Ee][Xx][Tt]\\.?|#)\\s*\\d{1,6})?\\s*$`,
+        maxLength: PHONE_MAX_LENGTH,
+      };
       break;
     case "json":
       return { description: `Any JSON value of at most ${JSON_MAX_BYTES} bytes.` };
