@@ -168,13 +168,31 @@ function dataSchema(
   return { type: "object", description, properties, additionalProperties: false };
 }
 
+/**
+ * A required field's value schema: no null, and none of the values `isEmptyValue` counts as
+ * empty, which a create must not send and an update must not clear to.
+ */
+function filled(schema: JsonObject): JsonObject {
+  const { type, enum: values, anyOf, ...rest } = schema;
+  return {
+    ...rest,
+    ...(Array.isArray(type) ? { type: type.filter((t) => t !== "null") } : type ? { type } : {}),
+    ...(Array.isArray(values) ? { enum: values.filter((v) => v !== null) } : {}),
+    ...(Array.isArray(anyOf)
+      ? { anyOf: anyOf.filter((s) => (s as JsonObject | null)?.type !== "null") }
+      : {}),
+    not: { enum: [null, "", []] },
+  };
+}
+
 function inputSchema(fields: readonly SchemaField[], create: boolean): JsonObject {
   const writable = fields.filter((f) => !isReadOnlyType(f.type));
   const properties: JsonObject = {};
   for (const field of writable) {
+    const value = jsonSchemaOf(field, "input");
     put(properties, field.name, {
       description: `Field ${field.id}${field.required ? " (required)" : ""}${field.description ? `: ${field.description}` : ""}`,
-      ...jsonSchemaOf(field, "input"),
+      ...(field.required ? filled(value) : value),
     });
   }
   const required = create ? writable.filter((f) => f.required).map((f) => f.name) : [];
