@@ -811,6 +811,8 @@ describe("a table's own OpenAPI document against its record routes", () => {
     table = await createTable(api, tenant, [
       { ...ALL_TYPES_FIELDS[0], required: true },
       ...ALL_TYPES_FIELDS.slice(1),
+      // A name of digits only is read as an id: such a field is written by its id.
+      { name: "2024", type: "text" },
     ]);
     path = { database_id: tenant.databaseId, table_id: table.tableId };
     const response = await call("GET", `${V1}/openapi.json`, { token: tenant.readToken, path });
@@ -978,8 +980,9 @@ describe("a table's own OpenAPI document against its record routes", () => {
     template: string,
     url: string,
     bodies: unknown[],
+    documentId = "table",
   ): Promise<string[]> {
-    const validate = validatorAt("table", [
+    const validate = validatorAt(documentId, [
       "paths",
       template,
       method.toLowerCase(),
@@ -1046,6 +1049,12 @@ describe("a table's own OpenAPI document against its record routes", () => {
       {},
       { Long: "no text" },
       { "999999": "unknown id" },
+      { [table.id("Text")]: "by id" },
+      { [table.id("Text")]: "by id", [table.id("2024")]: "digits" },
+      { Text: "t", [table.id("Number")]: "not a number" },
+      { [table.id("Text")]: "t", [table.id("Serial")]: 1 },
+      { Text: "t", "999999": "unknown id" },
+      { Text: "t", "2024": "a name of digits" },
       { Nope: 1 },
       { Serial: 1, Text: "t" },
       { Created: "2026-01-02T03:04:05.000Z", Text: "t" },
@@ -1060,6 +1069,9 @@ describe("a table's own OpenAPI document against its record routes", () => {
       { Text: null },
       { Status: "nope" },
       { Serial: 2 },
+      { [table.id("Number")]: 5 },
+      { [table.id("Text")]: "" },
+      { [table.id("Number")]: "five" },
     ];
     expect([
       ...(await disagreements(
@@ -1083,5 +1095,30 @@ describe("a table's own OpenAPI document against its record routes", () => {
         })),
       )),
     ]).toEqual([]);
+  });
+
+  it("asks for a required field named with digits by its id", async () => {
+    const digits = await createTable(api, tenant, [
+      { name: "7", type: "text", required: true },
+      { name: "Note", type: "text" },
+    ]);
+    const own = { database_id: digits.databaseId, table_id: digits.tableId };
+    const document = await call("GET", `${V1}/openapi.json`, {
+      token: tenant.readToken,
+      path: own,
+    });
+    ajv.addSchema(document.body, "digits");
+    const id = digits.id("7");
+    const records = `/public/v1/databases/${own.database_id}/tables/${own.table_id}/records`;
+    const bodies = [{}, { Note: "n" }, { [id]: "x" }, { [id]: "x", [digits.id("Note")]: "n" }];
+    expect(
+      await disagreements(
+        "POST",
+        `${V1}/records`,
+        records,
+        bodies.map((data) => ({ data })),
+        "digits",
+      ),
+    ).toEqual([]);
   });
 });

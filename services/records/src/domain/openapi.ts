@@ -185,27 +185,49 @@ function filled(schema: JsonObject): JsonObject {
   };
 }
 
-function inputSchema(fields: readonly SchemaField[], create: boolean): JsonObject {
-  const writable = fields.filter((f) => !isReadOnlyType(f.type));
+/** A reference of digits only is always an id (SPEC section 8): such a name cannot be used. */
+const nameIsUsable = (field: SchemaField) => !/^[0-9]+$/.test(field.name);
+
+/**
+ * The values a create (or update) may send, keyed by name or by id. The route also takes the
+ * two mixed, and names in any case, which no schema of fixed keys says.
+ */
+function inputSchema(
+  fields: readonly SchemaField[],
+  create: boolean,
+  by: "name" | "id",
+): JsonObject {
+  const writable = fields.filter(
+    (f) => !isReadOnlyType(f.type) && (by === "id" || nameIsUsable(f)),
+  );
+  const keyOf = (field: SchemaField) => (by === "id" ? field.id : field.name);
   const properties: JsonObject = {};
   for (const field of writable) {
     const value = jsonSchemaOf(field, "input");
-    put(properties, field.name, {
+    put(properties, keyOf(field), {
+      ...(by === "id" ? { title: field.name } : {}),
       description: `Field ${field.id}${field.required ? " (required)" : ""}${field.description ? `: ${field.description}` : ""}`,
       ...(field.required ? filled(value) : value),
     });
   }
-  const required = create ? writable.filter((f) => f.required).map((f) => f.name) : [];
+  // A required field named with digits only cannot be named: no body keyed by names has it.
+  const required = create
+    ? fields.filter((f) => !isReadOnlyType(f.type) && f.required).map(keyOf)
+    : [];
+  const digitNames = fields.filter((f) => !nameIsUsable(f)).map((f) => f.name);
   return {
     type: "object",
-    description: `Values keyed by field name (any case) or by field id (all digits). ${create ? "Required fields must be present and non-empty." : "Only the named fields change; required fields cannot be cleared."} Read-only fields (${
+    description: `${
+      by === "id"
+        ? "Values keyed by field id (all digits)."
+        : `Values keyed by field name (any case)${digitNames.length > 0 ? `; a name of digits only reads as an id, so ${digitNames.join(", ")} are written by id` : ""}.`
+    } ${create ? "Required fields must be present and non-empty." : "Only the named fields change; required fields cannot be cleared."} Read-only fields (${
       fields
         .filter((f) => isReadOnlyType(f.type))
         .map((f) => f.name)
         .join(", ") || "none"
     }) cannot be written. A record's values come to at most ${mebibytes(RECORD_MAX_BYTES)} as stored JSON (400 on \`data\` past it).`,
     properties,
-    patternProperties: { "^[0-9]+$": { description: "A field by its id." } },
     ...(required.length > 0 ? { required } : {}),
     additionalProperties: false,
   };
@@ -244,8 +266,10 @@ function components(schema: TableSchema): JsonObject {
         (f) => f.name,
         "With response_format=names: every field by name (those of `fields` when given), null when empty.",
       ),
-      RecordCreateData: inputSchema(schema.fields, true),
-      RecordUpdateData: inputSchema(schema.fields, false),
+      RecordCreateData: inputSchema(schema.fields, true, "name"),
+      RecordCreateDataById: inputSchema(schema.fields, true, "id"),
+      RecordUpdateData: inputSchema(schema.fields, false, "name"),
+      RecordUpdateDataById: inputSchema(schema.fields, false, "id"),
       ValidationError: {
         type: "object",
         required: ["status_code", "detail"],
@@ -273,6 +297,14 @@ function components(schema: TableSchema): JsonObject {
     },
   };
 }
+
+/** A write's `data`: keyed by names or by ids. */
+const CREATE_DATA: JsonObject = {
+  anyOf: [ref("RecordCreateData"), ref("RecordCreateDataById")],
+};
+const UPDATE_DATA: JsonObject = {
+  anyOf: [ref("RecordUpdateData"), ref("RecordUpdateDataById")],
+};
 
 const RECORD_OUT: JsonObject = {
   oneOf: [ref("Record"), ref("RecordByName")],
@@ -304,7 +336,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
       type: "object",
       required: [key],
       additionalProperties: false,
-      properties: { [key]: ref("RecordCreateData") },
+      properties: { [key]: CREATE_DATA },
     }),
   });
   const updateBody: JsonObject = {
@@ -313,7 +345,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
       type: "object",
       required: ["data"],
       additionalProperties: false,
-      properties: { data: ref("RecordUpdateData") },
+      properties: { data: UPDATE_DATA },
     }),
   };
   const recordResponse = (description: string) =>
@@ -422,7 +454,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                     type: "object",
                     required: ["data"],
                     additionalProperties: false,
-                    properties: { data: ref("RecordCreateData") },
+                    properties: { data: CREATE_DATA },
                   },
                 },
               },
@@ -450,7 +482,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                     additionalProperties: false,
                     properties: {
                       row_id: { type: "integer", format: "int64" },
-                      data: ref("RecordUpdateData"),
+                      data: UPDATE_DATA,
                     },
                   },
                 },
