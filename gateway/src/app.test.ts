@@ -9,6 +9,7 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { SignJWT, UnsecuredJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGateway, type GatewayDeps } from "./app.js";
 import { loadGatewayConfig } from "./config.js";
 import { JSON_BODY_LIMIT_BYTES } from "./http/json-body.js";
 import { type RunningGateway, startGateway } from "./start-gateway.js";
@@ -29,12 +30,19 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** What the router keeps of each route it serves. */
+interface RouterLayer {
+  path: string;
+  methods: string[];
+}
+
 interface TestGateway {
   url: string;
   running: RunningGateway;
 }
 
-async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
+/** What the gateway runs on: services behind closed ports, an in-memory cache and bus. */
+async function gatewayDeps(env: Record<string, string> = {}): Promise<GatewayDeps> {
   const identityUrl = `http://127.0.0.1:${await closedPort()}`;
   const organizationUrl = `http://127.0.0.1:${await closedPort()}`;
   const catalogUrl = `http://127.0.0.1:${await closedPort()}`;
@@ -50,27 +58,28 @@ async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
     LOG_LEVEL: "silent",
     ...env,
   });
-  const running = await startGateway(
-    {
-      config,
-      logger: createLogger("gateway", "silent"),
-      cache: new MemoryCache(),
-      bus: new MemoryBus(createLogger("bus", "silent")),
-      identity: createServiceClient(IdentityService, identityUrl),
-      organization: createServiceClient(OrganizationService, organizationUrl),
-      catalog: createServiceClient(CatalogService, catalogUrl),
-      records: createServiceClient(RecordsService, recordsUrl),
-      files: createServiceClient(FilesService, filesUrl),
-      healthTargets: [
-        { name: "identity", url: identityUrl },
-        { name: "organization", url: organizationUrl },
-        { name: "catalog", url: catalogUrl },
-        { name: "records", url: recordsUrl },
-        { name: "files", url: filesUrl },
-      ],
-    },
-    { port: 0, host: "127.0.0.1" },
-  );
+  return {
+    config,
+    logger: createLogger("gateway", "silent"),
+    cache: new MemoryCache(),
+    bus: new MemoryBus(createLogger("bus", "silent")),
+    identity: createServiceClient(IdentityService, identityUrl),
+    organization: createServiceClient(OrganizationService, organizationUrl),
+    catalog: createServiceClient(CatalogService, catalogUrl),
+    records: createServiceClient(RecordsService, recordsUrl),
+    files: createServiceClient(FilesService, filesUrl),
+    healthTargets: [
+      { name: "identity", url: identityUrl },
+      { name: "organization", url: organizationUrl },
+      { name: "catalog", url: catalogUrl },
+      { name: "records", url: recordsUrl },
+      { name: "files", url: filesUrl },
+    ],
+  };
+}
+
+async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
+  const running = await startGateway(await gatewayDeps(env), { port: 0, host: "127.0.0.1" });
   return { url: `http://127.0.0.1:${running.port}`, running };
 }
 
@@ -576,6 +585,40 @@ describe("the gateway over HTTP", () => {
       } finally {
         await configured.running.close();
       }
+    });
+
+    it("documents every route the router serves, with its methods, and nothing else", async () => {
+      const { app, close } = createGateway(await gatewayDeps(), "http://localhost");
+      const router = app.middleware
+        .map((middleware) => (middleware as { router?: { stack: RouterLayer[] } }).router)
+        .find((found) => found !== undefined);
+      expect(router).toBeDefined();
+      // The documentation's own routes serve the document and Swagger UI, not the API.
+      const docsRoutes = new Set(["GET /openapi.json", "GET /docs", "GET /docs/{file}"]);
+      const served = router!.stack
+        .flatMap((layer) =>
+          layer.methods
+            // HEAD is the router's own answer to every GET route.
+            .filter((method) => method !== "HEAD")
+            .map((method) => `${method} ${layer.path.replace(/:(\w+)/g, "{$1}")}`),
+        )
+        .filter((route) => !docsRoutes.has(route))
+        .sort();
+      const documented = Object.entries(document.paths)
+        .flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`))
+        .sort();
+      expect(served.length).toBeGreaterThan(60);
+      expect(served).toEqual(documented);
+      for (const [path, item] of Object.entries(document.paths)) {
+        const names = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+        for (const [method, operation] of Object.entries(item)) {
+          const inPath = ((operation.parameters ?? []) as { name: string; in: string }[])
+            .filter((parameter) => parameter.in === "path")
+            .map((parameter) => parameter.name);
+          expect({ method, path, inPath }).toEqual({ method, path, inPath: names });
+        }
+      }
+      await close();
     });
 
     it("resolves every $ref to a component", () => {
