@@ -969,6 +969,34 @@ describe("a table's own OpenAPI document against its record routes", () => {
       (await callTable("DELETE", "/public/record/delete", { token: write, query: qrow })).status,
     ).toBe(404);
     expect((await callTable("GET", `${V1}/openapi.json`, { token: read })).status).toBe(200);
+    const tooLarge = await callTable("POST", `${V1}/records`, {
+      token: write,
+      body: { data: { Text: "x".repeat(1024 * 1024) } },
+    });
+    expect(tooLarge.body).toEqual({ message: "payload_too_large", data: {} });
+  });
+
+  it("has the operations, parameters and statuses /openapi.json gives the same routes", () => {
+    const operations = (d: Document, only?: Set<string>) =>
+      Object.entries(d.paths)
+        .filter(([path]) => !only || only.has(path))
+        .flatMap(([path, item]) =>
+          Object.entries(item)
+            .filter(([key]) => key !== "parameters")
+            .map(([method, operation]) => ({
+              operation: `${method.toUpperCase()} ${path}`,
+              parameters: [
+                ...((item.parameters ?? []) as unknown as Json[]),
+                ...((operation.parameters ?? []) as Json[]),
+              ]
+                .map((p) => `${p.in} ${p.name}${p.required ? "" : "?"}`)
+                .sort(),
+              statuses: Object.keys(operation.responses as Json).sort(),
+            })),
+        )
+        .sort((a, b) => a.operation.localeCompare(b.operation));
+    const recordPaths = Object.keys(document.paths).filter((path) => path.startsWith("/public/"));
+    expect(operations(doc)).toEqual(operations(document, new Set(recordPaths)));
   });
 
   /**

@@ -804,9 +804,8 @@ describe("the table's OpenAPI document", () => {
         "/public/record/delete",
       ].sort(),
     );
-    expect(Object.keys(doc.paths[`${v1}/records`]!)).toEqual(
-      expect.arrayContaining(["get", "post", "put"]),
-    );
+    // PUT answers 405: it is no operation of these paths.
+    expect(Object.keys(doc.paths[`${v1}/records`]!)).toEqual(["parameters", "get", "post"]);
     expect(Object.keys(doc.paths[`${v1}/records/{row_id}`]!)).toEqual(
       expect.arrayContaining(["get", "patch", "delete"]),
     );

@@ -53,23 +53,37 @@ function success(description: string, data: JsonObject): JsonObject {
   };
 }
 
-const ERRORS: JsonObject = {
-  "400": { description: "Validation failed", ...json(ref("ValidationError")) },
-  "401": { description: "Missing or invalid credential (`unauthorized`)", ...json(ref("Error")) },
-  "403": {
-    description:
-      "`token_read_only`, `organization_forbidden` or `record_limit_exceeded` (record creates)",
-    ...json(ref("Error")),
-  },
-  "404": { description: "`table_not_found` or `record_not_found`", ...json(ref("Error")) },
-  "429": {
-    description: "`too_many_requests` or `api_call_limit_exceeded`, with Retry-After",
-    ...json(ref("Error")),
-  },
-};
+/**
+ * What a route does: reads never answer 403 (every member and token may read); creates also
+ * meet the plan's record limit. The same statuses as the gateway's /openapi.json gives.
+ */
+type Access = "read" | "write" | "create";
 
-function withErrors(responses: JsonObject): JsonObject {
-  return { ...responses, ...ERRORS };
+function withErrors(responses: JsonObject, access: Access): JsonObject {
+  const forbidden = ["`token_read_only`", "`organization_forbidden`"];
+  if (access === "create") forbidden.push("`record_limit_exceeded`");
+  return {
+    ...responses,
+    "400": { description: "Validation failed", ...json(ref("ValidationError")) },
+    "401": { description: "Missing or invalid credential (`unauthorized`)", ...json(ref("Error")) },
+    ...(access === "read"
+      ? {}
+      : { "403": { description: forbidden.join(", "), ...json(ref("Error")) } }),
+    "404": { description: "`table_not_found` or `record_not_found`", ...json(ref("Error")) },
+    "413": { description: "`payload_too_large`: a body over 1 MiB", ...json(ref("Error")) },
+    "429": {
+      description: "`too_many_requests` or `api_call_limit_exceeded`, with Retry-After",
+      ...json(ref("Error")),
+    },
+    "500": {
+      description: "`internal_error`, with the request's id in `data.request_id`",
+      ...json(ref("Error")),
+    },
+    "503": {
+      description: "`service_unavailable`: a service behind the gateway cannot be reached",
+      ...json(ref("Error")),
+    },
+  };
 }
 
 function integerParameter(
@@ -348,51 +362,60 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
       properties: { data: UPDATE_DATA },
     }),
   };
-  const recordResponse = (description: string) =>
-    withErrors({
-      "200": success(description, {
-        type: "object",
-        required: ["record"],
-        properties: { record: RECORD_OUT },
-      }),
-    });
-  const listResponse = withErrors({
-    "200": success("A page of records", {
-      type: "object",
-      required: ["records", "total", "limit", "offset"],
-      properties: {
-        records: { type: "array", items: RECORD_OUT },
-        total: { type: "integer", description: "Every record that matches `where`." },
-        limit: { type: "integer" },
-        offset: { type: "integer" },
+  const recordResponse = (description: string, access: Access) =>
+    withErrors(
+      {
+        "200": success(description, {
+          type: "object",
+          required: ["record"],
+          properties: { record: RECORD_OUT },
+        }),
       },
-    }),
-  });
-  const deleteResponse = withErrors({
-    "200": success("Deleted", {
-      type: "object",
-      required: ["deleted_id"],
-      properties: { deleted_id: { type: "integer", format: "int64" } },
-    }),
-  });
-  const recordsResponse = (description: string) =>
-    withErrors({
-      "200": success(description, {
+      access,
+    );
+  const listResponse = withErrors(
+    {
+      "200": success("A page of records", {
         type: "object",
-        required: ["records"],
-        properties: { records: { type: "array", items: ref("Record") } },
+        required: ["records", "total", "limit", "offset"],
+        properties: {
+          records: { type: "array", items: RECORD_OUT },
+          total: { type: "integer", description: "Every record that matches `where`." },
+          limit: { type: "integer" },
+          offset: { type: "integer" },
+        },
       }),
-    });
-  const notAllowed: JsonObject = {
-    "405": { description: "`method_not_allowed`: PUT does not replace records; use PATCH." },
-  };
+    },
+    "read",
+  );
+  const deleteResponse = withErrors(
+    {
+      "200": success("Deleted", {
+        type: "object",
+        required: ["deleted_id"],
+        properties: { deleted_id: { type: "integer", format: "int64" } },
+      }),
+    },
+    "write",
+  );
+  const recordsResponse = (description: string, access: Access) =>
+    withErrors(
+      {
+        "200": success(description, {
+          type: "object",
+          required: ["records"],
+          properties: { records: { type: "array", items: ref("Record") } },
+        }),
+      },
+      access,
+    );
 
   return {
     openapi: "3.1.0",
     info: {
       title: `Rowbase table ${schema.name}`,
       version: "1.0.0",
-      description: `The record routes of table ${schema.tableId} (database ${schema.databaseId}) with its fields: ${fields.map((f) => `${f.name} (${f.type}, id ${f.id})`).join(", ")}.`,
+      description: `The record routes of table ${schema.tableId} (database ${schema.databaseId}) with its fields: ${fields.map((f) => `${f.name} (${f.type}, id ${f.id})`).join(", ")}. A method not listed for a path answers 405 \`method_not_allowed\`: PUT does not replace records, PATCH changes them.`,
     },
     ...(baseUrl ? { servers: [{ url: baseUrl }] } : {}),
     security,
@@ -409,9 +432,8 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           operationId: "createRecord",
           summary: "Create a record",
           requestBody: createBody("data"),
-          responses: recordResponse("The created record, keyed by field id"),
+          responses: recordResponse("The created record, keyed by field id", "create"),
         }),
-        put: { summary: "Not supported", responses: notAllowed },
       },
       [`${v1}/records/{row_id}`]: {
         parameters: [...pathIds, ROW_ID_PARAMETER("path")],
@@ -419,20 +441,19 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           operationId: "getRecord",
           summary: "Get a record",
           parameters: readParameters(fields),
-          responses: recordResponse("The record"),
+          responses: recordResponse("The record", "read"),
         }),
         patch: op({
           operationId: "updateRecord",
           summary: "Change the named fields of a record",
           requestBody: updateBody,
-          responses: recordResponse("The updated record, keyed by field id"),
+          responses: recordResponse("The updated record, keyed by field id", "write"),
         }),
         delete: op({
           operationId: "deleteRecord",
           summary: "Delete a record",
           responses: deleteResponse,
         }),
-        put: { summary: "Not supported", responses: notAllowed },
       },
       [`${v1}/records/batch`]: {
         parameters: pathIds,
@@ -460,7 +481,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
               },
             }),
           },
-          responses: recordsResponse("The created records in request order"),
+          responses: recordsResponse("The created records in request order", "create"),
         }),
         patch: op({
           operationId: "batchUpdateRecords",
@@ -489,7 +510,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
               },
             }),
           },
-          responses: recordsResponse("The updated records in request order"),
+          responses: recordsResponse("The updated records in request order", "write"),
         }),
       },
       [`${v1}/records/batch_delete`]: {
@@ -513,15 +534,18 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
               },
             }),
           },
-          responses: withErrors({
-            "200": success("Deleted", {
-              type: "object",
-              required: ["deleted_ids"],
-              properties: {
-                deleted_ids: { type: "array", items: { type: "integer", format: "int64" } },
-              },
-            }),
-          }),
+          responses: withErrors(
+            {
+              "200": success("Deleted", {
+                type: "object",
+                required: ["deleted_ids"],
+                properties: {
+                  deleted_ids: { type: "array", items: { type: "integer", format: "int64" } },
+                },
+              }),
+            },
+            "write",
+          ),
         }),
       },
       [`${v1}/openapi.json`]: {
@@ -529,16 +553,19 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         get: op({
           operationId: "getTableOpenApi",
           summary: "This document",
-          responses: withErrors({
-            "200": {
-              description: "An OpenAPI 3.1 document, without an envelope",
-              ...json({
-                type: "object",
-                required: ["openapi", "info", "paths"],
-                properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
-              }),
+          responses: withErrors(
+            {
+              "200": {
+                description: "An OpenAPI 3.1 document, without an envelope",
+                ...json({
+                  type: "object",
+                  required: ["openapi", "info", "paths"],
+                  properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+                }),
+              },
             },
-          }),
+            "read",
+          ),
         }),
       },
       "/public/record/create": {
@@ -547,7 +574,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           summary: "Create a record (query form)",
           parameters: [queryTable],
           requestBody: createBody("data"),
-          responses: recordResponse("The created record, keyed by field id"),
+          responses: recordResponse("The created record, keyed by field id", "create"),
         }),
       },
       "/public/record/get": {
@@ -560,7 +587,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
             queryDatabase(false),
             ...readParameters(fields),
           ],
-          responses: recordResponse("The record"),
+          responses: recordResponse("The record", "read"),
         }),
       },
       "/public/record/list": {
@@ -577,7 +604,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           summary: "Change the named fields of a record (query form)",
           parameters: [queryTable, ROW_ID_PARAMETER("query")],
           requestBody: updateBody,
-          responses: recordResponse("The updated record, keyed by field id"),
+          responses: recordResponse("The updated record, keyed by field id", "write"),
         }),
       },
       "/public/record/delete": {
