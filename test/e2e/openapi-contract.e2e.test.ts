@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEmail, PASSWORD, type SignedUpUser, signUp } from "./support/accounts.js";
 import { filePart, PNG, raw } from "./support/files.js";
 import { type ApiResponse, client, type RequestOptions } from "./support/http.js";
-import { q } from "./support/organizations.js";
+import { addMember, createOrg, q } from "./support/organizations.js";
 import {
   ALL_TYPES_FIELDS,
   createTable,
@@ -385,6 +385,40 @@ describe("/openapi.json against the routes' answers", () => {
     expect((await call("POST", "/organization/delete", { token, query: org })).status).toBe(404);
   });
 
+  it("owner transfer", async () => {
+    const first = await signUp(sys, api);
+    const org = q({ organization_id: (await createOrg(api, first)).organization_id });
+    const next = await signUp(sys, api);
+    const memberId = await addMember(api, first, Number(org.organization_id), next, "admin");
+    const before = sys.mail.messages.length;
+    expect(
+      (
+        await call("POST", "/organization/transfer/send_code", {
+          token: first.token,
+          query: org,
+          body: { member_id: memberId },
+        })
+      ).status,
+    ).toBe(200);
+    const mail = await sys.mail.next(first.email, before);
+    const code = /(\d{6})/.exec(mail.subject + mail.raw)![1]!;
+    const confirmed = await call("POST", "/organization/transfer/confirm", {
+      token: first.token,
+      query: org,
+      body: { member_id: memberId, code },
+    });
+    expect(confirmed.status).toBe(200);
+    expect(
+      (
+        await call("POST", "/organization/transfer/send_code", {
+          token: next.token,
+          query: org,
+          body: { member_id: memberId },
+        })
+      ).body.message,
+    ).toBe("cannot_transfer_to_self");
+  });
+
   it("API tokens", async () => {
     const token = owner.token;
     const org = q({ organization_id: tenant.orgId });
@@ -446,6 +480,41 @@ describe("/openapi.json against the routes' answers", () => {
       (await call("POST", "/database/update", { token, query: dbq, body: { description: "e" } }))
         .status,
     ).toBe(200);
+
+    const everyType = await call("POST", "/table/create", {
+      token,
+      query: dbq,
+      body: { name: "Every type", fields: ALL_TYPES_FIELDS },
+    });
+    expect(everyType.status).toBe(200);
+    const everyTypeQuery = q({ table_id: everyType.body.data.table.table_id });
+    expect((await call("GET", "/field/list", { token, query: everyTypeQuery })).status).toBe(200);
+    const textField = (everyType.body.data.fields as { name: string; field_id: number }[]).find(
+      (f) => f.name === "Text",
+    )!;
+    await api("POST", "/public/record/create", {
+      token: tenant.writeToken,
+      query: everyTypeQuery,
+      body: { data: { Text: "not a number" } },
+    });
+    expect(
+      (
+        await call("POST", "/field/update", {
+          token,
+          query: q({ field_id: textField.field_id }),
+          body: { type: "number" },
+        })
+      ).body.message,
+    ).toBe("field_type_change_invalid");
+    expect(
+      (
+        await call("POST", "/database/create", {
+          token,
+          query: q({ organization_id: tenant.orgId }),
+          body: { name: "x".repeat(1024 * 1024) },
+        })
+      ).body.message,
+    ).toBe("payload_too_large");
 
     const t = await call("POST", "/table/create", {
       token,
@@ -708,6 +777,23 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(served.status).toBe(200);
     expectDescribed(document, "api", "GET", "/file/serve", { ...served, body: undefined });
+    for (const [headers, status] of [
+      [{ range: "bytes=0-3" }, 206],
+      [{ range: `bytes=${PNG.length}-` }, 416],
+      [{ "if-none-match": served.headers.get("etag")! }, 304],
+    ] as const) {
+      const answer = await raw(
+        sys.baseUrl,
+        "GET",
+        `/file/serve?${new URLSearchParams(pairQuery)}`,
+        {
+          token: tenant.readToken,
+          headers,
+        },
+      );
+      expect(answer.status).toBe(status);
+      expectDescribed(document, "api", "GET", "/file/serve", { ...answer, body: answer.json });
+    }
     called.add("GET /file/serve");
     const url = await call("GET", "/file/url", { token: tenant.readToken, query: pairQuery });
     expect(url.status).toBe(200);
