@@ -1211,6 +1211,70 @@ describe("a table's own OpenAPI document against its record routes", () => {
     ]).toEqual([]);
   });
 
+  it("describes the records of a table without fields", async () => {
+    const bare = await createTable(api, tenant, []);
+    const own = { database_id: bare.databaseId, table_id: bare.tableId };
+    const document = await call("GET", `${V1}/openapi.json`, {
+      token: tenant.readToken,
+      path: own,
+    });
+    ajv.addSchema(document.body, "bare");
+    const records = `/public/v1/databases/${own.database_id}/tables/${own.table_id}/records`;
+    const created = await api("POST", records, { token: tenant.writeToken, body: { data: {} } });
+    expect(created.status).toBe(200);
+    for (const [template, url] of [
+      [`${V1}/records`, records],
+      [`${V1}/records/{row_id}`, `${records}/${created.body.data.record.row_id}`],
+    ] as const) {
+      const answer = await api("GET", url, { token: tenant.readToken });
+      expect(answer.status).toBe(200);
+      expectDescribed(document.body, "bare", "GET", template, answer);
+    }
+  });
+
+  it("takes the query parameters its schemas take and refuses the others", async () => {
+    const list = `/public/v1/databases/${path.database_id}/tables/${path.table_id}/records`;
+    const operation = doc.paths[`${V1}/records`]!.get!;
+    const parameters = operation.parameters as { name: string; schema: Json }[];
+    const found: string[] = [];
+    for (const [name, value] of [
+      ["limit", "1"],
+      ["limit", "1000"],
+      ["limit", "0"],
+      ["limit", "1001"],
+      ["limit", "2.5"],
+      ["offset", "0"],
+      ["offset", "-1"],
+      ["response_format", "names"],
+      ["response_format", "keys"],
+      ["rich_text", "plain"],
+      ["rich_text", "text"],
+      ["where", "(Text,eq,x)"],
+      ["where", `(Text,eq,${"x".repeat(4090)})`],
+      ["sort", "-created_at"],
+    ] as const) {
+      const index = parameters.findIndex((parameter) => parameter.name === name);
+      expect(index, name).toBeGreaterThanOrEqual(0);
+      const validate = validatorAt("table", [
+        "paths",
+        `${V1}/records`,
+        "get",
+        "parameters",
+        String(index),
+        "schema",
+      ]);
+      // A query value is text; a number's schema reads it as the number it spells.
+      const typed = parameters[index]!.schema.type === "integer" ? Number(value) : value;
+      const documented = validate(typed) === true;
+      const answer = await api("GET", list, { token: tenant.readToken, query: { [name]: value } });
+      const accepted = answer.status === 200;
+      if (documented !== accepted) {
+        found.push(`${name}=${value.slice(0, 40)}: schema ${documented}, route ${answer.status}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
   it("asks for a required field named with digits by its id", async () => {
     const digits = await createTable(api, tenant, [
       { name: "7", type: "text", required: true },

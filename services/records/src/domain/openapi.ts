@@ -320,8 +320,9 @@ const UPDATE_DATA: JsonObject = {
   anyOf: [ref("RecordUpdateData"), ref("RecordUpdateDataById")],
 };
 
+/** anyOf: a record can fit both, as one with no fields in `data` does. */
 const RECORD_OUT: JsonObject = {
-  oneOf: [ref("Record"), ref("RecordByName")],
+  anyOf: [ref("Record"), ref("RecordByName")],
   description: "Keyed as response_format says.",
 };
 
