@@ -1275,6 +1275,24 @@ describe("a table's own OpenAPI document against its record routes", () => {
     expect(found).toEqual([]);
   });
 
+  it("keeps a field's own description beside what its type says", async () => {
+    const described = await createTable(api, tenant, [
+      { name: "Amount", type: "number", required: true, description: "Lifetime value in EUR" },
+    ]);
+    const own = { database_id: described.databaseId, table_id: described.tableId };
+    const document = await call("GET", `${V1}/openapi.json`, {
+      token: tenant.readToken,
+      path: own,
+    });
+    const schemas = document.body.components.schemas;
+    expect(schemas.RecordDataByName.properties.Amount.description).toMatch(
+      /^Lifetime value in EUR\. Rounded half away from zero/,
+    );
+    expect(schemas.RecordCreateData.properties.Amount.description).toMatch(
+      /^Field \d+ \(required\): Lifetime value in EUR\. Rounded half away from zero/,
+    );
+  });
+
   it("asks for a required field named with digits by its id", async () => {
     const digits = await createTable(api, tenant, [
       { name: "7", type: "text", required: true },

@@ -164,6 +164,14 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
   ];
 }
 
+/** A value schema with the field's own words before what its type says about the value. */
+function described(schema: JsonObject, own: string): JsonObject {
+  const type = typeof schema.description === "string" ? schema.description : "";
+  if (!own) return schema;
+  if (!type) return { ...schema, description: own };
+  return { ...schema, description: `${/[.!?:]$/.test(own) ? own : `${own}.`} ${type}` };
+}
+
 /** The value schemas of the table's fields, keyed as `keyOf` says. */
 function dataSchema(
   fields: readonly SchemaField[],
@@ -174,8 +182,7 @@ function dataSchema(
   for (const field of fields) {
     put(properties, keyOf(field), {
       title: field.name,
-      ...(field.description ? { description: field.description } : {}),
-      ...jsonSchemaOf(field, "output"),
+      ...described(jsonSchemaOf(field, "output"), field.description),
     });
   }
   // No `required`: with `fields=` an answer holds only the fields asked for.
@@ -220,8 +227,10 @@ function inputSchema(
     const value = jsonSchemaOf(field, "input");
     put(properties, keyOf(field), {
       ...(by === "id" ? { title: field.name } : {}),
-      description: `Field ${field.id}${field.required ? " (required)" : ""}${field.description ? `: ${field.description}` : ""}`,
-      ...(field.required ? filled(value) : value),
+      ...described(
+        field.required ? filled(value) : value,
+        `Field ${field.id}${field.required ? " (required)" : ""}${field.description ? `: ${field.description}` : ""}`,
+      ),
     });
   }
   // A required field named with digits only cannot be named: no body keyed by names has it.
