@@ -90,11 +90,18 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       schema = { type: "string", maxLength: textLimitOf(field) };
       break;
     case "long_text":
-      schema = {
-        type: "string",
-        maxLength: textLimitOf(field),
-        description: "Rich text, stored as Markdown; `rich_text` chooses how it is returned.",
-      };
+      // The limit is the stored Markdown's: the same text rendered as HTML can be longer.
+      schema =
+        direction === "input"
+          ? {
+              type: "string",
+              maxLength: textLimitOf(field),
+              description: "Rich text, stored as Markdown.",
+            }
+          : {
+              type: "string",
+              description: `Rich text, stored as Markdown of at most ${textLimitOf(field)} characters; \`rich_text\` chooses how it is returned.`,
+            };
       break;
     case "number":
       schema = numberSchema(field, direction);
