@@ -21,6 +21,7 @@ describe("JSON Schemas of field values", () => {
     expect(jsonSchemaOf({ type: "text", options: { max_length: 20 } })).toEqual({
       type: ["string", "null"],
       maxLength: 20,
+      pattern: "^[^\\u0000]*$",
     });
     expect(
       jsonSchemaOf({ type: "number", options: { decimals: 2, min: 0, max: 9 } }),
@@ -103,6 +104,31 @@ describe("JSON Schemas of field values", () => {
         value,
         valid,
       });
+    }
+  });
+
+  it("refuses NUL in texts, the year 0 and a numeric top-level domain, as writes do", () => {
+    for (const [type, value] of [
+      ["text", "a\u0000b"],
+      ["long_text", "\u0000"],
+      ["date", "0000-01-01"],
+      ["email", "ada@example.123"],
+      ["email", "ada@example.-x"],
+    ] as const) {
+      const pattern = new RegExp(jsonSchemaOf({ type }, "input").pattern as string, "u");
+      expect({ type, value, schema: pattern.test(value) }).toEqual({ type, value, schema: false });
+      expect(validateValue({ type }, value).ok).toBe(false);
+    }
+    for (const [type, value] of [
+      ["text", "plain"],
+      ["date", "0001-01-01"],
+      ["email", "ada@example.com"],
+      ["email", "ada@example.xn--p1ai"],
+      ["email", " ada@пример.рф "],
+    ] as const) {
+      const pattern = new RegExp(jsonSchemaOf({ type }, "input").pattern as string, "u");
+      expect({ type, value, schema: pattern.test(value) }).toEqual({ type, value, schema: true });
+      expect(validateValue({ type }, value).ok).toBe(true);
     }
   });
 });

@@ -12,6 +12,9 @@ export type SchemaDirection = "output" | "input";
 /** The characters a phone number may hold between its digits, as a pattern's class. */
 const PHONE_SEPARATORS = "[\\s()./-]";
 
+/** No NUL character, which PostgreSQL cannot store in text. */
+const NO_NUL = "^[^\\u0000]*$";
+
 /** The metadata a file field holds (SPEC section 7, FileInfo). */
 const FILE_INFO: JsonObject = {
   type: "object",
@@ -87,7 +90,7 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
   let schema: JsonObject;
   switch (field.type) {
     case "text":
-      schema = { type: "string", maxLength: textLimitOf(field) };
+      schema = { type: "string", maxLength: textLimitOf(field), pattern: NO_NUL };
       break;
     case "long_text":
       // The limit is the stored Markdown's: the same text rendered as HTML can be longer.
@@ -96,10 +99,12 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
           ? {
               type: "string",
               maxLength: textLimitOf(field),
+              pattern: NO_NUL,
               description: "Rich text, stored as Markdown.",
             }
           : {
               type: "string",
+              pattern: NO_NUL,
               description: `Rich text, stored as Markdown of at most ${textLimitOf(field)} characters; \`rich_text\` chooses how it is returned.`,
             };
       break;
@@ -110,7 +115,12 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       schema = { type: "boolean" };
       break;
     case "date":
-      schema = { type: "string", format: "date", description: "YYYY-MM-DD" };
+      schema = {
+        type: "string",
+        format: "date",
+        pattern: "^(?!0000)",
+        description: "YYYY-MM-DD, in the years 1-9999",
+      };
       break;
     case "datetime":
       schema = {
@@ -145,7 +155,13 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       break;
     }
     case "email":
-      schema = { type: "string", format: "email", maxLength: EMAIL_MAX_LENGTH };
+      schema = {
+        type: "string",
+        format: "email",
+        // The top-level label begins with a letter (`xn--` included): `ada@example.123` is none.
+        pattern: "\\.[^\\s\\d.@_-][^\\s.@]*\\s*$",
+        maxLength: EMAIL_MAX_LENGTH,
+      };
       break;
     case "url":
       schema = {
