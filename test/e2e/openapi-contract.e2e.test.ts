@@ -1,3 +1,4 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -946,6 +947,12 @@ describe("a table's own OpenAPI document against its record routes", () => {
     expectDescribed(doc, "table", method, template, response);
     return response;
   }
+
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const result = await new Validator().validate(structuredClone(doc) as never);
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+  });
 
   it("describes what the record routes answer", async () => {
     const write = tenant.writeToken;
