@@ -1377,3 +1377,58 @@ describe("a table's own OpenAPI document against its record routes", () => {
     ).toEqual([]);
   });
 });
+
+describe("rate limits as the documents describe them", () => {
+  let limited: TestSystem;
+
+  beforeAll(async () => {
+    limited = await startTestSystem({
+      RATE_LIMITS: RECORD_TEST_RATE_LIMITS.replace(
+        /auth_login_ip=[^,]+/,
+        "auth_login_ip=1/60",
+      ).replace(/records_token=[^,]+/, "records_token=1/60"),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await limited?.stop();
+  });
+
+  it("answers 429 with Retry-After where the documents say so", async () => {
+    const limitedApi = client(limited.baseUrl);
+    const tenant = await createTenant(limited, limitedApi);
+    const table = await createTable(limitedApi, tenant, [{ name: "Text", type: "text" }]);
+    const path = { database_id: tenant.databaseId, table_id: table.tableId };
+    const tableDoc = await limitedApi(
+      "GET",
+      `/public/v1/databases/${path.database_id}/tables/${path.table_id}/openapi.json`,
+      {
+        token: tenant.owner.token,
+      },
+    );
+    expect(tableDoc.status).toBe(200);
+    ajv.addSchema(tableDoc.body, "limited");
+    const login = { body: { email: tenant.owner.email, password: PASSWORD } };
+    await limitedApi("POST", "/auth/login", login);
+    const refusedLogin = await limitedApi("POST", "/auth/login", login);
+    expect(refusedLogin.status).toBe(429);
+    expectDescribed(document, "api", "POST", "/auth/login", refusedLogin);
+    const records = `/public/v1/databases/${path.database_id}/tables/${path.table_id}/records`;
+    await limitedApi("GET", records, { token: tenant.readToken });
+    const refusedList = await limitedApi("GET", records, { token: tenant.readToken });
+    expect(refusedList.status).toBe(429);
+    expectDescribed(document, "api", "GET", `${V1}/records`, refusedList);
+    expectDescribed(tableDoc.body, "limited", "GET", `${V1}/records`, refusedList);
+    for (const answer of [refusedLogin, refusedList]) {
+      expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+    for (const [d, method, template] of [
+      [document, "post", "/auth/login"],
+      [document, "get", `${V1}/records`],
+      [tableDoc.body as Document, "get", `${V1}/records`],
+    ] as const) {
+      const responses = d.paths[template]![method]!.responses as Record<string, Json>;
+      expect(responses["429"]!.headers, `${method} ${template}`).toHaveProperty("Retry-After");
+    }
+  });
+});

@@ -72,7 +72,10 @@ function withErrors(responses: JsonObject, access: Access): JsonObject {
     "404": { description: "`table_not_found` or `record_not_found`", ...json(ref("Error")) },
     "413": { description: "`payload_too_large`: a body over 1 MiB", ...json(ref("Error")) },
     "429": {
-      description: "`too_many_requests` or `api_call_limit_exceeded`, with Retry-After",
+      description: "`too_many_requests` or `api_call_limit_exceeded`",
+      headers: {
+        "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
+      },
       ...json(ref("Error")),
     },
     "500": {
