@@ -1,12 +1,15 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { isReadOnlyType, jsonSchemaOf } from "@rowbase/kit/field-types";
 import { OPERATORS, WHERE_MAX_LENGTH } from "../query/index.js";
+import { REFERENCE_LIST_MAX_LENGTH } from "../query/reference-list.js";
 import type { SchemaField, TableSchema } from "../table-schema.js";
 
 /** The most records one list page, batch create, update or delete takes (SPEC section 8). */
 export const PAGE_MAX = 1000;
 export const BATCH_MAX = 1000;
 export const DEFAULT_LIMIT = 50;
+/** The gateway's bound on `offset` (an int32 in ListRecordsRequest), past any plan's table. */
+export const OFFSET_MAX = 10_000_000;
 
 /**
  * The most bytes of values one record may store: the JSON text of its `data` as the write
@@ -104,11 +107,19 @@ function integerParameter(
   };
 }
 
+/** A record's id: ids stay below 2^53 (SPEC section 1). */
+const ROW_ID: JsonObject = {
+  type: "integer",
+  format: "int64",
+  minimum: 1,
+  maximum: Number.MAX_SAFE_INTEGER,
+};
+
 const ROW_ID_PARAMETER = (location: "path" | "query"): JsonObject => ({
   name: "row_id",
   in: location,
   required: true,
-  schema: { type: "integer", format: "int64", minimum: 1 },
+  schema: ROW_ID,
 });
 
 function readParameters(fields: readonly SchemaField[]): JsonObject[] {
@@ -131,7 +142,7 @@ function readParameters(fields: readonly SchemaField[]): JsonObject[] {
       name: "fields",
       in: "query",
       description: `Comma-separated field references (id or name; a name holding a comma in double quotes): only these appear in \`data\`. Fields: ${names.join(", ")}.`,
-      schema: { type: "string" },
+      schema: { type: "string", maxLength: REFERENCE_LIST_MAX_LENGTH },
     },
   ];
 }
@@ -145,7 +156,11 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
       description: `A page whose records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values answers 400 on \`limit\`: ask for fewer records.`,
       schema: { type: "integer", minimum: 1, maximum: PAGE_MAX, default: DEFAULT_LIMIT },
     },
-    { name: "offset", in: "query", schema: { type: "integer", minimum: 0, default: 0 } },
+    {
+      name: "offset",
+      in: "query",
+      schema: { type: "integer", minimum: 0, maximum: OFFSET_MAX, default: 0 },
+    },
     {
       name: "where",
       in: "query",
@@ -161,7 +176,7 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
       name: "sort",
       in: "query",
       description: `Comma-separated references, \`-\` before one for descending; ties break by row_id; nulls last ascending, first descending. Sortable: ${[...sortable, "row_id", "created_at", "updated_at"].join(", ")}.`,
-      schema: { type: "string" },
+      schema: { type: "string", maxLength: REFERENCE_LIST_MAX_LENGTH },
     },
     ...readParameters(fields),
   ];
@@ -515,7 +530,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                     required: ["row_id", "data"],
                     additionalProperties: false,
                     properties: {
-                      row_id: { type: "integer", format: "int64" },
+                      row_id: ROW_ID,
                       data: UPDATE_DATA,
                     },
                   },
@@ -542,7 +557,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                   type: "array",
                   minItems: 1,
                   maxItems: BATCH_MAX,
-                  items: { type: "integer", format: "int64" },
+                  items: ROW_ID,
                 },
               },
             }),
