@@ -876,6 +876,83 @@ describe("/openapi.json against the routes' answers", () => {
     ).toBe(403);
   });
 
+  it("the not-found and forbidden answers of each family", async () => {
+    const token = owner.token;
+    const viewer = await signUp(sys, api);
+    await addMember(api, owner, tenant.orgId, viewer, "viewer");
+    const stranger = await signUp(sys, api);
+    const missing = 999_999;
+    const org = q({ organization_id: tenant.orgId });
+    const cases: [string, string, RequestOptions & { path?: Record<string, number> }][] = [
+      ["GET", "/organization/limits", { token: stranger.token, query: org }],
+      ["POST", "/organization/member/remove", { token, query: q({ ...org, member_id: missing }) }],
+      [
+        "POST",
+        "/organization/invite/create",
+        { token: viewer.token, query: org, body: { email: newEmail(), role: "viewer" } },
+      ],
+      [
+        "POST",
+        "/api_token/create",
+        { token: viewer.token, query: org, body: { name: "n", access: "read" } },
+      ],
+      ["POST", "/database/create", { token: viewer.token, query: org, body: { name: "n" } }],
+      ["GET", "/database/list", { token: stranger.token, query: org }],
+      ["GET", "/table/list", { token, query: q({ database_id: missing }) }],
+      [
+        "POST",
+        "/table/create",
+        { token: viewer.token, query: q({ database_id: tenant.databaseId }), body: { name: "n" } },
+      ],
+      ["GET", "/field/list", { token, query: q({ table_id: missing }) }],
+      ["POST", "/field/update", { token, query: q({ field_id: missing }), body: { name: "n" } }],
+      [
+        "GET",
+        `${V1}/records`,
+        { token: tenant.readToken, path: { database_id: missing, table_id: table.tableId } },
+      ],
+      [
+        "GET",
+        "/public/record/list",
+        { token: tenant.readToken, query: q({ database_id: missing, table_id: table.tableId }) },
+      ],
+      [
+        "POST",
+        "/public/record/create",
+        { token: viewer.token, query: q({ table_id: table.tableId }), body: { data: {} } },
+      ],
+      [
+        "GET",
+        "/public/record/get",
+        { token: stranger.token, query: q({ table_id: table.tableId, row_id: 1 }) },
+      ],
+      [
+        "GET",
+        "/file/url",
+        {
+          token: tenant.readToken,
+          query: q({ row_id: missing, field_id: table.f.Attachment!.field_id }),
+        },
+      ],
+      ["GET", "/file/url", { token: tenant.readToken, query: q({ row_id: 1, field_id: missing }) }],
+      [
+        "POST",
+        "/file/rename",
+        {
+          token: tenant.writeToken,
+          query: q({ row_id: 0, field_id: 0 }),
+          body: { file_name: "x" },
+        },
+      ],
+      ["GET", "/audit/list", { token: stranger.token, query: org }],
+      ["GET", "/audit/list", { token, query: q({ table_id: missing }) }],
+    ];
+    for (const [method, template, options] of cases) {
+      const answer = await call(method, template, options);
+      expect([403, 404], `${method} ${template}: ${answer.text}`).toContain(answer.status);
+    }
+  });
+
   it("audit", async () => {
     const token = owner.token;
     expect(
