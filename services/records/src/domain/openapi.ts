@@ -57,38 +57,51 @@ function success(description: string, data: JsonObject): JsonObject {
 }
 
 /**
- * What a route does: reads never answer 403 (every member and token may read); creates also
- * meet the plan's record limit. The same statuses as the gateway's /openapi.json gives.
+ * What a route does, which decides its errors: reads never answer 403 (every member and token
+ * may read), creates meet the plan's record limit, and the routes that name records answer
+ * `record_not_found`. The same codes as the gateway's /openapi.json gives each route.
  */
-type Access = "read" | "write" | "create";
+type Access = "list" | "get" | "create" | "change";
+
+/** An error answer `{"message": <one of codes>, "data": {...}}`. */
+function failure(description: string, codes: string[]): JsonObject {
+  return {
+    description: `${description}: ${codes.map((code) => `\`${code}\``).join(", ")}`,
+    ...json({
+      type: "object",
+      required: ["message", "data"],
+      properties: {
+        message: codes.length === 1 ? { const: codes[0]! } : { type: "string", enum: codes },
+        data: { type: "object" },
+      },
+    }),
+  };
+}
 
 function withErrors(responses: JsonObject, access: Access): JsonObject {
-  const forbidden = ["`token_read_only`", "`organization_forbidden`"];
-  if (access === "create") forbidden.push("`record_limit_exceeded`");
+  const reads = access === "list" || access === "get";
+  const forbidden = ["organization_forbidden", "token_read_only"];
+  if (access === "create") forbidden.push("record_limit_exceeded");
+  const notFound = ["table_not_found"];
+  if (access === "get" || access === "change") notFound.push("record_not_found");
   return {
     ...responses,
     "400": { description: "Validation failed", ...json(ref("ValidationError")) },
-    "401": { description: "Missing or invalid credential (`unauthorized`)", ...json(ref("Error")) },
-    ...(access === "read"
-      ? {}
-      : { "403": { description: forbidden.join(", "), ...json(ref("Error")) } }),
-    "404": { description: "`table_not_found` or `record_not_found`", ...json(ref("Error")) },
-    "413": { description: "`payload_too_large`: a body over 1 MiB", ...json(ref("Error")) },
+    "401": failure("Missing or invalid credential", ["unauthorized"]),
+    ...(reads ? {} : { "403": failure("Forbidden", forbidden) }),
+    "404": failure("Not found", notFound),
+    "413": failure("A body over 1 MiB", ["payload_too_large"]),
     "429": {
-      description: "`too_many_requests` or `api_call_limit_exceeded`",
+      ...failure("Too many requests", ["api_call_limit_exceeded", "too_many_requests"]),
       headers: {
         "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
       },
-      ...json(ref("Error")),
     },
     "500": {
-      description: "`internal_error`, with the request's id in `data.request_id`",
-      ...json(ref("Error")),
+      description: "Unexpected failure, with the request's id",
+      ...json(ref("InternalError")),
     },
-    "503": {
-      description: "`service_unavailable`: a service behind the gateway cannot be reached",
-      ...json(ref("Error")),
-    },
+    "503": failure("A service behind the gateway cannot be reached", ["service_unavailable"]),
   };
 }
 
@@ -313,7 +326,7 @@ function components(schema: TableSchema): JsonObject {
       RecordUpdateDataById: inputSchema(schema.fields, false, "id"),
       ValidationError: {
         type: "object",
-        required: ["status_code", "detail"],
+        required: ["status_code", "detail", "extra"],
         properties: {
           status_code: { const: 400 },
           detail: { type: "string" },
@@ -321,6 +334,7 @@ function components(schema: TableSchema): JsonObject {
             type: "array",
             items: {
               type: "object",
+              required: ["key", "message", "source"],
               properties: {
                 key: { type: "string" },
                 message: { type: "string" },
@@ -330,10 +344,17 @@ function components(schema: TableSchema): JsonObject {
           },
         },
       },
-      Error: {
+      InternalError: {
         type: "object",
         required: ["message", "data"],
-        properties: { message: { type: "string" }, data: { type: "object" } },
+        properties: {
+          message: { const: "internal_error" },
+          data: {
+            type: "object",
+            required: ["request_id"],
+            properties: { request_id: { type: "string" } },
+          },
+        },
       },
     },
   };
@@ -414,7 +435,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         },
       }),
     },
-    "read",
+    "list",
   );
   const deleteResponse = withErrors(
     {
@@ -424,7 +445,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         properties: { deleted_id: { type: "integer", format: "int64" } },
       }),
     },
-    "write",
+    "change",
   );
   const recordsResponse = (description: string, access: Access) =>
     withErrors(
@@ -469,13 +490,13 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           operationId: "getRecord",
           summary: "Get a record",
           parameters: readParameters(fields),
-          responses: recordResponse("The record", "read"),
+          responses: recordResponse("The record", "get"),
         }),
         patch: op({
           operationId: "updateRecord",
           summary: "Change the named fields of a record",
           requestBody: updateBody,
-          responses: recordResponse("The updated record, keyed by field id", "write"),
+          responses: recordResponse("The updated record, keyed by field id", "change"),
         }),
         delete: op({
           operationId: "deleteRecord",
@@ -538,7 +559,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
               },
             }),
           },
-          responses: recordsResponse("The updated records in request order", "write"),
+          responses: recordsResponse("The updated records in request order", "change"),
         }),
       },
       [`${v1}/records/batch_delete`]: {
@@ -572,7 +593,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                 },
               }),
             },
-            "write",
+            "change",
           ),
         }),
       },
@@ -592,7 +613,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                 }),
               },
             },
-            "read",
+            "list",
           ),
         }),
       },
@@ -615,7 +636,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
             queryDatabase(false),
             ...readParameters(fields),
           ],
-          responses: recordResponse("The record", "read"),
+          responses: recordResponse("The record", "get"),
         }),
       },
       "/public/record/list": {
@@ -632,7 +653,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
           summary: "Change the named fields of a record (query form)",
           parameters: [queryTable, ROW_ID_PARAMETER("query")],
           requestBody: updateBody,
-          responses: recordResponse("The updated record, keyed by field id", "write"),
+          responses: recordResponse("The updated record, keyed by field id", "change"),
         }),
       },
       "/public/record/delete": {
