@@ -37,7 +37,7 @@ import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { auditRoutes } from "./routes/audit/audit-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
 import { databaseRoutes } from "./routes/database/database-routes.js";
-import { mountDocsRoutes } from "./routes/docs/docs-routes.js";
+import { docsPathItems, mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
 import { fileRoutes } from "./routes/file/file-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
@@ -179,7 +179,9 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     internalSecret: config.INTERNAL_JWT_SECRET,
     jsonBodies: new JsonBodyBudget(),
   });
-  mountDocsRoutes(router, () => buildOpenApiDocument(routes, { serverUrl: publicBaseUrl }));
+  mountDocsRoutes(router, () =>
+    buildOpenApiDocument(routes, { serverUrl: publicBaseUrl, paths: docsPathItems() }),
+  );
 
   const app = new Koa<GatewayState>();
   app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));

@@ -150,6 +150,15 @@ describe("/openapi.json against the routes' answers", () => {
     expect((await call("GET", "/health/ready")).status).toBe(200);
   });
 
+  it("documentation", async () => {
+    expect((await call("GET", "/openapi.json")).body.openapi).toBe("3.1.0");
+    expect((await call("GET", "/openapi.json", { query: { access_token: "x" } })).status).toBe(400);
+    expect((await call("GET", "/docs")).headers.get("content-type")).toMatch(/^text\/html/);
+    const file = await call("GET", "/docs/{file}", { path: { file: "swagger-ui.css" } });
+    expect(file.headers.get("content-type")).toMatch(/^text\/css/);
+    expect((await call("GET", "/docs/{file}", { path: { file: "nope.js" } })).status).toBe(404);
+  });
+
   it("accounts", async () => {
     const email = newEmail("doc");
     const before = sys.mail.messages.length;

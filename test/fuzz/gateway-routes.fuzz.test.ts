@@ -27,7 +27,11 @@ const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.en
 
 /** Route families, in the order they run; the destructive routes come last, on their own. */
 const FAMILIES: { name: string; runs: number; match: (op: Operation) => boolean }[] = [
-  { name: "health and docs", runs: 20, match: (op) => op.path.startsWith("/health") },
+  {
+    name: "health and docs",
+    runs: 20,
+    match: (op) => /^\/(health|docs|openapi\.json)/.test(op.path),
+  },
   { name: "accounts", runs: 30, match: (op) => /^\/(auth|oauth)\//.test(op.path) },
   { name: "organizations", runs: 30, match: (op) => op.path.startsWith("/organization/") },
   { name: "API tokens", runs: 50, match: (op) => op.path.startsWith("/api_token/") },

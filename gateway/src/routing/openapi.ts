@@ -9,6 +9,8 @@ type OpenApiDocument = Record<string, unknown>;
 export interface OpenApiOptions {
   /** `PUBLIC_BASE_URL`: where the documented routes are served. */
   serverUrl: string;
+  /** Path items of the routes served outside the route list (the documentation's own). */
+  paths?: Record<string, Record<string, unknown>>;
 }
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -41,7 +43,7 @@ export function buildOpenApiDocument(
   routes: readonly Route[],
   options: OpenApiOptions,
 ): OpenApiDocument {
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, unknown>> = { ...options.paths };
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, "{$1}");
     paths[path] ??= {};
@@ -57,7 +59,14 @@ export function buildOpenApiDocument(
         "`Authorization: Bearer`, never in the query string.",
     },
     servers: [{ url: options.serverUrl }],
-    tags: [...new Set(routes.flatMap((route) => route.tags))].map((name) => ({ name })),
+    tags: [
+      ...new Set([
+        ...routes.flatMap((route) => route.tags),
+        ...Object.values(options.paths ?? {}).flatMap((item) =>
+          Object.values(item).flatMap((operation) => (operation as { tags?: string[] }).tags ?? []),
+        ),
+      ]),
+    ].map((name) => ({ name })),
     paths,
     components: {
       schemas: { ...registrySchemas(), ...envelopeSchemas(routes) },

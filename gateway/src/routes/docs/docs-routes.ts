@@ -55,9 +55,90 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
   "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
 
+/** Names Swagger UI's page loads from /docs/{file}. */
+const DOCS_FILES = [...ASSETS.keys(), "initializer.js"];
+
+const schemaRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/** What every one of these routes may answer besides its success. */
+const DOCS_ERRORS = {
+  400: {
+    description: "A credential in the query string",
+    content: { "application/json": { schema: schemaRef("ValidationError") } },
+  },
+  500: {
+    description: "Unexpected failure",
+    content: { "application/json": { schema: schemaRef("InternalError") } },
+  },
+};
+
 /**
- * GET /openapi.json (the document, built once) and GET /docs (Swagger UI over it). They are
- * plain routes outside the JSON pipeline and not listed in the document itself.
+ * The document's entries for these routes, which it lists like every other (SPEC section 1:
+ * the document of every route): they answer outside the JSON pipeline, so they are written
+ * here, beside what they serve.
+ */
+export function docsPathItems(): Record<string, Record<string, unknown>> {
+  const operation = (operationId: string, summary: string, responses: Record<string, unknown>) => ({
+    operationId,
+    summary,
+    tags: ["docs"],
+    security: [],
+    responses: { ...responses, ...DOCS_ERRORS },
+  });
+  return {
+    "/openapi.json": {
+      get: operation("getOpenApi", "This document: OpenAPI 3.1 of every route", {
+        200: {
+          description: "The document itself, without an envelope",
+          content: {
+            "application/json": {
+              schema: { type: "object", required: ["openapi", "info", "paths"] },
+            },
+          },
+        },
+      }),
+    },
+    "/docs": {
+      get: operation("getDocs", "Swagger UI over this document", {
+        200: { description: "The page", content: { "text/html": { schema: { type: "string" } } } },
+      }),
+    },
+    "/docs/{file}": {
+      get: {
+        ...operation("getDocsFile", "A file of the Swagger UI page", {
+          200: {
+            description: "The file, with its own content type",
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
+          404: {
+            description: "No such file: `not_found`",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["message", "data"],
+                  properties: { message: { const: "not_found" }, data: { type: "object" } },
+                },
+              },
+            },
+          },
+        }),
+        parameters: [
+          {
+            name: "file",
+            in: "path",
+            required: true,
+            schema: { type: "string", enum: DOCS_FILES },
+          },
+        ],
+      },
+    },
+  };
+}
+
+/**
+ * GET /openapi.json (the document, built once) and GET /docs (Swagger UI over it): plain
+ * routes outside the JSON pipeline, listed in the document by `docsPathItems`.
  */
 export function mountDocsRoutes(
   router: Router<GatewayState>,
