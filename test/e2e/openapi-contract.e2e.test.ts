@@ -962,6 +962,47 @@ describe("/openapi.json against the routes' answers", () => {
     }
   });
 
+  it("takes the query values its parameter schemas take and refuses the others", async () => {
+    const org = { organization_id: String(tenant.orgId) };
+    const found: string[] = [];
+    for (const [template, name, value] of [
+      ["/audit/list", "since", "2026-01-01"],
+      ["/audit/list", "since", "2026-01-01T00:00:00+02:00"],
+      ["/audit/list", "action", "record.created"],
+      ["/audit/list", "action", ""],
+      ["/audit/list", "action", "nonsense"],
+      ["/audit/list", "action", "Record.Created"],
+      ["/audit/list", "limit", "0"],
+      ["/organization/api_stats", "from", "2026-02-30"],
+      ["/organization/api_stats", "from", "2026-11-01"],
+    ] as const) {
+      const parameters = document.paths[template]!.get!.parameters as {
+        name: string;
+        schema: Json;
+      }[];
+      const index = parameters.findIndex((parameter) => parameter.name === name);
+      const validate = validatorAt("api", [
+        "paths",
+        template,
+        "get",
+        "parameters",
+        String(index),
+        "schema",
+      ]);
+      // A query value is text; a number's schema reads it as the number it spells.
+      const typed = parameters[index]!.schema.type === "integer" ? Number(value) : value;
+      const documented = validate(typed) === true;
+      const answer = await call("GET", template, {
+        token: owner.token,
+        query: { ...org, [name]: value },
+      });
+      if (documented !== (answer.status === 200)) {
+        found.push(`${template} ${name}=${value}: schema ${documented}, route ${answer.status}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
   it("audit", async () => {
     const token = owner.token;
     expect(

@@ -32,16 +32,22 @@ export function queryInteger(min: number, max: number, fallback: number) {
   );
 }
 
-/** Text of at most `max` characters (code points). */
-export function queryText(max: number) {
+/**
+ * Text of at most `max` characters (code points) and, when given, of the `format` pattern,
+ * which the document shows; a text too long is told so, not also that it fails the pattern.
+ */
+export function queryText(max: number, format?: { pattern: RegExp; message: string }) {
   const message = `must be at most ${max} characters`;
+  const text = z
+    .string()
+    .max(2 * max, message)
+    .refine((value) => Array.from(value).length <= max, { message, abort: true });
   return z.preprocess(
     once,
-    z
-      .string()
-      .max(2 * max, message)
-      .refine((text) => Array.from(text).length <= max, message)
-      .meta({ maxLength: max }),
+    (format ? text.refine((value) => format.pattern.test(value), format.message) : text).meta({
+      maxLength: max,
+      ...(format ? { pattern: format.pattern.source } : {}),
+    }),
   );
 }
 

@@ -20,6 +20,12 @@ export interface AuditChange {
 }
 
 /**
+ * What `action` of the audit log's list may be: empty (every action) or `<target>.<verb>`,
+ * e.g. `record.updated`. The gateway checks it and documents it; the organization service too.
+ */
+export const AUDIT_ACTION_FILTER = /^(?:[a-z_]{1,40}\.[a-z_]{1,40})?$/;
+
+/**
  * The most bytes of an AuditEvent's `changes_json`: the event, with its other fields, stays well
  * under NATS's 1 MiB per message. An event the bus refuses would stay first in its service's
  * outbox and hold back every later event of every organization.

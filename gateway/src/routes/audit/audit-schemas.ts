@@ -1,4 +1,5 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { AUDIT_ACTION_FILTER } from "@rowbase/kit";
 import { z } from "zod";
 import { responseData } from "../../routing/api-schemas.js";
 import { queryId } from "../../validation/fields.js";
@@ -58,7 +59,10 @@ export const AuditListQuery = z
       .optional()
       .describe("Only events at or after this instant (RFC 3339, e.g. 2026-11-21T10:15:00Z)"),
     until: queryTimestamp.optional().describe("Only events before this instant (RFC 3339)"),
-    action: queryText(AUDIT_ACTION_MAX_LENGTH)
+    action: queryText(AUDIT_ACTION_MAX_LENGTH, {
+      pattern: AUDIT_ACTION_FILTER,
+      message: "must be an action such as record.updated",
+    })
       .optional()
       .describe("Only events of this action, e.g. `record.updated`; empty or absent: every one"),
   })

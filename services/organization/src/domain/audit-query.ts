@@ -1,3 +1,4 @@
+import { AUDIT_ACTION_FILTER } from "@rowbase/kit";
 import type { ValidationItem } from "./validation.js";
 
 export const AUDIT_LIMIT_DEFAULT = 50;
@@ -11,8 +12,6 @@ export interface AuditQuery {
   until?: Date | undefined;
   action?: string | undefined;
 }
-
-const ACTION = /^[a-z_]{1,40}\.[a-z_]{1,40}$/;
 
 /** The instants a bound may be: 0001-01-01 to 9999-12-31, all RFC 3339 (and PostgreSQL) can write. */
 const EARLIEST_MS = -62_135_596_800_000;
@@ -51,7 +50,7 @@ export function auditQueryOf(input: {
   if (!Number.isInteger(input.offset) || input.offset < 0) {
     problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
   }
-  if (input.action !== "" && !ACTION.test(input.action)) {
+  if (!AUDIT_ACTION_FILTER.test(input.action)) {
     problems.push({
       key: "action",
       message: "must be an action such as record.updated",
