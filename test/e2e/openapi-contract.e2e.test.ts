@@ -858,6 +858,40 @@ describe("/openapi.json against the routes' answers", () => {
         })
       ).status,
     ).toBe(400);
+    const renameBody = validatorAt("api", [
+      "paths",
+      "/file/rename",
+      "post",
+      "requestBody",
+      "content",
+      "application/json",
+      "schema",
+    ]);
+    const disagreements: string[] = [];
+    for (const file_name of [
+      "ok.png",
+      " spaced.png ",
+      "...",
+      "a/b",
+      "a\\b",
+      "..",
+      " . ",
+      "  ",
+      "a\u202eb",
+    ]) {
+      const documented = renameBody({ file_name }) === true;
+      const answer = await call("POST", "/file/rename", {
+        token: write,
+        query: pairQuery,
+        body: { file_name },
+      });
+      if (documented !== (answer.status === 200)) {
+        disagreements.push(
+          `${JSON.stringify(file_name)}: schema ${documented}, route ${answer.status}`,
+        );
+      }
+    }
+    expect(disagreements).toEqual([]);
     expect((await call("POST", "/file/delete", { token: write, query: pairQuery })).status).toBe(
       200,
     );

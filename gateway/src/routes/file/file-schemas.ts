@@ -104,12 +104,20 @@ export const SignedFilePath = z.strictObject({
     .describe("The opaque signed token of a URL from `GET /file/url`"),
 });
 
+/**
+ * The rule below as a pattern, for the document only (the route asks `fileNameProblem`): no
+ * separator, control or bidirectional control character (Unicode's Bidi_Control set), and not
+ * blank, `.` or `..` once trimmed.
+ */
+const FILE_NAME_PATTERN =
+  "^(?!\\s*\\.{0,2}\\s*$)[^/\\\\\\p{Cc}\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]+$";
+
 /** A file's new name, trimmed, by the rule the files service applies too (SPEC section 7). */
 export const fileName = z
   .string()
   .trim()
   .superRefine(refusing(fileNameProblem))
-  .meta({ minLength: 1, maxLength: FILE_NAME_MAX_LENGTH })
+  .meta({ minLength: 1, maxLength: FILE_NAME_MAX_LENGTH, pattern: FILE_NAME_PATTERN })
   .describe(
     `The file's new name: 1-${FILE_NAME_MAX_LENGTH} characters once trimmed, at least one ` +
       "visible, no '/', '\\' or control characters, not '.' or '..'",
