@@ -552,6 +552,22 @@ describe("/openapi.json against the routes' answers", () => {
       ).body.message,
     ).toBe("payload_too_large");
 
+    // A name as the document's body schema takes it, and as the route does.
+    const createBody = validatorAt("api", ["components", "schemas", "DatabaseCreateSchema"]);
+    const disagreements: string[] = [];
+    for (const name of ["Plain", "  Spaced  ", "   ", "", "a\nb", "x".repeat(101), "\u2028Lead"]) {
+      const documented = createBody({ name }) === true;
+      const answer = await call("POST", "/database/create", {
+        token,
+        query: q({ organization_id: tenant.orgId }),
+        body: { name },
+      });
+      if (documented !== (answer.status === 200)) {
+        disagreements.push(`${JSON.stringify(name)}: schema ${documented}, route ${answer.status}`);
+      }
+    }
+    expect(disagreements).toEqual([]);
+
     const t = await call("POST", "/table/create", {
       token,
       query: dbq,

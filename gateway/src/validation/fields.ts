@@ -22,6 +22,12 @@ export const password = z
   // Sent on as UTF-8, an unpaired surrogate would become U+FFFD: another password than typed.
   .refine((value) => value.isWellFormed(), "must be valid Unicode");
 
+/**
+ * The characters `nameProblem` refuses as controls (C0 and C1 controls, and Unicode's
+ * Bidi_Control set), spelled for a JSON Schema pattern: the documents' version of the rule.
+ */
+export const CONTROL_CHARACTER_CLASS = "\\p{Cc}\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
+
 /** Adds the problem `problemOf` finds in a string, if any, as the value's issue. */
 export function refusing(problemOf: (value: string) => string | undefined) {
   return (value: string, ctx: z.RefinementCtx) => {
@@ -39,7 +45,13 @@ export const name = z
   .string()
   .trim()
   .superRefine(refusing(nameProblem))
-  .meta({ minLength: 1, maxLength: NAME_MAX_LENGTH });
+  // For the document: as sent, before the trim, something other than blanks, and none of the
+  // characters the rule refuses as controls.
+  .meta({
+    minLength: 1,
+    maxLength: NAME_MAX_LENGTH,
+    pattern: `^(?=[\\s\\S]*\\S)[^${CONTROL_CHARACTER_CLASS}]*$`,
+  });
 
 /** Line breaks and tabs are text in a description; other control characters are not. */
 const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;

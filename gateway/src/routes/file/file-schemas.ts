@@ -1,7 +1,7 @@
 import { FILE_NAME_MAX_LENGTH, fileNameProblem } from "@rowbase/kit/field-types";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
-import { MAX_ID, queryId, refusing } from "../../validation/fields.js";
+import { CONTROL_CHARACTER_CLASS, MAX_ID, queryId, refusing } from "../../validation/fields.js";
 
 /**
  * Parameters, bodies and answers of the file routes (SPEC section 7, INTERFACE.md 4.6). A file
@@ -109,8 +109,7 @@ export const SignedFilePath = z.strictObject({
  * separator, control or bidirectional control character (Unicode's Bidi_Control set), and not
  * blank, `.` or `..` once trimmed.
  */
-const FILE_NAME_PATTERN =
-  "^(?!\\s*\\.{0,2}\\s*$)[^/\\\\\\p{Cc}\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]+$";
+const FILE_NAME_PATTERN = `^(?!\\s*\\.{0,2}\\s*$)[^/\\\\${CONTROL_CHARACTER_CLASS}]+$`;
 
 /** A file's new name, trimmed, by the rule the files service applies too (SPEC section 7). */
 export const fileName = z
