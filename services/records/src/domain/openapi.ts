@@ -90,6 +90,9 @@ function withErrors(responses: JsonObject, access: Access): JsonObject {
     "401": failure("Missing or invalid credential", ["unauthorized"]),
     ...(reads ? {} : { "403": failure("Forbidden", forbidden) }),
     "404": failure("Not found", notFound),
+    "408": failure("The request's body stopped arriving, or arrived too slowly", [
+      "request_timeout",
+    ]),
     "413": failure("A body over 1 MiB", ["payload_too_large"]),
     "429": {
       ...failure("Too many requests", ["api_call_limit_exceeded", "too_many_requests"]),
