@@ -199,6 +199,39 @@ describe("the gateway over HTTP", () => {
       expect(current.headers.get("allow")).toBe("HEAD, GET, OPTIONS");
     });
 
+    it("matches paths exactly: another case or a trailing slash is an unknown route", async () => {
+      const v1 = "/public/v1/databases/1/tables/2/records";
+      for (const [method, path] of [
+        ["GET", "/ORGANIZATION/LIST"],
+        ["GET", "/Organization/list"],
+        ["GET", "/organization/list/"],
+        ["POST", "/auth/login/"],
+        ["PUT", "/auth/Login"],
+        ["GET", "/health/"],
+        ["GET", "/HEALTH"],
+        ["GET", "/docs/"],
+        ["GET", "/openapi.json/"],
+        ["GET", "/OpenAPI.json"],
+        ["GET", `${v1}/7/`],
+        ["GET", `${v1.toUpperCase()}/7`],
+        ["GET", "/file/signed/abc/"],
+        ["GET", "/FILE/signed/abc"],
+      ] as const) {
+        const response = await call(gw, path, { method, json: method === "GET" ? undefined : {} });
+        expect({ method, path, status: response.status, body: response.body }).toEqual({
+          method,
+          path,
+          status: 404,
+          body: { message: "not_found", data: {} },
+        });
+      }
+      for (const path of ["/health", "/docs", "/openapi.json", "/docs/initializer.js"]) {
+        expect({ path, status: (await call(gw, path)).status }).toEqual({ path, status: 200 });
+      }
+      const unauthenticated = await call(gw, "/organization/list");
+      expect(unauthenticated.status).toBe(401);
+    });
+
     it("answers PUT on the v1 record paths 405, and keeps /records/batch apart", async () => {
       const v1 = "/public/v1/databases/1/tables/2/records";
       for (const path of [v1, `${v1}/7`]) {

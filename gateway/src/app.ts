@@ -47,6 +47,7 @@ import { organizationRoutes } from "./routes/organization/organization-routes.js
 import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
 import { buildOpenApiDocument } from "./routing/openapi.js";
+import { ROUTER_OPTIONS } from "./routing/path-pattern.js";
 import type { Route } from "./routing/route.js";
 import { mountRoutes } from "./routing/route-pipeline.js";
 
@@ -167,7 +168,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
   );
   const apiCalls = new ApiCallTally(deps.bus, logger, config.USAGE_FLUSH_MS);
   const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl);
-  const router = new Router<GatewayState>();
+  const router = new Router<GatewayState>(ROUTER_OPTIONS);
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
     authenticator: new SessionAuthenticator(verifier, cache),

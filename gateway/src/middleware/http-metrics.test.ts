@@ -5,12 +5,13 @@ import { createMetricsRegistry } from "@rowbase/kit";
 import Koa from "koa";
 import { describe, expect, it } from "vitest";
 import type { GatewayState } from "../gateway-context.js";
+import { ROUTER_OPTIONS } from "../routing/path-pattern.js";
 import { httpMetrics, UNMATCHED_ROUTE } from "./http-metrics.js";
 
 /** Runs one request through `httpMetrics` above a router, as the gateway stacks them. */
 async function served(paths: string[]) {
   const registry = createMetricsRegistry();
-  const router = new Router<GatewayState>();
+  const router = new Router<GatewayState>(ROUTER_OPTIONS);
   router.get("/items/:id", (ctx) => {
     ctx.body = { id: ctx.params.id };
   });

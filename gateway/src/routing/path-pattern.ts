@@ -1,11 +1,18 @@
+/**
+ * Options of every router the gateway mounts routes on: a path matches only as written, in its
+ * case and without a trailing slash, so `/Organization/list/` is an unknown route (404) rather
+ * than a second spelling of a known one.
+ */
+export const ROUTER_OPTIONS = { sensitive: true, strict: true } as const;
+
 /** Characters with a meaning in a regular expression, escaped where the path has them literally. */
 const SPECIAL = /[.*+?^${}()|[\]\\/]/g;
 
 const PARAMETER = /:(\w+)/g;
 
 /**
- * The regular expression @koa/router compiles for `path` with its defaults (path-to-regexp v8:
- * case-insensitive, the whole path, one optional trailing slash), except that each parameter
+ * The regular expression @koa/router compiles for `path` with `ROUTER_OPTIONS` (path-to-regexp
+ * v8: case-sensitive, the whole path, no trailing slash), except that each parameter
  * named in `patterns` matches only its pattern. Capture groups stay in the order of the path's
  * parameters, which is how the router names them.
  */
@@ -25,7 +32,7 @@ export function pathRegExp(path: string, patterns: Record<string, string>): RegE
   for (const name of Object.keys(patterns)) {
     if (!names.includes(name)) throw new Error(`${path}: no parameter '${name}' to restrict`);
   }
-  return new RegExp(`^(?:${source})(?:\\/$)?$`, "i");
+  return new RegExp(`^(?:${source})$`);
 }
 
 /**

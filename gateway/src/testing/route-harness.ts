@@ -16,6 +16,7 @@ import { requestId } from "../middleware/request-id.js";
 import { routeFallback } from "../middleware/route-fallback.js";
 import { parseRateLimits, type RateLimitSettings } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
+import { ROUTER_OPTIONS } from "../routing/path-pattern.js";
 import type { Route } from "../routing/route.js";
 import { mountRoutes } from "../routing/route-pipeline.js";
 
@@ -77,7 +78,7 @@ export async function startRouteHarness(
   const off = parseRateLimits("off");
   if (!off.ok) throw new Error("unreachable");
 
-  const router = new Router<GatewayState>();
+  const router = new Router<GatewayState>(ROUTER_OPTIONS);
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(options.rateLimits ?? off.settings, cache),
     authenticator: new SessionAuthenticator(verifier, cache),
