@@ -103,6 +103,10 @@ describe("/organization/api_stats", () => {
     expect(defaults.daily).toHaveLength(Number(today.slice(8)));
     expect(defaults.daily[0].date).toBe(first);
     expect(defaults.daily.at(-1)).toEqual({ date: today, api_calls: 3, transfer_bytes: 42 });
+    // Only `to`: `from` is still the first of this month, not of to's month.
+    const later = new Date(Date.parse(`${today}T00:00:00Z`) + 40 * 24 * 3600 * 1000);
+    const until = later.toISOString().slice(0, 10);
+    expect((await apiStats(tenant, { to: until })).period).toEqual({ from: first, to: until });
   });
 
   it("passes on the service's 404 and its period checks", async () => {
@@ -121,6 +125,10 @@ describe("/organization/api_stats", () => {
         "organization_not_found",
       );
     }
+    const now = new Date();
+    const lastOfPreviousMonth = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 0))
+      .toISOString()
+      .slice(0, 10);
     const cases: [Record<string, string>, unknown[]][] = [
       [
         { from: "2024-01-01", to: "2026-01-01" },
@@ -129,6 +137,17 @@ describe("/organization/api_stats", () => {
       [
         { from: "2026-01-02", to: "2026-01-01" },
         [{ key: "from", message: "must not be after to", source: "query" }],
+      ],
+      [
+        // Before this month, with `from` left to its default (this month's first day).
+        { to: lastOfPreviousMonth },
+        [
+          {
+            key: "to",
+            message: "must not be before from (default: the first of this month)",
+            source: "query",
+          },
+        ],
       ],
     ];
     for (const [period, extra] of cases) {

@@ -12,7 +12,10 @@ export const ApiStatsQuery = z.strictObject({
   organization_id: queryId.describe("The organization"),
   from: queryDate
     .optional()
-    .describe("First day, YYYY-MM-DD (UTC), inclusive; default: the first of this month"),
+    .describe(
+      "First day, YYYY-MM-DD (UTC), inclusive; default: the first of this month, also when " +
+        "only `to` is given",
+    ),
   to: queryDate.optional().describe("Last day, YYYY-MM-DD (UTC), inclusive; default: today"),
 });
 

@@ -10,11 +10,25 @@ describe("usagePeriodOf", () => {
     expect("days" in period && period.days).toHaveLength(21);
   });
 
-  it("defaults from to the first of to's month, and to to today", () => {
-    expect(usagePeriodOf("", "2026-10-03", now)).toMatchObject({
-      from: "2026-10-01",
-      to: "2026-10-03",
-      days: ["2026-10-01", "2026-10-02", "2026-10-03"],
+  it("defaults from to the first of this month even when to is given, and to to today", () => {
+    expect(usagePeriodOf("", "2026-11-03", now)).toMatchObject({
+      from: "2026-11-01",
+      to: "2026-11-03",
+      days: ["2026-11-01", "2026-11-02", "2026-11-03"],
+    });
+    expect(usagePeriodOf("", "2026-12-02", now)).toMatchObject({
+      from: "2026-11-01",
+      to: "2026-12-02",
+    });
+    // A to before this month, from left out: the default from is after it.
+    expect(usagePeriodOf("", "2026-10-31", now)).toEqual({
+      problems: [
+        {
+          key: "to",
+          message: "must not be before from (default: the first of this month)",
+          source: "query",
+        },
+      ],
     });
     expect(usagePeriodOf("2026-11-20", "", now)).toMatchObject({
       days: ["2026-11-20", "2026-11-21"],
@@ -37,7 +51,7 @@ describe("usagePeriodOf", () => {
       to: "0050-03-01",
       days: ["0050-02-28", "0050-03-01"],
     });
-    expect(usagePeriodOf("", "0001-01-31", now)).toMatchObject({ from: "0001-01-01" });
+    expect(usagePeriodOf("0001-01-01", "0001-01-31", now)).toMatchObject({ from: "0001-01-01" });
     // PostgreSQL knows no year 0.
     expect(usagePeriodOf("0000-01-01", "0000-01-02", now)).toMatchObject({
       problems: [{ key: "from" }, { key: "to" }],

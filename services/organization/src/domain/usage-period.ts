@@ -39,9 +39,9 @@ function parseDay(text: string): number | undefined {
 }
 
 /**
- * The period of an api_stats request (SPEC section 5): `to` defaults to today, `from` to the
- * first of `to`'s month, so that neither given means "this month so far". Either the period or
- * what is wrong with the parameters (REST names `from` and `to`).
+ * The period of an api_stats request (SPEC section 5): `to` defaults to today and `from` to the
+ * first of this month, whether or not `to` is given, so a `to` before this month needs a `from`.
+ * Either the period or what is wrong with the parameters (REST names `from` and `to`).
  */
 export function usagePeriodOf(
   fromText: string,
@@ -51,7 +51,7 @@ export function usagePeriodOf(
   const problems: ValidationItem[] = [];
   const mustBeDate = "must be a date YYYY-MM-DD";
   const to = toText === "" ? utcDay(now) : toText;
-  const from = fromText === "" ? firstOfMonth(to) : fromText;
+  const from = fromText === "" ? firstOfMonth(utcDay(now)) : fromText;
   const toAt = parseDay(to);
   const fromAt = parseDay(from);
   if (fromText !== "" && fromAt === undefined)
@@ -60,7 +60,16 @@ export function usagePeriodOf(
     problems.push({ key: "to", message: mustBeDate, source: "query" });
   if (problems.length > 0 || fromAt === undefined || toAt === undefined) return { problems };
   if (fromAt > toAt) {
-    return { problems: [{ key: "from", message: "must not be after to", source: "query" }] };
+    // Name what the client sent: a left-out `from` is this month's first day.
+    const problem: ValidationItem =
+      fromText === ""
+        ? {
+            key: "to",
+            message: "must not be before from (default: the first of this month)",
+            source: "query",
+          }
+        : { key: "from", message: "must not be after to", source: "query" };
+    return { problems: [problem] };
   }
   const count = (toAt - fromAt) / DAY_MS + 1;
   if (count > MAX_PERIOD_DAYS) {
