@@ -60,7 +60,18 @@ describe("calendar days", () => {
     expect(queryDate.safeParse("2026-11-21").success).toBe(true);
     expect(queryDate.safeParse("2024-02-29").success).toBe(true);
     expect(queryDate.safeParse("2000-02-29").success).toBe(true);
-    for (const bad of ["2026-2-1", "2026-02-30", "1900-02-29", "2026-11-21T00:00:00Z", "today"]) {
+    expect(queryDate.safeParse("0001-01-01").success).toBe(true);
+    expect(queryDate.safeParse("9999-12-31").success).toBe(true);
+    for (const bad of [
+      "2026-2-1",
+      "2026-02-30",
+      "1900-02-29",
+      "2026-11-21T00:00:00Z",
+      "today",
+      // PostgreSQL has no year 0 (nor does the proleptic Gregorian calendar).
+      "0000-01-01",
+      "0000-02-29",
+    ]) {
       expect({ bad, ok: queryDate.safeParse(bad).success }).toEqual({ bad, ok: false });
     }
     expect(queryDate.safeParse(["2026-11-21", "2026-11-22"]).success).toBe(false);

@@ -120,14 +120,19 @@ export const queryTimestamp = z.preprocess(
     .meta({ format: "date-time" }),
 );
 
-/** A calendar day `YYYY-MM-DD`, kept as that text (the services take dates as text). */
+/**
+ * A calendar day `YYYY-MM-DD` in the years 1-9999, kept as that text (the services take dates as
+ * text and keep them in PostgreSQL, which has no year 0).
+ */
 export const queryDate = z.preprocess(
   once,
   z
     .string()
     .refine((text) => {
       const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-      return match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]));
+      if (match === null) return false;
+      const year = Number(match[1]);
+      return year >= 1 && isCalendarDay(year, Number(match[2]), Number(match[3]));
     }, "must be a date YYYY-MM-DD")
     .meta({ format: "date" }),
 );

@@ -44,6 +44,13 @@ describe("/organization/api_stats", () => {
         ],
       ],
       [
+        "?organization_id=7&from=0000-01-01&to=0000-12-31",
+        [
+          { key: "from", message: "must be a date YYYY-MM-DD", source: "query" },
+          { key: "to", message: "must be a date YYYY-MM-DD", source: "query" },
+        ],
+      ],
+      [
         "?organization_id=7&from=2026-11-01&from=2026-11-02",
         [{ key: "from", message: "must be given once", source: "query" }],
       ],
