@@ -364,6 +364,23 @@ describe("the gateway over HTTP", () => {
         ],
         ["/auth/resend_code", {}, [{ key: "email", message: "is required", source: "body" }]],
         [
+          // RFC 5321: at most 64 characters before the '@'.
+          "/auth/register",
+          { email: `${"a".repeat(65)}@example.com`, password: "12345678" },
+          [
+            {
+              key: "email",
+              message: "must have at most 64 characters before the @",
+              source: "body",
+            },
+          ],
+        ],
+        [
+          "/auth/resend_code",
+          { email: `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}` },
+          [{ key: "email", message: "must be at most 254 characters", source: "body" }],
+        ],
+        [
           "/auth/login",
           { email: 5, password: "12345678" },
           [{ key: "email", message: "must be a string", source: "body" }],
@@ -504,6 +521,14 @@ describe("the gateway over HTTP", () => {
       });
       expect(response.status).toBe(503);
       expect(response.body).toEqual({ message: "service_unavailable", data: {} });
+      // The longest an address and its part before the '@' may be (RFC 5321) are asked about.
+      const longest = `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+      expect(longest).toHaveLength(254);
+      const atLimit = await call(gw, "/auth/login", {
+        method: "POST",
+        json: { email: ` ${longest.toUpperCase()} `, password: "12345678" },
+      });
+      expect(atLimit.status).toBe(503);
     });
   });
 

@@ -1,4 +1,10 @@
-import { codePointLength, NAME_MAX_LENGTH, nameProblem } from "@rowbase/kit/field-types";
+import {
+  codePointLength,
+  EMAIL_LOCAL_MAX_LENGTH,
+  EMAIL_MAX_LENGTH,
+  NAME_MAX_LENGTH,
+  nameProblem,
+} from "@rowbase/kit/field-types";
 import { z } from "zod";
 
 /**
@@ -6,13 +12,21 @@ import { z } from "zod";
  * envelope's `extra`.
  */
 
-/** Trimmed and lower-cased before the format check, as SPEC section 4 normalises e-mails. */
+/**
+ * Trimmed and lower-cased before the format check, as SPEC section 4 normalises e-mails; no
+ * longer than RFC 5321 lets an address be, in whole and before the '@' (the format allows one).
+ */
 export const email = z
   .string()
   .trim()
   .toLowerCase()
-  .max(254, "must be at most 254 characters")
+  .max(EMAIL_MAX_LENGTH, `must be at most ${EMAIL_MAX_LENGTH} characters`)
   .email({ message: "must be a valid e-mail address" })
+  .refine((address) => address.indexOf("@") <= EMAIL_LOCAL_MAX_LENGTH, {
+    message: `must have at most ${EMAIL_LOCAL_MAX_LENGTH} characters before the @`,
+    // One problem per address: a too long or malformed one is told that alone.
+    when: (payload) => payload.issues.length === 0,
+  })
   .describe("E-mail address; surrounding spaces are dropped and it is lower-cased");
 
 export const password = z

@@ -17,7 +17,9 @@ export type ValueResult = { ok: true; value: JsonValue } | { ok: false; message:
 export const JSON_MAX_BYTES = 100 * 1024;
 /** How deeply a `json` value may nest (arrays and objects). */
 export const JSON_MAX_DEPTH = 64;
+/** RFC 5321's limits on an e-mail address: the whole of it, and the part before the '@'. */
 export const EMAIL_MAX_LENGTH = 254;
+export const EMAIL_LOCAL_MAX_LENGTH = 64;
 export const URL_MAX_LENGTH = 2_048;
 export const PHONE_MAX_LENGTH = 40;
 /** The longest numeric string accepted for a number. */
@@ -313,7 +315,8 @@ function checkEmail(value: unknown): ValueResult {
   if (at < 1) return fail(message);
   const local = email.slice(0, at);
   const domain = email.slice(at + 1);
-  if (local.length > 64 || !EMAIL_LOCAL.test(local) || !isDomain(domain)) return fail(message);
+  if (local.length > EMAIL_LOCAL_MAX_LENGTH || !EMAIL_LOCAL.test(local) || !isDomain(domain))
+    return fail(message);
   return ok(email);
 }
 
