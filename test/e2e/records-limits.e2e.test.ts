@@ -1,5 +1,5 @@
 import { PlanAllowances } from "@rowbase/gateway";
-import { createServiceClient, planCacheKey } from "@rowbase/kit";
+import { createServiceClient, encodeCachedPlan, planCacheKey } from "@rowbase/kit";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counted, enterprise as enterpriseLimits } from "./support/files.js";
@@ -299,9 +299,11 @@ describe("the plan the gateway caches", () => {
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
+    let old = "";
     const slow = {
       getPlan: async (...args: Parameters<typeof organization.getPlan>) => {
         const answer = await organization.getPlan(...args);
+        old = encodeCachedPlan(answer.limits!);
         answered();
         await held;
         return answer;
@@ -314,8 +316,7 @@ describe("the plan the gateway caches", () => {
       sys.internalJwtSecret,
     ).apiCallsPerMonth(organizationId, "e2e-slow");
     await asked;
-    // Meanwhile another replica cached the old plan too; the change's event must evict it.
-    const old = JSON.stringify({ apiCallsPerMonth: "3000" });
+    // Meanwhile another replica cached the old plan too; the change must evict it.
     await sys.system.cache.set(key, old, 60);
     await enterpriseLimits(sys, tenant, { "api-calls-per-month": 7 });
     await expect.poll(() => sys.system.cache.get(key), { timeout: 10_000 }).not.toBe(old);

@@ -220,25 +220,3 @@ export const API_TOKEN_REVOKED_SECONDS = 10;
 export function tableSchemaCacheKey(tableId: bigint): string {
   return `table-schema:${tableId}`;
 }
-
-/**
- * Where services cache an organization's plan and limits (organization's GetPlan, as JSON);
- * evicted on `org.plan.changed`.
- */
-export function planCacheKey(organizationId: bigint): string {
-  return `plan:${organizationId}`;
-}
-
-/**
- * What a plan's cache entry holds for PLAN_CHANGED_SECONDS after a plan change (marked when it
- * commits and again on `org.plan.changed`): "ask the organization service". Plans are cached
- * only where no entry is (`setIfAbsent`), so a lookup that read the old plan just before the
- * change cannot put it back after the eviction.
- */
-export const PLAN_CHANGED = "?";
-export const PLAN_CHANGED_SECONDS = 10;
-
-/** Evicts a cached plan, leaving PLAN_CHANGED (see there) in its place. */
-export async function markPlanChanged(cache: Cache, key: string): Promise<void> {
-  await cache.set(key, PLAN_CHANGED, PLAN_CHANGED_SECONDS);
-}

@@ -16,6 +16,7 @@ export * from "./mailer.js";
 export * from "./metrics.js";
 export * from "./observability.js";
 export * from "./outbox.js";
+export * from "./plan-cache.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";
 export * from "./service-main.js";

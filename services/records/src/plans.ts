@@ -1,9 +1,10 @@
-import { fromBinary, toJsonString } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
   type Cache,
   Code,
   ConnectError,
+  cachedPlan,
   callAs,
   type EventBus,
   errorInfoOf,
@@ -14,33 +15,15 @@ import {
   SUBJECTS,
 } from "@rowbase/kit";
 import { PlanChangedSchema } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
-import {
-  type PlanLimits,
-  PlanLimitsSchema,
-} from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { tableNotFound } from "./errors.js";
-
-/** How long a plan stays cached; `org.plan.changed` evicts it at once (kit PLAN_CHANGED). */
-export const PLAN_TTL_SECONDS = 60;
 
 /**
  * How long a records process keeps a record limit in its own memory: the replica that takes
  * `org.plan.changed` forgets it at once, the others apply the change at most this much later.
  */
 export const PLAN_LOCAL_TTL_MS = 1000;
-
-/**
- * The record limit in a cached plan entry; undefined for none, PLAN_CHANGED, or one that lacks it.
- */
-function cachedRecords(value: string | null): bigint | undefined {
-  if (value === null) return undefined;
-  try {
-    const records = (JSON.parse(value) as { records?: unknown } | null)?.records;
-    if (typeof records === "string" && /^[0-9]{1,19}$/.test(records)) return BigInt(records);
-  } catch {}
-  return undefined;
-}
 
 /** The part of a plan records enforces. */
 export interface RecordQuota {
@@ -50,9 +33,8 @@ export interface RecordQuota {
 
 /**
  * Organizations' record limits from OrganizationService.GetPlan (asked as the records service),
- * cached in the shared cache under `planCacheKey` and evicted on `org.plan.changed`. The entry is
- * shared with the gateway (which reads its monthly allowances from it): PlanLimits in protobuf
- * JSON with every key present and int64s as decimal strings (`{"records": "1000", ...}`).
+ * through the plan entry shared with the gateway and files (kit `cachedPlan`), which this
+ * service also marks changed on `org.plan.changed`.
  */
 export class Plans {
   private readonly local = new LocalCache<bigint>(PLAN_LOCAL_TTL_MS);
@@ -68,23 +50,12 @@ export class Plans {
     const key = planCacheKey(organizationId);
     const known = this.local.get(key);
     if (known !== undefined) return { records: known };
-    const cached = await this.cache.get(key).catch((error: unknown) => {
-      this.logger.warn({ err: error }, "plan cache read failed");
-      return null;
-    });
-    const records = cachedRecords(cached);
-    if (records !== undefined) {
-      this.local.set(key, records);
-      return { records };
-    }
-    const limits = await this.fetch(organizationId, requestId);
-    await this.cache
-      .setIfAbsent(
-        key,
-        toJsonString(PlanLimitsSchema, limits, { alwaysEmitImplicit: true }),
-        PLAN_TTL_SECONDS,
-      )
-      .catch((error: unknown) => this.logger.warn({ err: error }, "plan cache write failed"));
+    const limits = await cachedPlan(
+      this.cache,
+      organizationId,
+      () => this.fetch(organizationId, requestId),
+      { logger: this.logger },
+    );
     this.local.set(key, limits.records);
     return { records: limits.records };
   }

@@ -1,4 +1,4 @@
-import { Code, PLAN_CHANGED, planCacheKey } from "@rowbase/kit";
+import { Code, encodeCachedPlan, PLAN_CHANGED, planCacheKey } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -269,8 +269,9 @@ describe("a plan change racing a plan lookup", () => {
     } as unknown as typeof h.org;
     const lookup = new Plans(slow, h.cache, SECRET, h.logger).quotaOf(organizationId);
     await asked;
-    // Meanwhile a third one cached the old plan too; the change's event must evict it.
-    const old = JSON.stringify({ records: "1000" });
+    // Meanwhile a third one cached the old plan too; the change must evict it.
+    const { limits } = await h.org.getPlan({ organizationId }, await as(SERVICE));
+    const old = encodeCachedPlan(limits!);
     await h.cache.set(key, old, 60);
     await h.org.setPlan(
       { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(1n) },

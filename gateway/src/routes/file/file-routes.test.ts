@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import {
   createLogger,
   createServiceClient,
+  encodeCachedPlan,
   MemoryBus,
   MemoryCache,
   membershipCacheKey,
@@ -18,7 +19,6 @@ import type { ApiTokenCaller } from "../../auth/authenticate.js";
 import { apiCallCounterKey, utcMonthOf } from "../../quota/api-call-counter.js";
 import { createApiCallQuota } from "../../quota/api-call-quota.js";
 import { ApiCallTally } from "../../quota/api-call-tally.js";
-import { encodeCachedPlanLimits } from "../../quota/plan-allowances.js";
 import { recordOrganizationKey } from "../../quota/record-organizations.js";
 import { transferCounterKey } from "../../quota/transfer-quota.js";
 import type { Route } from "../../routing/route.js";
@@ -100,7 +100,7 @@ async function warm(cache: MemoryCache) {
     maxFileBytes: 1_000_000n,
     fileStorageBytes: 100_000_000n,
   });
-  await cache.set(planCacheKey(ORG), encodeCachedPlanLimits(plan), 3600);
+  await cache.set(planCacheKey(ORG), encodeCachedPlan(plan), 3600);
   await cache.set(apiCallCounterKey(ORG, month()), String(COUNTED), 3600);
   await cache.set(transferCounterKey(ORG, month()), String(COUNTED), 3600);
   await cache.set(recordOrganizationKey(ROW), ORG.toString(), 3600);

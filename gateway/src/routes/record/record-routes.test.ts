@@ -4,6 +4,7 @@ import {
   createLogger,
   createServiceClient,
   domainError,
+  encodeCachedPlan,
   MemoryBus,
   MemoryCache,
   membershipCacheKey,
@@ -24,7 +25,6 @@ import { httpErrorOf, VALIDATION_REASON } from "../../errors/error-table.js";
 import { apiCallCounterKey, secondsToNextMonth, utcMonthOf } from "../../quota/api-call-counter.js";
 import { createApiCallQuota } from "../../quota/api-call-quota.js";
 import { ApiCallTally } from "../../quota/api-call-tally.js";
-import { encodeCachedPlanLimits } from "../../quota/plan-allowances.js";
 import { tableOrganizationKey } from "../../quota/table-organizations.js";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
@@ -167,7 +167,7 @@ async function routesAtClosedPorts(cache: MemoryCache, bus: MemoryBus): Promise<
 async function warm(cache: MemoryCache) {
   const limits = create(PlanLimitsSchema, { records: 1_000n, apiCallsPerMonth: ALLOWANCE });
   for (const organizationId of [ORG, OTHER_ORG]) {
-    await cache.set(planCacheKey(organizationId), encodeCachedPlanLimits(limits), 3600);
+    await cache.set(planCacheKey(organizationId), encodeCachedPlan(limits), 3600);
   }
   await cache.set(tableOrganizationKey(TABLE), ORG.toString(), 3600);
   await cache.set(membershipCacheKey(ORG, MEMBER), "viewer", 3600);
