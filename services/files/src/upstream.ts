@@ -3,13 +3,14 @@ import { type Client, ConnectError } from "@connectrpc/connect";
 import {
   type Cache,
   Code,
+  cachedPlan,
   callAs,
   createServiceClient,
   domainError,
   errorInfoOf,
   type Logger,
   markPlanChanged,
-  PLAN_CHANGED,
+  planCacheKey,
 } from "@rowbase/kit";
 import {
   CatalogService,
@@ -19,29 +20,24 @@ import {
 import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import {
   type GetPlanResponse,
-  GetPlanResponseSchema,
   OrganizationService,
 } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 
 const SERVICE = { kind: "service", service: "files" } as const;
 
-/** How long a table schema or a plan stays in the shared cache (events evict it earlier). */
+/** How long a table schema stays in the shared cache (catalog events evict it earlier). */
 const CACHE_SECONDS = 60;
 
 /**
- * Files' own cache entries, as canonical proto JSON of the catalog and organization answers.
- * Not kit's `table-schema:`/`plan:` names: records keeps its own JSON shapes under those, and
- * two services writing different shapes under one key would break each other. Catalog's
- * post-commit eviction therefore does not reach these; files' consumers evict them on the
- * catalog and plan events (and they live a minute at most).
+ * Files' own cache entry of a table schema, as canonical proto JSON of catalog's answer. Not
+ * kit's `table-schema:` name: records keeps its own JSON shape under that, and two services
+ * writing different shapes under one key would break each other. Catalog's post-commit
+ * eviction therefore does not reach it; files' catalog consumer evicts it (and it lives a
+ * minute at most).
  */
 export function schemaCacheKey(tableId: bigint): string {
   return `files:table-schema:${tableId}`;
-}
-
-export function planLimitsCacheKey(organizationId: bigint): string {
-  return `files:plan:${organizationId}`;
 }
 
 /**
@@ -146,6 +142,8 @@ export class Upstream {
 
   /**
    * The limits of an organization's plan; record_not_found when the organization is gone.
+   * Read through the entry shared with records and the gateway (kit `cachedPlan`), which a plan
+   * change marks when it commits, so an upload meets new limits once the change is answered.
    * `fresh` asks organization rather than the cache, as for `tableSchema`.
    */
   async planLimits(
@@ -153,16 +151,13 @@ export class Upstream {
     requestId: string,
     options: { fresh?: boolean } = {},
   ): Promise<PlanLimits> {
-    const key = planLimitsCacheKey(organizationId);
-    const cached = options.fresh ? null : await this.cacheGet(key);
-    if (cached && cached !== PLAN_CHANGED) {
-      try {
-        const plan = fromJsonString(GetPlanResponseSchema, cached, { ignoreUnknownFields: true });
-        if (plan.limits) return plan.limits;
-      } catch (error) {
-        this.logger.warn({ err: error, key }, "unreadable cached plan");
-      }
-    }
+    return cachedPlan(this.cache, organizationId, () => this.fetchPlan(organizationId, requestId), {
+      fresh: options.fresh,
+      logger: this.logger,
+    });
+  }
+
+  private async fetchPlan(organizationId: bigint, requestId: string): Promise<PlanLimits> {
     let plan: GetPlanResponse;
     try {
       plan = await this.organizations.getPlan({ organizationId }, await this.options(requestId));
@@ -173,10 +168,6 @@ export class Upstream {
       throw upstreamFailure("OrganizationService.GetPlan", error);
     }
     if (!plan.limits) throw new Error("OrganizationService.GetPlan returned no limits");
-    // Only where no entry is: a plan changed meanwhile has left PLAN_CHANGED there.
-    await this.cache
-      .setIfAbsent(key, toJsonString(GetPlanResponseSchema, plan), CACHE_SECONDS)
-      .catch((error: unknown) => this.logger.warn({ err: error, key }, "cache write failed"));
     return plan.limits;
   }
 
@@ -185,6 +176,6 @@ export class Upstream {
   }
 
   async evictPlan(organizationId: bigint): Promise<void> {
-    await markPlanChanged(this.cache, planLimitsCacheKey(organizationId));
+    await markPlanChanged(this.cache, planCacheKey(organizationId));
   }
 }

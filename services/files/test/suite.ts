@@ -1,15 +1,17 @@
 import { createHash } from "node:crypto";
-import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { auditChangesOf } from "@rowbase/kit";
+import { auditChangesOf, encodeCachedPlan, planCacheKey, SUBJECTS } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { FieldDeletedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { PlanChangedSchema } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { ContentDisposition } from "@rowbase/proto/rowbase/files/v1/files_pb";
 import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { planLimitsCacheKey, Upstream } from "../src/upstream.js";
+import { DURABLES } from "../src/listeners.js";
+import { Upstream } from "../src/upstream.js";
 import {
   as,
   type Backend,
@@ -150,6 +152,32 @@ export function filesSuite(backend: Backend) {
       await client.query("rollback");
       client.release();
     }
+  }
+
+  /**
+   * Runs `body` while the files service cannot apply any event: its consumers record each one in
+   * `processed_event` in the transaction that applies it, and wait for this hold on the table,
+   * as they would wait for a stopped consumer or a lagging bus.
+   */
+  async function holdingEvents(body: () => Promise<void>) {
+    const client = await h.db.connect();
+    try {
+      await client.query("begin");
+      await client.query("lock table files.processed_event in share mode");
+      await body();
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
+  }
+
+  /** Whether the files consumer `durable` has applied the event `id`. */
+  async function applied(durable: string, id: string): Promise<boolean> {
+    const { rows } = await h.db.query(
+      "select 1 from files.processed_event where consumer = $1 and event_id = $2",
+      [durable, id],
+    );
+    return rows.length > 0;
   }
 
   /** Nothing of a refused upload is left: no row, no queued key, no bytes. */
@@ -564,7 +592,7 @@ export function filesSuite(backend: Backend) {
         await as(owner),
       );
       const organizationId = organization!.organizationId;
-      const key = planLimitsCacheKey(organizationId);
+      const key = planCacheKey(organizationId);
       const upstreamOf = (organizations: typeof h.org) => {
         const upstream = new Upstream(
           {
@@ -599,8 +627,9 @@ export function filesSuite(backend: Backend) {
       } as unknown as typeof h.org;
       const lookup = upstreamOf(slow).planLimits(organizationId, "slow");
       await asked;
-      // Meanwhile another replica cached the old plan too; the change's event must evict it.
-      const old = JSON.stringify({ limits: { fileStorageBytes: "100000000" } });
+      // Meanwhile another replica cached the old plan too; the change must evict it.
+      const { limits } = await h.org.getPlan({ organizationId }, await as(SERVICE));
+      const old = encodeCachedPlan(limits!);
       await h.cache.set(key, old, 60);
       await h.org.setPlan(
         {
@@ -616,6 +645,60 @@ export function filesSuite(backend: Backend) {
       // Whatever the late answer did, the next lookup gets the new limits.
       const fresh = await upstreamOf(h.org).planLimits(organizationId, "fresh");
       expect(fresh.fileStorageBytes).toBe(SMALL_LIMITS.fileStorageBytes);
+    });
+
+    it("enforces a lowered plan once its change is answered, before files applies its event", async () => {
+      // On the free plan, which no change has marked yet: files reads it once and caches it.
+      const owner = await h.user("Lowered at once");
+      const { organization } = await h.org.createOrganization(
+        { name: "Lowered", organizationSlug: "" },
+        await as(owner),
+      );
+      const organizationId = organization!.organizationId;
+      const space = await workspace(h, owner, organizationId);
+      const [stored, next] = [await record(h, owner, space), await record(h, owner, space)];
+      await upload(owner, stored, space.doc, binary(3000));
+      expect(
+        await h.files.storageCheck({ rowId: next, fileSize: 3000n }, await as(owner)),
+      ).toBeDefined();
+      const before = await h.storedKeys();
+      const changed = () =>
+        h.events.find((e) => {
+          if (e.subject !== SUBJECTS.planChanged) return false;
+          const event = fromBinary(PlanChangedSchema, e.data);
+          return (
+            event.organizationId === organizationId && event.limits?.fileStorageBytes === 5000n
+          );
+        });
+      await holdingEvents(async () => {
+        await h.org.setPlan(
+          {
+            organizationId: organizationId,
+            plan: PlanName.ENTERPRISE,
+            enterpriseLimits: create(PlanLimitsSchema, {
+              ...SMALL_LIMITS,
+              fileStorageBytes: 5000n,
+            }),
+          },
+          await as(OPERATOR),
+        );
+        // The change's event is on the bus, and files has not applied it.
+        await expect.poll(changed).toBeDefined();
+        expect(await applied(DURABLES.organization, changed()!.id)).toBe(false);
+        expect(
+          await reasonOf(h.files.storageCheck({ rowId: next, fileSize: 3000n }, await as(owner))),
+        ).toBe("storage_limit_exceeded");
+        expect(await reasonOf(upload(owner, next, space.doc, binary(3000)))).toBe(
+          "storage_limit_exceeded",
+        );
+        await expectNothingLeft(next, before);
+        expect(await usage(organizationId)).toBe(3000);
+        expect(await applied(DURABLES.organization, changed()!.id)).toBe(false);
+      });
+      await expect.poll(() => applied(DURABLES.organization, changed()!.id)).toBe(true);
+      // What fits the lowered plan is still taken.
+      expect((await upload(owner, next, space.doc, binary(2000))).size).toBe(2000n);
+      expect(await usage(organizationId)).toBe(5000);
     });
 
     it("cuts an upload past max_file_bytes mid-stream and leaves nothing", async () => {
