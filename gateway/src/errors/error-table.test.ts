@@ -1,7 +1,7 @@
-import { Code, ConnectError, domainError } from "@rowbase/kit";
+import { Code, ConnectError, domainError, validationFailed } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import { describe, expect, it } from "vitest";
-import { ERROR_STATUS, httpErrorOf, VALIDATION_REASON } from "./error-table.js";
+import { ERROR_STATUS, httpErrorOf } from "./error-table.js";
 import { ValidationFailed } from "./validation-failed.js";
 
 const request = { method: "POST", path: "/auth/login", requestId: "req-1" };
@@ -200,9 +200,7 @@ describe("the error table", () => {
       },
     });
     const fromService = httpErrorOf(
-      domainError(Code.InvalidArgument, VALIDATION_REASON, {
-        extra: JSON.stringify([{ key: "12", message: "must be a number", source: "body" }]),
-      }),
+      validationFailed([{ key: "12", message: "must be a number", source: "body" }]),
       request,
     );
     expect(fromService.body).toEqual({

@@ -1,4 +1,10 @@
-import { Code, ConnectError, errorInfoOf, isUnreachableDependency } from "@rowbase/kit";
+import {
+  Code,
+  ConnectError,
+  errorInfoOf,
+  isUnreachableDependency,
+  VALIDATION_REASON,
+} from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import {
   type ValidationEnvelope,
@@ -77,13 +83,6 @@ export const ERROR_STATUS = {
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
-
-/**
- * The reason a service uses for a request it refuses field by field (e.g. record values), with
- * ErrorInfo metadata `extra` = JSON array of `{key, message, source}`. It becomes the 400
- * validation envelope rather than a domain envelope.
- */
-export const VALIDATION_REASON = "validation_failed";
 
 /** ErrorInfo metadata keys that become response headers, for the statuses that need them. */
 export const RETRY_AFTER_METADATA = "retry_after";

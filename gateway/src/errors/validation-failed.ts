@@ -1,14 +1,7 @@
+import type { ValidationItem, ValidationSource } from "@rowbase/kit";
 import type { z } from "zod";
 
-/** Where a refused value came from, as the validation envelope names it (SPEC section 1). */
-export type ValidationSource = "body" | "query" | "path" | "header";
-
-/** One entry of the validation envelope's `extra`. */
-export interface ValidationItem {
-  key: string;
-  message: string;
-  source: ValidationSource;
-}
+export type { ValidationItem, ValidationSource };
 
 /** The exact 400 body of SPEC section 1. */
 export interface ValidationEnvelope {

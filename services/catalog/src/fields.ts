@@ -6,6 +6,7 @@ import {
   type JsonValue,
   SUBJECTS,
   sameJson,
+  validationFailed,
   valuesRemoved,
   valuesSet,
 } from "@rowbase/kit";
@@ -47,7 +48,6 @@ import {
   invalidFieldOptions,
   requiredDescription,
   requiredName,
-  validationFailed,
 } from "./domain/validation.js";
 import { fieldLimitExceeded, fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
 import type { TypeChangeCheck } from "./type-change-check.js";
@@ -103,7 +103,7 @@ export class Fields {
   async create(call: Call, tableId: bigint, input: FieldInput): Promise<FieldRow> {
     const checked = checkFieldDefinition(input);
     if (!checked.ok) {
-      if (checked.validation.length > 0) throw validationFailed(...checked.validation);
+      if (checked.validation.length > 0) throw validationFailed(checked.validation);
       throw invalidFieldOptions(checked.options);
     }
     const definition = checked.field;
@@ -159,10 +159,10 @@ export class Fields {
       patch.description === undefined ? undefined : requiredDescription(patch.description);
     const newType = patch.type === undefined ? undefined : fieldTypeFromProto(patch.type);
     if (patch.type !== undefined && newType === undefined) {
-      throw validationFailed({ key: "type", message: TYPE_MESSAGE, source: "body" });
+      throw validationFailed([{ key: "type", message: TYPE_MESSAGE, source: "body" }]);
     }
     if (patch.position !== undefined && patch.position < 0) {
-      throw validationFailed({ key: "position", message: "must be 0 or more", source: "body" });
+      throw validationFailed([{ key: "position", message: "must be 0 or more", source: "body" }]);
     }
     try {
       return await this.deps.tx.run(call, async (changes) => {

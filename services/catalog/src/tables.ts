@@ -1,4 +1,11 @@
-import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
+import {
+  changesBetween,
+  SUBJECTS,
+  type ValidationItem,
+  validationFailed,
+  valuesRemoved,
+  valuesSet,
+} from "@rowbase/kit";
 import {
   fieldTypeToProto,
   foldName,
@@ -27,13 +34,7 @@ import {
   type FieldInput,
 } from "./domain/field-definition.js";
 import { checkSchemaBytes, schemaBytesOf } from "./domain/schema-size.js";
-import {
-  invalidFieldOptions,
-  requiredDescription,
-  requiredName,
-  type ValidationItem,
-  validationFailed,
-} from "./domain/validation.js";
+import { invalidFieldOptions, requiredDescription, requiredName } from "./domain/validation.js";
 import { fieldNameTaken, tableLimitExceeded, tableNameTaken } from "./errors.js";
 import { fieldValues } from "./fields.js";
 
@@ -45,11 +46,13 @@ export interface TableView {
 /** The initial fields of a new table, all checked before anything is written. */
 function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
   if (inputs.length > MAX_FIELDS_PER_TABLE) {
-    throw validationFailed({
-      key: "fields",
-      message: `must have at most ${MAX_FIELDS_PER_TABLE} items`,
-      source: "body",
-    });
+    throw validationFailed([
+      {
+        key: "fields",
+        message: `must have at most ${MAX_FIELDS_PER_TABLE} items`,
+        source: "body",
+      },
+    ]);
   }
   const validation: ValidationItem[] = [];
   const optionErrors: OptionError[] = [];
@@ -62,7 +65,7 @@ function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
       optionErrors.push(...checked.options);
     }
   });
-  if (validation.length > 0) throw validationFailed(...validation);
+  if (validation.length > 0) throw validationFailed(validation);
   if (optionErrors.length > 0) throw invalidFieldOptions(optionErrors);
   checkSchemaBytes(
     fields.reduce((sum, field) => sum + schemaBytesOf(field), 0),

@@ -1,19 +1,5 @@
 import { Code, type ConnectError, domainError } from "@rowbase/kit";
 
-/** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
-export const VALIDATION_REASON = "validation_failed";
-
-export interface ValidationItem {
-  key: string;
-  message: string;
-  source: "body" | "query" | "path" | "header";
-}
-
-/** A request refused field by field; `extra` carries the items as JSON. */
-export function validationFailed(...items: ValidationItem[]): ConnectError {
-  return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
-}
-
 /** Past the plan's max_file_bytes or the field's max_size (413). */
 export function fileTooLarge(maxBytes: number): ConnectError {
   return domainError(Code.InvalidArgument, "file_too_large", { max_bytes: String(maxBytes) });

@@ -1,6 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Logger } from "@rowbase/kit";
-import { Code, ConnectError, changesBetween, valuesSet } from "@rowbase/kit";
+import { Code, ConnectError, changesBetween, validationFailed, valuesSet } from "@rowbase/kit";
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
@@ -16,12 +16,7 @@ import { ContentSniffer } from "./domain/content-sniffer.js";
 import { type Disposition, dispositionFor } from "./domain/disposition.js";
 import { checkFileName, uploadFileName } from "./domain/file-name.js";
 import { signFileUrl, verifyFileUrl } from "./domain/signed-url.js";
-import {
-  fileTooLarge,
-  rangeNotSatisfiable,
-  storageLimitExceeded,
-  validationFailed,
-} from "./errors.js";
+import { fileTooLarge, rangeNotSatisfiable, storageLimitExceeded } from "./errors.js";
 import {
   BlobNotFoundError,
   type BlobStore,
@@ -129,7 +124,7 @@ export class Files {
   /** Whether a file of `fileSize` bytes would fit the plan; throws the error an upload would. */
   async storageCheck(call: Call, rowId: bigint, fileSize: bigint): Promise<void> {
     if (fileSize < 0n) {
-      throw validationFailed({ key: "file_size", message: "must be 0 or more", source: "query" });
+      throw validationFailed([{ key: "file_size", message: "must be 0 or more", source: "query" }]);
     }
     const target = await this.deps.access.record(call.principal, rowId, "write", call.requestId);
     const limits = await this.deps.upstream.planLimits(target.organizationId, call.requestId);
@@ -152,7 +147,7 @@ export class Files {
     cancelled?: AbortSignal,
   ): Promise<StoredFile> {
     if (header.declaredSize < 0n) {
-      throw validationFailed({ key: "file", message: "size must be 0 or more", source: "body" });
+      throw validationFailed([{ key: "file", message: "size must be 0 or more", source: "body" }]);
     }
     const fileName = uploadFileName(header.fileName);
     const target = await this.deps.access.pair(
@@ -395,7 +390,7 @@ export class Files {
   async rename(call: Call, rowId: bigint, fieldId: bigint, rawName: string): Promise<StoredFile> {
     const checked = checkFileName(rawName);
     if ("problem" in checked) {
-      throw validationFailed({ key: "file_name", message: checked.problem, source: "body" });
+      throw validationFailed([{ key: "file_name", message: checked.problem, source: "body" }]);
     }
     const target = await this.writablePair(call, rowId, fieldId);
     return this.deps.tx.run(call, async (changes) => {
@@ -490,11 +485,13 @@ export class Files {
   /** The live files of records, for records to fill file fields. */
   async listForRows(rowIds: bigint[]): Promise<StoredFile[]> {
     if (rowIds.length > MAX_LISTED_ROWS) {
-      throw validationFailed({
-        key: "row_ids",
-        message: `at most ${MAX_LISTED_ROWS} rows`,
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "row_ids",
+          message: `at most ${MAX_LISTED_ROWS} rows`,
+          source: "body",
+        },
+      ]);
     }
     const ids = [...new Set(rowIds)].filter((id) => id > 0n);
     if (ids.length === 0) return [];
@@ -527,9 +524,11 @@ function checkFieldTakes(
   if (accepted.ok) return;
   if (accepted.reason === "file_too_large") throw fileTooLarge(maxBytes);
   const allowed = fileSettingsOf(target.field).allowedTypes ?? [];
-  throw validationFailed({
-    key,
-    message: `is ${file.contentType}, this field takes ${allowed.join(", ")}`,
-    source,
-  });
+  throw validationFailed([
+    {
+      key,
+      message: `is ${file.contentType}, this field takes ${allowed.join(", ")}`,
+      source,
+    },
+  ]);
 }

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
+import { requestIdOf, requirePrincipal, requireService, validationFailed } from "@rowbase/kit";
 import {
   ContentDisposition,
   type FileServeHeader,
@@ -13,7 +13,6 @@ import {
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import type { Call } from "./change-set.js";
-import { validationFailed } from "./errors.js";
 import type { Files, ServedFile } from "./files.js";
 import { toFileInfo } from "./wire.js";
 
@@ -64,11 +63,13 @@ async function* chunksAfter(
     if (next.value.payload.case === "chunk") {
       yield next.value.payload.value;
     } else if (next.value.payload.case === "header") {
-      throw validationFailed({
-        key: "file",
-        message: "only the first message may be the header",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "file",
+          message: "only the first message may be the header",
+          source: "body",
+        },
+      ]);
     }
   }
 }
@@ -107,11 +108,13 @@ export function createRoutes({ files }: FilesServerDeps) {
         const iterator = requests[Symbol.asyncIterator]();
         const first = await iterator.next();
         if (first.done || first.value.payload.case !== "header") {
-          throw validationFailed({
-            key: "file",
-            message: "the first message must be the header",
-            source: "body",
-          });
+          throw validationFailed([
+            {
+              key: "file",
+              message: "the first message must be the header",
+              source: "body",
+            },
+          ]);
         }
         const header = first.value.payload.value;
         const file = await files.upload(

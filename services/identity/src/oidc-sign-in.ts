@@ -3,7 +3,14 @@ import {
   LockMode,
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
-import { Code, type ConnectError, domainError, type Logger, type Orm } from "@rowbase/kit";
+import {
+  Code,
+  type ConnectError,
+  domainError,
+  type Logger,
+  type Orm,
+  validationFailed,
+} from "@rowbase/kit";
 import * as oidc from "openid-client";
 import type { Accounts, IssuedSession, UserRow } from "./accounts.js";
 import { isLoopbackUrl, type OidcSettings } from "./config.js";
@@ -66,11 +73,9 @@ export class OidcSignIn {
       settings.redirectUris,
     );
     if (!redirectUri) {
-      throw domainError(Code.InvalidArgument, "validation_failed", {
-        extra: JSON.stringify([
-          { key: "redirect_uri", message: "is not an allowed redirect URI", source: "query" },
-        ]),
-      });
+      throw validationFailed([
+        { key: "redirect_uri", message: "is not an allowed redirect URI", source: "query" },
+      ]);
     }
     let config: oidc.Configuration;
     try {

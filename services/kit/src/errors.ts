@@ -20,6 +20,47 @@ export function domainError(
   return new ConnectError(reason, code, undefined, [{ desc: ErrorInfoSchema, value: info }]);
 }
 
+/**
+ * The reason of a request refused key by key; the gateway turns it into its 400 validation
+ * envelope (SPEC section 1) rather than a domain envelope.
+ */
+export const VALIDATION_REASON = "validation_failed";
+
+/** Where a refused value came from, as the validation envelope names it. */
+export type ValidationSource = "body" | "query" | "path" | "header";
+
+/** One item of the validation envelope's `extra`. */
+export interface ValidationItem {
+  key: string;
+  message: string;
+  source: ValidationSource;
+}
+
+/**
+ * A request refused key by key: ErrorInfo metadata `extra` carries the items as JSON. An array
+ * rather than rest parameters, since a write of many records can fail on more keys than a
+ * spread call takes arguments.
+ */
+export function validationFailed(items: readonly ValidationItem[]): ConnectError {
+  return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
+}
+
+/**
+ * A text from a request body as it will be stored, trimmed; or, if `problemOf` (a rule such as
+ * `nameProblem`) finds something wrong with the trimmed text, the validation failure keyed
+ * `key` that says what.
+ */
+export function trimmedOrRefused(
+  raw: string,
+  key: string,
+  problemOf: (value: string) => string | undefined,
+): string {
+  const value = raw.trim();
+  const problem = problemOf(value);
+  if (problem) throw validationFailed([{ key, message: problem, source: "body" }]);
+  return value;
+}
+
 /** The ErrorInfo carried by an error, if it is a Rowbase domain error. */
 export function errorInfoOf(error: unknown): ErrorInfo | undefined {
   if (!(error instanceof ConnectError)) return undefined;

@@ -4,7 +4,7 @@ import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/proto
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
 import type { BusMessage } from "./bus.js";
-import { errorInfoOf } from "./errors.js";
+import { errorInfoOf, VALIDATION_REASON, type ValidationItem } from "./errors.js";
 import { PRINCIPAL_HEADER, type Principal, signPrincipal } from "./principal.js";
 
 /**
@@ -227,17 +227,10 @@ export async function reasonOf(call: Promise<unknown>): Promise<string | undefin
   return (await failureOf(call)).reason;
 }
 
-/** One item of a `validation_failed` error. */
-export interface ValidationIssue {
-  key: string;
-  message: string;
-  source: string;
-}
-
 /** The items of a `validation_failed` error (InvalidArgument); throws for any other answer. */
-export async function validationOf(call: Promise<unknown>): Promise<ValidationIssue[]> {
+export async function validationOf(call: Promise<unknown>): Promise<ValidationItem[]> {
   const failure = await failureOf(call);
-  if (failure.reason !== "validation_failed" || failure.code !== Code.InvalidArgument) {
+  if (failure.reason !== VALIDATION_REASON || failure.code !== Code.InvalidArgument) {
     throw new Error(`expected validation_failed, got ${failure.reason} (code ${failure.code})`);
   }
   return JSON.parse(failure.metadata.extra ?? "[]");

@@ -1,4 +1,11 @@
-import { Code, changesBetween, domainError, SUBJECTS, valuesSet } from "@rowbase/kit";
+import {
+  Code,
+  changesBetween,
+  domainError,
+  SUBJECTS,
+  validationFailed,
+  valuesSet,
+} from "@rowbase/kit";
 import {
   ApiTokenCreatedSchema,
   ApiTokenRevokedSchema,
@@ -7,7 +14,7 @@ import { authorize } from "./access.js";
 import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import { ApiToken, type ApiTokenRow } from "./db/entities.js";
 import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
-import { requiredName, validationFailed } from "./domain/validation.js";
+import { requiredName } from "./domain/validation.js";
 import { type Access, accessToProto } from "./wire.js";
 
 /** `last_used_at` is written at most this often per token, not on every request. */
@@ -36,11 +43,13 @@ export class ApiTokens {
   ): Promise<{ token: ApiTokenRow; secret: string }> {
     const name = requiredName(rawName);
     if (!access) {
-      throw validationFailed({
-        key: "access",
-        message: "must be read or read_write",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "access",
+          message: "must be read or read_write",
+          source: "body",
+        },
+      ]);
     }
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;

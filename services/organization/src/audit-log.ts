@@ -10,6 +10,7 @@ import {
   type Logger,
   query,
   SUBJECTS,
+  validationFailed,
   withStatementTimeout,
 } from "@rowbase/kit";
 import {
@@ -30,7 +31,6 @@ import {
   retentionCutoff,
   utcLiteral,
 } from "./domain/audit-retention.js";
-import { validationFailed } from "./domain/validation.js";
 
 export type ActorType = "user" | "api_token" | "system";
 
@@ -201,7 +201,7 @@ export class AuditLog {
     now = new Date(),
   ): Promise<{ entries: AuditEntry[]; total: bigint }> {
     const query = auditQueryOf(input);
-    if ("problems" in query) throw validationFailed(...query.problems);
+    if ("problems" in query) throw validationFailed(query.problems);
     const em = this.deps.tx.em();
     const column = {
       organizationId: "organization_id",

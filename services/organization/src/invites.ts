@@ -9,6 +9,7 @@ import {
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  validationFailed,
   valuesSet,
 } from "@rowbase/kit";
 import {
@@ -24,7 +25,6 @@ import { Invite, type InviteRow, Member, Organization } from "./db/entities.js";
 import { isEmail, normalizeEmail } from "./domain/email.js";
 import { limitsOf } from "./domain/plans.js";
 import { type GrantableRole, mayGrant } from "./domain/roles.js";
-import { validationFailed } from "./domain/validation.js";
 import type { UserDirectory } from "./user-directory.js";
 import { type InviteState, inviteStatusToProto, roleToProto } from "./wire.js";
 
@@ -75,18 +75,22 @@ export class Invites {
   ): Promise<InviteView> {
     const email = normalizeEmail(rawEmail);
     if (!isEmail(email)) {
-      throw validationFailed({
-        key: "email",
-        message: "must be an e-mail address",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "email",
+          message: "must be an e-mail address",
+          source: "body",
+        },
+      ]);
     }
     if (role === undefined || role === "owner") {
-      throw validationFailed({
-        key: "role",
-        message: "must be admin, editor or viewer",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "role",
+          message: "must be admin, editor or viewer",
+          source: "body",
+        },
+      ]);
     }
     const granted: GrantableRole = role;
     let inviter = "";

@@ -11,6 +11,7 @@ import {
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  validationFailed,
   valuesRemoved,
 } from "@rowbase/kit";
 import {
@@ -26,7 +27,6 @@ import { Member, type MemberRow, TransferCode } from "./db/entities.js";
 import { MAX_OWNED_ORGANIZATIONS } from "./domain/plans.js";
 import { type GrantableRole, mayGrant, mayManageMember } from "./domain/roles.js";
 import { newCode, sha256Hex } from "./domain/secrets.js";
-import { validationFailed } from "./domain/validation.js";
 import type { OrganizationView } from "./organizations.js";
 import type { UserDirectory } from "./user-directory.js";
 import { roleToProto } from "./wire.js";
@@ -54,11 +54,13 @@ function memberNotFound() {
 
 function grantableRole(role: Role | undefined): GrantableRole {
   if (role === undefined || role === "owner") {
-    throw validationFailed({
-      key: "role",
-      message: "must be admin, editor or viewer",
-      source: "body",
-    });
+    throw validationFailed([
+      {
+        key: "role",
+        message: "must be admin, editor or viewer",
+        source: "body",
+      },
+    ]);
   }
   return role;
 }

@@ -7,6 +7,7 @@ import {
   membershipCacheKey,
   type Role,
   SUBJECTS,
+  validationFailed,
   valuesRemoved,
   valuesSet,
 } from "@rowbase/kit";
@@ -32,7 +33,7 @@ import {
   storedLimits,
 } from "./domain/plans.js";
 import { isSlug, slugCandidate, slugFromName } from "./domain/slugs.js";
-import { requiredName, validationFailed } from "./domain/validation.js";
+import { requiredName } from "./domain/validation.js";
 import { monthlyUsage } from "./usage-stats.js";
 import { limitsToProto, planToProto, roleToProto } from "./wire.js";
 
@@ -79,7 +80,7 @@ function slugTaken() {
 
 function requiredSlug(raw: string): string {
   if (!isSlug(raw)) {
-    throw validationFailed({ key: "organization_slug", message: SLUG_MESSAGE, source: "body" });
+    throw validationFailed([{ key: "organization_slug", message: SLUG_MESSAGE, source: "body" }]);
   }
   return raw;
 }
@@ -384,31 +385,37 @@ export class Organizations {
     enterpriseLimits: PlanLimits | undefined,
   ): Promise<{ plan: Plan; limits: PlanLimits }> {
     if (!plan) {
-      throw validationFailed({
-        key: "plan",
-        message: "must be free, plus, business or enterprise",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "plan",
+          message: "must be free, plus, business or enterprise",
+          source: "body",
+        },
+      ]);
     }
     if (plan === "enterprise" && !enterpriseLimits) {
-      throw validationFailed({
-        key: "enterprise_limits",
-        message: "required for the enterprise plan",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "enterprise_limits",
+          message: "required for the enterprise plan",
+          source: "body",
+        },
+      ]);
     }
     if (plan !== "enterprise" && enterpriseLimits) {
-      throw validationFailed({
-        key: "enterprise_limits",
-        message: "only the enterprise plan takes limits",
-        source: "body",
-      });
+      throw validationFailed([
+        {
+          key: "enterprise_limits",
+          message: "only the enterprise plan takes limits",
+          source: "body",
+        },
+      ]);
     }
     if (enterpriseLimits) {
       const problems = enterpriseLimitProblems(enterpriseLimits);
       if (problems.length > 0) {
         throw validationFailed(
-          ...problems.map((p) => ({
+          problems.map((p) => ({
             key: `enterprise_limits.${p.key}`,
             message: p.message,
             source: "body" as const,

@@ -1,7 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import { requestIdOf, requireOperator, requireService, requireUser } from "@rowbase/kit";
+import {
+  requestIdOf,
+  requireOperator,
+  requireService,
+  requireUser,
+  validationFailed,
+} from "@rowbase/kit";
 import {
   type ApiToken,
   ApiTokenSchema,
@@ -21,7 +27,6 @@ import { toApiStats, toAuditLogEntry } from "./audit-wire.js";
 import type { UserCall } from "./change-set.js";
 import type { ApiTokenRow } from "./db/entities.js";
 import { instantOf } from "./domain/audit-query.js";
-import { validationFailed } from "./domain/validation.js";
 import type { Invites, InviteView } from "./invites.js";
 import type { Members, MemberView } from "./members.js";
 import type { Organizations, OrganizationView } from "./organizations.js";
@@ -123,11 +128,13 @@ export function createRoutes({
         const call = userCall(ctx);
         const { lookup } = req;
         if (lookup.case === undefined) {
-          throw validationFailed({
-            key: "organization_id",
-            message: "exactly one of organization_id and organization_slug is required",
-            source: "query",
-          });
+          throw validationFailed([
+            {
+              key: "organization_id",
+              message: "exactly one of organization_id and organization_slug is required",
+              source: "query",
+            },
+          ]);
         }
         const view = await organizations.get(
           call,
@@ -256,11 +263,13 @@ export function createRoutes({
       async listAuditEvents(req, ctx) {
         const call = userCall(ctx);
         if (req.scope.case === undefined) {
-          throw validationFailed({
-            key: "organization_id",
-            message: "exactly one of organization_id, database_id and table_id is required",
-            source: "query",
-          });
+          throw validationFailed([
+            {
+              key: "organization_id",
+              message: "exactly one of organization_id, database_id and table_id is required",
+              source: "query",
+            },
+          ]);
         }
         const { entries, total } = await auditLog.list(call, req.scope, {
           limit: req.limit,

@@ -1,7 +1,14 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { type EntityManager, IsolationLevel } from "@mikro-orm/postgresql";
-import { type BusMessage, Code, domainError, type Logger, SUBJECTS } from "@rowbase/kit";
+import {
+  type BusMessage,
+  Code,
+  domainError,
+  type Logger,
+  SUBJECTS,
+  validationFailed,
+} from "@rowbase/kit";
 import {
   ApiCallsCountedSchema,
   TransferCountedSchema,
@@ -10,7 +17,6 @@ import { authorize } from "./access.js";
 import type { Transactions, UserCall } from "./change-set.js";
 import { Organization } from "./db/entities.js";
 import { firstOfMonth, usagePeriodOf, utcDay } from "./domain/usage-period.js";
-import { validationFailed } from "./domain/validation.js";
 
 /** Use over a period of whole UTC days: totals, every day (zeros included), every token. */
 export interface ApiStatsView {
@@ -160,7 +166,7 @@ export class UsageStats {
     now = new Date(),
   ): Promise<ApiStatsView> {
     const period = usagePeriodOf(fromText, toText, now);
-    if ("problems" in period) throw validationFailed(...period.problems);
+    if ("problems" in period) throw validationFailed(period.problems);
     const em = this.deps.tx.em();
     await authorize(em, organizationId, call.userId, "read", "organization_not_found");
     // Both reads see one snapshot: read apart, calls counted between them showed in the tokens

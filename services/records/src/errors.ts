@@ -1,20 +1,5 @@
-import { Code, type ConnectError, domainError } from "@rowbase/kit";
+import { Code, type ConnectError, domainError, validationFailed } from "@rowbase/kit";
 import { mebibytes, PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "./domain/openapi.js";
-
-/** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
-export const VALIDATION_REASON = "validation_failed";
-
-/** One item of the 400 validation envelope's `extra`. */
-export interface ValidationItem {
-  key: string;
-  message: string;
-  source: "body" | "query" | "path" | "header";
-}
-
-/** A request refused key by key; `extra` carries the items as JSON. Nothing was written. */
-export function validationFailed(items: ValidationItem[]): ConnectError {
-  return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
-}
 
 /**
  * A write that would store records of more than RECORD_MAX_BYTES of values: an item per record,

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { query, SUBJECTS } from "@rowbase/kit";
+import { query, SUBJECTS, type ValidationItem, validationFailed } from "@rowbase/kit";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
@@ -38,8 +38,6 @@ import {
   recordNotFound,
   recordsTooLarge,
   tableNotFound,
-  type ValidationItem,
-  validationFailed,
 } from "./errors.js";
 import type { FileValues } from "./file-values.js";
 import type { Plans } from "./plans.js";

@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query, sameJson } from "@rowbase/kit";
+import { query, sameJson, type ValidationItem, validationFailed } from "@rowbase/kit";
 import {
   canChangeType,
   type FieldLike,
@@ -22,7 +22,7 @@ import {
   type RequiredRule,
   type StoredCell,
 } from "./domain/type-change.js";
-import { fieldTypeChangeInvalid, type ValidationItem, validationFailed } from "./errors.js";
+import { fieldTypeChangeInvalid } from "./errors.js";
 import { SCHEMA_TTL_SECONDS } from "./table-schema.js";
 
 /** Records read and converted per statement (and, when applying, per transaction). */

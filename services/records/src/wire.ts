@@ -1,5 +1,6 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type ValidationItem, validationFailed } from "@rowbase/kit";
 import {
   type Record,
   RecordSchema,
@@ -13,7 +14,6 @@ import {
   type StoredRecord,
 } from "./domain/record-output.js";
 import type { RichText } from "./domain/rich-text.js";
-import { type ValidationItem, validationFailed } from "./errors.js";
 import type { SchemaField } from "./table-schema.js";
 
 /** Writes answer with every field keyed by id, as stored (SPEC section 8). */

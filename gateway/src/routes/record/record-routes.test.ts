@@ -9,6 +9,8 @@ import {
   MemoryCache,
   membershipCacheKey,
   planCacheKey,
+  type ValidationItem,
+  validationFailed,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
@@ -21,7 +23,7 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type ApiTokenLookup, apiTokenSha256 } from "../../auth/api-token-authenticator.js";
 import type { ApiTokenCaller } from "../../auth/authenticate.js";
-import { httpErrorOf, VALIDATION_REASON } from "../../errors/error-table.js";
+import { httpErrorOf } from "../../errors/error-table.js";
 import { apiCallCounterKey, secondsToNextMonth, utcMonthOf } from "../../quota/api-call-counter.js";
 import { createApiCallQuota } from "../../quota/api-call-quota.js";
 import { ApiCallTally } from "../../quota/api-call-tally.js";
@@ -598,14 +600,15 @@ describe("record route rate limits", () => {
 
 describe("errors of the records service", () => {
   it("a refused where, sort or fields is the 400 validation shape with source query", () => {
-    const items = [
+    const items: ValidationItem[] = [
       { key: "where", message: "unknown operator 'eqq' at 9", source: "query" },
       { key: "sort", message: "unknown field 'Nope' at 1", source: "query" },
     ];
-    const response = httpErrorOf(
-      domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) }),
-      { method: "GET", path: "/public/record/list", requestId: "r" },
-    );
+    const response = httpErrorOf(validationFailed(items), {
+      method: "GET",
+      path: "/public/record/list",
+      requestId: "r",
+    });
     expect(response.status).toBe(400);
     expect(response.body).toEqual(validation("GET", "/public/record/list", items));
   });

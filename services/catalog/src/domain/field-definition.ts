@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { ValidationItem } from "@rowbase/kit";
 import {
   FIELD_TYPE_NAMES,
   type FieldTypeName,
@@ -8,7 +9,7 @@ import {
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { checkDescription, fieldNameProblem, type ValidationItem } from "./validation.js";
+import { checkDescription, fieldNameProblem } from "./validation.js";
 
 /** A field as a request defines it (FieldDefinition). */
 export interface FieldInput {

@@ -1,19 +1,11 @@
-import { Code, type ConnectError, domainError } from "@rowbase/kit";
+import {
+  Code,
+  type ConnectError,
+  domainError,
+  trimmedOrRefused,
+  validationFailed,
+} from "@rowbase/kit";
 import { codePointLength, nameProblem, type OptionError } from "@rowbase/kit/field-types";
-
-/** The gateway turns this reason into its 400 validation envelope (SPEC section 1). */
-export const VALIDATION_REASON = "validation_failed";
-
-export interface ValidationItem {
-  key: string;
-  message: string;
-  source: "body" | "query" | "path" | "header";
-}
-
-/** A request refused field by field; `extra` carries the items as JSON. */
-export function validationFailed(...items: ValidationItem[]): ConnectError {
-  return domainError(Code.InvalidArgument, VALIDATION_REASON, { extra: JSON.stringify(items) });
-}
 
 /** Options that do not fit their type; the gateway answers `data.errors` from `errors`. */
 export function invalidFieldOptions(errors: OptionError[]): ConnectError {
@@ -57,16 +49,13 @@ export function checkDescription(raw: string): { description: string } | { probl
  * tables follow the rule for every name (SPEC section 6), fields' `fieldNameProblem`.
  */
 export function requiredName(raw: string, key = "name", problemOf = nameProblem): string {
-  const name = raw.trim();
-  const problem = problemOf(name);
-  if (problem) throw validationFailed({ key, message: problem, source: "body" });
-  return name;
+  return trimmedOrRefused(raw, key, problemOf);
 }
 
 export function requiredDescription(raw: string, key = "description"): string {
   const checked = checkDescription(raw);
   if ("problem" in checked) {
-    throw validationFailed({ key, message: checked.problem, source: "body" });
+    throw validationFailed([{ key, message: checked.problem, source: "body" }]);
   }
   return checked.description;
 }

@@ -1,4 +1,4 @@
-import { Code, domainError } from "@rowbase/kit";
+import { trimmedOrRefused } from "@rowbase/kit";
 import { nameProblem } from "@rowbase/kit/field-types";
 
 /**
@@ -7,12 +7,5 @@ import { nameProblem } from "@rowbase/kit/field-types";
  * keyed `name`, as the gateway answers, so that a caller past it cannot store what it refuses.
  */
 export function requiredDisplayName(raw: string): string {
-  const name = raw.trim();
-  const problem = name === "" ? undefined : nameProblem(name);
-  if (problem) {
-    throw domainError(Code.InvalidArgument, "validation_failed", {
-      extra: JSON.stringify([{ key: "name", message: problem, source: "body" }]),
-    });
-  }
-  return name;
+  return trimmedOrRefused(raw, "name", (name) => (name === "" ? undefined : nameProblem(name)));
 }

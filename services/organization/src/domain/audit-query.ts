@@ -1,5 +1,4 @@
-import { AUDIT_ACTION_FILTER } from "@rowbase/kit";
-import type { ValidationItem } from "./validation.js";
+import { AUDIT_ACTION_FILTER, type ValidationItem } from "@rowbase/kit";
 
 export const AUDIT_LIMIT_DEFAULT = 50;
 export const AUDIT_LIMIT_MAX = 1000;

@@ -1,4 +1,4 @@
-import type { ValidationItem } from "./validation.js";
+import type { ValidationItem } from "@rowbase/kit";
 
 /** A period of whole UTC days, both ends inclusive, as YYYY-MM-DD. */
 export interface UsagePeriod {

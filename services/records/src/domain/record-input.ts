@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { ValidationItem } from "@rowbase/kit";
 import { isEmptyValue, validateValue } from "@rowbase/kit/field-types";
-import type { ValidationItem } from "../errors.js";
 import { resolveReference } from "../query/index.js";
 import type { SchemaField } from "../table-schema.js";
 import { queryFieldsOf } from "./query-fields.js";

@@ -1,6 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@rowbase/kit";
-import { validationFailed } from "../errors.js";
+import { Code, ConnectError, validationFailed } from "@rowbase/kit";
 import type { SchemaField } from "../table-schema.js";
 import { RenderCache, renderKey } from "./render-cache.js";
 import { type RichText, renderRichText } from "./rich-text.js";
