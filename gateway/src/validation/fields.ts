@@ -4,6 +4,7 @@ import {
   EMAIL_MAX_LENGTH,
   NAME_MAX_LENGTH,
   nameProblem,
+  normalizeEmail,
 } from "@rowbase/kit/field-types";
 import { z } from "zod";
 
@@ -13,13 +14,12 @@ import { z } from "zod";
  */
 
 /**
- * Trimmed and lower-cased before the format check, as SPEC section 4 normalises e-mails; no
- * longer than RFC 5321 lets an address be, in whole and before the '@' (the format allows one).
+ * Normalised before the format check, by the rule the services store addresses by; no longer
+ * than RFC 5321 lets an address be, in whole and before the '@' (the format allows one).
  */
 export const email = z
   .string()
-  .trim()
-  .toLowerCase()
+  .overwrite(normalizeEmail)
   .max(EMAIL_MAX_LENGTH, `must be at most ${EMAIL_MAX_LENGTH} characters`)
   .email({ message: "must be a valid e-mail address" })
   .refine((address) => address.indexOf("@") <= EMAIL_LOCAL_MAX_LENGTH, {

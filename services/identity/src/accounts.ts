@@ -7,11 +7,11 @@ import {
 } from "@mikro-orm/postgresql";
 import type { Logger, Mailer } from "@rowbase/kit";
 import { type Cache, Code, ConnectError, domainError, lifetimeText, type Orm } from "@rowbase/kit";
+import { normalizeEmail } from "@rowbase/kit/field-types";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
 import { requiredDisplayName } from "./domain/display-name.js";
-import { normalizeEmail } from "./domain/email.js";
 import { hashPassword, verifyPassword } from "./domain/passwords.js";
 import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
 

@@ -12,6 +12,7 @@ import {
   validationFailed,
   valuesSet,
 } from "@rowbase/kit";
+import { normalizeEmail } from "@rowbase/kit/field-types";
 import {
   InviteCreatedSchema,
   InviteStatusChangedSchema,
@@ -22,7 +23,7 @@ import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { violates } from "./db/constraints.js";
 import { Invite, type InviteRow, Member, Organization } from "./db/entities.js";
-import { isEmail, normalizeEmail } from "./domain/email.js";
+import { isEmail } from "./domain/email.js";
 import { limitsOf } from "./domain/plans.js";
 import { type GrantableRole, mayGrant } from "./domain/roles.js";
 import type { UserDirectory } from "./user-directory.js";

@@ -1,5 +1,10 @@
-import { NAME_MAX_LENGTH, nameProblem, replaceControlCharacters } from "@rowbase/kit/field-types";
-import { normalizeEmail } from "./email.js";
+import {
+  EMAIL_MAX_LENGTH,
+  NAME_MAX_LENGTH,
+  nameProblem,
+  normalizeEmail,
+  replaceControlCharacters,
+} from "@rowbase/kit/field-types";
 
 /** How long a started sign-in waits for the provider's redirect (SPEC section 4). */
 export const SIGN_IN_TTL_SECONDS = 600;
@@ -37,8 +42,6 @@ export interface OidcProfile {
   name: string;
 }
 
-const MAX_EMAIL_LENGTH = 254;
-
 /**
  * An address of printable ASCII, as the registration route takes them. Anything else is
  * refused rather than folded: lower-casing maps some non-ASCII letters onto ASCII ones (the
@@ -56,7 +59,7 @@ export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfil
     .join("")
     .trim();
   return {
-    email: email !== "" && email.length <= MAX_EMAIL_LENGTH ? email : undefined,
+    email: email !== "" && email.length <= EMAIL_MAX_LENGTH ? email : undefined,
     emailVerified: claims.email_verified === true,
     // Made fit above; what the rule for names still refuses (a name that shows nothing) is none.
     name: nameProblem(name) ? "" : name,

@@ -1,9 +1,6 @@
-/** E-mail addresses are compared and stored lower-cased and trimmed, as identity stores them. */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
+import { EMAIL_MAX_LENGTH } from "@rowbase/kit/field-types";
 
 /** A plausible address: one '@', something before it, a dotted domain, no spaces. */
 export function isEmail(email: string): boolean {
-  return email.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email);
+  return email.length <= EMAIL_MAX_LENGTH && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email);
 }
