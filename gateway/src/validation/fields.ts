@@ -1,5 +1,7 @@
 import {
-  codePointLength,
+  DESCRIPTION_MAX_LENGTH,
+  DESCRIPTION_PATTERN,
+  descriptionProblem,
   EMAIL_LOCAL_MAX_LENGTH,
   EMAIL_MAX_LENGTH,
   NAME_MAX_LENGTH,
@@ -67,28 +69,17 @@ export const name = z
     pattern: `^(?=[\\s\\S]*\\S)[^${CONTROL_CHARACTER_CLASS}]*$`,
   });
 
-/** Line breaks and tabs are text in a description; other control characters are not. */
-const TEXT_CHARACTERS = /^[\P{Cc}\t\n\r]*$/u;
-
-export const MAX_DESCRIPTION_LENGTH = 1000;
-
 /**
- * A free-text description of a database, table or field. SPEC section 6 leaves its limits open:
- * trimmed, at most 1000 characters, line breaks and tabs allowed, other control characters (NUL
- * among them, which PostgreSQL text cannot hold) refused. An empty string clears it.
+ * A free-text description of a database, table or field, trimmed, by the rule catalog applies
+ * too (`descriptionProblem`). An empty string clears it.
  */
 export const description = z
   .string()
   .trim()
-  .refine(
-    (value) => codePointLength(value) <= MAX_DESCRIPTION_LENGTH,
-    `must be at most ${MAX_DESCRIPTION_LENGTH} characters`,
-  )
-  .regex(TEXT_CHARACTERS, "must not contain control characters other than tabs and line breaks")
-  .refine((value) => value.isWellFormed(), "must be valid Unicode")
-  .meta({ maxLength: MAX_DESCRIPTION_LENGTH })
+  .superRefine(refusing(descriptionProblem))
+  .meta({ maxLength: DESCRIPTION_MAX_LENGTH, pattern: DESCRIPTION_PATTERN })
   .describe(
-    `At most ${MAX_DESCRIPTION_LENGTH} characters once trimmed; tabs and line breaks allowed, ` +
+    `At most ${DESCRIPTION_MAX_LENGTH} characters once trimmed; tabs and line breaks allowed, ` +
       "other control characters not; an empty string clears it",
   );
 

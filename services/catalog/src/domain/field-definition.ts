@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ValidationItem } from "@rowbase/kit";
 import {
+  descriptionProblem,
   FIELD_TYPE_NAMES,
   type FieldTypeName,
   fieldTypeFromProto,
@@ -9,7 +10,7 @@ import {
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { checkDescription, fieldNameProblem } from "./validation.js";
+import { fieldNameProblem } from "./validation.js";
 
 /** A field as a request defines it (FieldDefinition). */
 export interface FieldInput {
@@ -49,9 +50,10 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
   if (nameIssue) {
     validation.push({ key: `${prefix}name`, message: nameIssue, source: "body" });
   }
-  const description = checkDescription(input.description);
-  if ("problem" in description) {
-    validation.push({ key: `${prefix}description`, message: description.problem, source: "body" });
+  const description = input.description.trim();
+  const descriptionIssue = descriptionProblem(description);
+  if (descriptionIssue) {
+    validation.push({ key: `${prefix}description`, message: descriptionIssue, source: "body" });
   }
   const type = fieldTypeFromProto(input.type);
   if (!type) {
@@ -65,7 +67,7 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
   if (input.required && isReadOnlyType(type)) {
     optionErrors.push({ key: `${prefix}required`, message: READ_ONLY_REQUIRED });
   }
-  if (nameIssue || "problem" in description || !options.ok || optionErrors.length > 0) {
+  if (nameIssue || descriptionIssue || !options.ok || optionErrors.length > 0) {
     return { ok: false, validation, options: optionErrors };
   }
   return {
@@ -75,7 +77,7 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
       type,
       options: options.options,
       required: input.required,
-      description: description.description,
+      description,
     },
   };
 }
