@@ -9,6 +9,7 @@ import {
   normalizeEmail,
 } from "@rowbase/kit/field-types";
 import { z } from "zod";
+import { givenOnce } from "./query-values.js";
 
 /**
  * Field schemas shared by the route groups, with the messages clients see in the validation
@@ -106,9 +107,7 @@ export const bodyId = z
  */
 export const queryId = z.preprocess(
   (value, ctx) => {
-    if (Array.isArray(value)) {
-      ctx.addIssue({ code: "custom", message: "must be given once", input: value });
-    } else if (typeof value === "string") {
+    if (givenOnce(value, ctx) && typeof value === "string") {
       if (/^[0-9]+$/.test(value)) return Number(value);
       ctx.addIssue({ code: "custom", message: ID_MESSAGE, input: value });
     }

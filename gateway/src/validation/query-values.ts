@@ -9,14 +9,23 @@ import { z } from "zod";
  * whether the parameter is required.
  */
 
-function once(value: unknown, ctx: z.RefinementCtx): unknown {
-  if (Array.isArray(value)) {
-    ctx.addIssue({ code: "custom", message: "must be given once", input: value });
-  }
+/** Whether a parameter came once; a repeated one gets the issue that says so. */
+export function givenOnce(value: unknown, ctx: z.RefinementCtx): boolean {
+  if (!Array.isArray(value)) return true;
+  ctx.addIssue({ code: "custom", message: "must be given once", input: value });
+  return false;
+}
+
+/** `givenOnce` as a preprocess step: the value as it came. */
+export function once(value: unknown, ctx: z.RefinementCtx): unknown {
+  givenOnce(value, ctx);
   return value;
 }
 
-/** A whole number, digits only, in [min, max], with a default when absent. */
+/**
+ * A whole number, digits only, in [min, max], with a default when absent. The default sits
+ * inside the preprocess step so the document shows it and the parameter as optional.
+ */
 export function queryInteger(min: number, max: number, fallback: number) {
   const message = `must be an integer between ${min} and ${max}`;
   return z.preprocess(

@@ -2,6 +2,7 @@ import { FILE_NAME_MAX_LENGTH, fileNameProblem } from "@rowbase/kit/field-types"
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { CONTROL_CHARACTER_CLASS, MAX_ID, queryId, refusing } from "../../validation/fields.js";
+import { givenOnce } from "../../validation/query-values.js";
 
 /**
  * Parameters, bodies and answers of the file routes (SPEC section 7, INTERFACE.md 4.6). A file
@@ -14,13 +15,6 @@ export const MAX_FILE_SIZE_PARAMETER = Number.MAX_SAFE_INTEGER;
 /** The one part an upload carries (INTERFACE.md 4.6). */
 export const UPLOAD_PART = "file";
 
-/** A repeated query parameter is refused rather than one of its values picked. */
-function once(value: unknown, ctx: z.RefinementCtx): boolean {
-  if (!Array.isArray(value)) return true;
-  ctx.addIssue({ code: "custom", message: "must be given once", input: value });
-  return false;
-}
-
 /**
  * A whole number in the query string in [min, max], digits only; `fallback` when absent (the
  * default sits inside the preprocess step so that the document shows the parameter optional).
@@ -29,7 +23,7 @@ function queryWholeNumber(min: number, max: number, message: string, fallback?: 
   const number = z.number().int({ error: message }).min(min, message).max(max, message);
   return z.preprocess(
     (value, ctx) => {
-      if (!once(value, ctx)) return value;
+      if (!givenOnce(value, ctx)) return value;
       if (typeof value === "string") {
         if (/^[0-9]{1,16}$/.test(value)) return Number(value);
         ctx.addIssue({ code: "custom", message, input: value });
@@ -43,7 +37,7 @@ function queryWholeNumber(min: number, max: number, message: string, fallback?: 
 /** `true`/`false` (or `1`/`0`) in the query string; absent is false. */
 const queryBoolean = z.preprocess(
   (value, ctx) => {
-    if (!once(value, ctx)) return value;
+    if (!givenOnce(value, ctx)) return value;
     if (typeof value !== "string") return value;
     const lower = value.toLowerCase();
     if (lower === "true" || lower === "1") return true;

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
 import { jsonObject } from "../../validation/json-object.js";
+import { once, queryInteger, queryText } from "../../validation/query-values.js";
 import { splitReferenceItems } from "./reference-items.js";
 
 /**
@@ -31,50 +32,6 @@ export type ResponseFormatName = (typeof RESPONSE_FORMATS)[number];
 export const RICH_TEXT_FORMATS = ["markdown", "html", "plain"] as const;
 export type RichTextFormatName = (typeof RICH_TEXT_FORMATS)[number];
 
-/** A repeated query parameter is refused rather than one of its values picked. */
-function once(value: unknown, ctx: z.RefinementCtx): unknown {
-  if (Array.isArray(value)) {
-    ctx.addIssue({ code: "custom", message: "must be given once", input: value });
-  }
-  return value;
-}
-
-/**
- * A whole number in the query string, digits only, in [min, max], with a default when absent.
- * The default sits inside the preprocess step so the document shows it and the parameter as
- * optional.
- */
-function queryInteger(min: number, max: number, fallback: number) {
-  const message = `must be an integer between ${min} and ${max}`;
-  return z.preprocess(
-    (value, ctx) => {
-      if (Array.isArray(value)) return once(value, ctx);
-      if (typeof value === "string") {
-        if (/^[0-9]{1,10}$/.test(value)) return Number(value);
-        ctx.addIssue({ code: "custom", message, input: value });
-      }
-      return value;
-    },
-    z.number().int({ error: message }).min(min, message).max(max, message).default(fallback),
-  );
-}
-
-/** Text of at most `max` characters (code points); a NUL or lone surrogate is the service's. */
-function queryText(max: number) {
-  const message = `must be at most ${max} characters`;
-  return z
-    .preprocess(
-      once,
-      z
-        .string()
-        // Twice as many UTF-16 units is more characters than allowed, whatever they are.
-        .max(2 * max, message)
-        .refine((text) => Array.from(text).length <= max, message)
-        .meta({ maxLength: max }),
-    )
-    .optional();
-}
-
 const limit = queryInteger(1, LIMIT_MAX, LIMIT_DEFAULT).describe(
   `Records per page, 1-${LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
     "(as stored JSON) answers 400 on `limit`: ask for fewer records. The records service's " +
@@ -95,6 +52,7 @@ const richText = z
   );
 
 const where = queryText(WHERE_MAX_LENGTH)
+  .optional()
   .transform((text) => text ?? "")
   .describe(
     "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))` (SPEC 8.3); " +
@@ -104,6 +62,7 @@ const where = queryText(WHERE_MAX_LENGTH)
 /** `sort` and `fields` as their raw items (see splitReferenceItems); empty or absent: none. */
 function referenceList(descending: boolean, description: string) {
   return queryText(REFERENCE_LIST_MAX_LENGTH)
+    .optional()
     .transform((text) => splitReferenceItems(text ?? "", { descending }))
     .describe(description);
 }
