@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { type Timestamp, TimestampSchema } from "@bufbuild/protobuf/wkt";
+import { isCalendarDate } from "@rowbase/kit/field-types";
 import { z } from "zod";
 
 /**
@@ -67,15 +68,6 @@ const TIMESTAMP_MAX_SECONDS = 253_402_300_799;
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/** Whether year-month-day names a day of the (proleptic Gregorian) calendar: no 30 February. */
-function isCalendarDay(year: number, month: number, day: number): boolean {
-  if (month < 1 || month > 12 || day < 1) return false;
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  return day <= (month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0));
-}
-
 /**
  * An RFC 3339 date-time (`2026-11-21T10:15:00.000Z`, any offset, up to nanoseconds) as the exact
  * protobuf Timestamp, or undefined when it is not one. Leap seconds (`:60`) are refused:
@@ -92,7 +84,7 @@ export function parseRfc3339(text: string): Timestamp | undefined {
     number,
     number,
   ];
-  if (!isCalendarDay(year, month, day) || hour > 23 || minute > 59 || second > 59) {
+  if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) {
     return undefined;
   }
   let offsetMinutes = 0;
@@ -141,7 +133,7 @@ export const queryDate = z.preprocess(
       const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
       if (match === null) return false;
       const year = Number(match[1]);
-      return year >= 1 && isCalendarDay(year, Number(match[2]), Number(match[3]));
+      return year >= 1 && isCalendarDate(year, Number(match[2]), Number(match[3]));
     }, "must be a date YYYY-MM-DD")
     .meta({ format: "date" }),
 );

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   codePointLength,
   type FieldTypeName,
+  isCalendarDate,
   isEmptyValue,
   JSON_MAX_BYTES,
   roundTo,
@@ -479,5 +480,24 @@ describe("json", () => {
     let ok: unknown = 1;
     for (let i = 0; i < 63; i++) ok = { a: ok };
     expect(stored("json", ok)).toBe(ok);
+  });
+});
+
+describe("isCalendarDate", () => {
+  it("knows month lengths and the Gregorian leap years", () => {
+    expect(isCalendarDate(2026, 1, 31)).toBe(true);
+    expect(isCalendarDate(2026, 4, 31)).toBe(false);
+    expect(isCalendarDate(2024, 2, 29)).toBe(true);
+    expect(isCalendarDate(2026, 2, 29)).toBe(false);
+    expect(isCalendarDate(2000, 2, 29)).toBe(true);
+    expect(isCalendarDate(1900, 2, 29)).toBe(false);
+  });
+
+  it("refuses month 0 or 13 and day 0, and leaves the years to its callers", () => {
+    expect(isCalendarDate(2026, 0, 1)).toBe(false);
+    expect(isCalendarDate(2026, 13, 1)).toBe(false);
+    expect(isCalendarDate(2026, 1, 0)).toBe(false);
+    expect(isCalendarDate(0, 2, 29)).toBe(true);
+    expect(isCalendarDate(10_000, 12, 31)).toBe(true);
   });
 });

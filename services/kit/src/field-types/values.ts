@@ -168,15 +168,17 @@ function daysInMonth(year: number, month: number): number {
   return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
-function isCalendarDate(year: number, month: number, day: number): boolean {
-  return (
-    year >= 1 &&
-    year <= 9999 &&
-    month >= 1 &&
-    month <= 12 &&
-    day >= 1 &&
-    day <= daysInMonth(year, month)
-  );
+/**
+ * Whether year-month-day names a day of the proleptic Gregorian calendar (no 30 February), for
+ * any year: callers bound the years themselves (stored values to 1-9999).
+ */
+export function isCalendarDate(year: number, month: number, day: number): boolean {
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
+/** A calendar date of the years that stored dates and date-times may have, 1-9999. */
+function isStorableDate(year: number, month: number, day: number): boolean {
+  return year >= 1 && year <= 9999 && isCalendarDate(year, month, day);
 }
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -186,7 +188,7 @@ function checkDate(value: unknown): ValueResult {
   const match = DATE.exec(value.trim());
   if (!match) return fail("must be a date string YYYY-MM-DD");
   const [, y, m, d] = match.map(Number) as [number, number, number, number];
-  if (!isCalendarDate(y, m, d)) return fail("must be a real calendar date (years 1-9999)");
+  if (!isStorableDate(y, m, d)) return fail("must be a real calendar date (years 1-9999)");
   return ok(value.trim());
 }
 
@@ -200,7 +202,7 @@ export function parseDatetime(value: string): number | undefined {
   const [, y, mo, d, h, mi, s, fraction, , sign, oh, om] = match;
   const [year, month, day] = [Number(y), Number(mo), Number(d)];
   const [hour, minute, second] = [Number(h), Number(mi), Number(s)];
-  if (!isCalendarDate(year, month, day) || hour > 23 || minute > 59 || second > 59) {
+  if (!isStorableDate(year, month, day) || hour > 23 || minute > 59 || second > 59) {
     return undefined;
   }
   let offsetMinutes = 0;

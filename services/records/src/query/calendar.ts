@@ -18,13 +18,6 @@ export function isSupportedDay(day: number): boolean {
   return Number.isInteger(day) && day >= FIRST_DAY && day <= LAST_DAY;
 }
 
-export function isCalendarDate(year: number, month: number, day: number): boolean {
-  if (month < 1 || month > 12 || day < 1) return false;
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]!;
-  return day <= days;
-}
-
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 
 /** `YYYY-MM-DD`, the stored form of a date. */

@@ -1,11 +1,5 @@
-import {
-  DAY_MS,
-  epochDay,
-  FIRST_DAY,
-  isCalendarDate,
-  isSupportedDay,
-  LAST_DAY,
-} from "./calendar.js";
+import { isCalendarDate } from "@rowbase/kit/field-types";
+import { DAY_MS, epochDay, FIRST_DAY, isSupportedDay, LAST_DAY } from "./calendar.js";
 import { relativeDay } from "./relative-date.js";
 
 /** A parsed value, or why the text is not one (the caller adds the quoted text and position). */

@@ -1,7 +1,7 @@
+import { isCalendarDate } from "@rowbase/kit/field-types";
 import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isCalendarDate } from "./calendar.js";
 import type { QueryField } from "./field-reference.js";
 import { parseFields } from "./fields-parser.js";
 import { QueryError } from "./query-error.js";
