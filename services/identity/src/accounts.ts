@@ -6,14 +6,23 @@ import {
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
 import type { Logger, Mailer } from "@rowbase/kit";
-import { type Cache, Code, ConnectError, domainError, lifetimeText, type Orm } from "@rowbase/kit";
+import {
+  type Cache,
+  Code,
+  ConnectError,
+  domainError,
+  lifetimeText,
+  newCode,
+  type Orm,
+  sha256Hex,
+} from "@rowbase/kit";
 import { normalizeEmail } from "@rowbase/kit/field-types";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";
 import { requiredDisplayName } from "./domain/display-name.js";
 import { hashPassword, verifyPassword } from "./domain/passwords.js";
-import { newCode, newRefreshToken, sha256 } from "./domain/secrets.js";
+import { newRefreshToken } from "./domain/secrets.js";
 
 /** A code goes out at most once a minute per address. */
 const RESEND_INTERVAL_MS = 60_000;
@@ -47,7 +56,7 @@ export function revokedSessionKey(sessionId: string): string {
 }
 
 function codeHash(userId: bigint, code: string): string {
-  return sha256(`${userId}:${code}`);
+  return sha256Hex(`${userId}:${code}`);
 }
 
 function sameHash(a: string, b: string): boolean {
@@ -249,7 +258,7 @@ export class Accounts {
       await em.flush();
       em.create(RefreshToken, {
         sessionId,
-        tokenHash: sha256(refreshToken),
+        tokenHash: sha256Hex(refreshToken),
         expiresAt: this.refreshExpiry(),
       });
     });
@@ -282,7 +291,7 @@ export class Accounts {
     const outcome = await this.em().transactional(async (em) => {
       const row = await em.findOne(
         RefreshToken,
-        { tokenHash: sha256(token) },
+        { tokenHash: sha256Hex(token) },
         { lockMode: LockMode.PESSIMISTIC_WRITE },
       );
       if (!row) return { kind: "invalid" as const };
@@ -303,7 +312,7 @@ export class Accounts {
       row.usedAt = new Date();
       em.create(RefreshToken, {
         sessionId: session.id,
-        tokenHash: sha256(next),
+        tokenHash: sha256Hex(next),
         expiresAt: this.refreshExpiry(),
       });
       return { kind: "ok" as const, user, sessionId: session.id };

@@ -9,6 +9,7 @@ import {
   domainError,
   type Logger,
   type Orm,
+  sha256Hex,
   validationFailed,
 } from "@rowbase/kit";
 import * as oidc from "openid-client";
@@ -22,7 +23,6 @@ import {
   profileOf,
   SIGN_IN_TTL_SECONDS,
 } from "./domain/oidc.js";
-import { sha256 } from "./domain/secrets.js";
 
 /** Seconds openid-client waits for each request to the provider (below the gateway's 10 s). */
 const PROVIDER_TIMEOUT_SECONDS = 5;
@@ -94,7 +94,7 @@ export class OidcSignIn {
     const em = this.em();
     await em.nativeDelete(OidcSignInAttempt, { expiresAt: { $lt: new Date() } });
     em.create(OidcSignInAttempt, {
-      stateHash: sha256(state),
+      stateHash: sha256Hex(state),
       nonce,
       codeVerifier,
       redirectUri,
@@ -173,7 +173,7 @@ export class OidcSignIn {
     >(
       `delete from oidc_sign_in where state_hash = ?
        returning nonce, code_verifier, redirect_uri, expires_at > now() as live`,
-      [sha256(state)],
+      [sha256Hex(state)],
     );
     const row = rows[0];
     if (!row?.live) return undefined;

@@ -19,6 +19,7 @@ export * from "./outbox.js";
 export * from "./plan-cache.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";
+export * from "./secrets.js";
 export * from "./service-main.js";
 export * from "./sql.js";
 export * from "./tracing.js";

@@ -3,6 +3,7 @@ import {
   changesBetween,
   domainError,
   SUBJECTS,
+  sha256Hex,
   validationFailed,
   valuesSet,
 } from "@rowbase/kit";
@@ -13,7 +14,7 @@ import {
 import { authorize } from "./access.js";
 import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import { ApiToken, type ApiTokenRow } from "./db/entities.js";
-import { newApiTokenSecret, sha256Hex, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
+import { newApiTokenSecret, TOKEN_PREFIX_LENGTH } from "./domain/secrets.js";
 import { requiredName } from "./domain/validation.js";
 import { type Access, accessToProto } from "./wire.js";
 

@@ -9,8 +9,10 @@ import {
   lifetimeText,
   type Mailer,
   membershipCacheKey,
+  newCode,
   type Role,
   SUBJECTS,
+  sha256Hex,
   validationFailed,
   valuesRemoved,
 } from "@rowbase/kit";
@@ -26,7 +28,6 @@ import { lockOwnedOrganizations, ownedOrganizations } from "./db/constraints.js"
 import { Member, type MemberRow, TransferCode } from "./db/entities.js";
 import { MAX_OWNED_ORGANIZATIONS } from "./domain/plans.js";
 import { type GrantableRole, mayGrant, mayManageMember } from "./domain/roles.js";
-import { newCode, sha256Hex } from "./domain/secrets.js";
 import type { OrganizationView } from "./organizations.js";
 import type { UserDirectory } from "./user-directory.js";
 import { roleToProto } from "./wire.js";

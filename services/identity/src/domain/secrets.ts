@@ -1,29 +1,6 @@
-import { createHash, randomBytes, randomInt } from "node:crypto";
-
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/** `length` characters of base62, uniformly (rejection sampling, no modulo bias). */
-export function randomBase62(length: number): string {
-  let out = "";
-  while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
-    }
-  }
-  return out;
-}
+import { randomBase62 } from "@rowbase/kit";
 
 /** A refresh token: opaque, `rbr_` + 48 base62 characters. */
 export function newRefreshToken(): string {
   return `rbr_${randomBase62(48)}`;
-}
-
-/** A 6-digit e-mail code. */
-export function newCode(): string {
-  return randomInt(0, 1_000_000).toString().padStart(6, "0");
-}
-
-/** Secrets are stored only as SHA-256 hex digests. */
-export function sha256(value: string): string {
-  return createHash("sha256").update(value).digest("hex");
 }
