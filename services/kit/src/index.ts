@@ -10,6 +10,7 @@ export * from "./events.js";
 export * from "./free-port.js";
 export * from "./grpc-client.js";
 export * from "./grpc-server.js";
+export * from "./list-bounds.js";
 export * from "./local-cache.js";
 export * from "./logger.js";
 export * from "./mailer.js";

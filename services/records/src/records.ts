@@ -1,6 +1,14 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { query, SUBJECTS, type ValidationItem, validationFailed } from "@rowbase/kit";
+import {
+  query,
+  RECORD_BATCH_MAX,
+  RECORD_LIMIT_DEFAULT,
+  RECORD_LIMIT_MAX,
+  SUBJECTS,
+  type ValidationItem,
+  validationFailed,
+} from "@rowbase/kit";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
@@ -26,7 +34,7 @@ import {
   writeRecords,
 } from "./db/record-store.js";
 import { valueChanges } from "./domain/audit.js";
-import { BATCH_MAX, DEFAULT_LIMIT, PAGE_MAX, tableOpenApi } from "./domain/openapi.js";
+import { tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
@@ -132,9 +140,9 @@ export function listQuery(
   params: Pick<ListParams, "limit" | "offset" | "where" | "sort">,
 ): PageQuery {
   const problems: ValidationItem[] = [];
-  const limit = params.limit === 0 ? DEFAULT_LIMIT : params.limit;
-  if (limit < 1 || limit > PAGE_MAX) {
-    problems.push({ key: "limit", message: `must be 1-${PAGE_MAX}`, source: "query" });
+  const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
+  if (limit < 1 || limit > RECORD_LIMIT_MAX) {
+    problems.push({ key: "limit", message: `must be 1-${RECORD_LIMIT_MAX}`, source: "query" });
   }
   if (params.offset < 0) {
     problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
@@ -292,8 +300,8 @@ function auditCreated(
 }
 
 function batchSizeProblem(key: string, count: number, what: string): ValidationItem | undefined {
-  if (count >= 1 && count <= BATCH_MAX) return undefined;
-  return { key, message: `must hold 1-${BATCH_MAX} ${what}`, source: "body" };
+  if (count >= 1 && count <= RECORD_BATCH_MAX) return undefined;
+  return { key, message: `must hold 1-${RECORD_BATCH_MAX} ${what}`, source: "body" };
 }
 
 /**

@@ -1,13 +1,10 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { AUDIT_ACTION_FILTER } from "@rowbase/kit";
+import { AUDIT_ACTION_FILTER, AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from "@rowbase/kit";
 import { z } from "zod";
 import { responseData } from "../../routing/api-schemas.js";
 import { queryId } from "../../validation/fields.js";
 import { queryInteger, queryText, queryTimestamp } from "../../validation/query-values.js";
 
-/** SPEC section 11. */
-export const AUDIT_LIMIT_DEFAULT = 50;
-export const AUDIT_LIMIT_MAX = 1000;
 /** ListAuditEventsRequest.offset is an int32. */
 export const AUDIT_OFFSET_MAX = 2_147_483_647;
 /** Actions are `<target type>.<verb>`; anything longer cannot be one. */

@@ -1,4 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  RECORD_BATCH_MAX,
+  RECORD_LIMIT_DEFAULT,
+  RECORD_LIMIT_MAX,
+  RECORD_OFFSET_MAX,
+  REFERENCE_LIST_MAX_LENGTH,
+  WHERE_MAX_LENGTH,
+} from "@rowbase/kit";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
@@ -12,32 +20,17 @@ import { splitReferenceItems } from "./reference-items.js";
  * string; both read the same list and read options.
  */
 
-/** SPEC 8.3. */
-export const LIMIT_DEFAULT = 50;
-export const LIMIT_MAX = 1000;
-/**
- * SPEC 8.3 sets no upper bound on `offset`; ListRecordsRequest.offset is an int32, and a page
- * ten million records in is far past any table a plan holds.
- */
-export const OFFSET_MAX = 10_000_000;
-/** The records of one batch call (SPEC 8.1). */
-export const BATCH_MAX = 1000;
-/** SPEC 8.3, counted in characters (Unicode code points), as the records service counts. */
-export const WHERE_MAX_LENGTH = 4096;
-/** The records service's bound on `sort` and `fields` (room for hundreds of field names). */
-export const REFERENCE_LIST_MAX_LENGTH = 16_384;
-
 export const RESPONSE_FORMATS = ["ids", "names"] as const;
 export type ResponseFormatName = (typeof RESPONSE_FORMATS)[number];
 export const RICH_TEXT_FORMATS = ["markdown", "html", "plain"] as const;
 export type RichTextFormatName = (typeof RICH_TEXT_FORMATS)[number];
 
-const limit = queryInteger(1, LIMIT_MAX, LIMIT_DEFAULT).describe(
-  `Records per page, 1-${LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
+const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
+  `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
     "(as stored JSON) answers 400 on `limit`: ask for fewer records. The records service's " +
     "bound, not SPEC's: a page must fit the services' memory",
 );
-const offset = queryInteger(0, OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
+const offset = queryInteger(0, RECORD_OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
 
 const responseFormat = z
   .preprocess(once, oneOf(RESPONSE_FORMATS).default("ids"))
@@ -173,7 +166,7 @@ const data = z
       "SPEC's: a long text holds up to 100,000 characters, as Airtable's, in up to 500 fields",
   );
 
-const batchMessage = `must have 1-${BATCH_MAX} items`;
+const batchMessage = `must have 1-${RECORD_BATCH_MAX} items`;
 
 /** The records service's bound on what a batch reads whole (not SPEC's): said per route. */
 const WHOLE_BATCH =
@@ -181,7 +174,7 @@ const WHOLE_BATCH =
   "this key:";
 
 function batch<S extends z.ZodType>(item: S) {
-  return z.array(item).min(1, batchMessage).max(BATCH_MAX, batchMessage);
+  return z.array(item).min(1, batchMessage).max(RECORD_BATCH_MAX, batchMessage);
 }
 
 const isPlainRecord = (value: unknown): value is Record<string, unknown> =>

@@ -1,7 +1,9 @@
-import { AUDIT_ACTION_FILTER, type ValidationItem } from "@rowbase/kit";
-
-export const AUDIT_LIMIT_DEFAULT = 50;
-export const AUDIT_LIMIT_MAX = 1000;
+import {
+  AUDIT_ACTION_FILTER,
+  AUDIT_LIMIT_DEFAULT,
+  AUDIT_LIMIT_MAX,
+  type ValidationItem,
+} from "@rowbase/kit";
 
 /** A validated page of the audit log: bounds on `at` (since inclusive, until exclusive). */
 export interface AuditQuery {

@@ -1,15 +1,15 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import {
+  RECORD_BATCH_MAX,
+  RECORD_LIMIT_DEFAULT,
+  RECORD_LIMIT_MAX,
+  RECORD_OFFSET_MAX,
+  REFERENCE_LIST_MAX_LENGTH,
+  WHERE_MAX_LENGTH,
+} from "@rowbase/kit";
 import { isReadOnlyType, jsonSchemaOf } from "@rowbase/kit/field-types";
-import { OPERATORS, WHERE_MAX_LENGTH } from "../query/index.js";
-import { REFERENCE_LIST_MAX_LENGTH } from "../query/reference-list.js";
+import { OPERATORS } from "../query/index.js";
 import type { SchemaField, TableSchema } from "../table-schema.js";
-
-/** The most records one list page, batch create, update or delete takes (SPEC section 8). */
-export const PAGE_MAX = 1000;
-export const BATCH_MAX = 1000;
-export const DEFAULT_LIMIT = 50;
-/** The gateway's bound on `offset` (an int32 in ListRecordsRequest), past any plan's table. */
-export const OFFSET_MAX = 10_000_000;
 
 /**
  * The most bytes of values one record may store: the JSON text of its `data` as the write
@@ -170,12 +170,17 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
       name: "limit",
       in: "query",
       description: `A page whose records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values answers 400 on \`limit\`: ask for fewer records.`,
-      schema: { type: "integer", minimum: 1, maximum: PAGE_MAX, default: DEFAULT_LIMIT },
+      schema: {
+        type: "integer",
+        minimum: 1,
+        maximum: RECORD_LIMIT_MAX,
+        default: RECORD_LIMIT_DEFAULT,
+      },
     },
     {
       name: "offset",
       in: "query",
-      schema: { type: "integer", minimum: 0, maximum: OFFSET_MAX, default: 0 },
+      schema: { type: "integer", minimum: 0, maximum: RECORD_OFFSET_MAX, default: 0 },
     },
     {
       name: "where",
@@ -511,7 +516,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         parameters: pathIds,
         post: op({
           operationId: "batchCreateRecords",
-          summary: `Create 1-${BATCH_MAX} records, all or none`,
+          summary: `Create 1-${RECORD_BATCH_MAX} records, all or none`,
           requestBody: {
             required: true,
             ...json({
@@ -522,7 +527,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                 records: {
                   type: "array",
                   minItems: 1,
-                  maxItems: BATCH_MAX,
+                  maxItems: RECORD_BATCH_MAX,
                   items: {
                     type: "object",
                     required: ["data"],
@@ -537,7 +542,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         }),
         patch: op({
           operationId: "batchUpdateRecords",
-          summary: `Change 1-${BATCH_MAX} records, all or none`,
+          summary: `Change 1-${RECORD_BATCH_MAX} records, all or none`,
           requestBody: {
             required: true,
             ...json({
@@ -548,7 +553,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                 records: {
                   type: "array",
                   minItems: 1,
-                  maxItems: BATCH_MAX,
+                  maxItems: RECORD_BATCH_MAX,
                   items: {
                     type: "object",
                     required: ["row_id", "data"],
@@ -569,7 +574,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
         parameters: pathIds,
         post: op({
           operationId: "batchDeleteRecords",
-          summary: `Delete 1-${BATCH_MAX} records, all or none (an unknown id deletes nothing: 404)`,
+          summary: `Delete 1-${RECORD_BATCH_MAX} records, all or none (an unknown id deletes nothing: 404)`,
           requestBody: {
             required: true,
             ...json({
@@ -580,7 +585,7 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
                 row_ids: {
                   type: "array",
                   minItems: 1,
-                  maxItems: BATCH_MAX,
+                  maxItems: RECORD_BATCH_MAX,
                   items: ROW_ID,
                 },
               },

@@ -34,7 +34,6 @@ export {
   OPERATORS,
   WHERE_MAX_CONDITIONS,
   WHERE_MAX_DEPTH,
-  WHERE_MAX_LENGTH,
 } from "./where-ast.js";
 export {
   buildWhere,

@@ -1,8 +1,6 @@
+import { REFERENCE_LIST_MAX_LENGTH } from "@rowbase/kit";
 import { QueryError, type QueryParameter } from "./query-error.js";
 import type { Literal } from "./where-ast.js";
-
-/** The longest `sort` or `fields` text: room for hundreds of field names. */
-export const REFERENCE_LIST_MAX_LENGTH = 16_384;
 
 const WHITESPACE = new Set([" ", "\t", "\n", "\r"]);
 

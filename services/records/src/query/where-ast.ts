@@ -90,7 +90,6 @@ export interface NotNode {
  */
 export type WhereNode = ConditionNode | AndNode | OrNode | NotNode;
 
-/** Limits of SPEC section 8.3. */
-export const WHERE_MAX_LENGTH = 4096;
+/** Limits of SPEC section 8.3 (the length is the kit's WHERE_MAX_LENGTH). */
 export const WHERE_MAX_DEPTH = 10;
 export const WHERE_MAX_CONDITIONS = 50;

@@ -1,3 +1,4 @@
+import { WHERE_MAX_LENGTH } from "@rowbase/kit";
 import { QueryError, quoteForMessage } from "./query-error.js";
 import {
   type ConditionNode,
@@ -8,7 +9,6 @@ import {
   VALUELESS_OPERATORS,
   WHERE_MAX_CONDITIONS,
   WHERE_MAX_DEPTH,
-  WHERE_MAX_LENGTH,
   type WhereNode,
 } from "./where-ast.js";
 import { type StructureToken, WhereLexer } from "./where-lexer.js";

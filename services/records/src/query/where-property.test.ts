@@ -1,3 +1,4 @@
+import { WHERE_MAX_LENGTH } from "@rowbase/kit";
 import { afterAll, describe, expect, it } from "vitest";
 import type { QueryField } from "./field-reference.js";
 import { QueryError } from "./query-error.js";
@@ -11,7 +12,7 @@ import {
   withoutPositions,
 } from "./random-where.js";
 import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN } from "./value-expression.js";
-import { WHERE_MAX_LENGTH, type WhereNode } from "./where-ast.js";
+import type { WhereNode } from "./where-ast.js";
 import { compileWhere } from "./where-compiler.js";
 import { parseWhere } from "./where-parser.js";
 import { printWhere } from "./where-printer.js";
