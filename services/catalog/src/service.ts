@@ -2,23 +2,25 @@ import {
   Authorizer,
   type Cache,
   createOrm,
+  createServiceClient,
   type EventBus,
   type GrpcServer,
   type Logger,
   migrate,
   type Orm,
   OutboxRelay,
+  organizationMembershipLookup,
   STREAMS,
   startGrpcServer,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { Access } from "./access.js";
 import { Transactions } from "./change-set.js";
 import type { CatalogConfig } from "./config.js";
 import { Databases } from "./databases.js";
 import { entities } from "./db/entities.js";
 import { Fields } from "./fields.js";
-import { organizationMembershipLookup } from "./membership.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-deletion.js";
 import { createRoutes } from "./server.js";
@@ -64,7 +66,11 @@ export async function startCatalog(
   const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const authorizer = new Authorizer(
-    organizationMembershipLookup(config.ORGANIZATION_GRPC_URL, config.INTERNAL_JWT_SECRET),
+    organizationMembershipLookup(
+      createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL),
+      config.INTERNAL_JWT_SECRET,
+      "catalog",
+    ),
     deps.cache,
   );
   const access = new Access(authorizer);

@@ -2,16 +2,19 @@ import {
   Authorizer,
   type Cache,
   createOrm,
+  createServiceClient,
   type EventBus,
   type GrpcServer,
   type Logger,
   migrate,
   type Orm,
   OutboxRelay,
+  organizationMembershipLookup,
   STREAMS,
   startGrpcServer,
 } from "@rowbase/kit";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { Access } from "./access.js";
 import { Transactions } from "./change-set.js";
 import { Cleanup } from "./cleanup.js";
@@ -20,7 +23,6 @@ import { entities } from "./db/entities.js";
 import { Files } from "./files.js";
 import { DURABLES, listen } from "./listeners.js";
 import { Maintenance, type MaintenanceOptions } from "./maintenance.js";
-import { organizationMembershipLookup } from "./membership.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { createRoutes } from "./server.js";
 import { type BlobStore, createBlobStore } from "./storage/index.js";
@@ -78,7 +80,11 @@ export async function startFiles(
   const tx = new Transactions(orm, relay, deps.logger, () => maintenance?.kick());
   maintenance = new Maintenance(orm, tx, blobs, deps.logger, options.maintenance);
   const authorizer = new Authorizer(
-    organizationMembershipLookup(config.ORGANIZATION_GRPC_URL, config.INTERNAL_JWT_SECRET),
+    organizationMembershipLookup(
+      createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL),
+      config.INTERNAL_JWT_SECRET,
+      "files",
+    ),
     deps.cache,
   );
   const upstream = new Upstream(

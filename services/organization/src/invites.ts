@@ -8,6 +8,7 @@ import {
   type Mailer,
   membershipCacheKey,
   type Role,
+  roleToProto,
   SUBJECTS,
   validationFailed,
   valuesSet,
@@ -27,7 +28,7 @@ import { isEmail } from "./domain/email.js";
 import { limitsOf } from "./domain/plans.js";
 import { type GrantableRole, mayGrant } from "./domain/roles.js";
 import type { UserDirectory } from "./user-directory.js";
-import { type InviteState, inviteStatusToProto, roleToProto } from "./wire.js";
+import { type InviteState, inviteStatusToProto } from "./wire.js";
 
 /** An invite as listed, with the name of its organization. */
 export interface InviteView {

@@ -11,6 +11,7 @@ import {
   membershipCacheKey,
   newCode,
   type Role,
+  roleToProto,
   SUBJECTS,
   sha256Hex,
   validationFailed,
@@ -30,7 +31,6 @@ import { MAX_OWNED_ORGANIZATIONS } from "./domain/plans.js";
 import { type GrantableRole, mayGrant, mayManageMember } from "./domain/roles.js";
 import type { OrganizationView } from "./organizations.js";
 import type { UserDirectory } from "./user-directory.js";
-import { roleToProto } from "./wire.js";
 
 /** Wrong codes that kill an owner-transfer code. */
 const MAX_CODE_ATTEMPTS = 5;

@@ -6,6 +6,7 @@ import {
   domainError,
   membershipCacheKey,
   type Role,
+  roleToProto,
   SUBJECTS,
   validationFailed,
   valuesRemoved,
@@ -35,7 +36,7 @@ import {
 import { isSlug, slugCandidate, slugFromName } from "./domain/slugs.js";
 import { requiredName } from "./domain/validation.js";
 import { monthlyUsage } from "./usage-stats.js";
-import { limitsToProto, planToProto, roleToProto } from "./wire.js";
+import { limitsToProto, planToProto } from "./wire.js";
 
 /** An organization as its caller sees it. */
 export interface OrganizationView {

@@ -6,6 +6,8 @@ import {
   requireOperator,
   requireService,
   requireUser,
+  roleFromProto,
+  roleToProto,
   validationFailed,
 } from "@rowbase/kit";
 import {
@@ -39,8 +41,6 @@ import {
   limitsToProto,
   planFromProto,
   planToProto,
-  roleFromProto,
-  roleToProto,
 } from "./wire.js";
 
 export interface OrganizationServerDeps {

@@ -1,35 +1,17 @@
 import { create } from "@bufbuild/protobuf";
-import type { Role } from "@rowbase/kit";
 import {
   InviteStatus,
   type PlanLimits as PlanLimitsMessage,
   PlanLimitsSchema,
   PlanName,
-  Role as RoleEnum,
   TokenAccess,
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { Plan, PlanLimits } from "./domain/plans.js";
 
 /**
- * The one mapping between the contract's enums and the names stored in the database (which are
- * also the REST names of SPEC section 5: "owner", "read_write", "free", ...).
+ * The mappings between the contract's enums and the names stored in the database (which are
+ * also the REST names of SPEC section 5: "read_write", "free", ...); roles map in the kit.
  */
-const ROLE_TO_PROTO: Record<Role, RoleEnum> = {
-  owner: RoleEnum.OWNER,
-  admin: RoleEnum.ADMIN,
-  editor: RoleEnum.EDITOR,
-  viewer: RoleEnum.VIEWER,
-};
-
-export function roleToProto(role: Role): RoleEnum {
-  return ROLE_TO_PROTO[role];
-}
-
-/** The role named by a request; undefined for ROLE_UNSPECIFIED or an unknown number. */
-export function roleFromProto(role: RoleEnum): Role | undefined {
-  return (Object.keys(ROLE_TO_PROTO) as Role[]).find((name) => ROLE_TO_PROTO[name] === role);
-}
-
 const PLAN_TO_PROTO: Record<Plan, PlanName> = {
   free: PlanName.FREE,
   plus: PlanName.PLUS,

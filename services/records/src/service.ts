@@ -9,6 +9,7 @@ import {
   migrate,
   type Orm,
   OutboxRelay,
+  organizationMembershipLookup,
   STREAMS,
   startGrpcServer,
 } from "@rowbase/kit";
@@ -22,7 +23,6 @@ import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/record-store.js";
 import { FileValues } from "./file-values.js";
-import { organizationMembershipLookup } from "./membership.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
 import { Plans } from "./plans.js";
@@ -87,7 +87,7 @@ export async function startRecords(
   const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
   const authorizer = new Authorizer(
-    organizationMembershipLookup(organizations, config.INTERNAL_JWT_SECRET),
+    organizationMembershipLookup(organizations, config.INTERNAL_JWT_SECRET, "records"),
     deps.cache,
   );
   const schemas = new TableSchemas(catalog, deps.cache, config.INTERNAL_JWT_SECRET, deps.logger);
