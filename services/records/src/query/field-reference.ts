@@ -1,26 +1,7 @@
-import { foldName } from "@rowbase/kit/field-types";
+import { type FieldTypeName, foldName } from "@rowbase/kit/field-types";
 
-/** The wire names of the field types (SPEC section 6); kept here so the query language stands alone. */
-export const QUERY_FIELD_TYPES = [
-  "text",
-  "long_text",
-  "number",
-  "boolean",
-  "date",
-  "datetime",
-  "single_select",
-  "multi_select",
-  "email",
-  "url",
-  "phone",
-  "json",
-  "file",
-  "autonumber",
-  "created_at",
-  "updated_at",
-] as const;
-
-export type QueryFieldType = (typeof QUERY_FIELD_TYPES)[number];
+/** The field types (SPEC section 6) the query language compares values of: all of them. */
+export type QueryFieldType = FieldTypeName;
 
 /** What the query language needs to know about one field of the table. */
 export interface QueryField {

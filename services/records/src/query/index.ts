@@ -5,7 +5,6 @@
  * mistake is a QueryError with the parameter and a 1-based position.
  */
 export {
-  QUERY_FIELD_TYPES,
   type QueryField,
   type QueryFieldType,
   type ReferenceTarget,

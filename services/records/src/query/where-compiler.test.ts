@@ -1,5 +1,6 @@
+import { FIELD_TYPE_NAMES } from "@rowbase/kit/field-types";
 import { describe, expect, it } from "vitest";
-import { QUERY_FIELD_TYPES, type QueryField, type QueryFieldType } from "./field-reference.js";
+import type { QueryField, QueryFieldType } from "./field-reference.js";
 import { QueryError } from "./query-error.js";
 import { LIST_OPERATORS, OPERATORS, type Operator, VALUELESS_OPERATORS } from "./where-ast.js";
 import { buildWhere, type CompileOptions } from "./where-compiler.js";
@@ -131,7 +132,7 @@ describe("compileWhere", () => {
   });
 
   describe("operators and types", () => {
-    for (const type of QUERY_FIELD_TYPES) {
+    for (const type of FIELD_TYPE_NAMES) {
       it(`applies exactly the operators that fit a ${type} field`, () => {
         const fields: QueryField[] = [{ id: "7", name: "F", type }];
         const accepted = OPERATORS.filter((operator) => {
