@@ -6,7 +6,6 @@ import {
   cachedPlan,
   callAs,
   createServiceClient,
-  domainError,
   errorInfoOf,
   type Logger,
   markPlanChanged,
@@ -23,6 +22,7 @@ import {
   OrganizationService,
 } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { recordNotFound } from "./access.js";
 
 const SERVICE = { kind: "service", service: "files" } as const;
 
@@ -105,7 +105,7 @@ export class Upstream {
       return { tableId: home.tableId, organizationId: home.organizationId };
     } catch (error) {
       if (errorInfoOf(error)?.reason === "record_not_found") {
-        throw domainError(Code.NotFound, "record_not_found");
+        throw recordNotFound();
       }
       throw upstreamFailure("RecordsService.ResolveRecord", error);
     }
@@ -163,7 +163,7 @@ export class Upstream {
       plan = await this.organizations.getPlan({ organizationId }, await this.options(requestId));
     } catch (error) {
       if (errorInfoOf(error)?.reason === "organization_not_found") {
-        throw domainError(Code.NotFound, "record_not_found");
+        throw recordNotFound();
       }
       throw upstreamFailure("OrganizationService.GetPlan", error);
     }
