@@ -6,7 +6,7 @@ import {
   type Principal,
   type Role,
 } from "@rowbase/kit";
-import { type FieldLike, fieldLikeOf } from "@rowbase/kit/field-types";
+import type { FieldLike } from "@rowbase/kit/field-types";
 import type { Upstream } from "./upstream.js";
 
 /** A record the caller may act on, with where it lives. */
@@ -63,11 +63,11 @@ export class Access {
       "record_not_found",
     );
     const schema = await this.upstream.tableSchema(home.tableId, requestId);
-    if (!schema?.table || schema.organizationId !== home.organizationId) throw recordNotFound();
+    if (!schema || schema.organizationId !== home.organizationId) throw recordNotFound();
     return {
       rowId,
       tableId: home.tableId,
-      databaseId: schema.table.databaseId,
+      databaseId: schema.databaseId,
       organizationId: home.organizationId,
       role,
       schema,
@@ -82,8 +82,7 @@ export class Access {
     requestId: string,
   ): Promise<PairTarget> {
     const { schema, ...record } = await this.record(principal, rowId, permission, requestId);
-    const found = schema?.fields.find((f) => f.fieldId === fieldId);
-    const field = found ? fieldLikeOf(found) : undefined;
+    const field = schema?.fields.find((f) => f.id === fieldId.toString());
     if (field?.type !== "file") throw fieldNotFileType();
     return { ...record, fieldId, field };
   }

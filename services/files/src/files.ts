@@ -368,8 +368,10 @@ export class Files {
       // A deleted organization has no plan: record_not_found.
       this.deps.upstream.planLimits(home.organizationId, requestId, { fresh: true }),
     ]);
-    if (!schema?.table) throw recordNotFound();
-    if (!schema.fields.some((field) => field.fieldId === claims.fieldId)) throw fileNotFound();
+    if (!schema) throw recordNotFound();
+    if (!schema.fields.some((field) => field.id === claims.fieldId.toString())) {
+      throw fileNotFound();
+    }
     return this.open(storedFileOf(rows[0]), range, claims.download);
   }
 

@@ -1,4 +1,3 @@
-import { fromJsonString, toJsonString } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
 import {
   type Cache,
@@ -10,11 +9,12 @@ import {
   type Logger,
   markPlanChanged,
   planCacheKey,
+  type TableSchema,
+  TableSchemaCache,
 } from "@rowbase/kit";
 import {
   CatalogService,
   type GetTableSchemaResponse,
-  GetTableSchemaResponseSchema,
 } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import {
@@ -25,20 +25,6 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import { recordNotFound } from "./access.js";
 
 const SERVICE = { kind: "service", service: "files" } as const;
-
-/** How long a table schema stays in the shared cache (catalog events evict it earlier). */
-const CACHE_SECONDS = 60;
-
-/**
- * Files' own cache entry of a table schema, as canonical proto JSON of catalog's answer. Not
- * kit's `table-schema:` name: records keeps its own JSON shape under that, and two services
- * writing different shapes under one key would break each other. Catalog's post-commit
- * eviction therefore does not reach it; files' catalog consumer evicts it (and it lives a
- * minute at most).
- */
-export function schemaCacheKey(tableId: bigint): string {
-  return `files:table-schema:${tableId}`;
-}
 
 /**
  * A failed call to another service, as this service's caller should see it: the other service
@@ -68,6 +54,7 @@ export class Upstream {
   private readonly records: Client<typeof RecordsService>;
   private readonly catalog: Client<typeof CatalogService>;
   private readonly organizations: Client<typeof OrganizationService>;
+  private readonly schemas: TableSchemaCache;
 
   constructor(
     urls: { records: string; catalog: string; organization: string },
@@ -78,20 +65,11 @@ export class Upstream {
     this.records = createServiceClient(RecordsService, urls.records);
     this.catalog = createServiceClient(CatalogService, urls.catalog);
     this.organizations = createServiceClient(OrganizationService, urls.organization);
-  }
-
-  /** A cache that cannot be reached only costs a call to the other service. */
-  private cacheGet(key: string): Promise<string | null> {
-    return this.cache.get(key).catch((error: unknown) => {
-      this.logger.warn({ err: error, key }, "cache read failed");
-      return null;
-    });
-  }
-
-  private async cacheSet(key: string, value: string): Promise<void> {
-    await this.cache
-      .set(key, value, CACHE_SECONDS)
-      .catch((error: unknown) => this.logger.warn({ err: error, key }, "cache write failed"));
+    this.schemas = new TableSchemaCache(
+      cache,
+      (tableId, requestId) => this.fetchTableSchema(tableId, requestId),
+      logger,
+    );
   }
 
   private options(requestId: string) {
@@ -112,32 +90,31 @@ export class Upstream {
   }
 
   /**
-   * A table's schema; undefined when catalog no longer has the table. `fresh` asks catalog
-   * rather than the cache, whose entries outlive a deletion until its event is applied here.
+   * A table's schema; undefined when catalog no longer has the table. Read through the entry
+   * shared with records (kit's TableSchemaCache), which catalog deletes when a change to the
+   * table or its fields commits, so an upload meets the field as it is once the change is
+   * answered. `fresh` asks catalog rather than the cache.
    */
   async tableSchema(
     tableId: bigint,
     requestId: string,
     options: { fresh?: boolean } = {},
+  ): Promise<TableSchema | undefined> {
+    return options.fresh
+      ? this.schemas.fresh(tableId, requestId)
+      : this.schemas.get(tableId, requestId);
+  }
+
+  private async fetchTableSchema(
+    tableId: bigint,
+    requestId: string,
   ): Promise<GetTableSchemaResponse | undefined> {
-    const key = schemaCacheKey(tableId);
-    const cached = options.fresh ? null : await this.cacheGet(key);
-    if (cached) {
-      try {
-        return fromJsonString(GetTableSchemaResponseSchema, cached, { ignoreUnknownFields: true });
-      } catch (error) {
-        this.logger.warn({ err: error, key }, "unreadable cached table schema");
-      }
-    }
-    let schema: GetTableSchemaResponse;
     try {
-      schema = await this.catalog.getTableSchema({ tableId }, await this.options(requestId));
+      return await this.catalog.getTableSchema({ tableId }, await this.options(requestId));
     } catch (error) {
       if (errorInfoOf(error)?.reason === "table_not_found") return undefined;
       throw upstreamFailure("CatalogService.GetTableSchema", error);
     }
-    await this.cacheSet(key, toJsonString(GetTableSchemaResponseSchema, schema));
-    return schema;
   }
 
   /**
@@ -172,7 +149,7 @@ export class Upstream {
   }
 
   async evictTableSchemas(tableIds: bigint[]): Promise<void> {
-    if (tableIds.length > 0) await this.cache.del(...tableIds.map(schemaCacheKey));
+    await this.schemas.evict(...tableIds);
   }
 
   async evictPlan(organizationId: bigint): Promise<void> {

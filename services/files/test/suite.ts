@@ -1290,6 +1290,31 @@ export function filesSuite(backend: Backend) {
       expect(await usage(t.organizationId)).toBe(usageBefore - 9 - PNG.length);
     });
 
+    it("refuses an upload to a deleted field at once, before files applies its event", async () => {
+      const local = await workspace(h, t.owner, t.organizationId);
+      const [first, next] = [await record(h, t.editor, local), await record(h, t.editor, local)];
+      // Files has read the table's schema, with the field, and cached it.
+      await upload(t.editor, first, local.doc, "cached");
+      const before = await h.storedKeys();
+      const deleted = () =>
+        h.events.find(
+          (e) =>
+            e.subject === SUBJECTS.fieldDeleted &&
+            fromBinary(FieldDeletedSchema, e.data).fieldId === local.doc,
+        );
+      await holdingEvents(async () => {
+        await h.catalog.deleteField({ fieldId: local.doc }, await as(t.owner));
+        await expect.poll(deleted).toBeDefined();
+        expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
+        expect(await reasonOf(upload(t.editor, next, local.doc, "late"))).toBe(
+          "field_not_file_type",
+        );
+        await expectNothingLeft(next, before);
+        expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
+      });
+      await expect.poll(() => applied(DURABLES.catalog, deleted()!.id)).toBe(true);
+    });
+
     it("deletes the files of a deleted table and of a deleted database", async () => {
       const local = await workspace(h, t.owner, t.organizationId);
       const rowId = await record(h, t.editor, local);

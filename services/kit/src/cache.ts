@@ -211,12 +211,3 @@ export const API_TOKEN_NOT_FOUND = "-";
  * found it live) cannot put it back; longer than a live entry lives.
  */
 export const API_TOKEN_REVOKED_SECONDS = 10;
-
-/**
- * Where records and files cache a table's schema (catalog's GetTableSchema, as JSON). Catalog
- * deletes the entry after every commit that changes the table or its fields, so all three use
- * this one name; catalog events evict it again.
- */
-export function tableSchemaCacheKey(tableId: bigint): string {
-  return `table-schema:${tableId}`;
-}

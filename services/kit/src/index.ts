@@ -24,5 +24,6 @@ export * from "./rpc-observability.js";
 export * from "./secrets.js";
 export * from "./service-main.js";
 export * from "./sql.js";
+export * from "./table-schema-cache.js";
 export * from "./tracing.js";
 export * from "./unreachable.js";

@@ -1,6 +1,12 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query, sameJson, type ValidationItem, validationFailed } from "@rowbase/kit";
+import {
+  query,
+  sameJson,
+  TABLE_SCHEMA_CACHE_TTL_SECONDS,
+  type ValidationItem,
+  validationFailed,
+} from "@rowbase/kit";
 import {
   canChangeType,
   type FieldLike,
@@ -23,7 +29,6 @@ import {
   type StoredCell,
 } from "./domain/type-change.js";
 import { fieldTypeChangeInvalid } from "./errors.js";
-import { SCHEMA_TTL_SECONDS } from "./table-schema.js";
 
 /** Records read and converted per statement (and, when applying, per transaction). */
 const CHUNK = 500;
@@ -34,7 +39,7 @@ const EXAMPLES = 5;
  * not commit it): writes checked against the old type land only until catalog's commit deletes
  * the cached schema, or, when that deletion failed, until the entry expires.
  */
-export const PENDING_SECONDS = 2 * SCHEMA_TTL_SECONDS;
+export const PENDING_SECONDS = 2 * TABLE_SCHEMA_CACHE_TTL_SECONDS;
 
 interface CellRow {
   row_id: string;
