@@ -1,6 +1,23 @@
 import { Redis, type RedisOptions } from "ioredis";
 
 /**
+ * The JSON object a cache entry holds; undefined for no entry, or one that is not a JSON object
+ * (an entry is data from another process, possibly another version: it is never trusted to parse).
+ */
+export function cachedJsonObject(value: string | null): Record<string, unknown> | undefined {
+  if (value === null) return undefined;
+  let entry: unknown;
+  try {
+    entry = JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+  return typeof entry === "object" && entry !== null && !Array.isArray(entry)
+    ? (entry as Record<string, unknown>)
+    : undefined;
+}
+
+/**
  * The few key-value operations Rowbase needs from Redis: short-lived caches, revocation marks
  * and counters. `MemoryCache` stands in for Redis in the single-process mode.
  */

@@ -3,7 +3,7 @@ import {
   type PlanLimits,
   PlanLimitsSchema,
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import type { Cache } from "./cache.js";
+import { type Cache, cachedJsonObject } from "./cache.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -46,17 +46,11 @@ export function encodeCachedPlan(limits: PlanLimits): string {
  * limit or holds anything but a decimal string for it (never read as a limit of 0).
  */
 export function decodeCachedPlan(value: string | null): PlanLimits | undefined {
-  if (value === null) return undefined;
-  let entry: unknown;
-  try {
-    entry = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  if (typeof entry !== "object" || entry === null) return undefined;
+  const entry = cachedJsonObject(value);
+  if (entry === undefined) return undefined;
   const limits: Record<string, bigint> = {};
   for (const field of PlanLimitsSchema.fields) {
-    const limit = (entry as Record<string, unknown>)[field.jsonName];
+    const limit = entry[field.jsonName];
     if (typeof limit !== "string" || !/^[0-9]{1,19}$/.test(limit)) return undefined;
     limits[field.localName] = BigInt(limit);
   }

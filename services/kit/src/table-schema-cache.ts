@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { GetTableSchemaResponse } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import type { Cache } from "./cache.js";
+import { type Cache, cachedJsonObject } from "./cache.js";
 import { type FieldTypeName, fieldLikeOf, isFieldTypeName } from "./field-types/index.js";
 import { LocalCache } from "./local-cache.js";
 import type { Logger } from "./logger.js";
@@ -104,15 +104,9 @@ function isSchemaField(value: unknown): value is SchemaField {
 
 /** The schema in a cache entry; undefined for no entry or one not in the entry's shape. */
 export function decodeCachedTableSchema(value: string | null): TableSchema | undefined {
-  if (value === null) return undefined;
-  let entry: unknown;
-  try {
-    entry = JSON.parse(value);
-  } catch {
-    return undefined;
-  }
-  if (typeof entry !== "object" || entry === null) return undefined;
-  const { tableId, databaseId, organizationId, name, fields } = entry as Record<string, unknown>;
+  const entry = cachedJsonObject(value);
+  if (entry === undefined) return undefined;
+  const { tableId, databaseId, organizationId, name, fields } = entry;
   if (
     typeof tableId !== "string" ||
     !DECIMAL.test(tableId) ||
