@@ -9,17 +9,18 @@ import {
   type TextMapGetter,
   trace,
 } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { suppressTracing, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
   AlwaysOffSampler,
   BatchSpanProcessor,
-  NodeTracerProvider,
   ParentBasedSampler,
   type Sampler,
   SamplingDecision,
   type SpanProcessor,
-} from "@opentelemetry/sdk-trace-node";
+  TracerProvider,
+} from "@opentelemetry/sdk-trace";
 import { ATTR_DB_QUERY_TEXT, ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
 import pg from "pg";
 
@@ -36,8 +37,6 @@ export interface TracingOptions {
    * Unset: no span is recorded or exported; trace ids are still made and carried for the logs.
    */
   otlpEndpoint?: string | undefined;
-  /** Further processors that also switch recording on (tests use an in-memory exporter). */
-  spanProcessors?: SpanProcessor[];
 }
 
 export interface Tracing {
@@ -55,30 +54,30 @@ interface Installed extends Tracing {
 }
 
 /** Patches a library to make spans with the provider; returns how to undo it. */
-type Instrument = (provider: NodeTracerProvider) => () => void;
+type Instrument = (provider: TracerProvider) => () => void;
 
 let installed: Installed | undefined;
 
 /**
  * Starts tracing for this process, once, before it serves. Always: an AsyncLocalStorage context
  * and the W3C `traceparent` propagator, so every request has a trace id that reaches the logs
- * (`trace_id`) and the next hop. With an OTLP endpoint (or extra processors) spans are also
- * recorded (the caller's sampling decision is followed; see `serverRootSampler`), batched to
- * the collector, and PostgreSQL queries get spans; without one, a sampler that records nothing
- * keeps the cost to making ids.
+ * (`trace_id`) and the next hop. With an OTLP endpoint spans are also recorded (the caller's
+ * sampling decision is followed; see `serverRootSampler`), batched to the collector, and
+ * PostgreSQL queries get spans; without one, a sampler that records nothing keeps the cost to
+ * making ids.
  */
 export async function startTracing(options: TracingOptions): Promise<Tracing> {
   if (installed && !installed.implicit) {
     throw new Error("tracing is already started in this process");
   }
-  const processors = [...(options.spanProcessors ?? [])];
+  const processors: SpanProcessor[] = [];
   if (options.otlpEndpoint) {
     // Loaded only when exporting, so a process without a collector never loads the exporter.
     const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
     const exporter = new OTLPTraceExporter({
       url: `${options.otlpEndpoint.replace(/\/+$/, "")}/v1/traces`,
     });
-    processors.push(new BatchSpanProcessor(exporter as never));
+    processors.push(new BatchSpanProcessor({ exporter }));
   }
   const instrument = processors.length > 0 ? await pgInstrument() : undefined;
   installed?.uninstall();
@@ -100,15 +99,17 @@ function install(
   options: { implicit?: boolean; instrument?: Instrument | undefined },
 ): Installed {
   const recording = spanProcessors.length > 0;
-  const provider = new NodeTracerProvider({
+  const provider = new TracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
     sampler: recording
       ? new ParentBasedSampler({ root: serverRootSampler })
       : new AlwaysOffSampler(),
     spanProcessors,
   });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
   // Baggage from an outside caller is not passed on: only the trace context crosses hops.
-  provider.register({ propagator: new W3CTraceContextPropagator() });
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const undo = options.instrument?.(provider);
   const self: Installed = {
     recording,
@@ -181,7 +182,7 @@ async function pgInstrument(): Promise<Instrument> {
         span.setAttribute(ATTR_DB_QUERY_TEXT, statementWithoutValues(query.text));
       },
     });
-    instrumentation.setTracerProvider(provider as never);
+    instrumentation.setTracerProvider(provider);
     const definitions = instrumentation.getModuleDefinitions().filter((d) => d.name === "pg");
     for (const definition of definitions) definition.patch?.(pg);
     return () => {
