@@ -112,32 +112,37 @@ export class TransferMeter {
   ) {}
 
   /**
+   * Reserves `bytes` at once, all or nothing (403 `transfer_limit_exceeded`), for bytes admitted
+   * later: a transfer whose length is known up front holds all of it or none, so parallel
+   * transfers never each hold part of the room and all fail for want of the rest.
+   */
+  async reserve(bytes: number): Promise<void> {
+    if (this.settled) throw new Error("transfer already settled");
+    if (!(await this.take(bytes))) throw transferLimitExceeded();
+  }
+
+  /**
    * Lets `bytes` more move, reserving `ahead` bytes at once when the allowance has room for
    * them (fewer increments for a stream of small chunks) and only what is needed otherwise.
    */
   async admit(bytes: number, ahead = 0): Promise<void> {
     if (this.settled) throw new Error("transfer already settled");
     const missing = this.admitted + bytes - this.reserved;
-    if (missing > 0) {
-      let key =
-        ahead > missing
-          ? await this.counter.reserve(this.organizationId, ahead, this.allowance, this.requestId)
-          : undefined;
-      if (key) {
-        this.reserved += ahead;
-      } else {
-        key = await this.counter.reserve(
-          this.organizationId,
-          missing,
-          this.allowance,
-          this.requestId,
-        );
-        if (!key) throw transferLimitExceeded();
-        this.reserved += missing;
-      }
-      this.key = key;
-    }
+    if (missing > 0 && !(ahead > missing && (await this.take(ahead)))) await this.reserve(missing);
     this.admitted += bytes;
+  }
+
+  private async take(bytes: number): Promise<boolean> {
+    const key = await this.counter.reserve(
+      this.organizationId,
+      bytes,
+      this.allowance,
+      this.requestId,
+    );
+    if (!key) return false;
+    this.key = key;
+    this.reserved += bytes;
+    return true;
   }
 
   /** Bytes that moved (within what was admitted). */

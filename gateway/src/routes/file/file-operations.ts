@@ -136,9 +136,13 @@ export class FileOperations {
     const organizationId = await this.charge(rowId, request);
     if (organizationId === undefined) throw new Error("an upload names a record");
     const meter = await this.deps.transfer.meter(organizationId, this.transferContext(request));
-    // The body's length (when the client gave it) bounds what can move: a larger reservation
-    // would only hold back the organization's other transfers until this one settles.
-    const ahead = Math.min(RESERVATION_BLOCK_BYTES, request.ctx.request.length || Infinity);
+    // A body of known length holds all the transfer it can move (the file is never longer than
+    // the body, nor than the ceiling) before a byte moves, or is refused at once: parallel
+    // uploads near the allowance never each hold part of the room and all fail for want of the
+    // rest. A chunked body is reserved block by block as it arrives. What does not move (the
+    // framing) is given back when the transfer settles.
+    const declared = request.ctx.request.length;
+    if (declared) await meter.reserve(Math.min(declared, this.deps.uploadMaxBytes));
     const connection = this.deps.uploadClient();
     try {
       const response = await receiveUpload(request.ctx, {
@@ -146,7 +150,7 @@ export class FileOperations {
         maxBytes: this.deps.uploadMaxBytes,
         answerTimeoutMs: RPC_TIMEOUT_MS,
         hooks: {
-          before: (bytes) => meter.admit(bytes, ahead),
+          before: (bytes) => meter.admit(bytes, RESERVATION_BLOCK_BYTES),
           after: (bytes) => meter.count(bytes),
         },
         sink: ({ fileName, chunks, signal }) =>
