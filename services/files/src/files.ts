@@ -345,9 +345,11 @@ export class Files {
    * its organization, record, table and field still there. The file's row alone is not enough:
    * the files of a deleted organization, record, field or table are marked deleted only when the
    * deletion's event is applied here, which a stopped consumer or bus can put off for as long as
-   * it lasts. Records answers for the record, catalog for the table and field, and organization
-   * (its plan) for the organization now, at one uncached call each per download (a cached
-   * answer would bring the delay back).
+   * it lasts. Records answers for the record and organization (its plan) for the organization
+   * now, at one uncached call each per download: no shared entry of a record exists, and an
+   * organization's deletion leaves its plan entry in place until records applies the event, so
+   * a cached plan would bring the delay back. The table and field come from the schema entry
+   * shared with records, which catalog deletes when a change to them commits.
    */
   async serveSigned(
     token: string,
@@ -364,7 +366,7 @@ export class Files {
     if (!rows[0]) throw fileNotFound();
     const home = await this.deps.upstream.resolveRecord(claims.rowId, requestId);
     const [schema] = await Promise.all([
-      this.deps.upstream.tableSchema(home.tableId, requestId, { fresh: true }),
+      this.deps.upstream.tableSchema(home.tableId, requestId),
       // A deleted organization has no plan: record_not_found.
       this.deps.upstream.planLimits(home.organizationId, requestId, { fresh: true }),
     ]);

@@ -92,17 +92,11 @@ export class Upstream {
   /**
    * A table's schema; undefined when catalog no longer has the table. Read through the entry
    * shared with records (kit's TableSchemaCache), which catalog deletes when a change to the
-   * table or its fields commits, so an upload meets the field as it is once the change is
-   * answered. `fresh` asks catalog rather than the cache.
+   * table or its fields commits, so an upload or a signed download meets the field as it is
+   * once the change is answered.
    */
-  async tableSchema(
-    tableId: bigint,
-    requestId: string,
-    options: { fresh?: boolean } = {},
-  ): Promise<TableSchema | undefined> {
-    return options.fresh
-      ? this.schemas.fresh(tableId, requestId)
-      : this.schemas.get(tableId, requestId);
+  async tableSchema(tableId: bigint, requestId: string): Promise<TableSchema | undefined> {
+    return this.schemas.get(tableId, requestId);
   }
 
   private async fetchTableSchema(
@@ -121,7 +115,7 @@ export class Upstream {
    * The limits of an organization's plan; record_not_found when the organization is gone.
    * Read through the entry shared with records and the gateway (kit `cachedPlan`), which a plan
    * change marks when it commits, so an upload meets new limits once the change is answered.
-   * `fresh` asks organization rather than the cache, as for `tableSchema`.
+   * `fresh` asks organization rather than the cache.
    */
   async planLimits(
     organizationId: bigint,
