@@ -87,7 +87,10 @@ export interface TransferContext {
   log: Logger;
 }
 
-/** An upload reserves ahead in blocks of this many bytes, so a large file costs few increments. */
+/**
+ * A chunked upload (no length to reserve up front) reserves ahead in blocks of this many bytes,
+ * so a large file costs few increments.
+ */
 export const RESERVATION_BLOCK_BYTES = 1024 * 1024;
 
 /**
