@@ -437,11 +437,14 @@ describe("the gateway over HTTP", () => {
     });
 
     it("refuses unknown query parameters", async () => {
-      const response = await call(gw, "/health?verbose=1");
+      const response = await call(gw, "/auth/login?limt=1", {
+        method: "POST",
+        json: { email: "a@example.com", password: "correct horse" },
+      });
       expect(response.status).toBe(400);
       expect(response.body).toEqual(
-        validation("GET", "/health", [
-          { key: "verbose", message: "is not allowed", source: "query" },
+        validation("POST", "/auth/login", [
+          { key: "limt", message: "is not allowed", source: "query" },
         ]),
       );
     });
@@ -599,6 +602,27 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(200);
       expect(response.body).toEqual({ message: "success", data: {} });
       expect(response.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    });
+
+    it("ignores query parameters, such as a monitor's cache-buster, but credentials", async () => {
+      const live = await call(gw, "/health?x=1&ts=1700000000");
+      expect(live.status).toBe(200);
+      expect(live.body).toEqual({ message: "success", data: {} });
+      const ready = await call(gw, "/health/ready?ts=1700000000");
+      expect(ready.status).toBe(503);
+      expect((ready.body as { message: string }).message).toBe("service_unavailable");
+      const credential = await call(gw, "/health?ts=1&access_token=x");
+      expect(credential.status).toBe(400);
+      expect(credential.body).toEqual(
+        validation("GET", "/health", [
+          {
+            key: "access_token",
+            message:
+              "credentials are not accepted in the query string; use the Authorization header",
+            source: "query",
+          },
+        ]),
+      );
     });
 
     it("answers /health/ready 503 naming the services that do not answer", async () => {

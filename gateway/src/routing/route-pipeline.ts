@@ -167,7 +167,9 @@ function emailOf(body: unknown): string {
 /** Parses query, path and body against the route's schemas, reporting every problem at once. */
 function validate(ctx: GatewayContext, route: Route, received: ReceivedBody) {
   const items: ValidationItem[] = [];
-  const query = parse(route.query ?? NO_QUERY, { ...ctx.query }, "query", items);
+  const query = route.ignoresQuery
+    ? undefined
+    : parse(route.query ?? NO_QUERY, { ...ctx.query }, "query", items);
   const params = route.params
     ? parse(route.params, { ...(ctx as { params?: object }).params }, "path", items)
     : undefined;

@@ -96,6 +96,12 @@ export interface RouteSpec<
   rateLimits?: RateLimitName[];
   /** Strict object schemas; without `query` the route accepts no query parameters. */
   query?: Q;
+  /**
+   * The route reads no query parameters and refuses none (credentials aside, which every path
+   * refuses): for probes, which uptime monitors and load balancers call with cache-busters
+   * (`?ts=...`). Every other route refuses an unknown parameter, to catch typos (`limt=`).
+   */
+  ignoresQuery?: boolean;
   params?: P;
   /** A strict object schema named with `requestBody`; its presence makes the body required. */
   body?: B;
@@ -135,6 +141,7 @@ export interface Route {
   auth: AuthMode;
   rateLimits: RateLimitName[];
   query?: z.ZodType;
+  ignoresQuery: boolean;
   params?: z.ZodType;
   body?: z.ZodType;
   response?: z.ZodType;
@@ -164,11 +171,17 @@ export function defineRoute<
   if (spec.binary && (spec.response || spec.redirect || spec.raw)) {
     throw new Error(`${spec.operationId}: a binary route answers bytes only`);
   }
+  if (spec.ignoresQuery && spec.query) {
+    throw new Error(
+      `${spec.operationId}: a route that ignores its query string has no schema for it`,
+    );
+  }
   if (spec.multipartFile && spec.body) {
     throw new Error(`${spec.operationId}: a multipart route has no JSON body`);
   }
   return {
     ...spec,
+    ignoresQuery: spec.ignoresQuery ?? false,
     redirect: spec.redirect ?? false,
     raw: spec.raw ?? false,
     binary: spec.binary ?? false,

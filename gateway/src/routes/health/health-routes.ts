@@ -16,6 +16,10 @@ const CHECK_TIMEOUT_MS = 2_000;
 
 const tags = ["Health"];
 
+const QUERY_NOTE =
+  "Query parameters are ignored (monitors and load balancers add cache-busters), except " +
+  "that a credential among them is refused with 400 as on every path.";
+
 /** SPEC section 12: liveness of the gateway itself, readiness of what it depends on. */
 export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
   const checks = targets.map((target) => ({
@@ -28,8 +32,10 @@ export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
       path: "/health",
       operationId: "health",
       summary: "The gateway is running",
+      description: QUERY_NOTE,
       tags,
       auth: "none",
+      ignoresQuery: true,
       async handle() {
         return {};
       },
@@ -40,9 +46,11 @@ export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
       operationId: "healthReady",
       summary: "Every service the gateway depends on answers its gRPC health check",
       description:
-        "503 `service_unavailable` with `data.failing` naming the services that did not answer SERVING.",
+        "503 `service_unavailable` with `data.failing` naming the services that did not answer " +
+        `SERVING. ${QUERY_NOTE}`,
       tags,
       auth: "none",
+      ignoresQuery: true,
       async handle({ ctx }) {
         const results = await Promise.all(
           checks.map(async ({ name, client }) => {
