@@ -232,6 +232,31 @@ describe("the gateway over HTTP", () => {
       expect(unauthenticated.status).toBe(401);
     });
 
+    it("reads a percent-encoded unreserved character as the character", async () => {
+      const v1 = "/public/v1/databases/1/tables/2/records";
+      for (const path of [`${v1}/%37`, `${v1}/1%30`, "/organization/%6Cist", "/auth/%63urrent"]) {
+        const response = await call(gw, path);
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 401,
+          body: { message: "unauthorized", data: {} },
+        });
+      }
+      const health = await call(gw, "/h%65alth");
+      expect(health.status).toBe(200);
+      // Another segment or a byte no route takes: no route, never a 500.
+      for (const path of [`${v1}/%2e%2e`, `${v1}/7%2F8`, `${v1}/%00`, "/health%2Fready"]) {
+        const response = parsed(
+          await exchange(gw, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+        );
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 404,
+          body: { message: "not_found", data: {} },
+        });
+      }
+    });
+
     it("answers PUT on the v1 record paths 405, and keeps /records/batch apart", async () => {
       const v1 = "/public/v1/databases/1/tables/2/records";
       for (const path of [v1, `${v1}/7`]) {

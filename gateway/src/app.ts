@@ -24,6 +24,7 @@ import { clientIpResolver } from "./http/client-ip.js";
 import { JsonBodyBudget } from "./http/json-body.js";
 import { accessLog } from "./middleware/access-log.js";
 import { httpMetrics } from "./middleware/http-metrics.js";
+import { normalizePath } from "./middleware/normalize-path.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
 import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
@@ -150,8 +151,9 @@ export interface Gateway {
 
 /**
  * The gateway as a Koa app that does not listen, so tests and the one-process launcher can
- * mount it themselves. Order matters: the request's trace span first (every log line below
- * carries its trace id), the request id next (every response carries it), the metrics and the
+ * mount it themselves. Order matters: the path's one spelling first (everything below reads
+ * it), the request's trace span next (every log line below carries its trace id), the request
+ * id next (every response carries it), the metrics and the
  * access log around the one error middleware (they see the final status), the query-credential
  * refusal before any route, the routes, and the 404/405 fallback last. `publicBaseUrl` is
  * PUBLIC_BASE_URL, or the address the caller listens on when it is unset.
@@ -186,6 +188,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
 
   const app = new Koa<GatewayState>();
   app.on("error", (error: unknown) => logger.warn({ err: error }, "response failed"));
+  app.use(normalizePath());
   app.use(requestTrace());
   app.use(requestId(logger));
   app.use(responseHeaders());

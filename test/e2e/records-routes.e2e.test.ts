@@ -1,3 +1,4 @@
+import http from "node:http";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
@@ -280,6 +281,78 @@ describe("v1 routes (SPEC 8.1)", () => {
         ["Customer name", "Lifetime value", "Renewal date"].every((n) => Object.hasOwn(p, n)),
       ),
     ).toBe(true);
+  });
+
+  it("reads percent-encoded ids as the plain ones, and answers path tricks with a 4xx", async () => {
+    const [record] = await seed(api, tenant.writeToken, table, [{ Text: "encoded" }]);
+    const rowId = record!.row_id;
+    /** Every character of an id as `%3N`, which means the digit N (RFC 3986 6.2.2.2). */
+    const encoded = (id: number) => [...String(id)].map((digit) => `%3${digit}`).join("");
+    const p = v1(tenant.databaseId, table.tableId);
+    const e = v1(encoded(tenant.databaseId) as never, encoded(table.tableId) as never);
+    for (const path of [p.record(encoded(rowId)), e.record(rowId), e.record(encoded(rowId))]) {
+      const got = await api("GET", path, { token: tenant.readToken });
+      expect({ path, status: got.status }).toEqual({ path, status: 200 });
+      expect(got.body.data.record.row_id).toBe(rowId);
+    }
+    const patched = await api("PATCH", p.record(encoded(rowId)), {
+      token: tenant.writeToken,
+      body: { data: { Text: "changed" } },
+    });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.data.record.data[table.id("Text")]).toBe("changed");
+
+    // Sent byte for byte: fetch would resolve `%2e%2e` as `..` before sending it.
+    const send = (method: string, path: string) =>
+      new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+        const url = new URL(sys.baseUrl);
+        const request = http.request(
+          {
+            host: url.hostname,
+            port: url.port,
+            method,
+            path,
+            headers: { authorization: `Bearer ${tenant.writeToken}` },
+          },
+          (response) => {
+            let text = "";
+            response.on("data", (chunk: Buffer) => {
+              text += chunk.toString();
+            });
+            response.on("end", () =>
+              resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as unknown }),
+            );
+          },
+        );
+        request.on("error", reject);
+        request.end();
+      });
+    const table_ = `/public/v1/databases/${tenant.databaseId}/tables/${table.tableId}`;
+    const notFound = { message: "not_found", data: {} };
+    for (const [method, path, status, body] of [
+      // Not digits: no record route at all, as for any other word there.
+      ["GET", `${table_}/records/%2e%2e`, 404, notFound],
+      ["DELETE", `${table_}/records/%2e%2e/%2e%2e`, 404, notFound],
+      ["GET", `${table_}/records/%00`, 404, notFound],
+      ["DELETE", `${table_}/records/${rowId}%2F1`, 404, notFound],
+      ["GET", `${table_}/records/%`, 404, notFound],
+      ["GET", `/public/v1/databases/%2e%2e/tables/${table.tableId}/records`, 400, "database_id"],
+      ["GET", `/public/v1/databases/%2F/tables/${table.tableId}/records`, 400, "database_id"],
+      ["GET", `/public/v1/databases/${tenant.databaseId}/tables/%00/records`, 400, "table_id"],
+      ["GET", `/public/v1/databases/%/tables/${table.tableId}/records`, 400, "database_id"],
+      ["GET", `/public/v1/databases/%C0%AF/tables/${table.tableId}/records`, 400, "database_id"],
+    ] as const) {
+      const answer = await send(method, path);
+      expect({ path, status: answer.status }).toEqual({ path, status });
+      if (typeof body === "string") {
+        expect(answer.body).toMatchObject({ extra: [{ key: body, source: "path" }] });
+      } else {
+        expect(answer.body).toEqual(body);
+      }
+    }
+    // None of them touched the record.
+    const after = await api("GET", p.record(rowId), { token: tenant.readToken });
+    expect(after.body.data.record.data[table.id("Text")]).toBe("changed");
   });
 
   it("answers records that the table's own OpenAPI document describes, empty cells too", async () => {
