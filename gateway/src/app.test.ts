@@ -317,6 +317,52 @@ describe("the gateway over HTTP", () => {
       expect(parsed(await request("GET /health HTTP/1.0", "")).status).toBe(200);
     });
 
+    it("refuses a header that must come once and came twice, naming it", async () => {
+      const request = (line: string, headers: string, body = "") =>
+        exchange(gw, `${line}\r\nHost: x\r\n${headers}Connection: close\r\n\r\n${body}`);
+      const jwt = `Bearer ${"e30".repeat(3)}`;
+      const token = `Bearer rb_${"a".repeat(40)}`;
+      for (const [line, headers, body, key] of [
+        ["GET /auth/current HTTP/1.1", `Authorization: ${jwt}\r\nAuthorization: ${token}\r\n`],
+        ["GET /auth/current HTTP/1.1", `Authorization: ${jwt}\r\nauthorization: ${jwt}\r\n`],
+        [
+          "GET /public/v1/databases/1/tables/2/records HTTP/1.1",
+          `Authorization: ${token}\r\nAuthorization: ${token}\r\n`,
+        ],
+        ["GET /health HTTP/1.1", "Authorization: Bearer a\r\nAuthorization: Bearer b\r\n"],
+        ["GET /health HTTP/1.1", "Host: y\r\n", "", "host"],
+        [
+          "POST /auth/login HTTP/1.1",
+          "Content-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n",
+          "{}",
+          "content-type",
+        ],
+      ] as const) {
+        const path = line.split(" ")[1] ?? "";
+        const answer = parsed(await request(line, headers, body));
+        expect({ line, status: answer.status, body: answer.body }).toEqual({
+          line,
+          status: 400,
+          body: validation(line.split(" ")[0] ?? "", path, [
+            { key: key ?? "authorization", message: "must be sent once", source: "header" },
+          ]),
+        });
+        expect(answer.headers.get("x-request-id"), line).toMatch(/^[0-9a-f-]{36}$/);
+      }
+      // Node's parser refuses a repeated Content-Length itself, equal or not.
+      for (const lengths of ["2", "3"]) {
+        const answer = parsed(
+          await request(
+            "POST /auth/login HTTP/1.1",
+            `Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: ${lengths}\r\n`,
+            "{}",
+          ),
+        );
+        expect(answer.status).toBe(400);
+        expect(answer.body).toEqual({ message: "malformed_request", data: {} });
+      }
+    });
+
     it("answers OPTIONS on a known path with Allow", async () => {
       const response = await call(gw, "/auth/login", { method: "OPTIONS" });
       expect(response.status).toBe(204);

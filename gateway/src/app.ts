@@ -26,9 +26,9 @@ import { accessLog } from "./middleware/access-log.js";
 import { httpMetrics } from "./middleware/http-metrics.js";
 import { normalizePath } from "./middleware/normalize-path.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
+import { checkRequestHeaders } from "./middleware/request-headers.js";
 import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
-import { requireHost } from "./middleware/require-host.js";
 import { responseHeaders } from "./middleware/response-headers.js";
 import { routeFallback } from "./middleware/route-fallback.js";
 import { createApiCallQuota } from "./quota/api-call-quota.js";
@@ -153,9 +153,9 @@ export interface Gateway {
  * The gateway as a Koa app that does not listen, so tests and the one-process launcher can
  * mount it themselves. Order matters: the path's one spelling first (everything below reads
  * it), the request's trace span next (every log line below carries its trace id), the request
- * id next (every response carries it), the metrics and the
- * access log around the one error middleware (they see the final status), the query-credential
- * refusal before any route, the routes, and the 404/405 fallback last. `publicBaseUrl` is
+ * id next (every response carries it), the metrics and the access log around the one error
+ * middleware (they see the final status), the header checks and the query-credential refusal
+ * before any route, the routes, and the 404/405 fallback last. `publicBaseUrl` is
  * PUBLIC_BASE_URL, or the address the caller listens on when it is unset.
  */
 export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway {
@@ -195,7 +195,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
   app.use(httpMetrics(metrics));
   app.use(accessLog());
   app.use(errorMiddleware());
-  app.use(requireHost());
+  app.use(checkRequestHeaders());
   app.use(refuseQueryCredentials());
   app.use(router.routes());
   app.use(routeFallback());

@@ -37,7 +37,7 @@ export async function startGateway(
   await deps.bus.ensureStreams(STREAMS);
   const { config } = deps;
   const server = createServer({
-    // A request without Host is refused by the app (middleware/require-host.ts), in the envelope.
+    // A request without Host is refused by the app (middleware/request-headers.ts), in the envelope.
     requireHostHeader: false,
     // Slow senders are bounded while they send (headers here, bodies by watchRequestBody),
     // not by Node's 300 s for a whole request, which cut any upload slower than 3.3 MB/s.

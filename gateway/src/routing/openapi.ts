@@ -56,7 +56,8 @@ export function buildOpenApiDocument(
       version: "1.0.0",
       description:
         "REST interface of Rowbase. Every response carries `X-Request-Id`. Credentials go in " +
-        "`Authorization: Bearer`, never in the query string.",
+        "`Authorization: Bearer`, never in the query string. `Host`, `Authorization` and " +
+        "`Content-Type` are sent at most once: a second one answers 400 naming the header.",
     },
     servers: [{ url: options.serverUrl }],
     tags: [
