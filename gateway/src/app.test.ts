@@ -507,6 +507,33 @@ describe("the gateway over HTTP", () => {
       }
     });
 
+    it("lists the first 100 problems and says how many there were", async () => {
+      // Short keys, so that 100,000 of them fit in the 1 MiB a JSON body may have.
+      const key = (i: number) => `k${i.toString(36)}`;
+      const body = Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [key(i), 0]));
+      const response = await call(gw, "/auth/login?a=1&b=2", { method: "POST", json: body });
+      expect(response.status).toBe(400);
+      const envelope = response.body as { detail: string; extra: { key: string }[] };
+      expect(envelope.detail).toBe(
+        "Validation failed for POST /auth/login: the first 100 of 100004 problems are listed",
+      );
+      expect(envelope.extra).toHaveLength(100);
+      // In the order they were found: the query's first, then the body's.
+      expect(envelope.extra.slice(0, 5)).toEqual([
+        { key: "a", message: "is not allowed", source: "query" },
+        { key: "b", message: "is not allowed", source: "query" },
+        { key: "email", message: "is required", source: "body" },
+        { key: "password", message: "is required", source: "body" },
+        { key: "k0", message: "is not allowed", source: "body" },
+      ]);
+      expect(envelope.extra.at(-1)).toEqual({
+        key: key(95),
+        message: "is not allowed",
+        source: "body",
+      });
+      expect(response.text.length).toBeLessThan(10_000);
+    });
+
     it("refuses unknown query parameters", async () => {
       const response = await call(gw, "/auth/login?limt=1", {
         method: "POST",

@@ -283,6 +283,29 @@ describe("v1 routes (SPEC 8.1)", () => {
     ).toBe(true);
   });
 
+  it("lists the first 100 problems a service found, and says how many there were", async () => {
+    const t = await createTable(api, tenant, [{ name: "Qty", type: "number" }]);
+    const p = v1(t.databaseId, t.tableId);
+    await seed(api, tenant.writeToken, t, [{ Qty: 1 }]);
+    const before = await list(api, tenant.readToken, t);
+    const response = await api("POST", p.batch, {
+      token: tenant.writeToken,
+      body: { records: Array.from({ length: 150 }, () => ({ data: { Qty: "lots" } })) },
+    });
+    expect(response.status, JSON.stringify(response.body).slice(0, 300)).toBe(400);
+    expect(response.body.detail).toBe(
+      `Validation failed for POST ${p.batch}: the first 100 of 150 problems are listed`,
+    );
+    expect(response.body.extra).toHaveLength(100);
+    expect(response.body.extra[0]).toEqual(
+      expect.objectContaining({ key: "records.0.data.Qty", source: "body" }),
+    );
+    expect(response.body.extra[99]).toEqual(
+      expect.objectContaining({ key: "records.99.data.Qty", source: "body" }),
+    );
+    expect(await list(api, tenant.readToken, t)).toEqual(before);
+  });
+
   it("reads percent-encoded ids as the plain ones, and answers path tricks with a 4xx", async () => {
     const [record] = await seed(api, tenant.writeToken, table, [{ Text: "encoded" }]);
     const rowId = record!.row_id;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { itemsFromIssues, validationEnvelope } from "./validation-failed.js";
+import { itemsFromIssues, VALIDATION_ITEMS_MAX, validationEnvelope } from "./validation-failed.js";
 
 const schema = z.strictObject({
   email: z.string().email({ message: "must be a valid e-mail address" }),
@@ -50,6 +50,23 @@ describe("validation items", () => {
     expect(itemsOf({ email: "a@b.co", age: "3" }, "query")).toEqual([
       { key: "age", message: "must be a number", source: "query" },
     ]);
+  });
+
+  it("lists at most VALIDATION_ITEMS_MAX items, and says so only when it leaves some out", () => {
+    const items = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        key: `k${i}`,
+        message: "is not allowed",
+        source: "body" as const,
+      }));
+    const full = validationEnvelope("POST", "/x", items(VALIDATION_ITEMS_MAX));
+    expect(full.detail).toBe("Validation failed for POST /x");
+    expect(full.extra).toHaveLength(VALIDATION_ITEMS_MAX);
+    const over = validationEnvelope("POST", "/x", items(VALIDATION_ITEMS_MAX + 1));
+    expect(over.detail).toBe(
+      `Validation failed for POST /x: the first ${VALIDATION_ITEMS_MAX} of ${VALIDATION_ITEMS_MAX + 1} problems are listed`,
+    );
+    expect(over.extra).toEqual(items(VALIDATION_ITEMS_MAX));
   });
 
   it("builds the exact envelope of SPEC section 1", () => {

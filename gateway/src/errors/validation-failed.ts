@@ -25,12 +25,29 @@ export class ValidationFailed extends Error {
   }
 }
 
+/**
+ * The most items `extra` lists. A body of 1 MiB can hold some 100,000 unknown keys, each one a
+ * problem: listing every one made the answer grow with the request. The first ones, in the
+ * order they were found, are enough to fix a request and send it again.
+ */
+export const VALIDATION_ITEMS_MAX = 100;
+
+/**
+ * The envelope of the items, of every 400 of this shape, the gateway's and the services' alike.
+ * Past VALIDATION_ITEMS_MAX the detail says how many problems there were in all.
+ */
 export function validationEnvelope(
   method: string,
   path: string,
   items: ValidationItem[],
 ): ValidationEnvelope {
-  return { status_code: 400, detail: `Validation failed for ${method} ${path}`, extra: items };
+  const detail = `Validation failed for ${method} ${path}`;
+  if (items.length <= VALIDATION_ITEMS_MAX) return { status_code: 400, detail, extra: items };
+  return {
+    status_code: 400,
+    detail: `${detail}: the first ${VALIDATION_ITEMS_MAX} of ${items.length} problems are listed`,
+    extra: items.slice(0, VALIDATION_ITEMS_MAX),
+  };
 }
 
 const TYPE_NAMES: Record<string, string> = {

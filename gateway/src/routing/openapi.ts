@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
+import { VALIDATION_ITEMS_MAX } from "../errors/validation-failed.js";
 import { requestSchemas, responseSchemas, schemaIdOf } from "./api-schemas.js";
 import type { AuthMode, Route } from "./route.js";
 
@@ -309,9 +310,17 @@ function envelopeSchemas(routes: readonly Route[]): Record<string, JsonSchema> {
       required: ["status_code", "detail", "extra"],
       properties: {
         status_code: { const: 400 },
-        detail: { type: "string", examples: ["Validation failed for POST /auth/login"] },
+        detail: {
+          type: "string",
+          description:
+            `\`Validation failed for METHOD /path\`; past ${VALIDATION_ITEMS_MAX} problems it ` +
+            `goes on \`: the first ${VALIDATION_ITEMS_MAX} of N problems are listed\``,
+          examples: ["Validation failed for POST /auth/login"],
+        },
         extra: {
           type: "array",
+          description: `Every problem found, in the order found, the first ${VALIDATION_ITEMS_MAX} of them`,
+          maxItems: VALIDATION_ITEMS_MAX,
           items: {
             type: "object",
             required: ["key", "message", "source"],
