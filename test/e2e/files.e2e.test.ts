@@ -400,6 +400,10 @@ describe("files", () => {
       `/file/signed/${flipped}`,
       `/file/signed/x${token}`,
       "/file/signed/nope",
+      // Bytes a token never holds: refused as a tampered token is, never a 500.
+      `/file/signed/${token}%00`,
+      `/file/signed/${token}%2F${token}`,
+      `/file/signed/%C0%AE${token}`,
     ]) {
       const response = await raw(sys.baseUrl, "GET", tampered);
       expectError({ status: response.status, body: response.json }, 404, "file_not_found");

@@ -148,6 +148,10 @@ describe("/openapi.json against the routes' answers", () => {
   it("health", async () => {
     expect((await call("GET", "/health")).status).toBe(200);
     expect((await call("GET", "/health/ready")).status).toBe(200);
+    // A monitor's cache-buster is ignored there; a credential is not.
+    expect((await call("GET", "/health", { query: { ts: "1" } })).status).toBe(200);
+    expect((await call("GET", "/health/ready", { query: { ts: "1" } })).status).toBe(200);
+    expect((await call("GET", "/health", { query: { api_key: "x" } })).status).toBe(400);
   });
 
   it("documentation", async () => {
@@ -171,6 +175,13 @@ describe("/openapi.json against the routes' answers", () => {
     expect(
       (await call("POST", "/auth/register", { body: { email, password: PASSWORD, x: 1 } })).status,
     ).toBe(400);
+    // More problems than the envelope lists: still the documented shape.
+    const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`x${i}`, 1]));
+    const capped = await call("POST", "/auth/register", {
+      body: { email, password: "x", ...many },
+    });
+    expect(capped.status).toBe(400);
+    expect(capped.body.extra).toHaveLength(100);
     expect(
       (await call("POST", "/auth/login", { body: { email, password: PASSWORD } })).body.message,
     ).toBe("email_not_verified");
