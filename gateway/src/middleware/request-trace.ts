@@ -8,7 +8,8 @@ import { loggablePath } from "./loggable-path.js";
  * One server span per request, continuing the client's W3C `traceparent` when it sends one.
  * Everything below runs inside it: log lines carry its `trace_id`, and every gRPC call passes
  * it on (downstream-call.ts), so the services' spans and logs join the same trace. First in
- * the stack, so that even the request id's and the error middleware's lines belong to it.
+ * the stack but for the path's normalization (normalize-path.ts), which its `url.path` reads,
+ * so that even the request id's and the error middleware's lines belong to it.
  */
 export function requestTrace(): Middleware<GatewayState> {
   ensureTracing();
