@@ -147,7 +147,8 @@ function responsesOf(route: Route): Record<string, unknown> {
     const status = ERROR_STATUS[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  // Every route can refuse its query string (unknown parameters, credentials) with 400.
+  // Every route can refuse its query string (unknown parameters, credentials) or a header sent
+  // twice with 400.
   byStatus.set(400, byStatus.get(400) ?? []);
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const domain = codes.length > 0 ? domainErrorSchema(codes) : undefined;

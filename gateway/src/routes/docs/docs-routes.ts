@@ -63,7 +63,7 @@ const schemaRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 /** What every one of these routes may answer besides its success. */
 const DOCS_ERRORS = {
   400: {
-    description: "A credential in the query string",
+    description: "A credential in the query string, or a header sent twice",
     content: { "application/json": { schema: schemaRef("ValidationError") } },
   },
   500: {
