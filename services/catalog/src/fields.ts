@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -212,22 +213,27 @@ export class Fields {
         // empties. Records holds writes to a field being made required until catalog's commit
         // has surely reached them; made optional again, records lets them go at once. A change
         // that fails after the check is not committed: records lets go of its writes at once
-        // too, rather than after its marks expire.
+        // too, rather than after its marks expire, and holds them to a field it was to make
+        // optional as required again. The change id names this attempt's marks, to the release
+        // and to the change's event (which ends them, and no later equal change's).
         const optionsChanged =
           !typeChanged && !isReadOnlyType(type) && !sameJson(options, old.options);
         const requiredChanged = required !== field.required;
         const records = this.deps.typeChanges;
+        const changeId = randomUUID();
         if ((typeChanged || optionsChanged || requiredChanged) && records) {
-          const marks = await records.check(
+          let marks: readonly bigint[] = [];
+          // Before the call: when its answer is lost, records may have left marks all the same,
+          // which the change id names.
+          changes.onAbandon(() => records.release(field.tableId, changeId, marks, call));
+          marks = await records.check(
             toField(field),
             fieldTypeToProto(type),
             options,
             required,
+            changeId,
             call,
           );
-          if (marks.length > 0) {
-            changes.onAbandon(() => records.release(field.tableId, marks, call));
-          }
         }
 
         if (patch.position !== undefined) {
@@ -273,6 +279,7 @@ export class Fields {
             oldOptions: old.options,
             newOptions: options,
             fieldName: field.name,
+            changeId,
           });
         } else if (optionsChanged) {
           await changes.publish(SUBJECTS.fieldChoicesRenamed, ChoicesRenamedSchema, {
@@ -283,6 +290,7 @@ export class Fields {
             ),
             type: fieldTypeToProto(type),
             options,
+            changeId,
           });
         }
         await changes.audit(scope, "field.updated", { type: "field", id: fieldId }, changed);

@@ -12,17 +12,28 @@ export interface TypeChangeCheck {
    * Asks whether every stored value of `field` converts to the new type and options, and, when
    * the field is to be `newRequired`, is not empty after it; throws field_type_change_invalid
    * when one does not. Answers the ids of the pending marks records left, which hold writes to
-   * the change until its event arrives (or they expire).
+   * the change until its event arrives (or they expire); they carry `changeId`, the id catalog
+   * gave this attempt at the change, which its event carries too.
    */
   check(
     field: Field,
     newType: FieldType,
     newOptions: JsonObject,
     newRequired: boolean,
+    changeId: string,
     context: CallContext,
   ): Promise<bigint[]>;
-  /** Removes the marks `markIds` of a change of the table's field that was not committed. */
-  release(tableId: bigint, markIds: readonly bigint[], context: CallContext): Promise<void>;
+  /**
+   * Undoes the check of the change `changeId` of the table's field, which was not committed:
+   * removes its marks (`markIds` too, for records replicas older than change ids), and holds
+   * writes again to the required marks it lifted.
+   */
+  release(
+    tableId: bigint,
+    changeId: string,
+    markIds: readonly bigint[],
+    context: CallContext,
+  ): Promise<void>;
 }
 
 /**
@@ -36,10 +47,10 @@ export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string):
   const asCatalog = (context: CallContext) =>
     callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId);
   return {
-    async check(field, newType, newOptions, newRequired, context) {
+    async check(field, newType, newOptions, newRequired, changeId, context) {
       try {
         const { markIds } = await records.checkFieldTypeChange(
-          { field, newType, newOptions, newRequired },
+          { field, newType, newOptions, newRequired, changeId },
           await asCatalog(context),
         );
         return markIds;
@@ -57,9 +68,9 @@ export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string):
         throw new Error("RecordsService.CheckFieldTypeChange failed", { cause: error });
       }
     },
-    async release(tableId, markIds, context) {
+    async release(tableId, changeId, markIds, context) {
       await records.releaseFieldTypeChange(
-        { tableId, markIds: [...markIds] },
+        { tableId, changeId, markIds: [...markIds] },
         await asCatalog(context),
       );
     },

@@ -149,12 +149,16 @@ export class CatalogEvents {
         let converted =
           before.converted + (await this.deps.typeChanges.applyLast(em, change, before.after));
         // Converted: the change is no longer pending, and writes need not convert to it.
-        const noted = await clearTypeChangePending(em, {
-          tableId: change.scope.tableId,
-          fieldId: change.fieldId,
-          toType: change.to.type,
-          toOptions: change.to.options,
-        });
+        const noted = await clearTypeChangePending(
+          em,
+          {
+            tableId: change.scope.tableId,
+            fieldId: change.fieldId,
+            toType: change.to.type,
+            toOptions: change.to.options,
+          },
+          change.changeId,
+        );
         // Writes checked against it that landed in a chunk converted before them (the last
         // chunk's were just converted).
         const passed = noted.filter((rowId) => BigInt(rowId) <= BigInt(before.after));
@@ -185,12 +189,16 @@ export class CatalogEvents {
         );
         const to = fieldLikeOf({ type: event.type, options: event.options });
         if (to) {
-          await clearTypeChangePending(em, {
-            tableId: event.tableId,
-            fieldId: event.fieldId,
-            toType: to.type,
-            toOptions: to.options,
-          });
+          await clearTypeChangePending(
+            em,
+            {
+              tableId: event.tableId,
+              fieldId: event.fieldId,
+              toType: to.type,
+              toOptions: to.options,
+            },
+            event.changeId,
+          );
         }
         break;
       }
@@ -240,6 +248,7 @@ function typeChangeOf(message: BusMessage): TypeChange | undefined {
     from,
     to,
     requestId: event.meta?.requestId ?? "",
+    changeId: event.changeId,
   };
 }
 

@@ -178,12 +178,13 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           req.newType,
           req.newOptions,
           req.newRequired,
+          req.changeId,
         );
         return { markIds: marks.map(BigInt) };
       },
       async releaseFieldTypeChange(req, ctx) {
         requireService(ctx);
-        await typeChanges.release(req.tableId, req.markIds.map(String));
+        await typeChanges.release(req.tableId, req.markIds.map(String), req.changeId);
         return {};
       },
     });

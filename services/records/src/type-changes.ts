@@ -16,9 +16,9 @@ import {
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import {
-  dropRequiredMarks,
   dropTypeChangeMarks,
   epochMs,
+  liftRequiredMarks,
   markTypeChangePending,
   notProcessed,
 } from "./db/record-store.js";
@@ -105,14 +105,16 @@ export class TypeChanges {
    * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
    * migrations/write-gate.ts). A field it agrees to make required is required of every write
    * for `PENDING_SECONDS`, or until the field is made optional again
-   * (migrations/required-marks.ts). Returns the ids of the marks it left, which `release` takes
-   * when catalog does not commit the change.
+   * (migrations/required-marks.ts). The marks carry `changeId`, catalog's id of this attempt at
+   * the change (migrations/change-ids.ts). Returns the ids of the marks it left; `release`
+   * takes them, or the change id, when catalog does not commit the change.
    */
   async check(
     field: Field,
     newType: FieldType,
     newOptions: JsonObject | undefined,
     required = false,
+    changeId = "",
   ): Promise<string[]> {
     const from = fieldLikeOf(field);
     const toType = fieldTypeFromProto(newType);
@@ -127,7 +129,7 @@ export class TypeChanges {
     // A select's new choices are pending too (a write of a removed one would store a value no
     // choice shows); catalog's ChoicesRenamed, not FieldTypeChanged, ends that. A field being
     // made required gets a mark of its own, which no event ends (migrations/required-marks.ts);
-    // made optional again, it loses it.
+    // made optional again, its marks are lifted, until the change is released.
     const converts = from.type !== to.type || !sameJson(from.options ?? {}, to.options ?? {});
     const rule: RequiredRule = !required ? "none" : field.required ? "kept" : "made";
     const target = {
@@ -137,11 +139,15 @@ export class TypeChanges {
       toOptions: to.options,
     };
     const marks = await this.tx.run({ principal: undefined, requestId: "" }, async ({ em }) => {
-      if (!required && field.required) await dropRequiredMarks(em, field.tableId, field.fieldId);
+      if (!required && field.required) {
+        await liftRequiredMarks(em, field.tableId, field.fieldId, changeId);
+      }
       const made: string[] = [];
-      if (converts) made.push(await markTypeChangePending(em, target, PENDING_SECONDS));
+      if (converts) {
+        made.push(await markTypeChangePending(em, target, PENDING_SECONDS, "converts", changeId));
+      }
       if (rule === "made") {
-        made.push(await markTypeChangePending(em, target, PENDING_SECONDS, "required"));
+        made.push(await markTypeChangePending(em, target, PENDING_SECONDS, "required", changeId));
       }
       return made;
     });
@@ -151,20 +157,21 @@ export class TypeChanges {
       await this.checkValues(field, from, to, rule);
     } catch (error) {
       // Catalog changes nothing after a refusal (or a failure): writes need not follow it.
-      await this.release(field.tableId, marks);
+      await this.release(field.tableId, marks, changeId);
       throw error;
     }
     return marks;
   }
 
   /**
-   * Removes the marks `ids` of the table's change that will not be applied: writes are no longer
-   * held to it. Only those: the marks of another change of the field, later or not, stay.
+   * Removes the marks `ids`, and those of `changeId`, of the table's change that will not be
+   * applied: writes are no longer held to it, and are held again to the required marks it
+   * lifted. Only those: the marks of another change of the field, later or not, stay.
    */
-  async release(tableId: bigint, ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
+  async release(tableId: bigint, ids: readonly string[], changeId = ""): Promise<void> {
+    if (ids.length === 0 && !changeId) return;
     await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
-      dropTypeChangeMarks(em, tableId, ids),
+      dropTypeChangeMarks(em, tableId, ids, changeId),
     );
   }
 
@@ -309,6 +316,8 @@ export interface TypeChange {
   to: FieldLike;
   /** The request that changed the type, for the events the conversion writes. */
   requestId: string;
+  /** Catalog's id of the change, which its check's marks carry; empty from older catalogs. */
+  changeId: string;
 }
 
 /** The conversion acts on its own: its audit entries name the system. */

@@ -180,6 +180,7 @@ export async function startHarness(): Promise<Harness> {
     "WriteGate",
     "PendingWrites",
     "RequiredMarks",
+    "ChangeIds",
   ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>

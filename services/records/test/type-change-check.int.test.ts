@@ -1,6 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Code, freePort, processMetricsRegistry } from "@rowbase/kit";
+import { ConnectError } from "@connectrpc/connect";
+import { Code, freePort, processMetricsRegistry, startGrpcServer } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   as,
@@ -9,6 +11,8 @@ import {
   failureOf,
   type Harness,
   reasonOf,
+  SECRET,
+  SERVICE,
   startHarness,
   type Team,
   type TestTable,
@@ -62,6 +66,26 @@ async function tableWith(name: string, type: FieldType, values: JsonObject[]): P
 }
 
 const fieldIdOf = (table: TestTable, name: string) => BigInt(table.id[name]!);
+
+/** Records' marks of a table: whether each is a required one, and whether it holds writes. */
+async function marksOf(tableId: bigint) {
+  const { rows } = await h.db.query(
+    `select required, lifted_by is null as holds from records.pending_type_change
+     where table_id = $1 order by id`,
+    [tableId.toString()],
+  );
+  return rows;
+}
+
+/** Runs `work` with catalog's outbox away: every change it commits fails, after the check. */
+async function outboxAway<T>(work: () => Promise<T>): Promise<T> {
+  await h.db.query("alter table catalog.outbox rename to outbox_away");
+  try {
+    return await work();
+  } finally {
+    await h.db.query("alter table catalog.outbox_away rename to outbox");
+  }
+}
 
 describe("type changes checked by records", () => {
   it("asks records, as a service, before a type change and goes ahead when it agrees", async () => {
@@ -167,18 +191,14 @@ describe("type changes checked by records", () => {
     const checked = await checksAnswered();
     // Records agrees to the number field made required; then catalog's transaction fails (its
     // outbox is away) and rolls back.
-    await h.db.query("alter table catalog.outbox rename to outbox_away");
-    let failure: Awaited<ReturnType<typeof failureOf>>;
-    try {
-      failure = await failureOf(
+    const failure = await outboxAway(() =>
+      failureOf(
         h.catalog.updateField(
           { fieldId: fieldIdOf(table, "Must"), type: FieldType.NUMBER, required: true },
           editor,
         ),
-      );
-    } finally {
-      await h.db.query("alter table catalog.outbox_away rename to outbox");
-    }
+      ),
+    );
     expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
     expect(await checksAnswered()).toBe(checked + 1);
     expect(await catalogState(tableId)).toEqual(before);
@@ -189,6 +209,83 @@ describe("type changes checked by records", () => {
       [tableId.toString()],
     );
     expect(rows[0].n).toBe(0);
+    await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
+    await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
+    const { records } = await h.records.listRecords({ tableId }, await as(t.owner));
+    expect(records.map((r) => r.data[table.id.Must!])).toEqual(["12", null, "twelve"]);
+  });
+
+  it("holds writes to a field as required again when making it optional was not committed", async () => {
+    const table = await tableWith("Kept", FieldType.TEXT, [{ Kept: "a" }]);
+    const fieldId = fieldIdOf(table, "Kept");
+    const editor = await as(t.editor);
+    // Made required: records holds every write to it for a while (for schemas cached before).
+    await h.catalog.updateField({ fieldId, required: true }, editor);
+    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: true }]);
+    const before = await catalogState(table.tableId);
+    // Made optional again, but catalog's transaction fails after the check: the field is still
+    // required, and so is the mark.
+    const failure = await outboxAway(() =>
+      failureOf(h.catalog.updateField({ fieldId, required: false }, editor)),
+    );
+    expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
+    expect(await catalogState(table.tableId)).toEqual(before);
+    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: true }]);
+    // Committed, it lets the writes go.
+    await h.catalog.updateField({ fieldId, required: false }, editor);
+    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: false }]);
+    await h.records.createRecord({ tableId: table.tableId, data: {} }, editor);
+  });
+
+  it("lets records go of a change whose check's answer was lost, by the change's id", async () => {
+    const table = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      [def("Must", FieldType.TEXT), def("Note", FieldType.TEXT)],
+      "Unanswered",
+    );
+    const { tableId } = table;
+    const editor = await as(t.editor);
+    await h.records.createRecord({ tableId, data: { Must: "12" } }, editor);
+    // Between catalog and records: the check reaches records, which agrees and leaves its
+    // marks, but its answer is lost on the way back; a release goes through.
+    const front = await startGrpcServer({
+      routes(router) {
+        router.service(RecordsService, {
+          async checkFieldTypeChange(req) {
+            await h.records.checkFieldTypeChange(req, await as(SERVICE));
+            throw new ConnectError("connection lost", Code.Unavailable);
+          },
+          async releaseFieldTypeChange(req) {
+            return h.records.releaseFieldTypeChange(req, await as(SERVICE));
+          },
+        });
+      },
+      services: [RecordsService],
+      host: "127.0.0.1",
+      port: 0,
+      logger: h.logger,
+      internalSecret: SECRET,
+    });
+    const away = await h.catalogReplica({ RECORDS_GRPC_URL: `http://127.0.0.1:${front.port}` });
+    try {
+      const before = await catalogState(tableId);
+      expect(
+        await failureOf(
+          away.catalog.updateField(
+            { fieldId: fieldIdOf(table, "Must"), type: FieldType.NUMBER, required: true },
+            editor,
+          ),
+        ),
+      ).toMatchObject({ code: Code.Unavailable });
+      expect(await catalogState(tableId)).toEqual(before);
+    } finally {
+      await away.stop();
+      await front.close();
+    }
+    // Catalog released the change by the id it gave it: records holds no write to it.
+    expect(await marksOf(tableId)).toEqual([]);
     await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
     await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
     const { records } = await h.records.listRecords({ tableId }, await as(t.owner));

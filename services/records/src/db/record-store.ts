@@ -680,7 +680,10 @@ export interface PendingTypeChange {
   required: boolean;
 }
 
-/** The live pending type changes of a table's fields (`write_gate` answered `pending`). */
+/**
+ * The live pending type changes of a table's fields (`write_gate` answered `pending`), but for
+ * required marks a change making the field optional lifted.
+ */
 export async function pendingTypeChanges(
   em: EntityManager,
   tableId: bigint,
@@ -694,7 +697,7 @@ export async function pendingTypeChanges(
   }>(
     em,
     `select id, field_id, to_type, to_options, required from pending_type_change
-     where table_id = $1 and expires_at > now() order by id`,
+     where table_id = $1 and expires_at > now() and lifted_by is null order by id`,
     [tableId],
   );
   return rows.map((row) => ({
@@ -721,20 +724,22 @@ export type MarkKind = "converts" | "required";
  * Marks a type change of a field as pending for `seconds` (CheckFieldTypeChange, before it reads
  * the values), under the table's exclusive lock: every write that took the table's shared lock
  * before has committed when this commits, and every later one finds the mark (`write_gate`).
- * The table's expired marks go with it (`dropTypeChangeMarks`). Returns the mark's id.
+ * The mark carries the `changeId` catalog gave the check (migrations/change-ids.ts). The table's
+ * expired marks go with it (`dropTypeChangeMarks`). Returns the mark's id.
  */
 export async function markTypeChangePending(
   em: EntityManager,
   change: PendingTarget,
   seconds: number,
   kind: MarkKind = "converts",
+  changeId = "",
 ): Promise<string> {
   await dropTypeChangeMarks(em, change.tableId, []);
   const [row] = await query<{ id: string }>(
     em,
     `insert into pending_type_change
-       (table_id, field_id, to_type, to_options, expires_at, required)
-     values ($1, $2, $3, $4::jsonb, now() + make_interval(secs => $5), $6)
+       (table_id, field_id, to_type, to_options, expires_at, required, change_id)
+     values ($1, $2, $3, $4::jsonb, now() + make_interval(secs => $5), $6, nullif($7, ''))
      returning id`,
     [
       change.tableId,
@@ -743,15 +748,17 @@ export async function markTypeChangePending(
       JSON.stringify(change.toOptions ?? {}),
       seconds,
       kind === "required",
+      changeId,
     ],
   );
   return row!.id;
 }
 
 /**
- * Removes the table's marks `ids` of a change that will not be applied (the check refused it or
- * failed, or catalog did not commit it), and the table's expired marks, in the caller's
- * transaction. Under the table's exclusive lock, as every deletion of a mark: a write noting its
+ * Removes the table's marks of a change that will not be applied (the check refused it or
+ * failed, or catalog did not commit it): those `ids` and those of `changeId`, and the table's
+ * expired marks, in the caller's transaction; the required marks `changeId` lifted hold writes
+ * again. Under the table's exclusive lock, as every deletion of a mark: a write noting its
  * records under a mark holds the shared one, so no note names a mark that is gone, and a mark's
  * notes go with it (migrations/pending-writes.ts). Ids already gone, or of another table, are
  * left alone.
@@ -760,68 +767,93 @@ export async function dropTypeChangeMarks(
   em: EntityManager,
   tableId: bigint,
   ids: readonly string[],
+  changeId = "",
 ): Promise<void> {
   await lockTableExclusive(em, tableId);
   await query(
     em,
     `delete from pending_type_change
-     where table_id = $1 and (id = any($2::bigint[]) or expires_at <= now())`,
-    [tableId, ids],
+     where table_id = $1
+       and (id = any($2::bigint[]) or change_id = nullif($3, '') or expires_at <= now())`,
+    [tableId, ids, changeId],
   );
+  if (changeId) {
+    await query(
+      em,
+      "update pending_type_change set lifted_by = null where table_id = $1 and lifted_by = $2",
+      [tableId, changeId],
+    );
+  }
 }
 
 /**
- * Removes the required marks of a field made optional again (its check, under the table's
- * exclusive lock, in the caller's transaction): writes may leave it empty at once.
+ * Lets writes leave a field made optional again empty, at once (its check, under the table's
+ * exclusive lock, in the caller's transaction): its required marks are lifted by `changeId`,
+ * whose release makes them hold writes again (migrations/change-ids.ts); without a change id
+ * (catalogs older than it), they are removed.
  */
-export async function dropRequiredMarks(
+export async function liftRequiredMarks(
   em: EntityManager,
   tableId: bigint,
   fieldId: bigint,
+  changeId: string,
 ): Promise<void> {
   await lockTableExclusive(em, tableId);
   await query(
     em,
-    "delete from pending_type_change where table_id = $1 and field_id = $2 and required",
-    [tableId, fieldId],
+    changeId
+      ? "update pending_type_change set lifted_by = $3 where table_id = $1 and field_id = $2 and required"
+      : "delete from pending_type_change where table_id = $1 and field_id = $2 and required",
+    changeId ? [tableId, fieldId, changeId] : [tableId, fieldId],
   );
 }
 
 /**
  * Removes the pending marks of a field's change to `to`, applied, in a transaction that holds the
- * table's exclusive lock; returns the records that writes noted under them
- * (`notePendingWrites`), which the conversion may have passed before they were written.
+ * table's exclusive lock: those of its `changeId`, which its event carries; returns the records
+ * that writes noted under them (`notePendingWrites`), which the conversion may have passed
+ * before they were written.
  */
 export async function clearTypeChangePending(
   em: EntityManager,
   change: PendingTarget,
+  changeId: string,
 ): Promise<string[]> {
-  // The marks of this change only: its check's (made more than once when a check was tried
-  // again), not those of the same change made again later (decimals 2 -> 0, back to 2, to 0
-  // again), whose own check must hold writes until its own event is applied. Changes of a field
-  // are checked and applied in order, so the marks equal to this change that come before the
-  // first later mark of another change are this change's; the rest are a later one's. The
-  // statement reads the notes as they were before it, their marks' deletion takes them.
+  // An event of a catalog older than change ids, whose check left marks without one: the marks
+  // of this change only, its check's (made more than once when a check was tried again), not
+  // those of the same change made again later (decimals 2 -> 0, back to 2, to 0 again), whose
+  // own check must hold writes until its own event is applied. Changes of a field are checked
+  // and applied in order, so the marks equal to this change that come before the first later
+  // mark of another change are this change's; the rest are a later one's.
+  const equalBeforeOther = `
+    with equal as (
+      select id from pending_type_change
+      where table_id = $1 and field_id = $2 and not required and change_id is null
+        and to_type = $3 and to_options = $4::jsonb
+    ), later_other as (
+      select min(id) as id from pending_type_change
+      where table_id = $1 and field_id = $2 and not required and change_id is null
+        and not (to_type = $3 and to_options = $4::jsonb)
+        and id > (select min(id) from equal)
+    )
+    select id from equal
+    where id < coalesce((select id from later_other), 9223372036854775807)`;
+  // The statement reads the notes as they were before it, their marks' deletion takes them.
   const rows = await query<{ row_id: string }>(
     em,
-    `with equal as (
-       select id from pending_type_change
-       where table_id = $1 and field_id = $2 and not required
-         and to_type = $3 and to_options = $4::jsonb
-     ), later_other as (
-       select min(id) as id from pending_type_change
-       where table_id = $1 and field_id = $2 and not required
-         and not (to_type = $3 and to_options = $4::jsonb)
-         and id > (select min(id) from equal)
-     ), gone as (
-       delete from pending_type_change
-       where id in (select id from equal)
-         and id < coalesce((select id from later_other), 9223372036854775807)
-       returning id
+    `with mine as (${
+      changeId
+        ? `select id from pending_type_change
+           where table_id = $1 and field_id = $2 and not required and change_id = $3`
+        : equalBeforeOther
+    }), gone as (
+       delete from pending_type_change where id in (select id from mine) returning id
      )
      select distinct w.row_id from pending_type_change_write w join gone on gone.id = w.mark_id
      order by w.row_id`,
-    [change.tableId, change.fieldId, change.toType, JSON.stringify(change.toOptions ?? {})],
+    changeId
+      ? [change.tableId, change.fieldId, changeId]
+      : [change.tableId, change.fieldId, change.toType, JSON.stringify(change.toOptions ?? {})],
   );
   return rows.map((row) => row.row_id);
 }

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { ChangeIds } from "./change-ids.js";
 import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
 import { PendingWrites } from "./pending-writes.js";
@@ -83,4 +84,5 @@ export const migrations = [
   WriteGate,
   PendingWrites,
   RequiredMarks,
+  ChangeIds,
 ];
