@@ -6,6 +6,13 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import type { CallContext } from "./change-set.js";
 import { fieldTypeChangeInvalid } from "./errors.js";
 
+/**
+ * How long catalog waits for a release. It can follow a check that waited for records its whole
+ * deadline (DEFAULT_RPC_TIMEOUT_MS, 8 s): together they stay within the gateway's 10 s, so the
+ * caller still gets catalog's answer. A release that times out leaves the marks to expire.
+ */
+const RELEASE_TIMEOUT_MS = 1_000;
+
 /** Records' side of a change of a field's type, options or required flag. */
 export interface TypeChangeCheck {
   /**
@@ -71,7 +78,7 @@ export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string):
     async release(tableId, changeId, markIds, context) {
       await records.releaseFieldTypeChange(
         { tableId, changeId, markIds: [...markIds] },
-        await asCatalog(context),
+        { ...(await asCatalog(context)), timeoutMs: RELEASE_TIMEOUT_MS },
       );
     },
   };

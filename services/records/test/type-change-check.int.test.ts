@@ -1,6 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
-import { Code, freePort, processMetricsRegistry, startGrpcServer } from "@rowbase/kit";
+import {
+  Code,
+  DEFAULT_RPC_TIMEOUT_MS,
+  freePort,
+  processMetricsRegistry,
+  startGrpcServer,
+} from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -250,6 +256,7 @@ describe("type changes checked by records", () => {
     await h.records.createRecord({ tableId, data: { Must: "12" } }, editor);
     // Between catalog and records: the check reaches records, which agrees and leaves its
     // marks, but its answer is lost on the way back; a release goes through.
+    const releaseDeadlines: number[] = [];
     const front = await startGrpcServer({
       routes(router) {
         router.service(RecordsService, {
@@ -257,7 +264,8 @@ describe("type changes checked by records", () => {
             await h.records.checkFieldTypeChange(req, await as(SERVICE));
             throw new ConnectError("connection lost", Code.Unavailable);
           },
-          async releaseFieldTypeChange(req) {
+          async releaseFieldTypeChange(req, ctx) {
+            releaseDeadlines.push(ctx.timeoutMs() ?? Number.POSITIVE_INFINITY);
             return h.records.releaseFieldTypeChange(req, await as(SERVICE));
           },
         });
@@ -284,7 +292,11 @@ describe("type changes checked by records", () => {
       await away.stop();
       await front.close();
     }
-    // Catalog released the change by the id it gave it: records holds no write to it.
+    // Catalog released the change by the id it gave it: records holds no write to it. The
+    // release's deadline and a check's stay within the gateway's (10 s), so that a records that
+    // hangs still gets the caller catalog's answer.
+    expect(releaseDeadlines).toHaveLength(1);
+    expect(DEFAULT_RPC_TIMEOUT_MS + releaseDeadlines[0]!).toBeLessThan(10_000);
     expect(await marksOf(tableId)).toEqual([]);
     await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
     await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
