@@ -958,25 +958,36 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       const deployment = named(s3, "Deployment", `rowbase-${process}`)!;
       const env = environmentOf(s3, deployment.spec.template.spec.containers[0]);
       const parsed = envSchemaOf(process).parse(env) as { DATABASE_POOL_MAX?: number };
-      const expected = process === "gateway" ? undefined : process === "files" ? 4 : 10;
+      const expected = process === "gateway" ? undefined : process === "files" ? 4 : 8;
       expect(parsed.DATABASE_POOL_MAX, process).toBe(expected);
     }
-    // Five services of one replica with pools of 10 fit PostgreSQL's default 100, less 10 kept.
+    // Five services of one replica with pools of 8 hold 40, and during a rolling update each
+    // but files (ReadWriteOnce, recreated) starts a surge pod beside its replica: 72, which fits
+    // PostgreSQL's default 100 less 10 kept.
     expect(run().status).toBe(0);
+    const surging = run("--set", "postgresql.maxConnections=81");
+    expect(surging.status).not.toBe(0);
+    expect(surging.stderr).toContain(
+      "may open 72 PostgreSQL connections during a rolling update, 40 of the running pods and 32 of the surge pods",
+    );
+    expect(surging.stderr).toContain("identity (1+1) x 8");
+    expect(surging.stderr).toContain("files 1 x 8)");
+    expect(surging.stderr).toContain("more than the 71 of postgresql.maxConnections (81)");
     // (files stays at one replica: its ReadWriteOnce volume allows no more)
     const tripled = ["--set", "serviceDefaults.replicaCount=3", "--set", "files.replicaCount=1"];
     const crowded = run(...tripled);
     expect(crowded.status).not.toBe(0);
     expect(crowded.stderr).toContain("postgresql.maxConnections");
-    expect(crowded.stderr).toContain("may open 130 PostgreSQL connections");
-    expect(crowded.stderr).toContain("records 3 x 10");
-    expect(run(...tripled, "--set", "postgresql.maxConnections=140").status).toBe(0);
-    // Autoscaling counts its most replicas; smaller pools make room for them.
+    // A quarter of three replicas, rounded up as Kubernetes does: one surge pod each.
+    expect(crowded.stderr).toContain("may open 136 PostgreSQL connections");
+    expect(crowded.stderr).toContain("records (3+1) x 8");
+    expect(run(...tripled, "--set", "postgresql.maxConnections=146").status).toBe(0);
+    // Autoscaling counts its most replicas and their surge; smaller pools make room for them.
     const scaled = run("--set", "records.autoscaling.enabled=true");
     expect(scaled.status).not.toBe(0);
-    expect(scaled.stderr).toContain("records 6 x 10");
+    expect(scaled.stderr).toContain("records (6+2) x 8");
     expect(
-      run("--set", "records.autoscaling.enabled=true", "--set", "records.databasePoolMax=5").status,
+      run("--set", "records.autoscaling.enabled=true", "--set", "records.databasePoolMax=4").status,
     ).toBe(0);
     // The gateway holds no PostgreSQL connection, however far it scales.
     expect(

@@ -165,6 +165,26 @@ Call with (dict "root" $ "name" "identity"); returns YAML.
 {{- end }}
 
 {{/*
+How a process's Deployment replaces its pods. Call with (dict "root" $ "name" "files"). The
+connection budget (rowbase.validate) counts the surge pods from here.
+*/}}
+{{- define "rowbase.strategy" -}}
+{{- $c := include "rowbase.component" . | fromYaml }}
+{{- $storage := .root.Values.files.storage }}
+{{- $persistence := $storage.directory.persistence }}
+{{- if and (has "fileStorage" $c.needs) (eq $storage.type "directory") $persistence.enabled (not (has "ReadWriteMany" $persistence.accessModes)) }}
+# The files volume is ReadWriteOnce: a new pod on another node could not mount it.
+type: Recreate
+{{- else }}
+# New pods start beside the old ones, and none goes before its replacement is ready.
+type: RollingUpdate
+rollingUpdate:
+  maxUnavailable: 0
+  maxSurge: 25%
+{{- end }}
+{{- end }}
+
+{{/*
 The gRPC base URL of an enabled service, as the others reach it through its Service.
 */}}
 {{- define "rowbase.grpcUrl" -}}
@@ -363,20 +383,34 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- end }}
-{{- /* Every replica of every service may hold its whole pool at once (autoscaling: the most replicas). */}}
+{{- /*
+Every pod of every service may hold its whole pool at once: the replicas (autoscaling: the most
+replicas), and during a rolling update the surge pods beside them (maxSurge of the replicas,
+rounded up as Kubernetes does). The migrations Job is not added: it runs before the rollout,
+beside the old pods alone, one step at a time over one connection (kit's migrate applies a
+service's migrations in one transaction), fewer than any rollout's surge pods hold after it.
+*/}}
 {{- $connections := 0 }}
+{{- $surgeConnections := 0 }}
 {{- $pools := list }}
 {{- range (include "rowbase.components" . | fromYamlArray) }}
 {{- if and (has "database" .needs) (index $v .name).enabled }}
 {{- $s := include "rowbase.settings" (dict "root" $ "name" .name) | fromYaml }}
+{{- $pool := int $s.databasePoolMax }}
 {{- $replicas := int (ternary $s.autoscaling.maxReplicas $s.replicaCount $s.autoscaling.enabled) }}
-{{- $connections = add $connections (mul $replicas $s.databasePoolMax) }}
-{{- $pools = append $pools (printf "%s %d x %d" .name $replicas (int $s.databasePoolMax)) }}
+{{- $surge := 0 }}
+{{- with (include "rowbase.strategy" (dict "root" $ "name" .name) | fromYaml).rollingUpdate }}
+{{- $surge = div (add (mul $replicas (trimSuffix "%" .maxSurge | int)) 99) 100 }}
+{{- end }}
+{{- $connections = add $connections (mul $replicas $pool) }}
+{{- $surgeConnections = add $surgeConnections (mul $surge $pool) }}
+{{- $pools = append $pools (ternary (printf "%s (%d+%d) x %d" .name $replicas (int $surge) $pool) (printf "%s %d x %d" .name $replicas $pool) (gt (int $surge) 0)) }}
 {{- end }}
 {{- end }}
 {{- $available := sub $v.postgresql.maxConnections $v.postgresql.reservedConnections }}
-{{- if gt (int $connections) (int $available) }}
-{{- $problems = append $problems (printf "postgresql.maxConnections: the services' pools may open %d PostgreSQL connections (replicas x databasePoolMax: %s), more than the %d of postgresql.maxConnections (%d) minus postgresql.reservedConnections (%d); lower <service>.databasePoolMax or the replicas (autoscaling.maxReplicas), or raise max_connections on the server and set postgresql.maxConnections to it" (int $connections) (join ", " $pools) (int $available) (int $v.postgresql.maxConnections) (int $v.postgresql.reservedConnections)) }}
+{{- $peak := add $connections $surgeConnections }}
+{{- if gt (int $peak) (int $available) }}
+{{- $problems = append $problems (printf "postgresql.maxConnections: the services' pools may open %d PostgreSQL connections during a rolling update, %d of the running pods and %d of the surge pods started beside them ((replicas+surge) x databasePoolMax: %s), more than the %d of postgresql.maxConnections (%d) minus postgresql.reservedConnections (%d); lower <service>.databasePoolMax or the replicas (autoscaling.maxReplicas), or raise max_connections on the server and set postgresql.maxConnections to it" (int $peak) (int $connections) (int $surgeConnections) (join ", " $pools) (int $available) (int $v.postgresql.maxConnections) (int $v.postgresql.reservedConnections)) }}
 {{- end }}
 {{- /* Behind an Ingress every request's peer is the controller: the per-IP limits see one client. */}}
 {{- if and $v.ingress.enabled $v.gateway.enabled (not $v.gateway.trustedProxies) (ne (lower $v.gateway.rateLimits) "off") }}

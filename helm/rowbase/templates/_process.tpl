@@ -26,8 +26,6 @@ Call with (dict "root" $ "name" "identity"); renders nothing when the process is
 {{- if and (has "fileStorage" $c.needs) (eq $root.Values.files.storage.type "directory") }}
 {{- $filesDir = $root.Values.files.storage.directory }}
 {{- end }}
-{{- /* A ReadWriteOnce volume attaches to one node: the old pod goes before the new one starts. */}}
-{{- $recreate := and $filesDir $filesDir.persistence.enabled (not (has "ReadWriteMany" $filesDir.persistence.accessModes)) }}
 {{- /* With fsGroup, the kubelet would chown every file of the volume on each pod start. */}}
 {{- $podSecurityContext := deepCopy $s.podSecurityContext }}
 {{- if and $filesDir $podSecurityContext.fsGroup (not (hasKey $podSecurityContext "fsGroupChangePolicy")) }}
@@ -73,15 +71,7 @@ spec:
     matchLabels:
       {{- include "rowbase.selectorLabels" $ctx | nindent 6 }}
   strategy:
-    {{- if $recreate }}
-    # The files volume is ReadWriteOnce: a new pod on another node could not mount it.
-    type: Recreate
-    {{- else }}
-    type: RollingUpdate
-    rollingUpdate:
-      maxUnavailable: 0
-      maxSurge: 25%
-    {{- end }}
+    {{- include "rowbase.strategy" . | trim | nindent 4 }}
   template:
     metadata:
       labels:
