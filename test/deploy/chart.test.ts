@@ -1000,6 +1000,41 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     ).toBe(0);
   });
 
+  it("refuses a pool size set through env or extraEnv, which the connection check would not see", () => {
+    const run = (...args: string[]) =>
+      spawnSync(
+        helm,
+        ["template", "rowbase", chart, "-f", "deploy/ci-values/ingress.yaml", ...args],
+        { cwd: root, encoding: "utf8" },
+      );
+    // env is merged over the ConfigMap the chart fills, and extraEnv wins over the ConfigMap:
+    // either would give records pools of 50 while the budget counted 8.
+    const viaEnv = run("--set", "records.env.DATABASE_POOL_MAX=50");
+    expect(viaEnv.status).not.toBe(0);
+    expect(viaEnv.stderr).toContain(
+      "records: DATABASE_POOL_MAX in env or extraEnv (its own or serviceDefaults') would override records.databasePoolMax",
+    );
+    const viaExtraEnv = run(
+      "--set-json",
+      'serviceDefaults.extraEnv=[{"name":"DATABASE_POOL_MAX","value":"50"}]',
+    );
+    expect(viaExtraEnv.status).not.toBe(0);
+    for (const service of ["identity", "organization", "catalog", "records", "files"]) {
+      expect(viaExtraEnv.stderr).toContain(`set ${service}.databasePoolMax instead`);
+    }
+    // The gateway has no pool: the variable means nothing there, and the chart does not set it.
+    expect(viaExtraEnv.stderr).not.toContain("gateway.databasePoolMax");
+    expect(run("--set", "gateway.env.DATABASE_POOL_MAX=50").status).toBe(0);
+    // The value itself is what the chart counts and hands to the pods.
+    const own = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/ingress.yaml",
+      "--set",
+      "records.databasePoolMax=3",
+    ]);
+    expect(named(own, "ConfigMap", "rowbase-records")!.data.DATABASE_POOL_MAX).toBe("3");
+  });
+
   it("gives each migration step the extra environment of its service", () => {
     const password = { secretKeyRef: { name: "rowbase-db-password", key: "password" } };
     const manifests = helmTemplate(chart, "rowbase", [

@@ -384,6 +384,26 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- /*
+Variables the chart sets from a value of its own and builds on (the connection budget below):
+set through env (merged over the ConfigMap) or extraEnv (which wins over it), they would
+change the pods unseen by the chart's checks.
+*/}}
+{{- range (include "rowbase.components" . | fromYamlArray) }}
+{{- $name := .name }}
+{{- if (index $v $name).enabled }}
+{{- $fromValues := dict }}
+{{- if has "database" .needs }}{{ $_ := set $fromValues "DATABASE_POOL_MAX" (printf "%s.databasePoolMax" $name) }}{{ end }}
+{{- $s := include "rowbase.settings" (dict "root" $ "name" $name) | fromYaml }}
+{{- $names := keys ($s.env | default dict) }}
+{{- range $s.extraEnv }}{{ $names = append $names .name }}{{ end }}
+{{- range $var := $names | uniq | sortAlpha }}
+{{- with get $fromValues $var }}
+{{- $problems = append $problems (printf "%s: %s in env or extraEnv (its own or serviceDefaults') would override %s, from which the chart sets it and which its checks count on; set %s instead" $name $var . .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /*
 Every pod of every service may hold its whole pool at once: the replicas (autoscaling: the most
 replicas), and during a rolling update the surge pods beside them (maxSurge of the replicas,
 rounded up as Kubernetes does). The migrations Job is not added: it runs before the rollout,
