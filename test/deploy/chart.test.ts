@@ -751,6 +751,97 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     );
   });
 
+  it("lets ingress-nginx stream bodies to the gateway, within the gateway's own limits", () => {
+    const bodyLimits = (manifests: Manifest[]) => {
+      const gateway = named(manifests, "Deployment", "rowbase-gateway")!;
+      const env = gatewayEnv.parse(
+        environmentOf(manifests, gateway.spec.template.spec.containers[0]),
+      );
+      const annotations: Record<string, string> = ofKind(manifests, "Ingress")[0]!.metadata
+        .annotations;
+      const nginx = (name: string) => annotations[`nginx.ingress.kubernetes.io/${name}`];
+      // The forms ingress-nginx's annotation validation accepts (parser.SizeRegex, ValidateInt).
+      expect(nginx("proxy-body-size")).toMatch(/^\d+[bkmg]?$/i);
+      expect(nginx("proxy-send-timeout")).toMatch(/^\d+$/);
+      expect(nginx("proxy-read-timeout")).toMatch(/^\d+$/);
+      return { env, nginx };
+    };
+    const { env, nginx } = bodyLimits(render("deploy/ci-values/ingress.yaml"));
+    // The chart's values are the gateway's own defaults, now set where the Ingress reads them.
+    expect(env.FILE_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
+    expect(env.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(60_000);
+    // Bodies stream to the gateway, which bounds slow senders itself: no upload is spooled
+    // whole on the controller's disk first.
+    expect(nginx("proxy-request-buffering")).toBe("off");
+    // Every body the gateway takes passes the proxy: the largest upload and its multipart
+    // framing (MULTIPART_FRAMING_BYTES, 64 KiB); a larger one gets the gateway's own 413.
+    expect(Number(nginx("proxy-body-size"))).toBe(env.FILE_UPLOAD_MAX_BYTES + 64 * 1024);
+    // The proxy waits for the gateway at least as long as the gateway waits for a client,
+    // and never less than ingress-nginx's own 60 s.
+    expect(nginx("proxy-send-timeout")).toBe("60");
+    expect(nginx("proxy-read-timeout")).toBe("60");
+    const raised = bodyLimits(
+      helmTemplate(chart, "rowbase", [
+        "-f",
+        "deploy/ci-values/ingress.yaml",
+        "--set",
+        "gateway.fileUploadMaxBytes=5000000000",
+        "--set",
+        "gateway.requestBodyIdleTimeoutSeconds=300",
+      ]),
+    );
+    expect(raised.env.FILE_UPLOAD_MAX_BYTES).toBe(5_000_000_000);
+    expect(raised.env.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(300_000);
+    expect(raised.nginx("proxy-body-size")).toBe("5000065536");
+    expect(raised.nginx("proxy-send-timeout")).toBe("300");
+    expect(raised.nginx("proxy-read-timeout")).toBe("300");
+    const shortened = bodyLimits(
+      helmTemplate(chart, "rowbase", [
+        "-f",
+        "deploy/ci-values/ingress.yaml",
+        "--set",
+        "gateway.requestBodyIdleTimeoutSeconds=20",
+      ]),
+    );
+    expect(shortened.env.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(20_000);
+    expect(shortened.nginx("proxy-read-timeout")).toBe("60");
+    // One place for each limit: neither the gateway's variables nor the derived annotations
+    // may be set beside the values they come from.
+    const run = (...args: string[]) =>
+      spawnSync(
+        helm,
+        ["template", "rowbase", chart, "-f", "deploy/ci-values/ingress.yaml", ...args],
+        { cwd: root, encoding: "utf8" },
+      );
+    const viaEnv = run("--set", "gateway.env.FILE_UPLOAD_MAX_BYTES=5");
+    expect(viaEnv.status).not.toBe(0);
+    expect(viaEnv.stderr).toContain("set gateway.fileUploadMaxBytes instead");
+    const viaExtraEnv = run(
+      "--set-json",
+      'gateway.extraEnv=[{"name":"REQUEST_BODY_IDLE_TIMEOUT_MS","value":"5000"}]',
+    );
+    expect(viaExtraEnv.status).not.toBe(0);
+    expect(viaExtraEnv.stderr).toContain("set gateway.requestBodyIdleTimeoutSeconds instead");
+    const annotated = run(
+      "--set-string",
+      "ingress.annotations.nginx\\.ingress\\.kubernetes\\.io/proxy-body-size=1m",
+    );
+    expect(annotated.status).not.toBe(0);
+    expect(annotated.stderr).toContain(
+      "ingress.annotations: the chart sets nginx.ingress.kubernetes.io/proxy-body-size",
+    );
+    // Annotations of other kinds stay the user's.
+    const own = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/ingress.yaml",
+      "--set-string",
+      "ingress.annotations.cert-manager\\.io/cluster-issuer=letsencrypt",
+    ]);
+    expect(ofKind(own, "Ingress")[0]!.metadata.annotations["cert-manager.io/cluster-issuer"]).toBe(
+      "letsencrypt",
+    );
+  });
+
   it("mounts the files directory from a claim, kept on uninstall, recreated when ReadWriteOnce", () => {
     const filesPod = (manifests: Manifest[]) =>
       named(manifests, "Deployment", "rowbase-files")!.spec.template.spec;

@@ -185,6 +185,27 @@ rollingUpdate:
 {{- end }}
 
 {{/*
+The gateway's Ingress annotations for ingress-nginx (other controllers ignore them), derived
+from the gateway's own body limits, which bound slow and oversized bodies and answer them in
+the error envelope. The proxy streams bodies to the gateway instead of spooling whole uploads
+to its disk first (proxy-request-buffering off, which also leaves the pace of a body to the
+gateway's rules), lets through every body the gateway takes (an upload and its multipart
+framing, MULTIPART_FRAMING_BYTES in gateway/src/routes/file/multipart-upload.ts), and waits
+for the gateway (to take the next bytes of a body, to answer) at least as long as the gateway
+waits for a client's next chunk, never less than ingress-nginx's own 60 s. client-body-timeout
+and client-header-timeout are settings of the controller's ConfigMap, not of an Ingress
+(README "Run on Kubernetes").
+*/}}
+{{- define "rowbase.ingressAnnotations" -}}
+{{- $gateway := .Values.gateway }}
+{{- $wait := max 60 (int64 $gateway.requestBodyIdleTimeoutSeconds) | toString }}
+nginx.ingress.kubernetes.io/proxy-request-buffering: "off"
+nginx.ingress.kubernetes.io/proxy-body-size: {{ add (int64 $gateway.fileUploadMaxBytes) 65536 | toString | quote }}
+nginx.ingress.kubernetes.io/proxy-send-timeout: {{ $wait | quote }}
+nginx.ingress.kubernetes.io/proxy-read-timeout: {{ $wait | quote }}
+{{- end }}
+
+{{/*
 The gRPC base URL of an enabled service, as the others reach it through its Service.
 */}}
 {{- define "rowbase.grpcUrl" -}}
@@ -223,6 +244,9 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $_ := set $data "PORT" (toString (int $own.port)) }}
 {{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}
 {{- with $own.rateLimits }}{{ $_ := set $data "RATE_LIMITS" . }}{{ end }}
+{{- /* The Ingress's proxy limits are derived from these two (rowbase.ingressAnnotations). */}}
+{{- $_ := set $data "FILE_UPLOAD_MAX_BYTES" (toString (int64 $own.fileUploadMaxBytes)) }}
+{{- $_ := set $data "REQUEST_BODY_IDLE_TIMEOUT_MS" (toString (mul (int64 $own.requestBodyIdleTimeoutSeconds) 1000)) }}
 {{- else }}
 {{- /* No GRPC_HOST: the service listens on every interface, IPv6 included (IPv6-only pods). */}}
 {{- $_ := set $data "GRPC_PORT" (toString (int $own.port)) }}
@@ -384,7 +408,8 @@ Stops rendering with one message listing every setting a working installation la
 {{- end }}
 {{- end }}
 {{- /*
-Variables the chart sets from a value of its own and builds on (the connection budget below):
+Variables the chart sets from a value of its own and builds on (the connection budget below,
+the Ingress's proxy limits):
 set through env (merged over the ConfigMap) or extraEnv (which wins over it), they would
 change the pods unseen by the chart's checks.
 */}}
@@ -393,12 +418,16 @@ change the pods unseen by the chart's checks.
 {{- if (index $v $name).enabled }}
 {{- $fromValues := dict }}
 {{- if has "database" .needs }}{{ $_ := set $fromValues "DATABASE_POOL_MAX" (printf "%s.databasePoolMax" $name) }}{{ end }}
+{{- if eq .kind "http" }}
+{{- $_ := set $fromValues "FILE_UPLOAD_MAX_BYTES" "gateway.fileUploadMaxBytes" }}
+{{- $_ := set $fromValues "REQUEST_BODY_IDLE_TIMEOUT_MS" "gateway.requestBodyIdleTimeoutSeconds" }}
+{{- end }}
 {{- $s := include "rowbase.settings" (dict "root" $ "name" $name) | fromYaml }}
 {{- $names := keys ($s.env | default dict) }}
 {{- range $s.extraEnv }}{{ $names = append $names .name }}{{ end }}
 {{- range $var := $names | uniq | sortAlpha }}
 {{- with get $fromValues $var }}
-{{- $problems = append $problems (printf "%s: %s in env or extraEnv (its own or serviceDefaults') would override %s, from which the chart sets it and which its checks count on; set %s instead" $name $var . .) }}
+{{- $problems = append $problems (printf "%s: %s in env or extraEnv (its own or serviceDefaults') would override %s, which the chart sets it from and counts on; set %s instead" $name $var . .) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -431,6 +460,13 @@ service's migrations in one transaction), fewer than any rollout's surge pods ho
 {{- $peak := add $connections $surgeConnections }}
 {{- if gt (int $peak) (int $available) }}
 {{- $problems = append $problems (printf "postgresql.maxConnections: the services' pools may open %d PostgreSQL connections during a rolling update, %d of the running pods and %d of the surge pods started beside them ((replicas+surge) x databasePoolMax: %s), more than the %d of postgresql.maxConnections (%d) minus postgresql.reservedConnections (%d); lower <service>.databasePoolMax or the replicas (autoscaling.maxReplicas), or raise max_connections on the server and set postgresql.maxConnections to it" (int $peak) (int $connections) (int $surgeConnections) (join ", " $pools) (int $available) (int $v.postgresql.maxConnections) (int $v.postgresql.reservedConnections)) }}
+{{- end }}
+{{- if and $v.ingress.enabled $v.gateway.enabled }}
+{{- range $key, $_ := include "rowbase.ingressAnnotations" . | fromYaml }}
+{{- if hasKey $v.ingress.annotations $key }}
+{{- $problems = append $problems (printf "ingress.annotations: the chart sets %s to fit the gateway's body limits; change gateway.fileUploadMaxBytes or gateway.requestBodyIdleTimeoutSeconds instead (README \"Run on Kubernetes\")" $key) }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- /* Behind an Ingress every request's peer is the controller: the per-IP limits see one client. */}}
 {{- if and $v.ingress.enabled $v.gateway.enabled (not $v.gateway.trustedProxies) (ne (lower $v.gateway.rateLimits) "off") }}
