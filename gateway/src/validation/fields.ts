@@ -2,8 +2,9 @@ import {
   DESCRIPTION_MAX_LENGTH,
   DESCRIPTION_PATTERN,
   descriptionProblem,
-  EMAIL_LOCAL_MAX_LENGTH,
   EMAIL_MAX_LENGTH,
+  EMAIL_PATTERN,
+  emailProblem,
   NAME_MAX_LENGTH,
   nameProblem,
   normalizeEmail,
@@ -17,19 +18,14 @@ import { givenOnce } from "./query-values.js";
  */
 
 /**
- * Normalised before the format check, by the rule the services store addresses by; no longer
- * than RFC 5321 lets an address be, in whole and before the '@' (the format allows one).
+ * Normalised before the check, by the rule the services store addresses by, then checked by
+ * the rule for an account's address (`emailProblem`) that organization and identity apply too.
  */
 export const email = z
   .string()
   .overwrite(normalizeEmail)
-  .max(EMAIL_MAX_LENGTH, `must be at most ${EMAIL_MAX_LENGTH} characters`)
-  .email({ message: "must be a valid e-mail address" })
-  .refine((address) => address.indexOf("@") <= EMAIL_LOCAL_MAX_LENGTH, {
-    message: `must have at most ${EMAIL_LOCAL_MAX_LENGTH} characters before the @`,
-    // One problem per address: a too long or malformed one is told that alone.
-    when: (payload) => payload.issues.length === 0,
-  })
+  .superRefine(refusing(emailProblem))
+  .meta({ maxLength: EMAIL_MAX_LENGTH, format: "email", pattern: EMAIL_PATTERN })
   .describe("E-mail address; surrounding spaces are dropped and it is lower-cased");
 
 export const password = z

@@ -13,7 +13,7 @@ import {
   validationFailed,
   valuesSet,
 } from "@rowbase/kit";
-import { normalizeEmail } from "@rowbase/kit/field-types";
+import { emailProblem, normalizeEmail } from "@rowbase/kit/field-types";
 import {
   InviteCreatedSchema,
   InviteStatusChangedSchema,
@@ -24,7 +24,6 @@ import type { ChangeSet, Transactions, UserCall } from "./change-set.js";
 import type { OrganizationConfig } from "./config.js";
 import { violates } from "./db/constraints.js";
 import { Invite, type InviteRow, Member, Organization } from "./db/entities.js";
-import { isEmail } from "./domain/email.js";
 import { limitsOf } from "./domain/plans.js";
 import { type GrantableRole, mayGrant } from "./domain/roles.js";
 import type { UserDirectory } from "./user-directory.js";
@@ -76,15 +75,8 @@ export class Invites {
     role: Role | undefined,
   ): Promise<InviteView> {
     const email = normalizeEmail(rawEmail);
-    if (!isEmail(email)) {
-      throw validationFailed([
-        {
-          key: "email",
-          message: "must be an e-mail address",
-          source: "body",
-        },
-      ]);
-    }
+    const problem = emailProblem(email);
+    if (problem) throw validationFailed([{ key: "email", message: problem, source: "body" }]);
     if (role === undefined || role === "owner") {
       throw validationFailed([
         {

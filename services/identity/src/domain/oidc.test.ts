@@ -47,6 +47,13 @@ describe("profileOf", () => {
     expect(profileOf({ email: "kaïa@example.com" }).email).toBeUndefined();
     expect(profileOf({ email: "a\u0000b@example.com" }).email).toBeUndefined();
     expect(profileOf({ email: "a@b@example.com" }).email).toBeUndefined();
+    // The rule the registration route applies: no address there would be none here either.
+    expect(profileOf({ email: `${"a".repeat(65)}@example.com` }).email).toBeUndefined();
+    expect(profileOf({ email: "ada@localhost" }).email).toBeUndefined();
+    expect(profileOf({ email: "ada lovelace@example.com" }).email).toBeUndefined();
+    expect(profileOf({ email: `${"a".repeat(64)}@example.com` }).email).toBe(
+      `${"a".repeat(64)}@example.com`,
+    );
     expect(profileOf({ name: "Ada\nLovelace\u0000" }).name).toBe("Ada Lovelace");
     expect(profileOf({ name: "Ada\u202Eecalevol" }).name).toBe("Ada ecalevol");
     expect(profileOf({ name: "x".repeat(300) }).name).toHaveLength(100);

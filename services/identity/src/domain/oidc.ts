@@ -1,5 +1,5 @@
 import {
-  EMAIL_MAX_LENGTH,
+  emailProblem,
   NAME_MAX_LENGTH,
   nameProblem,
   normalizeEmail,
@@ -42,24 +42,18 @@ export interface OidcProfile {
   name: string;
 }
 
-/**
- * An address of printable ASCII, as the registration route takes them. Anything else is
- * refused rather than folded: lower-casing maps some non-ASCII letters onto ASCII ones (the
- * Kelvin sign U+212A to "k"), which would link a provider's account for another address to
- * the user holding the folded one; control characters would reach the database.
- */
-const ASCII_ADDRESS = /^[\x21-\x3f\x41-\x7e]+@[\x21-\x3f\x41-\x7e]+$/;
-
 export function profileOf(claims: Readonly<Record<string, unknown>>): OidcProfile {
   const raw = typeof claims.email === "string" ? claims.email.trim() : "";
-  const email = ASCII_ADDRESS.test(raw) ? normalizeEmail(raw) : "";
+  // Checked before lower-casing: an address of other letters than ASCII ones is refused rather
+  // than folded onto another account's (the Kelvin sign U+212A lower-cases to "k").
+  const email = emailProblem(raw) === undefined ? normalizeEmail(raw) : undefined;
   const rawName = typeof claims.name === "string" ? claims.name : "";
   const name = [...replaceControlCharacters(rawName, " ").toWellFormed().trim()]
     .slice(0, NAME_MAX_LENGTH)
     .join("")
     .trim();
   return {
-    email: email !== "" && email.length <= EMAIL_MAX_LENGTH ? email : undefined,
+    email,
     emailVerified: claims.email_verified === true,
     // Made fit above; what the rule for names still refuses (a name that shows nothing) is none.
     name: nameProblem(name) ? "" : name,
