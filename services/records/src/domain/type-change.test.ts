@@ -24,6 +24,12 @@ describe("converting stored values after a type change", () => {
     const multi = { type: "multi_select" as const, options: { choices: [{ id: "1", name: "A" }] } };
     expect(convertedValue(single, multi, cell("A"))).toEqual(["A"]);
     expect(convertedValue(single, multi, cell(["A"]))).toEqual(["A"]);
+    // An object as jsonb gives it back, in jsonb's key order.
+    const json = { type: "json" as const };
+    expect(convertedValue(text, json, cell({ max: 9, decimals: 2 }))).toEqual({
+      max: 9,
+      decimals: 2,
+    });
   });
 
   it("reads created_at and updated_at fields from the record's columns", () => {

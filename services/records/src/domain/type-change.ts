@@ -1,5 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import { sameJson as sameInAnyKeyOrder } from "@rowbase/kit";
+import { sameJson } from "@rowbase/kit";
 import {
   convertValue,
   type FieldLike,
@@ -50,10 +50,6 @@ export function conversionProblem(
   return required === "made" ? "is empty, and the field is to be required" : undefined;
 }
 
-function sameJson(a: JsonValue, b: JsonValue): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
 /**
  * The value a cell holds after a field's type changed (FieldTypeChanged, after the change). A
  * value already of the new type as it would be stored stays: it was written after the change,
@@ -89,10 +85,7 @@ export function pendingProblem(
 ): string | undefined {
   if (value === null) return undefined;
   // Options read back from jsonb come in its key order.
-  if (
-    field.type === pending.to.type &&
-    sameInAnyKeyOrder(field.options ?? {}, pending.to.options ?? {})
-  ) {
+  if (field.type === pending.to.type && sameJson(field.options ?? {}, pending.to.options ?? {})) {
     return undefined;
   }
   const now = new Date();
