@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { isPlainObject } from "@rowbase/kit";
 import { z } from "zod";
 
 /**
@@ -64,12 +65,6 @@ function problemsOf(value: unknown, depth: number): readonly Problem[] {
     }
   }
   return problems ?? NONE;
-}
-
-function isPlainObject(value: unknown): value is object {
-  if (typeof value !== "object" || value === null) return false;
-  const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
 }
 
 /**

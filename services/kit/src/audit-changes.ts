@@ -1,3 +1,5 @@
+import { isPlainObject } from "./plain-object.js";
+
 /** Audit events carry, per changed key, the old and new value; every service builds them here. */
 /** A JSON value as an audit change carries it. */
 export type JsonValue =
@@ -91,7 +93,7 @@ export function auditChangesOf(changesJson: string): AuditChange[] {
 /** JSON text with every object's keys in order: the same for values equal but for key order. */
 function canonicalJson(value: unknown): string | undefined {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v)
+    isPlainObject(v)
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );

@@ -18,6 +18,7 @@ export * from "./membership-lookup.js";
 export * from "./metrics.js";
 export * from "./observability.js";
 export * from "./outbox.js";
+export * from "./plain-object.js";
 export * from "./plan-cache.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";

@@ -1,3 +1,4 @@
+import { isPlainObject } from "@rowbase/kit";
 import fc from "fast-check";
 import { toJsonText } from "./json-text.js";
 import {
@@ -781,10 +782,6 @@ export async function send(w: World, request: FuzzRequest): Promise<FuzzResponse
 }
 
 const SOURCES = new Set(["body", "query", "path", "header"]);
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
 
 /** Why the answer breaks SPEC section 1, or undefined when it keeps it. */
 export function contractProblem(op: Operation, response: FuzzResponse): string | undefined {

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
+  isPlainObject,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
   RECORD_LIMIT_MAX,
@@ -177,16 +178,13 @@ function batch<S extends z.ZodType>(item: S) {
   return z.array(item).min(1, batchMessage).max(RECORD_BATCH_MAX, batchMessage);
 }
 
-const isPlainRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
 /**
  * SPEC 8.4: a bad value of a single record is keyed by the reference as sent (`N`), as the
  * records service keys it, where `data` alone would come out keyed `data.N`.
  */
 function keyedByReference<S extends z.ZodType>(schema: S) {
   return z.preprocess((body, ctx) => {
-    if (!isPlainRecord(body) || !isPlainRecord(body.data)) return body;
+    if (!isPlainObject(body) || !isPlainObject(body.data)) return body;
     const values = body.data;
     const refused = data.safeParse(values).error?.issues ?? [];
     if (refused.length === 0) return body;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { z } from "zod";
+import { isPlainObject } from "../plain-object.js";
 import { nameProblem } from "./names.js";
 import { type FieldTypeName, fieldTypeFromProto } from "./types.js";
 
@@ -193,12 +194,6 @@ export interface ParseOptionsContext {
 
 function keyOf(path: readonly PropertyKey[], extra?: string): string {
   return ["options", ...path.map(String), ...(extra === undefined ? [] : [extra])].join(".");
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import { isPlainObject } from "../plain-object.js";
 import { codePointLength } from "./names.js";
 import {
   type Choice,
@@ -377,12 +378,9 @@ function jsonProblem(value: unknown, depth: number): string | undefined {
         }
         return undefined;
       }
-      const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return "must be plain JSON";
+      if (!isPlainObject(value)) return "must be plain JSON";
       for (const key of Object.keys(value)) {
-        const problem =
-          storableStringProblem(key) ??
-          jsonProblem((value as Record<string, unknown>)[key], depth + 1);
+        const problem = storableStringProblem(key) ?? jsonProblem(value[key], depth + 1);
         if (problem) return problem;
       }
       return undefined;
