@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "node:crypto";
 import {
   type EntityManager,
   type InferEntity,
@@ -10,6 +9,8 @@ import {
   type Cache,
   Code,
   ConnectError,
+  codeHash,
+  codeMatches,
   domainError,
   lifetimeText,
   newCode,
@@ -53,14 +54,6 @@ export interface AccountsDeps {
 /** The cache key the gateway checks to refuse access tokens of a revoked session at once. */
 export function revokedSessionKey(sessionId: string): string {
   return `session-revoked:${sessionId}`;
-}
-
-function codeHash(userId: bigint, code: string): string {
-  return sha256Hex(`${userId}:${code}`);
-}
-
-function sameHash(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
 
 /** Registration, e-mail verification, sign-in and the session family of refresh tokens. */
@@ -175,7 +168,7 @@ export class Accounts {
     const code = newCode();
     em.create(EmailCode, {
       userId: user.id,
-      codeHash: codeHash(user.id, code),
+      codeHash: codeHash([user.id], code),
       passwordHash: user.passwordHash!,
       name: user.name,
       sentAt: now,
@@ -223,8 +216,7 @@ export class Accounts {
         expiresAt: { $gt: new Date() },
         failedAttempts: { $lt: MAX_CODE_ATTEMPTS },
       });
-      const hash = codeHash(user.id, code);
-      const match = live.find((row) => sameHash(row.codeHash, hash));
+      const match = live.find((row) => codeMatches(row.codeHash, [user.id], code));
       if (!match) {
         for (const row of live) row.failedAttempts += 1;
         return undefined;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newCode, randomBase62, sha256Hex } from "./secrets.js";
+import { codeHash, codeMatches, newCode, randomBase62, sha256Hex } from "./secrets.js";
 
 describe("secrets", () => {
   it("uses every base62 character about equally", () => {
@@ -19,5 +19,16 @@ describe("secrets", () => {
     expect(sha256Hex("abc")).toBe(
       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
     );
+  });
+
+  it("stores a code bound to what it is for, as rows already stored hold it", () => {
+    expect(codeHash([7n], "012345")).toBe(sha256Hex("7:012345"));
+    expect(codeHash([3n, 12n], "012345")).toBe(sha256Hex("3:12:012345"));
+    const stored = codeHash([3n, 12n], "012345");
+    expect(codeMatches(stored, [3n, 12n], "012345")).toBe(true);
+    expect(codeMatches(stored, [3n, 12n], "012346")).toBe(false);
+    expect(codeMatches(stored, [3n, 13n], "012345")).toBe(false);
+    expect(codeMatches(stored, [12n], "012345")).toBe(false);
+    expect(codeMatches("", [3n, 12n], "012345")).toBe(false);
   });
 });

@@ -1,10 +1,11 @@
-import { timingSafeEqual } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   allows,
   Code,
   ConnectError,
   changesBetween,
+  codeHash,
+  codeMatches,
   domainError,
   lifetimeText,
   type Mailer,
@@ -13,7 +14,6 @@ import {
   type Role,
   roleToProto,
   SUBJECTS,
-  sha256Hex,
   validationFailed,
   valuesRemoved,
 } from "@rowbase/kit";
@@ -64,15 +64,6 @@ function grantableRole(role: Role | undefined): GrantableRole {
     ]);
   }
   return role;
-}
-
-/** The code is bound to the organization and the member it hands ownership to. */
-function codeHash(organizationId: bigint, memberId: bigint, code: string): string {
-  return sha256Hex(`${organizationId}:${memberId}:${code}`);
-}
-
-function sameHash(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 }
 
 /** Members: listing, role changes, removal and leaving, and the owner transfer. */
@@ -180,7 +171,7 @@ export class Members {
       const target = await this.transferTarget(em, call, organizationId, memberId);
       const fields = {
         targetMemberId: target.id,
-        codeHash: codeHash(organizationId, target.id, code),
+        codeHash: codeHash([organizationId, target.id], code),
         createdAt: new Date(),
         expiresAt: new Date(Date.now() + this.deps.config.CODE_TTL_SECONDS * 1000),
         failedAttempts: 0,
@@ -241,7 +232,7 @@ export class Members {
       if (row.expiresAt <= new Date()) return { kind: "expired" as const };
       if (
         row.targetMemberId !== target.id ||
-        !sameHash(row.codeHash, codeHash(organizationId, target.id, code))
+        !codeMatches(row.codeHash, [organizationId, target.id], code)
       ) {
         row.failedAttempts += 1;
         return { kind: "invalid" as const };
