@@ -1,9 +1,15 @@
 import type { Client } from "@connectrpc/connect";
-import { Authorizer, type Cache, Code, domainError } from "@rowbase/kit";
+import {
+  Authorizer,
+  type Cache,
+  Code,
+  domainError,
+  organizationMembershipLookup,
+} from "@rowbase/kit";
 import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
-import { organizationMembershipLookup } from "../auth/organization-membership-lookup.js";
+import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import { type ErrorCode, RETRY_AFTER_METADATA } from "../errors/error-table.js";
 import { ApiCallCounter } from "./api-call-counter.js";
 import type { ApiCallTally } from "./api-call-tally.js";
@@ -122,7 +128,11 @@ export function createApiCallQuota(deps: ApiCallQuotaDeps): ApiCallQuota {
     allowances: new PlanAllowances(deps.organization, cache, deps.internalSecret),
     tables: new TableOrganizations(deps.catalog, cache, deps.internalSecret),
     members: new Authorizer(
-      organizationMembershipLookup(deps.organization, deps.internalSecret),
+      organizationMembershipLookup(
+        deps.organization,
+        deps.internalSecret,
+        GATEWAY_PRINCIPAL.service,
+      ),
       cache,
     ),
     tally: deps.tally,
