@@ -132,6 +132,31 @@ async function call(
 // biome-ignore lint/suspicious/noExplicitAny: tests inspect response bodies freely
 type Answer = ApiResponse<any>;
 
+/** Expects a call's status, and shows its body (after `label`) when the status differs. */
+async function expectStatus(answer: Promise<Answer>, status: number, label = ""): Promise<void> {
+  const { status: got, text } = await answer;
+  expect(got, `${label} ${text.slice(0, 300)}`).toBe(status);
+}
+
+type CallOptions = RequestOptions & { path?: Record<string, string | number> };
+/** A call, `METHOD template options`, and the status it must answer. */
+type StatusCase = [method: string, template: string, options: CallOptions, status: number];
+
+/** Makes the calls in order, through `send` (`call` or a table's own), each with its status. */
+async function expectStatuses(
+  send: (method: string, template: string, options: CallOptions) => Promise<Answer>,
+  cases: StatusCase[],
+): Promise<void> {
+  for (const [method, template, options, status] of cases) {
+    await expectStatus(send(method, template, options), status, `${method} ${template}`);
+  }
+}
+
+/** Expects a call's error code, the envelope's `message`. */
+async function expectMessage(answer: Promise<Answer>, message: string): Promise<void> {
+  expect((await answer).body.message).toBe(message);
+}
+
 const V1 = "/public/v1/databases/{database_id}/tables/{table_id}";
 
 describe("/openapi.json against the routes' answers", () => {
@@ -146,35 +171,35 @@ describe("/openapi.json against the routes' answers", () => {
   }, 60_000);
 
   it("health", async () => {
-    expect((await call("GET", "/health")).status).toBe(200);
-    expect((await call("GET", "/health/ready")).status).toBe(200);
+    await expectStatus(call("GET", "/health"), 200);
+    await expectStatus(call("GET", "/health/ready"), 200);
     // A monitor's cache-buster is ignored there; a credential is not.
-    expect((await call("GET", "/health", { query: { ts: "1" } })).status).toBe(200);
-    expect((await call("GET", "/health/ready", { query: { ts: "1" } })).status).toBe(200);
-    expect((await call("GET", "/health", { query: { api_key: "x" } })).status).toBe(400);
+    await expectStatus(call("GET", "/health", { query: { ts: "1" } }), 200);
+    await expectStatus(call("GET", "/health/ready", { query: { ts: "1" } }), 200);
+    await expectStatus(call("GET", "/health", { query: { api_key: "x" } }), 400);
   });
 
   it("documentation", async () => {
     expect((await call("GET", "/openapi.json")).body.openapi).toBe("3.1.0");
-    expect((await call("GET", "/openapi.json", { query: { access_token: "x" } })).status).toBe(400);
+    await expectStatus(call("GET", "/openapi.json", { query: { access_token: "x" } }), 400);
     expect((await call("GET", "/docs")).headers.get("content-type")).toMatch(/^text\/html/);
     const file = await call("GET", "/docs/{file}", { path: { file: "swagger-ui.css" } });
     expect(file.headers.get("content-type")).toMatch(/^text\/css/);
-    expect((await call("GET", "/docs/{file}", { path: { file: "nope.js" } })).status).toBe(404);
+    await expectStatus(call("GET", "/docs/{file}", { path: { file: "nope.js" } }), 404);
   });
 
   it("accounts", async () => {
     const email = newEmail("doc");
     const before = sys.mail.messages.length;
-    expect(
-      (await call("POST", "/auth/register", { body: { email, password: PASSWORD } })).status,
-    ).toBe(200);
-    expect((await call("POST", "/auth/register", { body: { email, password: "x" } })).status).toBe(
+    await expectStatus(
+      call("POST", "/auth/register", { body: { email, password: PASSWORD } }),
+      200,
+    );
+    await expectStatus(call("POST", "/auth/register", { body: { email, password: "x" } }), 400);
+    await expectStatus(
+      call("POST", "/auth/register", { body: { email, password: PASSWORD, x: 1 } }),
       400,
     );
-    expect(
-      (await call("POST", "/auth/register", { body: { email, password: PASSWORD, x: 1 } })).status,
-    ).toBe(400);
     // More problems than the envelope lists: still the documented shape.
     const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`x${i}`, 1]));
     const capped = await call("POST", "/auth/register", {
@@ -182,52 +207,56 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(capped.status).toBe(400);
     expect(capped.body.extra).toHaveLength(100);
-    expect(
-      (await call("POST", "/auth/login", { body: { email, password: PASSWORD } })).body.message,
-    ).toBe("email_not_verified");
-    expect((await call("POST", "/auth/resend_code", { body: { email } })).status).toBe(200);
-    expect(
-      (await call("POST", "/auth/verify_email", { body: { email, code: "000000" } })).body.message,
-    ).toBe("invalid_verification_code");
+    await expectMessage(
+      call("POST", "/auth/login", { body: { email, password: PASSWORD } }),
+      "email_not_verified",
+    );
+    await expectStatus(call("POST", "/auth/resend_code", { body: { email } }), 200);
+    await expectMessage(
+      call("POST", "/auth/verify_email", { body: { email, code: "000000" } }),
+      "invalid_verification_code",
+    );
     const message = await sys.mail.next(email, before);
     const code = /code: (\d{6})/.exec(message.subject)![1]!;
     const verified = await call("POST", "/auth/verify_email", { body: { email, code } });
     expect(verified.status).toBe(200);
-    expect(
-      (await call("POST", "/auth/register", { body: { email, password: PASSWORD } })).body.message,
-    ).toBe("email_already_exists");
-    expect(
-      (await call("POST", "/auth/login", { body: { email, password: "wrong password" } })).status,
-    ).toBe(401);
+    await expectMessage(
+      call("POST", "/auth/register", { body: { email, password: PASSWORD } }),
+      "email_already_exists",
+    );
+    await expectStatus(
+      call("POST", "/auth/login", { body: { email, password: "wrong password" } }),
+      401,
+    );
     const login = await call("POST", "/auth/login", { body: { email, password: PASSWORD } });
     expect(login.status).toBe(200);
     const refreshed = await call("POST", "/auth/refresh", {
       body: { refresh_token: login.body.data.refresh_token },
     });
     expect(refreshed.status).toBe(200);
-    expect(
-      (
-        await call("POST", "/auth/refresh", {
-          body: { refresh_token: login.body.data.refresh_token },
-        })
-      ).status,
-    ).toBe(401);
-    expect(
-      (await call("GET", "/auth/current", { token: verified.body.data.access_token })).status,
-    ).toBe(200);
-    expect((await call("GET", "/auth/current")).status).toBe(401);
-    expect((await call("GET", "/auth/current", { query: { access_token: "x" } })).status).toBe(400);
-    expect(
-      (await call("POST", "/auth/logout", { token: verified.body.data.access_token })).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/auth/login", {
-          rawBody: "{",
-          headers: { "content-type": "application/json" },
-        })
-      ).status,
-    ).toBe(400);
+    await expectStatus(
+      call("POST", "/auth/refresh", {
+        body: { refresh_token: login.body.data.refresh_token },
+      }),
+      401,
+    );
+    await expectStatus(
+      call("GET", "/auth/current", { token: verified.body.data.access_token }),
+      200,
+    );
+    await expectStatus(call("GET", "/auth/current"), 401);
+    await expectStatus(call("GET", "/auth/current", { query: { access_token: "x" } }), 400);
+    await expectStatus(
+      call("POST", "/auth/logout", { token: verified.body.data.access_token }),
+      200,
+    );
+    await expectStatus(
+      call("POST", "/auth/login", {
+        rawBody: "{",
+        headers: { "content-type": "application/json" },
+      }),
+      400,
+    );
   });
 
   it("what the pipeline answers before a route's own work", async () => {
@@ -258,11 +287,9 @@ describe("/openapi.json against the routes' answers", () => {
 
   it("oauth", async () => {
     // Without a configured provider both routes answer 503 (oauth.e2e covers the flow).
-    expect((await call("GET", "/oauth/idp")).status).toBe(503);
-    expect(
-      (await call("POST", "/oauth/exchange", { body: { code: "x", state: "y" } })).status,
-    ).toBe(503);
-    expect((await call("POST", "/oauth/exchange", { body: { code: "x" } })).status).toBe(400);
+    await expectStatus(call("GET", "/oauth/idp"), 503);
+    await expectStatus(call("POST", "/oauth/exchange", { body: { code: "x", state: "y" } }), 503);
+    await expectStatus(call("POST", "/oauth/exchange", { body: { code: "x" } }), 400);
   });
 
   it("organizations, members, invites and owner transfer", async () => {
@@ -274,30 +301,29 @@ describe("/openapi.json against the routes' answers", () => {
     expect(created.status).toBe(200);
     const orgId = created.body.data.organization.organization_id as number;
     const org = q({ organization_id: orgId });
-    expect(
-      (
-        await call("POST", "/organization/create", {
-          token,
-          body: {
-            name: "Again",
-            organization_slug: created.body.data.organization.organization_slug,
-          },
-        })
-      ).body.message,
-    ).toBe("organization_slug_taken");
-    expect((await call("GET", "/organization/get", { token, query: org })).status).toBe(200);
-    expect(
-      (await call("GET", "/organization/get", { token, query: q({ organization_id: 999999 }) }))
-        .status,
-    ).toBe(404);
-    expect((await call("GET", "/organization/get", { token })).status).toBe(400);
-    expect((await call("GET", "/organization/list", { token })).status).toBe(200);
-    expect(
-      (await call("POST", "/organization/update", { token, query: org, body: { name: "Renamed" } }))
-        .status,
-    ).toBe(200);
-    expect((await call("GET", "/organization/limits", { token, query: org })).status).toBe(200);
-    expect((await call("GET", "/organization/api_stats", { token, query: org })).status).toBe(200);
+    await expectMessage(
+      call("POST", "/organization/create", {
+        token,
+        body: {
+          name: "Again",
+          organization_slug: created.body.data.organization.organization_slug,
+        },
+      }),
+      "organization_slug_taken",
+    );
+    await expectStatus(call("GET", "/organization/get", { token, query: org }), 200);
+    await expectStatus(
+      call("GET", "/organization/get", { token, query: q({ organization_id: 999999 }) }),
+      404,
+    );
+    await expectStatus(call("GET", "/organization/get", { token }), 400);
+    await expectStatus(call("GET", "/organization/list", { token }), 200);
+    await expectStatus(
+      call("POST", "/organization/update", { token, query: org, body: { name: "Renamed" } }),
+      200,
+    );
+    await expectStatus(call("GET", "/organization/limits", { token, query: org }), 200);
+    await expectStatus(call("GET", "/organization/api_stats", { token, query: org }), 200);
 
     const invitee = await signUp(sys, api);
     const invite = await call("POST", "/organization/invite/create", {
@@ -306,64 +332,43 @@ describe("/openapi.json against the routes' answers", () => {
       body: { email: invitee.email, role: "editor" },
     });
     expect(invite.status).toBe(200);
-    expect(
-      (
-        await call("POST", "/organization/invite/create", {
-          token,
-          query: org,
-          body: { email: invitee.email, role: "editor" },
-        })
-      ).body.message,
-    ).toBe("invite_already_exists");
-    expect((await call("GET", "/organization/invite/list", { token, query: org })).status).toBe(
-      200,
+    await expectMessage(
+      call("POST", "/organization/invite/create", {
+        token,
+        query: org,
+        body: { email: invitee.email, role: "editor" },
+      }),
+      "invite_already_exists",
     );
-    expect(
-      (await call("GET", "/organization/my_invite/list", { token: invitee.token })).status,
-    ).toBe(200);
+    await expectStatus(call("GET", "/organization/invite/list", { token, query: org }), 200);
+    await expectStatus(call("GET", "/organization/my_invite/list", { token: invitee.token }), 200);
     const inviteId = invite.body.data.invite.invite_id as number;
-    expect(
-      (
-        await call("POST", "/organization/my_invite/accept", {
-          token: invitee.token,
-          query: q({ invite_id: inviteId }),
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/organization/my_invite/accept", {
-          token: invitee.token,
-          query: q({ invite_id: inviteId }),
-        })
-      ).status,
-    ).toBe(404);
+    const accept = { token: invitee.token, query: q({ invite_id: inviteId }) };
+    await expectStatuses(call, [
+      ["POST", "/organization/my_invite/accept", accept, 200],
+      ["POST", "/organization/my_invite/accept", accept, 404],
+    ]);
     const other = await signUp(sys, api);
     const second = await call("POST", "/organization/invite/create", {
       token,
       query: org,
       body: { email: other.email, role: "viewer" },
     });
-    expect(
-      (
-        await call("POST", "/organization/my_invite/decline", {
-          token: other.token,
-          query: q({ invite_id: second.body.data.invite.invite_id }),
-        })
-      ).status,
-    ).toBe(200);
+    await expectStatus(
+      call("POST", "/organization/my_invite/decline", {
+        token: other.token,
+        query: q({ invite_id: second.body.data.invite.invite_id }),
+      }),
+      200,
+    );
     const third = await call("POST", "/organization/invite/create", {
       token,
       query: org,
       body: { email: newEmail("later"), role: "viewer" },
     });
     const cancel = q({ organization_id: orgId, invite_id: third.body.data.invite.invite_id });
-    expect(
-      (await call("POST", "/organization/invite/cancel", { token, query: cancel })).status,
-    ).toBe(200);
-    expect(
-      (await call("POST", "/organization/invite/cancel", { token, query: cancel })).status,
-    ).toBe(404);
+    await expectStatus(call("POST", "/organization/invite/cancel", { token, query: cancel }), 200);
+    await expectStatus(call("POST", "/organization/invite/cancel", { token, query: cancel }), 404);
 
     const members = await call("GET", "/organization/member/list", { token, query: org });
     expect(members.status).toBe(200);
@@ -371,65 +376,47 @@ describe("/openapi.json against the routes' answers", () => {
       (m) => m.user_id === invitee.id,
     )!;
     const memberQuery = q({ organization_id: orgId, member_id: member.member_id });
-    expect(
-      (
-        await call("POST", "/organization/member/update", {
-          token,
-          query: memberQuery,
-          body: { role: "admin" },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/organization/member/update", {
-          token,
-          query: memberQuery,
-          body: { role: "owner" },
-        })
-      ).status,
-    ).toBe(400);
-    expect(
-      (
-        await call("POST", "/organization/member/update", {
-          token,
-          query: q({ organization_id: orgId, member_id: 999999 }),
-          body: { role: "viewer" },
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (
-        await call("POST", "/organization/transfer/send_code", {
-          token,
-          query: org,
-          body: { member_id: member.member_id },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/organization/transfer/confirm", {
-          token,
-          query: org,
-          body: { member_id: member.member_id, code: "000000" },
-        })
-      ).body.message,
-    ).toBe("invalid_verification_code");
-    expect(
-      (
-        await call("POST", "/organization/member/update", {
-          token: invitee.token,
-          query: memberQuery,
-          body: { role: "viewer" },
-        })
-      ).status,
-    ).toBe(403);
-    expect(
-      (await call("POST", "/organization/member/remove", { token, query: memberQuery })).status,
-    ).toBe(200);
-    expect((await call("POST", "/organization/delete", { token, query: org })).status).toBe(200);
-    expect((await call("POST", "/organization/delete", { token, query: org })).status).toBe(404);
+    for (const [query, role, status] of [
+      [memberQuery, "admin", 200],
+      [memberQuery, "owner", 400],
+      [q({ organization_id: orgId, member_id: 999999 }), "viewer", 404],
+    ] as const) {
+      await expectStatus(
+        call("POST", "/organization/member/update", { token, query, body: { role } }),
+        status,
+        role,
+      );
+    }
+    await expectStatus(
+      call("POST", "/organization/transfer/send_code", {
+        token,
+        query: org,
+        body: { member_id: member.member_id },
+      }),
+      200,
+    );
+    await expectMessage(
+      call("POST", "/organization/transfer/confirm", {
+        token,
+        query: org,
+        body: { member_id: member.member_id, code: "000000" },
+      }),
+      "invalid_verification_code",
+    );
+    await expectStatus(
+      call("POST", "/organization/member/update", {
+        token: invitee.token,
+        query: memberQuery,
+        body: { role: "viewer" },
+      }),
+      403,
+    );
+    await expectStatus(
+      call("POST", "/organization/member/remove", { token, query: memberQuery }),
+      200,
+    );
+    await expectStatus(call("POST", "/organization/delete", { token, query: org }), 200);
+    await expectStatus(call("POST", "/organization/delete", { token, query: org }), 404);
   });
 
   it("owner transfer", async () => {
@@ -438,15 +425,14 @@ describe("/openapi.json against the routes' answers", () => {
     const next = await signUp(sys, api);
     const memberId = await addMember(api, first, Number(org.organization_id), next, "admin");
     const before = sys.mail.messages.length;
-    expect(
-      (
-        await call("POST", "/organization/transfer/send_code", {
-          token: first.token,
-          query: org,
-          body: { member_id: memberId },
-        })
-      ).status,
-    ).toBe(200);
+    await expectStatus(
+      call("POST", "/organization/transfer/send_code", {
+        token: first.token,
+        query: org,
+        body: { member_id: memberId },
+      }),
+      200,
+    );
     const mail = await sys.mail.next(first.email, before);
     const code = /(\d{6})/.exec(mail.subject + mail.raw)![1]!;
     const confirmed = await call("POST", "/organization/transfer/confirm", {
@@ -455,15 +441,14 @@ describe("/openapi.json against the routes' answers", () => {
       body: { member_id: memberId, code },
     });
     expect(confirmed.status).toBe(200);
-    expect(
-      (
-        await call("POST", "/organization/transfer/send_code", {
-          token: next.token,
-          query: org,
-          body: { member_id: memberId },
-        })
-      ).body.message,
-    ).toBe("cannot_transfer_to_self");
+    await expectMessage(
+      call("POST", "/organization/transfer/send_code", {
+        token: next.token,
+        query: org,
+        body: { member_id: memberId },
+      }),
+      "cannot_transfer_to_self",
+    );
   });
 
   it("API tokens", async () => {
@@ -475,32 +460,31 @@ describe("/openapi.json against the routes' answers", () => {
       body: { name: "doc", access: "read" },
     });
     expect(created.status).toBe(200);
-    expect(
-      (
-        await call("POST", "/api_token/create", {
-          token,
-          query: org,
-          body: { name: "x", access: "all" },
-        })
-      ).status,
-    ).toBe(400);
-    expect((await call("GET", "/api_token/list", { token, query: org })).status).toBe(200);
+    await expectStatus(
+      call("POST", "/api_token/create", {
+        token,
+        query: org,
+        body: { name: "x", access: "all" },
+      }),
+      400,
+    );
+    await expectStatus(call("GET", "/api_token/list", { token, query: org }), 200);
     const revoke = q({
       organization_id: tenant.orgId,
       token_id: created.body.data.api_token.token_id,
     });
-    expect((await call("POST", "/api_token/revoke", { token, query: revoke })).status).toBe(200);
-    expect(
-      (
-        await call("POST", "/api_token/revoke", {
-          token,
-          query: q({ organization_id: tenant.orgId, token_id: 999999 }),
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (await call("GET", "/api_token/list", { token: tenant.writeToken, query: org })).status,
-    ).toBe(401);
+    await expectStatus(call("POST", "/api_token/revoke", { token, query: revoke }), 200);
+    await expectStatus(
+      call("POST", "/api_token/revoke", {
+        token,
+        query: q({ organization_id: tenant.orgId, token_id: 999999 }),
+      }),
+      404,
+    );
+    await expectStatus(
+      call("GET", "/api_token/list", { token: tenant.writeToken, query: org }),
+      401,
+    );
   });
 
   it("databases, tables and fields", async () => {
@@ -512,21 +496,23 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(db.status).toBe(200);
     const dbq = q({ database_id: db.body.data.database.database_id });
-    expect((await call("GET", "/database/get", { token, query: dbq })).status).toBe(200);
-    expect(
-      (await call("GET", "/database/get", { token, query: q({ database_id: 999999 }) })).status,
-    ).toBe(404);
-    expect(
-      (await call("GET", "/database/list", { token, query: q({ organization_id: tenant.orgId }) }))
-        .status,
-    ).toBe(200);
-    expect(
-      (await call("POST", "/database/update", { token, query: dbq, body: { name: "" } })).status,
-    ).toBe(400);
-    expect(
-      (await call("POST", "/database/update", { token, query: dbq, body: { description: "e" } }))
-        .status,
-    ).toBe(200);
+    await expectStatus(call("GET", "/database/get", { token, query: dbq }), 200);
+    await expectStatus(
+      call("GET", "/database/get", { token, query: q({ database_id: 999999 }) }),
+      404,
+    );
+    await expectStatus(
+      call("GET", "/database/list", { token, query: q({ organization_id: tenant.orgId }) }),
+      200,
+    );
+    await expectStatus(
+      call("POST", "/database/update", { token, query: dbq, body: { name: "" } }),
+      400,
+    );
+    await expectStatus(
+      call("POST", "/database/update", { token, query: dbq, body: { description: "e" } }),
+      200,
+    );
 
     const everyType = await call("POST", "/table/create", {
       token,
@@ -535,7 +521,7 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(everyType.status).toBe(200);
     const everyTypeQuery = q({ table_id: everyType.body.data.table.table_id });
-    expect((await call("GET", "/field/list", { token, query: everyTypeQuery })).status).toBe(200);
+    await expectStatus(call("GET", "/field/list", { token, query: everyTypeQuery }), 200);
     const textField = (everyType.body.data.fields as { name: string; field_id: number }[]).find(
       (f) => f.name === "Text",
     )!;
@@ -544,24 +530,22 @@ describe("/openapi.json against the routes' answers", () => {
       query: everyTypeQuery,
       body: { data: { Text: "not a number" } },
     });
-    expect(
-      (
-        await call("POST", "/field/update", {
-          token,
-          query: q({ field_id: textField.field_id }),
-          body: { type: "number" },
-        })
-      ).body.message,
-    ).toBe("field_type_change_invalid");
-    expect(
-      (
-        await call("POST", "/database/create", {
-          token,
-          query: q({ organization_id: tenant.orgId }),
-          body: { name: "x".repeat(1024 * 1024) },
-        })
-      ).body.message,
-    ).toBe("payload_too_large");
+    await expectMessage(
+      call("POST", "/field/update", {
+        token,
+        query: q({ field_id: textField.field_id }),
+        body: { type: "number" },
+      }),
+      "field_type_change_invalid",
+    );
+    await expectMessage(
+      call("POST", "/database/create", {
+        token,
+        query: q({ organization_id: tenant.orgId }),
+        body: { name: "x".repeat(1024 * 1024) },
+      }),
+      "payload_too_large",
+    );
 
     // A name as the document's body schema takes it, and as the route does.
     const createBody = validatorAt("api", ["components", "schemas", "DatabaseCreateSchema"]);
@@ -585,17 +569,17 @@ describe("/openapi.json against the routes' answers", () => {
       body: { name: "Doc table", fields: [{ name: "Name", type: "text" }] },
     });
     expect(t.status).toBe(200);
-    expect(
-      (await call("POST", "/table/create", { token, query: dbq, body: { name: "Doc table" } })).body
-        .message,
-    ).toBe("table_name_taken");
+    await expectMessage(
+      call("POST", "/table/create", { token, query: dbq, body: { name: "Doc table" } }),
+      "table_name_taken",
+    );
     const tq = q({ table_id: t.body.data.table.table_id });
-    expect((await call("GET", "/table/get", { token, query: tq })).status).toBe(200);
-    expect((await call("GET", "/table/list", { token, query: dbq })).status).toBe(200);
-    expect(
-      (await call("POST", "/table/update", { token, query: tq, body: { description: "x" } }))
-        .status,
-    ).toBe(200);
+    await expectStatus(call("GET", "/table/get", { token, query: tq }), 200);
+    await expectStatus(call("GET", "/table/list", { token, query: dbq }), 200);
+    await expectStatus(
+      call("POST", "/table/update", { token, query: tq, body: { description: "x" } }),
+      200,
+    );
 
     const field = await call("POST", "/field/create", {
       token,
@@ -603,34 +587,33 @@ describe("/openapi.json against the routes' answers", () => {
       body: { name: "Amount", type: "number", options: { decimals: 2 } },
     });
     expect(field.status).toBe(200);
-    expect(
-      (
-        await call("POST", "/field/create", {
-          token,
-          query: tq,
-          body: { name: "Bad", type: "number", options: { decimals: 20 } },
-        })
-      ).body.message,
-    ).toBe("invalid_field_options");
-    expect(
-      (
-        await call("POST", "/field/create", {
-          token,
-          query: tq,
-          body: { name: "amount", type: "text" },
-        })
-      ).body.message,
-    ).toBe("field_name_taken");
-    expect((await call("GET", "/field/list", { token, query: tq })).status).toBe(200);
+    await expectMessage(
+      call("POST", "/field/create", {
+        token,
+        query: tq,
+        body: { name: "Bad", type: "number", options: { decimals: 20 } },
+      }),
+      "invalid_field_options",
+    );
+    await expectMessage(
+      call("POST", "/field/create", {
+        token,
+        query: tq,
+        body: { name: "amount", type: "text" },
+      }),
+      "field_name_taken",
+    );
+    await expectStatus(call("GET", "/field/list", { token, query: tq }), 200);
     const fq = q({ field_id: field.body.data.field.field_id });
-    expect(
-      (await call("POST", "/field/update", { token, query: fq, body: { position: 0 } })).status,
-    ).toBe(200);
-    expect((await call("POST", "/field/delete", { token, query: fq })).status).toBe(200);
-    expect((await call("POST", "/field/delete", { token, query: fq })).status).toBe(404);
-    expect((await call("POST", "/table/delete", { token, query: tq })).status).toBe(200);
-    expect((await call("GET", "/table/get", { token, query: tq })).status).toBe(404);
-    expect((await call("POST", "/database/delete", { token, query: dbq })).status).toBe(200);
+    await expectStatus(
+      call("POST", "/field/update", { token, query: fq, body: { position: 0 } }),
+      200,
+    );
+    await expectStatus(call("POST", "/field/delete", { token, query: fq }), 200);
+    await expectStatus(call("POST", "/field/delete", { token, query: fq }), 404);
+    await expectStatus(call("POST", "/table/delete", { token, query: tq }), 200);
+    await expectStatus(call("GET", "/table/get", { token, query: tq }), 404);
+    await expectStatus(call("POST", "/database/delete", { token, query: dbq }), 200);
   });
 
   it("records, both families", async () => {
@@ -645,19 +628,17 @@ describe("/openapi.json against the routes' answers", () => {
     expect(created.status).toBe(200);
     const rowId = created.body.data.record.row_id as number;
     const row = { ...path, row_id: rowId };
-    expect(
-      (await call("POST", `${V1}/records`, { token: write, path, body: { data: { Number: "x" } } }))
-        .status,
-    ).toBe(400);
-    expect(
-      (await call("POST", `${V1}/records`, { token: read, path, body: { data: {} } })).status,
-    ).toBe(403);
-    expect((await call("POST", `${V1}/records`, { path, body: { data: {} } })).status).toBe(401);
+    await expectStatuses(call, [
+      ["POST", `${V1}/records`, { token: write, path, body: { data: { Number: "x" } } }, 400],
+      ["POST", `${V1}/records`, { token: read, path, body: { data: {} } }, 403],
+      ["POST", `${V1}/records`, { path, body: { data: {} } }, 401],
+    ]);
     for (const format of ["ids", "names"]) {
       const query = { response_format: format, rich_text: "html" };
-      expect(
-        (await call("GET", `${V1}/records/{row_id}`, { token: read, path: row, query })).status,
-      ).toBe(200);
+      await expectStatus(
+        call("GET", `${V1}/records/{row_id}`, { token: read, path: row, query }),
+        200,
+      );
       const listed = await call("GET", `${V1}/records`, {
         token: read,
         path,
@@ -677,35 +658,17 @@ describe("/openapi.json against the routes' answers", () => {
       });
       expect(only.status).toBe(200);
     }
-    expect(
-      (await call("GET", `${V1}/records`, { token: read, path, query: { where: "(Text,eqq,x)" } }))
-        .status,
-    ).toBe(400);
-    expect(
-      (
-        await call("GET", `${V1}/records/{row_id}`, {
-          token: read,
-          path: { ...path, row_id: 999999 },
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (
-        await call("GET", `${V1}/records`, {
-          token: read,
-          path: { ...path, table_id: 999999 },
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (
-        await call("PATCH", `${V1}/records/{row_id}`, {
-          token: write,
-          path: row,
-          body: { data: { Text: "changed" } },
-        })
-      ).status,
-    ).toBe(200);
+    await expectStatuses(call, [
+      ["GET", `${V1}/records`, { token: read, path, query: { where: "(Text,eqq,x)" } }, 400],
+      ["GET", `${V1}/records/{row_id}`, { token: read, path: { ...path, row_id: 999999 } }, 404],
+      ["GET", `${V1}/records`, { token: read, path: { ...path, table_id: 999999 } }, 404],
+      [
+        "PATCH",
+        `${V1}/records/{row_id}`,
+        { token: write, path: row, body: { data: { Text: "changed" } } },
+        200,
+      ],
+    ]);
     const batch = await call("POST", `${V1}/records/batch`, {
       token: write,
       path,
@@ -713,38 +676,32 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(batch.status).toBe(200);
     const ids = (batch.body.data.records as { row_id: number }[]).map((r) => r.row_id);
-    expect(
-      (await call("POST", `${V1}/records/batch`, { token: write, path, body: { records: [] } }))
-        .status,
-    ).toBe(400);
-    expect(
-      (
-        await call("PATCH", `${V1}/records/batch`, {
+    await expectStatuses(call, [
+      ["POST", `${V1}/records/batch`, { token: write, path, body: { records: [] } }, 400],
+      [
+        "PATCH",
+        `${V1}/records/batch`,
+        {
           token: write,
           path,
           body: { records: ids.map((id) => ({ row_id: id, data: { Number: 7 } })) },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("PATCH", `${V1}/records/batch`, {
-          token: write,
-          path,
-          body: { records: [{ row_id: 999999, data: { Number: 7 } }] },
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (
-        await call("POST", `${V1}/records/batch_delete`, {
-          token: write,
-          path,
-          body: { row_ids: [ids[1]] },
-        })
-      ).status,
-    ).toBe(200);
-    expect((await call("GET", `${V1}/openapi.json`, { token: read, path })).status).toBe(200);
+        },
+        200,
+      ],
+      [
+        "PATCH",
+        `${V1}/records/batch`,
+        { token: write, path, body: { records: [{ row_id: 999999, data: { Number: 7 } }] } },
+        404,
+      ],
+      [
+        "POST",
+        `${V1}/records/batch_delete`,
+        { token: write, path, body: { row_ids: [ids[1]] } },
+        200,
+      ],
+      ["GET", `${V1}/openapi.json`, { token: read, path }, 200],
+    ]);
 
     const tq = { table_id: String(table.tableId) };
     const qc = await call("POST", "/public/record/create", {
@@ -754,39 +711,28 @@ describe("/openapi.json against the routes' answers", () => {
     });
     expect(qc.status).toBe(200);
     const qrow = { ...tq, row_id: String(qc.body.data.record.row_id) };
-    expect((await call("GET", "/public/record/get", { token: read, query: qrow })).status).toBe(
-      200,
-    );
-    expect(
-      (await call("GET", "/public/record/get", { token: read, query: { ...tq, row_id: "999999" } }))
-        .status,
-    ).toBe(404);
-    expect(
-      (
-        await call("GET", "/public/record/list", {
+    await expectStatuses(call, [
+      ["GET", "/public/record/get", { token: read, query: qrow }, 200],
+      ["GET", "/public/record/get", { token: read, query: { ...tq, row_id: "999999" } }, 404],
+      [
+        "GET",
+        "/public/record/list",
+        {
           token: read,
           query: { ...tq, database_id: String(tenant.databaseId), sort: "row_id", fields: "Text" },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("PUT", "/public/record/update", {
-          token: write,
-          query: qrow,
-          body: { data: { Text: "qq" } },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (await call("POST", "/public/record/delete", { token: write, query: qrow })).status,
-    ).toBe(200);
-    expect(
-      (await call("DELETE", "/public/record/delete", { token: write, query: qrow })).status,
-    ).toBe(404);
-    expect(
-      (await call("DELETE", `${V1}/records/{row_id}`, { token: write, path: row })).status,
-    ).toBe(200);
+        },
+        200,
+      ],
+      [
+        "PUT",
+        "/public/record/update",
+        { token: write, query: qrow, body: { data: { Text: "qq" } } },
+        200,
+      ],
+      ["POST", "/public/record/delete", { token: write, query: qrow }, 200],
+      ["DELETE", "/public/record/delete", { token: write, query: qrow }, 404],
+      ["DELETE", `${V1}/records/{row_id}`, { token: write, path: row }, 200],
+    ]);
   });
 
   it("files", async () => {
@@ -804,22 +750,20 @@ describe("/openapi.json against the routes' answers", () => {
     );
     const pairQuery = q({ row_id: rec.body.data.record.row_id, field_id: ft.f.Doc!.field_id });
     const write = tenant.writeToken;
-    expect(
-      (
-        await call("POST", "/file/storage_check", {
-          token: write,
-          query: q({ row_id: rec.body.data.record.row_id, file_size: 10 }),
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/file/storage_check", {
-          token: write,
-          query: q({ row_id: rec.body.data.record.row_id, file_size: 10 ** 12 }),
-        })
-      ).status,
-    ).toBe(413);
+    await expectStatus(
+      call("POST", "/file/storage_check", {
+        token: write,
+        query: q({ row_id: rec.body.data.record.row_id, file_size: 10 }),
+      }),
+      200,
+    );
+    await expectStatus(
+      call("POST", "/file/storage_check", {
+        token: write,
+        query: q({ row_id: rec.body.data.record.row_id, file_size: 10 ** 12 }),
+      }),
+      413,
+    );
     const upload = await raw(
       sys.baseUrl,
       "POST",
@@ -867,24 +811,22 @@ describe("/openapi.json against the routes' answers", () => {
     called.add("GET /file/signed/{token}");
     const badSigned = await call("GET", "/file/signed/{token}", { path: { token: "nope" } });
     expect(badSigned.status).toBeGreaterThanOrEqual(400);
-    expect(
-      (
-        await call("POST", "/file/rename", {
-          token: write,
-          query: pairQuery,
-          body: { file_name: "renamed.png" },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("POST", "/file/rename", {
-          token: write,
-          query: pairQuery,
-          body: { file_name: "a/b" },
-        })
-      ).status,
-    ).toBe(400);
+    await expectStatus(
+      call("POST", "/file/rename", {
+        token: write,
+        query: pairQuery,
+        body: { file_name: "renamed.png" },
+      }),
+      200,
+    );
+    await expectStatus(
+      call("POST", "/file/rename", {
+        token: write,
+        query: pairQuery,
+        body: { file_name: "a/b" },
+      }),
+      400,
+    );
     const renameBody = validatorAt("api", [
       "paths",
       "/file/rename",
@@ -919,31 +861,26 @@ describe("/openapi.json against the routes' answers", () => {
       }
     }
     expect(disagreements).toEqual([]);
-    expect((await call("POST", "/file/delete", { token: write, query: pairQuery })).status).toBe(
-      200,
+    await expectStatus(call("POST", "/file/delete", { token: write, query: pairQuery }), 200);
+    await expectStatus(call("POST", "/file/restore", { token: write, query: pairQuery }), 200);
+    await expectStatus(
+      call("POST", "/file/delete", {
+        token: write,
+        query: q({ row_id: 999999, field_id: ft.f.Doc!.field_id }),
+      }),
+      404,
     );
-    expect((await call("POST", "/file/restore", { token: write, query: pairQuery })).status).toBe(
-      200,
+    await expectMessage(
+      call("GET", "/file/url", {
+        token: tenant.readToken,
+        query: q({ row_id: rec.body.data.record.row_id, field_id: ft.f.Title!.field_id }),
+      }),
+      "field_not_file_type",
     );
-    expect(
-      (
-        await call("POST", "/file/delete", {
-          token: write,
-          query: q({ row_id: 999999, field_id: ft.f.Doc!.field_id }),
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (
-        await call("GET", "/file/url", {
-          token: tenant.readToken,
-          query: q({ row_id: rec.body.data.record.row_id, field_id: ft.f.Title!.field_id }),
-        })
-      ).body.message,
-    ).toBe("field_not_file_type");
-    expect(
-      (await call("POST", "/file/delete", { token: tenant.readToken, query: pairQuery })).status,
-    ).toBe(403);
+    await expectStatus(
+      call("POST", "/file/delete", { token: tenant.readToken, query: pairQuery }),
+      403,
+    );
   });
 
   it("the not-found and forbidden answers of each family", async () => {
@@ -1066,29 +1003,28 @@ describe("/openapi.json against the routes' answers", () => {
 
   it("audit", async () => {
     const token = owner.token;
-    expect(
-      (await call("GET", "/audit/list", { token, query: q({ organization_id: tenant.orgId }) }))
-        .status,
-    ).toBe(200);
-    expect(
-      (
-        await call("GET", "/audit/list", {
-          token,
-          query: q({ table_id: table.tableId, limit: 5, action: "record.created" }),
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await call("GET", "/audit/list", {
-          token,
-          query: q({ organization_id: tenant.orgId, database_id: tenant.databaseId }),
-        })
-      ).status,
-    ).toBe(400);
-    expect(
-      (await call("GET", "/audit/list", { token, query: q({ database_id: 999999 }) })).status,
-    ).toBe(404);
+    await expectStatus(
+      call("GET", "/audit/list", { token, query: q({ organization_id: tenant.orgId }) }),
+      200,
+    );
+    await expectStatus(
+      call("GET", "/audit/list", {
+        token,
+        query: q({ table_id: table.tableId, limit: 5, action: "record.created" }),
+      }),
+      200,
+    );
+    await expectStatus(
+      call("GET", "/audit/list", {
+        token,
+        query: q({ organization_id: tenant.orgId, database_id: tenant.databaseId }),
+      }),
+      400,
+    );
+    await expectStatus(
+      call("GET", "/audit/list", { token, query: q({ database_id: 999999 }) }),
+      404,
+    );
   });
 
   it("called every documented operation", () => {
@@ -1159,123 +1095,85 @@ describe("a table's own OpenAPI document against its record routes", () => {
     for (const format of ["ids", "names"]) {
       for (const rich of ["markdown", "html", "plain"]) {
         const query = { response_format: format, rich_text: rich };
-        expect(
-          (await callTable("GET", `${V1}/records/{row_id}`, { token: read, path: row, query }))
-            .status,
-        ).toBe(200);
+        await expectStatus(
+          callTable("GET", `${V1}/records/{row_id}`, { token: read, path: row, query }),
+          200,
+        );
         const listed = await callTable("GET", `${V1}/records`, {
           token: read,
           query: { ...query, sort: "-Day,Text", where: "(Text,notblank)" },
         });
         expect(listed.body.data.records.length).toBe(3);
-        expect(
-          (
-            await callTable("GET", `${V1}/records`, {
-              token: read,
-              query: { ...query, fields: "Tags,Meta" },
-            })
-          ).status,
-        ).toBe(200);
+        await expectStatus(
+          callTable("GET", `${V1}/records`, {
+            token: read,
+            query: { ...query, fields: "Tags,Meta" },
+          }),
+          200,
+        );
       }
     }
     const ids = (batch.body.data.records as { row_id: number }[]).map((r) => r.row_id);
-    expect(
-      (
-        await callTable("PATCH", `${V1}/records/batch`, {
-          token: write,
-          body: { records: ids.map((id) => ({ row_id: id, data: { Number: "4.5" } })) },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await callTable("PATCH", `${V1}/records/{row_id}`, {
-          token: write,
-          path: row,
-          body: { data: { Text: "again" } },
-        })
-      ).status,
-    ).toBe(200);
+    await expectStatus(
+      callTable("PATCH", `${V1}/records/batch`, {
+        token: write,
+        body: { records: ids.map((id) => ({ row_id: id, data: { Number: "4.5" } })) },
+      }),
+      200,
+    );
+    await expectStatus(
+      callTable("PATCH", `${V1}/records/{row_id}`, {
+        token: write,
+        path: row,
+        body: { data: { Text: "again" } },
+      }),
+      200,
+    );
     const tq = { table_id: String(table.tableId) };
     const qrow = { ...tq, row_id: String(row.row_id) };
-    expect(
-      (await callTable("GET", "/public/record/get", { token: read, query: qrow })).status,
-    ).toBe(200);
-    expect(
-      (
-        await callTable("GET", "/public/record/list", {
-          token: read,
-          query: { ...tq, database_id: String(tenant.databaseId), response_format: "names" },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await callTable("POST", "/public/record/create", {
-          token: write,
-          query: tq,
-          body: { data: { Text: "q" } },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await callTable("PUT", "/public/record/update", {
-          token: write,
-          query: qrow,
-          body: { data: { Flag: false } },
-        })
-      ).status,
-    ).toBe(200);
-    // The errors each documents.
-    expect(
-      (await callTable("GET", `${V1}/records/{row_id}`, { token: read, path: { row_id: 999999 } }))
-        .status,
-    ).toBe(404);
-    expect((await callTable("GET", `${V1}/records`, { query: {} })).status).toBe(401);
-    expect(
-      (await callTable("GET", `${V1}/records`, { token: read, query: { limit: "0" } })).status,
-    ).toBe(400);
-    expect(
-      (await callTable("POST", `${V1}/records`, { token: read, body: { data: { Text: "x" } } }))
-        .status,
-    ).toBe(403);
-    expect(
-      (await callTable("POST", `${V1}/records`, { token: write, body: { data: { Nope: 1 } } }))
-        .status,
-    ).toBe(400);
-    expect(
-      (
-        await callTable("POST", `${V1}/records`, {
-          token: write,
-          rawBody: "{",
-          headers: { "content-type": "application/json" },
-        })
-      ).status,
-    ).toBe(400);
-    expect(
-      (
-        await callTable("POST", `${V1}/records/batch_delete`, {
-          token: write,
-          body: { row_ids: [ids[0]] },
-        })
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await callTable("POST", `${V1}/records/batch_delete`, {
-          token: write,
-          body: { row_ids: [ids[0]] },
-        })
-      ).status,
-    ).toBe(404);
-    expect(
-      (await callTable("DELETE", `${V1}/records/{row_id}`, { token: write, path: row })).status,
-    ).toBe(200);
-    expect(
-      (await callTable("DELETE", "/public/record/delete", { token: write, query: qrow })).status,
-    ).toBe(404);
-    expect((await callTable("GET", `${V1}/openapi.json`, { token: read })).status).toBe(200);
+    await expectStatus(callTable("GET", "/public/record/get", { token: read, query: qrow }), 200);
+    await expectStatus(
+      callTable("GET", "/public/record/list", {
+        token: read,
+        query: { ...tq, database_id: String(tenant.databaseId), response_format: "names" },
+      }),
+      200,
+    );
+    await expectStatus(
+      callTable("POST", "/public/record/create", {
+        token: write,
+        query: tq,
+        body: { data: { Text: "q" } },
+      }),
+      200,
+    );
+    await expectStatus(
+      callTable("PUT", "/public/record/update", {
+        token: write,
+        query: qrow,
+        body: { data: { Flag: false } },
+      }),
+      200,
+    );
+    // The errors each documents, in order: what was deleted is not found again.
+    await expectStatuses(callTable, [
+      ["GET", `${V1}/records/{row_id}`, { token: read, path: { row_id: 999999 } }, 404],
+      ["GET", `${V1}/records`, { query: {} }, 401],
+      ["GET", `${V1}/records`, { token: read, query: { limit: "0" } }, 400],
+      ["POST", `${V1}/records`, { token: read, body: { data: { Text: "x" } } }, 403],
+      ["POST", `${V1}/records`, { token: write, body: { data: { Nope: 1 } } }, 400],
+      [
+        "POST",
+        `${V1}/records`,
+        { token: write, rawBody: "{", headers: { "content-type": "application/json" } },
+        400,
+      ],
+      ["POST", `${V1}/records/batch_delete`, { token: write, body: { row_ids: [ids[0]] } }, 200],
+      ["POST", `${V1}/records/batch_delete`, { token: write, body: { row_ids: [ids[0]] } }, 404],
+      ["DELETE", `${V1}/records/{row_id}`, { token: write, path: row }, 200],
+      ["DELETE", "/public/record/delete", { token: write, query: qrow }, 404],
+      ["GET", `${V1}/openapi.json`, { token: read }, 200],
+    ]);
     // Rendered as HTML, a long text at its stored limit comes out longer than the limit.
     const longest = await callTable("POST", `${V1}/records`, {
       token: write,
