@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { access, mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
+import { access } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,11 +32,9 @@ type Api = ReturnType<typeof client>;
 let sys: TestSystem;
 let api: Api;
 let db: pg.Client;
-let filesDir: string;
 
 beforeAll(async () => {
-  filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-events-"));
-  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS, FILES_DIR: filesDir });
+  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
   api = client(sys.baseUrl);
   db = new pg.Client({ connectionString: sys.databaseUrl });
   await db.connect();
@@ -46,7 +43,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.end();
   await sys?.stop();
-  if (filesDir) await rm(filesDir, { recursive: true, force: true });
 });
 
 const EVENTUALLY = { timeout: 10_000, interval: 200 };
@@ -162,7 +158,7 @@ async function upload(token: string, rowId: number, fieldId: number, bytes: Buff
     [rowId, fieldId],
   );
   const key = rows[0]!.storage_key;
-  return { key, path: path.join(filesDir, key.slice(0, 2), key) };
+  return { key, path: path.join(sys.filesDir, key.slice(0, 2), key) };
 }
 
 async function onDisk(file: string): Promise<boolean> {

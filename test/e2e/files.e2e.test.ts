@@ -1,8 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
-import os from "node:os";
-import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
@@ -48,17 +45,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let sys: TestSystem;
 let api: Api;
-let filesDir: string;
 
 beforeAll(async () => {
-  filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-e2e-"));
-  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS, FILES_DIR: filesDir });
+  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
   api = client(sys.baseUrl);
 });
 
 afterAll(async () => {
   await sys?.stop();
-  await rm(filesDir, { recursive: true, force: true });
 });
 
 describe("files", () => {
@@ -731,7 +725,7 @@ describe("file limits", () => {
       query: q({ row_id: rowId, file_size: 50_001 }),
     });
     expectError(check, 413, "file_too_large");
-    const stored = (await storedFiles(filesDir)).length;
+    const stored = (await storedFiles(sys.filesDir)).length;
     const usage = await storageUsage(sys, tenant);
     const refused = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
       token: tenant.writeToken,
@@ -742,7 +736,7 @@ describe("file limits", () => {
       token: tenant.writeToken,
     });
     expectError({ status: served.status, body: served.json }, 404, "file_not_found");
-    expect((await storedFiles(filesDir)).length).toBe(stored);
+    expect((await storedFiles(sys.filesDir)).length).toBe(stored);
     expect(await storageUsage(sys, tenant)).toBe(usage);
     // What streamed before the refusal counts no transfer.
     expect(await counted(sys, "transfer", tenant.orgId)).toBe(0);
@@ -798,14 +792,14 @@ describe("uploads that store nothing", () => {
       token: tenant.writeToken,
     });
     expectError({ status: served.status, body: served.json }, 404, "file_not_found");
-    expect(await storedFiles(filesDir)).toHaveLength(stored);
+    expect(await storedFiles(sys.filesDir)).toHaveLength(stored);
     expect(await storageUsage(sys, tenant)).toBe(0);
     expect(await counted(sys, "transfer", tenant.orgId)).toBe(0);
   }
 
   it("refuse a multipart body without exactly one part named file", async () => {
     const rowId = rowIds[0]!;
-    const stored = (await storedFiles(filesDir)).length;
+    const stored = (await storedFiles(sys.filesDir)).length;
     const form = (parts: [name: string, content: Buffer | string, fileName?: string][]) => {
       const data = new FormData();
       for (const [name, content, fileName] of parts) {
@@ -863,7 +857,7 @@ describe("uploads that store nothing", () => {
 
   it("store nothing when the client goes away mid-upload", async () => {
     const rowId = rowIds[1]!;
-    const stored = (await storedFiles(filesDir)).length;
+    const stored = (await storedFiles(sys.filesDir)).length;
     const boundary = "----gone";
     const head = Buffer.from(
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n` +
@@ -883,12 +877,12 @@ describe("uploads that store nothing", () => {
     // The bytes are on their way: the gateway reserved transfer for them, and the files service
     // is writing them.
     await expect.poll(() => counted(sys, "transfer", tenant.orgId)).toBeGreaterThan(0);
-    await expect.poll(() => partialFiles(filesDir)).toBeGreaterThan(0);
+    await expect.poll(() => partialFiles(sys.filesDir)).toBeGreaterThan(0);
     // A reset, as a client that dies sends; a closed socket would look like a short body.
     request.socket!.resetAndDestroy();
     // The upload was abandoned: its reservation given back, its partial bytes removed.
     await expect.poll(() => counted(sys, "transfer", tenant.orgId)).toBe(0);
-    await expect.poll(() => partialFiles(filesDir)).toBe(0);
+    await expect.poll(() => partialFiles(sys.filesDir)).toBe(0);
     await expectNothingStored(rowId, stored);
   });
 });
@@ -898,23 +892,19 @@ describe("a second system with short-lived URLs and a small upload ceiling", () 
   const CEILING = 200_000;
   let second: TestSystem;
   let secondApi: Api;
-  let secondDir: string;
   let stopped = false;
 
   beforeAll(async () => {
-    secondDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-e2e-"));
     second = await startTestSystem({
       RATE_LIMITS: RECORD_TEST_RATE_LIMITS,
       FILE_URL_TTL_SECONDS: "1",
       FILE_UPLOAD_MAX_BYTES: String(CEILING),
-      FILES_DIR: secondDir,
     });
     secondApi = client(second.baseUrl);
   });
 
   afterAll(async () => {
     if (!stopped) await second?.stop();
-    await rm(secondDir, { recursive: true, force: true });
   });
 
   it("stop serving once FILE_URL_TTL_SECONDS have passed", async () => {
@@ -942,7 +932,7 @@ describe("a second system with short-lived URLs and a small upload ceiling", () 
     await enterprise(second, tenant, { "max-file-bytes": 10 * CEILING });
     const { fieldId, rowIds } = await fileTable(secondApi, tenant);
     const rowId = rowIds[0]!;
-    const stored = (await storedFiles(secondDir)).length;
+    const stored = (await storedFiles(second.filesDir)).length;
     const refused = await raw(second.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
       token: tenant.writeToken,
       body: filePart(randomBytes(CEILING + 70_000), "big.bin"),
@@ -952,7 +942,7 @@ describe("a second system with short-lived URLs and a small upload ceiling", () 
       token: tenant.writeToken,
     });
     expectError({ status: served.status, body: served.json }, 404, "file_not_found");
-    expect(await storedFiles(secondDir)).toHaveLength(stored);
+    expect(await storedFiles(second.filesDir)).toHaveLength(stored);
     expect(await storageUsage(second, tenant)).toBe(0);
     expect(await counted(second, "transfer", tenant.orgId)).toBe(0);
     const fits = await raw(second.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {

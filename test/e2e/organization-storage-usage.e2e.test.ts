@@ -1,7 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { filesEnv, type RunningFiles, startFiles } from "@rowbase/files";
 import {
   Code,
@@ -43,7 +40,6 @@ const logger = createLogger("storage-usage-e2e", process.env.TEST_LOG_LEVEL ?? "
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
 let db: pg.Client;
-let filesDir: string;
 let filesPort: number;
 let files: RunningFiles | undefined;
 let organization: RunningOrganization;
@@ -59,7 +55,7 @@ function startOwnFiles(): Promise<RunningFiles> {
       ORGANIZATION_GRPC_URL: sys.system.grpcUrls.organization,
       CATALOG_GRPC_URL: sys.system.grpcUrls.catalog,
       RECORDS_GRPC_URL: sys.system.grpcUrls.records,
-      FILES_DIR: filesDir,
+      FILES_DIR: sys.filesDir,
       FILE_URL_SECRET: randomBytes(32).toString("base64url"),
     }),
     { logger, cache: sys.system.cache, bus: sys.system.bus },
@@ -67,8 +63,7 @@ function startOwnFiles(): Promise<RunningFiles> {
 }
 
 beforeAll(async () => {
-  filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-storage-usage-"));
-  sys = await startTestSystem({ FILES_DIR: filesDir });
+  sys = await startTestSystem();
   api = client(sys.baseUrl);
   db = new pg.Client({ connectionString: sys.databaseUrl });
   await db.connect();
@@ -93,7 +88,6 @@ afterAll(async () => {
   await files?.stop();
   await db?.end();
   await sys?.stop();
-  if (filesDir) await rm(filesDir, { recursive: true, force: true });
 });
 
 const asUser = (user: SignedUpUser) =>

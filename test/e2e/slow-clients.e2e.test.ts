@@ -1,9 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   counted,
@@ -41,17 +38,14 @@ const HEADERS_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let sys: TestSystem;
-let filesDir: string;
 let tenant: Tenant;
 let table: TestTable;
 let fieldId: number;
 let rowIds: number[];
 
 beforeAll(async () => {
-  filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-slow-e2e-"));
   sys = await startTestSystem({
     RATE_LIMITS: RECORD_TEST_RATE_LIMITS,
-    FILES_DIR: filesDir,
     REQUEST_BODY_IDLE_TIMEOUT_MS: String(IDLE_MS),
     REQUEST_BODY_MIN_BYTES_PER_SECOND: String(MIN_BYTES_PER_SECOND),
     REQUEST_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
@@ -63,7 +57,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sys?.stop();
-  await rm(filesDir, { recursive: true, force: true });
 });
 
 interface Answer {
@@ -158,7 +151,7 @@ async function expectTimedOut(answer: Answer) {
 /** What the stores hold and count, to compare before and after an upload. */
 async function holdings() {
   return {
-    files: (await storedFiles(filesDir)).length,
+    files: (await storedFiles(sys.filesDir)).length,
     storage: await storageUsage(sys, tenant),
     transfer: await counted(sys, "transfer", tenant.orgId),
   };
@@ -170,7 +163,7 @@ async function expectNothingStored(rowId: number, before: Awaited<ReturnType<typ
     token: tenant.writeToken,
   });
   expectError({ status: served.status, body: served.json }, 404, "file_not_found");
-  await expect.poll(() => partialFiles(filesDir)).toBe(0);
+  await expect.poll(() => partialFiles(sys.filesDir)).toBe(0);
   await expect.poll(holdings).toEqual(before);
 }
 

@@ -21,6 +21,11 @@ export interface TestSystem {
   signingKeys: Awaited<ReturnType<typeof generateSigningKey>>[];
   databaseUrl: string;
   internalJwtSecret: string;
+  /**
+   * Where the files service keeps bytes: FILES_DIR when the test sets it, else a directory of
+   * this system's own, removed at `stop`.
+   */
+  filesDir: string;
   stop(): Promise<void>;
 }
 
@@ -74,6 +79,7 @@ export async function startTestSystem(
     signingKeys,
     databaseUrl: database.url,
     internalJwtSecret,
+    filesDir: env.FILES_DIR ?? filesDir,
     async stop() {
       // The namespaced streams of this run are of no use to anyone once it is over.
       if (system.bus instanceof NatsBus) await system.bus.deleteStreams(STREAMS.map((s) => s.name));
