@@ -28,6 +28,12 @@ const down: Cache = {
   setIfAbsent: async () => {
     throw new Error("connect ECONNREFUSED");
   },
+  setVersioned: async () => {
+    throw new Error("connect ECONNREFUSED");
+  },
+  dropVersionedValues: async () => {
+    throw new Error("connect ECONNREFUSED");
+  },
   close: async () => {},
 };
 
@@ -40,6 +46,8 @@ describe("unavailableOnFailure", () => {
       () => cache.del("k"),
       () => cache.addToExisting("k", 1),
       () => cache.setIfAbsent("k", "v", 1),
+      () => cache.setVersioned("k", 1n, "v", 1),
+      () => cache.dropVersionedValues("k"),
     ]) {
       const error = await operation().then(
         () => undefined,

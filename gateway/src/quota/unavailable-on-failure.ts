@@ -27,6 +27,10 @@ export function unavailableOnFailure(cache: Cache): Cache {
     addToExisting: (key, by) => guard("addToExisting", () => cache.addToExisting(key, by)),
     setIfAbsent: (key, value, ttlSeconds) =>
       guard("setIfAbsent", () => cache.setIfAbsent(key, value, ttlSeconds)),
+    setVersioned: (key, version, value, ttlSeconds) =>
+      guard("setVersioned", () => cache.setVersioned(key, version, value, ttlSeconds)),
+    dropVersionedValues: (...keys) =>
+      guard("dropVersionedValues", () => cache.dropVersionedValues(...keys)),
     close: () => cache.close(),
   };
 }
@@ -89,6 +93,16 @@ export function localOnFailure(cache: Cache): Cache {
       run(
         () => cache.setIfAbsent(key, value, ttl),
         (m) => m.setIfAbsent(key, value, ttl),
+      ),
+    setVersioned: (key, version, value, ttl) =>
+      run(
+        () => cache.setVersioned(key, version, value, ttl),
+        (m) => m.setVersioned(key, version, value, ttl),
+      ),
+    dropVersionedValues: (...keys) =>
+      run(
+        () => cache.dropVersionedValues(...keys),
+        (m) => m.dropVersionedValues(...keys),
       ),
     close: () => cache.close(),
   };

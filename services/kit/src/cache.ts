@@ -18,6 +18,42 @@ export function cachedJsonObject(value: string | null): Record<string, unknown> 
 }
 
 /**
+ * A versioned entry: a cached copy of something its source of truth numbers the changes of (an
+ * organization's plan, a table's schema), stored as `<version> <value>`; `<version>` alone is a
+ * mark, "the source has this version, ask it". Versions are decimal without leading zeros, so
+ * that the Redis script compares them as strings (by length, then character by character).
+ */
+export interface VersionedEntry {
+  version: bigint;
+  /** Absent for a mark. */
+  value: string | undefined;
+}
+
+/** How a versioned entry is stored; `value` absent for a mark. */
+export function versionedEntry(version: bigint, value?: string): string {
+  if (version < 0n) throw new Error(`negative version ${version}`);
+  return value === undefined ? version.toString() : `${version} ${value}`;
+}
+
+/** The versioned entry a cache holds; undefined for none, or one not in the versioned form. */
+export function versionedEntryOf(held: string | null): VersionedEntry | undefined {
+  if (held === null) return undefined;
+  const space = held.indexOf(" ");
+  const version = space < 0 ? held : held.slice(0, space);
+  if (!/^(0|[1-9][0-9]*)$/.test(version)) return undefined;
+  return { version: BigInt(version), value: space < 0 ? undefined : held.slice(space + 1) };
+}
+
+/**
+ * Whether a versioned entry `next` may replace the `held` one: when nothing readable is held,
+ * or an older version, or a mark of the same version that `next` fills.
+ */
+function replaces(held: VersionedEntry | undefined, next: VersionedEntry): boolean {
+  if (!held || held.version < next.version) return true;
+  return held.version === next.version && held.value === undefined && next.value !== undefined;
+}
+
+/**
  * The few key-value operations Rowbase needs from Redis: short-lived caches, revocation marks
  * and counters. `MemoryCache` stands in for Redis in the single-process mode.
  */
@@ -38,6 +74,25 @@ export interface Cache {
    * that rebuilds a lost counter.
    */
   setIfAbsent(key: string, value: string, ttlSeconds: number): Promise<boolean>;
+  /**
+   * Stores a versioned entry (`value` absent for a mark) unless the key holds a newer version,
+   * or this one already (a mark is filled by its value, nothing else of its version replaces):
+   * a copy fetched before a change can never replace what the change's writer left, while the
+   * first copy fetched after it fills the mark. An entry not in the versioned form is replaced.
+   * True when this call stored it.
+   */
+  setVersioned(
+    key: string,
+    version: bigint,
+    value: string | undefined,
+    ttlSeconds: number,
+  ): Promise<boolean>;
+  /**
+   * Drops the values of versioned entries, leaving marks of their versions for the rest of
+   * their lives: the next lookup fetches again, and a copy older than the dropped one still
+   * cannot come back, as it could after a delete. An entry not in the versioned form goes.
+   */
+  dropVersionedValues(...keys: string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -67,6 +122,39 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 return redis.call('INCRBY', KEYS[1], ARGV[1])`;
 type AddToExisting = (key: string, by: number) => Promise<number | null>;
 
+/**
+ * `Cache.setVersioned` in one step, so that nothing changes the entry between the comparison and
+ * the write. ARGV: the version, the entry to store, its TTL in seconds.
+ */
+const SET_VERSIONED = "rowbaseSetVersioned";
+const SET_VERSIONED_LUA = `
+local held = redis.call('GET', KEYS[1])
+if held then
+  local version = string.match(held, '^(%d+) ') or string.match(held, '^(%d+)$')
+  if version then
+    local wanted = ARGV[1]
+    if #version > #wanted or (#version == #wanted and version > wanted) then return 0 end
+    if version == wanted and (#held > #version or ARGV[2] == wanted) then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+return 1`;
+type SetVersioned = (key: string, version: string, entry: string, ttl: number) => Promise<number>;
+
+/** `Cache.dropVersionedValues` for one key, in one step; the mark keeps the entry's expiry. */
+const DROP_VERSIONED_VALUE = "rowbaseDropVersionedValue";
+const DROP_VERSIONED_VALUE_LUA = `
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+local version = string.match(held, '^(%d+) ')
+if version then
+  redis.call('SET', KEYS[1], version, 'KEEPTTL')
+elseif not string.match(held, '^%d+$') then
+  redis.call('DEL', KEYS[1])
+end
+return 0`;
+type DropVersionedValue = (key: string) => Promise<number>;
+
 export class RedisCache implements Cache {
   readonly kind = "redis";
   private connectedOnce = false;
@@ -82,6 +170,13 @@ export class RedisCache implements Cache {
     // would also print every failed reconnect attempt as an unhandled error event.
     client.on("error", () => {});
     client.defineCommand(ADD_TO_EXISTING, { numberOfKeys: 1, lua: ADD_TO_EXISTING_LUA });
+    client.defineCommand(SET_VERSIONED, { numberOfKeys: 1, lua: SET_VERSIONED_LUA });
+    client.defineCommand(DROP_VERSIONED_VALUE, { numberOfKeys: 1, lua: DROP_VERSIONED_VALUE_LUA });
+  }
+
+  /** A command defined by a script (`defineCommand`). */
+  private script<F>(name: string): F {
+    return (this.client as unknown as Record<string, F>)[name]!;
   }
 
   static connect(url: string, prefix?: string): RedisCache {
@@ -119,13 +214,31 @@ export class RedisCache implements Cache {
 
   async addToExisting(key: string, by: number) {
     this.up();
-    const command = (this.client as unknown as Record<string, AddToExisting>)[ADD_TO_EXISTING];
-    return command!.call(this.client, this.prefix + key, by);
+    return this.script<AddToExisting>(ADD_TO_EXISTING).call(this.client, this.prefix + key, by);
   }
 
   async setIfAbsent(key: string, value: string, ttlSeconds: number) {
     this.up();
     return (await this.client.set(this.prefix + key, value, "EX", ttlSeconds, "NX")) === "OK";
+  }
+
+  async setVersioned(key: string, version: bigint, value: string | undefined, ttlSeconds: number) {
+    this.up();
+    const entry = versionedEntry(version, value);
+    const stored = await this.script<SetVersioned>(SET_VERSIONED).call(
+      this.client,
+      this.prefix + key,
+      version.toString(),
+      entry,
+      ttlSeconds,
+    );
+    return stored === 1;
+  }
+
+  async dropVersionedValues(...keys: string[]) {
+    this.up();
+    const drop = this.script<DropVersionedValue>(DROP_VERSIONED_VALUE);
+    await Promise.all(keys.map((key) => drop.call(this.client, this.prefix + key)));
   }
 
   get keyPrefix() {
@@ -199,6 +312,23 @@ export class MemoryCache implements Cache {
     if (this.live(key)) return false;
     this.store(key, value, ttlSeconds);
     return true;
+  }
+
+  async setVersioned(key: string, version: bigint, value: string | undefined, ttlSeconds: number) {
+    const held = this.live(key);
+    if (held && !replaces(versionedEntryOf(held.value), { version, value })) return false;
+    this.store(key, versionedEntry(version, value), ttlSeconds);
+    return true;
+  }
+
+  async dropVersionedValues(...keys: string[]) {
+    for (const key of keys) {
+      const held = this.live(key);
+      if (!held) continue;
+      const entry = versionedEntryOf(held.value);
+      if (!entry) this.entries.delete(key);
+      else held.value = versionedEntry(entry.version);
+    }
   }
 
   async close() {

@@ -54,6 +54,53 @@ describe.each([
     await cache.del("claim");
     expect(await cache.setIfAbsent("claim", "after delete", 60)).toBe(true);
   });
+
+  it("keeps the newest version of a versioned entry; a mark is filled by its own version", async () => {
+    const cache = await make();
+    caches.push(cache);
+    expect(await cache.setVersioned("v", 9n, "nine", 60)).toBe(true);
+    // Older copies never replace it, a same one has nothing to add, newer ones do.
+    expect(await cache.setVersioned("v", 8n, "eight", 60)).toBe(false);
+    expect(await cache.setVersioned("v", 9n, "nine again", 60)).toBe(false);
+    expect(await cache.setVersioned("v", 9n, undefined, 60)).toBe(false);
+    expect(await cache.get("v")).toBe("9 nine");
+    // 10 after 9: versions compare as numbers, not as text.
+    expect(await cache.setVersioned("v", 10n, undefined, 60)).toBe(true);
+    expect(await cache.get("v")).toBe("10");
+    expect(await cache.setVersioned("v", 9n, "nine", 60)).toBe(false);
+    expect(await cache.setVersioned("v", 10n, undefined, 60)).toBe(false);
+    expect(await cache.setVersioned("v", 10n, "ten", 60)).toBe(true);
+    expect(await cache.get("v")).toBe("10 ten");
+    const highest = 2n ** 63n - 1n;
+    expect(await cache.setVersioned("v", highest, undefined, 60)).toBe(true);
+    expect(await cache.setVersioned("v", highest - 1n, "lower", 60)).toBe(false);
+    // Entries not in the versioned form are replaced.
+    await cache.set("old", '{"records":"1000"}', 60);
+    expect(await cache.setVersioned("old", 0n, "zero", 60)).toBe(true);
+    expect(await cache.get("old")).toBe("0 zero");
+    const lines = "one\ntwo";
+    expect(await cache.setVersioned("lines", 1n, lines, 60)).toBe(true);
+    expect(await cache.setVersioned("lines", 1n, undefined, 60)).toBe(false);
+    expect(await cache.get("lines")).toBe(`1 ${lines}`);
+  });
+
+  it("drops a versioned value, keeping its version and its expiry", async () => {
+    const cache = await make();
+    caches.push(cache);
+    await cache.setVersioned("v", 4n, "four", 60);
+    await cache.setVersioned("v", 5n, "five", 1);
+    await cache.setVersioned("mark", 6n, undefined, 60);
+    await cache.set("old", "{}", 60);
+    await cache.dropVersionedValues("v", "mark", "old", "missing");
+    expect(await cache.get("v")).toBe("5");
+    expect(await cache.get("mark")).toBe("6");
+    expect(await cache.get("old")).toBeNull();
+    expect(await cache.get("missing")).toBeNull();
+    // The dropped value's version still keeps older copies out.
+    expect(await cache.setVersioned("v", 4n, "four", 60)).toBe(false);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await cache.get("v")).toBeNull();
+  });
 });
 
 describe("memory cache", () => {
