@@ -1,5 +1,4 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { PLAN_CHANGED_SECONDS } from "@rowbase/kit";
 import type { MailCatcher } from "@rowbase/kit/testing";
 import { runAdminCommand } from "@rowbase/organization/admin";
 
@@ -181,9 +180,9 @@ export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant
     );
     organizationId = created.organization.organization_id;
   }
-  let planChangedAt: number | undefined;
   if (options.admin) {
-    planChangedAt = Date.now();
+    // Its commit writes the new plan into the shared cache entry (kit plan-cache.ts): the
+    // measured requests read it from there as soon as the seed is done.
     await runAdminCommand(["set-plan", String(organizationId), "business"], {
       organizationUrl: options.admin.organizationUrl,
       internalSecret: options.admin.internalSecret,
@@ -250,16 +249,6 @@ export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant
   options.say(
     `  seeded ${tenant.rowIds.length} records in ${seconds.toFixed(1)} s (${Math.round(tenant.rowIds.length / seconds)} records/s, 4 calls at a time)`,
   );
-  // For a while after a plan change every plan lookup asks the organization service (the
-  // cache entry holds a mark, kit's plan-cache.ts): the steady state starts after it.
-  const markLeftMs =
-    planChangedAt === undefined ? 0 : planChangedAt + PLAN_CHANGED_SECONDS * 1000 - Date.now();
-  if (markLeftMs > 0) {
-    options.say(
-      `  waiting ${(markLeftMs / 1000).toFixed(1)} s for the plan change's cache mark to end`,
-    );
-    await new Promise((resolve) => setTimeout(resolve, markLeftMs));
-  }
   return tenant;
 }
 

@@ -1,5 +1,6 @@
 import { PlanAllowances } from "@rowbase/gateway";
-import { createServiceClient, encodeCachedPlan, planCacheKey } from "@rowbase/kit";
+import { cachePlan, createServiceClient, planCacheKey } from "@rowbase/kit";
+import { holdAnswers } from "@rowbase/kit/testing";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counted, enterprise as enterpriseLimits } from "./support/files.js";
@@ -291,36 +292,20 @@ describe("the plan the gateway caches", () => {
     const key = planCacheKey(organizationId);
     const organization = createServiceClient(OrganizationService, sys.system.grpcUrls.organization);
     // A gateway replica asks for the free plan, and its answer is delayed past a change.
-    let answered = () => {};
-    const asked = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let old = "";
-    const slow = {
-      getPlan: async (...args: Parameters<typeof organization.getPlan>) => {
-        const answer = await organization.getPlan(...args);
-        old = encodeCachedPlan(answer.limits!);
-        answered();
-        await held;
-        return answer;
-      },
-    } as unknown as typeof organization;
+    const slow = holdAnswers(organization, "getPlan");
     await sys.system.cache.del(key);
     const lookup = new PlanAllowances(
-      slow,
+      slow.client,
       sys.system.cache,
       sys.internalJwtSecret,
     ).apiCallsPerMonth(organizationId, "e2e-slow");
-    await asked;
-    // Meanwhile another replica cached the old plan too; the change must evict it.
-    await sys.system.cache.set(key, old, 60);
+    const { limits, planVersion } = await slow.answered;
+    // Meanwhile another replica cached the old plan too; the change must replace it.
+    await cachePlan(sys.system.cache, organizationId, planVersion, limits!);
+    const old = await sys.system.cache.get(key);
     await enterpriseLimits(sys, tenant, { "api-calls-per-month": 7 });
     await expect.poll(() => sys.system.cache.get(key), { timeout: 10_000 }).not.toBe(old);
-    release();
+    slow.release();
     expect(await lookup).toBe(3000n);
     // Whatever the late answer did, the next lookup gets the new allowance.
     const fresh = new PlanAllowances(organization, sys.system.cache, sys.internalJwtSecret);

@@ -1,7 +1,9 @@
 import type { Client } from "@connectrpc/connect";
 import { type Cache, Code, cachedPlan, callAs, domainError, errorInfoOf } from "@rowbase/kit";
-import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type {
+  GetPlanResponse,
+  OrganizationService,
+} from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RPC_TIMEOUT_MS } from "../auth/downstream-call.js";
 import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import type { ErrorCode } from "../errors/error-table.js";
@@ -56,15 +58,13 @@ export class PlanAllowances {
     organizationId: bigint,
     requestId: string,
     notFound: ErrorCode,
-  ): Promise<PlanLimits> {
+  ): Promise<GetPlanResponse> {
     const options = await callAs(this.internalSecret, GATEWAY_PRINCIPAL, requestId);
     try {
-      const { limits } = await this.organization.getPlan(
+      return await this.organization.getPlan(
         { organizationId },
         { ...options, timeoutMs: RPC_TIMEOUT_MS },
       );
-      if (!limits) throw new Error("GetPlan answered without limits");
-      return limits;
     } catch (error) {
       // The organization is being deleted, and its tables with it.
       if (errorInfoOf(error)?.reason === "organization_not_found") {

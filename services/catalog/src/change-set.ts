@@ -5,12 +5,13 @@ import {
   auditChangesJson,
   type Cache,
   type Logger,
+  markTableSchemaChanged,
   type Orm,
   type OutboxRelay,
   type Principal,
   publishEvent,
+  query,
   SUBJECTS,
-  tableSchemaCacheKey,
 } from "@rowbase/kit";
 import {
   AuditEvent_TargetSchema,
@@ -109,13 +110,20 @@ export class ChangeSet {
   }
 }
 
-/** Cache keys deleted per call after a commit. */
+/** Cache entries marked at once after a commit. */
 const EVICTION_CHUNK = 1_000;
 
 /**
- * Runs write transactions: after a commit it wakes the outbox relay and deletes the cached
- * schemas of the tables it changed (`tableSchemaCacheKey`); after a rollback it does neither,
- * and runs the undos of a failed work (`ChangeSet.onAbandon`).
+ * The version a deleted table's schema entry is marked with: above any a table reaches, so
+ * that no schema read before the deletion is cached after it.
+ */
+const DELETED_TABLE_VERSION = 2n ** 63n - 1n;
+
+/**
+ * Runs write transactions: before the commit it raises the schema version of the tables it
+ * changed, after the commit it wakes the outbox relay and marks their cached schemas with the
+ * new versions (kit `markTableSchemaChanged`); after a rollback it does neither, and runs the
+ * undos of a failed work (`ChangeSet.onAbandon`).
  */
 export class Transactions {
   constructor(
@@ -177,21 +185,47 @@ export class Transactions {
   ): Promise<{ result: T; afterCommit: () => Promise<void> }> {
     const changes = new ChangeSet(em, context);
     const result = await work(changes);
-    return { result, afterCommit: () => this.committed(changes) };
+    const versions = await raiseSchemaVersions(em, changes.changedTables);
+    return { result, afterCommit: () => this.committed(changes, versions) };
   }
 
-  private async committed(changes: ChangeSet): Promise<void> {
+  private async committed(changes: ChangeSet, versions: Map<bigint, bigint>): Promise<void> {
     if (changes.enqueuedEvents > 0) this.relay.kick();
     // The change is committed: a cache that cannot be reached must not fail the call. The
     // entries live a minute at most, and records and files evict them again on the events.
-    // In chunks: an organization's deletion can name more tables than a call takes arguments.
-    const keys = [...changes.changedTables].map(tableSchemaCacheKey);
+    // In chunks: an organization's deletion can name many thousands of tables.
+    const tables = [...changes.changedTables];
     try {
-      for (let i = 0; i < keys.length; i += EVICTION_CHUNK) {
-        await this.cache.del(...keys.slice(i, i + EVICTION_CHUNK));
+      for (let i = 0; i < tables.length; i += EVICTION_CHUNK) {
+        await Promise.all(
+          tables
+            .slice(i, i + EVICTION_CHUNK)
+            .map((id) =>
+              markTableSchemaChanged(this.cache, id, versions.get(id) ?? DELETED_TABLE_VERSION),
+            ),
+        );
       }
     } catch (error) {
       this.logger.warn({ err: error }, "cache eviction failed");
     }
   }
+}
+
+/**
+ * Raises the schema version of the tables a transaction changed, in it (the row lock orders
+ * concurrent changes of a table as they commit); returns the new versions. A table deleted by
+ * the transaction has none.
+ */
+async function raiseSchemaVersions(
+  em: EntityManager,
+  tables: Set<bigint>,
+): Promise<Map<bigint, bigint>> {
+  if (tables.size === 0) return new Map();
+  const rows = await query<{ id: string; schema_version: string }>(
+    em,
+    `update tables set schema_version = schema_version + 1 where id = any($1::bigint[])
+      returning id::text, schema_version::text`,
+    [[...tables]],
+  );
+  return new Map(rows.map((row) => [BigInt(row.id), BigInt(row.schema_version)]));
 }

@@ -128,6 +128,7 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
           table: toTable(schema.table),
           fields: schema.fields.map(toField),
           organizationId: schema.organizationId,
+          schemaVersion: schema.schemaVersion,
         };
       },
     });

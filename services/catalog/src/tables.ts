@@ -166,16 +166,27 @@ export class Tables {
   }
 
   /** Internal: a table with its fields and owner, for services, without a role check. */
-  async schema(tableId: bigint): Promise<TableView & { organizationId: bigint }> {
+  async schema(
+    tableId: bigint,
+  ): Promise<TableView & { organizationId: bigint; schemaVersion: bigint }> {
     const em = this.deps.tx.em();
-    const rows = await em.execute<{ organization_id: string }[]>(
-      "select d.organization_id from tables t join databases d on d.id = t.database_id where t.id = ?",
+    // The version is read before the table and its fields, so that it never claims a newer
+    // schema than what is answered with it (a newer schema under an older version only costs
+    // a fetch once the newer version's mark is there).
+    const rows = await em.execute<{ organization_id: string; schema_version: string }[]>(
+      `select d.organization_id, t.schema_version::text as schema_version
+         from tables t join databases d on d.id = t.database_id where t.id = ?`,
       [tableId],
     );
     const table = rows[0] ? await em.findOne(Table, { id: tableId }) : null;
     if (!rows[0] || !table) throw notFound("table_not_found");
     const fields = await em.find(Field, { tableId }, { orderBy: { position: "asc" } });
-    return { table, fields, organizationId: BigInt(rows[0].organization_id) };
+    return {
+      table,
+      fields,
+      organizationId: BigInt(rows[0].organization_id),
+      schemaVersion: BigInt(rows[0].schema_version),
+    };
   }
 
   /** The database's tables, oldest first. */

@@ -170,6 +170,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     "InitialSchema",
     "ProcessedEvents",
     "NameKeys",
+    "SchemaVersion",
   ]);
   expect(await migrateCatalog(database.url)).toEqual([]);
   let config = configOf({});

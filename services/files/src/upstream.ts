@@ -7,7 +7,6 @@ import {
   createServiceClient,
   errorInfoOf,
   type Logger,
-  markPlanChanged,
   planCacheKey,
   type TableSchema,
   TableSchemaCache,
@@ -91,7 +90,7 @@ export class Upstream {
 
   /**
    * A table's schema; undefined when catalog no longer has the table. Read through the entry
-   * shared with records (kit's TableSchemaCache), which catalog deletes when a change to the
+   * shared with records (kit's TableSchemaCache), which catalog marks when a change to the
    * table or its fields commits, so an upload or a signed download meets the field as it is
    * once the change is answered.
    */
@@ -114,7 +113,7 @@ export class Upstream {
   /**
    * The limits of an organization's plan; record_not_found when the organization is gone.
    * Read through the entry shared with records and the gateway (kit `cachedPlan`), which a plan
-   * change marks when it commits, so an upload meets new limits once the change is answered.
+   * change writes when it commits, so an upload meets new limits once the change is answered.
    * `fresh` asks organization rather than the cache.
    */
   async planLimits(
@@ -128,25 +127,23 @@ export class Upstream {
     });
   }
 
-  private async fetchPlan(organizationId: bigint, requestId: string): Promise<PlanLimits> {
-    let plan: GetPlanResponse;
+  private async fetchPlan(organizationId: bigint, requestId: string): Promise<GetPlanResponse> {
     try {
-      plan = await this.organizations.getPlan({ organizationId }, await this.options(requestId));
+      return await this.organizations.getPlan({ organizationId }, await this.options(requestId));
     } catch (error) {
       if (errorInfoOf(error)?.reason === "organization_not_found") {
         throw recordNotFound();
       }
       throw upstreamFailure("OrganizationService.GetPlan", error);
     }
-    if (!plan.limits) throw new Error("OrganizationService.GetPlan returned no limits");
-    return plan.limits;
   }
 
   async evictTableSchemas(tableIds: bigint[]): Promise<void> {
     await this.schemas.evict(...tableIds);
   }
 
+  /** Drops a cached plan, keeping its version (see kit `dropVersionedValues`). */
   async evictPlan(organizationId: bigint): Promise<void> {
-    await markPlanChanged(this.cache, planCacheKey(organizationId));
+    await this.cache.dropVersionedValues(planCacheKey(organizationId));
   }
 }

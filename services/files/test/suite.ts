@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { auditChangesOf, encodeCachedPlan, planCacheKey, SUBJECTS } from "@rowbase/kit";
+import { auditChangesOf, cachePlan, planCacheKey, SUBJECTS } from "@rowbase/kit";
+import { holdAnswers } from "@rowbase/kit/testing";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import { FieldDeletedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
@@ -609,28 +610,12 @@ export function filesSuite(backend: Backend) {
         return upstream;
       };
       // Another files replica asks for the free plan, and its answer is delayed past a change.
-      let answered = () => {};
-      const asked = new Promise<void>((resolve) => {
-        answered = resolve;
-      });
-      let release = () => {};
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      const slow = {
-        getPlan: async (...args: Parameters<typeof h.org.getPlan>) => {
-          const answer = await h.org.getPlan(...args);
-          answered();
-          await held;
-          return answer;
-        },
-      } as unknown as typeof h.org;
-      const lookup = upstreamOf(slow).planLimits(organizationId, "slow");
-      await asked;
-      // Meanwhile another replica cached the old plan too; the change must evict it.
-      const { limits } = await h.org.getPlan({ organizationId }, await as(SERVICE));
-      const old = encodeCachedPlan(limits!);
-      await h.cache.set(key, old, 60);
+      const slow = holdAnswers(h.org, "getPlan");
+      const lookup = upstreamOf(slow.client).planLimits(organizationId, "slow");
+      const { limits, planVersion } = await slow.answered;
+      // Meanwhile another replica cached the old plan too; the change must replace it.
+      await cachePlan(h.cache, organizationId, planVersion, limits!);
+      const old = await h.cache.get(key);
       await h.org.setPlan(
         {
           organizationId,
@@ -640,7 +625,7 @@ export function filesSuite(backend: Backend) {
         await as(OPERATOR),
       );
       await expect.poll(() => h.cache.get(key), { timeout: 10_000 }).not.toBe(old);
-      release();
+      slow.release();
       expect((await lookup).fileStorageBytes).toBe(100_000_000n);
       // Whatever the late answer did, the next lookup gets the new limits.
       const fresh = await upstreamOf(h.org).planLimits(organizationId, "fresh");

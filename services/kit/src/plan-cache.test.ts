@@ -3,17 +3,18 @@ import {
   type PlanLimits,
   PlanLimitsSchema,
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { GetPlanResponseSchema } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { describe, expect, it } from "vitest";
-import { type Cache, MemoryCache } from "./cache.js";
+import { type Cache, MemoryCache, versionedEntry } from "./cache.js";
 import { createLogger } from "./logger.js";
 import {
   cachedPlan,
+  cachePlan,
   decodeCachedPlan,
   encodeCachedPlan,
-  markPlanChanged,
-  PLAN_CHANGED,
   planCacheKey,
 } from "./plan-cache.js";
+import { holdAnswers } from "./testing.js";
 
 const free = create(PlanLimitsSchema, {
   records: 1_000n,
@@ -39,26 +40,30 @@ describe("the cached plan entry", () => {
   });
 
   it("reads back the limits it wrote, a zero one (an enterprise plan may set it) included", () => {
-    expect(decodeCachedPlan(encodeCachedPlan(free))).toEqual(free);
+    expect(decodeCachedPlan(versionedEntry(3n, encodeCachedPlan(free)))).toEqual(free);
     const none = create(PlanLimitsSchema, { ...free, apiCallsPerMonth: 0n });
-    expect(decodeCachedPlan(encodeCachedPlan(none))?.apiCallsPerMonth).toBe(0n);
+    expect(decodeCachedPlan(versionedEntry(0n, encodeCachedPlan(none)))?.apiCallsPerMonth).toBe(0n);
   });
 
-  it("treats the changed mark, a missing limit or a malformed one as a miss, never as 0", () => {
+  it("treats a mark, an unversioned entry, a missing or malformed limit as a miss, never 0", () => {
     const entry = JSON.parse(encodeCachedPlan(free)) as Record<string, unknown>;
     const without = { ...entry };
     delete without.maxFileBytes;
     for (const value of [
       null,
-      PLAN_CHANGED,
-      JSON.stringify(without),
-      JSON.stringify({ ...entry, apiCallsPerMonth: 3000 }),
-      JSON.stringify({ ...entry, records: "-1" }),
-      '{"records":"1000"}',
-      "not json",
-      "null",
+      versionedEntry(3n),
+      encodeCachedPlan(free),
+      "?",
+      ...[
+        JSON.stringify(without),
+        JSON.stringify({ ...entry, apiCallsPerMonth: 3000 }),
+        JSON.stringify({ ...entry, records: "-1" }),
+        '{"records":"1000"}',
+        "not json",
+        "null",
+      ].map((value) => versionedEntry(3n, value)),
     ]) {
-      expect(decodeCachedPlan(value)).toBeUndefined();
+      expect(decodeCachedPlan(value), String(value)).toBeUndefined();
     }
   });
 });
@@ -68,51 +73,78 @@ describe("cachedPlan", () => {
   const key = planCacheKey(ORG);
   const logger = createLogger("plan-cache-test", "silent");
 
-  function source(...answers: PlanLimits[]) {
+  /** Organization's GetPlan, answering each plan in turn (the last one again) at its version. */
+  function source(...answers: [version: bigint, limits: PlanLimits][]) {
     const asked: number[] = [];
     return {
       asked,
       fetch: async () => {
         asked.push(asked.length);
-        return answers[Math.min(asked.length - 1, answers.length - 1)]!;
+        const [planVersion, limits] = answers[Math.min(asked.length - 1, answers.length - 1)]!;
+        return create(GetPlanResponseSchema, { limits, planVersion });
       },
     };
   }
 
   it("asks once, then answers from the shared entry", async () => {
     const cache = new MemoryCache();
-    const organization = source(free);
+    const organization = source([0n, free]);
     expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(free);
     expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(free);
     expect(organization.asked).toHaveLength(1);
     expect(decodeCachedPlan(await cache.get(key))).toEqual(free);
   });
 
-  it("asks while the entry is marked changed, and never caches over the mark", async () => {
+  it("answers a change's plan from the entry its commit wrote", async () => {
     const cache = new MemoryCache();
-    await cache.set(key, encodeCachedPlan(free), 60);
-    await markPlanChanged(cache, key);
-    const organization = source(lowered);
+    await cachePlan(cache, ORG, 0n, free);
+    await cachePlan(cache, ORG, 1n, lowered);
+    const organization = source([1n, lowered]);
+    expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(lowered);
+    expect(organization.asked).toHaveLength(0);
+  });
+
+  it("asks once after a change's value was dropped, then answers from the entry again", async () => {
+    const cache = new MemoryCache();
+    await cachePlan(cache, ORG, 1n, lowered);
+    await cache.dropVersionedValues(key);
+    const organization = source([1n, lowered]);
     expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(lowered);
     expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(lowered);
-    expect(organization.asked).toHaveLength(2);
-    expect(await cache.get(key)).toBe(PLAN_CHANGED);
+    expect(organization.asked).toHaveLength(1);
+  });
+
+  it("never caches a plan read before a change over the change's entry", async () => {
+    const cache = new MemoryCache();
+    const slow = holdAnswers(source([0n, free]), "fetch");
+    const lookup = cachedPlan(cache, ORG, slow.client.fetch);
+    await slow.answered;
+    await cachePlan(cache, ORG, 1n, lowered);
+    // An event dropped the value meanwhile: the version it leaves still keeps the old plan out.
+    await cache.dropVersionedValues(key);
+    slow.release();
+    expect(await lookup).toEqual(free);
+    const organization = source([1n, lowered]);
+    expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(lowered);
+    expect(await cachedPlan(cache, ORG, organization.fetch)).toEqual(lowered);
+    expect(organization.asked).toHaveLength(1);
   });
 
   it("skips the entry when asked for a fresh plan", async () => {
     const cache = new MemoryCache();
-    await cache.set(key, encodeCachedPlan(free), 60);
-    const organization = source(lowered);
+    await cachePlan(cache, ORG, 0n, free);
+    const organization = source([1n, lowered]);
     expect(await cachedPlan(cache, ORG, organization.fetch, { fresh: true })).toEqual(lowered);
     expect(organization.asked).toHaveLength(1);
+    expect(decodeCachedPlan(await cache.get(key))).toEqual(lowered);
   });
 
   it("falls back to asking when the cache fails, if given a logger; else fails", async () => {
     const down: Cache = Object.assign(new MemoryCache(), {
       get: () => Promise.reject(new Error("down")),
-      setIfAbsent: () => Promise.reject(new Error("down")),
+      setVersioned: () => Promise.reject(new Error("down")),
     });
-    const organization = source(free);
+    const organization = source([0n, free]);
     expect(await cachedPlan(down, ORG, organization.fetch, { logger })).toEqual(free);
     await expect(cachedPlan(down, ORG, organization.fetch)).rejects.toThrow("down");
   });

@@ -3,37 +3,44 @@ import {
   type PlanLimits,
   PlanLimitsSchema,
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import { type Cache, cachedJsonObject } from "./cache.js";
+import type { GetPlanResponse } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { type Cache, cachedJsonObject, versionedEntryOf } from "./cache.js";
 import type { Logger } from "./logger.js";
 
 /**
  * Where the gateway, records and files cache an organization's plan limits (organization's
- * GetPlan), one entry for all three: a plan change marks it changed when it commits
- * (PLAN_CHANGED), so every reader follows the change as soon as it is answered.
+ * GetPlan), one entry for all three, versioned (kit `setVersioned`) by the organization's plan
+ * version: a plan change writes the new limits there when it commits, and a lookup that read
+ * the old plan before the change can never put it back.
  */
 export function planCacheKey(organizationId: bigint): string {
   return `plan:${organizationId}`;
 }
 
-/** How long a plan stays in the shared cache; a change replaces it by PLAN_CHANGED at once. */
+/** How long a plan stays in the shared cache; a change replaces it at once. */
 export const PLAN_CACHE_TTL_SECONDS = 60;
 
 /**
- * What a plan's cache entry holds for PLAN_CHANGED_SECONDS after a plan change (marked when it
- * commits and again on `org.plan.changed`): "ask the organization service". Plans are cached
- * only where no entry is (`setIfAbsent`), so a lookup that read the old plan just before the
- * change cannot put it back after the eviction.
+ * Caches an organization's plan at its version, unless the entry holds a newer one (or this
+ * one already): by the organization service when a change commits, and by every lookup that
+ * had to ask it.
  */
-export const PLAN_CHANGED = "?";
-export const PLAN_CHANGED_SECONDS = 10;
-
-/** Evicts a cached plan, leaving PLAN_CHANGED (see there) in its place. */
-export async function markPlanChanged(cache: Cache, key: string): Promise<void> {
-  await cache.set(key, PLAN_CHANGED, PLAN_CHANGED_SECONDS);
+export async function cachePlan(
+  cache: Cache,
+  organizationId: bigint,
+  version: bigint,
+  limits: PlanLimits,
+): Promise<void> {
+  await cache.setVersioned(
+    planCacheKey(organizationId),
+    version,
+    encodeCachedPlan(limits),
+    PLAN_CACHE_TTL_SECONDS,
+  );
 }
 
 /**
- * A plan's cache entry: PlanLimits in protobuf JSON with every key present (a zero limit an
+ * The value of a plan's cache entry (after its version): PlanLimits in protobuf JSON with every key present (a zero limit an
  * enterprise plan may set included) and int64s as decimal strings,
  * `{"records": "1000", "apiCallsPerMonth": "3000", ...}`.
  */
@@ -42,11 +49,11 @@ export function encodeCachedPlan(limits: PlanLimits): string {
 }
 
 /**
- * The limits in a plan's cache entry; undefined for no entry, PLAN_CHANGED, or one that lacks a
- * limit or holds anything but a decimal string for it (never read as a limit of 0).
+ * The limits in a plan's cache entry; undefined for no entry, a mark, or one that lacks a limit
+ * or holds anything but a decimal string for it (never read as a limit of 0).
  */
-export function decodeCachedPlan(value: string | null): PlanLimits | undefined {
-  const entry = cachedJsonObject(value);
+export function decodeCachedPlan(held: string | null): PlanLimits | undefined {
+  const entry = cachedJsonObject(versionedEntryOf(held)?.value ?? null);
   if (entry === undefined) return undefined;
   const limits: Record<string, bigint> = {};
   for (const field of PlanLimitsSchema.fields) {
@@ -59,15 +66,15 @@ export function decodeCachedPlan(value: string | null): PlanLimits | undefined {
 
 /**
  * An organization's plan limits through the shared entry (planCacheKey): what the entry holds,
- * else `fetch` (organization's GetPlan), then cached only where no entry is, since a plan
- * changed meanwhile has left PLAN_CHANGED there. `fresh` skips the entry (the answer is still
- * cached). With a `logger`, a cache that cannot be reached is logged and costs only the fetch;
- * without one its failure is the caller's (the gateway's quotas answer 503 then).
+ * else `fetch` (organization's GetPlan), then cached at its version (`cachePlan`). `fresh` skips
+ * the entry (the answer is still cached). With a `logger`, a cache that cannot be reached is
+ * logged and costs only the fetch; without one its failure is the caller's (the gateway's
+ * quotas answer 503 then).
  */
 export async function cachedPlan(
   cache: Cache,
   organizationId: bigint,
-  fetch: () => Promise<PlanLimits>,
+  fetch: () => Promise<GetPlanResponse>,
   options: { fresh?: boolean; logger?: Logger } = {},
 ): Promise<PlanLimits> {
   const key = planCacheKey(organizationId);
@@ -81,9 +88,8 @@ export async function cachedPlan(
     const cached = decodeCachedPlan(await cache.get(key).catch(tolerated("read")));
     if (cached) return cached;
   }
-  const limits = await fetch();
-  await cache
-    .setIfAbsent(key, encodeCachedPlan(limits), PLAN_CACHE_TTL_SECONDS)
-    .catch(tolerated("write"));
+  const { limits, planVersion } = await fetch();
+  if (!limits) throw new Error("GetPlan answered without limits");
+  await cachePlan(cache, organizationId, planVersion, limits).catch(tolerated("write"));
   return limits;
 }

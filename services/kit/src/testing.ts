@@ -236,6 +236,51 @@ export async function validationOf(call: Promise<unknown>): Promise<ValidationIt
   return JSON.parse(failure.metadata.extra ?? "[]");
 }
 
+/** What calling a client's `method` answers. */
+type AnswerOf<F> = F extends (...args: never[]) => Promise<infer A> ? A : never;
+
+/** A client whose answers to one method are held back (`holdAnswers`). */
+export interface HeldAnswers<C, A> {
+  /** The client, `method` held, everything else as it was. */
+  client: C;
+  /** The first answer, once it has arrived (and is being held). */
+  answered: Promise<A>;
+  /** Hands the held answers to their callers, and every later one at once. */
+  release(): void;
+}
+
+/**
+ * `client` with the answers of `method` held until `release()`: the call is made, and its
+ * answer arrives, but its caller gets it only then. For a race of a lookup that read something
+ * before a change with the change (a plan, a table schema): change it once `answered`, then
+ * release.
+ */
+export function holdAnswers<C extends object, K extends keyof C>(
+  client: C,
+  method: K,
+): HeldAnswers<C, AnswerOf<C[K]>> {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let answer: (value: AnswerOf<C[K]>) => void = () => {};
+  const answered = new Promise<AnswerOf<C[K]>>((resolve) => {
+    answer = resolve;
+  });
+  const call = client[method] as (...args: unknown[]) => Promise<AnswerOf<C[K]>>;
+  const holding = async (...args: unknown[]) => {
+    const value = await call.apply(client, args);
+    answer(value);
+    await held;
+    return value;
+  };
+  const proxy = new Proxy(client, {
+    get: (target, property, receiver) =>
+      property === method ? holding : Reflect.get(target, property, receiver),
+  });
+  return { client: proxy, answered, release };
+}
+
 /** Decodes the published messages of one subject. */
 export function eventsOf<D extends DescMessage>(
   events: readonly BusMessage[],

@@ -7,13 +7,12 @@ import {
   apiTokenCacheKey,
   auditChangesJson,
   type Cache,
+  cachePlan,
   type Logger,
   markMembershipChanged,
-  markPlanChanged,
   type Orm,
   type OutboxRelay,
   type Principal,
-  planCacheKey,
   publishEvent,
   SUBJECTS,
 } from "@rowbase/kit";
@@ -21,6 +20,7 @@ import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 
 /** Who is calling and for which request; events carry both. */
 export interface CallContext {
@@ -42,7 +42,8 @@ export type AuditTargetType = "organization" | "member" | "invite" | "api_token"
 export class ChangeSet {
   readonly evictions = new Set<string>();
   readonly revokedTokens = new Set<string>();
-  readonly changedPlans = new Set<bigint>();
+  /** The new plan version and limits of each organization whose plan changed. */
+  readonly changedPlans = new Map<bigint, { version: bigint; limits: PlanLimits }>();
   private events = 0;
 
   constructor(
@@ -86,12 +87,12 @@ export class ChangeSet {
   }
 
   /**
-   * An organization whose plan changed: its shared plan entry is marked changed after the
-   * commit (kit PLAN_CHANGED), so the new limits apply once the change is answered, not only
-   * once its event has been taken.
+   * An organization whose plan changed: its shared plan entry gets the new limits at their
+   * version after the commit (kit `cachePlan`), so they apply once the change is answered, not
+   * only once its event has been taken.
    */
-  planChanged(organizationId: bigint): void {
-    this.changedPlans.add(organizationId);
+  planChanged(organizationId: bigint, version: bigint, limits: PlanLimits): void {
+    this.changedPlans.set(organizationId, { version, limits });
   }
 
   /** A revoked token's cache entry, set to "no such token" after the commit (see kit). */
@@ -131,11 +132,13 @@ export class Transactions {
         changes.changedPlans.size > 0)
     ) {
       // The change is committed: a cache that cannot be reached must not turn it into a failed
-      // call. Entries live only seconds, and member and plan events mark them again.
+      // call. Entries live only seconds, and member and plan events evict them again.
       const done = changes;
       await Promise.all([
         markMembershipChanged(this.cache, done.evictions),
-        ...[...done.changedPlans].map((id) => markPlanChanged(this.cache, planCacheKey(id))),
+        ...[...done.changedPlans].map(([id, { version, limits }]) =>
+          cachePlan(this.cache, id, version, limits),
+        ),
         ...[...done.revokedTokens].map((hash) =>
           this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
         ),

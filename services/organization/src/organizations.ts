@@ -365,13 +365,16 @@ export class Organizations {
     };
   }
 
-  /** Internal: the plan and limits in force, for quota checks elsewhere. */
-  async plan(organizationId: bigint): Promise<{ plan: Plan; limits: PlanLimits }> {
+  /** Internal: the plan and limits in force and their version, for quota checks elsewhere. */
+  async plan(
+    organizationId: bigint,
+  ): Promise<{ plan: Plan; limits: PlanLimits; planVersion: bigint }> {
     const organization = await this.deps.tx.em().findOne(Organization, { id: organizationId });
     if (!organization) throw notFound();
     return {
       plan: organization.plan,
       limits: limitsOf(organization.plan, organization.enterpriseLimits),
+      planVersion: organization.planVersion,
     };
   }
 
@@ -444,13 +447,14 @@ export class Organizations {
         enterprise_limits: organization.enterpriseLimits ?? null,
       });
       if (changed.length > 0) {
+        organization.planVersion += 1n;
         await em.flush();
         await changes.publish(SUBJECTS.planChanged, PlanChangedSchema, {
           organizationId,
           plan: planToProto(plan),
           limits: limitsToProto(limits),
         });
-        changes.planChanged(organizationId);
+        changes.planChanged(organizationId, organization.planVersion, limitsToProto(limits));
         await changes.audit(
           organizationId,
           "organization.plan_changed",

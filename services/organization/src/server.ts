@@ -302,8 +302,8 @@ export function createRoutes({
       },
       async getPlan(req, ctx) {
         requireService(ctx);
-        const { plan, limits } = await organizations.plan(req.organizationId);
-        return { plan: planToProto(plan), limits: limitsToProto(limits) };
+        const { plan, limits, planVersion } = await organizations.plan(req.organizationId);
+        return { plan: planToProto(plan), limits: limitsToProto(limits), planVersion };
       },
       async getMonthlyUsage(req, ctx) {
         requireService(ctx);

@@ -135,7 +135,11 @@ export async function startHarness(
     SMTP_URL: mail.url,
     ...env,
   });
-  expect(await migrateOrganization(database.url)).toEqual(["InitialSchema", "AuditLogAndUsage"]);
+  expect(await migrateOrganization(database.url)).toEqual([
+    "InitialSchema",
+    "AuditLogAndUsage",
+    "PlanVersion",
+  ]);
   const service = await startOrganization(config, { logger, cache, bus });
   const org = createServiceClient(OrganizationService, `http://127.0.0.1:${service.server.port}`);
 

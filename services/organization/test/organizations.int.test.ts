@@ -3,8 +3,11 @@ import {
   API_TOKEN_NOT_FOUND,
   apiTokenCacheKey,
   auditChangesOf,
+  decodeCachedPlan,
   MEMBERSHIP_CHANGED,
   membershipCacheKey,
+  planCacheKey,
+  versionedEntryOf,
 } from "@rowbase/kit";
 import { AuditEventSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -633,6 +636,8 @@ describe("plans and limits", () => {
         h.org.setPlan({ organizationId: 999_999n, plan: PlanName.PLUS }, await as(OPERATOR)),
       ),
     ).toBe("organization_not_found");
+    // Refused changes leave the plan's version where it started.
+    expect((await h.org.getPlan({ organizationId }, await as(SERVICE))).planVersion).toBe(0n);
 
     const set = await h.org.setPlan(
       { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits },
@@ -645,6 +650,11 @@ describe("plans and limits", () => {
     expect(limits.limits).toMatchObject(enterpriseLimits);
     const plan = await h.org.getPlan({ organizationId }, await as(SERVICE));
     expect(plan.limits).toMatchObject(enterpriseLimits);
+    // The change's commit wrote the new limits into the shared plan entry, at the new version.
+    const key = planCacheKey(organizationId);
+    expect(plan.planVersion).toBe(1n);
+    expect(versionedEntryOf(await h.cache.get(key))?.version).toBe(1n);
+    expect(decodeCachedPlan(await h.cache.get(key))).toEqual(plan.limits);
     expect(await reasonOf(h.org.getPlan({ organizationId }, await as(owner)))).toBe(
       "internal_only",
     );
@@ -659,6 +669,12 @@ describe("plans and limits", () => {
       [organizationId],
     );
     expect(rows[0]).toEqual({ plan: "business", enterprise_limits: null });
+    // Setting the plan it has changes nothing, its version included.
+    await h.org.setPlan({ organizationId, plan: PlanName.BUSINESS }, await as(OPERATOR));
+    const businessPlan = await h.org.getPlan({ organizationId }, await as(SERVICE));
+    expect(businessPlan.planVersion).toBe(2n);
+    expect(versionedEntryOf(await h.cache.get(key))?.version).toBe(2n);
+    expect(decodeCachedPlan(await h.cache.get(key))).toEqual(businessPlan.limits);
 
     await expect
       .poll(

@@ -10,13 +10,14 @@ import {
   errorInfoOf,
   LocalCache,
   type Logger,
-  markPlanChanged,
   planCacheKey,
   SUBJECTS,
 } from "@rowbase/kit";
 import { PlanChangedSchema } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
-import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type {
+  GetPlanResponse,
+  OrganizationService,
+} from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { tableNotFound } from "./errors.js";
 
 /**
@@ -33,8 +34,8 @@ export interface RecordQuota {
 
 /**
  * Organizations' record limits from OrganizationService.GetPlan (asked as the records service),
- * through the plan entry shared with the gateway and files (kit `cachedPlan`), which this
- * service also marks changed on `org.plan.changed`.
+ * through the plan entry shared with the gateway and files (kit `cachedPlan`), whose value this
+ * service also drops on `org.plan.changed`.
  */
 export class Plans {
   private readonly local = new LocalCache<bigint>(PLAN_LOCAL_TTL_MS);
@@ -60,14 +61,12 @@ export class Plans {
     return { records: limits.records };
   }
 
-  private async fetch(organizationId: bigint, requestId: string): Promise<PlanLimits> {
+  private async fetch(organizationId: bigint, requestId: string): Promise<GetPlanResponse> {
     try {
-      const response = await this.organizations.getPlan(
+      return await this.organizations.getPlan(
         { organizationId },
         await callAs(this.internalSecret, { kind: "service", service: "records" }, requestId),
       );
-      if (!response.limits) throw new Error("GetPlan answered without limits");
-      return response.limits;
     } catch (error) {
       // The organization is gone (its deletion is on the way): so are its tables.
       if (errorInfoOf(error)?.reason === "organization_not_found") throw tableNotFound();
@@ -81,14 +80,17 @@ export class Plans {
     }
   }
 
-  /** Evicts a cached plan on every `org.plan.changed` (durable `records_plan`). */
+  /**
+   * Evicts a cached plan on every `org.plan.changed` (durable `records_plan`), keeping the
+   * entry's version (`dropVersionedValues`): for a change whose commit could not write the entry.
+   */
   listen(bus: EventBus): Promise<{ stop(): Promise<void> }> {
     return bus.consume(
       { stream: "ORG", durable: "records_plan", subject: SUBJECTS.planChanged },
       async (message) => {
         const event = fromBinary(PlanChangedSchema, message.data);
         this.local.delete(planCacheKey(event.organizationId));
-        await markPlanChanged(this.cache, planCacheKey(event.organizationId));
+        await this.cache.dropVersionedValues(planCacheKey(event.organizationId));
       },
     );
   }

@@ -16,8 +16,8 @@ export type { SchemaField, TableSchema } from "@rowbase/kit";
 
 /**
  * Table schemas asked of catalog as the records service, through the entry shared with files
- * (kit's TableSchemaCache), which catalog deletes after every commit that changes the table or
- * its fields and records' catalog consumer deletes again on the event. A table that does not
+ * (kit's TableSchemaCache), which catalog marks after every commit that changes the table or
+ * its fields and records' catalog consumer drops again on the event. A table that does not
  * exist is table_not_found.
  */
 export class TableSchemas {

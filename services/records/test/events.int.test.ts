@@ -324,7 +324,7 @@ describe("catalog changes", () => {
     ]);
     await seed(table, [{ Name: "a", Age: 1 }, { Age: 2 }, { Name: "c" }]);
     await h.catalog.deleteField({ fieldId: BigInt(table.id.Age!) }, await as(t.owner));
-    // Catalog deletes the cached schema with its commit: the field is gone from reads at once.
+    // Catalog marks the cached schema with its commit: the field is gone from reads at once.
     const { records } = await h.records.listRecords({ tableId: table.tableId }, await as(t.viewer));
     expect(records.map((r) => r.data)).toEqual([
       { [table.id.Name!]: "a" },
@@ -1389,7 +1389,7 @@ describe("a write whose schema still has a deleted field", () => {
     expect(before).not.toBeNull();
     await h.catalog.deleteField({ fieldId: BigInt(table.id.Gone!) }, await as(t.owner));
     await eventually(async () => expect(await stored(tableId)).toEqual([{ [name]: "a" }]));
-    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    await eventually(async () => expect(await h.cache.get(key)).toMatch(/^[0-9]+$/));
     await new Promise((resolve) => setTimeout(resolve, 200));
     // Each write's view: the schema as it was cached before the deletion (a write that reads
     // it again from catalog caches the new one).
@@ -1438,8 +1438,8 @@ describe("a create whose schema predates an autonumber field", () => {
     expect(before).not.toBeNull();
     const id = await addAutonumberField(table, [1]);
     // The create's view: the schema as it was cached before the field (put back once records'
-    // consumer has evicted it after its commit).
-    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    // consumer has dropped its value after its commit).
+    await eventually(async () => expect(await h.cache.get(key)).toMatch(/^[0-9]+$/));
     await new Promise((resolve) => setTimeout(resolve, 200));
     await h.cache.set(key, before!, 60);
     expect(await h.cache.get(key)).toBe(before);
@@ -1483,7 +1483,7 @@ describe("a create whose schema still has a deleted autonumber field", () => {
     await eventually(async () =>
       expect(await counter()).toEqual([{ last_value: 1, deleted: true }]),
     );
-    await eventually(async () => expect(await h.cache.get(key)).toBeNull());
+    await eventually(async () => expect(await h.cache.get(key)).toMatch(/^[0-9]+$/));
     await new Promise((resolve) => setTimeout(resolve, 200));
     await h.cache.set(key, before!, 60);
 

@@ -1,4 +1,5 @@
-import { Code, encodeCachedPlan, PLAN_CHANGED, planCacheKey } from "@rowbase/kit";
+import { Code, cachePlan, planCacheKey, versionedEntryOf } from "@rowbase/kit";
+import { holdAnswers } from "@rowbase/kit/testing";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -138,16 +139,18 @@ describe.each([
     expect(await countOf(organizationId)).toEqual({ rows: 20, usage: 20n });
   });
 
-  it("follows a plan change at once (org.plan.changed evicts the cached plan)", async () => {
+  it("follows a plan change at once (its commit writes the shared plan entry)", async () => {
     const call = await as(owner);
-    // The plan change left its mark for a while (no lookup caches the plan meanwhile); once it
-    // is gone, the plan entry is shared with the gateway: every limit, int64s as decimal strings.
-    await h.cache.del(planCacheKey(organizationId));
+    const key = planCacheKey(organizationId);
+    // The plan entry is shared with the gateway: the plan's version (one change so far), then
+    // every limit, int64s as decimal strings.
     await eventually(async () => {
       expect(
         await failureOf(h.records.createRecord({ tableId: table.tableId, data: {} }, call)),
       ).toMatchObject({ reason: "record_limit_exceeded" });
-      expect(JSON.parse((await h.cache.get(planCacheKey(organizationId)))!)).toMatchObject({
+      const entry = versionedEntryOf(await h.cache.get(key));
+      expect(entry?.version).toBe(1n);
+      expect(JSON.parse(entry!.value!)).toMatchObject({
         records: "20",
         apiCallsPerMonth: "1000000",
       });
@@ -156,9 +159,8 @@ describe.each([
       { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(21n) },
       await as(OPERATOR),
     );
-    await eventually(async () =>
-      expect(await h.cache.get(planCacheKey(organizationId))).toBe(PLAN_CHANGED),
-    );
+    // Written at the next version (the change's event may have dropped the value since).
+    expect(versionedEntryOf(await h.cache.get(key))?.version).toBe(2n);
     await eventually(async () => {
       await h.records.createRecord({ tableId: table.tableId, data: {} }, call);
     });
@@ -251,38 +253,48 @@ describe("a plan change racing a plan lookup", () => {
     const key = planCacheKey(organizationId);
     // On the free plan (1,000 records), another records replica asks for the plan, and its
     // answer is delayed past a change.
-    let answered = () => {};
-    const asked = new Promise<void>((resolve) => {
-      answered = resolve;
-    });
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const slow = {
-      getPlan: async (...args: Parameters<typeof h.org.getPlan>) => {
-        const answer = await h.org.getPlan(...args);
-        answered();
-        await held;
-        return answer;
-      },
-    } as unknown as typeof h.org;
-    const lookup = new Plans(slow, h.cache, SECRET, h.logger).quotaOf(organizationId);
-    await asked;
-    // Meanwhile a third one cached the old plan too; the change must evict it.
-    const { limits } = await h.org.getPlan({ organizationId }, await as(SERVICE));
-    const old = encodeCachedPlan(limits!);
-    await h.cache.set(key, old, 60);
+    const slow = holdAnswers(h.org, "getPlan");
+    const lookup = new Plans(slow.client, h.cache, SECRET, h.logger).quotaOf(organizationId);
+    const { limits, planVersion } = await slow.answered;
+    // Meanwhile a third one cached the old plan too; the change must replace it.
+    await cachePlan(h.cache, organizationId, planVersion, limits!);
+    const old = await h.cache.get(key);
     await h.org.setPlan(
       { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(1n) },
       await as(OPERATOR),
     );
     await eventually(async () => expect(await h.cache.get(key)).not.toBe(old));
-    release();
+    slow.release();
     expect((await lookup).records).toBe(1000n);
     // Whatever the late answer did, the next lookup anywhere gets the new limit.
     const fresh = new Plans(h.org, h.cache, SECRET, h.logger);
     expect((await fresh.quotaOf(organizationId)).records).toBe(1n);
+  });
+
+  it("asks organization once after a plan change, then reads the shared entry", async () => {
+    const owner = await h.user("Asked once");
+    const organizationId = await organizationOf(owner);
+    const key = planCacheKey(organizationId);
+    let asked = 0;
+    const counting = {
+      getPlan: (...args: Parameters<typeof h.org.getPlan>) => {
+        asked += 1;
+        return h.org.getPlan(...args);
+      },
+    } as unknown as typeof h.org;
+    await h.org.setPlan(
+      { organizationId, plan: PlanName.ENTERPRISE, enterpriseLimits: enterprise(9n) },
+      await as(OPERATOR),
+    );
+    // Once records has taken the change's event, which drops the entry's value (keeping its
+    // version), the first lookup asks, and the others (replicas, without the limit in their
+    // memory) read what it cached.
+    await eventually(async () => expect(await h.cache.get(key)).toBe("1"));
+    for (let i = 0; i < 3; i++) {
+      const replica = new Plans(counting, h.cache, SECRET, h.logger);
+      expect((await replica.quotaOf(organizationId)).records).toBe(9n);
+    }
+    expect(asked).toBe(1);
   });
 
   it("applies a plan change once it is answered, before its event arrives", async () => {

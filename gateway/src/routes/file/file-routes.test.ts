@@ -7,6 +7,7 @@ import {
   MemoryCache,
   membershipCacheKey,
   planCacheKey,
+  versionedEntry,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
@@ -100,7 +101,7 @@ async function warm(cache: MemoryCache) {
     maxFileBytes: 1_000_000n,
     fileStorageBytes: 100_000_000n,
   });
-  await cache.set(planCacheKey(ORG), encodeCachedPlan(plan), 3600);
+  await cache.set(planCacheKey(ORG), versionedEntry(0n, encodeCachedPlan(plan)), 3600);
   await cache.set(apiCallCounterKey(ORG, month()), String(COUNTED), 3600);
   await cache.set(transferCounterKey(ORG, month()), String(COUNTED), 3600);
   await cache.set(recordOrganizationKey(ROW), ORG.toString(), 3600);

@@ -11,6 +11,7 @@ import {
   planCacheKey,
   type ValidationItem,
   validationFailed,
+  versionedEntry,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
@@ -169,7 +170,8 @@ async function routesAtClosedPorts(cache: MemoryCache, bus: MemoryBus): Promise<
 async function warm(cache: MemoryCache) {
   const limits = create(PlanLimitsSchema, { records: 1_000n, apiCallsPerMonth: ALLOWANCE });
   for (const organizationId of [ORG, OTHER_ORG]) {
-    await cache.set(planCacheKey(organizationId), encodeCachedPlan(limits), 3600);
+    const entry = versionedEntry(0n, encodeCachedPlan(limits));
+    await cache.set(planCacheKey(organizationId), entry, 3600);
   }
   await cache.set(tableOrganizationKey(TABLE), ORG.toString(), 3600);
   await cache.set(membershipCacheKey(ORG, MEMBER), "viewer", 3600);

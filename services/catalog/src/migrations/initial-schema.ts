@@ -2,6 +2,7 @@ import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { NameKeys } from "./name-keys.js";
 import { ProcessedEvents } from "./processed-events.js";
+import { SchemaVersion } from "./schema-version.js";
 
 /**
  * The invariants live in constraints, so that no interleaving of calls can break them: table
@@ -75,4 +76,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, ProcessedEvents, NameKeys];
+export const migrations = [InitialSchema, ProcessedEvents, NameKeys, SchemaVersion];

@@ -17,6 +17,8 @@ export const Organization = defineEntity({
     plan: p.enum(PLANS).columnType("text").default("free"),
     /** Set exactly when the plan is enterprise. */
     enterpriseLimits: p.json<StoredLimits>().nullable(),
+    /** Goes up with every change of the plan or its limits (the plan cache's version). */
+    planVersion: p.bigint().columnType("bigint").default(0),
     createdAt: p.datetime().onCreate(() => new Date()),
     updatedAt: p
       .datetime()

@@ -1,6 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
+import { PlanVersion } from "./plan-version.js";
 
 /**
  * The invariants live in constraints, so that no interleaving of calls can break them: one slug
@@ -130,4 +131,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, AuditLogAndUsage];
+export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion];
