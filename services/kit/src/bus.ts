@@ -15,7 +15,21 @@ import {
   StorageType,
 } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
+import type { Attributes } from "@opentelemetry/api";
+// The messaging conventions are not stable yet: the package's version is pinned.
+import {
+  ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
+  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
+  ATTR_MESSAGING_DESTINATION_NAME,
+  ATTR_MESSAGING_MESSAGE_ID,
+  ATTR_MESSAGING_OPERATION_NAME,
+  ATTR_MESSAGING_OPERATION_TYPE,
+  ATTR_MESSAGING_SYSTEM_NAME,
+  MESSAGING_OPERATION_TYPE_VALUE_PROCESS,
+} from "@opentelemetry/semantic-conventions/incubating";
+import { eventTraceparent } from "./events.js";
 import type { Logger } from "./logger.js";
+import { inConsumerSpan } from "./tracing.js";
 
 export interface BusMessage {
   subject: string;
@@ -335,17 +349,19 @@ export class NatsBus implements EventBus {
         }
         try {
           // The handler sees each try as a delivery of its own, as JetStream's would count.
+          const delivery = { ...message, deliveryCount: message.deliveryCount + retry };
           await working([m], () =>
-            handler([{ ...message, deliveryCount: message.deliveryCount + retry }]),
+            handleInSpan(this.kind, spec, [delivery], handler, (error) =>
+              this.logger.error(
+                { err: error, subject: message.subject, id: message.id },
+                "consumer failed",
+              ),
+            ),
           );
           m.ack();
           return;
         } catch (error) {
           failure = error;
-          this.logger.error(
-            { err: error, subject: message.subject, id: message.id },
-            "consumer failed",
-          );
         }
       }
       if (message.deliveryCount >= maxDeliver) {
@@ -358,13 +374,16 @@ export class NatsBus implements EventBus {
     const settle = async (batch: JsMsg[]) => {
       if (batch.length === 1) return settleOne(batch[0] as JsMsg);
       try {
-        await working(batch, () => handler(batch.map(busMessage)));
-        for (const m of batch) m.ack();
-      } catch (error) {
-        this.logger.warn(
-          { err: error, durable: spec.durable, messages: batch.length },
-          "batch failed: handling its messages one by one",
+        await working(batch, () =>
+          handleInSpan(this.kind, spec, batch.map(busMessage), handler, (error) =>
+            this.logger.warn(
+              { err: error, durable: spec.durable, messages: batch.length },
+              "batch failed: handling its messages one by one",
+            ),
+          ),
         );
+        for (const m of batch) m.ack();
+      } catch {
         for (const m of batch) await settleOne(m);
       }
     };
@@ -566,11 +585,16 @@ export class MemoryBus implements EventBus {
         await new Promise((resolve) => setTimeout(resolve, redeliveryDelayMs(attempt - 1)));
       }
       try {
-        await handler({ ...message, deliveryCount: attempt });
+        await handleInSpan(
+          this.kind,
+          spec,
+          [{ ...message, deliveryCount: attempt }],
+          ([delivery]) => handler(delivery as BusMessage),
+          (error) => this.logger.error({ err: error, subject: message.subject }, "consumer failed"),
+        );
         return;
       } catch (error) {
         lastError = error;
-        this.logger.error({ err: error, subject: message.subject }, "consumer failed");
       }
     }
     // Given up, as JetStream would: keep it on the dead-letter subject.
@@ -623,6 +647,47 @@ export class MemoryBus implements EventBus {
   async close() {
     this.emitter.removeAllListeners();
   }
+}
+
+/**
+ * Hands `messages` to `handler` in a consumer span, `<subject> process` (the consumer's subject
+ * filter for a batch of several subjects), that continues the trace of the work that wrote them,
+ * or links the traces of each when there are several (`inConsumerSpan`, `eventTraceparent`):
+ * the handler's logs, calls and queries belong to it, and so does its failure, which `failed`
+ * reports before the span ends.
+ */
+async function handleInSpan(
+  system: EventBus["kind"],
+  spec: ConsumerSpec,
+  messages: BusMessage[],
+  handler: BatchHandler,
+  failed: (error: unknown) => void,
+): Promise<void> {
+  const [first] = messages;
+  const subject = messages.every((m) => m.subject === first?.subject) ? first?.subject : undefined;
+  const attributes: Attributes = {
+    [ATTR_MESSAGING_SYSTEM_NAME]: system,
+    [ATTR_MESSAGING_OPERATION_TYPE]: MESSAGING_OPERATION_TYPE_VALUE_PROCESS,
+    [ATTR_MESSAGING_OPERATION_NAME]: "process",
+    [ATTR_MESSAGING_CONSUMER_GROUP_NAME]: spec.durable,
+    ...(subject ? { [ATTR_MESSAGING_DESTINATION_NAME]: subject } : {}),
+    ...(messages.length === 1
+      ? { [ATTR_MESSAGING_MESSAGE_ID]: first?.id }
+      : { [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: messages.length }),
+  };
+  const traceparents = new Set(messages.map((m) => eventTraceparent(m.subject, m.data)));
+  traceparents.delete("");
+  await inConsumerSpan(
+    { name: `${subject ?? spec.subject} process`, traceparents: [...traceparents], attributes },
+    async () => {
+      try {
+        await handler(messages);
+      } catch (error) {
+        failed(error);
+        throw error;
+      }
+    },
+  );
 }
 
 /** NATS subject matching: `*` one token, `>` the rest. */

@@ -4,9 +4,18 @@ import {
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import { describe, expect, it } from "vitest";
 import { auditChangesJson } from "./audit-changes.js";
-import { AUDIT_BATCH_BYTES, batchAuditEvents, buildAuditEvent, SUBJECTS } from "./events.js";
+import {
+  AUDIT_BATCH_BYTES,
+  batchAuditEvents,
+  buildAuditEvent,
+  buildEvent,
+  eventTraceparent,
+  SUBJECTS,
+} from "./events.js";
+import { ensureTracing, inServerSpan } from "./tracing.js";
 
 const auditOf = (rowId: number, label = "Name") =>
   buildAuditEvent(
@@ -69,5 +78,47 @@ describe("batchAuditEvents", () => {
         fromBinary(AuditEventBatchSchema, m.payload).events.map((e) => e.target?.id),
       ),
     ).toEqual([[1n], [2n], [3n]]);
+  });
+});
+
+describe("eventTraceparent", () => {
+  ensureTracing();
+  /** What `build` makes within a request of trace `traceId`. */
+  const within = <T>(traceId: string, build: () => T) =>
+    inServerSpan(
+      {
+        name: "request",
+        header: (name) =>
+          name === "traceparent" ? `00-${traceId}-00f067aa0ba902b7-01` : undefined,
+      },
+      async () => build(),
+    );
+  const deleted = () =>
+    buildEvent(
+      SUBJECTS.recordsDeleted,
+      RecordsDeletedSchema,
+      { organizationId: 7n, tableId: 9n, rowIds: [1n] },
+      {},
+    );
+
+  it("reads the context of the work that wrote an event, whatever its type", async () => {
+    const event = await within("1bf92f3577b34da6a3ce929d0e0e4736", deleted);
+    const traceparent = eventTraceparent(event.subject, event.payload);
+    expect(traceparent).toMatch(/^00-1bf92f3577b34da6a3ce929d0e0e4736-[0-9a-f]{16}-0[01]$/);
+    expect(fromBinary(RecordsDeletedSchema, event.payload).meta?.traceparent).toBe(traceparent);
+    // Written outside any trace, or not an event at all: no context.
+    const untraced = deleted();
+    expect(eventTraceparent(untraced.subject, untraced.payload)).toBe("");
+    expect(eventTraceparent("ev.other", new TextEncoder().encode("not an event"))).toBe("");
+    expect(eventTraceparent(SUBJECTS.auditBatch, new Uint8Array())).toBe("");
+  });
+
+  it("reads an audit batch's context from its events", async () => {
+    const events = await within("2bf92f3577b34da6a3ce929d0e0e4736", () => [auditOf(1), auditOf(2)]);
+    const [batch, ...more] = batchAuditEvents(events);
+    expect(more).toEqual([]);
+    expect(batch!.subject).toBe(SUBJECTS.auditBatch);
+    expect(eventTraceparent(batch!.subject, batch!.payload)).toBe(events[0]!.meta?.traceparent);
+    expect(events[0]!.meta?.traceparent).toContain("2bf92f3577b34da6a3ce929d0e0e4736");
   });
 });

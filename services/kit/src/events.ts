@@ -1,5 +1,11 @@
-import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { BinaryReader } from "@bufbuild/protobuf/wire";
+import {
+  create,
+  type DescMessage,
+  fromBinary,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
@@ -16,6 +22,7 @@ import {
 import type { StreamSpec } from "./bus.js";
 import { enqueueEvent, type OutboxEntry } from "./outbox.js";
 import type { Principal } from "./principal.js";
+import { activeTraceparent } from "./tracing.js";
 
 const DAY = 24 * 3600;
 
@@ -148,14 +155,46 @@ export interface EventContext {
   requestId?: string;
 }
 
-/** An event's `meta`: a new event id (also the JetStream message id), the time, the actor. */
+/**
+ * An event's `meta`: a new event id (also the JetStream message id), the time, the actor, and
+ * the trace of the work writing it, which its consumers continue (`eventTraceparent`).
+ */
 function eventMeta(context: EventContext) {
   return create(EventMetaSchema, {
     eventId: crypto.randomUUID(),
     occurredAt: timestampNow(),
     actor: actorOf(context.principal),
     requestId: context.requestId ?? "",
+    traceparent: activeTraceparent(),
   });
+}
+
+/**
+ * The trace context (`meta.traceparent`) of the work that wrote an event message, "" for a
+ * message that is not an event or carries none (written before contexts were, or outside any
+ * trace). Read from the encoding without knowing the event's type: every event's `meta` is its
+ * field 1. An `audit.batch` holds the events of one change (`batchAuditEvents`): its first
+ * event's context is theirs, so the others are not read (a thousand decodes per batch).
+ */
+export function eventTraceparent(subject: string, data: Uint8Array): string {
+  try {
+    const event = subject === SUBJECTS.auditBatch ? firstFieldOne(data) : data;
+    const meta = event && firstFieldOne(event);
+    return meta ? fromBinary(EventMetaSchema, meta).traceparent : "";
+  } catch {
+    return "";
+  }
+}
+
+/** A message's first length-delimited field 1, undecoded. */
+function firstFieldOne(data: Uint8Array): Uint8Array | undefined {
+  const reader = new BinaryReader(data);
+  while (reader.pos < reader.len) {
+    const [field, wireType] = reader.tag();
+    if (field === 1 && wireType === WireType.LengthDelimited) return reader.bytes();
+    reader.skip(wireType, field);
+  }
+  return undefined;
 }
 
 /**

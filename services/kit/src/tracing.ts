@@ -2,11 +2,14 @@ import {
   type Attributes,
   context,
   isSpanContextValid,
+  type Link,
   propagation,
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  SpanStatusCode,
   type TextMapGetter,
+  TraceFlags,
   trace,
 } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -133,18 +136,26 @@ function install(
 
 /**
  * A trace is recorded when it starts at a server, a request or an RPC, other than a health
- * check. Work that no caller started (migrations at start, consumers' queries) would otherwise
- * send a trace per query, and probes a trace every few seconds per pod.
+ * check, or at a consumer handling a batch of events of which one at least comes from a recorded
+ * trace (its span links them: `inConsumerSpan`). Work that no caller started (migrations at
+ * start, events no recorded trace wrote) would otherwise send a trace per query, and probes a
+ * trace every few seconds per pod. An event's own trace is followed through its parent instead
+ * (`ParentBasedSampler`).
  */
 const serverRootSampler: Sampler = {
-  shouldSample: (_context, _traceId, _name, kind, attributes) => ({
+  shouldSample: (_context, _traceId, _name, kind, attributes, links) => ({
     decision:
-      kind === SpanKind.SERVER && !isHealthCheck(attributes)
+      (kind === SpanKind.SERVER && !isHealthCheck(attributes)) ||
+      (kind === SpanKind.CONSUMER && links.some((link) => isSampled(link.context.traceFlags)))
         ? SamplingDecision.RECORD_AND_SAMPLED
         : SamplingDecision.NOT_RECORD,
   }),
   toString: () => "ServerRootSampler",
 };
+
+function isSampled(traceFlags: number): boolean {
+  return (traceFlags & TraceFlags.SAMPLED) !== 0;
+}
 
 function isHealthCheck(attributes: Attributes): boolean {
   const path = attributes["url.path"];
@@ -236,6 +247,66 @@ export async function inServerSpan<T>(
   } finally {
     span.end();
   }
+}
+
+export interface ConsumerSpanOptions {
+  name: string;
+  /**
+   * The trace contexts (`traceparent`s) of the work that wrote the messages, one per distinct
+   * context. One: the span continues that trace. Several (a batch of events of different
+   * requests): the span starts a trace of its own and links each; it is recorded when one of
+   * them is. None (events from before contexts were carried, or written by no traced work): a
+   * trace of its own, unrecorded, so its logs still share a trace id.
+   */
+  traceparents: readonly string[];
+  attributes?: Attributes;
+}
+
+/**
+ * Runs `handle` (a consumer's handling of messages) inside a consumer span continuing, or
+ * linking, the traces that wrote them, so that its logs, calls and queries belong to them. A
+ * throw marks the span failed. Whatever context the consumer runs in (a publisher's, in the
+ * memory bus; a relay's untraced one) is left out.
+ */
+export async function inConsumerSpan<T>(
+  options: ConsumerSpanOptions,
+  handle: (span: Span) => Promise<T>,
+): Promise<T> {
+  const contexts = options.traceparents.flatMap((traceparent) => {
+    const extracted = trace.getSpanContext(
+      propagation.extract(ROOT_CONTEXT, { [TRACEPARENT_HEADER]: traceparent }),
+    );
+    return extracted && isSpanContextValid(extracted) ? [extracted] : [];
+  });
+  const [only] = contexts;
+  const parent =
+    contexts.length === 1 && only ? trace.setSpanContext(ROOT_CONTEXT, only) : ROOT_CONTEXT;
+  const links: Link[] = contexts.length > 1 ? contexts.map((linked) => ({ context: linked })) : [];
+  const span = trace.getTracer("@rowbase/kit").startSpan(
+    options.name,
+    {
+      kind: SpanKind.CONSUMER,
+      links,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+    },
+    parent,
+  );
+  try {
+    return await context.with(trace.setSpan(parent, span), () => handle(span));
+  } catch (error) {
+    if (error instanceof Error) span.recordException(error);
+    span.setStatus({ code: SpanStatusCode.ERROR });
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** The active trace context as a `traceparent`, or "" outside any trace (or untraced work). */
+export function activeTraceparent(): string {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return carrier[TRACEPARENT_HEADER] ?? "";
 }
 
 /** Writes the active trace context (`traceparent`) into outgoing headers. */

@@ -1,6 +1,3 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { gunzipSync } from "node:zlib";
 import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Migration } from "@mikro-orm/migrations";
@@ -20,6 +17,7 @@ import {
   type Tracing,
 } from "../src/index.js";
 import { createTestDatabase, testInfra } from "../src/testing.js";
+import { attribute, startTestCollector, type TestCollector } from "./otlp-collector.js";
 import { startTestGrpcServer } from "./test-grpc-server.js";
 
 // Tracing on, as with OTEL_EXPORTER_OTLP_ENDPOINT set: spans go over OTLP/HTTP (JSON) to a
@@ -31,68 +29,23 @@ class CreateOutbox extends Migration {
   }
 }
 
-interface OtlpAttribute {
-  key: string;
-  value: { stringValue?: string; intValue?: number | string };
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: OtlpAttribute[];
-  status?: { code?: number };
-  events?: { name: string; attributes: OtlpAttribute[] }[];
-}
-interface ExportedSpan extends OtlpSpan {
-  serviceName: string | undefined;
-}
-
 const TRACE_ID = "5bf92f3577b34da6a3ce929d0e0e4736";
 const CALLER_SPAN_ID = "00f067aa0ba902b7";
 const SERVER_KIND = 2;
 
 const logger = createLogger("kit-test", "silent");
-const exported: ExportedSpan[] = [];
-let collector: Server;
+let collector: TestCollector;
 let tracing: Tracing;
 let orm: Orm;
 let relay: OutboxRelay;
 let server: GrpcServer;
 let drop: () => Promise<void>;
 
-function attribute(span: OtlpSpan, key: string) {
-  const value = span.attributes.find((a) => a.key === key)?.value;
-  return value?.stringValue ?? (value?.intValue === undefined ? undefined : Number(value.intValue));
-}
-
 beforeAll(async () => {
-  collector = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      let body = Buffer.concat(chunks);
-      if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
-      if (req.url === "/v1/traces") {
-        const request = JSON.parse(body.toString("utf8"));
-        for (const resourceSpans of request.resourceSpans ?? []) {
-          const serviceName = resourceSpans.resource.attributes.find(
-            (a: OtlpAttribute) => a.key === "service.name",
-          )?.value.stringValue;
-          for (const scope of resourceSpans.scopeSpans ?? []) {
-            for (const span of scope.spans ?? []) exported.push({ ...span, serviceName });
-          }
-        }
-      }
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve));
-  const { port } = collector.address() as AddressInfo;
+  collector = await startTestCollector();
   tracing = await startTracing({
     serviceName: "kit-trace-test",
-    otlpEndpoint: `http://127.0.0.1:${port}/`,
+    otlpEndpoint: collector.url,
   });
 
   const infra = await testInfra();
@@ -134,7 +87,7 @@ afterAll(async () => {
   await tracing?.shutdown();
   await orm?.close();
   await drop?.();
-  await new Promise((resolve) => collector?.close(resolve));
+  await collector?.close();
 });
 
 describe("traces exported over OTLP", () => {
@@ -148,6 +101,7 @@ describe("traces exported over OTLP", () => {
     await createClient(Health, transport).check({});
     await relay.stop();
     await tracing.shutdown(); // flushes the batch to the collector
+    const { exported } = collector;
 
     const rpc = exported.find((s) => s.name === "rowbase.identity.v1.IdentityService/GetJwks");
     expect(rpc).toMatchObject({

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/envelope.proto.
  */
 export const file_rowbase_events_v1_envelope: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEikgEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAyKLAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAliBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEikgEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAyKgAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAkSEwoLdHJhY2VwYXJlbnQYBSABKAliBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Who caused an event.
@@ -70,8 +70,10 @@ export const Actor_TypeSchema: GenEnum<Actor_Type> = /*@__PURE__*/
   enumDesc(file_rowbase_events_v1_envelope, 0, 0);
 
 /**
- * Metadata every event carries. The outbox id doubles as the JetStream message id, so a
- * redelivered or republished event is recognised by consumers.
+ * Metadata every event carries, as its field 1 (`EventMeta meta = 1`; an AuditEventBatch's
+ * events each carry theirs): the bus reads it there whatever the event's type. The outbox id
+ * doubles as the JetStream message id, so a redelivered or republished event is recognised by
+ * consumers.
  *
  * @generated from message rowbase.events.v1.EventMeta
  */
@@ -95,6 +97,17 @@ export type EventMeta = Message<"rowbase.events.v1.EventMeta"> & {
    * @generated from field: string request_id = 4;
    */
   requestId: string;
+
+  /**
+   * The W3C trace context (`traceparent` header value) of the work that wrote the event, empty
+   * outside any trace. The consumer's handling of the event runs in a span continuing that trace
+   * (or, for a batch of events of several traces, linking each), so an operator follows a
+   * request into the work its events cause. Stored with the event in the outbox, as the rest of
+   * the meta is: the relay publishes later, outside the trace.
+   *
+   * @generated from field: string traceparent = 5;
+   */
+  traceparent: string;
 };
 
 /**
