@@ -1,6 +1,9 @@
-import { type MetricsServer, startMetricsServer } from "@rowbase/kit";
+import { type MetricsServer, startMetricsServer, startTracing } from "@rowbase/kit";
+import { startTestCollector } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
+import { q } from "./support/organizations.js";
+import { createTable, createTenant, v1 } from "./support/records.js";
 import { startTestSystem, type TestSystem } from "./support/system.js";
 
 interface LogLine {
@@ -104,5 +107,44 @@ describe("the one registry of the one-process system", () => {
     expect(sample(after, http)).toBe(sample(before, http) + 1);
     expect(sample(after, rpc)).toBe(sample(before, rpc) + 1);
     expect(after).toContain("nodejs_eventloop_lag_seconds");
+  });
+});
+
+describe("a request's events", () => {
+  it("are handled by their consumers within the request's trace", async () => {
+    // Spans exported, as with OTEL_EXPORTER_OTLP_ENDPOINT set, from here on.
+    const collector = await startTestCollector();
+    const tracing = await startTracing({ serviceName: "rowbase", otlpEndpoint: collector.url });
+    const tenant = await createTenant(sys, api);
+    const table = await createTable(api, tenant, [{ name: "Name", type: "text" }]);
+    const audited = async (action: string) => {
+      const response = await api("GET", "/audit/list", {
+        token: tenant.owner.token,
+        query: q({ table_id: table.tableId, action }),
+      });
+      return response.body.data?.total as number | undefined;
+    };
+    // Once the setup's last audit event (its field's) is stored, the record's comes to the audit
+    // store alone (a batch of events of several traces would start its own trace, linking them).
+    await expect.poll(() => audited("field.created"), { timeout: 10_000 }).toBe(1);
+
+    const traceId = "5cf92f3577b34da6a3ce929d0e0e4736";
+    const created = await api("POST", v1(table.databaseId, table.tableId).records, {
+      token: tenant.owner.token,
+      body: { data: { Name: "traced" } },
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    await expect.poll(() => audited("record.created"), { timeout: 10_000 }).toBe(1);
+    await tracing.shutdown(); // flushes the spans to the collector
+    await collector.close();
+
+    const stored = collector.exported.find((s) => s.name === "audit.record.created process");
+    expect(stored).toMatchObject({ traceId, kind: 5 });
+    // It continues the records service's handling of the request, which wrote the event.
+    expect(collector.exported.find((s) => s.spanId === stored!.parentSpanId)).toMatchObject({
+      traceId,
+      name: "rowbase.records.v1.RecordsService/CreateRecord",
+    });
   });
 });

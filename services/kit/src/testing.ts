@@ -291,4 +291,10 @@ export function eventsOf<D extends DescMessage>(
 }
 
 export { type NatsServerProcess, startNatsServer } from "./nats-server.js";
+export {
+  attribute,
+  type ExportedSpan,
+  startTestCollector,
+  type TestCollector,
+} from "./otlp-collector.js";
 export { type RedisServerProcess, startRedisServer, waitFor } from "./redis-server.js";

@@ -18,13 +18,15 @@ import {
   startTracing,
   type Tracing,
 } from "../src/index.js";
-import { createTestDatabase, testInfra, uniqueName } from "../src/testing.js";
 import {
   attribute,
+  createTestDatabase,
   type ExportedSpan,
   startTestCollector,
   type TestCollector,
-} from "./otlp-collector.js";
+  testInfra,
+  uniqueName,
+} from "../src/testing.js";
 
 // A request's events carry its trace context through the outbox and JetStream: the consumer's
 // handling continues the trace (one event) or links the traces (a batch of several), with

@@ -16,8 +16,13 @@ import {
   startTracing,
   type Tracing,
 } from "../src/index.js";
-import { createTestDatabase, testInfra } from "../src/testing.js";
-import { attribute, startTestCollector, type TestCollector } from "./otlp-collector.js";
+import {
+  attribute,
+  createTestDatabase,
+  startTestCollector,
+  type TestCollector,
+  testInfra,
+} from "../src/testing.js";
 import { startTestGrpcServer } from "./test-grpc-server.js";
 
 // Tracing on, as with OTEL_EXPORTER_OTLP_ENDPOINT set: spans go over OTLP/HTTP (JSON) to a
