@@ -16,20 +16,24 @@ import {
 } from "@nats-io/jetstream";
 import { connect, headers, type NatsConnection, nanos } from "@nats-io/transport-node";
 import type { Attributes } from "@opentelemetry/api";
-// The messaging conventions are not stable yet: the package's version is pinned.
-import {
-  ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
-  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
-  ATTR_MESSAGING_DESTINATION_NAME,
-  ATTR_MESSAGING_MESSAGE_ID,
-  ATTR_MESSAGING_OPERATION_NAME,
-  ATTR_MESSAGING_OPERATION_TYPE,
-  ATTR_MESSAGING_SYSTEM_NAME,
-  MESSAGING_OPERATION_TYPE_VALUE_PROCESS,
-} from "@opentelemetry/semantic-conventions/incubating";
 import { eventTraceparent } from "./events.js";
 import type { Logger } from "./logger.js";
 import { inConsumerSpan } from "./tracing.js";
+
+/**
+ * The messaging attributes of a consumer's span, from OpenTelemetry's messaging semantic
+ * conventions. They are not stable yet, and the package's `incubating` entry point that exports
+ * them loads every unstable convention (some 5 MiB of a process's memory): OpenTelemetry's
+ * advice is to copy the few names used.
+ */
+const ATTR_MESSAGING_SYSTEM_NAME = "messaging.system.name";
+const ATTR_MESSAGING_OPERATION_TYPE = "messaging.operation.type";
+const ATTR_MESSAGING_OPERATION_NAME = "messaging.operation.name";
+const ATTR_MESSAGING_CONSUMER_GROUP_NAME = "messaging.consumer.group.name";
+const ATTR_MESSAGING_DESTINATION_NAME = "messaging.destination.name";
+const ATTR_MESSAGING_MESSAGE_ID = "messaging.message.id";
+const ATTR_MESSAGING_BATCH_MESSAGE_COUNT = "messaging.batch.message_count";
+const MESSAGING_OPERATION_TYPE_VALUE_PROCESS = "process";
 
 export interface BusMessage {
   subject: string;
