@@ -113,12 +113,28 @@ describe("eventTraceparent", () => {
     expect(eventTraceparent(SUBJECTS.auditBatch, new Uint8Array())).toBe("");
   });
 
-  it("reads an audit batch's context from its events", async () => {
-    const events = await within("2bf92f3577b34da6a3ce929d0e0e4736", () => [auditOf(1), auditOf(2)]);
-    const [batch, ...more] = batchAuditEvents(events);
-    expect(more).toEqual([]);
-    expect(batch!.subject).toBe(SUBJECTS.auditBatch);
-    expect(eventTraceparent(batch!.subject, batch!.payload)).toBe(events[0]!.meta?.traceparent);
-    expect(events[0]!.meta?.traceparent).toContain("2bf92f3577b34da6a3ce929d0e0e4736");
+  it("carries an audit batch's context once, in every message of it, not in its events", async () => {
+    const big = "x".repeat(AUDIT_BATCH_BYTES / 3);
+    const events = await within("2bf92f3577b34da6a3ce929d0e0e4736", () =>
+      [1, 2, 3, 4].map((n) => {
+        const event = auditOf(n);
+        event.changesJson = JSON.stringify([{ key: "1", label: big }]);
+        return event;
+      }),
+    );
+    const traceparent = events[0]!.meta?.traceparent;
+    expect(traceparent).toContain("2bf92f3577b34da6a3ce929d0e0e4736");
+    const messages = batchAuditEvents(events);
+    expect(messages.length).toBeGreaterThan(1);
+    for (const message of messages) {
+      expect(message.subject).toBe(SUBJECTS.auditBatch);
+      expect(message.payload.length).toBeLessThanOrEqual(AUDIT_BATCH_BYTES);
+      expect(eventTraceparent(message.subject, message.payload)).toBe(traceparent);
+      const decoded = fromBinary(AuditEventBatchSchema, message.payload);
+      expect(decoded.traceparent).toBe(traceparent);
+      for (const event of decoded.events) expect(event.meta?.traceparent).toBe("");
+    }
+    // The events the change keeps are left as they were.
+    expect(events.every((event) => event.meta?.traceparent === traceparent)).toBe(true);
   });
 });

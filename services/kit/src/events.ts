@@ -1,10 +1,4 @@
-import {
-  create,
-  type DescMessage,
-  fromBinary,
-  type MessageShape,
-  toBinary,
-} from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -170,31 +164,40 @@ function eventMeta(context: EventContext) {
 }
 
 /**
- * The trace context (`meta.traceparent`) of the work that wrote an event message, "" for a
- * message that is not an event or carries none (written before contexts were, or outside any
- * trace). Read from the encoding without knowing the event's type: every event's `meta` is its
- * field 1. An `audit.batch` holds the events of one change (`batchAuditEvents`): its first
- * event's context is theirs, so the others are not read (a thousand decodes per batch).
+ * The trace context of the work that wrote an event message, "" for a message that is not an
+ * event or carries none (written before contexts were, or outside any trace). Read from the
+ * encoding without knowing the event's type: every event's `meta` is its field 1, and its
+ * `traceparent` field 5 of that. An `audit.batch` carries it once, for all its events
+ * (AuditEventBatch.traceparent, field 2), which are not decoded.
  */
 export function eventTraceparent(subject: string, data: Uint8Array): string {
   try {
-    const event = subject === SUBJECTS.auditBatch ? firstFieldOne(data) : data;
-    const meta = event && firstFieldOne(event);
-    return meta ? fromBinary(EventMetaSchema, meta).traceparent : "";
+    if (subject === SUBJECTS.auditBatch) return lastString(data, 2);
+    const meta = lastBytes(data, 1);
+    return meta ? lastString(meta, 5) : "";
   } catch {
     return "";
   }
 }
 
-/** A message's first length-delimited field 1, undecoded. */
-function firstFieldOne(data: Uint8Array): Uint8Array | undefined {
+/**
+ * A message's length-delimited field `field`, undecoded: the last occurrence, as a decoder
+ * reads a singular field sent more than once.
+ */
+function lastBytes(data: Uint8Array, field: number): Uint8Array | undefined {
   const reader = new BinaryReader(data);
+  let found: Uint8Array | undefined;
   while (reader.pos < reader.len) {
-    const [field, wireType] = reader.tag();
-    if (field === 1 && wireType === WireType.LengthDelimited) return reader.bytes();
-    reader.skip(wireType, field);
+    const [number, wireType] = reader.tag();
+    if (number === field && wireType === WireType.LengthDelimited) found = reader.bytes();
+    else reader.skip(wireType, number);
   }
-  return undefined;
+  return found;
+}
+
+function lastString(data: Uint8Array, field: number): string {
+  const bytes = lastBytes(data, field);
+  return bytes ? new TextDecoder().decode(bytes) : "";
 }
 
 /**
@@ -243,23 +246,39 @@ export function batchAuditEvents(events: AuditEvent[]): OutboxEntry[] {
       },
     ];
   }
-  const encoded = toBinary(AuditEventBatchSchema, create(AuditEventBatchSchema, { events }));
-  const batch = (payload: Uint8Array): OutboxEntry => ({
-    subject: SUBJECTS.auditBatch,
-    payload,
-    eventId: crypto.randomUUID(),
-  });
+  // The events of one change share the trace of the work that made them: the context goes
+  // once per message, after the events (AuditEventBatch.traceparent), not in every event's meta.
+  const context = toBinary(
+    AuditEventBatchSchema,
+    create(AuditEventBatchSchema, { traceparent: first.meta?.traceparent ?? "" }),
+  );
+  const encoded = toBinary(
+    AuditEventBatchSchema,
+    create(AuditEventBatchSchema, { events: events.map(withoutTraceparent) }),
+  );
+  const batch = (slice: Uint8Array): OutboxEntry => {
+    const payload = new Uint8Array(slice.length + context.length);
+    payload.set(slice);
+    payload.set(context, slice.length);
+    return { subject: SUBJECTS.auditBatch, payload, eventId: crypto.randomUUID() };
+  };
+  const budget = AUDIT_BATCH_BYTES - context.length;
   const batches: OutboxEntry[] = [];
   const reader = new BinaryReader(encoded);
   let start = 0;
   while (reader.pos < encoded.length) {
     const eventStart = reader.pos;
     reader.skip(reader.tag()[1]);
-    if (eventStart > start && reader.pos - start > AUDIT_BATCH_BYTES) {
+    if (eventStart > start && reader.pos - start > budget) {
       batches.push(batch(encoded.subarray(start, eventStart)));
       start = eventStart;
     }
   }
   batches.push(batch(encoded.subarray(start)));
   return batches;
+}
+
+/** An event without its trace context, which its batch carries once for all its events. */
+function withoutTraceparent(event: AuditEvent): AuditEvent {
+  return event.meta?.traceparent ? { ...event, meta: { ...event.meta, traceparent: "" } } : event;
 }

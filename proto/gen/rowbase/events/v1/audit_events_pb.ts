@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/audit_events.proto.
  */
 export const file_rowbase_events_v1_audit_events: GenFile = /*@__PURE__*/
-  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMiQAoPQXVkaXRFdmVudEJhdGNoEi0KBmV2ZW50cxgBIAMoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnRiBnByb3RvMw", [file_rowbase_events_v1_envelope]);
+  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMiVQoPQXVkaXRFdmVudEJhdGNoEi0KBmV2ZW50cxgBIAMoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnQSEwoLdHJhY2VwYXJlbnQYAiABKAliBnByb3RvMw", [file_rowbase_events_v1_envelope]);
 
 /**
  * One change of an organization, member, invite, token, database, table, field, record or
@@ -128,9 +128,19 @@ export const AuditEvent_TargetSchema: GenMessage<AuditEvent_Target> = /*@__PURE_
  */
 export type AuditEventBatch = Message<"rowbase.events.v1.AuditEventBatch"> & {
   /**
+   * Their metas carry no traceparent: the events of one change share the trace of the work
+   * that made them, given here once for the message.
+   *
    * @generated from field: repeated rowbase.events.v1.AuditEvent events = 1;
    */
   events: AuditEvent[];
+
+  /**
+   * The W3C trace context of the work that made the events (EventMeta.traceparent).
+   *
+   * @generated from field: string traceparent = 2;
+   */
+  traceparent: string;
 };
 
 /**

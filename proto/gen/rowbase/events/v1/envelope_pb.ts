@@ -103,7 +103,8 @@ export type EventMeta = Message<"rowbase.events.v1.EventMeta"> & {
    * outside any trace. The consumer's handling of the event runs in a span continuing that trace
    * (or, for a batch of events of several traces, linking each), so an operator follows a
    * request into the work its events cause. Stored with the event in the outbox, as the rest of
-   * the meta is: the relay publishes later, outside the trace.
+   * the meta is: the relay publishes later, outside the trace. Empty in the events of an
+   * AuditEventBatch, which carries it once for them all.
    *
    * @generated from field: string traceparent = 5;
    */
