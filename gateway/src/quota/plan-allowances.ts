@@ -1,9 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { type Cache, Code, cachedPlan, callAs, domainError, errorInfoOf } from "@rowbase/kit";
-import type {
-  GetPlanResponse,
-  OrganizationService,
-} from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RPC_TIMEOUT_MS } from "../auth/downstream-call.js";
 import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import type { ErrorCode } from "../errors/error-table.js";
@@ -48,23 +45,17 @@ export class PlanAllowances {
     which: AllowanceKey,
     notFound: ErrorCode,
   ): Promise<bigint> {
-    const limits = await cachedPlan(this.cache, organizationId, () =>
-      this.fetch(organizationId, requestId, notFound),
-    );
-    return limits[which];
-  }
-
-  private async fetch(
-    organizationId: bigint,
-    requestId: string,
-    notFound: ErrorCode,
-  ): Promise<GetPlanResponse> {
-    const options = await callAs(this.internalSecret, GATEWAY_PRINCIPAL, requestId);
     try {
-      return await this.organization.getPlan(
-        { organizationId },
-        { ...options, timeoutMs: RPC_TIMEOUT_MS },
+      const limits = await cachedPlan(this.cache, organizationId, async () =>
+        this.organization.getPlan(
+          { organizationId },
+          {
+            ...(await callAs(this.internalSecret, GATEWAY_PRINCIPAL, requestId)),
+            timeoutMs: RPC_TIMEOUT_MS,
+          },
+        ),
       );
+      return limits[which];
     } catch (error) {
       // The organization is being deleted, and its tables with it.
       if (errorInfoOf(error)?.reason === "organization_not_found") {

@@ -345,11 +345,10 @@ export class Files {
    * its organization, record, table and field still there. The file's row alone is not enough:
    * the files of a deleted organization, record, field or table are marked deleted only when the
    * deletion's event is applied here, which a stopped consumer or bus can put off for as long as
-   * it lasts. Records answers for the record and organization (its plan) for the organization
-   * now, at one uncached call each per download: no shared entry of a record exists, and an
-   * organization's deletion leaves its plan entry in place until records applies the event, so
-   * a cached plan would bring the delay back. The table and field come from the schema entry
-   * shared with records, which catalog deletes when a change to them commits.
+   * it lasts. Records answers for the record, at one uncached call per download: no shared
+   * entry of a record exists. The organization's plan, the table and the field come from the
+   * entries shared with records and the gateway, which organization and catalog mark when a
+   * deletion of them commits.
    */
   async serveSigned(
     token: string,
@@ -368,7 +367,7 @@ export class Files {
     const [schema] = await Promise.all([
       this.deps.upstream.tableSchema(home.tableId, requestId),
       // A deleted organization has no plan: record_not_found.
-      this.deps.upstream.planLimits(home.organizationId, requestId, { fresh: true }),
+      this.deps.upstream.planLimits(home.organizationId, requestId),
     ]);
     if (!schema) throw recordNotFound();
     if (!schema.fields.some((field) => field.id === claims.fieldId.toString())) {

@@ -169,7 +169,7 @@ export async function listen(
             );
             return async () => {
               await done();
-              await upstream.evictPlan(event.organizationId);
+              await upstream.markOrganizationDeleted(event.organizationId);
             };
           }
           if (message.subject === SUBJECTS.planChanged) {

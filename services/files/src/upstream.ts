@@ -7,6 +7,7 @@ import {
   createServiceClient,
   errorInfoOf,
   type Logger,
+  markOrganizationDeleted,
   planCacheKey,
   type TableSchema,
   TableSchemaCache,
@@ -16,10 +17,7 @@ import {
   type GetTableSchemaResponse,
 } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import {
-  type GetPlanResponse,
-  OrganizationService,
-} from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { recordNotFound } from "./access.js";
 
@@ -113,33 +111,33 @@ export class Upstream {
   /**
    * The limits of an organization's plan; record_not_found when the organization is gone.
    * Read through the entry shared with records and the gateway (kit `cachedPlan`), which a plan
-   * change writes when it commits, so an upload meets new limits once the change is answered.
-   * `fresh` asks organization rather than the cache.
+   * change writes when it commits, so an upload meets new limits once the change is answered,
+   * and an organization's deletion marks when it commits, so its signed links end at once.
    */
-  async planLimits(
-    organizationId: bigint,
-    requestId: string,
-    options: { fresh?: boolean } = {},
-  ): Promise<PlanLimits> {
-    return cachedPlan(this.cache, organizationId, () => this.fetchPlan(organizationId, requestId), {
-      fresh: options.fresh,
-      logger: this.logger,
-    });
-  }
-
-  private async fetchPlan(organizationId: bigint, requestId: string): Promise<GetPlanResponse> {
+  async planLimits(organizationId: bigint, requestId: string): Promise<PlanLimits> {
     try {
-      return await this.organizations.getPlan({ organizationId }, await this.options(requestId));
+      return await cachedPlan(
+        this.cache,
+        organizationId,
+        async () => this.organizations.getPlan({ organizationId }, await this.options(requestId)),
+        { logger: this.logger },
+      );
     } catch (error) {
-      if (errorInfoOf(error)?.reason === "organization_not_found") {
-        throw recordNotFound();
-      }
+      if (errorInfoOf(error)?.reason === "organization_not_found") throw recordNotFound();
       throw upstreamFailure("OrganizationService.GetPlan", error);
     }
   }
 
   async evictTableSchemas(tableIds: bigint[]): Promise<void> {
     await this.schemas.evict(...tableIds);
+  }
+
+  /**
+   * Marks a deleted organization's plan entry (kit `markOrganizationDeleted`), as organization
+   * did when the deletion committed, unless it could not reach the cache.
+   */
+  async markOrganizationDeleted(organizationId: bigint): Promise<void> {
+    await markOrganizationDeleted(this.cache, organizationId);
   }
 
   /** Drops a cached plan, keeping its version (see kit `dropVersionedValues`). */

@@ -14,9 +14,9 @@ import {
 } from "./harness.js";
 
 /**
- * What a signed download asks the other services: the table's schema through the entry shared
- * with records (catalog deletes it when a change to the table or its fields commits), the
- * record's existence and the organization's (its plan) from records and organization each time.
+ * What a signed download asks the other services: the table's schema and the organization's
+ * plan through the entries shared with records and the gateway (catalog and organization mark
+ * them when a change or deletion commits), the record's existence from records each time.
  */
 describe("ServeSignedFile and the shared caches", () => {
   let h: Harness;
@@ -68,6 +68,21 @@ describe("ServeSignedFile and the shared caches", () => {
     try {
       const served = await collect(replica.files.serveSignedFile({ token: signed }));
       expect(served.bytes.toString()).toBe("served without catalog");
+    } finally {
+      await replica.stop();
+    }
+  });
+
+  it("reads the organization's plan from the shared entry, not from organization", async () => {
+    const signed = await signedFile("served without organization");
+    expect((await collect(h.files.serveSignedFile({ token: signed }))).bytes.toString()).toBe(
+      "served without organization",
+    );
+    // A replica that cannot reach organization: the plan already read is all it has.
+    const replica = await h.replica({ ORGANIZATION_GRPC_URL: "http://127.0.0.1:1" });
+    try {
+      const served = await collect(replica.files.serveSignedFile({ token: signed }));
+      expect(served.bytes.toString()).toBe("served without organization");
     } finally {
       await replica.stop();
     }

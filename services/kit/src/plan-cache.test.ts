@@ -6,15 +6,17 @@ import {
 import { GetPlanResponseSchema } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { describe, expect, it } from "vitest";
 import { type Cache, MemoryCache, versionedEntry } from "./cache.js";
+import { Code } from "./errors.js";
 import { createLogger } from "./logger.js";
 import {
   cachedPlan,
   cachePlan,
   decodeCachedPlan,
   encodeCachedPlan,
+  markOrganizationDeleted,
   planCacheKey,
 } from "./plan-cache.js";
-import { holdAnswers } from "./testing.js";
+import { failureOf, holdAnswers, reasonOf } from "./testing.js";
 
 const free = create(PlanLimitsSchema, {
   records: 1_000n,
@@ -130,13 +132,29 @@ describe("cachedPlan", () => {
     expect(organization.asked).toHaveLength(1);
   });
 
-  it("skips the entry when asked for a fresh plan", async () => {
+  it("answers a deleted organization's mark with GetPlan's NotFound, never asking", async () => {
     const cache = new MemoryCache();
-    await cachePlan(cache, ORG, 0n, free);
+    await cachePlan(cache, ORG, 1n, lowered);
+    await markOrganizationDeleted(cache, ORG);
+    // An event dropping the values leaves the mark.
+    await cache.dropVersionedValues(key);
     const organization = source([1n, lowered]);
-    expect(await cachedPlan(cache, ORG, organization.fetch, { fresh: true })).toEqual(lowered);
-    expect(organization.asked).toHaveLength(1);
-    expect(decodeCachedPlan(await cache.get(key))).toEqual(lowered);
+    const failure = await failureOf(cachedPlan(cache, ORG, organization.fetch));
+    expect(failure).toMatchObject({ code: Code.NotFound, reason: "organization_not_found" });
+    expect(organization.asked).toHaveLength(0);
+  });
+
+  it("never caches a plan read before the organization's deletion over its mark", async () => {
+    const cache = new MemoryCache();
+    const slow = holdAnswers(source([7n, free]), "fetch");
+    const lookup = cachedPlan(cache, ORG, slow.client.fetch);
+    await slow.answered;
+    await markOrganizationDeleted(cache, ORG);
+    slow.release();
+    expect(await lookup).toEqual(free);
+    expect(await reasonOf(cachedPlan(cache, ORG, source([7n, free]).fetch))).toBe(
+      "organization_not_found",
+    );
   });
 
   it("falls back to asking when the cache fails, if given a logger; else fails", async () => {

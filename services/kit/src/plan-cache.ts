@@ -5,6 +5,7 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { GetPlanResponse } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { type Cache, cachedJsonObject, versionedEntryOf } from "./cache.js";
+import { Code, domainError } from "./errors.js";
 import type { Logger } from "./logger.js";
 
 /**
@@ -19,6 +20,26 @@ export function planCacheKey(organizationId: bigint): string {
 
 /** How long a plan stays in the shared cache; a change replaces it at once. */
 export const PLAN_CACHE_TTL_SECONDS = 60;
+
+/**
+ * The version an organization's deletion marks its plan entry with: above any plan version, so
+ * that no plan read before the deletion is cached after it. Readers take the mark for the
+ * organization's absence (`cachedPlan`), without asking organization.
+ */
+const DELETED_ORGANIZATION_PLAN_VERSION = 2n ** 63n - 1n;
+
+/**
+ * Marks a deleted organization's plan entry (organization when the deletion commits, records
+ * and files again when they apply its event, for a commit that could not write it).
+ */
+export async function markOrganizationDeleted(cache: Cache, organizationId: bigint): Promise<void> {
+  await cache.setVersioned(
+    planCacheKey(organizationId),
+    DELETED_ORGANIZATION_PLAN_VERSION,
+    undefined,
+    PLAN_CACHE_TTL_SECONDS,
+  );
+}
 
 /**
  * Caches an organization's plan at its version, unless the entry holds a newer one (or this
@@ -66,16 +87,17 @@ export function decodeCachedPlan(held: string | null): PlanLimits | undefined {
 
 /**
  * An organization's plan limits through the shared entry (planCacheKey): what the entry holds,
- * else `fetch` (organization's GetPlan), then cached at its version (`cachePlan`). `fresh` skips
- * the entry (the answer is still cached). With a `logger`, a cache that cannot be reached is
- * logged and costs only the fetch; without one its failure is the caller's (the gateway's
- * quotas answer 503 then).
+ * else `fetch` (organization's GetPlan), then cached at its version (`cachePlan`). An entry
+ * marked by the organization's deletion (`markOrganizationDeleted`) answers what GetPlan
+ * answers for it: NotFound organization_not_found. With a `logger`, a cache that cannot be
+ * reached is logged and costs only the fetch; without one its failure is the caller's (the
+ * gateway's quotas answer 503 then).
  */
 export async function cachedPlan(
   cache: Cache,
   organizationId: bigint,
   fetch: () => Promise<GetPlanResponse>,
-  options: { fresh?: boolean; logger?: Logger } = {},
+  options: { logger?: Logger } = {},
 ): Promise<PlanLimits> {
   const key = planCacheKey(organizationId);
   const { logger } = options;
@@ -84,10 +106,12 @@ export async function cachedPlan(
     logger.warn({ err: error, key }, `plan cache ${what} failed`);
     return null;
   };
-  if (!options.fresh) {
-    const cached = decodeCachedPlan(await cache.get(key).catch(tolerated("read")));
-    if (cached) return cached;
+  const held = await cache.get(key).catch(tolerated("read"));
+  if (versionedEntryOf(held)?.version === DELETED_ORGANIZATION_PLAN_VERSION) {
+    throw domainError(Code.NotFound, "organization_not_found");
   }
+  const cached = decodeCachedPlan(held);
+  if (cached) return cached;
   const { limits, planVersion } = await fetch();
   if (!limits) throw new Error("GetPlan answered without limits");
   await cachePlan(cache, organizationId, planVersion, limits).catch(tolerated("write"));

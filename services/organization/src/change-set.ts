@@ -10,6 +10,7 @@ import {
   cachePlan,
   type Logger,
   markMembershipChanged,
+  markOrganizationDeleted,
   type Orm,
   type OutboxRelay,
   type Principal,
@@ -44,6 +45,8 @@ export class ChangeSet {
   readonly revokedTokens = new Set<string>();
   /** The new plan version and limits of each organization whose plan changed. */
   readonly changedPlans = new Map<bigint, { version: bigint; limits: PlanLimits }>();
+  /** Deleted organizations, whose plan entries are marked so after the commit. */
+  readonly deletedOrganizations = new Set<bigint>();
   private events = 0;
 
   constructor(
@@ -95,6 +98,15 @@ export class ChangeSet {
     this.changedPlans.set(organizationId, { version, limits });
   }
 
+  /**
+   * A deleted organization: its shared plan entry is marked after the commit (kit
+   * `markOrganizationDeleted`), so every reader takes it for gone once the deletion is
+   * answered, not only once records and files have applied its event.
+   */
+  organizationDeleted(organizationId: bigint): void {
+    this.deletedOrganizations.add(organizationId);
+  }
+
   /** A revoked token's cache entry, set to "no such token" after the commit (see kit). */
   revokeCachedToken(tokenHash: string): void {
     this.revokedTokens.add(tokenHash);
@@ -129,7 +141,8 @@ export class Transactions {
       changes &&
       (changes.evictions.size > 0 ||
         changes.revokedTokens.size > 0 ||
-        changes.changedPlans.size > 0)
+        changes.changedPlans.size > 0 ||
+        changes.deletedOrganizations.size > 0)
     ) {
       // The change is committed: a cache that cannot be reached must not turn it into a failed
       // call. Entries live only seconds, and member and plan events evict them again.
@@ -139,6 +152,7 @@ export class Transactions {
         ...[...done.changedPlans].map(([id, { version, limits }]) =>
           cachePlan(this.cache, id, version, limits),
         ),
+        ...[...done.deletedOrganizations].map((id) => markOrganizationDeleted(this.cache, id)),
         ...[...done.revokedTokens].map((hash) =>
           this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
         ),

@@ -283,7 +283,8 @@ export class Organizations {
   /**
    * Deletes the organization with its members, invites and tokens (foreign keys cascade).
    * Announcing it starts the saga in which the other services delete what they hold for it;
-   * every membership and token it had is announced as removed and revoked, for their caches.
+   * every membership and token it had is announced as removed and revoked, for their caches,
+   * and its shared plan entry is marked deleted, which readers take for its absence at once.
    */
   async delete(call: UserCall, organizationId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
@@ -318,6 +319,7 @@ export class Organizations {
       await changes.publish(SUBJECTS.organizationDeleted, OrganizationDeletedSchema, {
         organizationId,
       });
+      changes.organizationDeleted(organizationId);
       await changes.audit(
         organizationId,
         "organization.deleted",

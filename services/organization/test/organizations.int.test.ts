@@ -3,6 +3,8 @@ import {
   API_TOKEN_NOT_FOUND,
   apiTokenCacheKey,
   auditChangesOf,
+  cachedPlan,
+  cachePlan,
   decodeCachedPlan,
   MEMBERSHIP_CHANGED,
   membershipCacheKey,
@@ -469,6 +471,8 @@ describe("delete", () => {
     ).rows[0].token_hash as string;
     await h.cache.set(membershipCacheKey(id, editor.id), "editor", 60);
     await h.cache.set(apiTokenCacheKey(tokenHash), "cached", 60);
+    const getPlan = async () => h.org.getPlan({ organizationId: id }, await as(SERVICE));
+    const plan = await cachedPlan(h.cache, id, getPlan);
 
     await h.org.deleteOrganization({ organizationId: id }, await as(owner));
     for (const table of [
@@ -487,6 +491,13 @@ describe("delete", () => {
     }
     expect(await h.cache.get(membershipCacheKey(id, editor.id))).toBe(MEMBERSHIP_CHANGED);
     expect(await h.cache.get(apiTokenCacheKey(tokenHash))).toBe(API_TOKEN_NOT_FOUND);
+    // The plan entry says what GetPlan says, without asking it, and no plan read before the
+    // deletion can replace that.
+    expect(await reasonOf(getPlan())).toBe("organization_not_found");
+    const unasked = () => Promise.reject(new Error("asked organization"));
+    expect(await reasonOf(cachedPlan(h.cache, id, unasked))).toBe("organization_not_found");
+    await cachePlan(h.cache, id, 0n, plan);
+    expect(await reasonOf(cachedPlan(h.cache, id, unasked))).toBe("organization_not_found");
     expect(
       await reasonOf(
         h.org.getOrganization({ lookup: { case: "organizationId", value: id } }, await as(owner)),

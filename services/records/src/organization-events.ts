@@ -4,8 +4,8 @@ import {
   consumeOnce,
   type EventBus,
   type Logger,
+  markOrganizationDeleted,
   type Orm,
-  planCacheKey,
   query,
   SUBJECTS,
 } from "@rowbase/kit";
@@ -44,7 +44,9 @@ export function listenForOrganizationDeletion(
       );
       const deleted = await deleteOrganizationRecords(em, event.organizationId);
       return async () => {
-        await deps.cache.del(planCacheKey(event.organizationId));
+        // Organization marked the plan entry when the deletion committed; again, for a commit
+        // that could not reach the cache.
+        await markOrganizationDeleted(deps.cache, event.organizationId);
         deps.logger.info(
           { organization_id: event.organizationId.toString(), records: deleted, event: message.id },
           "organization deleted: records removed",

@@ -56,28 +56,16 @@ export class Plans {
       organizationId,
       () => this.fetch(organizationId, requestId),
       { logger: this.logger },
-    );
+    ).catch(planFailure);
     this.local.set(key, limits.records);
     return { records: limits.records };
   }
 
   private async fetch(organizationId: bigint, requestId: string): Promise<GetPlanResponse> {
-    try {
-      return await this.organizations.getPlan(
-        { organizationId },
-        await callAs(this.internalSecret, { kind: "service", service: "records" }, requestId),
-      );
-    } catch (error) {
-      // The organization is gone (its deletion is on the way): so are its tables.
-      if (errorInfoOf(error)?.reason === "organization_not_found") throw tableNotFound();
-      if (
-        error instanceof ConnectError &&
-        (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
-      ) {
-        throw new ConnectError("organization service unavailable", Code.Unavailable);
-      }
-      throw new Error("OrganizationService.GetPlan failed", { cause: error });
-    }
+    return this.organizations.getPlan(
+      { organizationId },
+      await callAs(this.internalSecret, { kind: "service", service: "records" }, requestId),
+    );
   }
 
   /**
@@ -94,4 +82,17 @@ export class Plans {
       },
     );
   }
+}
+
+/** What a failed plan lookup answers (GetPlan's failure, or the entry's deletion mark). */
+function planFailure(error: unknown): never {
+  // The organization is gone (its deletion is on the way): so are its tables.
+  if (errorInfoOf(error)?.reason === "organization_not_found") throw tableNotFound();
+  if (
+    error instanceof ConnectError &&
+    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
+  ) {
+    throw new ConnectError("organization service unavailable", Code.Unavailable);
+  }
+  throw new Error("OrganizationService.GetPlan failed", { cause: error });
 }

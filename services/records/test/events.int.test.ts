@@ -4,7 +4,10 @@ import {
   auditChangesOf,
   type BusMessage,
   Code,
+  cachedPlan,
+  cachePlan,
   createServiceClient,
+  planCacheKey,
   SUBJECTS,
   tableSchemaCacheKey,
 } from "@rowbase/kit";
@@ -1583,6 +1586,51 @@ describe("organization deletion", () => {
       [organizationId.toString()],
     );
     expect(rows).toHaveLength(1);
+  });
+
+  it("marks the plan entry deleted again, for a deletion whose commit could not", async () => {
+    const owner = await h.user("Unmarked");
+    const { organization } = await h.org.createOrganization(
+      { name: "Unmarked", organizationSlug: "" },
+      await as(owner),
+    );
+    const organizationId = organization!.organizationId;
+    const getPlan = async () => h.org.getPlan({ organizationId }, await as(SERVICE));
+    const plan = await cachedPlan(h.cache, organizationId, getPlan);
+    // Records' and files' consumers wait for these locks while the entry is made what a
+    // deletion that could not reach the cache leaves: the plan read before it. Files', which
+    // marks the entry too, is held until the end.
+    const holding = async (scope: string) => {
+      const client = await h.db.connect();
+      await client.query("begin");
+      await client.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+        `${scope}.organization:${organizationId}`,
+      ]);
+      return async () => {
+        await client.query("rollback");
+        client.release();
+      };
+    };
+    const releaseFiles = await holding("files");
+    try {
+      const releaseRecords = await holding("records");
+      try {
+        await h.org.deleteOrganization({ organizationId }, await as(owner));
+        await h.cache.del(planCacheKey(organizationId));
+        await cachePlan(h.cache, organizationId, 0n, plan);
+      } finally {
+        await releaseRecords();
+      }
+      // Organization gone, from the entry alone.
+      const unasked = () => Promise.reject(new Error("asked organization"));
+      await eventually(async () =>
+        expect(await reasonOf(cachedPlan(h.cache, organizationId, unasked))).toBe(
+          "organization_not_found",
+        ),
+      );
+    } finally {
+      await releaseFiles();
+    }
   });
 
   // Records' ORG consumer deletes the counters of tables with records only (it knows a table's
