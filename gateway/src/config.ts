@@ -73,9 +73,10 @@ export const gatewayEnv = z.object({
   RECORDS_GRPC_URL: z.url(),
   FILES_GRPC_URL: z.url(),
   /**
-   * The absolute ceiling of one upload, whatever the plan says (the files service enforces the
-   * plan's `max_file_bytes` and the field's `max_size`): business's 1 GB by default. Past it an
-   * upload fails mid-stream with 413 `file_too_large`. Raise it for enterprise plans above it.
+   * The absolute ceiling of one upload, whatever the plan says (below it the plan's
+   * `max_file_bytes` is the ceiling; the files service also enforces the field's `max_size`):
+   * business's 1 GB by default. Past it an upload fails mid-stream with 413 `file_too_large`.
+   * Raise it for enterprise plans above it.
    */
   FILE_UPLOAD_MAX_BYTES: z.coerce
     .number()

@@ -99,6 +99,49 @@ async function uploadChunked(
   });
 }
 
+/**
+ * An upload with a `Content-Length` whose body is on its way: the first `sentFirst` bytes of the
+ * file have gone out; `finish` sends the rest. `answer` is the response's status.
+ */
+function uploadOnItsWay(
+  tenant: Tenant,
+  rowId: number,
+  fieldId: number,
+  content: Buffer,
+  sentFirst: number,
+): { answer: Promise<number>; finish: () => void } {
+  const boundary = "----on-its-way";
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="s.bin"\r\n` +
+      "Content-Type: application/octet-stream\r\n\r\n",
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  let finish = () => {};
+  const answer = new Promise<number>((resolve, reject) => {
+    const request = http.request(
+      new URL(`/file/upload?${pair(rowId, fieldId)}`, sys.baseUrl),
+      {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${tenant.writeToken}`,
+          "content-type": `multipart/form-data; boundary=${boundary}`,
+          "content-length": String(head.length + content.length + tail.length),
+        },
+      },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on("error", reject);
+    request.write(Buffer.concat([head, content.subarray(0, sentFirst)]));
+    finish = () => request.end(Buffer.concat([content.subarray(sentFirst), tail]));
+  });
+  // Awaited by the test; one that fails before then must not leave it unhandled.
+  answer.catch(() => {});
+  return { answer, finish };
+}
+
 function serve(
   token: string | undefined,
   rowId: number,
@@ -357,36 +400,7 @@ describe("file transfer", () => {
     expect(await counted(sys, "transfer", tenant.orgId)).toBe(600_000);
 
     // A small upload whose body is on its way.
-    const boundary = "----small";
-    const head = Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="s.bin"\r\n` +
-        "Content-Type: application/octet-stream\r\n\r\n",
-    );
-    const small = randomBytes(100);
-    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-    let finish = () => {};
-    const answer = new Promise<number>((resolve, reject) => {
-      const request = http.request(
-        new URL(`/file/upload?${pair(rowIds[1]!, fieldId)}`, sys.baseUrl),
-        {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${tenant.writeToken}`,
-            "content-type": `multipart/form-data; boundary=${boundary}`,
-            "content-length": String(head.length + small.length + tail.length),
-          },
-        },
-        (response) => {
-          response.resume();
-          response.on("end", () => resolve(response.statusCode ?? 0));
-        },
-      );
-      request.on("error", reject);
-      request.write(Buffer.concat([head, small.subarray(0, 50)]));
-      finish = () => request.end(Buffer.concat([small.subarray(50), tail]));
-    });
-    // Awaited below; a test that fails before then must not leave it unhandled.
-    answer.catch(() => {});
+    const { answer, finish } = uploadOnItsWay(tenant, rowIds[1]!, fieldId, randomBytes(100), 50);
     await expect.poll(() => counted(sys, "transfer", tenant.orgId)).toBeGreaterThan(600_000);
     // Its reservation leaves the room for the first file to be served once more.
     const served = await serve(tenant.readToken, rowIds[0]!, fieldId);
@@ -395,6 +409,72 @@ describe("file transfer", () => {
     finish();
     expect(await answer).toBe(200);
     expect(await counted(sys, "transfer", tenant.orgId)).toBe(1_200_100);
+  });
+
+  it("hold back no more for an upload than the plan lets its file be", async () => {
+    const tenant = await createTenant(sys, api);
+    // Room for the first file, the plan's largest file (100,000 bytes), and the first again.
+    await enterprise(sys, tenant, {
+      "max-file-bytes": 100_000,
+      "transfer-bytes-per-month": 60_000 + 100_000 + 60_000,
+    });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant, 2);
+    const content = randomBytes(60_000);
+    expect((await upload(tenant, rowIds[0]!, fieldId, content, "a.bin")).status).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(60_000);
+
+    // An upload of 140,000 bytes on its way: its body is not so long that it can only be too
+    // large, but its file cannot be more than 100,000 bytes, all it holds.
+    const { answer, finish } = uploadOnItsWay(
+      tenant,
+      rowIds[1]!,
+      fieldId,
+      randomBytes(140_000),
+      50_000,
+    );
+    await expect.poll(() => counted(sys, "transfer", tenant.orgId)).toBeGreaterThan(60_000);
+    const served = await serve(tenant.readToken, rowIds[0]!, fieldId);
+    expect(served.status, JSON.stringify(served.json)).toBe(200);
+    expect(served.bytes.equals(content)).toBe(true);
+    // Past the plan's size the upload is refused, stores nothing and counts nothing.
+    finish();
+    expect(await answer).toBe(413);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(120_000);
+    const record = await api("GET", v1(table.databaseId, table.tableId).record(rowIds[1]!), {
+      token: tenant.readToken,
+    });
+    expect(record.body.data.record.data[String(fieldId)] ?? null).toBeNull();
+  });
+
+  it("refuse a file too large for the plan with 413 whatever transfer is left", async () => {
+    const tenant = await createTenant(sys, api);
+    const used = await counted(sys, "transfer", tenant.orgId);
+    // Room for a file of the plan's largest size, not for the bodies of the files below.
+    await enterprise(sys, tenant, {
+      "max-file-bytes": 100_000,
+      "transfer-bytes-per-month": used + 110_000,
+    });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant);
+    const rowId = rowIds[0]!;
+    // A body too long for any file the plan takes, one within the framing's slack of it, and
+    // a chunked one: all 413, holding and counting no transfer.
+    for (const refused of [
+      await upload(tenant, rowId, fieldId, randomBytes(200_000), "huge.bin"),
+      await upload(tenant, rowId, fieldId, randomBytes(120_000), "big.bin"),
+      await uploadChunked(tenant, rowId, fieldId, randomBytes(200_000), "huge.bin"),
+    ]) {
+      expectError({ status: refused.status, body: refused.json }, 413, "file_too_large");
+      expect(await counted(sys, "transfer", tenant.orgId)).toBe(used);
+    }
+    const record = await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+      token: tenant.readToken,
+    });
+    expect(record.body.data.record.data[String(fieldId)] ?? null).toBeNull();
+    expect(await storageUsage(sys, tenant)).toBe(0);
+    // A file the plan takes moves within what is left.
+    const stored = await upload(tenant, rowId, fieldId, randomBytes(100_000), "max.bin");
+    expect(stored.status, JSON.stringify(stored.json)).toBe(200);
+    expect(await counted(sys, "transfer", tenant.orgId)).toBe(used + 100_000);
   });
 
   it("refuse transfer past the plan with 403 before a byte moves, and give back the rest", async () => {

@@ -1,17 +1,16 @@
 import type { Client } from "@connectrpc/connect";
 import { type Cache, Code, cachedPlan, callAs, domainError, errorInfoOf } from "@rowbase/kit";
+import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RPC_TIMEOUT_MS } from "../auth/downstream-call.js";
 import { GATEWAY_PRINCIPAL } from "../auth/organization-token-lookup.js";
 import type { ErrorCode } from "../errors/error-table.js";
 
-/** The monthly allowances the gateway enforces. */
-export type AllowanceKey = "apiCallsPerMonth" | "transferBytesPerMonth";
-
 /**
- * Organizations' monthly allowances (`api_calls_per_month`, `transfer_bytes_per_month` of their
- * plan), from OrganizationService.GetPlan asked as the gateway, through the plan entry it shares
- * with records and files (kit `cachedPlan`).
+ * Organizations' plan limits as the gateway enforces them: the monthly allowances
+ * (`api_calls_per_month`, `transfer_bytes_per_month`) and an upload's ceiling
+ * (`max_file_bytes`), from OrganizationService.GetPlan asked as the gateway, through the plan
+ * entry it shares with records and files (kit `cachedPlan`).
  */
 export class PlanAllowances {
   constructor(
@@ -22,31 +21,22 @@ export class PlanAllowances {
   ) {}
 
   /** `notFound`: what a call answers when the organization is gone (it is being deleted). */
-  apiCallsPerMonth(
+  async apiCallsPerMonth(
     organizationId: bigint,
     requestId: string,
     notFound: ErrorCode = "table_not_found",
   ): Promise<bigint> {
-    return this.allowance(organizationId, requestId, "apiCallsPerMonth", notFound);
+    return (await this.limits(organizationId, requestId, notFound)).apiCallsPerMonth;
   }
 
-  /** The plan's `transfer_bytes_per_month`, for the file routes. */
-  transferBytesPerMonth(
+  /** The plan's limits; `notFound` as for `apiCallsPerMonth`. */
+  async limits(
     organizationId: bigint,
     requestId: string,
-    notFound: ErrorCode = "record_not_found",
-  ): Promise<bigint> {
-    return this.allowance(organizationId, requestId, "transferBytesPerMonth", notFound);
-  }
-
-  private async allowance(
-    organizationId: bigint,
-    requestId: string,
-    which: AllowanceKey,
     notFound: ErrorCode,
-  ): Promise<bigint> {
+  ): Promise<PlanLimits> {
     try {
-      const limits = await cachedPlan(this.cache, organizationId, async () =>
+      return await cachedPlan(this.cache, organizationId, async () =>
         this.organization.getPlan(
           { organizationId },
           {
@@ -55,7 +45,6 @@ export class PlanAllowances {
           },
         ),
       );
-      return limits[which];
     } catch (error) {
       // The organization is being deleted, and its tables with it.
       if (errorInfoOf(error)?.reason === "organization_not_found") {

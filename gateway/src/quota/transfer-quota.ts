@@ -13,6 +13,7 @@ import {
 } from "@rowbase/kit";
 import { EventMetaSchema } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { TransferCountedSchema } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
+import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
 import type { ErrorCode } from "../errors/error-table.js";
@@ -108,7 +109,8 @@ export class TransferMeter {
   constructor(
     private readonly counter: TransferCounter,
     readonly organizationId: bigint,
-    private readonly allowance: bigint,
+    /** The plan the transfer is metered against (an upload's ceiling is its `max_file_bytes`). */
+    readonly plan: PlanLimits,
     private readonly onSettled: (bytes: number) => void,
     private readonly log: Logger,
     private readonly requestId?: string,
@@ -139,7 +141,7 @@ export class TransferMeter {
     const key = await this.counter.reserve(
       this.organizationId,
       bytes,
-      this.allowance,
+      this.plan.transferBytesPerMonth,
       this.requestId,
     );
     if (!key) return false;
@@ -184,7 +186,7 @@ export function transferLimitExceeded() {
 
 export interface TransferQuotaParts {
   counter: TransferCounter;
-  allowances: Pick<PlanAllowances, "transferBytesPerMonth">;
+  allowances: Pick<PlanAllowances, "limits">;
   /** Where TransferCounted goes (`usage.transfer`). */
   bus: EventBus;
 }
@@ -204,15 +206,11 @@ export class TransferQuota {
     context: TransferContext,
     notFound: ErrorCode = "record_not_found",
   ): Promise<TransferMeter> {
-    const allowance = await this.parts.allowances.transferBytesPerMonth(
-      organizationId,
-      context.requestId,
-      notFound,
-    );
+    const plan = await this.parts.allowances.limits(organizationId, context.requestId, notFound);
     return new TransferMeter(
       this.parts.counter,
       organizationId,
-      allowance,
+      plan,
       (bytes) => this.publish(organizationId, bytes, context),
       context.log,
       context.requestId,

@@ -25,7 +25,12 @@ import type {
 } from "./file-schemas.js";
 import { UPLOAD_PART } from "./file-schemas.js";
 import { sendFile } from "./file-serving.js";
-import { receiveUpload, UPLOAD_ABANDONED } from "./multipart-upload.js";
+import {
+  fileTooLarge,
+  MULTIPART_FRAMING_BYTES,
+  receiveUpload,
+  UPLOAD_ABANDONED,
+} from "./multipart-upload.js";
 
 /** The request a file call is made for. */
 export interface FileCall {
@@ -48,7 +53,7 @@ export interface FileOperationsDeps {
   recordOrganizations: Pick<RecordOrganizations, "organizationOf">;
   /** `PUBLIC_BASE_URL`: where signed file URLs point. */
   publicBaseUrl: string;
-  /** The absolute ceiling of an upload, whatever the plan (the service enforces the plan's). */
+  /** The absolute ceiling of an upload, whatever the plan (whose `max_file_bytes` applies below it). */
   uploadMaxBytes: number;
 }
 
@@ -89,6 +94,11 @@ async function* uploadMessages(
     }
     yield { payload: { case: "chunk" as const, value: chunk } };
   }
+}
+
+/** The most bytes an upload's file may have: the plan's `max_file_bytes`, within `absolute`. */
+function uploadCeiling(maxFileBytes: bigint, absolute: number): number {
+  return maxFileBytes < BigInt(absolute) ? Number(maxFileBytes) : absolute;
 }
 
 /**
@@ -136,18 +146,28 @@ export class FileOperations {
     const organizationId = await this.charge(rowId, request);
     if (organizationId === undefined) throw new Error("an upload names a record");
     const meter = await this.deps.transfer.meter(organizationId, this.transferContext(request));
+    // The upload's ceiling: the plan's per-file limit (the files service holds it to the
+    // field's too), or the gateway's own where that is lower. A body declared longer than the
+    // ceiling and its framing holds a file too large for the plan: 413 file_too_large before
+    // it is read, whatever transfer is left (no later month would take it either).
+    const ceiling = uploadCeiling(meter.plan.maxFileBytes, this.deps.uploadMaxBytes);
+    const declared = request.ctx.request.length;
+    if (declared !== undefined && declared > ceiling + MULTIPART_FRAMING_BYTES) {
+      // The rest of the body is not read: the connection cannot carry another request.
+      request.ctx.set("Connection", "close");
+      throw fileTooLarge();
+    }
     // A body of known length holds all the transfer it can move (the file is never longer than
     // the body, nor than the ceiling) before a byte moves, or is refused at once: parallel
     // uploads near the allowance never each hold part of the room and all fail for want of the
     // rest. A chunked body is reserved block by block as it arrives. What does not move (the
     // framing) is given back when the transfer settles.
-    const declared = request.ctx.request.length;
-    if (declared) await meter.reserve(Math.min(declared, this.deps.uploadMaxBytes));
+    if (declared) await meter.reserve(Math.min(declared, ceiling));
     const connection = this.deps.uploadClient();
     try {
       const response = await receiveUpload(request.ctx, {
         partName: UPLOAD_PART,
-        maxBytes: this.deps.uploadMaxBytes,
+        maxBytes: ceiling,
         answerTimeoutMs: RPC_TIMEOUT_MS,
         hooks: {
           before: (bytes) => meter.admit(bytes, RESERVATION_BLOCK_BYTES),

@@ -129,9 +129,10 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
         "reason to refuse it: the last segment of a path, without control characters, `file` " +
         "when nothing is left (the content type is sniffed from the bytes). Past the plan's " +
         "`max_file_bytes` or the field's `max_size`: " +
-        `413 \`file_too_large\`, and nothing is stored. ${TRANSFER_DESCRIPTION} A body with a ` +
-        "`Content-Length` must fit the allowance whole, multipart framing included, or is " +
-        "refused before it is read; a chunked body is counted as it arrives.",
+        `413 \`file_too_large\`, and nothing is stored, whatever transfer is left. ` +
+        `${TRANSFER_DESCRIPTION} A body with a \`Content-Length\` must fit the allowance whole, ` +
+        "multipart framing included (at most the plan's `max_file_bytes`), or is refused before " +
+        "it is read; a chunked body is counted as it arrives.",
       tags,
       auth: "session_or_token",
       rateLimits,
