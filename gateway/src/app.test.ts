@@ -326,6 +326,28 @@ describe("the gateway over HTTP", () => {
       expect(parsed(await request("GET /health HTTP/1.0", "")).status).toBe(200);
     });
 
+    it("closes the connection of a refusal whose body is still arriving, and only then", async () => {
+      // An upload refused before its body is read: keeping the connection would mean reading
+      // the rest of it (here a megabyte that never comes) for nothing.
+      const refused = parsed(
+        await exchange(
+          gw,
+          "POST /file/upload?row_id=1 HTTP/1.1\r\nHost: x\r\n" +
+            "Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000000\r\n\r\n",
+        ),
+      );
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("connection")).toBe("close");
+      // A refusal whose whole body arrived keeps the connection for the next request.
+      const response = await fetch(`${gw.url}/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("connection")).not.toBe("close");
+    });
+
     it("refuses a header that must come once and came twice, naming it", async () => {
       const request = (line: string, headers: string, body = "") =>
         exchange(gw, `${line}\r\nHost: x\r\n${headers}Connection: close\r\n\r\n${body}`);

@@ -1,13 +1,17 @@
 import { Code, ConnectError, errorInfoOf } from "@rowbase/kit";
 import type { Middleware } from "koa";
 import type { GatewayState } from "../gateway-context.js";
+import { hasBody } from "../http/request-body-timeouts.js";
 import { loggablePath } from "../middleware/loggable-path.js";
 import { httpErrorOf } from "./error-table.js";
 
 /**
  * The only place errors become responses: everything below it throws (domain errors from the
  * services, the gateway's own ones, validation failures, bugs) and this applies the one table.
- * A 500 is logged with its cause and answers only the request id.
+ * A 500 is logged with its cause and answers only the request id. A refusal answered while the
+ * request's body is still arriving (an upload refused before or while it is read) closes the
+ * connection: keeping it would mean reading the rest of the body, up to the largest upload, for
+ * nothing.
  */
 export function errorMiddleware(): Middleware<GatewayState> {
   return async (ctx, next) => {
@@ -28,6 +32,7 @@ export function errorMiddleware(): Middleware<GatewayState> {
       }
       ctx.status = response.status;
       ctx.set(response.headers);
+      if (hasBody(ctx.req) && !ctx.req.complete) ctx.set("Connection", "close");
       ctx.body = response.body;
     }
   };

@@ -30,7 +30,7 @@ function requestTimeout(): ConnectError {
 const stalls = new WeakMap<IncomingMessage, Promise<never>>();
 
 /** RFC 9112 section 6.3: a request has a body only if it says so. */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   return (
     req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"]) > 0
   );

@@ -153,8 +153,6 @@ export class FileOperations {
     const ceiling = uploadCeiling(meter.plan.maxFileBytes, this.deps.uploadMaxBytes);
     const declared = request.ctx.request.length;
     if (declared !== undefined && declared > ceiling + MULTIPART_FRAMING_BYTES) {
-      // The rest of the body is not read: the connection cannot carry another request.
-      request.ctx.set("Connection", "close");
       throw fileTooLarge();
     }
     // A body of known length holds all the transfer it can move (the file is never longer than

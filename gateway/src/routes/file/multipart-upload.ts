@@ -374,7 +374,6 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
     await untilBodyStalls(ctx.req, Promise.race([upload(ctx, async () => {}), overflow.promise]));
   } catch (error) {
     await part?.abandon(error);
-    if (error === overflowed) ctx.set("Connection", "close");
     throw refusalOf(error, ctx, options.partName);
   }
   if (!part) {
