@@ -108,15 +108,24 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString("hex")}`;
 }
 
-/** A fresh, empty database on the test server; `drop()` removes it. */
+/**
+ * A fresh, empty database on the test server; `drop()` removes it. With `locale` it is made from
+ * template0 with that locale and `encoding` (UTF8 unless given), as a cluster made by `initdb`
+ * under another locale would give: `"C"` folds case for ASCII only where the server's default
+ * may fold more, and `initdb` under C encodes in SQL_ASCII unless told otherwise.
+ */
 export async function createTestDatabase(
   serverUrl: string,
+  options: { locale?: string; encoding?: string } = {},
 ): Promise<{ url: string; name: string; drop(): Promise<void> }> {
   const name = uniqueName("rb_test");
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    await admin.query(`create database ${name}`);
+    const locale = options.locale
+      ? ` template template0 locale ${admin.escapeLiteral(options.locale)} encoding ${admin.escapeLiteral(options.encoding ?? "UTF8")}`
+      : "";
+    await admin.query(`create database ${name}${locale}`);
   } finally {
     await admin.end();
   }

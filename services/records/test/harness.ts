@@ -109,13 +109,17 @@ export const SERVICE: Principal = { kind: "service", service: "test" };
 
 /**
  * The real identity, organization, catalog, records and files services against one fresh
- * database, Redis under a unique prefix, NATS under a unique namespace, a mail catcher for codes
- * and the files' bytes in a temporary directory. Organization asks records and files for usage,
- * catalog asks records about type changes and records asks files for file fields, as deployed.
+ * database (of `databaseLocale` when given, else of the server's default), Redis under a unique
+ * prefix, NATS under a unique namespace, a mail catcher for codes and the files' bytes in a
+ * temporary directory. Organization asks records and files for usage, catalog asks records
+ * about type changes and records asks files for file fields, as deployed.
  */
-export async function startHarness(): Promise<Harness> {
+export async function startHarness(options: { databaseLocale?: string } = {}): Promise<Harness> {
   const infra = await testInfra();
-  const database = await createTestDatabase(infra.databaseUrl);
+  const database = await createTestDatabase(
+    infra.databaseUrl,
+    options.databaseLocale ? { locale: options.databaseLocale } : {},
+  );
   const mail: MailCatcher = await startMailCatcher();
   const logger = createLogger("records-test", process.env.TEST_LOG_LEVEL ?? "silent");
   const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("rec")}:`);

@@ -496,7 +496,10 @@ const OPERATORS_OF: Record<Kind, Operator[]> = {
   multi: ["anyof", "allof", "nanyof", "blank", "notblank"],
 };
 
-const TEXTS = ["", "a", "A", "ab", "Ab c", "b", "ba", "z", "a,b", 'q"t', "(x)", "10%", "_"];
+const TEXTS = [
+  ...["", "a", "A", "ab", "Ab c", "b", "ba", "z", "a,b", 'q"t', "(x)", "10%", "_"],
+  ...["Émile", "éM", "ΟΔΥΣΣΕΥΣ", "υσ", "Straße", "ss"],
+];
 const NUMBERS = ["-2", "-1.5", "0", "0.5", "1", "2.5", "3", "10"];
 const DATES = [day(-2), YESTERDAY, TODAY, TOMORROW, "2020-02-29"];
 const TIMES = [
@@ -696,7 +699,8 @@ function positive(
         case "btw":
           return compare(stored, first!) >= 0 && compare(stored, second!) <= 0;
         case "like":
-          return String(stored).toLowerCase().includes(args[0]!.toLowerCase());
+          // JavaScript's toUpperCase is Unicode's default upper-casing, as ICU's root locale.
+          return String(stored).toUpperCase().includes(args[0]!.toUpperCase());
       }
     }
   }

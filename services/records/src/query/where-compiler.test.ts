@@ -321,7 +321,7 @@ describe("compileWhere", () => {
 
     it("takes %, _ and \\ in like values literally", () => {
       expect(buildWhere("(Name,like,100%_a\\b)", FIELDS, OPTIONS)).toEqual({
-        sql: "coalesce((CASE WHEN jsonb_typeof(data->'17') = 'string' AND (data->>'17') <> '' THEN (data->>'17') END) ILIKE $2::text, false)",
+        sql: "coalesce(upper((CASE WHEN jsonb_typeof(data->'17') = 'string' AND (data->>'17') <> '' THEN (data->>'17') END) COLLATE \"und-x-icu\") LIKE upper($2::text COLLATE \"und-x-icu\"), false)",
         params: ["%100\\%\\_a\\\\b%"],
       });
     });

@@ -94,9 +94,9 @@ type Inequality = keyof typeof SYMBOL;
  *   Negative ones (neq, nlike, nin, nanyof, notchecked, notblank) are exactly their complement,
  *   so `(Status,neq,Done)` includes the records with no Status, and `~not X` is the complement
  *   of X. Every condition compiles to TRUE or FALSE, never NULL, so NOT and OR behave.
- * - eq is exact (case-sensitive), like/nlike is a case-insensitive substring with `%`, `_` and
- *   `\` taken literally, gt/lt on text compare code points (COLLATE "C"), the same on every
- *   server whatever its locale.
+ * - eq is exact (case-sensitive), like/nlike is a case-insensitive substring (both sides
+ *   upper-cased by ICU's root locale) with `%`, `_` and `\` taken literally, gt/lt on text
+ *   compare code points (COLLATE "C"), the same on every server whatever its locale.
  * - Dates compare as days. On a datetime field a date-time value names its millisecond and a
  *   date (or today, daysAgo:N, ...) names its whole UTC day: `(At,eq,today)` is any time today,
  *   `(At,lte,2026-01-31)` includes all of 31 January.
@@ -160,6 +160,17 @@ function rangeLiteral(span: TimeSpan): string {
 function likePattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, "\\$&")}%`;
 }
+
+/**
+ * A text as like/nlike compare it: upper-cased by ICU's root locale, whatever the database's
+ * collation (ILIKE folds by it, ASCII only under locale C). Upper, not ILIKE's lower: Unicode's
+ * lower-casing turns a Σ at a word's end into ς, so under ILIKE the pattern `%ΟΔΥΣ%` would not
+ * find "ΟΔΥΣΣΕΥΣ"; upper-casing looks at no neighbour, so a substring stays a substring, and
+ * it maps σ, ς and Σ alike (and ß to SS), as Unicode's case folding does. It leaves `%`, `_`
+ * and `\` as they are, so the pattern's escapes hold. The migration `IcuCollation` checks that
+ * the database can use the collation.
+ */
+const caseless = (text: string) => `upper(${text} COLLATE "und-x-icu")`;
 
 class WhereCompiler {
   readonly params: SqlParams;
@@ -228,7 +239,7 @@ class WhereCompiler {
         return this.between(source, items() as [Literal, Literal]);
       case "like": {
         const pattern = this.params.add(likePattern(single().text), "text");
-        return `coalesce(${source.typed} ILIKE ${pattern}, false)`;
+        return `coalesce(${caseless(source.typed)} LIKE ${caseless(pattern)}, false)`;
       }
       case "anyof":
         return this.anyOf(source, items());
