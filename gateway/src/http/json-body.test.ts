@@ -5,6 +5,7 @@ import {
   JsonBodyBudget,
   parseJsonBody,
   type ReceivedBody,
+  SMALL_JSON_BODY_BYTES,
 } from "./json-body.js";
 
 /** A received body of `bytes` bytes. */
@@ -26,12 +27,15 @@ function held() {
   return work;
 }
 
+/** The same budget for small and large bodies. */
+const both = (bytes: number) => ({ small: bytes, large: bytes });
+
 /** Lets every promise the budget could resolve run (the semaphore hands out shares in microtasks). */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("JsonBodyBudget", () => {
   it("runs bodies that fit together, and holds one back until an earlier one is answered", async () => {
-    const budget = new JsonBodyBudget(10 * 1024);
+    const budget = new JsonBodyBudget(both(10 * 1024));
     const first = held();
     const second = held();
     const third = held();
@@ -52,7 +56,7 @@ describe("JsonBodyBudget", () => {
   });
 
   it("counts a body by its UTF-8 bytes", async () => {
-    const budget = new JsonBodyBudget(4 * 1024);
+    const budget = new JsonBodyBudget(both(4 * 1024));
     const wide = held();
     const small = held();
     // 700 three-byte characters: 2100 bytes, three KiB units, so two more do not fit.
@@ -69,7 +73,7 @@ describe("JsonBodyBudget", () => {
   });
 
   it("never holds back a request without a body, or one whose body cannot be read", async () => {
-    const budget = new JsonBodyBudget(1024);
+    const budget = new JsonBodyBudget(both(1024));
     const full = held();
     const fullDone = budget.run(body(1024), full.run);
     await expect(budget.run(undefined, async () => "answered")).resolves.toBe("answered");
@@ -81,15 +85,36 @@ describe("JsonBodyBudget", () => {
   });
 
   it("counts a body at most as the limit", async () => {
-    const budget = new JsonBodyBudget(JSON_BODY_LIMIT_BYTES);
+    const budget = new JsonBodyBudget(both(JSON_BODY_LIMIT_BYTES));
     // Bytes that are not UTF-8 decode to three-byte replacement characters.
     await expect(
       budget.run({ text: "\ufffd".repeat(JSON_BODY_LIMIT_BYTES) }, async () => "ran"),
     ).resolves.toBe("ran");
   });
 
+  it("never holds a small body back behind large ones, nor a large one behind small ones", async () => {
+    const budget = new JsonBodyBudget({ small: 64 * 1024, large: 512 * 1024 });
+    const large = held();
+    const waiting = held();
+    const small = held();
+    const largeDone = budget.run(body(512 * 1024), large.run);
+    // The large budget is full: the next large body waits, a small one goes ahead of it.
+    const waitingDone = budget.run(body(SMALL_JSON_BODY_BYTES + 1), waiting.run);
+    const smallDone = budget.run(body(SMALL_JSON_BODY_BYTES), small.run);
+    await settle();
+    expect([large.started, waiting.started, small.started]).toEqual([true, false, true]);
+    small.finish();
+    await smallDone;
+    large.finish();
+    await largeDone;
+    await settle();
+    expect(waiting.started).toBe(true);
+    waiting.finish();
+    await waitingDone;
+  });
+
   it("gives the share back when the work fails", async () => {
-    const budget = new JsonBodyBudget(1024);
+    const budget = new JsonBodyBudget(both(1024));
     await expect(
       budget.run(body(1024), async () => {
         throw new Error("refused");

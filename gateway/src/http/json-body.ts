@@ -11,15 +11,25 @@ import { untilBodyStalls } from "./request-body-timeouts.js";
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * The bytes of JSON bodies one gateway replica works on at a time: four bodies of the largest
- * size. A body becomes parsed objects, validated copies, the JSON text sent on and the answer's
- * records, several times its own size, so 32 clients each sending 1000 records at once would
- * otherwise hold hundreds of megabytes; past the budget a request waits, holding only its text,
- * until earlier ones are answered. A body counts once it has arrived (`receiveJsonBody`): a
- * share taken for a body still on its way could be held by a client that declares a large body
- * and sends nothing, and four such requests would stop every JSON route of the replica.
+ * The bodies one gateway replica works on at a time. A body becomes parsed objects, validated
+ * copies, the JSON text sent on and the answer's records, several times its own size, and the
+ * services hold as much while they work on it: 32 clients each sending 1000 records at once
+ * would otherwise hold hundreds of megabytes in the gateway and in records. Past its budget a
+ * request waits, holding only its text, until earlier ones are answered. Two budgets, so that
+ * the everyday request never waits behind imports:
+ *
+ * - bodies up to SMALL_JSON_BODY_BYTES (a record, a patch, a form) share 4 MiB: some hundreds of
+ *   them at once, still bounded when thousands of clients write together;
+ * - larger ones (batches, imports) share one body of the largest size: on two cores, four
+ *   batches at once finish no sooner than one after another, and each holds its memory the
+ *   whole time (`test/bench/ROUNDS.md`, seventeenth round).
+ *
+ * A body counts once it has arrived (`receiveJsonBody`): a share taken for a body still on its
+ * way could be held by a client that declares a large body and sends nothing, and a few such
+ * requests would stop every JSON route of the replica.
  */
-export const JSON_BODY_BUDGET_BYTES = 4 * JSON_BODY_LIMIT_BYTES;
+export const SMALL_JSON_BODY_BYTES = 64 * 1024;
+export const JSON_BODY_BUDGETS = { small: 4 * JSON_BODY_LIMIT_BYTES, large: JSON_BODY_LIMIT_BYTES };
 
 /**
  * Shares are counted in KiB: the semaphore's release walks every unit it holds, so bytes would
@@ -27,12 +37,17 @@ export const JSON_BODY_BUDGET_BYTES = 4 * JSON_BODY_LIMIT_BYTES;
  */
 const UNIT_BYTES = 1024;
 
-/** Admits requests with JSON bodies while the sizes of their bodies fit in the budget, in order. */
+/**
+ * Admits requests with JSON bodies while the sizes of their bodies fit in their budget (see
+ * JSON_BODY_BUDGETS), in order within each.
+ */
 export class JsonBodyBudget {
-  private readonly semaphore: Semaphore;
+  private readonly small: Semaphore;
+  private readonly large: Semaphore;
 
-  constructor(bytes: number = JSON_BODY_BUDGET_BYTES) {
-    this.semaphore = new Semaphore(Math.ceil(bytes / UNIT_BYTES));
+  constructor(budgets: { small: number; large: number } = JSON_BODY_BUDGETS) {
+    this.small = new Semaphore(Math.ceil(budgets.small / UNIT_BYTES));
+    this.large = new Semaphore(Math.ceil(budgets.large / UNIT_BYTES));
   }
 
   /** Runs `work` (everything done with a received body) once the body's share fits. */
@@ -40,7 +55,9 @@ export class JsonBodyBudget {
     // At most the limit: text decoded from bytes that are not UTF-8 can be longer than they were.
     const bytes =
       body && "text" in body ? Math.min(Buffer.byteLength(body.text), JSON_BODY_LIMIT_BYTES) : 0;
-    return bytes > 0 ? this.semaphore.runExclusive(work, Math.ceil(bytes / UNIT_BYTES)) : work();
+    if (bytes === 0) return work();
+    const budget = bytes <= SMALL_JSON_BODY_BYTES ? this.small : this.large;
+    return budget.runExclusive(work, Math.ceil(bytes / UNIT_BYTES));
   }
 }
 

@@ -35,8 +35,6 @@ export interface RouteHarnessOptions {
   rateLimits?: RateLimitSettings;
   /** Defaults to one that fails the test if an API token is ever resolved. */
   apiTokenLookup?: ApiTokenLookup;
-  /** The JSON body budget; defaults to the gateway's. */
-  jsonBodyBudgetBytes?: number;
 }
 
 export interface HarnessResponse {
@@ -85,7 +83,7 @@ export async function startRouteHarness(
     apiTokens: new ApiTokenAuthenticator(options.apiTokenLookup ?? noApiTokenLookup, cache),
     clientIp: () => "127.0.0.1",
     internalSecret: HARNESS_INTERNAL_SECRET,
-    jsonBodies: new JsonBodyBudget(options.jsonBodyBudgetBytes),
+    jsonBodies: new JsonBodyBudget(),
   });
   const app = new Koa<GatewayState>();
   app.use(requestId(createLogger("gateway", "silent")));
