@@ -1,17 +1,15 @@
 import {
   Authorizer,
   type Cache,
-  createOrm,
   createServiceClient,
   type EventBus,
-  type GrpcServer,
   type Logger,
-  migrate,
-  type Orm,
   OutboxRelay,
   organizationMembershipLookup,
+  type RunningService,
   STREAMS,
-  startGrpcServer,
+  serveService,
+  serviceDatabase,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
@@ -29,27 +27,11 @@ import { recordsTypeChangeCheck } from "./type-change-check.js";
 
 export const SCHEMA = "catalog";
 
-export function createCatalogOrm(
-  databaseUrl: string,
-  logger?: Logger,
-  poolSize?: number,
-): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
-}
+const database = serviceDatabase(SCHEMA, entities, migrations);
+export const createCatalogOrm = database.open;
+export const migrateCatalog = database.migrate;
 
-export async function migrateCatalog(databaseUrl: string): Promise<string[]> {
-  const orm = await createCatalogOrm(databaseUrl);
-  try {
-    return await migrate(orm, SCHEMA);
-  } finally {
-    await orm.close();
-  }
-}
-
-export interface RunningCatalog {
-  server: GrpcServer;
-  stop(): Promise<void>;
-}
+export type RunningCatalog = RunningService;
 
 /**
  * Starts the catalog service on its gRPC port with the given shared pieces: the relay that
@@ -83,34 +65,20 @@ export async function startCatalog(
       ? recordsTypeChangeCheck(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
   });
-  const consumers: { stop(): Promise<void> }[] = [];
   relay.start();
-  let server: GrpcServer;
-  try {
-    consumers.push(await authorizer.listen(deps.bus, "catalog_membership"));
-    consumers.push(await listenForOrganizationDeletion(orm, deps.bus, tx, deps.logger));
-    server = await startGrpcServer({
-      routes: createRoutes({ databases, tables, fields }),
-      services: [CatalogService],
-      host: config.GRPC_HOST,
-      port: config.GRPC_PORT,
-      logger: deps.logger,
-      internalSecret: config.INTERNAL_JWT_SECRET,
-      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
-    });
-  } catch (error) {
-    for (const consumer of consumers) await consumer.stop();
-    await relay.stop();
-    await orm.close();
-    throw error;
-  }
-  return {
-    server,
-    async stop() {
-      await server.close();
-      for (const consumer of consumers) await consumer.stop();
-      await relay.stop();
-      await orm.close();
+  return serveService(
+    config,
+    deps.logger,
+    { routes: createRoutes({ databases, tables, fields }), services: [CatalogService] },
+    {
+      consumers: [
+        () => authorizer.listen(deps.bus, "catalog_membership"),
+        () => listenForOrganizationDeletion(orm, deps.bus, tx, deps.logger),
+      ],
+      async close() {
+        await relay.stop();
+        await orm.close();
+      },
     },
-  };
+  );
 }

@@ -1,17 +1,15 @@
 import {
   Authorizer,
   type Cache,
-  createOrm,
   createServiceClient,
   type EventBus,
-  type GrpcServer,
   type Logger,
-  migrate,
-  type Orm,
   OutboxRelay,
   organizationMembershipLookup,
+  type RunningService,
   STREAMS,
-  startGrpcServer,
+  serveService,
+  serviceDatabase,
 } from "@rowbase/kit";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
@@ -31,30 +29,15 @@ import { Upstream } from "./upstream.js";
 
 export const SCHEMA = "files";
 
-export function createFilesOrm(
-  databaseUrl: string,
-  logger?: Logger,
-  poolSize?: number,
-): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
-}
+const database = serviceDatabase(SCHEMA, entities, migrations);
+export const createFilesOrm = database.open;
+export const migrateFiles = database.migrate;
 
-export async function migrateFiles(databaseUrl: string): Promise<string[]> {
-  const orm = await createFilesOrm(databaseUrl);
-  try {
-    return await migrate(orm, SCHEMA);
-  } finally {
-    await orm.close();
-  }
-}
-
-export interface RunningFiles {
-  server: GrpcServer;
+export interface RunningFiles extends RunningService {
   /** The blob store in use (`directory` or `s3`). */
   blobs: BlobStore;
   /** Runs one round of the scheduled purge and byte collection now. */
   maintain(): Promise<{ purged: number; collected: number }>;
-  stop(): Promise<void>;
 }
 
 export interface FilesOptions {
@@ -106,45 +89,29 @@ export async function startFiles(
     urlTtlSeconds: config.FILE_URL_TTL_SECONDS,
     logger: deps.logger,
   });
-  const consumers: { stop(): Promise<void> }[] = [];
   relay.start();
   maintenance.start();
-  let server: GrpcServer;
-  try {
-    consumers.push(await authorizer.listen(deps.bus, DURABLES.membership));
-    consumers.push(
-      ...(await listen(orm, deps.bus, { cleanup: new Cleanup(tx), upstream, logger: deps.logger })),
-    );
-    server = await startGrpcServer({
+  const running = maintenance;
+  const service = await serveService(
+    config,
+    deps.logger,
+    {
       routes: createRoutes({ files }),
       services: [FilesService],
-      host: config.GRPC_HOST,
-      port: config.GRPC_PORT,
-      logger: deps.logger,
-      internalSecret: config.INTERNAL_JWT_SECRET,
-      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
       interceptors: [streamingErrorsInterceptor(deps.logger)],
-    });
-  } catch (error) {
-    for (const consumer of consumers) await consumer.stop();
-    await maintenance.stop();
-    await relay.stop();
-    await blobs.close();
-    await orm.close();
-    throw error;
-  }
-  const running = maintenance;
-  return {
-    server,
-    blobs,
-    maintain: () => running.runOnce(),
-    async stop() {
-      await server.close();
-      for (const consumer of consumers) await consumer.stop();
-      await running.stop();
-      await relay.stop();
-      await blobs.close();
-      await orm.close();
     },
-  };
+    {
+      consumers: [
+        () => authorizer.listen(deps.bus, DURABLES.membership),
+        () => listen(orm, deps.bus, { cleanup: new Cleanup(tx), upstream, logger: deps.logger }),
+      ],
+      async close() {
+        await running.stop();
+        await relay.stop();
+        await blobs.close();
+        await orm.close();
+      },
+    },
+  );
+  return { ...service, blobs, maintain: () => running.runOnce() };
 }

@@ -1,12 +1,10 @@
 import {
   type Cache,
   createMailer,
-  createOrm,
-  type GrpcServer,
   type Logger,
-  migrate,
-  type Orm,
-  startGrpcServer,
+  type RunningService,
+  serveService,
+  serviceDatabase,
 } from "@rowbase/kit";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { Accounts } from "./accounts.js";
@@ -19,27 +17,11 @@ import { createRoutes } from "./server.js";
 
 export const SCHEMA = "identity";
 
-export function createIdentityOrm(
-  databaseUrl: string,
-  logger?: Logger,
-  poolSize?: number,
-): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
-}
+const database = serviceDatabase(SCHEMA, entities, migrations);
+export const createIdentityOrm = database.open;
+export const migrateIdentity = database.migrate;
 
-export async function migrateIdentity(databaseUrl: string): Promise<string[]> {
-  const orm = await createIdentityOrm(databaseUrl);
-  try {
-    return await migrate(orm, SCHEMA);
-  } finally {
-    await orm.close();
-  }
-}
-
-export interface RunningIdentity {
-  server: GrpcServer;
-  stop(): Promise<void>;
-}
+export type RunningIdentity = RunningService;
 
 /** Starts the identity service on its gRPC port with the given shared pieces. */
 export async function startIdentity(
@@ -66,21 +48,15 @@ export async function startIdentity(
     settings: oidcSettingsOf(config),
     logger: deps.logger,
   });
-  const server = await startGrpcServer({
-    routes: createRoutes({ accounts, signer, oidc }),
-    services: [IdentityService],
-    host: config.GRPC_HOST,
-    port: config.GRPC_PORT,
-    logger: deps.logger,
-    internalSecret: config.INTERNAL_JWT_SECRET,
-    previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
-  });
-  return {
-    server,
-    async stop() {
-      await server.close();
-      mailer.close();
-      await orm.close();
+  return serveService(
+    config,
+    deps.logger,
+    { routes: createRoutes({ accounts, signer, oidc }), services: [IdentityService] },
+    {
+      async close() {
+        mailer.close();
+        await orm.close();
+      },
     },
-  };
+  );
 }

@@ -98,6 +98,31 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
   });
 }
 
+/**
+ * A service's own schema: `open` makes its ORM (for the service and its tests), `migrate` opens
+ * one for the migrations alone, applies them and closes it (the `migrate` command, the
+ * one-process launcher, the test harnesses).
+ */
+export function serviceDatabase(
+  schema: string,
+  entities: OrmOptions["entities"],
+  migrations: OrmOptions["migrations"],
+) {
+  const open = (url: string, logger?: Logger, poolSize?: number): Promise<Orm> =>
+    createOrm({ url, schema, entities, migrations, logger, poolSize });
+  return {
+    open,
+    async migrate(url: string): Promise<string[]> {
+      const orm = await open(url);
+      try {
+        return await migrate(orm, schema);
+      } finally {
+        await orm.close();
+      }
+    },
+  };
+}
+
 /** Creates the schema if needed and applies pending migrations; returns their names. */
 export async function migrate(orm: Orm, schema: string): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { createBus, type EventBus } from "./bus.js";
 import { type Cache, createCache } from "./cache.js";
 import { ConfigError, parseConfig } from "./config.js";
+import { type GrpcServer, type GrpcServerOptions, startGrpcServer } from "./grpc-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startObservability } from "./observability.js";
 
@@ -12,6 +13,70 @@ interface BaseServiceConfig {
   LOG_LEVEL: string;
   REDIS_URL?: string | undefined;
   NATS_URL?: string | undefined;
+}
+
+/** A service started by `serveService`. */
+export interface RunningService {
+  server: GrpcServer;
+  stop(): Promise<void>;
+}
+
+/** What `serveService` reads of a service's configuration (`serviceEnv` and its GRPC_PORT). */
+interface GrpcServiceConfig {
+  GRPC_HOST?: string | undefined;
+  GRPC_PORT: number;
+  INTERNAL_JWT_SECRET: string;
+  INTERNAL_JWT_SECRET_PREVIOUS?: string | undefined;
+}
+
+/** A running event consumer. */
+interface Consumer {
+  stop(): Promise<void>;
+}
+
+/**
+ * The end of every service's start, once its database, relay and domain are made: its event
+ * consumers start in order, then its gRPC server. On stop the server closes first (no call runs
+ * on what stops after it), then the consumers in the order they started, then `close` (the
+ * relay, the database...). A start that fails stops what had started and runs `close` before it
+ * throws, so that it leaves no consumer, relay or connection behind.
+ */
+export async function serveService(
+  config: GrpcServiceConfig,
+  logger: Logger,
+  grpc: Pick<GrpcServerOptions, "routes" | "services" | "interceptors">,
+  parts: {
+    consumers?: (() => Promise<Consumer | Consumer[]>)[];
+    close(): Promise<void>;
+  },
+): Promise<RunningService> {
+  const consumers: Consumer[] = [];
+  const stopParts = async () => {
+    for (const consumer of consumers) await consumer.stop();
+    await parts.close();
+  };
+  let server: GrpcServer;
+  try {
+    for (const start of parts.consumers ?? []) consumers.push(...[await start()].flat());
+    server = await startGrpcServer({
+      ...grpc,
+      host: config.GRPC_HOST,
+      port: config.GRPC_PORT,
+      logger,
+      internalSecret: config.INTERNAL_JWT_SECRET,
+      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
+    });
+  } catch (error) {
+    await stopParts();
+    throw error;
+  }
+  return {
+    server,
+    async stop() {
+      await server.close();
+      await stopParts();
+    },
+  };
 }
 
 export interface ServiceMain<S extends z.ZodType<BaseServiceConfig>> {

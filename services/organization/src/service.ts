@@ -1,16 +1,14 @@
 import {
   type Cache,
   createMailer,
-  createOrm,
   createServiceClient,
   type EventBus,
-  type GrpcServer,
   type Logger,
-  migrate,
-  type Orm,
   OutboxRelay,
+  type RunningService,
   STREAMS,
-  startGrpcServer,
+  serveService,
+  serviceDatabase,
 } from "@rowbase/kit";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
@@ -36,28 +34,13 @@ export const SCHEMA = "organization";
 /** How long PostgreSQL may work on an audit list by default: the gateway's deadline. */
 const LIST_TIMEOUT_MS = 10_000;
 
-export function createOrganizationOrm(
-  databaseUrl: string,
-  logger?: Logger,
-  poolSize?: number,
-): Promise<Orm> {
-  return createOrm({ url: databaseUrl, schema: SCHEMA, entities, migrations, logger, poolSize });
-}
+const database = serviceDatabase(SCHEMA, entities, migrations);
+export const createOrganizationOrm = database.open;
+export const migrateOrganization = database.migrate;
 
-export async function migrateOrganization(databaseUrl: string): Promise<string[]> {
-  const orm = await createOrganizationOrm(databaseUrl);
-  try {
-    return await migrate(orm, SCHEMA);
-  } finally {
-    await orm.close();
-  }
-}
-
-export interface RunningOrganization {
-  server: GrpcServer;
+export interface RunningOrganization extends RunningService {
   /** The audit store, for its retention job (tests run it at a chosen time). */
   auditLog: AuditLog;
-  stop(): Promise<void>;
 }
 
 /**
@@ -91,17 +74,10 @@ export async function startOrganization(
     listTimeoutMs: config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
   });
   const usage = new UsageStats({ tx, logger: deps.logger });
-  let consumers: Awaited<ReturnType<typeof startEventConsumers>> | undefined;
-  let server: GrpcServer;
-  try {
-    consumers = await startEventConsumers({
-      orm,
-      bus: deps.bus,
-      logger: deps.logger,
-      auditLog,
-      usage,
-    });
-    server = await startGrpcServer({
+  const service = await serveService(
+    config,
+    deps.logger,
+    {
       routes: createRoutes({
         organizations: new Organizations({
           tx,
@@ -119,28 +95,17 @@ export async function startOrganization(
         usage,
       }),
       services: [OrganizationService],
-      host: config.GRPC_HOST,
-      port: config.GRPC_PORT,
-      logger: deps.logger,
-      internalSecret: config.INTERNAL_JWT_SECRET,
-      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
-    });
-  } catch (error) {
-    await consumers?.stop();
-    await relay.stop();
-    mailer.close();
-    await orm.close();
-    throw error;
-  }
-  return {
-    server,
-    auditLog,
-    async stop() {
-      await server.close();
-      await consumers?.stop();
-      await relay.stop();
-      mailer.close();
-      await orm.close();
     },
-  };
+    {
+      consumers: [
+        () => startEventConsumers({ orm, bus: deps.bus, logger: deps.logger, auditLog, usage }),
+      ],
+      async close() {
+        await relay.stop();
+        mailer.close();
+        await orm.close();
+      },
+    },
+  );
+  return { ...service, auditLog };
 }

@@ -1,17 +1,15 @@
 import {
   Authorizer,
   type Cache,
-  createOrm,
   createServiceClient,
   type EventBus,
-  type GrpcServer,
   type Logger,
-  migrate,
-  type Orm,
   OutboxRelay,
   organizationMembershipLookup,
+  type RunningService,
   STREAMS,
-  startGrpcServer,
+  serveService,
+  serviceDatabase,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
@@ -41,34 +39,11 @@ const LIST_TIMEOUT_MS = 10_000;
  * conditional updates and set-based statements, all through parameterised SQL (`db/sql.ts`); the
  * ORM gives it connections, transactions and migrations.
  */
-export function createRecordsOrm(
-  databaseUrl: string,
-  logger?: Logger,
-  poolSize?: number,
-): Promise<Orm> {
-  return createOrm({
-    url: databaseUrl,
-    schema: SCHEMA,
-    entities: [],
-    migrations,
-    ...(logger ? { logger } : {}),
-    ...(poolSize ? { poolSize } : {}),
-  });
-}
+const database = serviceDatabase(SCHEMA, [], migrations);
+export const createRecordsOrm = database.open;
+export const migrateRecords = database.migrate;
 
-export async function migrateRecords(databaseUrl: string): Promise<string[]> {
-  const orm = await createRecordsOrm(databaseUrl);
-  try {
-    return await migrate(orm, SCHEMA);
-  } finally {
-    await orm.close();
-  }
-}
-
-export interface RunningRecords {
-  server: GrpcServer;
-  stop(): Promise<void>;
-}
+export type RunningRecords = RunningService;
 
 /**
  * Starts the records service on its gRPC port with the given shared pieces: the relay that
@@ -105,45 +80,30 @@ export async function startRecords(
   });
   const typeChanges = new TypeChanges(tx);
   const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
-  const consumers: { stop(): Promise<void> }[] = [];
   relay.start();
-  let server: GrpcServer;
-  try {
-    consumers.push(await authorizer.listen(deps.bus, "records_membership"));
-    consumers.push(await catalogEvents.listen(deps.bus));
-    consumers.push(await plans.listen(deps.bus));
-    consumers.push(
-      await listenForOrganizationDeletion(orm, deps.bus, {
-        cache: deps.cache,
-        logger: deps.logger,
-      }),
-    );
-    server = await startGrpcServer({
+  return serveService(
+    config,
+    deps.logger,
+    {
       routes: createRoutes({
         records,
         typeChanges,
         usage: (organizationId) => recordUsage(tx.em(), organizationId),
       }),
       services: [RecordsService],
-      host: config.GRPC_HOST,
-      port: config.GRPC_PORT,
-      logger: deps.logger,
-      internalSecret: config.INTERNAL_JWT_SECRET,
-      previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
-    });
-  } catch (error) {
-    for (const consumer of consumers) await consumer.stop();
-    await relay.stop();
-    await orm.close();
-    throw error;
-  }
-  return {
-    server,
-    async stop() {
-      await server.close();
-      for (const consumer of consumers) await consumer.stop();
-      await relay.stop();
-      await orm.close();
     },
-  };
+    {
+      consumers: [
+        () => authorizer.listen(deps.bus, "records_membership"),
+        () => catalogEvents.listen(deps.bus),
+        () => plans.listen(deps.bus),
+        () =>
+          listenForOrganizationDeletion(orm, deps.bus, { cache: deps.cache, logger: deps.logger }),
+      ],
+      async close() {
+        await relay.stop();
+        await orm.close();
+      },
+    },
+  );
 }
