@@ -1,8 +1,8 @@
 import { createServiceClient } from "@rowbase/kit";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { routeSuite, validation } from "../../testing/route-checks.js";
 import { auditRoutes } from "./audit-routes.js";
 
 /**
@@ -11,32 +11,14 @@ import { auditRoutes } from "./audit-routes.js";
  * the service answers is tested against the running system in test/e2e/audit-routes.e2e.test.ts.
  */
 
-const validation = (path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for GET ${path}`,
-  extra,
-});
-
 describe("/audit/list", () => {
-  let harness: RouteHarness;
-  let session: string;
-
-  beforeAll(async () => {
-    harness = await startRouteHarness(
-      auditRoutes({
-        organization: createServiceClient(OrganizationService, await closedPortUrl()),
-      }),
-    );
-    session = await harness.sessionToken(42n);
-  });
-
-  afterAll(async () => {
-    await harness.close();
-  });
+  const suite = routeSuite(async () =>
+    auditRoutes({ organization: createServiceClient(OrganizationService, await closedPortUrl()) }),
+  );
 
   it("answers 401 without a session and to an API token, before reading the query", async () => {
     for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
-      const response = await harness.request("GET", "/audit/list?limit=x", { token });
+      const response = await suite.harness.request("GET", "/audit/list?limit=x", { token });
       expect(response.status).toBe(401);
       expect(response.body).toEqual({ message: "unauthorized", data: {} });
     }
@@ -96,18 +78,18 @@ describe("/audit/list", () => {
       ],
     ];
     for (const [path, extra] of cases) {
-      const response = await harness.request("GET", path, { token: session });
+      const response = await suite.harness.request("GET", path, { token: suite.session });
       expect({ path, status: response.status, body: response.body }).toEqual({
         path,
         status: 400,
-        body: validation("/audit/list", extra),
+        body: validation("GET", "/audit/list", extra),
       });
     }
   });
 
   it("answers 503 when the organization service cannot be reached", async () => {
-    const response = await harness.request("GET", "/audit/list?organization_id=1", {
-      token: session,
+    const response = await suite.harness.request("GET", "/audit/list?organization_id=1", {
+      token: suite.session,
     });
     expect(response.status).toBe(503);
     expect(response.body).toEqual({ message: "service_unavailable", data: {} });

@@ -1,11 +1,21 @@
 import { createServiceClient } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import {
+  expectRefused,
+  expectServiceCalled,
+  expectSessionRoutes,
+  expectUnauthorized,
+  ID_MESSAGE,
+  type RefusedRequest,
+  routeSuite,
+  type ValidRequest,
+} from "../../testing/route-checks.js";
+import { startRouteHarness } from "../../testing/route-harness.js";
 import { fieldRoutes } from "../field/field-routes.js";
 import { organizationRoutes } from "../organization/organization-routes.js";
 import { tableRoutes } from "../table/table-routes.js";
@@ -23,7 +33,7 @@ async function routesAtClosedPort(): Promise<Route[]> {
 }
 
 /** Each route with a request that passes validation. */
-const VALID: [string, string, unknown?][] = [
+const VALID: ValidRequest[] = [
   ["POST", "/database/create?organization_id=1", { name: "CRM" }],
   ["POST", "/database/create?organization_id=1", { name: " CRM ", description: "Leads\nDeals" }],
   ["GET", "/database/get?database_id=2"],
@@ -33,67 +43,24 @@ const VALID: [string, string, unknown?][] = [
   ["GET", "/database/list?organization_id=1"],
 ];
 
-const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
-
-const validation = (method: string, path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for ${method} ${path}`,
-  extra,
-});
-
 describe("database routes", () => {
-  let harness: RouteHarness;
-  let session: string;
-
-  beforeAll(async () => {
-    harness = await startRouteHarness(await routesAtClosedPort());
-    session = await harness.sessionToken(42n);
-  });
-
-  afterAll(async () => {
-    await harness.close();
-  });
+  const suite = routeSuite(routesAtClosedPort);
 
   it("serve exactly SPEC section 6's database routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
-    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
-      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
-    );
-    expect(routes.every((route) => route.auth === "session")).toBe(true);
+    expectSessionRoutes(routes, VALID);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    for (const [method, path] of VALID) {
-      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
-        const response = await harness.request(method, path, {
-          token,
-          json: method === "POST" ? { unknown: true } : undefined,
-        });
-        expect({ method, path, token, status: response.status }).toEqual({
-          method,
-          path,
-          token,
-          status: 401,
-        });
-        expect(response.body).toEqual({ message: "unauthorized", data: {} });
-      }
-    }
+    await expectUnauthorized(suite, VALID, { unknown: true });
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
-    for (const [method, path, json] of VALID) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ method, path, status: response.status, body: response.body }).toEqual({
-        method,
-        path,
-        status: 503,
-        body: { message: "service_unavailable", data: {} },
-      });
-    }
+    await expectServiceCalled(suite, VALID);
   });
 
   it("refuse bad ids, bad bodies and unknown keys with the validation envelope", async () => {
-    const cases: [string, string, unknown, unknown[]][] = [
+    const cases: RefusedRequest[] = [
       [
         "POST",
         "/database/create",
@@ -154,14 +121,7 @@ describe("database routes", () => {
         [{ key: "organization_id", message: "must be given once", source: "query" }],
       ],
     ];
-    for (const [method, path, json, extra] of cases) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ path, status: response.status, body: response.body }).toEqual({
-        path,
-        status: 400,
-        body: validation(method, path.split("?")[0] ?? path, extra),
-      });
-    }
+    await expectRefused(suite, cases);
   });
 });
 

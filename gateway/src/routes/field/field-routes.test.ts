@@ -1,10 +1,20 @@
 import { createServiceClient } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FIELD_TYPES } from "../../presentation/field-types.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import {
+  expectRefused,
+  expectServiceCalled,
+  expectSessionRoutes,
+  expectUnauthorized,
+  ID_MESSAGE,
+  type RefusedRequest,
+  routeSuite,
+  type ValidRequest,
+  validation,
+} from "../../testing/route-checks.js";
 import { MAX_JSON_DEPTH } from "../../validation/json-object.js";
 import { fieldRoutes } from "./field-routes.js";
 
@@ -20,7 +30,7 @@ async function routesAtClosedPort(): Promise<Route[]> {
 }
 
 /** Each route with a request that passes validation. */
-const VALID: [string, string, unknown?][] = [
+const VALID: ValidRequest[] = [
   ["POST", "/field/create?table_id=1", { name: "Email", type: "email" }],
   [
     "POST",
@@ -47,71 +57,29 @@ const VALID: [string, string, unknown?][] = [
   ["POST", "/field/delete?field_id=3"],
 ];
 
-const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
 const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 
-const validation = (method: string, path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for ${method} ${path}`,
-  extra,
-});
-
 describe("field routes", () => {
-  let harness: RouteHarness;
-  let session: string;
-
-  beforeAll(async () => {
-    harness = await startRouteHarness(await routesAtClosedPort());
-    session = await harness.sessionToken(42n);
-  });
-
-  afterAll(async () => {
-    await harness.close();
-  });
+  const suite = routeSuite(routesAtClosedPort);
 
   it("serve exactly SPEC section 6's field routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
-    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
-      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
-    );
-    expect(routes.every((route) => route.auth === "session")).toBe(true);
+    expectSessionRoutes(routes, VALID);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    for (const [method, path] of VALID) {
-      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
-        const response = await harness.request(method, path, {
-          token,
-          json: method === "POST" ? { type: "nope" } : undefined,
-        });
-        expect({ method, path, token, status: response.status }).toEqual({
-          method,
-          path,
-          token,
-          status: 401,
-        });
-        expect(response.body).toEqual({ message: "unauthorized", data: {} });
-      }
-    }
+    await expectUnauthorized(suite, VALID, { type: "nope" });
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
-    for (const [method, path, json] of VALID) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ method, path, status: response.status, body: response.body }).toEqual({
-        method,
-        path,
-        status: 503,
-        body: { message: "service_unavailable", data: {} },
-      });
-    }
+    await expectServiceCalled(suite, VALID);
   });
 
   it("refuse unknown type names, options that are not an object, and bad ids", async () => {
     // One object more than allowed: the innermost sits under MAX_JSON_DEPTH keys.
     let deep: unknown = {};
     for (let i = 0; i < MAX_JSON_DEPTH; i++) deep = { a: deep };
-    const cases: [string, string, unknown, unknown[]][] = [
+    const cases: RefusedRequest[] = [
       [
         "POST",
         "/field/create?table_id=1",
@@ -210,19 +178,12 @@ describe("field routes", () => {
         [{ key: "field_id", message: ID_MESSAGE, source: "query" }],
       ],
     ];
-    for (const [method, path, json, extra] of cases) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ path, status: response.status, body: response.body }).toEqual({
-        path,
-        status: 400,
-        body: validation(method, path.split("?")[0] ?? path, extra),
-      });
-    }
+    await expectRefused(suite, cases);
   });
 
   it("refuse an option number a Struct cannot carry as sent (JSON.parse makes it Infinity)", async () => {
-    const response = await harness.request("POST", "/field/create?table_id=1", {
-      token: session,
+    const response = await suite.harness.request("POST", "/field/create?table_id=1", {
+      token: suite.session,
       rawJson: '{"name": "F", "type": "number", "options": {"min": 0, "max": 1e999}}',
     });
     expect({ status: response.status, body: response.body }).toEqual({

@@ -24,6 +24,7 @@ import { recordOrganizationKey } from "../../quota/record-organizations.js";
 import { transferCounterKey } from "../../quota/transfer-quota.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
+import { validation } from "../../testing/route-checks.js";
 import {
   HARNESS_INTERNAL_SECRET,
   type RouteHarness,
@@ -139,12 +140,6 @@ function filePart(content: string, fileName: string): FormData {
   form.append("file", new Blob([content]), fileName);
   return form;
 }
-
-const validation = (method: string, path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for ${method} ${path}`,
-  extra,
-});
 
 const unavailable = { message: "service_unavailable", data: {} };
 

@@ -1,8 +1,8 @@
 import { createServiceClient } from "@rowbase/kit";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { routeSuite } from "../../testing/route-checks.js";
 import { apiStatsRoutes } from "./api-stats-routes.js";
 
 /**
@@ -13,24 +13,14 @@ import { apiStatsRoutes } from "./api-stats-routes.js";
  */
 
 describe("/organization/api_stats", () => {
-  let harness: RouteHarness;
-  let session: string;
-
-  beforeAll(async () => {
-    harness = await startRouteHarness(
-      apiStatsRoutes({
-        organization: createServiceClient(OrganizationService, await closedPortUrl()),
-      }),
-    );
-    session = await harness.sessionToken(42n);
-  });
-
-  afterAll(async () => {
-    await harness.close();
-  });
+  const suite = routeSuite(async () =>
+    apiStatsRoutes({
+      organization: createServiceClient(OrganizationService, await closedPortUrl()),
+    }),
+  );
 
   it("answers 401 to an API token and refuses bad parameters before asking", async () => {
-    const token = await harness.request("GET", "/organization/api_stats?organization_id=7", {
+    const token = await suite.harness.request("GET", "/organization/api_stats?organization_id=7", {
       token: `rb_${"a".repeat(40)}`,
     });
     expect(token.status).toBe(401);
@@ -60,8 +50,8 @@ describe("/organization/api_stats", () => {
       ],
     ];
     for (const [query, extra] of cases) {
-      const response = await harness.request("GET", `/organization/api_stats${query}`, {
-        token: session,
+      const response = await suite.harness.request("GET", `/organization/api_stats${query}`, {
+        token: suite.session,
       });
       expect({ query, status: response.status, body: response.body }).toEqual({
         query,
@@ -76,9 +66,13 @@ describe("/organization/api_stats", () => {
   });
 
   it("answers 503 when the organization service cannot be reached", async () => {
-    const response = await harness.request("GET", "/organization/api_stats?organization_id=7", {
-      token: session,
-    });
+    const response = await suite.harness.request(
+      "GET",
+      "/organization/api_stats?organization_id=7",
+      {
+        token: suite.session,
+      },
+    );
     expect(response.status).toBe(503);
     expect(response.body).toEqual({ message: "service_unavailable", data: {} });
   });

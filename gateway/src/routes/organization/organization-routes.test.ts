@@ -1,10 +1,20 @@
-import net from "node:net";
 import { createServiceClient } from "@rowbase/kit";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
-import { type RouteHarness, startRouteHarness } from "../../testing/route-harness.js";
+import { closedPortUrl } from "../../testing/closed-port.js";
+import {
+  expectRefused,
+  expectServiceCalled,
+  expectSessionRoutes,
+  expectUnauthorized,
+  ID_MESSAGE,
+  type RefusedRequest,
+  routeSuite,
+  type ValidRequest,
+} from "../../testing/route-checks.js";
+import { startRouteHarness } from "../../testing/route-harness.js";
 import { apiTokenRoutes } from "../api-token/api-token-routes.js";
 import { organizationRoutes } from "./organization-routes.js";
 
@@ -15,21 +25,13 @@ import { organizationRoutes } from "./organization-routes.js";
  * the e2e tests' job.
  */
 
-async function closedPortUrl(): Promise<string> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
-}
-
 async function routesAtClosedPort(): Promise<Route[]> {
   const organization = createServiceClient(OrganizationService, await closedPortUrl());
   return [...organizationRoutes({ organization }), ...apiTokenRoutes({ organization })];
 }
 
 /** Each route with a request that passes validation. */
-const VALID: [string, string, unknown?][] = [
+const VALID: ValidRequest[] = [
   ["POST", "/organization/create", { name: "Acme" }],
   ["GET", "/organization/get?organization_id=1"],
   ["GET", "/organization/get?organization_slug=acme"],
@@ -53,72 +55,29 @@ const VALID: [string, string, unknown?][] = [
   ["POST", "/api_token/revoke?organization_id=1&token_id=4"],
 ];
 
-const validation = (method: string, path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for ${method} ${path}`,
-  extra,
-});
-
 describe("organization and API-token routes", () => {
-  let harness: RouteHarness;
-  let session: string;
-
-  beforeAll(async () => {
-    harness = await startRouteHarness(await routesAtClosedPort());
-    session = await harness.sessionToken(42n);
-  });
-
-  afterAll(async () => {
-    await harness.close();
-  });
+  const suite = routeSuite(routesAtClosedPort);
 
   it("serves exactly SPEC section 5's routes but api_stats", async () => {
     const routes = await routesAtClosedPort();
-    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
-      [...new Set(VALID.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
-    );
-    expect(routes.every((route) => route.auth === "session")).toBe(true);
+    expectSessionRoutes(routes, VALID);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    for (const [method, path] of VALID) {
-      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
-        // A body that does not parse: authentication comes first.
-        const response = await harness.request(method, path, {
-          token,
-          json: method === "POST" ? { unknown: true } : undefined,
-        });
-        expect({ method, path, token, status: response.status }).toEqual({
-          method,
-          path,
-          token,
-          status: 401,
-        });
-        expect(response.body).toEqual({ message: "unauthorized", data: {} });
-      }
-    }
+    await expectUnauthorized(suite, VALID, { unknown: true });
   });
 
   it("call the organization service once the request is valid (503: it is not running)", async () => {
-    for (const [method, path, json] of VALID) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ method, path, status: response.status, body: response.body }).toEqual({
-        method,
-        path,
-        status: 503,
-        body: { message: "service_unavailable", data: {} },
-      });
-    }
+    await expectServiceCalled(suite, VALID);
   });
 
   it("refuse bad ids, missing parameters and unknown ones with the validation envelope", async () => {
-    const idMessage = "must be an integer between 1 and 9007199254740991";
-    const cases: [string, string, unknown, unknown[]][] = [
+    const cases: RefusedRequest[] = [
       [
         "GET",
         "/organization/limits?organization_id=-1",
         undefined,
-        [{ key: "organization_id", message: idMessage, source: "query" }],
+        [{ key: "organization_id", message: ID_MESSAGE, source: "query" }],
       ],
       [
         "GET",
@@ -130,13 +89,13 @@ describe("organization and API-token routes", () => {
         "POST",
         "/organization/invite/cancel?organization_id=1&invite_id=1.5",
         undefined,
-        [{ key: "invite_id", message: idMessage, source: "query" }],
+        [{ key: "invite_id", message: ID_MESSAGE, source: "query" }],
       ],
       [
         "POST",
         "/organization/member/remove?organization_id=1&member_id=9007199254740992",
         undefined,
-        [{ key: "member_id", message: idMessage, source: "query" }],
+        [{ key: "member_id", message: ID_MESSAGE, source: "query" }],
       ],
       [
         "POST",
@@ -185,7 +144,7 @@ describe("organization and API-token routes", () => {
         "/organization/update?organization_id=x",
         { organization_slug: "A B" },
         [
-          { key: "organization_id", message: idMessage, source: "query" },
+          { key: "organization_id", message: ID_MESSAGE, source: "query" },
           {
             key: "organization_slug",
             message: "must be 3-48 characters of a-z, 0-9 and -",
@@ -236,14 +195,7 @@ describe("organization and API-token routes", () => {
         [{ key: "body", message: "a JSON object body is required", source: "body" }],
       ],
     ];
-    for (const [method, path, json, extra] of cases) {
-      const response = await harness.request(method, path, { token: session, json });
-      expect({ path, status: response.status, body: response.body }).toEqual({
-        path,
-        status: 400,
-        body: validation(method, path.split("?")[0] ?? path, extra),
-      });
-    }
+    await expectRefused(suite, cases);
   });
 });
 

@@ -32,6 +32,7 @@ import { tableOrganizationKey } from "../../quota/table-organizations.js";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
+import { ID_MESSAGE, validation } from "../../testing/route-checks.js";
 import {
   HARNESS_INTERNAL_SECRET,
   type RouteHarness,
@@ -108,12 +109,6 @@ const VALID: [string, string, unknown?][] = [
 ];
 
 const unavailable = { message: "service_unavailable", data: {} };
-
-const validation = (method: string, path: string, extra: unknown[]) => ({
-  status_code: 400,
-  detail: `Validation failed for ${method} ${path}`,
-  extra,
-});
 
 interface Setup {
   harness: RouteHarness;
@@ -338,7 +333,7 @@ describe("record routes", () => {
         validation("GET", `${V1}/records/0`, [
           {
             key: "row_id",
-            message: "must be an integer between 1 and 9007199254740991",
+            message: ID_MESSAGE,
             source: "path",
           },
         ]),
@@ -397,12 +392,12 @@ describe("record routes", () => {
           { key: "offset", message: "must be an integer between 0 and 10000000", source: "query" },
           {
             key: "database_id",
-            message: "must be an integer between 1 and 9007199254740991",
+            message: ID_MESSAGE,
             source: "path",
           },
           {
             key: "table_id",
-            message: "must be an integer between 1 and 9007199254740991",
+            message: ID_MESSAGE,
             source: "path",
           },
         ],
@@ -445,7 +440,7 @@ describe("record routes", () => {
         [
           {
             key: "row_ids.1",
-            message: "must be an integer between 1 and 9007199254740991",
+            message: ID_MESSAGE,
             source: "body",
           },
         ],

@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, expect } from "vitest";
+import type { Route } from "../routing/route.js";
+import { type RouteHarness, startRouteHarness } from "./route-harness.js";
+
+/**
+ * For the route tests: the checks that every family of routes behind a service client pointed
+ * at a closed port shares. A request that passes the gateway's checks shows up as 503 (the
+ * call was made); answers of the running service are the e2e tests' job.
+ */
+
+/** A request that passes validation: method, path with its query, and JSON body. */
+export type ValidRequest = [method: string, path: string, json?: unknown];
+
+/** A request refused before the service call, with the `extra` of its validation envelope. */
+export type RefusedRequest = [method: string, path: string, json: unknown, extra: unknown[]];
+
+/** The message of an id query parameter that is no JavaScript-safe positive integer. */
+export const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
+
+/** The body of a 400 for `method path` (SPEC's validation envelope). */
+export const validation = (method: string, path: string, extra: unknown[]) => ({
+  status_code: 400,
+  detail: `Validation failed for ${method} ${path}`,
+  extra,
+});
+
+export interface RouteSuite {
+  harness: RouteHarness;
+  /** A session of user 42. */
+  session: string;
+}
+
+/**
+ * Starts a harness with the routes before the tests of the calling `describe` and closes it
+ * after them; its fields are set once the tests run.
+ */
+export function routeSuite(routes: () => Promise<Route[]>): RouteSuite {
+  const suite = {} as RouteSuite;
+  beforeAll(async () => {
+    suite.harness = await startRouteHarness(await routes());
+    suite.session = await suite.harness.sessionToken(42n);
+  });
+  afterAll(async () => {
+    await suite.harness.close();
+  });
+  return suite;
+}
+
+/** The routes are exactly those `valid` reaches, and each takes a session only. */
+export function expectSessionRoutes(routes: Route[], valid: ValidRequest[]): void {
+  expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
+    [...new Set(valid.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
+  );
+  expect(routes.every((route) => route.auth === "session")).toBe(true);
+}
+
+/**
+ * Every route answers 401 without a session and to an API token. A POST sends `badBody`, which
+ * does not validate: authentication comes first.
+ */
+export async function expectUnauthorized(
+  { harness }: RouteSuite,
+  valid: ValidRequest[],
+  badBody: unknown,
+): Promise<void> {
+  for (const [method, path] of valid) {
+    for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+      const response = await harness.request(method, path, {
+        token,
+        json: method === "POST" ? badBody : undefined,
+      });
+      expect({ method, path, token, status: response.status }).toEqual({
+        method,
+        path,
+        token,
+        status: 401,
+      });
+      expect(response.body).toEqual({ message: "unauthorized", data: {} });
+    }
+  }
+}
+
+/** Every valid request with a session calls the service, which is not running: 503. */
+export async function expectServiceCalled(
+  { harness, session }: RouteSuite,
+  valid: ValidRequest[],
+): Promise<void> {
+  for (const [method, path, json] of valid) {
+    const response = await harness.request(method, path, { token: session, json });
+    expect({ method, path, status: response.status, body: response.body }).toEqual({
+      method,
+      path,
+      status: 503,
+      body: { message: "service_unavailable", data: {} },
+    });
+  }
+}
+
+/** Every request with a session is refused with its validation envelope. */
+export async function expectRefused(
+  { harness, session }: RouteSuite,
+  refused: RefusedRequest[],
+): Promise<void> {
+  for (const [method, path, json, extra] of refused) {
+    const response = await harness.request(method, path, { token: session, json });
+    expect({ path, status: response.status, body: response.body }).toEqual({
+      path,
+      status: 400,
+      body: validation(method, path.split("?")[0] ?? path, extra),
+    });
+  }
+}
