@@ -24,18 +24,77 @@ export const validation = (method: string, path: string, extra: unknown[]) => ({
   extra,
 });
 
-export interface RouteSuite {
-  harness: RouteHarness;
+/**
+ * A family of routes under test: `routeSuite` starts its harness before the tests of the
+ * calling `describe` and closes it after them, and its checks run against the family's
+ * requests that pass validation.
+ */
+export class RouteSuite {
+  harness!: RouteHarness;
   /** A session of user 42. */
-  session: string;
+  session!: string;
+
+  constructor(private readonly valid: ValidRequest[]) {}
+
+  /** The routes are exactly those the valid requests reach, and each takes a session only. */
+  expectSessionRoutes(routes: Route[]): void {
+    expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
+      [...new Set(this.valid.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
+    );
+    expect(routes.every((route) => route.auth === "session")).toBe(true);
+  }
+
+  /**
+   * Every route answers 401 without a session and to an API token. A POST sends `badBody`,
+   * which does not validate: authentication comes first.
+   */
+  async expectUnauthorized(badBody: unknown): Promise<void> {
+    for (const [method, path] of this.valid) {
+      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+        const response = await this.harness.request(method, path, {
+          token,
+          json: method === "POST" ? badBody : undefined,
+        });
+        expect({ method, path, token, status: response.status }).toEqual({
+          method,
+          path,
+          token,
+          status: 401,
+        });
+        expect(response.body).toEqual({ message: "unauthorized", data: {} });
+      }
+    }
+  }
+
+  /** Every valid request with a session calls the service, which is not running: 503. */
+  async expectServiceCalled(): Promise<void> {
+    for (const [method, path, json] of this.valid) {
+      const response = await this.harness.request(method, path, { token: this.session, json });
+      expect({ method, path, status: response.status, body: response.body }).toEqual({
+        method,
+        path,
+        status: 503,
+        body: { message: "service_unavailable", data: {} },
+      });
+    }
+  }
+
+  /** Every request with a session is refused with its validation envelope. */
+  async expectRefused(refused: RefusedRequest[]): Promise<void> {
+    for (const [method, path, json, extra] of refused) {
+      const response = await this.harness.request(method, path, { token: this.session, json });
+      expect({ path, status: response.status, body: response.body }).toEqual({
+        path,
+        status: 400,
+        body: validation(method, path.split("?")[0] ?? path, extra),
+      });
+    }
+  }
 }
 
-/**
- * Starts a harness with the routes before the tests of the calling `describe` and closes it
- * after them; its fields are set once the tests run.
- */
-export function routeSuite(routes: () => Promise<Route[]>): RouteSuite {
-  const suite = {} as RouteSuite;
+/** The suite of the routes that `routes` makes, `valid` listing a passing request of each. */
+export function routeSuite(routes: () => Promise<Route[]>, valid: ValidRequest[] = []): RouteSuite {
+  const suite = new RouteSuite(valid);
   beforeAll(async () => {
     suite.harness = await startRouteHarness(await routes());
     suite.session = await suite.harness.sessionToken(42n);
@@ -44,69 +103,4 @@ export function routeSuite(routes: () => Promise<Route[]>): RouteSuite {
     await suite.harness.close();
   });
   return suite;
-}
-
-/** The routes are exactly those `valid` reaches, and each takes a session only. */
-export function expectSessionRoutes(routes: Route[], valid: ValidRequest[]): void {
-  expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
-    [...new Set(valid.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
-  );
-  expect(routes.every((route) => route.auth === "session")).toBe(true);
-}
-
-/**
- * Every route answers 401 without a session and to an API token. A POST sends `badBody`, which
- * does not validate: authentication comes first.
- */
-export async function expectUnauthorized(
-  { harness }: RouteSuite,
-  valid: ValidRequest[],
-  badBody: unknown,
-): Promise<void> {
-  for (const [method, path] of valid) {
-    for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
-      const response = await harness.request(method, path, {
-        token,
-        json: method === "POST" ? badBody : undefined,
-      });
-      expect({ method, path, token, status: response.status }).toEqual({
-        method,
-        path,
-        token,
-        status: 401,
-      });
-      expect(response.body).toEqual({ message: "unauthorized", data: {} });
-    }
-  }
-}
-
-/** Every valid request with a session calls the service, which is not running: 503. */
-export async function expectServiceCalled(
-  { harness, session }: RouteSuite,
-  valid: ValidRequest[],
-): Promise<void> {
-  for (const [method, path, json] of valid) {
-    const response = await harness.request(method, path, { token: session, json });
-    expect({ method, path, status: response.status, body: response.body }).toEqual({
-      method,
-      path,
-      status: 503,
-      body: { message: "service_unavailable", data: {} },
-    });
-  }
-}
-
-/** Every request with a session is refused with its validation envelope. */
-export async function expectRefused(
-  { harness, session }: RouteSuite,
-  refused: RefusedRequest[],
-): Promise<void> {
-  for (const [method, path, json, extra] of refused) {
-    const response = await harness.request(method, path, { token: session, json });
-    expect({ path, status: response.status, body: response.body }).toEqual({
-      path,
-      status: 400,
-      body: validation(method, path.split("?")[0] ?? path, extra),
-    });
-  }
 }

@@ -5,16 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import {
-  expectRefused,
-  expectServiceCalled,
-  expectSessionRoutes,
-  expectUnauthorized,
-  ID_MESSAGE,
-  type RefusedRequest,
-  routeSuite,
-  type ValidRequest,
-} from "../../testing/route-checks.js";
+import { ID_MESSAGE, routeSuite, type ValidRequest } from "../../testing/route-checks.js";
 import { startRouteHarness } from "../../testing/route-harness.js";
 import { fieldRoutes } from "../field/field-routes.js";
 import { organizationRoutes } from "../organization/organization-routes.js";
@@ -44,23 +35,23 @@ const VALID: ValidRequest[] = [
 ];
 
 describe("database routes", () => {
-  const suite = routeSuite(routesAtClosedPort);
+  const suite = routeSuite(routesAtClosedPort, VALID);
 
   it("serve exactly SPEC section 6's database routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
-    expectSessionRoutes(routes, VALID);
+    suite.expectSessionRoutes(routes);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await expectUnauthorized(suite, VALID, { unknown: true });
+    await suite.expectUnauthorized({ unknown: true });
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
-    await expectServiceCalled(suite, VALID);
+    await suite.expectServiceCalled();
   });
 
   it("refuse bad ids, bad bodies and unknown keys with the validation envelope", async () => {
-    const cases: RefusedRequest[] = [
+    await suite.expectRefused([
       [
         "POST",
         "/database/create",
@@ -120,8 +111,7 @@ describe("database routes", () => {
         undefined,
         [{ key: "organization_id", message: "must be given once", source: "query" }],
       ],
-    ];
-    await expectRefused(suite, cases);
+    ]);
   });
 });
 

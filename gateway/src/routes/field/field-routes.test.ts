@@ -5,12 +5,7 @@ import { FIELD_TYPES } from "../../presentation/field-types.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
 import {
-  expectRefused,
-  expectServiceCalled,
-  expectSessionRoutes,
-  expectUnauthorized,
   ID_MESSAGE,
-  type RefusedRequest,
   routeSuite,
   type ValidRequest,
   validation,
@@ -60,26 +55,26 @@ const VALID: ValidRequest[] = [
 const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 
 describe("field routes", () => {
-  const suite = routeSuite(routesAtClosedPort);
+  const suite = routeSuite(routesAtClosedPort, VALID);
 
   it("serve exactly SPEC section 6's field routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
-    expectSessionRoutes(routes, VALID);
+    suite.expectSessionRoutes(routes);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await expectUnauthorized(suite, VALID, { type: "nope" });
+    await suite.expectUnauthorized({ type: "nope" });
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
-    await expectServiceCalled(suite, VALID);
+    await suite.expectServiceCalled();
   });
 
   it("refuse unknown type names, options that are not an object, and bad ids", async () => {
     // One object more than allowed: the innermost sits under MAX_JSON_DEPTH keys.
     let deep: unknown = {};
     for (let i = 0; i < MAX_JSON_DEPTH; i++) deep = { a: deep };
-    const cases: RefusedRequest[] = [
+    await suite.expectRefused([
       [
         "POST",
         "/field/create?table_id=1",
@@ -177,8 +172,7 @@ describe("field routes", () => {
         undefined,
         [{ key: "field_id", message: ID_MESSAGE, source: "query" }],
       ],
-    ];
-    await expectRefused(suite, cases);
+    ]);
   });
 
   it("refuse an option number a Struct cannot carry as sent (JSON.parse makes it Infinity)", async () => {

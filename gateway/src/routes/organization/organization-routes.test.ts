@@ -4,16 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parseRateLimits } from "../../rate-limit/rate-limit-settings.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import {
-  expectRefused,
-  expectServiceCalled,
-  expectSessionRoutes,
-  expectUnauthorized,
-  ID_MESSAGE,
-  type RefusedRequest,
-  routeSuite,
-  type ValidRequest,
-} from "../../testing/route-checks.js";
+import { ID_MESSAGE, routeSuite, type ValidRequest } from "../../testing/route-checks.js";
 import { startRouteHarness } from "../../testing/route-harness.js";
 import { apiTokenRoutes } from "../api-token/api-token-routes.js";
 import { organizationRoutes } from "./organization-routes.js";
@@ -56,23 +47,23 @@ const VALID: ValidRequest[] = [
 ];
 
 describe("organization and API-token routes", () => {
-  const suite = routeSuite(routesAtClosedPort);
+  const suite = routeSuite(routesAtClosedPort, VALID);
 
   it("serves exactly SPEC section 5's routes but api_stats", async () => {
     const routes = await routesAtClosedPort();
-    expectSessionRoutes(routes, VALID);
+    suite.expectSessionRoutes(routes);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await expectUnauthorized(suite, VALID, { unknown: true });
+    await suite.expectUnauthorized({ unknown: true });
   });
 
   it("call the organization service once the request is valid (503: it is not running)", async () => {
-    await expectServiceCalled(suite, VALID);
+    await suite.expectServiceCalled();
   });
 
   it("refuse bad ids, missing parameters and unknown ones with the validation envelope", async () => {
-    const cases: RefusedRequest[] = [
+    await suite.expectRefused([
       [
         "GET",
         "/organization/limits?organization_id=-1",
@@ -194,8 +185,7 @@ describe("organization and API-token routes", () => {
         undefined,
         [{ key: "body", message: "a JSON object body is required", source: "body" }],
       ],
-    ];
-    await expectRefused(suite, cases);
+    ]);
   });
 });
 

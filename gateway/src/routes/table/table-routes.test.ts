@@ -4,16 +4,7 @@ import { describe, expect, it } from "vitest";
 import { FIELD_TYPES } from "../../presentation/field-types.js";
 import type { Route } from "../../routing/route.js";
 import { closedPortUrl } from "../../testing/closed-port.js";
-import {
-  expectRefused,
-  expectServiceCalled,
-  expectSessionRoutes,
-  expectUnauthorized,
-  ID_MESSAGE,
-  type RefusedRequest,
-  routeSuite,
-  type ValidRequest,
-} from "../../testing/route-checks.js";
+import { ID_MESSAGE, routeSuite, type ValidRequest } from "../../testing/route-checks.js";
 import { tableRoutes } from "./table-routes.js";
 
 /**
@@ -56,24 +47,24 @@ const VALID: ValidRequest[] = [
 const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 
 describe("table routes", () => {
-  const suite = routeSuite(routesAtClosedPort);
+  const suite = routeSuite(routesAtClosedPort, VALID);
 
   it("serve exactly SPEC section 6's table routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
-    expectSessionRoutes(routes, VALID);
+    suite.expectSessionRoutes(routes);
     expect(routes.every((route) => route.rateLimits.length === 0)).toBe(true);
   });
 
   it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await expectUnauthorized(suite, VALID, { unknown: true });
+    await suite.expectUnauthorized({ unknown: true });
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
-    await expectServiceCalled(suite, VALID);
+    await suite.expectServiceCalled();
   });
 
   it("refuse bad ids, bad fields and unknown keys with the validation envelope", async () => {
-    const cases: RefusedRequest[] = [
+    await suite.expectRefused([
       [
         "POST",
         "/table/create",
@@ -137,7 +128,6 @@ describe("table routes", () => {
         undefined,
         [{ key: "database_id", message: ID_MESSAGE, source: "query" }],
       ],
-    ];
-    await expectRefused(suite, cases);
+    ]);
   });
 });
