@@ -1,13 +1,9 @@
 import {
   Authorizer,
-  type Cache,
   createServiceClient,
-  type EventBus,
-  type Logger,
-  OutboxRelay,
   organizationMembershipLookup,
   type RunningService,
-  STREAMS,
+  type ServiceDeps,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
@@ -41,11 +37,9 @@ export type RunningCatalog = RunningService;
  */
 export async function startCatalog(
   config: CatalogConfig,
-  deps: { logger: Logger; cache: Cache; bus: EventBus },
+  deps: ServiceDeps,
 ): Promise<RunningCatalog> {
-  await deps.bus.ensureStreams(STREAMS);
-  const orm = await createCatalogOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
-  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  const { orm, relay } = await database.openPublishing(config, deps);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const authorizer = new Authorizer(
     organizationMembershipLookup(

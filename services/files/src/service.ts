@@ -1,13 +1,9 @@
 import {
   Authorizer,
-  type Cache,
   createServiceClient,
-  type EventBus,
-  type Logger,
-  OutboxRelay,
   organizationMembershipLookup,
   type RunningService,
-  STREAMS,
+  type ServiceDeps,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
@@ -52,13 +48,11 @@ export interface FilesOptions {
  */
 export async function startFiles(
   config: FilesConfig,
-  deps: { logger: Logger; cache: Cache; bus: EventBus },
+  deps: ServiceDeps,
   options: FilesOptions = {},
 ): Promise<RunningFiles> {
-  await deps.bus.ensureStreams(STREAMS);
-  const orm = await createFilesOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
+  const { orm, relay } = await database.openPublishing(config, deps);
   const blobs = createBlobStore(storageSettingsOf(config));
-  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   let maintenance: Maintenance | undefined;
   const tx = new Transactions(orm, relay, deps.logger, () => maintenance?.kick());
   maintenance = new Maintenance(orm, tx, blobs, deps.logger, options.maintenance);

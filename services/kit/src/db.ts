@@ -1,9 +1,11 @@
 import { type Migration, Migrator } from "@mikro-orm/migrations";
 import { type Constructor, MikroORM, type Options } from "@mikro-orm/postgresql";
 import pg, { type ClientConfig, type Pool } from "pg";
+import type { EventBus } from "./bus.js";
+import { STREAMS } from "./events.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry, trackDbPool } from "./metrics.js";
-import { OutboxEvent } from "./outbox.js";
+import { OutboxEvent, OutboxRelay } from "./outbox.js";
 import { prepareNamedStatements } from "./sql.js";
 
 export type Orm = MikroORM;
@@ -101,7 +103,8 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
 /**
  * A service's own schema: `open` makes its ORM (for the service and its tests), `migrate` opens
  * one for the migrations alone, applies them and closes it (the `migrate` command, the
- * one-process launcher, the test harnesses).
+ * one-process launcher, the test harnesses), and `openPublishing` is a publishing service's
+ * start: the bus's streams made sure of, its ORM, and the relay of its outbox (not started).
  */
 export function serviceDatabase(
   schema: string,
@@ -112,6 +115,14 @@ export function serviceDatabase(
     createOrm({ url, schema, entities, migrations, logger, poolSize });
   return {
     open,
+    async openPublishing(
+      config: { DATABASE_URL: string; DATABASE_POOL_MAX?: number | undefined },
+      deps: { logger: Logger; bus: EventBus },
+    ): Promise<{ orm: Orm; relay: OutboxRelay }> {
+      await deps.bus.ensureStreams(STREAMS);
+      const orm = await open(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
+      return { orm, relay: new OutboxRelay(orm, deps.bus, deps.logger) };
+    },
     async migrate(url: string): Promise<string[]> {
       const orm = await open(url);
       try {

@@ -79,13 +79,20 @@ export async function serveService(
   };
 }
 
+/** What a service is started with and does not own: the process closes them after it. */
+export interface ServiceDeps {
+  logger: Logger;
+  cache: Cache;
+  bus: EventBus;
+}
+
 export interface ServiceMain<S extends z.ZodType<BaseServiceConfig>> {
   name: string;
   env: S;
   migrate(databaseUrl: string): Promise<string[]>;
   start(
     config: z.output<S>,
-    deps: { logger: Logger; cache: Cache; bus: EventBus },
+    deps: ServiceDeps,
   ): Promise<{ server: { port: number }; stop(): Promise<void> }>;
 }
 

@@ -1,12 +1,8 @@
 import {
-  type Cache,
   createMailer,
   createServiceClient,
-  type EventBus,
-  type Logger,
-  OutboxRelay,
   type RunningService,
-  STREAMS,
+  type ServiceDeps,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
@@ -49,16 +45,10 @@ export interface RunningOrganization extends RunningService {
  */
 export async function startOrganization(
   config: OrganizationConfig,
-  deps: { logger: Logger; cache: Cache; bus: EventBus },
+  deps: ServiceDeps,
 ): Promise<RunningOrganization> {
-  await deps.bus.ensureStreams(STREAMS);
-  const orm = await createOrganizationOrm(
-    config.DATABASE_URL,
-    deps.logger,
-    config.DATABASE_POOL_MAX,
-  );
+  const { orm, relay } = await database.openPublishing(config, deps);
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
-  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const directory = new UserDirectory(
     createServiceClient(IdentityService, config.IDENTITY_GRPC_URL),

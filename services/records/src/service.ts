@@ -1,13 +1,9 @@
 import {
   Authorizer,
-  type Cache,
   createServiceClient,
-  type EventBus,
-  type Logger,
-  OutboxRelay,
   organizationMembershipLookup,
   type RunningService,
-  STREAMS,
+  type ServiceDeps,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
@@ -53,11 +49,9 @@ export type RunningRecords = RunningService;
  */
 export async function startRecords(
   config: RecordsConfig,
-  deps: { logger: Logger; cache: Cache; bus: EventBus },
+  deps: ServiceDeps,
 ): Promise<RunningRecords> {
-  await deps.bus.ensureStreams(STREAMS);
-  const orm = await createRecordsOrm(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
-  const relay = new OutboxRelay(orm, deps.bus, deps.logger);
+  const { orm, relay } = await database.openPublishing(config, deps);
   const tx = new Transactions(orm, relay, deps.logger);
   const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
