@@ -213,3 +213,5 @@ export async function startTestOidcProvider(
     },
   };
 }
+
+export { startTestIdentity, type TestIdentity, type TestUser } from "./test-identity.js";

@@ -307,3 +307,10 @@ export {
   type TestCollector,
 } from "./otlp-collector.js";
 export { type RedisServerProcess, startRedisServer, waitFor } from "./redis-server.js";
+export {
+  type ServedService,
+  startTestStack,
+  TEST_SECRET,
+  type TestServiceDeps,
+  type TestStack,
+} from "./test-stack.js";

@@ -1,30 +1,25 @@
 import type { Client } from "@connectrpc/connect";
-import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
+import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
 import {
   type BusMessage,
-  createLogger,
   createServiceClient,
-  NatsBus,
+  type NatsBus,
   type Principal,
-  RedisCache,
-  STREAMS,
+  type RedisCache,
 } from "@rowbase/kit";
 import {
-  createTestDatabase,
   eventsOf,
   failureOf,
   type MailCatcher,
   reasonOf,
   signedAs,
-  startMailCatcher,
-  testInfra,
-  uniqueName,
+  startTestStack,
+  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
-import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import pg from "pg";
+import type pg from "pg";
 import { expect } from "vitest";
 import {
   migrateOrganization,
@@ -34,18 +29,13 @@ import {
   startOrganization,
 } from "../src/index.js";
 
-export const SECRET = "test-internal-secret-of-at-least-32-chars";
+export const SECRET = TEST_SECRET;
 
 /** Call options carrying a signed principal, as the gateway sends them. */
 export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
 
+export type { TestUser };
 export { eventsOf, failureOf, reasonOf, validationOf };
-
-export interface TestUser {
-  id: bigint;
-  email: string;
-  name: string;
-}
 
 export interface Harness {
   org: Client<typeof OrganizationService>;
@@ -66,8 +56,6 @@ export interface Harness {
   unverifiedUser(): Promise<TestUser>;
   stop(): Promise<void>;
 }
-
-let counter = 0;
 
 export const SERVICE: Principal = { kind: "service", service: "gateway" };
 export const OPERATOR: Principal = { kind: "operator", name: "test-operator" };
@@ -103,96 +91,31 @@ export async function startHarness(
   env: Record<string, string> = {},
   options: { natsUrl?: string } = {},
 ): Promise<Harness> {
-  const infra = await testInfra();
-  const database = await createTestDatabase(infra.databaseUrl);
-  const mail = await startMailCatcher();
-  const logger = createLogger("organization-test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("org")}:`);
-  const namespace = uniqueName("org");
-  const bus = await NatsBus.connect(options.natsUrl ?? infra.natsUrl, logger, namespace);
-
-  await migrateIdentity(database.url);
-  const identity = await startIdentity(
-    identityEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      SMTP_URL: mail.url,
-      JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
-    }),
-    { logger, cache },
-  );
-  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
-  const identityClient = createServiceClient(IdentityService, identityUrl);
-
-  const config = organizationEnv.parse({
-    DATABASE_URL: database.url,
-    INTERNAL_JWT_SECRET: SECRET,
-    GRPC_HOST: "127.0.0.1",
-    GRPC_PORT: "0",
-    IDENTITY_GRPC_URL: identityUrl,
-    SMTP_URL: mail.url,
-    ...env,
-  });
-  expect(await migrateOrganization(database.url)).toEqual([
+  const stack = await startTestStack("organization", options);
+  const identity = await startTestIdentity(stack);
+  expect(await migrateOrganization(stack.databaseUrl)).toEqual([
     "InitialSchema",
     "AuditLogAndUsage",
     "PlanVersion",
   ]);
-  const service = await startOrganization(config, { logger, cache, bus });
-  const org = createServiceClient(OrganizationService, `http://127.0.0.1:${service.server.port}`);
-
-  const events: BusMessage[] = [];
-  const consumers = await Promise.all(
-    ["ORG", "AUDIT"].map((stream) =>
-      bus.consume(
-        { stream, durable: `test_${stream.toLowerCase()}`, subject: `${stream.toLowerCase()}.>` },
-        async (message) => {
-          events.push(message);
-        },
-      ),
-    ),
-  );
-
-  const db = new pg.Pool({ connectionString: database.url, max: 4 });
-
-  async function register(name: string, verify: boolean): Promise<TestUser> {
-    counter += 1;
-    const email = `user${counter}.${uniqueName("o")}@example.test`;
-    const before = mail.messages.length;
-    await identityClient.register({ email, password: "correct horse battery", name });
-    if (verify) {
-      const message = await mail.next(email, before);
-      const code = /code: (\d{6})/.exec(message.subject)![1]!;
-      await identityClient.verifyEmail({ email, code });
-    }
-    const { rows } = await db.query("select id from identity.users where email = $1", [email]);
-    return { id: BigInt(rows[0].id), email, name };
-  }
-
+  const { service, config, url } = await stack.serve(organizationEnv, startOrganization, {
+    IDENTITY_GRPC_URL: identity.url,
+    SMTP_URL: stack.mail.url,
+    ...env,
+  });
+  await stack.record(["ORG", "AUDIT"]);
   return {
-    org,
-    mail,
-    db,
-    cache,
+    org: createServiceClient(OrganizationService, url),
+    mail: stack.mail,
+    db: stack.db,
+    cache: stack.cache,
     config,
     service,
-    bus,
-    events,
-    user: (name = "Ada") => register(name, true),
-    unverifiedUser: () => register("Unverified", false),
-    async stop() {
-      for (const consumer of consumers) await consumer.stop();
-      await db.end();
-      await service.stop();
-      await identity.stop();
-      await bus.deleteStreams(STREAMS.map((s) => s.name));
-      await bus.close();
-      await cache.close();
-      await mail.close();
-      await database.drop();
-    },
+    bus: stack.bus,
+    events: stack.events,
+    user: (name = "Ada") => identity.user(name),
+    unverifiedUser: () => identity.user("Unverified", { verified: false }),
+    stop: () => stack.stop(),
   };
 }
 
