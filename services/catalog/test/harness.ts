@@ -1,55 +1,38 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
+import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
 import {
   type BusMessage,
-  createLogger,
   createServiceClient,
   type Logger,
-  NatsBus,
+  type NatsBus,
   type Principal,
-  RedisCache,
-  STREAMS,
+  type RedisCache,
 } from "@rowbase/kit";
 import {
-  createTestDatabase,
   eventsOf,
   failureOf,
-  type MailCatcher,
   reasonOf,
   signedAs,
-  startMailCatcher,
-  testInfra,
-  uniqueName,
+  startTestStack,
+  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import pg from "pg";
+import type pg from "pg";
 import { expect } from "vitest";
-import {
-  type CatalogConfig,
-  catalogEnv,
-  migrateCatalog,
-  type RunningCatalog,
-  startCatalog,
-} from "../src/index.js";
+import { type CatalogConfig, catalogEnv, migrateCatalog, startCatalog } from "../src/index.js";
 
-export const SECRET = "test-internal-secret-of-at-least-32-chars";
+export const SECRET = TEST_SECRET;
 
 /** Call options carrying a signed principal, as the gateway sends them. */
 export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
 
+export type { TestUser };
 export { eventsOf, failureOf, reasonOf, validationOf };
-
-export interface TestUser {
-  id: bigint;
-  email: string;
-  name: string;
-}
 
 export interface Harness {
   catalog: Client<typeof CatalogService>;
@@ -68,8 +51,6 @@ export interface Harness {
   restartCatalog(env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
-
-let counter = 0;
 
 /** Another Rowbase service, as records and files call catalog. */
 export const SERVICE: Principal = { kind: "service", service: "records" };
@@ -119,119 +100,47 @@ export async function stateOf(db: pg.Pool, organizationId: bigint): Promise<unkn
  * a unique prefix, NATS under a unique namespace and a mail catcher for verification codes.
  */
 export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
-  const infra = await testInfra();
-  const database = await createTestDatabase(infra.databaseUrl);
-  const mail: MailCatcher = await startMailCatcher();
-  const logger = createLogger("catalog-test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("cat")}:`);
-  const namespace = uniqueName("cat");
-  const bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
+  const stack = await startTestStack("catalog");
+  const identity = await startTestIdentity(stack);
+  await migrateOrganization(stack.databaseUrl);
+  const organization = await stack.serve(organizationEnv, startOrganization, {
+    IDENTITY_GRPC_URL: identity.url,
+    SMTP_URL: stack.mail.url,
+  });
 
-  await migrateIdentity(database.url);
-  const identity = await startIdentity(
-    identityEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      SMTP_URL: mail.url,
-      JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
-    }),
-    { logger, cache },
-  );
-  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
-  const identityClient = createServiceClient(IdentityService, identityUrl);
-
-  await migrateOrganization(database.url);
-  const organization = await startOrganization(
-    organizationEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      IDENTITY_GRPC_URL: identityUrl,
-      SMTP_URL: mail.url,
-    }),
-    { logger, cache, bus },
-  );
-  const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
-
-  const configOf = (extra: Record<string, string>) =>
-    catalogEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      ...env,
-      ...extra,
-    });
-  expect(await migrateCatalog(database.url)).toEqual([
+  expect(await migrateCatalog(stack.databaseUrl)).toEqual([
     "InitialSchema",
     "ProcessedEvents",
     "NameKeys",
     "SchemaVersion",
   ]);
-  expect(await migrateCatalog(database.url)).toEqual([]);
-  let config = configOf({});
-  let service: RunningCatalog = await startCatalog(config, { logger, cache, bus });
-
-  const events: BusMessage[] = [];
-  const consumers = await Promise.all(
-    ["CATALOG", "ORG", "AUDIT"].map((stream) =>
-      bus.consume(
-        { stream, durable: `test_${stream.toLowerCase()}`, subject: `${stream.toLowerCase()}.>` },
-        async (message) => {
-          events.push(message);
-        },
-      ),
-    ),
-  );
-
-  const db = new pg.Pool({ connectionString: database.url, max: 4 });
+  expect(await migrateCatalog(stack.databaseUrl)).toEqual([]);
+  const serveCatalog = (extra: Record<string, string>) =>
+    stack.serve(catalogEnv, startCatalog, {
+      ORGANIZATION_GRPC_URL: organization.url,
+      ...env,
+      ...extra,
+    });
+  let catalog = await serveCatalog({});
+  await stack.record(["CATALOG", "ORG", "AUDIT"]);
 
   const harness: Harness = {
-    catalog: createServiceClient(CatalogService, `http://127.0.0.1:${service.server.port}`),
-    org: createServiceClient(OrganizationService, organizationUrl),
-    db,
-    cache,
-    bus,
-    logger,
-    config,
-    events,
-    async user(name = "Ada") {
-      counter += 1;
-      const email = `user${counter}.${uniqueName("c")}@example.test`;
-      const before = mail.messages.length;
-      await identityClient.register({ email, password: "correct horse battery", name });
-      const message = await mail.next(email, before);
-      const code = /code: (\d{6})/.exec(message.subject)![1]!;
-      await identityClient.verifyEmail({ email, code });
-      const { rows } = await db.query("select id from identity.users where email = $1", [email]);
-      return { id: BigInt(rows[0].id), email, name };
-    },
+    catalog: createServiceClient(CatalogService, catalog.url),
+    org: createServiceClient(OrganizationService, organization.url),
+    db: stack.db,
+    cache: stack.cache,
+    bus: stack.bus,
+    logger: stack.logger,
+    config: catalog.config,
+    events: stack.events,
+    user: (name = "Ada") => identity.user(name),
     async restartCatalog(extra = {}) {
-      await service.stop();
-      config = configOf(extra);
-      service = await startCatalog(config, { logger, cache, bus });
-      harness.config = config;
-      harness.catalog = createServiceClient(
-        CatalogService,
-        `http://127.0.0.1:${service.server.port}`,
-      );
+      await catalog.stop();
+      catalog = await serveCatalog(extra);
+      harness.config = catalog.config;
+      harness.catalog = createServiceClient(CatalogService, catalog.url);
     },
-    async stop() {
-      for (const consumer of consumers) await consumer.stop();
-      await db.end();
-      await service.stop();
-      await organization.stop();
-      await identity.stop();
-      await bus.deleteStreams(STREAMS.map((s) => s.name));
-      await bus.close();
-      await cache.close();
-      await mail.close();
-      await database.drop();
-    },
+    stop: () => stack.stop(),
   };
   return harness;
 }
