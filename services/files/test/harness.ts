@@ -4,27 +4,22 @@ import path from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
-import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
+import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
 import {
   type BusMessage,
-  createLogger,
   createServiceClient,
   type Logger,
-  NatsBus,
+  type NatsBus,
   type Principal,
-  RedisCache,
-  STREAMS,
+  type RedisCache,
 } from "@rowbase/kit";
 import {
-  createTestDatabase,
   eventsOf,
   failureOf,
-  type MailCatcher,
   reasonOf,
   signedAs,
-  startMailCatcher,
-  testInfra,
-  uniqueName,
+  startTestStack,
+  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
@@ -35,7 +30,6 @@ import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import {
   PlanLimitsSchema,
   PlanName,
@@ -44,26 +38,21 @@ import {
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
-import pg from "pg";
+import type pg from "pg";
 import { expect } from "vitest";
 import { filesEnv, migrateFiles, type RunningFiles, startFiles } from "../src/index.js";
 import { type S3Server, startS3Server } from "./s3-server.js";
 
-export const SECRET = "test-internal-secret-of-at-least-32-chars";
+export const SECRET = TEST_SECRET;
 
 /** Call options carrying a signed principal, as the gateway sends them. */
 export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
 
+export type { TestUser };
 export { eventsOf, failureOf, reasonOf, validationOf };
 export const URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
 export type Backend = "directory" | "s3";
-
-export interface TestUser {
-  id: bigint;
-  email: string;
-  name: string;
-}
 
 /** One more files process on the same database, cache and bus: another replica. */
 export interface Replica {
@@ -117,118 +106,56 @@ async function filesUnder(dir: string): Promise<string[]> {
  * and the files bytes in a temporary directory or in a local S3 server (s3rver).
  */
 export async function startHarness(backend: Backend): Promise<Harness> {
-  const infra = await testInfra();
-  const database = await createTestDatabase(infra.databaseUrl);
-  const mail: MailCatcher = await startMailCatcher();
-  const logger = createLogger("files-test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("fil")}:`);
-  const namespace = uniqueName("fil");
-  const bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
+  const stack = await startTestStack("files");
   const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-it-"));
+  stack.onStop(() => rm(filesDir, { recursive: true, force: true }));
   const s3: S3Server | undefined = backend === "s3" ? await startS3Server() : undefined;
+  if (s3) stack.onStop(() => s3.close());
 
-  await migrateIdentity(database.url);
-  const identity = await startIdentity(
-    identityEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      SMTP_URL: mail.url,
-      JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
-    }),
-    { logger, cache },
-  );
-  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
-  const identityClient = createServiceClient(IdentityService, identityUrl);
+  const identity = await startTestIdentity(stack);
+  await migrateOrganization(stack.databaseUrl);
+  const organization = await stack.serve(organizationEnv, startOrganization, {
+    IDENTITY_GRPC_URL: identity.url,
+    SMTP_URL: stack.mail.url,
+  });
+  await migrateCatalog(stack.databaseUrl);
+  const catalog = await stack.serve(catalogEnv, startCatalog, {
+    ORGANIZATION_GRPC_URL: organization.url,
+  });
+  await migrateRecords(stack.databaseUrl);
+  const records = await stack.serve(recordsEnv, startRecords, {
+    ORGANIZATION_GRPC_URL: organization.url,
+    CATALOG_GRPC_URL: catalog.url,
+  });
 
-  await migrateOrganization(database.url);
-  const organization = await startOrganization(
-    organizationEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      IDENTITY_GRPC_URL: identityUrl,
-      SMTP_URL: mail.url,
-    }),
-    { logger, cache, bus },
-  );
-  const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
-
-  await migrateCatalog(database.url);
-  const catalog = await startCatalog(
-    catalogEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
-    }),
-    { logger, cache, bus },
-  );
-  const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
-
-  await migrateRecords(database.url);
-  const records = await startRecords(
-    recordsEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-    }),
-    { logger, cache, bus },
-  );
-  const recordsUrl = `http://127.0.0.1:${records.server.port}`;
-
-  const configOf = (extra: Record<string, string>) =>
-    filesEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      RECORDS_GRPC_URL: recordsUrl,
+  expect(await migrateFiles(stack.databaseUrl)).toEqual(["InitialSchema", "ProcessedEvents"]);
+  expect(await migrateFiles(stack.databaseUrl)).toEqual([]);
+  const serveFiles = (extra: Record<string, string>) =>
+    stack.serve(filesEnv, startFiles, {
+      ORGANIZATION_GRPC_URL: organization.url,
+      CATALOG_GRPC_URL: catalog.url,
+      RECORDS_GRPC_URL: records.url,
       FILES_DIR: filesDir,
       FILE_URL_SECRET: URL_SECRET,
       ...(s3?.env ?? {}),
       ...extra,
     });
-  expect(await migrateFiles(database.url)).toEqual(["InitialSchema", "ProcessedEvents"]);
-  expect(await migrateFiles(database.url)).toEqual([]);
-  const running = await startFiles(configOf({}), { logger, cache, bus });
-  expect(running.blobs.kind).toBe(backend);
-
-  const events: BusMessage[] = [];
-  const consumers = await Promise.all(
-    ["CATALOG", "ORG", "AUDIT", "RECORDS"].map((stream) =>
-      bus.consume(
-        { stream, durable: `test_${stream.toLowerCase()}`, subject: `${stream.toLowerCase()}.>` },
-        async (message) => {
-          events.push(message);
-        },
-      ),
-    ),
-  );
-  const replicas: RunningFiles[] = [];
-
-  const db = new pg.Pool({ connectionString: database.url, max: 4 });
+  const files = await serveFiles({});
+  expect(files.service.blobs.kind).toBe(backend);
+  await stack.record(["CATALOG", "ORG", "AUDIT", "RECORDS"]);
 
   return {
     backend,
-    files: createServiceClient(FilesService, `http://127.0.0.1:${running.server.port}`),
-    records: createServiceClient(RecordsService, recordsUrl),
-    catalog: createServiceClient(CatalogService, catalogUrl),
-    org: createServiceClient(OrganizationService, organizationUrl),
-    running,
-    db,
-    cache,
-    bus,
-    logger,
-    events,
+    files: createServiceClient(FilesService, files.url),
+    records: createServiceClient(RecordsService, records.url),
+    catalog: createServiceClient(CatalogService, catalog.url),
+    org: createServiceClient(OrganizationService, organization.url),
+    running: files.service,
+    db: stack.db,
+    cache: stack.cache,
+    bus: stack.bus,
+    logger: stack.logger,
+    events: stack.events,
     async storedKeys() {
       if (s3) {
         const objects = await filesUnder(path.join(s3.directory, s3.env.S3_BUCKET));
@@ -245,45 +172,15 @@ export async function startHarness(backend: Backend): Promise<Harness> {
           .map((f) => path.basename(f)),
       );
     },
-    async user(name = "Ada") {
-      counter += 1;
-      const email = `user${counter}.${uniqueName("f")}@example.test`;
-      const before = mail.messages.length;
-      await identityClient.register({ email, password: "correct horse battery", name });
-      const message = await mail.next(email, before);
-      const code = /code: (\d{6})/.exec(message.subject)![1]!;
-      await identityClient.verifyEmail({ email, code });
-      const { rows } = await db.query("select id from identity.users where email = $1", [email]);
-      return { id: BigInt(rows[0].id), email, name };
-    },
+    user: (name = "Ada") => identity.user(name),
     async replica(env = {}) {
-      const replica = await startFiles(configOf(env), { logger, cache, bus });
-      replicas.push(replica);
+      const replica = await serveFiles(env);
       return {
-        files: createServiceClient(FilesService, `http://127.0.0.1:${replica.server.port}`),
-        async stop() {
-          replicas.splice(replicas.indexOf(replica), 1);
-          await replica.stop();
-        },
+        files: createServiceClient(FilesService, replica.url),
+        stop: () => replica.stop(),
       };
     },
-    async stop() {
-      for (const consumer of consumers) await consumer.stop();
-      await db.end();
-      for (const replica of replicas) await replica.stop();
-      await running.stop();
-      await records.stop();
-      await catalog.stop();
-      await organization.stop();
-      await identity.stop();
-      await bus.deleteStreams(STREAMS.map((s) => s.name));
-      await bus.close();
-      await cache.close();
-      await mail.close();
-      await s3?.close();
-      await rm(filesDir, { recursive: true, force: true });
-      await database.drop();
-    },
+    stop: () => stack.stop(),
   };
 }
 
