@@ -3,30 +3,25 @@ import os from "node:os";
 import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { catalogEnv, migrateCatalog, type RunningCatalog, startCatalog } from "@rowbase/catalog";
+import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
 import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
-import { generateSigningKey, identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
+import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
 import {
   type BusMessage,
-  createLogger,
   createServiceClient,
   freePort,
   type Logger,
-  NatsBus,
+  type NatsBus,
   type Principal,
-  RedisCache,
-  STREAMS,
+  type RedisCache,
 } from "@rowbase/kit";
 import {
-  createTestDatabase,
   eventsOf,
   failureOf,
-  type MailCatcher,
   reasonOf,
   signedAs,
-  startMailCatcher,
-  testInfra,
-  uniqueName,
+  startTestStack,
+  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
 import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
@@ -36,27 +31,21 @@ import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import pg from "pg";
+import type pg from "pg";
 import { expect } from "vitest";
-import { migrateRecords, type RunningRecords, recordsEnv, startRecords } from "../src/index.js";
+import { migrateRecords, recordsEnv, startRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
 
-export const SECRET = "test-internal-secret-of-at-least-32-chars";
+export const SECRET = TEST_SECRET;
 
 /** Call options carrying a signed principal, as the gateway sends them. */
 export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
 
+export type { TestUser };
 export { eventsOf, failureOf, reasonOf, validationOf };
-
-export interface TestUser {
-  id: bigint;
-  email: string;
-  name: string;
-}
 
 /** One more records process on the same database, cache and bus: another replica. */
 export interface Replica {
@@ -115,69 +104,33 @@ export const SERVICE: Principal = { kind: "service", service: "test" };
  * about type changes and records asks files for file fields, as deployed.
  */
 export async function startHarness(options: { databaseLocale?: string } = {}): Promise<Harness> {
-  const infra = await testInfra();
-  const database = await createTestDatabase(
-    infra.databaseUrl,
-    options.databaseLocale ? { locale: options.databaseLocale } : {},
-  );
-  const mail: MailCatcher = await startMailCatcher();
-  const logger = createLogger("records-test", process.env.TEST_LOG_LEVEL ?? "silent");
-  const cache = RedisCache.connect(infra.redisUrl, `${uniqueName("rec")}:`);
-  const namespace = uniqueName("rec");
-  const bus = await NatsBus.connect(infra.natsUrl, logger, namespace);
+  const stack = await startTestStack("records", options);
   const recordsPort = await freePort();
   const recordsUrl = `http://127.0.0.1:${recordsPort}`;
   const filesPort = await freePort();
   const filesUrl = `http://127.0.0.1:${filesPort}`;
   const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-records-it-"));
+  stack.onStop(() => rm(filesDir, { recursive: true, force: true }));
 
-  await migrateIdentity(database.url);
-  const identity = await startIdentity(
-    identityEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      SMTP_URL: mail.url,
-      JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
-    }),
-    { logger, cache },
-  );
-  const identityUrl = `http://127.0.0.1:${identity.server.port}`;
-  const identityClient = createServiceClient(IdentityService, identityUrl);
+  const identity = await startTestIdentity(stack);
+  await migrateOrganization(stack.databaseUrl);
+  const organization = await stack.serve(organizationEnv, startOrganization, {
+    IDENTITY_GRPC_URL: identity.url,
+    SMTP_URL: stack.mail.url,
+    RECORDS_GRPC_URL: recordsUrl,
+    FILES_GRPC_URL: filesUrl,
+  });
 
-  await migrateOrganization(database.url);
-  const organization = await startOrganization(
-    organizationEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      IDENTITY_GRPC_URL: identityUrl,
-      SMTP_URL: mail.url,
-      RECORDS_GRPC_URL: recordsUrl,
-      FILES_GRPC_URL: filesUrl,
-    }),
-    { logger, cache, bus },
-  );
-  const organizationUrl = `http://127.0.0.1:${organization.server.port}`;
-
-  await migrateCatalog(database.url);
-  const catalogConfigOf = (extra: Record<string, string>) =>
-    catalogEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
+  await migrateCatalog(stack.databaseUrl);
+  const serveCatalog = (extra: Record<string, string>) =>
+    stack.serve(catalogEnv, startCatalog, {
+      ORGANIZATION_GRPC_URL: organization.url,
       RECORDS_GRPC_URL: recordsUrl,
       ...extra,
     });
-  const catalog = await startCatalog(catalogConfigOf({}), { logger, cache, bus });
-  const catalogReplicas: RunningCatalog[] = [];
-  const catalogUrl = `http://127.0.0.1:${catalog.server.port}`;
+  const catalog = await serveCatalog({});
 
-  expect(await migrateRecords(database.url)).toEqual([
+  expect(await migrateRecords(stack.databaseUrl)).toEqual([
     "InitialSchema",
     "CreateGate",
     "CreateGateAutonumbers",
@@ -187,117 +140,54 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "ChangeIds",
     "IcuCollation",
   ]);
-  expect(await migrateRecords(database.url)).toEqual([]);
-  const recordsConfigOf = (extra: Record<string, string>) =>
-    recordsEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
+  expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
+  const serveRecords = (extra: Record<string, string>) =>
+    stack.serve(recordsEnv, startRecords, {
+      ORGANIZATION_GRPC_URL: organization.url,
+      CATALOG_GRPC_URL: catalog.url,
       FILES_GRPC_URL: filesUrl,
       ...extra,
     });
-  const records: RunningRecords = await startRecords(
-    recordsConfigOf({ GRPC_PORT: String(recordsPort) }),
-    { logger, cache, bus },
-  );
-  const replicas: RunningRecords[] = [];
+  await serveRecords({ GRPC_PORT: String(recordsPort) });
 
-  await migrateFiles(database.url);
-  const files = await startFiles(
-    filesEnv.parse({
-      DATABASE_URL: database.url,
-      INTERNAL_JWT_SECRET: SECRET,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: String(filesPort),
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      RECORDS_GRPC_URL: recordsUrl,
-      FILES_DIR: filesDir,
-      FILE_URL_SECRET: "test-file-url-secret-of-at-least-32-chars",
-    }),
-    { logger, cache, bus },
-  );
-
-  const events: BusMessage[] = [];
-  const consumers = await Promise.all(
-    ["CATALOG", "ORG", "AUDIT", "RECORDS"].map((stream) =>
-      bus.consume(
-        { stream, durable: `test_${stream.toLowerCase()}`, subject: `${stream.toLowerCase()}.>` },
-        async (message) => {
-          events.push(message);
-        },
-      ),
-    ),
-  );
-
-  const db = new pg.Pool({ connectionString: database.url, max: 4 });
+  await migrateFiles(stack.databaseUrl);
+  await stack.serve(filesEnv, startFiles, {
+    GRPC_PORT: String(filesPort),
+    ORGANIZATION_GRPC_URL: organization.url,
+    CATALOG_GRPC_URL: catalog.url,
+    RECORDS_GRPC_URL: recordsUrl,
+    FILES_DIR: filesDir,
+    FILE_URL_SECRET: "test-file-url-secret-of-at-least-32-chars",
+  });
+  await stack.record(["CATALOG", "ORG", "AUDIT", "RECORDS"]);
 
   return {
     records: jsonRecordsClient(createServiceClient(RecordsService, recordsUrl)),
     files: createServiceClient(FilesService, filesUrl),
-    catalog: createServiceClient(CatalogService, catalogUrl),
-    org: createServiceClient(OrganizationService, organizationUrl),
-    db,
-    databaseUrl: database.url,
-    cache,
-    bus,
-    logger,
-    events,
-    async user(name = "Ada") {
-      counter += 1;
-      const email = `user${counter}.${uniqueName("r")}@example.test`;
-      const before = mail.messages.length;
-      await identityClient.register({ email, password: "correct horse battery", name });
-      const message = await mail.next(email, before);
-      const code = /code: (\d{6})/.exec(message.subject)![1]!;
-      await identityClient.verifyEmail({ email, code });
-      const { rows } = await db.query("select id from identity.users where email = $1", [email]);
-      return { id: BigInt(rows[0].id), email, name };
-    },
+    catalog: createServiceClient(CatalogService, catalog.url),
+    org: createServiceClient(OrganizationService, organization.url),
+    db: stack.db,
+    databaseUrl: stack.databaseUrl,
+    cache: stack.cache,
+    bus: stack.bus,
+    logger: stack.logger,
+    events: stack.events,
+    user: (name = "Ada") => identity.user(name),
     async replica(env = {}) {
-      const replica = await startRecords(recordsConfigOf(env), { logger, cache, bus });
-      replicas.push(replica);
+      const replica = await serveRecords(env);
       return {
-        records: jsonRecordsClient(
-          createServiceClient(RecordsService, `http://127.0.0.1:${replica.server.port}`),
-        ),
-        async stop() {
-          replicas.splice(replicas.indexOf(replica), 1);
-          await replica.stop();
-        },
+        records: jsonRecordsClient(createServiceClient(RecordsService, replica.url)),
+        stop: () => replica.stop(),
       };
     },
     async catalogReplica(env = {}) {
-      const replica = await startCatalog(catalogConfigOf(env), { logger, cache, bus });
-      catalogReplicas.push(replica);
+      const replica = await serveCatalog(env);
       return {
-        catalog: createServiceClient(CatalogService, `http://127.0.0.1:${replica.server.port}`),
-        async stop() {
-          catalogReplicas.splice(catalogReplicas.indexOf(replica), 1);
-          await replica.stop();
-        },
+        catalog: createServiceClient(CatalogService, replica.url),
+        stop: () => replica.stop(),
       };
     },
-    async stop() {
-      for (const consumer of consumers) await consumer.stop();
-      await db.end();
-      for (const replica of replicas) await replica.stop();
-      for (const replica of catalogReplicas) await replica.stop();
-      await files.stop();
-      await records.stop();
-      await catalog.stop();
-      await organization.stop();
-      await identity.stop();
-      await bus.deleteStreams(STREAMS.map((s) => s.name));
-      await bus.close();
-      await cache.close();
-      await mail.close();
-      await rm(filesDir, { recursive: true, force: true });
-      await database.drop();
-    },
+    stop: () => stack.stop(),
   };
 }
 
