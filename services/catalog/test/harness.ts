@@ -10,29 +10,26 @@ import {
   type RedisCache,
 } from "@rowbase/kit";
 import {
+  as,
   eventsOf,
   failureOf,
   reasonOf,
-  signedAs,
   startTestStack,
-  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
-import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
+import {
+  createTestTeam,
+  startTestOrganization,
+  type TestTeam,
+} from "@rowbase/organization/testing";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type pg from "pg";
 import { expect } from "vitest";
 import { type CatalogConfig, catalogEnv, migrateCatalog, startCatalog } from "../src/index.js";
 
-export const SECRET = TEST_SECRET;
-
-/** Call options carrying a signed principal, as the gateway sends them. */
-export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
-
 export type { TestUser };
-export { eventsOf, failureOf, reasonOf, validationOf };
+export { as, eventsOf, failureOf, reasonOf, validationOf };
 
 export interface Harness {
   catalog: Client<typeof CatalogService>;
@@ -102,11 +99,7 @@ export async function stateOf(db: pg.Pool, organizationId: bigint): Promise<unkn
 export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
   const stack = await startTestStack("catalog");
   const identity = await startTestIdentity(stack);
-  await migrateOrganization(stack.databaseUrl);
-  const organization = await stack.serve(organizationEnv, startOrganization, {
-    IDENTITY_GRPC_URL: identity.url,
-    SMTP_URL: stack.mail.url,
-  });
+  const organization = await startTestOrganization(stack, identity.url);
 
   expect(await migrateCatalog(stack.databaseUrl)).toEqual([
     "InitialSchema",
@@ -145,60 +138,11 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   return harness;
 }
 
-export interface Team {
-  organizationId: bigint;
-  owner: TestUser;
-  admin: TestUser;
-  editor: TestUser;
-  viewer: TestUser;
-  /** A user of another organization. */
-  outsider: TestUser;
-  outsiderOrganizationId: bigint;
-}
+export type Team = TestTeam<TestUser, "admin" | "editor" | "viewer">;
 
 /**
  * An organization on the plus plan with a member of each role, and an outsider who owns an
  * organization of their own.
  */
-export async function team(h: Harness): Promise<Team> {
-  const [owner, admin, editor, viewer, outsider] = await Promise.all([
-    h.user("Owner"),
-    h.user("Admin"),
-    h.user("Editor"),
-    h.user("Viewer"),
-    h.user("Outsider"),
-  ]);
-  const { organization } = await h.org.createOrganization(
-    { name: "Team", organizationSlug: "" },
-    await as(owner),
-  );
-  const organizationId = organization!.organizationId;
-  await h.org.setPlan(
-    { organizationId, plan: PlanName.PLUS },
-    await as({ kind: "operator", name: "test" }),
-  );
-  for (const [user, role] of [
-    [admin, Role.ADMIN],
-    [editor, Role.EDITOR],
-    [viewer, Role.VIEWER],
-  ] as const) {
-    const { invite } = await h.org.createInvite(
-      { organizationId, email: user.email, role },
-      await as(owner),
-    );
-    await h.org.acceptInvite({ inviteId: invite!.inviteId }, await as(user));
-  }
-  const other = await h.org.createOrganization(
-    { name: "Elsewhere", organizationSlug: "" },
-    await as(outsider),
-  );
-  return {
-    organizationId,
-    owner,
-    admin,
-    editor,
-    viewer,
-    outsider,
-    outsiderOrganizationId: other.organization!.organizationId,
-  };
-}
+export const team = (h: Harness): Promise<Team> =>
+  createTestTeam(h.org, h.user, ["admin", "editor", "viewer"]);

@@ -14,15 +14,19 @@ import {
   type RedisCache,
 } from "@rowbase/kit";
 import {
+  as,
   eventsOf,
   failureOf,
   reasonOf,
-  signedAs,
   startTestStack,
   TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
-import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
+import {
+  createTestTeam,
+  startTestOrganization,
+  type TestTeam,
+} from "@rowbase/organization/testing";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { ByteRange, FileServeHeader } from "@rowbase/proto/rowbase/files/v1/files_pb";
@@ -30,11 +34,7 @@ import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import {
-  PlanLimitsSchema,
-  PlanName,
-  Role,
-} from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
@@ -43,13 +43,8 @@ import { expect } from "vitest";
 import { filesEnv, migrateFiles, type RunningFiles, startFiles } from "../src/index.js";
 import { type S3Server, startS3Server } from "./s3-server.js";
 
-export const SECRET = TEST_SECRET;
-
-/** Call options carrying a signed principal, as the gateway sends them. */
-export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
-
 export type { TestUser };
-export { eventsOf, failureOf, reasonOf, validationOf };
+export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };
 export const URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
 export type Backend = "directory" | "s3";
@@ -113,11 +108,7 @@ export async function startHarness(backend: Backend): Promise<Harness> {
   if (s3) stack.onStop(() => s3.close());
 
   const identity = await startTestIdentity(stack);
-  await migrateOrganization(stack.databaseUrl);
-  const organization = await stack.serve(organizationEnv, startOrganization, {
-    IDENTITY_GRPC_URL: identity.url,
-    SMTP_URL: stack.mail.url,
-  });
+  const organization = await startTestOrganization(stack, identity.url);
   await migrateCatalog(stack.databaseUrl);
   const catalog = await stack.serve(catalogEnv, startCatalog, {
     ORGANIZATION_GRPC_URL: organization.url,
@@ -184,15 +175,7 @@ export async function startHarness(backend: Backend): Promise<Harness> {
   };
 }
 
-export interface Team {
-  organizationId: bigint;
-  owner: TestUser;
-  editor: TestUser;
-  viewer: TestUser;
-  /** A user who owns another organization. */
-  outsider: TestUser;
-  outsiderOrganizationId: bigint;
-}
+export type Team = TestTeam<TestUser, "editor" | "viewer">;
 
 /** Limits small enough to reach in a test (an enterprise plan). */
 export const SMALL_LIMITS = {
@@ -205,51 +188,15 @@ export const SMALL_LIMITS = {
 };
 
 /** An organization with an editor and a viewer, and an outsider with an organization of their own. */
-export async function team(h: Harness, limits?: typeof SMALL_LIMITS): Promise<Team> {
-  const [owner, editor, viewer, outsider] = await Promise.all([
-    h.user("Owner"),
-    h.user("Editor"),
-    h.user("Viewer"),
-    h.user("Outsider"),
-  ]);
-  const { organization } = await h.org.createOrganization(
-    { name: "Team", organizationSlug: "" },
-    await as(owner),
-  );
-  const organizationId = organization!.organizationId;
-  await h.org.setPlan(
+export const team = (h: Harness, limits?: typeof SMALL_LIMITS): Promise<Team> =>
+  createTestTeam(
+    h.org,
+    h.user,
+    ["editor", "viewer"],
     limits
-      ? {
-          organizationId,
-          plan: PlanName.ENTERPRISE,
-          enterpriseLimits: create(PlanLimitsSchema, limits),
-        }
-      : { organizationId, plan: PlanName.PLUS },
-    await as(OPERATOR),
+      ? { plan: PlanName.ENTERPRISE, enterpriseLimits: create(PlanLimitsSchema, limits) }
+      : { plan: PlanName.PLUS },
   );
-  for (const [user, role] of [
-    [editor, Role.EDITOR],
-    [viewer, Role.VIEWER],
-  ] as const) {
-    const { invite } = await h.org.createInvite(
-      { organizationId, email: user.email, role },
-      await as(owner),
-    );
-    await h.org.acceptInvite({ inviteId: invite!.inviteId }, await as(user));
-  }
-  const other = await h.org.createOrganization(
-    { name: "Elsewhere", organizationSlug: "" },
-    await as(outsider),
-  );
-  return {
-    organizationId,
-    owner,
-    editor,
-    viewer,
-    outsider,
-    outsiderOrganizationId: other.organization!.organizationId,
-  };
-}
 
 function def(name: string, type: FieldType, options?: JsonObject) {
   return { name, type, ...(options ? { options } : {}), required: false, description: "" };

@@ -3,9 +3,11 @@ import { type BusMessage, NatsBus } from "./bus.js";
 import { RedisCache } from "./cache.js";
 import { STREAMS } from "./events.js";
 import { createLogger, type Logger } from "./logger.js";
+import type { Principal } from "./principal.js";
 import {
   createTestDatabase,
   type MailCatcher,
+  signedAs,
   startMailCatcher,
   testInfra,
   uniqueName,
@@ -13,6 +15,9 @@ import {
 
 /** The internal secret of every service of a test stack, which tests sign principals with. */
 export const TEST_SECRET = "test-internal-secret-of-at-least-32-chars";
+
+/** Call options carrying `who` as a principal signed as the stack's services expect it. */
+export const as = (who: { id: bigint } | Principal) => signedAs(TEST_SECRET, who);
 
 /** What a service's `start…` function needs besides its configuration. */
 export interface TestServiceDeps {

@@ -308,6 +308,7 @@ export {
 } from "./otlp-collector.js";
 export { type RedisServerProcess, startRedisServer, waitFor } from "./redis-server.js";
 export {
+  as,
   type ServedService,
   startTestStack,
   TEST_SECRET,

@@ -8,13 +8,12 @@ import {
   type RedisCache,
 } from "@rowbase/kit";
 import {
+  as,
   eventsOf,
   failureOf,
   type MailCatcher,
   reasonOf,
-  signedAs,
   startTestStack,
-  TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
@@ -24,18 +23,12 @@ import { expect } from "vitest";
 import {
   migrateOrganization,
   type OrganizationConfig,
-  organizationEnv,
   type RunningOrganization,
-  startOrganization,
 } from "../src/index.js";
-
-export const SECRET = TEST_SECRET;
-
-/** Call options carrying a signed principal, as the gateway sends them. */
-export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
+import { startTestOrganization } from "../src/testing.js";
 
 export type { TestUser };
-export { eventsOf, failureOf, reasonOf, validationOf };
+export { as, eventsOf, failureOf, reasonOf, validationOf };
 
 export interface Harness {
   org: Client<typeof OrganizationService>;
@@ -98,11 +91,7 @@ export async function startHarness(
     "AuditLogAndUsage",
     "PlanVersion",
   ]);
-  const { service, config, url } = await stack.serve(organizationEnv, startOrganization, {
-    IDENTITY_GRPC_URL: identity.url,
-    SMTP_URL: stack.mail.url,
-    ...env,
-  });
+  const { service, config, url } = await startTestOrganization(stack, identity.url, env);
   await stack.record(["ORG", "AUDIT"]);
   return {
     org: createServiceClient(OrganizationService, url),

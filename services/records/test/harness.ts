@@ -16,22 +16,25 @@ import {
   type RedisCache,
 } from "@rowbase/kit";
 import {
+  as,
   eventsOf,
   failureOf,
   reasonOf,
-  signedAs,
   startTestStack,
   TEST_SECRET,
   validationOf,
 } from "@rowbase/kit/testing";
-import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
+import {
+  createTestTeam,
+  startTestOrganization,
+  type TestTeam,
+} from "@rowbase/organization/testing";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type pg from "pg";
@@ -39,13 +42,8 @@ import { expect } from "vitest";
 import { migrateRecords, recordsEnv, startRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
 
-export const SECRET = TEST_SECRET;
-
-/** Call options carrying a signed principal, as the gateway sends them. */
-export const as = (who: TestUser | Principal) => signedAs(SECRET, who);
-
 export type { TestUser };
-export { eventsOf, failureOf, reasonOf, validationOf };
+export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };
 
 /** One more records process on the same database, cache and bus: another replica. */
 export interface Replica {
@@ -113,10 +111,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
   stack.onStop(() => rm(filesDir, { recursive: true, force: true }));
 
   const identity = await startTestIdentity(stack);
-  await migrateOrganization(stack.databaseUrl);
-  const organization = await stack.serve(organizationEnv, startOrganization, {
-    IDENTITY_GRPC_URL: identity.url,
-    SMTP_URL: stack.mail.url,
+  const organization = await startTestOrganization(stack, identity.url, {
     RECORDS_GRPC_URL: recordsUrl,
     FILES_GRPC_URL: filesUrl,
   });
@@ -191,53 +186,11 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
   };
 }
 
-export interface Team {
-  organizationId: bigint;
-  owner: TestUser;
-  editor: TestUser;
-  viewer: TestUser;
-  /** A user who owns another organization. */
-  outsider: TestUser;
-  outsiderOrganizationId: bigint;
-}
+export type Team = TestTeam<TestUser, "editor" | "viewer">;
 
 /** An organization on the plus plan with an editor and a viewer, and an outsider elsewhere. */
-export async function team(h: Harness): Promise<Team> {
-  const [owner, editor, viewer, outsider] = await Promise.all([
-    h.user("Owner"),
-    h.user("Editor"),
-    h.user("Viewer"),
-    h.user("Outsider"),
-  ]);
-  const { organization } = await h.org.createOrganization(
-    { name: "Team", organizationSlug: "" },
-    await as(owner),
-  );
-  const organizationId = organization!.organizationId;
-  await h.org.setPlan({ organizationId, plan: PlanName.PLUS }, await as(OPERATOR));
-  for (const [user, role] of [
-    [editor, Role.EDITOR],
-    [viewer, Role.VIEWER],
-  ] as const) {
-    const { invite } = await h.org.createInvite(
-      { organizationId, email: user.email, role },
-      await as(owner),
-    );
-    await h.org.acceptInvite({ inviteId: invite!.inviteId }, await as(user));
-  }
-  const other = await h.org.createOrganization(
-    { name: "Elsewhere", organizationSlug: "" },
-    await as(outsider),
-  );
-  return {
-    organizationId,
-    owner,
-    editor,
-    viewer,
-    outsider,
-    outsiderOrganizationId: other.organization!.organizationId,
-  };
-}
+export const team = (h: Harness): Promise<Team> =>
+  createTestTeam(h.org, h.user, ["editor", "viewer"]);
 
 /** A field definition for CreateTable. */
 export function def(
