@@ -1,20 +1,14 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import {
-  type BusMessage,
-  createServiceClient,
-  type Logger,
-  type NatsBus,
-  type Principal,
-  type RedisCache,
-} from "@rowbase/kit";
+import { createServiceClient, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
   reasonOf,
   startTestStack,
+  type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
 import {
@@ -31,17 +25,10 @@ import { type CatalogConfig, catalogEnv, migrateCatalog, startCatalog } from "..
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, validationOf };
 
-export interface Harness {
+export interface Harness extends Pick<TestStack, "db" | "cache" | "bus" | "logger" | "events"> {
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
-  /** Direct connections to the test database (schema-qualified queries). */
-  db: pg.Pool;
-  cache: RedisCache;
-  bus: NatsBus;
-  logger: Logger;
   config: CatalogConfig;
-  /** Every message published on the CATALOG, ORG and AUDIT streams since the start. */
-  events: BusMessage[];
   /** A registered user with a verified e-mail. */
   user(name?: string): Promise<TestUser>;
   /** Stops the catalog service and starts it again with extra environment. */

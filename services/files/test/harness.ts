@@ -5,14 +5,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
 import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import {
-  type BusMessage,
-  createServiceClient,
-  type Logger,
-  type NatsBus,
-  type Principal,
-  type RedisCache,
-} from "@rowbase/kit";
+import { createServiceClient, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
@@ -20,6 +13,7 @@ import {
   reasonOf,
   startTestStack,
   TEST_SECRET,
+  type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
 import {
@@ -38,7 +32,6 @@ import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
-import type pg from "pg";
 import { expect } from "vitest";
 import { filesEnv, migrateFiles, type RunningFiles, startFiles } from "../src/index.js";
 import { type S3Server, startS3Server } from "./s3-server.js";
@@ -55,20 +48,13 @@ export interface Replica {
   stop(): Promise<void>;
 }
 
-export interface Harness {
+export interface Harness extends Pick<TestStack, "db" | "cache" | "bus" | "logger" | "events"> {
   backend: Backend;
   files: Client<typeof FilesService>;
   records: Client<typeof RecordsService>;
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
   running: RunningFiles;
-  /** Direct connections to the test database (schema-qualified queries). */
-  db: pg.Pool;
-  cache: RedisCache;
-  bus: NatsBus;
-  logger: Logger;
-  /** Every message published on the CATALOG, ORG, AUDIT and RECORDS streams since the start. */
-  events: BusMessage[];
   /** The storage keys whose bytes are in the backend now. */
   storedKeys(): Promise<Set<string>>;
   /** A registered user with a verified e-mail. */

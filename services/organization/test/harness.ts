@@ -1,19 +1,13 @@
 import type { Client } from "@connectrpc/connect";
 import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import {
-  type BusMessage,
-  createServiceClient,
-  type NatsBus,
-  type Principal,
-  type RedisCache,
-} from "@rowbase/kit";
+import { createServiceClient, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
-  type MailCatcher,
   reasonOf,
   startTestStack,
+  type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
@@ -30,19 +24,11 @@ import { startTestOrganization } from "../src/testing.js";
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, validationOf };
 
-export interface Harness {
+export interface Harness extends Pick<TestStack, "mail" | "db" | "cache" | "bus" | "events"> {
   org: Client<typeof OrganizationService>;
-  mail: MailCatcher;
-  /** Direct connections to the test database (schema-qualified queries). */
-  db: pg.Pool;
-  cache: RedisCache;
   config: OrganizationConfig;
   /** The running service (its audit store's retention job, for one). */
   service: RunningOrganization;
-  /** The harness's own connection to NATS, under the test's namespace. */
-  bus: NatsBus;
-  /** Every message published on the ORG and AUDIT streams since the start. */
-  events: BusMessage[];
   /** A registered user with a verified e-mail. */
   user(name?: string): Promise<TestUser>;
   /** A registered user who never verified the e-mail. */

@@ -6,15 +6,7 @@ import type { Client } from "@connectrpc/connect";
 import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
 import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import {
-  type BusMessage,
-  createServiceClient,
-  freePort,
-  type Logger,
-  type NatsBus,
-  type Principal,
-  type RedisCache,
-} from "@rowbase/kit";
+import { createServiceClient, freePort, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
@@ -22,6 +14,7 @@ import {
   reasonOf,
   startTestStack,
   TEST_SECRET,
+  type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
 import {
@@ -37,7 +30,6 @@ import {
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import type pg from "pg";
 import { expect } from "vitest";
 import { migrateRecords, recordsEnv, startRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
@@ -57,20 +49,13 @@ export interface CatalogReplica {
   stop(): Promise<void>;
 }
 
-export interface Harness {
+export interface Harness
+  extends Pick<TestStack, "db" | "databaseUrl" | "cache" | "bus" | "logger" | "events"> {
   /** The records service, with record values as objects (see json-records-client.ts). */
   records: JsonRecordsClient;
   files: Client<typeof FilesService>;
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
-  /** Direct connections to the test database (schema-qualified queries). */
-  db: pg.Pool;
-  databaseUrl: string;
-  cache: RedisCache;
-  bus: NatsBus;
-  logger: Logger;
-  /** Every message published on the CATALOG, ORG, AUDIT and RECORDS streams since the start. */
-  events: BusMessage[];
   /** A registered user with a verified e-mail. */
   user(name?: string): Promise<TestUser>;
   /** Starts another records process with extra environment (a replica). */
