@@ -51,7 +51,7 @@ import type { FileValues } from "./file-values.js";
 import type { Plans } from "./plans.js";
 import {
   buildWhere,
-  compileOrderBy,
+  orderTerms,
   parseFields,
   parseSort,
   QueryError,
@@ -150,7 +150,7 @@ export function listQuery(
   if (problems.length > 0) throw validationFailed(problems);
 
   const queryFields = queryFieldsOf(schema.fields);
-  const orderBy = compileOrderBy(sortKeys(queryFields, params.sort), { tableAlias: "r" });
+  const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r" });
   let filter = { sql: "true", params: [] as unknown[] };
   if (params.where !== "") {
     try {
@@ -165,7 +165,7 @@ export function listQuery(
   }
   return {
     matching: `from record r where r.table_id = $1 and ${filter.sql}`,
-    orderBy,
+    order,
     params: [schema.tableId, ...filter.params],
     limit,
     offset: params.offset,

@@ -427,6 +427,25 @@ describe("filters, sorting and paging over every field type", () => {
     expect((await validationOf(list(table, { limit: -1 })))[0]!.key).toBe("limit");
   });
 
+  it("pages a filtered list in a field's order, total counting every match", async () => {
+    const where = "(Age,notblank)~or(Name,notblank)";
+    const whole = await list(table, { where, sort: ["-Age"], limit: 1000 });
+    expect(whole.total).toBe(BigInt(whole.records.length));
+    expect(whole.records.length).toBeGreaterThan(3);
+    const pages: bigint[] = [];
+    for (let offset = 0; offset < whole.records.length; offset += 2) {
+      const page = await list(table, { where, sort: ["-Age"], limit: 2, offset });
+      expect(page.total).toBe(whole.total);
+      pages.push(...page.records.map((r) => r.rowId));
+    }
+    expect(pages).toEqual(whole.records.map((r) => r.rowId));
+    const past = await list(table, { where, sort: ["-Age"], limit: 2, offset: 100 });
+    expect(past.records).toEqual([]);
+    expect(past.total).toBe(whole.total);
+    const none = await list(table, { where: "(Name,eq,nobody)", sort: ["Name"] });
+    expect(none).toMatchObject({ records: [], total: 0n });
+  });
+
   it("shows only the selected fields", async () => {
     const { records } = await list(table, { fields: ["Age, Name"], where: "(Name,eq,Ada)" });
     expect(records[0]!.data).toEqual({ [table.id.Age!]: 36, [table.id.Name!]: "Ada" });

@@ -9,6 +9,7 @@ import {
 } from "@rowbase/kit";
 import { PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "../domain/openapi.js";
 import type { StoredRecord } from "../domain/record-output.js";
+import { type OrderTerm, orderBySql } from "../query/index.js";
 
 /**
  * A `record` row as read through `recordColumns` (bigint as text; times as epoch milliseconds,
@@ -184,11 +185,11 @@ function withinBudget<R extends { row_id: string }>(
 
 /**
  * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
- * over `params`), in `orderBy` order, one page of them.
+ * over `params`), in `order`, one page of them.
  */
 export interface PageQuery {
   matching: string;
-  orderBy: string;
+  order: readonly OrderTerm[];
   params: readonly unknown[];
   limit: number;
   offset: number;
@@ -196,15 +197,41 @@ export interface PageQuery {
 
 /**
  * The page with the count of all matches, in one statement, so one snapshot, without a
- * transaction around two: the count is an uncorrelated subquery PostgreSQL runs once. The page
- * is sent only within PAGE_MAX_BYTES (`withinReadBudget`).
+ * transaction around two. The page is sent only within PAGE_MAX_BYTES (`withinReadBudget`).
+ *
+ * In `row_id` order the page walks the `(table_id, row_id)` index and stops at its end, and
+ * the count is an uncorrelated subquery PostgreSQL runs once. Any other order has to sort every
+ * match, so the matches are read once instead of twice: their row ids and sort values
+ * (`matching`, materialized, small), counted, and sorted for the page, whose records are then
+ * read by primary key.
  */
 export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
+  const window = `limit $${next + 1} offset $${next + 2}`;
+  const params = [...page.params, page.limit, page.offset];
+  if (page.order.every((term) => term.rowId)) {
+    return {
+      sql: withinReadBudget(`select ${recordColumns("r")}, (select count(*) ${page.matching}) as total
+     ${page.matching} order by ${orderBySql(page.order)} ${window}`),
+      params,
+      prepare: false,
+    };
+  }
+  const column = (term: OrderTerm, index: number) => (term.rowId ? "row_id" : `sort_${index}`);
+  const sortValues = page.order
+    .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
+    .join("");
   return {
-    sql: withinReadBudget(`select ${recordColumns("r")}, (select count(*) ${page.matching}) as total
-     ${page.matching} order by ${page.orderBy} limit $${next + 1} offset $${next + 2}`),
-    params: [...page.params, page.limit, page.offset],
+    sql: withinReadBudget(`with matching as materialized (
+       select r.row_id${sortValues} ${page.matching}
+     ),
+     top as (
+       select * from matching order by ${orderBySql(page.order, column)} ${window}
+     )
+     select ${recordColumns("r")}, (select count(*) from matching) as total
+     from top join record r on r.row_id = top.row_id
+     order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
+    params,
     prepare: false,
   };
 }

@@ -18,7 +18,14 @@ export {
   type QueryParameter,
   type QueryValidationIssue,
 } from "./query-error.js";
-export { compileOrderBy, parseSort, SORT_MAX_KEYS, type SortKey } from "./sort.js";
+export {
+  type OrderTerm,
+  orderBySql,
+  orderTerms,
+  parseSort,
+  SORT_MAX_KEYS,
+  type SortKey,
+} from "./sort.js";
 export type {
   AndNode,
   ConditionNode,

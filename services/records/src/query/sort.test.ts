@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { QueryField } from "./field-reference.js";
 import { QueryError } from "./query-error.js";
-import { compileOrderBy, parseSort } from "./sort.js";
+import { orderBySql, orderTerms, parseSort } from "./sort.js";
+
+/** The ORDER BY list of sort keys, as SQL. */
+const orderBy = (...args: Parameters<typeof orderTerms>) => orderBySql(orderTerms(...args));
 
 const FIELDS: QueryField[] = [
   { id: "1", name: "Name", type: "text" },
@@ -94,9 +97,9 @@ describe("parseSort", () => {
   });
 });
 
-describe("compileOrderBy", () => {
+describe("orderTerms", () => {
   it("orders by typed values with nulls last ascending and first descending, then row_id", () => {
-    expect(compileOrderBy(parseSort("-Age,Name", FIELDS))).toBe(
+    expect(orderBy(parseSort("-Age,Name", FIELDS))).toBe(
       "(CASE WHEN jsonb_typeof(data->'2') = 'number' THEN (data->'2')::numeric END) DESC NULLS FIRST, " +
         "(CASE WHEN jsonb_typeof(data->'1') = 'string' AND (data->>'1') <> '' THEN (data->>'1') END) COLLATE \"C\" ASC NULLS LAST, " +
         "row_id ASC",
@@ -104,24 +107,24 @@ describe("compileOrderBy", () => {
   });
 
   it("reads the record's columns for system references and created_at fields", () => {
-    expect(compileOrderBy(parseSort("-Created,updated_at", FIELDS), { tableAlias: "r" })).toBe(
+    expect(orderBy(parseSort("-Created,updated_at", FIELDS), { tableAlias: "r" })).toBe(
       "r.created_at DESC NULLS FIRST, r.updated_at ASC NULLS LAST, r.row_id ASC",
     );
   });
 
   it("needs no tie-break when row_id is a key", () => {
-    expect(compileOrderBy(parseSort("Age,-row_id", FIELDS))).toBe(
+    expect(orderBy(parseSort("Age,-row_id", FIELDS))).toBe(
       "(CASE WHEN jsonb_typeof(data->'2') = 'number' THEN (data->'2')::numeric END) ASC NULLS LAST, row_id DESC NULLS FIRST",
     );
   });
 
   it("defaults to row_id ascending", () => {
-    expect(compileOrderBy([])).toBe("row_id ASC");
-    expect(compileOrderBy([], { tableAlias: "rec" })).toBe("rec.row_id ASC");
+    expect(orderBy([])).toBe("row_id ASC");
+    expect(orderBy([], { tableAlias: "rec" })).toBe("rec.row_id ASC");
   });
 
   it("casts booleans, dates and datetimes behind checks and orders choices as text", () => {
-    const sql = compileOrderBy(
+    const sql = orderBy(
       parseSort("Vip,-odd,At,Tags", [...FIELDS, { id: "11", name: "odd", type: "date" }]),
     );
     expect(sql).toContain("THEN (data->'8')::boolean END) ASC NULLS LAST");
@@ -132,6 +135,6 @@ describe("compileOrderBy", () => {
   });
 
   it("refuses an invalid alias as a server fault", () => {
-    expect(() => compileOrderBy([], { tableAlias: "x y" })).toThrow(/invalid table alias/);
+    expect(() => orderBy([], { tableAlias: "x y" })).toThrow(/invalid table alias/);
   });
 });

@@ -55,28 +55,50 @@ export function parseSort(text: string, fields: readonly QueryField[]): SortKey[
   return keys;
 }
 
+/** One term of an ORDER BY: what a record sorts by, and which way (nulls placed). */
+export interface OrderTerm {
+  /** SQL of the value: a typed field value, or a column of the record. */
+  value: string;
+  direction: "ASC" | "ASC NULLS LAST" | "DESC NULLS FIRST";
+  /** True for `row_id`, which the `(table_id, row_id)` index keeps in order. */
+  rowId: boolean;
+}
+
 /**
- * The ORDER BY list (without the keywords) for sort keys: each key's typed value (numbers as
- * numbers, dates as dates, text by code point), nulls (blank and malformed values) last
- * ascending and first descending, then `row_id` ascending to break ties — so paging is stable
- * and ties keep creation order whatever the direction. No keys: `row_id` ascending. It holds no
+ * The ORDER BY terms for sort keys: each key's typed value (numbers as numbers, dates as
+ * dates, text by code point), nulls (blank and malformed values) last ascending and first
+ * descending, then `row_id` ascending to break ties — so paging is stable and ties keep
+ * creation order whatever the direction. No keys: `row_id` ascending. They hold no
  * parameters: only checked field ids reach the SQL.
  */
-export function compileOrderBy(
+export function orderTerms(
   keys: readonly SortKey[],
   options: { tableAlias?: string } = {},
-): string {
-  const rowId = `${columnPrefix(options.tableAlias)}row_id`;
-  const terms = keys.map((key) => {
+): OrderTerm[] {
+  const terms = keys.map((key): OrderTerm => {
     const source = valueSource(key.target, options.tableAlias);
     const textual =
       source.kind === "text" || source.kind === "single_select" || source.kind === "multi_select";
-    const value = textual ? `${source.typed} COLLATE "C"` : source.typed;
-    return key.descending ? `${value} DESC NULLS FIRST` : `${value} ASC NULLS LAST`;
+    return {
+      value: textual ? `${source.typed} COLLATE "C"` : source.typed,
+      direction: key.descending ? "DESC NULLS FIRST" : "ASC NULLS LAST",
+      rowId: source.kind === "row_id",
+    };
   });
-  const byRowId = keys.some(
-    (key) => key.target.kind === "column" && key.target.column === "row_id",
-  );
-  if (!byRowId) terms.push(`${rowId} ASC`);
-  return terms.join(", ");
+  if (!terms.some((term) => term.rowId)) {
+    terms.push({
+      value: `${columnPrefix(options.tableAlias)}row_id`,
+      direction: "ASC",
+      rowId: true,
+    });
+  }
+  return terms;
+}
+
+/** ORDER BY terms as SQL (without the keywords); `name` can name each value otherwise. */
+export function orderBySql(
+  terms: readonly OrderTerm[],
+  name: (term: OrderTerm, index: number) => string = (term) => term.value,
+): string {
+  return terms.map((term, index) => `${name(term, index)} ${term.direction}`).join(", ");
 }

@@ -52,6 +52,8 @@ export interface ValueSource {
   typed: string;
   /** True when the value is blank (missing, null, "" or []), never NULL. */
   blank: string;
+  /** False when `typed` is never NULL (`row_id`, the primary key). */
+  nullable: boolean;
 }
 
 const FIELD_ID = /^[0-9]{1,19}$/;
@@ -88,6 +90,7 @@ function columnSource(kind: ValueKind, column: string, data: string): ValueSourc
     data,
     typed: column,
     blank: `(${column} IS NULL)`,
+    nullable: kind !== "row_id",
   };
 }
 
@@ -116,6 +119,7 @@ export function valueSource(target: ReferenceTarget, alias: string | undefined):
     data,
     typed: typedValue(kind, json, text),
     blank: `(coalesce(${json}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb))`,
+    nullable: true,
   };
 }
 

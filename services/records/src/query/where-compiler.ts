@@ -239,7 +239,7 @@ class WhereCompiler {
         return this.between(source, items() as [Literal, Literal]);
       case "like": {
         const pattern = this.params.add(likePattern(single().text), "text");
-        return `coalesce(${caseless(source.typed)} LIKE ${caseless(pattern)}, false)`;
+        return this.orFalse(source, `${caseless(source.typed)} LIKE ${caseless(pattern)}`);
       }
       case "anyof":
         return this.anyOf(source, items());
@@ -252,10 +252,22 @@ class WhereCompiler {
     }
   }
 
-  /** `data @> {"id": json}`: exact JSON equality of the stored value, served by the GIN index. */
+  /**
+   * A comparison as TRUE or FALSE: NULL (a blank or malformed value) becomes FALSE, so that NOT
+   * gives exactly the complement. A value that is never NULL (`row_id`) is compared bare, which
+   * lets PostgreSQL use the `(table_id, row_id)` index for it.
+   */
+  private orFalse(source: ValueSource, comparison: string): string {
+    return source.nullable ? `coalesce(${comparison}, false)` : comparison;
+  }
+
+  /**
+   * `data @> {"id": json}`: exact JSON equality of the stored value. Never NULL (`data` is NOT
+   * NULL, the JSON is ours), and bare, so that the GIN index on `data` can serve it.
+   */
   private contains(source: ValueSource, json: string): string {
     const param = this.params.add(jsonEntry(source.fieldId!, json), "jsonb");
-    return `coalesce(${source.data} @> ${param}, false)`;
+    return `${source.data} @> ${param}`;
   }
 
   private equals(source: ValueSource, literal: Literal): string {
@@ -267,7 +279,7 @@ class WhereCompiler {
     if (source.fieldId !== undefined && scalar.json !== undefined) {
       return this.contains(source, scalar.json);
     }
-    return `coalesce(${source.typed} = ${this.params.add(scalar.value, scalar.type)}, false)`;
+    return this.orFalse(source, `${source.typed} = ${this.params.add(scalar.value, scalar.type)}`);
   }
 
   private oneOf(source: ValueSource, items: Literal[]): string {
@@ -276,19 +288,19 @@ class WhereCompiler {
         items.map((item) => rangeLiteral(this.span(item))),
         "tstzrange[]",
       );
-      return `coalesce(${source.typed} <@ ANY(${ranges}), false)`;
+      return this.orFalse(source, `${source.typed} <@ ANY(${ranges})`);
     }
     const scalars = items.map((item) => this.scalar(source, item));
     if (source.fieldId !== undefined && scalars.every((s) => s.json !== undefined)) {
       const entries = scalars.map((s) => jsonEntry(source.fieldId!, s.json!));
-      return `coalesce(${source.data} @> ANY(${this.params.add(entries, "jsonb[]")}), false)`;
+      return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
     }
     const type = `${scalars[0]!.type}[]` as ParamType;
     const param = this.params.add(
       scalars.map((s) => s.value),
       type,
     );
-    return `coalesce(${source.typed} = ANY(${param}), false)`;
+    return this.orFalse(source, `${source.typed} = ANY(${param})`);
   }
 
   private anyOf(source: ValueSource, items: Literal[]): string {
@@ -297,7 +309,7 @@ class WhereCompiler {
     const entries = items.map((item) =>
       jsonEntry(source.fieldId!, JSON.stringify([choiceName(source, item.text)])),
     );
-    return `coalesce(${source.data} @> ANY(${this.params.add(entries, "jsonb[]")}), false)`;
+    return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
   }
 
   private inequality(source: ValueSource, operator: Inequality, literal: Literal): string {
@@ -307,12 +319,12 @@ class WhereCompiler {
       const bound = operator === "gt" || operator === "lte" ? span.to : span.from;
       const symbol = operator === "gt" || operator === "gte" ? ">=" : "<";
       const param = this.params.add(formatInstant(bound), "timestamptz");
-      return `coalesce(${source.typed} ${symbol} ${param}, false)`;
+      return this.orFalse(source, `${source.typed} ${symbol} ${param}`);
     }
     const scalar = this.scalar(source, literal);
     const param = this.params.add(scalar.value, scalar.type);
     const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
-    return `coalesce(${left} ${SYMBOL[operator]} ${param}, false)`;
+    return this.orFalse(source, `${left} ${SYMBOL[operator]} ${param}`);
   }
 
   /** Inclusive at both ends; a low end above the high end matches nothing. */
@@ -320,16 +332,19 @@ class WhereCompiler {
     if (source.kind === "datetime") {
       const from = this.params.add(formatInstant(this.span(low).from), "timestamptz");
       const to = this.params.add(formatInstant(this.span(high).to), "timestamptz");
-      return `coalesce(${source.typed} >= ${from} AND ${source.typed} < ${to}, false)`;
+      return this.orFalse(source, `${source.typed} >= ${from} AND ${source.typed} < ${to}`);
     }
     const [a, b] = [this.scalar(source, low), this.scalar(source, high)];
     const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
     const [from, to] = [this.params.add(a.value, a.type), this.params.add(b.value, b.type)];
-    return `coalesce(${left} BETWEEN ${from} AND ${to}, false)`;
+    return this.orFalse(source, `${left} BETWEEN ${from} AND ${to}`);
   }
 
   private within(source: ValueSource, span: TimeSpan): string {
-    return `coalesce(${source.typed} <@ ${this.params.add(rangeLiteral(span), "tstzrange")}, false)`;
+    return this.orFalse(
+      source,
+      `${source.typed} <@ ${this.params.add(rangeLiteral(span), "tstzrange")}`,
+    );
   }
 
   private span(literal: Literal): TimeSpan {
