@@ -484,6 +484,15 @@ describe("the size of a read", () => {
         h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 9 }, call),
       ),
     ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
+    // The same in another order than row_id's (read by the statement that sorts the matches
+    // apart from their values): one insert gave them one created_at, so row ids break the tie.
+    const byCreation = { tableId: own.tableId, sort: ["created_at"] };
+    const sorted = await h.records.listRecords({ ...byCreation, limit: 8 }, call);
+    expect(sorted.records.map((r) => r.rowId)).toEqual(rowIds.slice(0, 8));
+    expect(sorted.total).toBe(10n);
+    expect(await validationOf(h.records.listRecords({ ...byCreation, limit: 9 }, call))).toEqual([
+      { key: "limit", message: limitMessage, source: "query" },
+    ]);
     // Past the end the count still comes.
     const past = await h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 10 }, call);
     expect({ records: past.records, total: past.total }).toEqual({ records: [], total: 10n });
