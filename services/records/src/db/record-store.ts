@@ -199,39 +199,39 @@ export interface PageQuery {
  * The page with the count of all matches, in one statement, so one snapshot, without a
  * transaction around two. The page is sent only within PAGE_MAX_BYTES (`withinReadBudget`).
  *
- * In `row_id` order the page walks the `(table_id, row_id)` index and stops at its end, and
- * the count is an uncorrelated subquery PostgreSQL runs once. Any other order has to sort every
- * match, so the matches are read once instead of twice: their row ids and sort values
- * (`matching`, materialized, small), counted, and sorted for the page, whose records are then
- * read by primary key.
+ * The page's row ids come first (`top`), then only those records are read, by primary key: an
+ * offset skips ids, not whole records. In `row_id` order the ids come from the
+ * `(table_id, row_id)` index, which stops after the page (without a filter on `data` the
+ * records are not read at all to skip them), and the count is an uncorrelated subquery
+ * PostgreSQL runs once. Any other order has to sort every match, so the matches are read once
+ * rather than twice: their row ids and sort values (`matching`, materialized, small), counted,
+ * and sorted for the page.
  */
 export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
   const window = `limit $${next + 1} offset $${next + 2}`;
-  const params = [...page.params, page.limit, page.offset];
-  if (page.order.every((term) => term.rowId)) {
-    return {
-      sql: withinReadBudget(`select ${recordColumns("r")}, (select count(*) ${page.matching}) as total
-     ${page.matching} order by ${orderBySql(page.order)} ${window}`),
-      params,
-      prepare: false,
-    };
-  }
   const column = (term: OrderTerm, index: number) => (term.rowId ? "row_id" : `sort_${index}`);
-  const sortValues = page.order
-    .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
-    .join("");
-  return {
-    sql: withinReadBudget(`with matching as materialized (
+  let matching = "";
+  let top: string;
+  let count: string;
+  if (page.order.every((term) => term.rowId)) {
+    top = `select r.row_id ${page.matching} order by ${orderBySql(page.order)} ${window}`;
+    count = `select count(*) ${page.matching}`;
+  } else {
+    const sortValues = page.order
+      .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
+      .join("");
+    matching = `with matching as materialized (
        select r.row_id${sortValues} ${page.matching}
-     ),
-     top as (
-       select * from matching order by ${orderBySql(page.order, column)} ${window}
-     )
-     select ${recordColumns("r")}, (select count(*) from matching) as total
-     from top join record r on r.row_id = top.row_id
+     ) `;
+    top = `select * from matching order by ${orderBySql(page.order, column)} ${window}`;
+    count = "select count(*) from matching";
+  }
+  return {
+    sql: withinReadBudget(`${matching}select ${recordColumns("r")}, (${count}) as total
+     from (${top}) top join record r on r.row_id = top.row_id
      order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
-    params,
+    params: [...page.params, page.limit, page.offset],
     prepare: false,
   };
 }
