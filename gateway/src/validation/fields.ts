@@ -96,15 +96,15 @@ export const bodyId = z
   .transform((value) => BigInt(value));
 
 /**
- * An integer id in the query string. Only plain digits are read (no sign, decimal point,
- * exponent, hex or spaces, which `Number()` would accept); a repeated parameter is refused
- * rather than one of its values picked. The preprocess step keeps the document's type
- * `integer`.
+ * An integer id in the query string or the path. Only plain digits are read (no sign, decimal
+ * point, exponent, hex or spaces, which `Number()` would accept, and no leading zero, so that
+ * one resource has one address); a repeated parameter is refused rather than one of its values
+ * picked. The preprocess step keeps the document's type `integer`.
  */
 export const queryId = z.preprocess(
   (value, ctx) => {
     if (givenOnce(value, ctx) && typeof value === "string") {
-      if (/^[0-9]+$/.test(value)) return Number(value);
+      if (/^(0|[1-9][0-9]*)$/.test(value)) return Number(value);
       ctx.addIssue({ code: "custom", message: ID_MESSAGE, input: value });
     }
     return value;

@@ -326,18 +326,20 @@ describe("record routes", () => {
           body: { message: "not_found", data: {} },
         });
       }
-      const zero = await setup.harness.request("GET", `${V1}/records/0`, {
-        token: READ_WRITE_TOKEN,
-      });
-      expect(zero.body).toEqual(
-        validation("GET", `${V1}/records/0`, [
-          {
-            key: "row_id",
-            message: ID_MESSAGE,
-            source: "path",
-          },
-        ]),
-      );
+      for (const rowId of ["0", "07"]) {
+        const response = await setup.harness.request("GET", `${V1}/records/${rowId}`, {
+          token: READ_WRITE_TOKEN,
+        });
+        expect(response.body).toEqual(
+          validation("GET", `${V1}/records/${rowId}`, [
+            {
+              key: "row_id",
+              message: ID_MESSAGE,
+              source: "path",
+            },
+          ]),
+        );
+      }
     });
 
     it("answer PUT on the v1 paths 405 method_not_allowed: no full replacement", async () => {
