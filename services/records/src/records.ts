@@ -165,6 +165,7 @@ export function listQuery(
   }
   return {
     matching: `from record r where r.table_id = $1 and ${filter.sql}`,
+    filtered: params.where !== "",
     order,
     params: [schema.tableId, ...filter.params],
     limit,

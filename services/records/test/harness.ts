@@ -119,6 +119,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "RequiredMarks",
     "ChangeIds",
     "IcuCollation",
+    "RecordCounts",
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
   const serveRecords = (extra: Record<string, string>) =>

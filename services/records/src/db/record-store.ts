@@ -185,10 +185,12 @@ function withinBudget<R extends { row_id: string }>(
 
 /**
  * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
- * over `params`), in `order`, one page of them.
+ * over `params`, the first of which is the table's id), in `order`, one page of them.
  */
 export interface PageQuery {
   matching: string;
+  /** False when `matching` is every record of the table: `record_count` then counts them. */
+  filtered: boolean;
   order: readonly OrderTerm[];
   params: readonly unknown[];
   limit: number;
@@ -205,7 +207,7 @@ export interface PageQuery {
  * records are not read at all to skip them), and the count is an uncorrelated subquery
  * PostgreSQL runs once. Any other order has to sort every match, so the matches are read once
  * rather than twice: their row ids and sort values (`matching`, materialized, small), counted,
- * and sorted for the page.
+ * and sorted for the page. Without a filter the count is the table's `record_count`.
  */
 export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
@@ -216,7 +218,7 @@ export function pageStatement(page: PageQuery): Statement {
   let count: string;
   if (page.order.every((term) => term.rowId)) {
     top = `select r.row_id ${page.matching} order by ${orderBySql(page.order)} ${window}`;
-    count = `select count(*) ${page.matching}`;
+    count = countSql(page);
   } else {
     const sortValues = page.order
       .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
@@ -225,7 +227,7 @@ export function pageStatement(page: PageQuery): Statement {
        select r.row_id${sortValues} ${page.matching}
      ) `;
     top = `select * from matching order by ${orderBySql(page.order, column)} ${window}`;
-    count = "select count(*) from matching";
+    count = page.filtered ? "select count(*) from matching" : countSql(page);
   }
   return {
     sql: withinReadBudget(`${matching}select ${recordColumns("r")}, (${count}) as total
@@ -234,6 +236,13 @@ export function pageStatement(page: PageQuery): Statement {
     params: [...page.params, page.limit, page.offset],
     prepare: false,
   };
+}
+
+/** The count of a page's matches, as SQL over the page's parameters. */
+function countSql(page: PageQuery): string {
+  return page.filtered
+    ? `select count(*) ${page.matching}`
+    : "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1";
 }
 
 /**
@@ -255,7 +264,7 @@ export async function pageWithTotal(
   }
   const [counted] = await query<{ total: string }>(
     em,
-    `select count(*) as total ${page.matching}`,
+    `select (${countSql(page)}) as total`,
     page.params,
   );
   return { records: [], total: BigInt(counted?.total ?? 0) };

@@ -1,0 +1,146 @@
+import { createOrm, migrate, type Orm, query } from "@rowbase/kit";
+import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrations } from "../src/migrations/initial-schema.js";
+import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+
+// `record_count` (migration RecordCounts): the records a table holds, kept by triggers on
+// `record` in the writing transaction, against what count(*) says, with writers racing.
+
+let orm: Orm;
+let url: string;
+let drop: () => Promise<void>;
+
+const INSERT = `insert into record (table_id, organization_id, data, created_by, updated_by)
+  select $1, 1, '{}', 'system', 'system' from generate_series(1, $2)`;
+
+async function counted(): Promise<Record<string, number>> {
+  const rows = await query<{ table_id: string; n: string }>(
+    orm.em.fork(),
+    "select table_id, sum(delta) as n from record_count group by table_id order by table_id",
+  );
+  return Object.fromEntries(rows.map((row) => [row.table_id, Number(row.n)]));
+}
+
+async function actual(): Promise<Record<string, number>> {
+  const rows = await query<{ table_id: string; n: string }>(
+    orm.em.fork(),
+    "select table_id, count(*) as n from record group by table_id order by table_id",
+  );
+  return Object.fromEntries(rows.map((row) => [row.table_id, Number(row.n)]));
+}
+
+async function rowsOf(tableId: number): Promise<number> {
+  const [row] = await query<{ n: string }>(
+    orm.em.fork(),
+    "select count(*) as n from record_count where table_id = $1",
+    [tableId],
+  );
+  return Number(row!.n);
+}
+
+beforeAll(async () => {
+  const db = await createTestDatabase((await testInfra()).databaseUrl);
+  url = db.url;
+  drop = db.drop;
+  const before = migrations.slice(
+    0,
+    migrations.findIndex((migration) => migration.name === "RecordCounts"),
+  );
+  const old = await createOrm({ url, schema: SCHEMA, entities: [], migrations: before });
+  try {
+    await migrate(old, SCHEMA);
+    const em = old.em.fork();
+    await query(em, INSERT, [1, 3]);
+    await query(em, INSERT, [2, 2]);
+  } finally {
+    await old.close();
+  }
+  expect(await migrateRecords(url)).toEqual(["RecordCounts"]);
+  orm = await createRecordsOrm(url);
+});
+
+afterAll(async () => {
+  await orm?.close();
+  await drop?.();
+});
+
+describe("record_count", () => {
+  it("starts from the records there were before the migration", async () => {
+    expect(await counted()).toEqual({ 1: 3, 2: 2 });
+  });
+
+  it("follows inserts and deletes of one or several tables, one row per table at rest", async () => {
+    const em = orm.em.fork();
+    await query(em, INSERT, [3, 1000]);
+    await query(em, `delete from record where table_id = 3 and row_id % 3 = 0`);
+    await query(em, INSERT, [1, 1]);
+    // One statement over two tables, and one that deletes nothing.
+    await query(
+      em,
+      `delete from record where row_id in (
+      (select min(row_id) from record where table_id = 1),
+      (select min(row_id) from record where table_id = 3))`,
+    );
+    await query(em, "delete from record where table_id = 999");
+    expect(await counted()).toEqual(await actual());
+    expect(await rowsOf(1)).toBe(1);
+    expect(await rowsOf(3)).toBe(1);
+    // An emptied table keeps no row.
+    await query(em, "delete from record where table_id = 2");
+    expect(await rowsOf(2)).toBe(0);
+    expect(await counted()).toEqual(await actual());
+  });
+
+  it("leaves nothing of a rolled-back write", async () => {
+    const before = await counted();
+    await expect(
+      orm.em.fork().transactional(async (em) => {
+        await query(em, INSERT, [1, 5]);
+        await query(em, "delete from record where table_id = 3");
+        throw new Error("rolled back");
+      }),
+    ).rejects.toThrow("rolled back");
+    expect(await counted()).toEqual(before);
+  });
+
+  it("stays exact with writers racing on one table, and folds back to one row", async () => {
+    const writers = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const client = new pg.Client({
+          connectionString: url,
+          options: `-c search_path=${SCHEMA}`,
+        });
+        await client.connect();
+        return client;
+      }),
+    );
+    try {
+      await Promise.all(
+        writers.map(async (client, index) => {
+          for (let round = 0; round < 25; round++) {
+            await client.query("begin");
+            await client.query(INSERT, [4, 1 + ((index + round) % 4)]);
+            if (round % 3 === 0) {
+              await client.query(
+                `delete from record where row_id = (
+                   select min(row_id) from record where table_id = 4 and created_by = 'system'
+                 )`,
+              );
+            }
+            // Some transactions give everything up.
+            await client.query(round % 5 === 4 ? "rollback" : "commit");
+          }
+        }),
+      );
+    } finally {
+      await Promise.all(writers.map((client) => client.end()));
+    }
+    expect(await counted()).toEqual(await actual());
+    expect(await rowsOf(4)).toBeLessThanOrEqual(writers.length);
+    await query(orm.em.fork(), INSERT, [4, 1]);
+    expect(await rowsOf(4)).toBe(1);
+    expect(await counted()).toEqual(await actual());
+  });
+});
