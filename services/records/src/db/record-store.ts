@@ -996,8 +996,8 @@ export async function deleteRecords(
 }
 
 /**
- * Deletes every record of the tables and gives their count back to each organization's usage.
- * Returns how many it deleted.
+ * Deletes every record of the tables and gives their count back to each organization's usage;
+ * their rows of `record_count` go too. Returns how many it deleted.
  */
 export async function deleteTablesRecords(
   em: EntityManager,
@@ -1015,6 +1015,15 @@ export async function deleteTablesRecords(
        from counted where u.organization_id = counted.organization_id
      )
      select coalesce(sum(n), 0) as deleted from counted`,
+    [tableIds],
+  );
+  // Their counts (record_count), but for a row a writer holds: it counts nothing that can be
+  // listed, and waiting on it could close a cycle with that writer.
+  await query(
+    em,
+    `delete from record_count where id in (
+       select id from record_count where table_id = any($1::bigint[]) for update skip locked
+     )`,
     [tableIds],
   );
   await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tableIds]);
