@@ -213,7 +213,7 @@ export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
   const window = `limit $${next + 1} offset $${next + 2}`;
   const column = (term: OrderTerm, index: number) => (term.rowId ? "row_id" : `sort_${index}`);
-  let matching = "";
+  let prelude = "";
   let top: string;
   let count: string;
   if (page.order.every((term) => term.rowId)) {
@@ -223,14 +223,14 @@ export function pageStatement(page: PageQuery): Statement {
     const sortValues = page.order
       .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
       .join("");
-    matching = `with matching as materialized (
+    prelude = `with matching as materialized (
        select r.row_id${sortValues} ${page.matching}
      ) `;
     top = `select * from matching order by ${orderBySql(page.order, column)} ${window}`;
     count = page.filtered ? "select count(*) from matching" : countSql(page);
   }
   return {
-    sql: withinReadBudget(`${matching}select ${recordColumns("r")}, (${count}) as total
+    sql: withinReadBudget(`${prelude}select ${recordColumns("r")}, (${count}) as total
      from (${top}) top join record r on r.row_id = top.row_id
      order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
     params: [...page.params, page.limit, page.offset],
