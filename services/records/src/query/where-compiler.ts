@@ -270,6 +270,11 @@ class WhereCompiler {
     return `${source.data} @> ${param}`;
   }
 
+  /** `data @> ANY(...)`: one of several `contains`, bare like it. */
+  private containsAny(source: ValueSource, entries: string[]): string {
+    return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
+  }
+
   private equals(source: ValueSource, literal: Literal): string {
     if (source.kind === "datetime") return this.within(source, this.span(literal));
     if (source.kind === "boolean") {
@@ -293,7 +298,7 @@ class WhereCompiler {
     const scalars = items.map((item) => this.scalar(source, item));
     if (source.fieldId !== undefined && scalars.every((s) => s.json !== undefined)) {
       const entries = scalars.map((s) => jsonEntry(source.fieldId!, s.json!));
-      return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
+      return this.containsAny(source, entries);
     }
     const type = `${scalars[0]!.type}[]` as ParamType;
     const param = this.params.add(
@@ -309,7 +314,7 @@ class WhereCompiler {
     const entries = items.map((item) =>
       jsonEntry(source.fieldId!, JSON.stringify([choiceName(source, item.text)])),
     );
-    return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
+    return this.containsAny(source, entries);
   }
 
   private inequality(source: ValueSource, operator: Inequality, literal: Literal): string {
