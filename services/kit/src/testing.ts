@@ -109,6 +109,16 @@ export function uniqueName(prefix: string): string {
 }
 
 /**
+ * A session of its own on `url` with `schema` as its search path, for a test that needs several
+ * at once (writers racing, a lock held by another); the caller ends it.
+ */
+export async function sessionIn(url: string, schema: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  return client;
+}
+
+/**
  * A fresh, empty database on the test server; `drop()` removes it. With `locale` it is made from
  * template0 with that locale and `encoding` (UTF8 unless given), as a cluster made by `initdb`
  * under another locale would give: `"C"` folds case for ASCII only where the server's default

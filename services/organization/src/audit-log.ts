@@ -22,7 +22,7 @@ import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { authorize } from "./access.js";
 import type { ScopeOwners } from "./audit-scope-owners.js";
 import type { Transactions, UserCall } from "./change-set.js";
-import { auditQueryOf } from "./domain/audit-query.js";
+import { auditQueryOf, type TimeRange, totalParts } from "./domain/audit-query.js";
 import {
   expiredPartitions,
   monthStart,
@@ -88,6 +88,13 @@ const ACTOR_TYPES: Partial<Record<Actor_Type, ActorType>> = {
 /** Serializes partition changes between replicas (creating and dropping). */
 const PARTITION_LOCK =
   "select pg_advisory_xact_lock(hashtext('organization.audit_event_partitions'))";
+
+/** A scope as `audit_count` names it. */
+const SCOPE_NAMES = {
+  organizationId: "organization",
+  databaseId: "database",
+  tableId: "table",
+} as const;
 
 const nullIfZero = (id: bigint) => (id === 0n ? null : id);
 const bigintOrNull = (value: string | null) => (value === null ? null : BigInt(value));
@@ -210,36 +217,56 @@ export class AuditLog {
     }[scope.case];
     const organizationId = await this.organizationOf(em, call, scope);
 
-    const conditions = [`${column} = ?`, "organization_id = ?", "at >= ?"];
     const cutoff = retentionCutoff(now);
     const since = query.since && query.since > cutoff ? query.since : cutoff;
-    const params: unknown[] = [scope.value, organizationId, since];
-    if (query.until) {
-      conditions.push("at < ?");
-      params.push(query.until);
+    const action = query.action ? " and action = ?" : "";
+    const actionParams = query.action ? [query.action] : [];
+    /** The scope's events in `range`, with the list's action filter. */
+    const events = ({ from, to }: TimeRange) => ({
+      sql: `${column} = ? and organization_id = ? and at >= ?${to ? " and at < ?" : ""}${action}`,
+      params: [scope.value, organizationId, from, ...(to ? [to] : []), ...actionParams],
+    });
+    const listed = events({ from: since, to: query.until });
+    // The total: the hours the range covers whole from their kept counts, the events of the
+    // partial hours at its ends one by one (migration AuditCounts).
+    const { whole, partial } = totalParts(since, query.until);
+    const parts = partial.map((range) => {
+      const part = events(range);
+      return { sql: `(select count(*) from audit_event where ${part.sql})`, params: part.params };
+    });
+    if (whole) {
+      parts.push({
+        sql: `(select coalesce(sum(n), 0) from audit_count
+               where scope = ? and scope_id = ? and organization_id = ? and hour >= ?
+                 ${whole.to ? "and hour < ?" : ""}${action})`,
+        params: [
+          SCOPE_NAMES[scope.case],
+          scope.value,
+          organizationId,
+          whole.from,
+          ...(whole.to ? [whole.to] : []),
+          ...actionParams,
+        ],
+      });
     }
-    if (query.action) {
-      conditions.push("action = ?");
-      params.push(query.action);
-    }
-    const where = conditions.join(" and ");
     // The total and the page in one statement, so one snapshot: as two, an event stored between
     // them made the total disagree with the page. The total's row stays when the page is empty
-    // (an offset past the end); its columns are then null.
+    // (an offset past the end); its columns are then null. The page's ids come from the scope's
+    // index alone (skipped rows included), then only its events are read.
     const rows = await withStatementTimeout(em, this.deps.listTimeoutMs, (tx) =>
       tx.execute<(PageRow & { total: string })[]>(
-        `select t.total, p.*
-         from (select count(*) as total from audit_event where ${where}) t
+        `select t.total, e.event_id, e.at,
+           to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
+           e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
+           e.target_type, e.target_id, e.target_field_id, e.changes
+         from (select (${parts.map((part) => part.sql).join(" + ")})::bigint as total) t
          left join lateral (
-           select event_id, at,
-             to_char(at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
-             organization_id, database_id, table_id, actor_type, actor_id, action,
-             target_type, target_id, target_field_id, changes
-           from audit_event where ${where}
+           select event_id, at from audit_event where ${listed.sql}
            order by at desc, event_id desc limit ? offset ?
          ) p on true
+         left join audit_event e on e.event_id = p.event_id and e.at = p.at
          order by p.at desc, p.event_id desc`,
-        [...params, ...params, query.limit, query.offset],
+        [...parts.flatMap((part) => part.params), ...listed.params, query.limit, query.offset],
       ),
     );
     const entries = rows.filter(
@@ -322,9 +349,15 @@ export class AuditLog {
         for (const name of droppedPartitions) await tx.execute(`drop table if exists ${name}`);
       });
     }
+    const cutoff = retentionCutoff(now);
     const deleted = await em
       .fork()
-      .execute<QueryResult>("delete from audit_event where at < ?", [retentionCutoff(now)], "run");
+      .execute<QueryResult>("delete from audit_event where at < ?", [cutoff], "run");
+    // The counts of the hours wholly before the cutoff, which no list sums (those of dropped
+    // partitions included: dropping a table fires no trigger).
+    await em
+      .fork()
+      .execute("delete from audit_count where hour + interval '1 hour' <= ?", [cutoff]);
     return { droppedPartitions, deletedRows: deleted.affectedRows };
   }
 

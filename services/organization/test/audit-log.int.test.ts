@@ -266,6 +266,93 @@ describe("organization changes", () => {
   });
 });
 
+describe("totals", () => {
+  it("counts exactly wherever a range falls on the hours, in every scope and with an action", async () => {
+    const owner = await h.user("Counter");
+    const { organizationId } = await newOrganization(h, owner, "Counts");
+    // organization.created and member.added (the owner) first, so that nothing arrives meanwhile.
+    await expect
+      .poll(async () => (await list(h, owner, byOrganization(organizationId))).total, {
+        timeout: 10_000,
+      })
+      .toBe(2n);
+    const databaseId = 10_000n * organizationId + 7n;
+    const tableId = databaseId + 1n;
+    const HOUR_MS = 3_600_000;
+    const now = Date.now();
+    const hourOf = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS;
+    // 40 events 37 minutes apart over the last day, and three on the hour; stored by another
+    // writer (the kept counts come from the triggers, whoever writes).
+    const ats = [
+      ...Array.from({ length: 40 }, (_, i) => now - 60_000 - i * 37 * 60_000),
+      hourOf(now) - 5 * HOUR_MS,
+      hourOf(now) - 5 * HOUR_MS,
+      hourOf(now),
+    ].filter((at) => at < now);
+    await h.db.query(
+      `insert into organization.audit_event (event_id, at, organization_id, database_id,
+         table_id, actor_type, actor_id, action, target_type, target_id)
+       select gen_random_uuid()::text, at, $1, case when i % 3 > 0 then $2::bigint end,
+         case when i % 3 = 2 then $3::bigint end, 'user', $4,
+         case when i % 2 = 0 then 'record.created' else 'record.updated' end, 'record', i
+       from unnest($5::timestamptz[]) with ordinality as e(at, i)`,
+      [organizationId, databaseId, tableId, owner.id, ats.map((at) => new Date(at))],
+    );
+    const counted = async (column: string, id: bigint, since?: Date, until?: Date, action = "") => {
+      const { rows } = await h.db.query(
+        `select count(*)::int as n from organization.audit_event
+         where ${column} = $1 and at >= coalesce($2::timestamptz, '-infinity') and at < coalesce($3::timestamptz, 'infinity')
+           and ($4::text = '' or action = $4::text)`,
+        [id, since ?? null, until ?? null, action],
+      );
+      return BigInt(rows[0].n);
+    };
+    // Bounds on the hour, a millisecond off it, inside an hour, and unset.
+    const bounds = [
+      undefined,
+      hourOf(now) - 10 * HOUR_MS,
+      hourOf(now) - 10 * HOUR_MS + 1,
+      hourOf(now) - 5 * HOUR_MS,
+      now - 5 * HOUR_MS - 17 * 60_000,
+      hourOf(now) - 3 * HOUR_MS - 1,
+      now - 30 * 60_000,
+      hourOf(now),
+      hourOf(now) + 2 * HOUR_MS,
+    ].map((ms) => (ms === undefined ? undefined : new Date(ms)));
+    const scopes = [
+      { scope: byOrganization(organizationId), column: "organization_id", id: organizationId },
+      { scope: byDatabase(databaseId), column: "database_id", id: databaseId },
+      { scope: byTable(tableId), column: "table_id", id: tableId },
+    ];
+    let checked = 0;
+    for (const { scope, column, id } of scopes) {
+      for (const since of bounds) {
+        for (const until of bounds) {
+          if (since && until && until <= since) continue;
+          for (const action of scope.case === "organizationId" ? ["", "record.updated"] : [""]) {
+            const page = await list(h, owner, scope, {
+              ...(since ? { since: timestampFromDate(since) } : {}),
+              ...(until ? { until: timestampFromDate(until) } : {}),
+              action,
+            });
+            const expected = await counted(column, id, since, until, action);
+            expect({ scope: scope.case, since, until, action, total: page.total }).toEqual({
+              scope: scope.case,
+              since,
+              until,
+              action,
+              total: expected,
+            });
+            expect(BigInt(page.events.length)).toBe(expected);
+            checked += expected > 0n ? 1 : 0;
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(50);
+  });
+});
+
 describe("database and table scopes, without a catalog", () => {
   it("returns 50 events when no limit is given", async () => {
     const owner = await h.user("Busy");
@@ -328,6 +415,16 @@ describe("retention", () => {
     return rows.map((r) => r.event_id);
   }
 
+  /** The organization's kept counts (audit_count) of hours wholly past the 90 days. */
+  async function expiredCounts(organizationId: bigint): Promise<number> {
+    const { rows } = await h.db.query(
+      `select count(*)::int as n from organization.audit_count
+       where organization_id = $1 and hour + interval '1 hour' <= now() - interval '90 days'`,
+      [organizationId],
+    );
+    return rows[0].n;
+  }
+
   it("keeps 90 days: older events are hidden, then deleted by the retention job", async () => {
     const owner = await h.user("Keeper");
     const { organizationId } = await newOrganization(h, owner, "Keeper");
@@ -355,16 +452,21 @@ describe("retention", () => {
     );
     const listed = async () =>
       (await list(h, owner, byOrganization(organizationId))).events.map((e) => e.eventId);
-    // Past 90 days an event is no longer listed, even before the job removed it.
+    // Past 90 days an event is no longer listed, even before the job removed it, nor counted.
     expect(await listed()).not.toContain(old);
     expect(await listed()).toContain(recent);
     expect(await auditRows(organizationId)).toContain(old);
+    const page = await list(h, owner, byOrganization(organizationId));
+    expect(page.total).toBe(BigInt(page.events.length));
+    expect(await expiredCounts(organizationId)).toBe(1);
 
     const result = await h.service.auditLog.expire();
     expect(result.deletedRows).toBeGreaterThanOrEqual(1);
     const left = await auditRows(organizationId);
     expect(left).not.toContain(old);
     expect(left).toEqual(expect.arrayContaining([recent, fresh]));
+    expect(await expiredCounts(organizationId)).toBe(0);
+    expect((await list(h, owner, byOrganization(organizationId))).total).toBe(page.total);
   });
 
   it("drops whole monthly partitions past the cutoff, and keeps this month's and the next", async () => {
@@ -398,12 +500,15 @@ describe("retention", () => {
       "select tableoid::regclass::text as part from organization.audit_event where event_id = 'archived'",
     );
     expect(rows[0].part).toMatch(new RegExp(`${month(longAgo)}$`));
+    expect(await expiredCounts(organizationId)).toBe(1);
 
     const result = await h.service.auditLog.expire();
     expect(result.droppedPartitions).toContain(month(longAgo));
     expect(await partitions()).not.toContain(month(longAgo));
     expect(await partitions()).toEqual(expect.arrayContaining([month(now), month(next)]));
     expect(await auditRows(organizationId)).not.toContain("archived");
+    // Dropping a partition fires no trigger: the expiry removes the hours' counts itself.
+    expect(await expiredCounts(organizationId)).toBe(0);
   });
 
   it("does not store an event delivered after its 90 days", async () => {

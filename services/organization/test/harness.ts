@@ -76,6 +76,7 @@ export async function startHarness(
     "InitialSchema",
     "AuditLogAndUsage",
     "PlanVersion",
+    "AuditCounts",
   ]);
   const { service, config, url } = await startTestOrganization(stack, identity.url, env);
   await stack.record(["ORG", "AUDIT"]);

@@ -1,6 +1,5 @@
 import { createOrm, migrate, type Orm, query } from "@rowbase/kit";
-import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
-import pg from "pg";
+import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteTablesRecords } from "../src/db/record-store.js";
 import { migrations } from "../src/migrations/initial-schema.js";
@@ -112,12 +111,7 @@ describe("record_count", () => {
   });
 
   it("never waits on a count row another transaction holds", async () => {
-    const connect = async () => {
-      const client = new pg.Client({ connectionString: url, options: `-c search_path=${SCHEMA}` });
-      await client.connect();
-      return client;
-    };
-    const [holder, writer] = [await connect(), await connect()];
+    const [holder, writer] = [await sessionIn(url, SCHEMA), await sessionIn(url, SCHEMA)];
     try {
       await writer.query(INSERT, [6, 1]);
       const slot = (await writer.query<{ slot: number }>("select pg_backend_pid() % 1024 as slot"))
@@ -143,16 +137,7 @@ describe("record_count", () => {
   });
 
   it("stays exact with writers racing on one table", async () => {
-    const writers = await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        const client = new pg.Client({
-          connectionString: url,
-          options: `-c search_path=${SCHEMA}`,
-        });
-        await client.connect();
-        return client;
-      }),
-    );
+    const writers = await Promise.all(Array.from({ length: 8 }, () => sessionIn(url, SCHEMA)));
     try {
       await Promise.all(
         writers.map(async (client, index) => {

@@ -75,3 +75,31 @@ export function auditQueryOf(input: {
     action: input.action === "" ? undefined : input.action,
   };
 }
+
+const HOUR_MS = 3_600_000;
+
+/** A time range, from inclusive to exclusive; no `to`: open. */
+export interface TimeRange {
+  from: Date;
+  to?: Date | undefined;
+}
+
+/**
+ * How a list's total over `[since, until)` is counted: the UTC hours the range covers whole
+ * (`whole`, absent when none fits) from the kept counts (`audit_count`), and the events of
+ * `partial`, the parts before the first whole hour and after the last, one by one.
+ */
+export function totalParts(
+  since: Date,
+  until: Date | undefined,
+): { whole?: TimeRange; partial: TimeRange[] } {
+  const first = Math.ceil(since.getTime() / HOUR_MS) * HOUR_MS;
+  const end = until === undefined ? Infinity : Math.floor(until.getTime() / HOUR_MS) * HOUR_MS;
+  // No hour fits, or the first would begin in year 10000 (out of PostgreSQL's range).
+  if (first >= end || first > LATEST_MS) return { partial: [{ from: since, to: until }] };
+  const partial: TimeRange[] = [];
+  if (first > since.getTime()) partial.push({ from: since, to: new Date(first) });
+  if (until !== undefined && end < until.getTime())
+    partial.push({ from: new Date(end), to: until });
+  return { whole: { from: new Date(first), to: until && new Date(end) }, partial };
+}

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { AuditCounts } from "./audit-counts.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 import { PlanVersion } from "./plan-version.js";
 
@@ -131,4 +132,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion];
+export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion, AuditCounts];
