@@ -20,7 +20,8 @@ const SCOPES_OF_EVENT = `lateral (values ('organization', e.organization_id),
  *
  * The scope indexes now end in `event_id` and include what a list filters on, so that a
  * page's events are found, and an offset skipped, in the index alone, and only the page's
- * rows are read. They replace the indexes on `(scope, at desc)`.
+ * rows are read. They replace the indexes on `(scope, at desc)`, dropped last: a drop locks
+ * the table against reads until the migration commits, building an index only against writes.
  */
 export class AuditCounts extends Migration {
   override up() {
@@ -79,17 +80,17 @@ export class AuditCounts extends Migration {
         referencing old table as old_events new table as new_events
         for each statement execute function audit_count_change();
 
+      create index audit_event_page_by_organization
+        on audit_event (organization_id, at desc, event_id desc) include (action);
+      create index audit_event_page_by_database
+        on audit_event (database_id, at desc, event_id desc) include (organization_id, action)
+        where database_id is not null;
+      create index audit_event_page_by_table
+        on audit_event (table_id, at desc, event_id desc) include (organization_id, action)
+        where table_id is not null;
       drop index audit_event_by_organization;
       drop index audit_event_by_database;
       drop index audit_event_by_table;
-      create index audit_event_by_organization
-        on audit_event (organization_id, at desc, event_id desc) include (action);
-      create index audit_event_by_database
-        on audit_event (database_id, at desc, event_id desc) include (organization_id, action)
-        where database_id is not null;
-      create index audit_event_by_table
-        on audit_event (table_id, at desc, event_id desc) include (organization_id, action)
-        where table_id is not null;
     `);
   }
 }
