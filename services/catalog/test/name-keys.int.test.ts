@@ -1,5 +1,5 @@
-import { createOrm, migrate, type Orm } from "@rowbase/kit";
-import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
+import { createOrm, type Orm } from "@rowbase/kit";
+import { createTestDatabase, migrateBefore, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { fieldNameUsed, tableNameUsed } from "../src/db/constraints.js";
 import { entities } from "../src/db/entities.js";
@@ -18,24 +18,20 @@ beforeAll(async () => {
   const db = await createTestDatabase((await testInfra()).databaseUrl);
   url = db.url;
   drop = db.drop;
-  const before = migrations.slice(
-    0,
-    migrations.findIndex((migration) => migration.name === "NameKeys"),
-  );
-  const old = await createOrm({ url, schema: SCHEMA, entities, migrations: before });
-  try {
-    expect(await migrate(old, SCHEMA)).toEqual(["InitialSchema", "ProcessedEvents"]);
-    await old.em.fork().execute(`
+  const applied = await migrateBefore(
+    { url, schema: SCHEMA, entities, migrations },
+    "NameKeys",
+    (old) =>
+      old.em.fork().execute(`
       insert into databases (id, organization_id, name) values (1, 1, 'Base');
       insert into tables (id, database_id, name) values
         (1, 1, 'İstanbul'), (2, 1, 'i̇stanbul'), (3, 1, 'Other');
       insert into fields (id, table_id, name, type, position) values
         (1, 1, 'Café', 'text', 0), (2, 1, 'İ', 'text', 1), (3, 1, 'cafe${"\u0301"}', 'text', 2),
         (4, 1, 'i̇', 'text', 3), (5, 3, 'café', 'text', 0);
-    `);
-  } finally {
-    await old.close();
-  }
+    `),
+  );
+  expect(applied).toEqual(["InitialSchema", "ProcessedEvents"]);
   expect(await migrateCatalog(url)).toEqual(["NameKeys", "SchemaVersion"]);
   orm = await createOrm({ url, schema: SCHEMA, entities, migrations });
 });

@@ -4,6 +4,7 @@ import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/proto
 import { Code, ConnectError } from "@connectrpc/connect";
 import pg from "pg";
 import type { BusMessage } from "./bus.js";
+import { createOrm, migrate, type Orm, type OrmOptions } from "./db.js";
 import { errorInfoOf, VALIDATION_REASON, type ValidationItem } from "./errors.js";
 import { PRINCIPAL_HEADER, type Principal, signPrincipal } from "./principal.js";
 
@@ -106,6 +107,28 @@ async function find(
 /** A short random suffix for database, key-prefix and stream names of one test run. */
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/**
+ * Migrates a schema up to, not including, the migration named `next`, and runs `seed` on the
+ * schema as it was then; returns the migrations applied. The test then runs the service's own
+ * migrate, which applies `next` over what `seed` wrote.
+ */
+export async function migrateBefore(
+  options: OrmOptions,
+  next: string,
+  seed: (orm: Orm) => Promise<unknown>,
+): Promise<string[]> {
+  const index = options.migrations.findIndex((migration) => migration.name === next);
+  if (index < 0) throw new Error(`no migration ${next}`);
+  const old = await createOrm({ ...options, migrations: options.migrations.slice(0, index) });
+  try {
+    const applied = await migrate(old, options.schema);
+    await seed(old);
+    return applied;
+  } finally {
+    await old.close();
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
-import { createOrm, migrate, type Orm, query } from "@rowbase/kit";
-import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { type Orm, query } from "@rowbase/kit";
+import { createTestDatabase, migrateBefore, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrations } from "../src/migrations/initial-schema.js";
 import { createOrganizationOrm, migrateOrganization, SCHEMA } from "../src/service.js";
@@ -63,17 +63,9 @@ beforeAll(async () => {
   const db = await createTestDatabase((await testInfra()).databaseUrl);
   url = db.url;
   drop = db.drop;
-  const before = migrations.slice(
-    0,
-    migrations.findIndex((migration) => migration.name === "AuditCounts"),
+  await migrateBefore({ url, schema: SCHEMA, entities: [], migrations }, "AuditCounts", (old) =>
+    query(old.em.fork(), INSERT, events(1, "2026-11-20T09:10:00Z", 30, 7)),
   );
-  const old = await createOrm({ url, schema: SCHEMA, entities: [], migrations: before });
-  try {
-    await migrate(old, SCHEMA);
-    await query(old.em.fork(), INSERT, events(1, "2026-11-20T09:10:00Z", 30, 7));
-  } finally {
-    await old.close();
-  }
   expect(await migrateOrganization(url)).toEqual(["AuditCounts"]);
   orm = await createOrganizationOrm(url);
 });

@@ -1,5 +1,5 @@
-import { createOrm, migrate, type Orm, query } from "@rowbase/kit";
-import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { type Orm, query } from "@rowbase/kit";
+import { createTestDatabase, migrateBefore, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteTablesRecords } from "../src/db/record-store.js";
 import { migrations } from "../src/migrations/initial-schema.js";
@@ -45,19 +45,15 @@ beforeAll(async () => {
   const db = await createTestDatabase((await testInfra()).databaseUrl);
   url = db.url;
   drop = db.drop;
-  const before = migrations.slice(
-    0,
-    migrations.findIndex((migration) => migration.name === "RecordCounts"),
+  await migrateBefore(
+    { url, schema: SCHEMA, entities: [], migrations },
+    "RecordCounts",
+    async (old) => {
+      const em = old.em.fork();
+      await query(em, INSERT, [1, 3]);
+      await query(em, INSERT, [2, 2]);
+    },
   );
-  const old = await createOrm({ url, schema: SCHEMA, entities: [], migrations: before });
-  try {
-    await migrate(old, SCHEMA);
-    const em = old.em.fork();
-    await query(em, INSERT, [1, 3]);
-    await query(em, INSERT, [2, 2]);
-  } finally {
-    await old.close();
-  }
   expect(await migrateRecords(url)).toEqual(["RecordCounts"]);
   orm = await createRecordsOrm(url);
 });
