@@ -27,9 +27,11 @@ import {
 import {
   clearTypeChangePending,
   deleteTablesRecords,
-  dropDeletedField,
   lockTableExclusive,
+  markFieldDeleted,
+  notProcessed,
   numberExistingRecords,
+  sweepDeletedField,
 } from "./db/record-store.js";
 import type { TableSchemas } from "./table-schema.js";
 import type { TypeChange, TypeChanges } from "./type-changes.js";
@@ -106,6 +108,7 @@ export class CatalogEvents {
   async prepare(message: BusMessage): Promise<void> {
     this.pendingTypeChanges.delete(message.id);
     await this.deps.schemas.evict(...tablesNamed(message));
+    if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
     if (message.subject !== SUBJECTS.fieldTypeChanged) return;
     const change = typeChangeOf(message);
     if (!change) return;
@@ -122,8 +125,8 @@ export class CatalogEvents {
         await this.deleteTables(em, message.id, tables);
         break;
       case SUBJECTS.fieldDeleted: {
+        // The field is marked and its values dropped before the transaction (`prepare`).
         const event = fromBinary(FieldDeletedSchema, message.data);
-        await dropDeletedField(em, event.tableId, event.fieldId);
         await retireCounter(em, event.tableId, event.fieldId);
         break;
       }
@@ -205,6 +208,23 @@ export class CatalogEvents {
     }
     // After the commit too: a reader that refilled the cache meanwhile could hold the old schema.
     return () => this.deps.schemas.evict(...tables);
+  }
+
+  /**
+   * Marks a deleted field deleted (its own transaction, under the table's lock), then drops its
+   * values a chunk per statement, without the lock (`sweepDeletedField`). Again on a redelivery
+   * that was not applied (each step is idempotent); not once it was.
+   */
+  private async dropDeletedField(message: BusMessage): Promise<void> {
+    const em = this.deps.orm.em.fork();
+    if (!(await notProcessed(em, CATALOG_CONSUMER, message.id))) return;
+    const { tableId, fieldId } = fromBinary(FieldDeletedSchema, message.data);
+    await em.transactional((tx) => markFieldDeleted(tx, tableId, fieldId));
+    const swept = await sweepDeletedField(em, tableId, fieldId);
+    this.deps.logger.info(
+      { table_id: tableId.toString(), field_id: fieldId.toString(), swept, event: message.id },
+      "field deleted: values dropped",
+    );
   }
 
   /**

@@ -919,11 +919,12 @@ export async function notePendingWrites(
 }
 
 /**
- * Drops a deleted field's values from the table's records and marks it deleted, under the
- * table's exclusive lock: a write that took the table's shared lock before has committed, and
- * its value is dropped here; every later one finds the mark (`write_gate` answers `stale`).
+ * Marks a deleted field deleted, under the table's exclusive lock: a write that took the table's
+ * shared lock before has committed, and every later one finds the mark (`write_gate` answers
+ * `stale`; a write whose schema still has the field reads it again), so from the commit on no
+ * write gives the field a value. Its stored values are then dropped by `sweepDeletedField`.
  */
-export async function dropDeletedField(
+export async function markFieldDeleted(
   em: EntityManager,
   tableId: bigint,
   fieldId: bigint,
@@ -934,11 +935,48 @@ export async function dropDeletedField(
     "insert into deleted_field (table_id, field_id) values ($1, $2) on conflict do nothing",
     [tableId, fieldId],
   );
-  await query(
-    em,
-    "update record set data = data - $2::text where table_id = $1 and data ? $2::text",
-    [tableId, fieldId.toString()],
-  );
+}
+
+/** Records a sweep of a deleted field's values updates per statement, at most. */
+export const SWEEP_CHUNK = 1000;
+
+/**
+ * Drops a deleted field's values from the table's records, `chunk` records per statement, each
+ * committed on its own (call it outside a transaction) and without the table's lock: as one
+ * statement under the lock, a million records held every write to the table for seconds. Only
+ * after `markFieldDeleted` committed: no write adds a value then, and one that carries the old
+ * data of a record not swept yet along (a patch) is swept after it, either by a later chunk or,
+ * when its record's chunk waits for it, by the chunk itself, which checks the record again once
+ * the patch commits. A chunk locks its records in row_id order, as writes do, so they never
+ * deadlock; the records without a value are only read, once. Returns how many held one.
+ */
+export async function sweepDeletedField(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: bigint,
+  chunk = SWEEP_CHUNK,
+): Promise<number> {
+  let after = "0";
+  let swept = 0;
+  for (;;) {
+    const [row] = await query<{ last: string | null; swept: number }>(
+      em,
+      `with chunk as materialized (
+         select row_id from record where table_id = $1 and row_id > $3 and data ? $2::text
+         order by row_id limit $4 for update
+       ), swept as (
+         update record r set data = r.data - $2::text
+         from chunk where r.table_id = $1 and r.row_id = chunk.row_id
+         returning 1
+       )
+       select (select max(row_id) from chunk)::text as last, (select count(*) from swept)::int as swept`,
+      [tableId, fieldId.toString(), after, chunk],
+      { prepare: true },
+    );
+    swept += row?.swept ?? 0;
+    if (!row?.last || row.swept < chunk) return swept;
+    after = row.last;
+  }
 }
 
 /**
