@@ -30,7 +30,8 @@ import {
   lockTableExclusive,
   markFieldDeleted,
   notProcessed,
-  numberExistingRecords,
+  numberReserved,
+  reserveAutonumbers,
   sweepDeletedField,
 } from "./db/record-store.js";
 import type { TableSchemas } from "./table-schema.js";
@@ -109,6 +110,7 @@ export class CatalogEvents {
     this.pendingTypeChanges.delete(message.id);
     await this.deps.schemas.evict(...tablesNamed(message));
     if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
+    if (message.subject === SUBJECTS.fieldCreated) return this.numberExistingRecords(message);
     if (message.subject !== SUBJECTS.fieldTypeChanged) return;
     const change = typeChangeOf(message);
     if (!change) return;
@@ -128,13 +130,6 @@ export class CatalogEvents {
         // The field is marked and its values dropped before the transaction (`prepare`).
         const event = fromBinary(FieldDeletedSchema, message.data);
         await retireCounter(em, event.tableId, event.fieldId);
-        break;
-      }
-      case SUBJECTS.fieldCreated: {
-        const event = fromBinary(FieldCreatedSchema, message.data);
-        if (event.type === FieldType.AUTONUMBER) {
-          await numberExistingRecords(em, event.tableId, event.fieldId.toString());
-        }
         break;
       }
       case SUBJECTS.fieldTypeChanged: {
@@ -224,6 +219,28 @@ export class CatalogEvents {
     this.deps.logger.info(
       { table_id: tableId.toString(), field_id: fieldId.toString(), swept, event: message.id },
       "field deleted: values dropped",
+    );
+  }
+
+  /**
+   * Numbers the records that exist when an autonumber field is added, in creation order: the
+   * numbers are reserved in a transaction of their own, under the table's lock, then given out
+   * a chunk per statement without it (`reserveAutonumbers`, `numberReserved`). Again on a
+   * redelivery that was not applied (a repeat numbers the records still without a number).
+   */
+  private async numberExistingRecords(message: BusMessage): Promise<void> {
+    const event = fromBinary(FieldCreatedSchema, message.data);
+    if (event.type !== FieldType.AUTONUMBER) return;
+    const em = this.deps.orm.em.fork();
+    if (!(await notProcessed(em, CATALOG_CONSUMER, message.id))) return;
+    const fieldId = event.fieldId.toString();
+    const reservation = await em.transactional((tx) =>
+      reserveAutonumbers(tx, event.tableId, fieldId),
+    );
+    const numbered = await numberReserved(em, event.tableId, fieldId, reservation);
+    this.deps.logger.info(
+      { table_id: event.tableId.toString(), field_id: fieldId, numbered, event: message.id },
+      "autonumber field added: records numbered",
     );
   }
 

@@ -551,44 +551,130 @@ export async function takeAutonumbers(
   return row && Number(row.last_value) - count + 1;
 }
 
+/** The numbers an autonumber field's existing records get (`reserveAutonumbers`). */
+export interface AutonumberReservation {
+  /** The records are numbered after it, from `after + 1` on. */
+  after: number;
+  /** How many numbers are reserved: the records without a value when it was made. */
+  count: number;
+  /** The last record created then: later ones number themselves from the counter. */
+  lastRowId: string;
+}
+
 /**
- * Numbers the records of a table that have no value for an autonumber field yet (those created
- * before the field was), in creation order after the numbers already given. Safe to repeat.
+ * Starts an autonumber field's counter (kept as it is when it exists) and reserves a number for
+ * each record of the table without a value for the field, under the table's exclusive lock:
+ * creates hold the lock shared until they commit, so every one that got in before is counted,
+ * and every one after finds the counter (`create_gate`'s `stale`) and numbers itself past the
+ * reservation. `numberReserved` then gives the numbers out. Safe to repeat: a repeat reserves
+ * for the records still without a number (the numbers of a reservation cut short stay unused).
  */
-export async function numberExistingRecords(
+export async function reserveAutonumbers(
   em: EntityManager,
   tableId: bigint,
   fieldId: string,
-): Promise<number> {
-  // Creates hold the table's lock shared until they commit: the numbering below sees every one
-  // that got in before, and every one after finds the counter (`create_gate`'s `stale`).
+): Promise<AutonumberReservation> {
   await lockTableExclusive(em, tableId);
-  const [counter] = await query<{ last_value: string }>(
+  const [unnumbered] = await query<{ count: string; last_row_id: string | null }>(
     em,
-    `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, 0)
-     on conflict (table_id, field_id) do update set last_value = autonumber_counter.last_value
-     returning last_value`,
+    `select count(*) as count, max(row_id)::text as last_row_id
+     from record where table_id = $1 and not (data ? $2::text)`,
     [tableId, fieldId],
   );
-  const numbered = await query(
+  const count = Number(unnumbered!.count);
+  const [counter] = await query<{ last_value: string }>(
     em,
-    `with numbered as (
-       select row_id, row_number() over (order by row_id) as n
-       from record where table_id = $1 and not (data ? $2::text)
-     )
-     update record r set data = r.data || jsonb_build_object($2::text, $3::bigint + numbered.n)
-     from numbered where r.row_id = numbered.row_id
-     returning r.row_id`,
-    [tableId, fieldId, counter!.last_value],
+    `insert into autonumber_counter (table_id, field_id, last_value) values ($1, $2, $3)
+     on conflict (table_id, field_id) do update set last_value = autonumber_counter.last_value + $3
+     returning last_value`,
+    [tableId, fieldId, count],
   );
-  if (numbered.length > 0) {
-    await query(
+  return {
+    after: Number(counter!.last_value) - count,
+    count,
+    lastRowId: unnumbered!.last_row_id ?? "0",
+  };
+}
+
+/**
+ * Records a catalog change that rewrites a table's records (`numberReserved`,
+ * `sweepDeletedField`) updates per statement, at most: each statement holds only its records.
+ */
+export const RECORD_CHUNK = 1000;
+
+/** What a chunk statement of `inChunks` answers, from its `chunk` and `changed` CTEs. */
+const CHUNK_RESULT = `select (select max(row_id) from chunk)::text as last,
+  (select count(*) from changed)::int as changed`;
+
+/**
+ * Runs a chunk statement over a table's records in row_id order until it finds none, or until
+ * `more` (given what the last chunk changed and what all did) says it is done; each statement
+ * commits on its own. `params` gets the last row id of the chunk before (`"0"` first) and what
+ * the chunks changed so far. Returns how many records they changed.
+ */
+async function inChunks(
+  em: EntityManager,
+  sql: string,
+  params: (after: string, changed: number) => unknown[],
+  more: (inChunk: number, changed: number) => boolean,
+): Promise<number> {
+  let after = "0";
+  let changed = 0;
+  for (;;) {
+    const [row] = await query<{ last: string | null; changed: number }>(
       em,
-      "update autonumber_counter set last_value = last_value + $3 where table_id = $1 and field_id = $2",
-      [tableId, fieldId, numbered.length],
+      sql,
+      params(after, changed),
+      { prepare: true },
     );
+    if (!row?.last) return changed;
+    changed += row.changed;
+    after = row.last;
+    if (!more(row.changed, changed)) return changed;
   }
-  return numbered.length;
+}
+
+/**
+ * Gives a reservation's numbers to the records it was made for, in creation order, `chunk`
+ * records per statement, each committed on its own (call it outside a transaction) and
+ * without the table's lock: as one statement under the lock, a large table's writes waited for
+ * all of it. A record deleted meanwhile takes no number, so the numbers given stay within the
+ * reservation; a patch of a record not numbered yet is numbered after it (its chunk checks the
+ * record again once the patch commits). Chunks lock their records in row_id order, as writes
+ * do. Returns how many records it numbered.
+ */
+export async function numberReserved(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+  reservation: AutonumberReservation,
+  chunk = RECORD_CHUNK,
+): Promise<number> {
+  if (reservation.count === 0) return 0;
+  return inChunks(
+    em,
+    `with chunk as materialized (
+       select row_id, row_number() over (order by row_id) as n from (
+         select row_id from record
+         where table_id = $1 and row_id > $3 and row_id <= $4 and not (data ? $2::text)
+         order by row_id limit $6 for update
+       ) locked
+     ), changed as (
+       update record r set data = r.data || jsonb_build_object($2::text, $5::bigint + chunk.n)
+       from chunk where r.table_id = $1 and r.row_id = chunk.row_id
+       returning 1
+     )
+     ${CHUNK_RESULT}`,
+    (after, numbered) => [
+      tableId,
+      fieldId,
+      after,
+      reservation.lastRowId,
+      reservation.after + numbered,
+      chunk,
+    ],
+    (_, numbered) => numbered < reservation.count,
+  );
 }
 
 /**
@@ -937,9 +1023,6 @@ export async function markFieldDeleted(
   );
 }
 
-/** Records a sweep of a deleted field's values updates per statement, at most. */
-export const SWEEP_CHUNK = 1000;
-
 /**
  * Drops a deleted field's values from the table's records, `chunk` records per statement, each
  * committed on its own (call it outside a transaction) and without the table's lock: as one
@@ -954,29 +1037,22 @@ export async function sweepDeletedField(
   em: EntityManager,
   tableId: bigint,
   fieldId: bigint,
-  chunk = SWEEP_CHUNK,
+  chunk = RECORD_CHUNK,
 ): Promise<number> {
-  let after = "0";
-  let swept = 0;
-  for (;;) {
-    const [row] = await query<{ last: string | null; swept: number }>(
-      em,
-      `with chunk as materialized (
-         select row_id from record where table_id = $1 and row_id > $3 and data ? $2::text
-         order by row_id limit $4 for update
-       ), swept as (
-         update record r set data = r.data - $2::text
-         from chunk where r.table_id = $1 and r.row_id = chunk.row_id
-         returning 1
-       )
-       select (select max(row_id) from chunk)::text as last, (select count(*) from swept)::int as swept`,
-      [tableId, fieldId.toString(), after, chunk],
-      { prepare: true },
-    );
-    swept += row?.swept ?? 0;
-    if (!row?.last || row.swept < chunk) return swept;
-    after = row.last;
-  }
+  return inChunks(
+    em,
+    `with chunk as materialized (
+       select row_id from record where table_id = $1 and row_id > $3 and data ? $2::text
+       order by row_id limit $4 for update
+     ), changed as (
+       update record r set data = r.data - $2::text
+       from chunk where r.table_id = $1 and r.row_id = chunk.row_id
+       returning 1
+     )
+     ${CHUNK_RESULT}`,
+    (after) => [tableId, fieldId.toString(), after, chunk],
+    (swept) => swept === chunk,
+  );
 }
 
 /**

@@ -3,7 +3,7 @@ import { Migration } from "@mikro-orm/migrations";
 /**
  * `create_gate` also answers `stale` when the table has an autonumber field the create does not
  * number: its schema was read before the field was added. Records that such a create inserted
- * after the field's existing records were numbered (`numberExistingRecords`) would never get a
+ * after the field's existing records were numbered (`reserveAutonumbers`) would never get a
  * number; the caller reads the schema again from catalog and retries. `p_autonumber_fields` are
  * the fields the create numbers (null: do not look). A field's counter row
  * (`autonumber_counter`) exists from the moment its numbering starts, under the table's exclusive

@@ -1,0 +1,179 @@
+import { type Orm, query } from "@rowbase/kit";
+import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  markFieldDeleted,
+  numberReserved,
+  reserveAutonumbers,
+  sweepDeletedField,
+} from "../src/db/record-store.js";
+import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+
+// Catalog changes that rewrite a table's records a chunk per statement, without the table's
+// lock: a deleted field's values dropped (`sweepDeletedField`, after `markFieldDeleted`), and a
+// new autonumber field's numbers given to the records that exist (`numberReserved`, after
+// `reserveAutonumbers`). How the catalog consumer runs them is tested with the service in
+// events.int.test.ts.
+
+let orm: Orm;
+let url: string;
+let drop: () => Promise<void>;
+
+/** Records of `tableId` with `data`, in order; returns their row ids. */
+async function insert(tableId: number, datas: object[]): Promise<string[]> {
+  const rows = await query<{ row_id: string }>(
+    orm.em.fork(),
+    `insert into record (table_id, organization_id, data, created_by, updated_by)
+     select $1, 1, d, 'system', 'system' from jsonb_array_elements($2::jsonb) with ordinality as e(d, n)
+     order by n returning row_id`,
+    [tableId, JSON.stringify(datas)],
+  );
+  return rows.map((row) => row.row_id);
+}
+
+async function datas(tableId: number): Promise<object[]> {
+  const rows = await query<{ data: object }>(
+    orm.em.fork(),
+    "select data from record where table_id = $1 order by row_id",
+    [tableId],
+  );
+  return rows.map((row) => row.data);
+}
+
+/** How many sessions of the test database wait for a lock. */
+async function lockWaiters(): Promise<number> {
+  const [row] = await query<{ n: number }>(
+    orm.em.fork(),
+    `select count(*)::int as n from pg_stat_activity
+     where datname = current_database() and wait_event_type = 'Lock'`,
+  );
+  return row!.n;
+}
+
+/**
+ * A patch of record `rowId` under way while `change` runs: it holds the record (and read its
+ * data), `change` comes to wait for it, and the patch writes `data` and commits. Returns what
+ * `change` returned.
+ */
+async function withPatchUnderWay(
+  rowId: string,
+  data: object,
+  change: () => Promise<number>,
+): Promise<number> {
+  const writer = await sessionIn(url, SCHEMA);
+  try {
+    await writer.query("begin");
+    await writer.query("select data from record where row_id = $1 for update", [rowId]);
+    const changing = change();
+    await expect.poll(lockWaiters, { timeout: 10_000 }).toBe(1);
+    await writer.query("update record set data = $2 where row_id = $1", [rowId, data]);
+    await writer.query("commit");
+    return await changing;
+  } finally {
+    await writer.end();
+  }
+}
+
+beforeAll(async () => {
+  const db = await createTestDatabase((await testInfra()).databaseUrl);
+  url = db.url;
+  drop = db.drop;
+  await migrateRecords(url);
+  orm = await createRecordsOrm(url);
+});
+
+afterAll(async () => {
+  await orm?.close();
+  await drop?.();
+});
+
+describe("a deleted field's sweep", () => {
+  it("drops the field's values of every record of its table, a chunk at a time", async () => {
+    const given = Array.from({ length: 11 }, (_, i) =>
+      i % 4 === 3 ? { 1: `name ${i}` } : { 1: `name ${i}`, 2: i },
+    );
+    await insert(10, given);
+    await insert(11, [{ 2: "another table's field 2" }]);
+    await orm.em.fork().transactional((em) => markFieldDeleted(em, 10n, 2n));
+    // Nine of them hold a value: three full chunks, then one that finds none.
+    expect(await sweepDeletedField(orm.em.fork(), 10n, 2n, 3)).toBe(9);
+    expect(await datas(10)).toEqual(given.map((data) => ({ 1: data[1] })));
+    expect(await datas(11)).toEqual([{ 2: "another table's field 2" }]);
+    const marks = await query(
+      orm.em.fork(),
+      "select table_id, field_id from deleted_field where table_id = 10",
+    );
+    expect(marks).toEqual([{ table_id: "10", field_id: "2" }]);
+    // Again (a redelivery): nothing left to drop.
+    expect(await sweepDeletedField(orm.em.fork(), 10n, 2n, 3)).toBe(0);
+  });
+
+  it("drops the value a write carried into a record while the sweep waited for it", async () => {
+    const rows = await insert(
+      20,
+      Array.from({ length: 9 }, (_, i) => ({ 1: `n${i}`, 2: i })),
+    );
+    // A patch of the seventh record under way: it read the data with the field's value, which
+    // it writes back with its own change.
+    const swept = await withPatchUnderWay(rows[6]!, { 1: "patched", 2: 6 }, () =>
+      sweepDeletedField(orm.em.fork(), 20n, 2n, 3),
+    );
+    expect(swept).toBe(9);
+    const after = await datas(20);
+    expect(after[6]).toEqual({ 1: "patched" });
+    expect(after.filter((data) => "2" in data)).toEqual([]);
+  });
+});
+
+describe("numbering the records that exist when an autonumber field is added", () => {
+  const counter = async (tableId: number) =>
+    (
+      await query<{ last_value: string }>(
+        orm.em.fork(),
+        "select last_value from autonumber_counter where table_id = $1 and field_id = '5'",
+        [tableId],
+      )
+    )[0]?.last_value;
+
+  it("numbers them in creation order, a chunk at a time, within what it reserved", async () => {
+    const rows = await insert(
+      30,
+      Array.from({ length: 8 }, (_, i) => ({ 1: `n${i}` })),
+    );
+    const reservation = await orm.em.fork().transactional((em) => reserveAutonumbers(em, 30n, "5"));
+    expect(reservation).toEqual({ after: 0, count: 8, lastRowId: rows[7] });
+    expect(await counter(30)).toBe("8");
+    // Meanwhile a record is deleted, and a create numbers itself from the counter.
+    await query(orm.em.fork(), "delete from record where row_id = $1", [rows[2]]);
+    await insert(30, [{ 1: "new", 5: 9 }]);
+    expect(await numberReserved(orm.em.fork(), 30n, "5", reservation, 3)).toBe(7);
+    expect(await datas(30)).toEqual([
+      ...[0, 1, 3, 4, 5, 6, 7].map((i, n) => ({ 1: `n${i}`, 5: n + 1 })),
+      { 1: "new", 5: 9 },
+    ]);
+    // Again (a redelivery): nothing left to number, nothing reserved.
+    const again = await orm.em.fork().transactional((em) => reserveAutonumbers(em, 30n, "5"));
+    expect(again.count).toBe(0);
+    expect(await numberReserved(orm.em.fork(), 30n, "5", again, 3)).toBe(0);
+    expect(await counter(30)).toBe("8");
+  });
+
+  it("numbers a record a write changed while the numbering waited for it, keeping the write", async () => {
+    const rows = await insert(
+      31,
+      Array.from({ length: 5 }, (_, i) => ({ 1: `n${i}` })),
+    );
+    const reservation = await orm.em.fork().transactional((em) => reserveAutonumbers(em, 31n, "5"));
+    const numbered = await withPatchUnderWay(rows[3]!, { 1: "patched" }, () =>
+      numberReserved(orm.em.fork(), 31n, "5", reservation, 2),
+    );
+    expect(numbered).toBe(5);
+    expect(await datas(31)).toEqual([
+      { 1: "n0", 5: 1 },
+      { 1: "n1", 5: 2 },
+      { 1: "n2", 5: 3 },
+      { 1: "patched", 5: 4 },
+      { 1: "n4", 5: 5 },
+    ]);
+  });
+});
