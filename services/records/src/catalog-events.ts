@@ -25,12 +25,17 @@ import {
   TableUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import {
+  type ChoiceRename,
   clearTypeChangePending,
   deleteTablesRecords,
+  lastRowId,
   lockTableExclusive,
   markFieldDeleted,
   notProcessed,
   numberReserved,
+  renameChoicesInChunks,
+  renameChoicesOf,
+  renamesRepeatable,
   reserveAutonumbers,
   sweepDeletedField,
 } from "./db/record-store.js";
@@ -67,15 +72,19 @@ function tablesNamed(message: BusMessage): bigint[] {
  * Records' part of catalog's changes (CATALOG stream, durable `records_catalog`): every event
  * evicts the cached schemas of the tables it names; deleted tables and databases take their
  * records with them (and give the organization's record count back); a deleted field's values
- * go (and it is marked deleted for writes of an older schema), a type change converts them, a select's changed choices rename them (and end the change's pending check), a new autonumber field numbers
- * the records that exist. Each event is applied once (`consumeOnce`): its id is recorded in
- * `processed_event` in the transaction that applies it, so a redelivery or a replay finds it
- * done. A type change converts its values a chunk per transaction before that one, which
- * converts the last chunk. The message is acknowledged after the commit.
+ * go (and it is marked deleted for writes of an older schema), a type change converts them, a
+ * select's changed choices rename them (and end the change's pending check), a new autonumber
+ * field numbers the records that exist. Each event is applied once (`consumeOnce`): its id is
+ * recorded in `processed_event` in the transaction that applies it, so a redelivery or a replay
+ * finds it done. What rewrites many records does most of it before that transaction, a chunk
+ * at a time (`prepare`); the transaction does the rest under the table's lock. The message is
+ * acknowledged after the commit.
  */
 export class CatalogEvents {
   /** Where the last chunk of a type change starts, by event id, between the two phases. */
   private readonly pendingTypeChanges = new Map<string, { after: string; converted: number }>();
+  /** Up to which record a choice rename's chunks renamed, by event id, between the two phases. */
+  private readonly renamedUpTo = new Map<string, string>();
 
   constructor(
     private readonly deps: {
@@ -103,14 +112,17 @@ export class CatalogEvents {
   }
 
   /**
-   * Before the transaction: evicts the named tables' schemas and converts a type change's values
-   * up to its last chunk (each chunk idempotent, in a transaction of its own).
+   * Before the transaction: evicts the named tables' schemas, then rewrites records a chunk at a
+   * time (each chunk idempotent, committed on its own): a deleted field's values, a new
+   * autonumber field's numbers, a type change's values up to its last chunk, renamed choices.
    */
   async prepare(message: BusMessage): Promise<void> {
     this.pendingTypeChanges.delete(message.id);
+    this.renamedUpTo.delete(message.id);
     await this.deps.schemas.evict(...tablesNamed(message));
     if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
     if (message.subject === SUBJECTS.fieldCreated) return this.numberExistingRecords(message);
+    if (message.subject === SUBJECTS.fieldChoicesRenamed) return this.renameInChunks(message);
     if (message.subject !== SUBJECTS.fieldTypeChanged) return;
     const change = typeChangeOf(message);
     if (!change) return;
@@ -176,28 +188,33 @@ export class CatalogEvents {
       }
       case SUBJECTS.fieldChoicesRenamed: {
         const event = fromBinary(ChoicesRenamedSchema, message.data);
+        const upTo = this.renamedUpTo.get(message.id) ?? "0";
+        this.renamedUpTo.delete(message.id);
         // A write under way (past its gate, so held to the new choices) commits first, and its
-        // value is renamed here; every later one finds the change no longer pending.
+        // value is renamed here; every later one finds the change no longer pending. The
+        // records the chunks passed are renamed again only when a write noted them.
         await lockTableExclusive(em, event.tableId);
-        await renameChoices(
+        const to = fieldLikeOf({ type: event.type, options: event.options });
+        const noted = to
+          ? await clearTypeChangePending(
+              em,
+              {
+                tableId: event.tableId,
+                fieldId: event.fieldId,
+                toType: to.type,
+                toOptions: to.options,
+              },
+              event.changeId,
+            )
+          : [];
+        await renameChoicesOf(
           em,
           event.tableId,
           event.fieldId.toString(),
-          event.renames.map((r) => [r.oldName, r.newName]),
+          renamesOf(event),
+          upTo,
+          noted,
         );
-        const to = fieldLikeOf({ type: event.type, options: event.options });
-        if (to) {
-          await clearTypeChangePending(
-            em,
-            {
-              tableId: event.tableId,
-              fieldId: event.fieldId,
-              toType: to.type,
-              toOptions: to.options,
-            },
-            event.changeId,
-          );
-        }
         break;
       }
     }
@@ -219,6 +236,34 @@ export class CatalogEvents {
     this.deps.logger.info(
       { table_id: tableId.toString(), field_id: fieldId.toString(), swept, event: message.id },
       "field deleted: values dropped",
+    );
+  }
+
+  /**
+   * Renames a select's stored choices up to the table's last record a chunk per statement,
+   * without the table's lock (`renameChoicesInChunks`), when the renames can be applied twice
+   * (`renamesRepeatable`); the consumer's transaction renames the rest. A swap or a chain of
+   * names is left to that transaction whole. Again on a redelivery that was not applied (a
+   * repeat renames nothing twice); not once it was (a later change may have renamed back).
+   */
+  private async renameInChunks(message: BusMessage): Promise<void> {
+    const event = fromBinary(ChoicesRenamedSchema, message.data);
+    const renames = renamesOf(event);
+    if (renames.length === 0 || !renamesRepeatable(renames)) return;
+    const em = this.deps.orm.em.fork();
+    if (!(await notProcessed(em, CATALOG_CONSUMER, message.id))) return;
+    const upTo = await lastRowId(em, event.tableId);
+    const renamed = await renameChoicesInChunks(
+      em,
+      event.tableId,
+      event.fieldId.toString(),
+      renames,
+      upTo,
+    );
+    this.renamedUpTo.set(message.id, upTo);
+    this.deps.logger.info(
+      { table_id: event.tableId.toString(), field_id: event.fieldId.toString(), renamed },
+      "choices renamed: records up to the last renamed in chunks",
     );
   }
 
@@ -289,39 +334,9 @@ function typeChangeOf(message: BusMessage): TypeChange | undefined {
   };
 }
 
-/**
- * Renames stored select values, all pairs at once so that swapping two names works: a single
- * select's string and the items of a multi select's array. Select values are stored in their
- * choice's own spelling, so names match exactly.
- */
-export async function renameChoices(
-  em: EntityManager,
-  tableId: bigint,
-  fieldId: string,
-  renames: readonly [string, string][],
-): Promise<void> {
-  if (renames.length === 0) return;
-  const olds = renames.map(([old]) => old);
-  const news = renames.map(([, renamed]) => renamed);
-  await query(
-    em,
-    `update record r set data = jsonb_set(r.data, array[$2::text], to_jsonb(m.new_name))
-     from unnest($3::text[], $4::text[]) as m(old_name, new_name)
-     where r.table_id = $1 and jsonb_typeof(r.data -> $2::text) = 'string'
-       and r.data ->> $2::text = m.old_name`,
-    [tableId, fieldId, olds, news],
-  );
-  await query(
-    em,
-    `update record r set data = jsonb_set(r.data, array[$2::text], (
-       select coalesce(jsonb_agg(to_jsonb(coalesce(m.new_name, item.name)) order by item.n), '[]'::jsonb)
-       from jsonb_array_elements_text(r.data -> $2::text) with ordinality as item(name, n)
-       left join unnest($3::text[], $4::text[]) as m(old_name, new_name) on m.old_name = item.name
-     ))
-     where r.table_id = $1 and jsonb_typeof(r.data -> $2::text) = 'array'
-       and (r.data -> $2::text) ?| $3::text[]`,
-    [tableId, fieldId, olds, news],
-  );
+/** A ChoicesRenamed event's renames, old name to new. */
+function renamesOf(event: { renames: { oldName: string; newName: string }[] }): ChoiceRename[] {
+  return event.renames.map((rename) => [rename.oldName, rename.newName]);
 }
 
 /**

@@ -2,17 +2,23 @@ import { type Orm, query } from "@rowbase/kit";
 import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type ChoiceRename,
+  lastRowId,
   markFieldDeleted,
   numberReserved,
+  renameChoicesInChunks,
+  renameChoicesOf,
+  renamesRepeatable,
   reserveAutonumbers,
   sweepDeletedField,
 } from "../src/db/record-store.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 // Catalog changes that rewrite a table's records a chunk per statement, without the table's
-// lock: a deleted field's values dropped (`sweepDeletedField`, after `markFieldDeleted`), and a
+// lock: a deleted field's values dropped (`sweepDeletedField`, after `markFieldDeleted`), a
 // new autonumber field's numbers given to the records that exist (`numberReserved`, after
-// `reserveAutonumbers`). How the catalog consumer runs them is tested with the service in
+// `reserveAutonumbers`), and a select's renamed choices (`renameChoicesInChunks`, the rest by
+// `renameChoicesOf`). How the catalog consumer runs them is tested with the service in
 // events.int.test.ts.
 
 let orm: Orm;
@@ -175,5 +181,106 @@ describe("numbering the records that exist when an autonumber field is added", (
       { 1: "patched", 5: 4 },
       { 1: "n4", 5: 5 },
     ]);
+  });
+});
+
+describe("renaming a select's choices", () => {
+  // Field 3 is a single select, field 4 a multi select.
+  const rename: ChoiceRename[] = [
+    ["A", "Alpha"],
+    ["B", "Beta"],
+  ];
+
+  it("renames both kinds of select a chunk at a time, up to the last record it was given", async () => {
+    const given = [
+      { 3: "A", 4: ["A", "C", "B"] },
+      { 3: "C", 4: ["C"] },
+      { 3: "B", 4: [] },
+      { 1: "A", 3: "C" },
+      { 3: "A" },
+      { 4: ["B"] },
+      { 3: "a", 4: ["a"] },
+    ];
+    const rows = await insert(40, given);
+    await insert(41, [{ 3: "A", 4: ["A"] }]);
+    const upTo = await lastRowId(orm.em.fork(), 40n);
+    expect(upTo).toBe(rows.at(-1));
+    // Created after the chunks were given their end: left to the last transaction.
+    await insert(40, [{ 3: "A", 4: ["B"] }]);
+    const renamed = [
+      { 3: "Alpha", 4: ["Alpha", "C", "Beta"] },
+      { 3: "C", 4: ["C"] },
+      { 3: "Beta", 4: [] },
+      { 1: "A", 3: "C" },
+      { 3: "Alpha" },
+      { 4: ["Beta"] },
+      { 3: "a", 4: ["a"] },
+    ];
+    // Three records hold a renamed choice in the single select (a full chunk, then one that is
+    // not), two in the multi select (a full chunk, then one that finds none).
+    expect(await renameChoicesInChunks(orm.em.fork(), 40n, "3", rename, upTo, 2)).toBe(3);
+    expect(await renameChoicesInChunks(orm.em.fork(), 40n, "4", rename, upTo, 2)).toBe(2);
+    expect(await datas(40)).toEqual([...renamed, { 3: "A", 4: ["B"] }]);
+    expect(await datas(41)).toEqual([{ 3: "A", 4: ["A"] }]);
+    // Again (a redelivery): nothing left to rename.
+    expect(await renameChoicesInChunks(orm.em.fork(), 40n, "3", rename, upTo, 2)).toBe(0);
+
+    // The last transaction: the records after the chunks' end, and those a write noted (the
+    // first, written with an old name after its chunk).
+    await query(orm.em.fork(), "update record set data = $2 where row_id = $1", [
+      rows[0],
+      { 3: "B", 4: ["Alpha", "B"] },
+    ]);
+    expect(await renameChoicesOf(orm.em.fork(), 40n, "3", rename, upTo, [rows[0]!])).toBe(2);
+    expect(await renameChoicesOf(orm.em.fork(), 40n, "4", rename, upTo, [rows[0]!])).toBe(2);
+    expect(await datas(40)).toEqual([
+      { 3: "Beta", 4: ["Alpha", "Beta"] },
+      ...renamed.slice(1),
+      { 3: "Alpha", 4: ["Beta"] },
+    ]);
+  });
+
+  it("renames a record a write changed while its chunk waited for it, keeping the write", async () => {
+    const rows = await insert(
+      42,
+      Array.from({ length: 5 }, (_, i) => ({ 1: `n${i}`, 3: "A" })),
+    );
+    const upTo = await lastRowId(orm.em.fork(), 42n);
+    const renamed = await withPatchUnderWay(rows[3]!, { 1: "patched", 3: "B" }, () =>
+      renameChoicesInChunks(orm.em.fork(), 42n, "3", rename, upTo, 2),
+    );
+    expect(renamed).toBe(5);
+    expect(await datas(42)).toEqual([
+      { 1: "n0", 3: "Alpha" },
+      { 1: "n1", 3: "Alpha" },
+      { 1: "n2", 3: "Alpha" },
+      { 1: "patched", 3: "Beta" },
+      { 1: "n4", 3: "Alpha" },
+    ]);
+  });
+
+  it("renames swaps and chains all at once, which renaming again would undo", async () => {
+    expect(renamesRepeatable(rename)).toBe(true);
+    expect(
+      renamesRepeatable([
+        ["A", "B"],
+        ["B", "A"],
+      ]),
+    ).toBe(false);
+    expect(
+      renamesRepeatable([
+        ["B", "C"],
+        ["A", "B"],
+      ]),
+    ).toBe(false);
+    await insert(43, [{ 3: "A", 4: ["A", "B", "C"] }, { 3: "B" }, { 3: "C" }]);
+    const chain: ChoiceRename[] = [
+      ["B", "C"],
+      ["A", "B"],
+      ["C", "A"],
+    ];
+    expect(await renameChoicesOf(orm.em.fork(), 43n, "3", chain, "0")).toBe(3);
+    expect(await renameChoicesOf(orm.em.fork(), 43n, "4", chain, "0")).toBe(1);
+    expect(await datas(43)).toEqual([{ 3: "B", 4: ["B", "C", "A"] }, { 3: "C" }, { 3: "A" }]);
   });
 });

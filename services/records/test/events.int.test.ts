@@ -19,7 +19,10 @@ import {
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
-import { FieldTypeChangedSchema } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
+import {
+  ChoicesRenamedSchema,
+  FieldTypeChangedSchema,
+} from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { Actor_Type } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -1163,6 +1166,66 @@ describe("a write between a select's choice change's check and its event", () =>
       ]),
     );
     await eventually(async () => expect(await marksOf(tableId)).toEqual(checked));
+  });
+  it("is renamed again when it writes an old name into a record the renaming had passed", async () => {
+    const choices = { choices: [{ name: "A" }, { name: "B" }] };
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("One", FieldType.SINGLE_SELECT, choices),
+    ]);
+    const seeded = await seed(table, [{ One: "A" }, { One: "B" }, { One: "A" }]);
+    const { tableId } = table;
+    const field = table.fields[0]!;
+    const [a, b] = (field.options!.choices as JsonObject[]).map((ch) => ch.id as string);
+    const options = {
+      choices: [
+        { id: a!, name: "Alpha" },
+        { id: b!, name: "B" },
+      ],
+    };
+    const changeId = `renamed-${tableId}`;
+    await h.records.checkFieldTypeChange(
+      { field, newType: field.type, newOptions: options, changeId },
+      await as(SERVICE),
+    );
+    const message = {
+      subject: SUBJECTS.fieldChoicesRenamed,
+      data: toBinary(
+        ChoicesRenamedSchema,
+        create(ChoicesRenamedSchema, {
+          organizationId: t.organizationId,
+          databaseId: table.databaseId,
+          tableId,
+          fieldId: field.fieldId,
+          renames: [{ choiceId: a!, oldName: "A", newName: "Alpha" }],
+          type: field.type,
+          options,
+          changeId,
+        }),
+      ),
+      id: `renamed-${tableId}`,
+      deliveryCount: 1,
+    };
+    const editor = await as(t.editor);
+    const one = table.id.One!;
+    await replay([message], async () => {
+      // The records that existed are renamed, without the table's lock; writes checked against
+      // the old choices (the change is pending) store the old name, in a record the renaming
+      // passed and in a new one.
+      expect((await stored(tableId)).map((d) => d[one])).toEqual(["Alpha", "B", "Alpha"]);
+      await h.records.updateRecord(
+        { tableId, rowId: seeded[1]!.rowId, data: { One: "A" } },
+        editor,
+      );
+      await h.records.createRecord({ tableId, data: { One: "A" } }, editor);
+      expect((await stored(tableId)).map((d) => d[one])).toEqual(["Alpha", "A", "Alpha", "A"]);
+    });
+    expect((await stored(tableId)).map((d) => d[one])).toEqual([
+      "Alpha",
+      "Alpha",
+      "Alpha",
+      "Alpha",
+    ]);
+    expect(await marksOf(tableId)).toEqual([]);
   });
 });
 

@@ -598,7 +598,8 @@ export async function reserveAutonumbers(
 
 /**
  * Records a catalog change that rewrites a table's records (`numberReserved`,
- * `sweepDeletedField`) updates per statement, at most: each statement holds only its records.
+ * `sweepDeletedField`, `renameChoicesInChunks`) updates per statement, at most: each statement
+ * holds only its records.
  */
 export const RECORD_CHUNK = 1000;
 
@@ -675,6 +676,116 @@ export async function numberReserved(
     ],
     (_, numbered) => numbered < reservation.count,
   );
+}
+
+/** A choice's rename: its old name and its new one. */
+export type ChoiceRename = readonly [oldName: string, newName: string];
+
+/**
+ * Whether applying `renames` again changes nothing: no new name is also an old one (a swap or a
+ * chain renames a value it renamed before). Only then may the records be renamed a chunk at a
+ * time, and the records a write may have touched meanwhile renamed once more.
+ */
+export function renamesRepeatable(renames: readonly ChoiceRename[]): boolean {
+  const olds = new Set(renames.map(([old]) => old));
+  return renames.every(([, renamed]) => !olds.has(renamed));
+}
+
+/**
+ * Records (`r`) of table $1 whose field $2 holds an old name of $3: a single select's string,
+ * or a multi select's array holding one.
+ */
+const HOLDS_OLD_CHOICE = `(jsonb_typeof(r.data -> $2::text) = 'string' and r.data ->> $2::text = any($3::text[])
+  or jsonb_typeof(r.data -> $2::text) = 'array' and (r.data -> $2::text) ?| $3::text[])`;
+
+/** A matching record's field $2 with the old names $3 renamed to $4, all at once (swaps too). */
+const RENAMED_DATA = `jsonb_set(r.data, array[$2::text], case jsonb_typeof(r.data -> $2::text)
+  when 'string' then (
+    select to_jsonb(m.new_name) from unnest($3::text[], $4::text[]) as m(old_name, new_name)
+    where m.old_name = r.data ->> $2::text limit 1)
+  else (
+    select coalesce(jsonb_agg(to_jsonb(coalesce(m.new_name, item.name)) order by item.n), '[]'::jsonb)
+    from jsonb_array_elements_text(r.data -> $2::text) with ordinality as item(name, n)
+    left join unnest($3::text[], $4::text[]) as m(old_name, new_name) on m.old_name = item.name)
+  end)`;
+
+function renameParams(tableId: bigint, fieldId: string, renames: readonly ChoiceRename[]) {
+  return [tableId, fieldId, renames.map(([old]) => old), renames.map(([, renamed]) => renamed)];
+}
+
+/** The table's last record now (`"0"` when it has none): where `renameChoicesInChunks` stops. */
+export async function lastRowId(em: EntityManager, tableId: bigint): Promise<string> {
+  const [row] = await query<{ last: string | null }>(
+    em,
+    "select max(row_id)::text as last from record where table_id = $1",
+    [tableId],
+  );
+  return row?.last ?? "0";
+}
+
+/**
+ * Renames stored select values of the table's records up to `upTo` (`lastRowId` before), a
+ * chunk of the records holding an old name per statement, each committed on its own (call it
+ * outside a transaction) and without the table's lock: as one statement under the lock, a large
+ * table's writes waited for every record holding a renamed choice. For `renamesRepeatable`
+ * renames only: a write that stores an old name in a record a chunk has passed is renamed by
+ * `renameChoicesOf` afterwards (its pending check noted the record), and a record renamed twice
+ * stays renamed. A patch under way is renamed after it (its chunk checks the record again once
+ * the patch commits). Chunks lock their records in row_id order, as writes do. Returns how many
+ * records they renamed.
+ */
+export async function renameChoicesInChunks(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+  renames: readonly ChoiceRename[],
+  upTo: string,
+  chunk = RECORD_CHUNK,
+): Promise<number> {
+  if (renames.length === 0) return 0;
+  return inChunks(
+    em,
+    `with chunk as materialized (
+       select row_id from record r
+       where table_id = $1 and row_id > $5 and row_id <= $6 and ${HOLDS_OLD_CHOICE}
+       order by row_id limit $7 for update
+     ), changed as (
+       update record r set data = ${RENAMED_DATA}
+       from chunk where r.table_id = $1 and r.row_id = chunk.row_id
+       returning 1
+     )
+     ${CHUNK_RESULT}`,
+    (after) => [...renameParams(tableId, fieldId, renames), after, upTo, chunk],
+    (renamed) => renamed === chunk,
+  );
+}
+
+/**
+ * Renames stored select values in one statement, in the caller's transaction (which holds the
+ * table's exclusive lock): of the records after `after` (every record for `"0"`) and of the
+ * records `rowIds`. Returns how many it renamed.
+ */
+export async function renameChoicesOf(
+  em: EntityManager,
+  tableId: bigint,
+  fieldId: string,
+  renames: readonly ChoiceRename[],
+  after: string,
+  rowIds: readonly string[] = [],
+): Promise<number> {
+  if (renames.length === 0) return 0;
+  const [row] = await query<{ renamed: number }>(
+    em,
+    `with changed as (
+       update record r set data = ${RENAMED_DATA}
+       where r.table_id = $1 and (r.row_id > $5 or r.row_id = any($6::bigint[]))
+         and ${HOLDS_OLD_CHOICE}
+       returning 1
+     )
+     select count(*)::int as renamed from changed`,
+    [...renameParams(tableId, fieldId, renames), after, rowIds],
+  );
+  return row!.renamed;
 }
 
 /**
