@@ -27,10 +27,12 @@ import {
 import {
   type ChoiceRename,
   clearTypeChangePending,
+  deleteRecordsInChunks,
   deleteTablesRecords,
   lastRowId,
   lockTableExclusive,
   markFieldDeleted,
+  markTablesDeleted,
   notProcessed,
   numberReserved,
   renameChoicesInChunks,
@@ -123,6 +125,9 @@ export class CatalogEvents {
     if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
     if (message.subject === SUBJECTS.fieldCreated) return this.numberExistingRecords(message);
     if (message.subject === SUBJECTS.fieldChoicesRenamed) return this.renameInChunks(message);
+    if (message.subject === SUBJECTS.tableDeleted || message.subject === SUBJECTS.databaseDeleted) {
+      return this.deleteRecords(message);
+    }
     if (message.subject !== SUBJECTS.fieldTypeChanged) return;
     const change = typeChangeOf(message);
     if (!change) return;
@@ -290,26 +295,41 @@ export class CatalogEvents {
   }
 
   /**
-   * Deletes the records of deleted tables and marks the tables gone, under each table's lock, so
-   * that a create that raced the deletion is either deleted here or refused.
+   * Marks deleted tables deleted (a transaction of its own, under their locks), then deletes
+   * their records a chunk per statement (`deleteRecordsInChunks`). Again on a redelivery that
+   * was not applied; not once it was.
+   */
+  private async deleteRecords(message: BusMessage): Promise<void> {
+    const tableIds = tablesNamed(message);
+    const em = this.deps.orm.em.fork();
+    if (tableIds.length === 0 || !(await notProcessed(em, CATALOG_CONSUMER, message.id))) return;
+    await em.transactional((tx) => markTablesDeleted(tx, tableIds));
+    let deleted = 0;
+    for (const tableId of tableIds) deleted += await deleteRecordsInChunks(em, tableId);
+    this.deps.logger.info(
+      { tables: tableIds.map(String), records: deleted, event: message.id },
+      "tables deleted: records removed",
+    );
+  }
+
+  /**
+   * Marks deleted tables gone and deletes what is left of their records (all of them when the
+   * chunks did not run), under each table's lock, so that a create that raced the deletion is
+   * either deleted here or refused; their counters and marks go too.
    */
   private async deleteTables(
     em: EntityManager,
     eventId: string,
     tableIds: readonly bigint[],
   ): Promise<void> {
-    const sorted = [...tableIds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    for (const tableId of sorted) await lockTableExclusive(em, tableId);
-    await query(
-      em,
-      `insert into deleted_table (table_id) select unnest($1::bigint[]) on conflict do nothing`,
-      [sorted],
-    );
-    const deleted = await deleteTablesRecords(em, sorted);
-    this.deps.logger.info(
-      { tables: sorted.map(String), records: deleted, event: eventId },
-      "tables deleted: records removed",
-    );
+    await markTablesDeleted(em, tableIds);
+    const deleted = await deleteTablesRecords(em, tableIds);
+    if (deleted > 0) {
+      this.deps.logger.info(
+        { tables: tableIds.map(String), records: deleted, event: eventId },
+        "tables deleted: records removed",
+      );
+    }
   }
 }
 

@@ -3,8 +3,10 @@ import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ChoiceRename,
+  deleteRecordsInChunks,
   lastRowId,
   markFieldDeleted,
+  markTablesDeleted,
   numberReserved,
   renameChoicesInChunks,
   renameChoicesOf,
@@ -17,8 +19,9 @@ import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 // Catalog changes that rewrite a table's records a chunk per statement, without the table's
 // lock: a deleted field's values dropped (`sweepDeletedField`, after `markFieldDeleted`), a
 // new autonumber field's numbers given to the records that exist (`numberReserved`, after
-// `reserveAutonumbers`), and a select's renamed choices (`renameChoicesInChunks`, the rest by
-// `renameChoicesOf`). How the catalog consumer runs them is tested with the service in
+// `reserveAutonumbers`), a select's renamed choices (`renameChoicesInChunks`, the rest by
+// `renameChoicesOf`), and a deleted table's records (`deleteRecordsInChunks`, after
+// `markTablesDeleted`). How the catalog consumer runs them is tested with the service in
 // events.int.test.ts.
 
 let orm: Orm;
@@ -282,5 +285,38 @@ describe("renaming a select's choices", () => {
     expect(await renameChoicesOf(orm.em.fork(), 43n, "3", chain, "0")).toBe(3);
     expect(await renameChoicesOf(orm.em.fork(), 43n, "4", chain, "0")).toBe(1);
     expect(await datas(43)).toEqual([{ 3: "B", 4: ["B", "C", "A"] }, { 3: "C" }, { 3: "A" }]);
+  });
+});
+
+describe("a deleted table's records", () => {
+  it("go a chunk at a time, their count given back to the organization's usage", async () => {
+    const usage = async () =>
+      (
+        await query<{ records: string }>(
+          orm.em.fork(),
+          "select records from organization_usage where organization_id = 1",
+        )
+      )[0]?.records;
+    await insert(
+      50,
+      Array.from({ length: 7 }, (_, i) => ({ 1: `n${i}` })),
+    );
+    await insert(51, [{ 1: "kept" }, { 1: "kept too" }]);
+    await query(
+      orm.em.fork(),
+      `insert into organization_usage (organization_id, records) values (1, 9)
+       on conflict (organization_id) do update set records = 9`,
+    );
+    await orm.em.fork().transactional((em) => markTablesDeleted(em, [50n]));
+    // Two full chunks, then one that is not.
+    expect(await deleteRecordsInChunks(orm.em.fork(), 50n, 3)).toBe(7);
+    expect(await datas(50)).toEqual([]);
+    expect(await datas(51)).toEqual([{ 1: "kept" }, { 1: "kept too" }]);
+    expect(await usage()).toBe("2");
+    const marks = await query(orm.em.fork(), "select table_id from deleted_table");
+    expect(marks).toEqual([{ table_id: "50" }]);
+    // Again (a redelivery): nothing left.
+    expect(await deleteRecordsInChunks(orm.em.fork(), 50n, 3)).toBe(0);
+    expect(await usage()).toBe("2");
   });
 });

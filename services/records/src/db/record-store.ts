@@ -305,10 +305,7 @@ export async function lockTableExclusive(em: EntityManager, tableId: bigint): Pr
   await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [tableLockKey(tableId)]);
 }
 
-export async function lockOrganizationExclusive(
-  em: EntityManager,
-  organizationId: bigint,
-): Promise<void> {
+async function lockOrganizationExclusive(em: EntityManager, organizationId: bigint): Promise<void> {
   await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
     organizationLockKey(organizationId),
   ]);
@@ -598,8 +595,8 @@ export async function reserveAutonumbers(
 
 /**
  * Records a catalog change that rewrites a table's records (`numberReserved`,
- * `sweepDeletedField`, `renameChoicesInChunks`) updates per statement, at most: each statement
- * holds only its records.
+ * `sweepDeletedField`, `renameChoicesInChunks`, `deleteRecordsInChunks`) changes per statement,
+ * at most: each statement holds only its records.
  */
 export const RECORD_CHUNK = 1000;
 
@@ -1221,6 +1218,84 @@ export async function deleteRecords(
 }
 
 /**
+ * Marks the tables deleted, under each table's exclusive lock (in id order): a create that got in
+ * before has committed, and every later one finds the mark (`create_gate`'s `gone`).
+ */
+export async function markTablesDeleted(
+  em: EntityManager,
+  tableIds: readonly bigint[],
+): Promise<void> {
+  const sorted = [...tableIds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const tableId of sorted) await lockTableExclusive(em, tableId);
+  await query(
+    em,
+    "insert into deleted_table (table_id) select unnest($1::bigint[]) on conflict do nothing",
+    [sorted],
+  );
+}
+
+/**
+ * Marks the organization deleted, under its exclusive lock: a create that got in before has
+ * committed, and every later one finds the mark (`create_gate`'s `gone`).
+ */
+export async function markOrganizationGone(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<void> {
+  await lockOrganizationExclusive(em, organizationId);
+  await query(
+    em,
+    "insert into deleted_organization (organization_id) values ($1) on conflict do nothing",
+    [organizationId],
+  );
+}
+
+/** The tables the organization has records in. */
+export async function tablesWithRecords(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<bigint[]> {
+  const rows = await query<{ table_id: string }>(
+    em,
+    "select distinct table_id from record where organization_id = $1 order by table_id",
+    [organizationId],
+  );
+  return rows.map((row) => BigInt(row.table_id));
+}
+
+/**
+ * Deletes a table's records, `chunk` per statement, each committed on its own (call it outside a
+ * transaction, once the table or its organization is marked deleted: no create adds a record
+ * then), and gives their count back to the organization's usage. As one statement, a table of a
+ * million records kept a transaction open for seconds, and the consumer's later events waited
+ * for it. What is left (nothing, unless a chunk failed) goes with the deletion's transaction.
+ * Returns how many it deleted.
+ */
+export async function deleteRecordsInChunks(
+  em: EntityManager,
+  tableId: bigint,
+  chunk = RECORD_CHUNK,
+): Promise<number> {
+  return inChunks(
+    em,
+    `with chunk as materialized (
+       select row_id from record where table_id = $1 and row_id > $2
+       order by row_id limit $3 for update
+     ), changed as (
+       delete from record r using chunk where r.table_id = $1 and r.row_id = chunk.row_id
+       returning r.organization_id
+     ), released as (
+       update organization_usage u set records = greatest(u.records - counted.n, 0)
+       from (select organization_id, count(*) as n from changed group by organization_id) counted
+       where u.organization_id = counted.organization_id
+     )
+     ${CHUNK_RESULT}`,
+    (after) => [tableId, after, chunk],
+    (deleted) => deleted === chunk,
+  );
+}
+
+/**
  * Deletes every record of the tables and gives their count back to each organization's usage;
  * their rows of `record_count` go too. Returns how many it deleted.
  */
@@ -1259,19 +1334,21 @@ export async function deleteTablesRecords(
 
 /**
  * Deletes every record of an organization and its usage row, and the autonumber counters of the
- * tables that held records; those of empty tables go with catalog's DatabaseDeleted
- * (`deleteTablesRecords`), which names every table. Returns how many records it deleted.
+ * tables that hold records and of `tableIds` (those whose records went before, in chunks);
+ * those of empty tables go with catalog's DatabaseDeleted (`deleteTablesRecords`), which names
+ * every table. Returns how many records it deleted.
  */
 export async function deleteOrganizationRecords(
   em: EntityManager,
   organizationId: bigint,
+  tableIds: readonly bigint[] = [],
 ): Promise<number> {
   await query(
     em,
-    `delete from autonumber_counter where table_id in (
+    `delete from autonumber_counter where table_id = any($2::bigint[]) or table_id in (
        select distinct table_id from record where organization_id = $1
      )`,
-    [organizationId],
+    [organizationId, tableIds],
   );
   const rows = await query<{ deleted: string }>(
     em,
