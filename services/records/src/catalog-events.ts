@@ -176,7 +176,9 @@ export class CatalogEvents {
         );
         // Writes checked against it that landed in a chunk converted before them (the last
         // chunk's were just converted).
-        const passed = noted.filter((rowId) => BigInt(rowId) <= BigInt(before.after));
+        const passed = noted
+          .map((write) => write.rowId)
+          .filter((rowId) => BigInt(rowId) <= BigInt(before.after));
         converted += await this.deps.typeChanges.applyNoted(em, change, passed);
         if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
           await retireCounter(em, change.scope.tableId, change.fieldId);
@@ -197,7 +199,8 @@ export class CatalogEvents {
         this.renamedUpTo.delete(message.id);
         // A write under way (past its gate, so held to the new choices) commits first, and its
         // value is renamed here; every later one finds the change no longer pending. The
-        // records the chunks passed are renamed again only when a write noted them.
+        // records the chunks passed are renamed again only when a write noted them; those a
+        // write of the new choices (catalog committed them) wrote last are not renamed at all.
         await lockTableExclusive(em, event.tableId);
         const to = fieldLikeOf({ type: event.type, options: event.options });
         const noted = to

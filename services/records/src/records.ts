@@ -9,11 +9,13 @@ import {
   type ValidationItem,
   validationFailed,
 } from "@rowbase/kit";
+import type { FieldLike } from "@rowbase/kit/field-types";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
 import {
   allocateRowIds,
+  type CheckedMark,
   createRecords,
   deleteRecords,
   findRecord,
@@ -38,7 +40,7 @@ import { tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
-import { pendingProblem } from "./domain/type-change.js";
+import { heldAsChanged, pendingProblem } from "./domain/type-change.js";
 import {
   batchTooLarge,
   pageTooLarge,
@@ -246,17 +248,27 @@ function withPendingRequired(
 }
 
 /**
- * The pending type changes (mark ids) of the fields that writes of `values` set: those a write
- * notes its records under (`notePendingWrites`).
+ * The pending type changes (marks) of the fields that writes of `values` set: those a write
+ * notes its records under (`notePendingWrites`), with whether the write's schema already holds
+ * the field as the change makes it.
  */
 function marksOf(
+  schema: TableSchema,
   pending: readonly PendingTypeChange[],
   values: readonly CheckedValues[],
-): string[] {
+): CheckedMark[] {
   const fields = new Set(fieldsWritten(values));
   return pending
     .filter((change) => !change.required && fields.has(change.fieldId))
-    .map((change) => change.id);
+    .map((change) => {
+      const field = schema.fields.find((f) => f.id === change.fieldId);
+      return { id: change.id, asChanged: !!field && heldAsChanged(field, toOf(change)) };
+    });
+}
+
+/** The field as a pending change makes it. */
+function toOf(change: PendingTypeChange): FieldLike {
+  return { type: change.toType as SchemaField["type"], options: change.toOptions };
 }
 
 /**
@@ -273,7 +285,7 @@ function pendingItems(
     if (change.required) continue;
     const field = schema.fields.find((f) => f.id === change.fieldId);
     if (!field) continue;
-    const to = { type: change.toType as SchemaField["type"], options: change.toOptions };
+    const to = toOf(change);
     for (const { values, prefix } of writes) {
       const value = values.get(change.fieldId);
       const problem =
@@ -401,7 +413,7 @@ export class Records {
     // A new row has no file yet (row ids are never reused, and an upload needs the committed
     // row), so files is not asked: a create must not fail with 503 after it committed. A create
     // checked against pending type changes notes its records, in a transaction.
-    const marks = marksOf(pending, checked);
+    const marks = marksOf(schema, pending, checked);
     // The records' size is measured as the statement serializes them (RECORD_MAX_BYTES).
     const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
     if (autonumbers.length === 0 && marks.length === 0) {
@@ -577,7 +589,7 @@ export class Records {
           });
         }
         if (problems.length > 0) throw validationFailed(problems);
-        await notePendingWrites(em, schema.tableId, marksOf(pending, checked), rowIds);
+        await notePendingWrites(em, schema.tableId, marksOf(schema, pending, checked), rowIds);
       }
       const byId = new Map(found.map((record) => [record.rowId, record]));
       // `index`: the patch's in the request, which a refusal of the record's size names.

@@ -234,8 +234,9 @@ describe("renaming a select's choices", () => {
       rows[0],
       { 3: "B", 4: ["Alpha", "B"] },
     ]);
-    expect(await renameChoicesOf(orm.em.fork(), 40n, "3", rename, upTo, [rows[0]!])).toBe(2);
-    expect(await renameChoicesOf(orm.em.fork(), 40n, "4", rename, upTo, [rows[0]!])).toBe(2);
+    const noted = [{ rowId: rows[0]!, asChanged: false }];
+    expect(await renameChoicesOf(orm.em.fork(), 40n, "3", rename, upTo, noted)).toBe(2);
+    expect(await renameChoicesOf(orm.em.fork(), 40n, "4", rename, upTo, noted)).toBe(2);
     expect(await datas(40)).toEqual([
       { 3: "Beta", 4: ["Alpha", "Beta"] },
       ...renamed.slice(1),
@@ -276,15 +277,31 @@ describe("renaming a select's choices", () => {
         ["A", "B"],
       ]),
     ).toBe(false);
-    await insert(43, [{ 3: "A", 4: ["A", "B", "C"] }, { 3: "B" }, { 3: "C" }]);
+    const rows = await insert(43, [
+      { 3: "A", 4: ["A", "B", "C"] },
+      { 3: "B" },
+      { 3: "C" },
+      { 3: "C", 4: ["A"] },
+    ]);
     const chain: ChoiceRename[] = [
       ["B", "C"],
       ["A", "B"],
       ["C", "A"],
     ];
-    expect(await renameChoicesOf(orm.em.fork(), 43n, "3", chain, "0")).toBe(3);
-    expect(await renameChoicesOf(orm.em.fork(), 43n, "4", chain, "0")).toBe(1);
-    expect(await datas(43)).toEqual([{ 3: "B", 4: ["B", "C", "A"] }, { 3: "C" }, { 3: "A" }]);
+    // The last record was last written with the new names (a write noted it so): it is left
+    // alone; one noted as written with the old names is renamed as any other.
+    const noted = [
+      { rowId: rows[3]!, asChanged: true },
+      { rowId: rows[1]!, asChanged: false },
+    ];
+    expect(await renameChoicesOf(orm.em.fork(), 43n, "3", chain, "0", noted)).toBe(3);
+    expect(await renameChoicesOf(orm.em.fork(), 43n, "4", chain, "0", noted)).toBe(1);
+    expect(await datas(43)).toEqual([
+      { 3: "B", 4: ["B", "C", "A"] },
+      { 3: "C" },
+      { 3: "A" },
+      { 3: "C", 4: ["A"] },
+    ]);
   });
 });
 

@@ -1167,6 +1167,54 @@ describe("a write between a select's choice change's check and its event", () =>
     );
     await eventually(async () => expect(await marksOf(tableId)).toEqual(checked));
   });
+  it("notes whether it wrote the new choices, so that a swap does not rename what it wrote", async () => {
+    const choices = { choices: [{ name: "A" }, { name: "B" }] };
+    const table = await createTable(h, t.owner, t.organizationId, [
+      def("One", FieldType.SINGLE_SELECT, choices),
+    ]);
+    const [first, second] = await seed(table, [{ One: "A" }, { One: "B" }]);
+    const { tableId } = table;
+    const field = table.fields[0]!;
+    const [a, b] = (field.options!.choices as JsonObject[]).map((ch) => ch.id as string);
+    const swapped = {
+      choices: [
+        { id: a!, name: "B" },
+        { id: b!, name: "A" },
+      ],
+    };
+    // A check of the swap whose event has not come (it stands for catalog's, which the test's
+    // catalog answers at once): writes are held to it, and note their records.
+    const { markIds } = await h.records.checkFieldTypeChange(
+      { field, newType: field.type, newOptions: swapped, changeId: `swap-${tableId}` },
+      await as(SERVICE),
+    );
+    const notes = async () => {
+      const { rows } = await h.db.query(
+        `select row_id::text, as_changed from records.pending_type_change_write
+         where mark_id = any($1::bigint[]) order by row_id`,
+        [markIds.map(String)],
+      );
+      return rows;
+    };
+    const editor = await as(t.editor);
+    // Written with the old choices: "B" is the choice b.
+    await h.records.updateRecord({ tableId, rowId: first!.rowId, data: { One: "B" } }, editor);
+    expect(await notes()).toEqual([{ row_id: String(first!.rowId), as_changed: false }]);
+    // Catalog commits the swap (and records applies its own event): writes now hold the new
+    // choices, "B" being the choice a.
+    await h.catalog.updateField({ fieldId: field.fieldId, options: swapped }, await as(t.owner));
+    await eventually(async () =>
+      expect((await stored(tableId)).map((d) => d[table.id.One!])).toEqual(["A", "A"]),
+    );
+    await h.records.updateRecord({ tableId, rowId: second!.rowId, data: { One: "B" } }, editor);
+    await h.records.updateRecord({ tableId, rowId: first!.rowId, data: { One: "A" } }, editor);
+    expect(await notes()).toEqual([
+      { row_id: String(first!.rowId), as_changed: true },
+      { row_id: String(second!.rowId), as_changed: true },
+    ]);
+    await h.records.releaseFieldTypeChange({ tableId, markIds }, await as(SERVICE));
+  });
+
   it("is renamed again when it writes an old name into a record the renaming had passed", async () => {
     const choices = { choices: [{ name: "A" }, { name: "B" }] };
     const table = await createTable(h, t.owner, t.organizationId, [

@@ -120,6 +120,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "ChangeIds",
     "IcuCollation",
     "RecordCounts",
+    "PendingWritesAsChanged",
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
   const serveRecords = (extra: Record<string, string>) =>

@@ -54,7 +54,7 @@ beforeAll(async () => {
       await query(em, INSERT, [2, 2]);
     },
   );
-  expect(await migrateRecords(url)).toEqual(["RecordCounts"]);
+  expect(await migrateRecords(url)).toEqual(["RecordCounts", "PendingWritesAsChanged"]);
   orm = await createRecordsOrm(url);
 });
 

@@ -760,7 +760,9 @@ export async function renameChoicesInChunks(
 /**
  * Renames stored select values in one statement, in the caller's transaction (which holds the
  * table's exclusive lock): of the records after `after` (every record for `"0"`) and of the
- * records `rowIds`. Returns how many it renamed.
+ * records writes noted while the change was pending, but for those whose last write held the
+ * field as changed (it wrote new names, which a swap would rename again). Returns how many it
+ * renamed.
  */
 export async function renameChoicesOf(
   em: EntityManager,
@@ -768,7 +770,7 @@ export async function renameChoicesOf(
   fieldId: string,
   renames: readonly ChoiceRename[],
   after: string,
-  rowIds: readonly string[] = [],
+  noted: readonly NotedWrite[] = [],
 ): Promise<number> {
   if (renames.length === 0) return 0;
   const [row] = await query<{ renamed: number }>(
@@ -776,11 +778,16 @@ export async function renameChoicesOf(
     `with changed as (
        update record r set data = ${RENAMED_DATA}
        where r.table_id = $1 and (r.row_id > $5 or r.row_id = any($6::bigint[]))
-         and ${HOLDS_OLD_CHOICE}
+         and r.row_id <> all($7::bigint[]) and ${HOLDS_OLD_CHOICE}
        returning 1
      )
      select count(*)::int as renamed from changed`,
-    [...renameParams(tableId, fieldId, renames), after, rowIds],
+    [
+      ...renameParams(tableId, fieldId, renames),
+      after,
+      noted.filter((write) => !write.asChanged).map((write) => write.rowId),
+      noted.filter((write) => write.asChanged).map((write) => write.rowId),
+    ],
   );
   return row!.renamed;
 }
@@ -1038,6 +1045,13 @@ export async function liftRequiredMarks(
   );
 }
 
+/** A record a write noted under a pending change, and whether it held the field as changed. */
+export interface NotedWrite {
+  rowId: string;
+  /** The last write that noted it held the field as the change makes it (its schema the new). */
+  asChanged: boolean;
+}
+
 /**
  * Removes the pending marks of a field's change to `to`, applied, in a transaction that holds the
  * table's exclusive lock: those of its `changeId`, which its event carries; returns the records
@@ -1048,7 +1062,7 @@ export async function clearTypeChangePending(
   em: EntityManager,
   change: PendingTarget,
   changeId: string,
-): Promise<string[]> {
+): Promise<NotedWrite[]> {
   // An event of a catalog older than change ids, whose check left marks without one: the marks
   // of this change only, its check's (made more than once when a check was tried again), not
   // those of the same change made again later (decimals 2 -> 0, back to 2, to 0 again), whose
@@ -1069,7 +1083,7 @@ export async function clearTypeChangePending(
     select id from equal
     where id < coalesce((select id from later_other), 9223372036854775807)`;
   // The statement reads the notes as they were before it, their marks' deletion takes them.
-  const rows = await query<{ row_id: string }>(
+  const rows = await query<{ row_id: string; as_changed: boolean }>(
     em,
     `with mine as (${
       changeId
@@ -1079,36 +1093,46 @@ export async function clearTypeChangePending(
     }), gone as (
        delete from pending_type_change where id in (select id from mine) returning id
      )
-     select distinct w.row_id from pending_type_change_write w join gone on gone.id = w.mark_id
-     order by w.row_id`,
+     select w.row_id, bool_and(w.as_changed) as as_changed
+     from pending_type_change_write w join gone on gone.id = w.mark_id
+     group by w.row_id order by w.row_id`,
     changeId
       ? [change.tableId, change.fieldId, changeId]
       : [change.tableId, change.fieldId, change.toType, JSON.stringify(change.toOptions ?? {})],
   );
-  return rows.map((row) => row.row_id);
+  return rows.map((row) => ({ rowId: row.row_id, asChanged: row.as_changed }));
+}
+
+/** A pending mark a write's values were checked against, as the write notes its records. */
+export interface CheckedMark {
+  id: string;
+  /** The write held the field as the change makes it (its schema already the new one). */
+  asChanged: boolean;
 }
 
 /**
  * Notes the records `rowIds` a write changed after checking its values against the pending
- * marks `markIds` (those of the fields it sets), in the write's transaction and under the
- * table's shared lock (migrations/pending-writes.ts). Marks gone since the write read them are
- * skipped: the write's gate found none of its fields' live marks unchecked.
+ * marks `marks` (those of the fields it sets), in the write's transaction and under the table's
+ * shared lock (migrations/pending-writes.ts); a later write of a record notes it again, over
+ * the earlier note (migrations/pending-writes-as-changed.ts). Marks gone since the write read
+ * them are skipped: the write's gate found none of its fields' live marks unchecked.
  */
 export async function notePendingWrites(
   em: EntityManager,
   tableId: bigint,
-  markIds: readonly string[],
+  marks: readonly CheckedMark[],
   rowIds: readonly bigint[],
 ): Promise<void> {
-  if (markIds.length === 0 || rowIds.length === 0) return;
+  if (marks.length === 0 || rowIds.length === 0) return;
   await query(
     em,
-    `insert into pending_type_change_write (mark_id, row_id)
-     select m.id, r.row_id
-     from pending_type_change m cross join unnest($3::bigint[]) as r(row_id)
-     where m.table_id = $1 and m.id = any($2::bigint[])
-     on conflict do nothing`,
-    [tableId, markIds, rowIds],
+    `insert into pending_type_change_write (mark_id, row_id, as_changed)
+     select distinct m.id, r.row_id, c.as_changed
+     from unnest($2::bigint[], $3::boolean[]) as c(id, as_changed)
+     join pending_type_change m on m.id = c.id and m.table_id = $1
+     cross join unnest($4::bigint[]) as r(row_id)
+     on conflict (mark_id, row_id) do update set as_changed = excluded.as_changed`,
+    [tableId, marks.map((mark) => mark.id), marks.map((mark) => mark.asChanged), rowIds],
   );
 }
 

@@ -72,6 +72,12 @@ export interface PendingChange {
   to: FieldLike;
 }
 
+/** Whether `field` is already of the type and options a change makes it (a newer schema). */
+export function heldAsChanged(field: FieldLike, to: FieldLike): boolean {
+  // Options read back from jsonb come in its key order.
+  return field.type === to.type && sameJson(field.options ?? {}, to.options ?? {});
+}
+
 /**
  * Why a value written to `field` (checked against it, as it will be stored) would not survive a
  * pending change of the field's type: undefined when it converts, or when `field` is already of
@@ -83,11 +89,7 @@ export function pendingProblem(
   pending: PendingChange,
   value: JsonValue,
 ): string | undefined {
-  if (value === null) return undefined;
-  // Options read back from jsonb come in its key order.
-  if (field.type === pending.to.type && sameJson(field.options ?? {}, pending.to.options ?? {})) {
-    return undefined;
-  }
+  if (value === null || heldAsChanged(field, pending.to)) return undefined;
   const now = new Date();
   const problem = conversionProblem(field, pending.to, {
     value,

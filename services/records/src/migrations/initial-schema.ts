@@ -5,6 +5,7 @@ import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
 import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
+import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { WriteGate } from "./write-gate.js";
@@ -89,4 +90,5 @@ export const migrations = [
   ChangeIds,
   IcuCollation,
   RecordCounts,
+  PendingWritesAsChanged,
 ];
