@@ -219,7 +219,10 @@ export function parseDatetime(value: string): number | undefined {
   return date.getTime() - offsetMinutes * 60_000;
 }
 
-/** Epoch milliseconds as the stored datetime form, if it lies in years 1-9999 (UTC). */
+/**
+ * Epoch milliseconds as the stored datetime form, if it lies in years 1-9999 (UTC): the only
+ * form datetimes are stored in (records' sorts order them by this text, query/value-expression).
+ */
 export function datetimeString(ms: number): string | undefined {
   const date = new Date(ms);
   if (Number.isNaN(date.getTime())) return undefined;

@@ -7,7 +7,7 @@ import { parseFields } from "./fields-parser.js";
 import { QueryError } from "./query-error.js";
 import { randomFittingTree, randomTree, seededRandom } from "./random-where.js";
 import { orderBySql, orderTerms, parseSort } from "./sort.js";
-import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN } from "./value-expression.js";
+import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN, valueSource } from "./value-expression.js";
 import { OPERATORS } from "./where-ast.js";
 import { buildWhere } from "./where-compiler.js";
 import { printWhere } from "./where-printer.js";
@@ -537,8 +537,12 @@ describe("sort against PostgreSQL", () => {
     ["-created_at", [9, 8, 7, 6, 5, 4, 2, 3, 1]],
     ["-Created", [9, 8, 7, 6, 5, 4, 2, 3, 1]],
     ["updated_at", [1, 2, 3, 5, 6, 7, 8, 9, 4]],
-    ["Due", [7, 8, 2, 1, 6, 3, 4, 5, 9]],
-    ["At", [8, 2, 1, 6, 7, 3, 4, 5, 9]],
+    // Dates and datetimes sort by their stored text when it has the stored form's shape: row
+    // 5's 30 February (which nothing stores) by its text, rows 6 and 8 (an offset, no
+    // milliseconds: not the stored form, which is UTC with milliseconds) with the blanks.
+    ["Due", [7, 8, 5, 2, 1, 6, 3, 4, 9]],
+    ["At", [2, 1, 7, 3, 4, 5, 6, 8, 9]],
+    ["-At", [3, 4, 5, 6, 8, 9, 7, 1, 2]],
     ["Vip", [2, 6, 1, 7, 3, 4, 5, 8, 9]],
     ["-Vip", [3, 4, 5, 8, 9, 1, 7, 2, 6]],
     ["Tags", [1, 8, 6, 2, 7, 3, 4, 5, 9]],
@@ -553,6 +557,33 @@ describe("sort against PostgreSQL", () => {
     for (const field of FIELDS.filter((f) => f.type !== "json" && f.type !== "file")) {
       expect(await sorted(field.name)).toHaveLength(9);
       expect(await sorted(`-${field.id}`)).toHaveLength(9);
+    }
+  });
+
+  it("orders stored dates and datetimes as the days and instants they are", async () => {
+    const random = seededRandom(7);
+    const first = Date.UTC(1, 0, 1) - 1900 * 365.2425 * 86_400_000; // 0001-01-01, about
+    const last = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+    const day = Date.UTC(2026, 10, 27);
+    // Stored forms (kit's `datetimeString`, a date its first 10 characters), across the years
+    // 1-9999 and within one day.
+    const stored = [
+      ...Array.from({ length: 200 }, () => first + random() * (last - first)),
+      ...Array.from({ length: 100 }, () => day + random() * 86_400_000),
+    ]
+      .map((ms) => new Date(Math.floor(ms)))
+      .filter((date) => date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999)
+      .map((date) => date.toISOString());
+    expect(stored.length).toBeGreaterThan(250);
+    const order = (source: ReturnType<typeof valueSource>, by: "typed" | "sortable") =>
+      `select s from (select jsonb_build_object('5', left(s, 10), '6', s) as data, s, n
+         from unnest($1::text[]) with ordinality as u(s, n)) r order by ${source[by]}, n`;
+    for (const field of [FIELDS[4]!, FIELDS[5]!]) {
+      const source = valueSource({ kind: "field", field }, "r");
+      const byType = await client.query(order(source, "typed"), [stored]);
+      const byText = await client.query(order(source, "sortable"), [stored]);
+      expect(byText.rows.map((row) => row.s)).toEqual(byType.rows.map((row) => row.s));
+      expect(byText.rows.map((row) => row.s)).not.toEqual(stored);
     }
   });
 

@@ -123,13 +123,17 @@ describe("orderTerms", () => {
     expect(orderBy([], { tableAlias: "rec" })).toBe("rec.row_id ASC");
   });
 
-  it("casts booleans, dates and datetimes behind checks and orders choices as text", () => {
+  it("casts booleans behind checks, orders dates and datetimes of the stored shape and choices as text", () => {
     const sql = orderBy(
       parseSort("Vip,-odd,At,Tags", [...FIELDS, { id: "11", name: "odd", type: "date" }]),
     );
     expect(sql).toContain("THEN (data->'8')::boolean END) ASC NULLS LAST");
-    expect(sql).toContain("THEN (data->>'11')::date END) DESC NULLS FIRST");
-    expect(sql).toContain("THEN (data->>'9')::timestamptz END) ASC NULLS LAST");
+    expect(sql).toContain(
+      `(CASE WHEN (data->>'11') LIKE '____-__-__' THEN (data->>'11') END) COLLATE "C" DESC NULLS FIRST`,
+    );
+    expect(sql).toContain(
+      `(CASE WHEN (data->>'9') LIKE '____-__-__T__:__:__.___Z' THEN (data->>'9') END) COLLATE "C" ASC NULLS LAST`,
+    );
     expect(sql).toContain("THEN (data->>'10') END) COLLATE \"C\" ASC NULLS LAST");
     expect(sql).not.toContain("?");
   });

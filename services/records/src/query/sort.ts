@@ -65,9 +65,9 @@ export interface OrderTerm {
 }
 
 /**
- * The ORDER BY terms for sort keys: each key's typed value (numbers as numbers, dates as
- * dates, text by code point), nulls (blank and malformed values) last ascending and first
- * descending, then `row_id` ascending to break ties — so paging is stable and ties keep
+ * The ORDER BY terms for sort keys: each key's sortable value (numbers as numbers, text by code
+ * point, dates and datetimes by their stored text), nulls (blank and malformed values) last
+ * ascending and first descending, then `row_id` ascending to break ties — so paging is stable and ties keep
  * creation order whatever the direction. No keys: `row_id` ascending. They hold no
  * parameters: only checked field ids reach the SQL.
  */
@@ -77,10 +77,8 @@ export function orderTerms(
 ): OrderTerm[] {
   const terms = keys.map((key): OrderTerm => {
     const source = valueSource(key.target, options.tableAlias);
-    const textual =
-      source.kind === "text" || source.kind === "single_select" || source.kind === "multi_select";
     return {
-      value: textual ? `${source.typed} COLLATE "C"` : source.typed,
+      value: source.sortable,
       direction: key.descending ? "DESC NULLS FIRST" : "ASC NULLS LAST",
       rowId: source.kind === "row_id",
     };

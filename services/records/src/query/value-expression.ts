@@ -50,6 +50,11 @@ export interface ValueSource {
    * unable to fail, so a malformed stored value matches nothing instead of failing the query.
    */
   typed: string;
+  /**
+   * What the value sorts by (NULL sorts as blank): `typed`, but text in code point order, and
+   * dates and datetimes as their stored text (`sortableText`).
+   */
+  sortable: string;
   /** True when the value is blank (missing, null, "" or []), never NULL. */
   blank: string;
   /** False when `typed` is never NULL (`row_id`, the primary key). */
@@ -89,6 +94,7 @@ function columnSource(kind: ValueKind, column: string, data: string): ValueSourc
     choices: undefined,
     data,
     typed: column,
+    sortable: column,
     blank: `(${column} IS NULL)`,
     nullable: kind !== "row_id",
   };
@@ -112,15 +118,48 @@ export function valueSource(target: ReferenceTarget, alias: string | undefined):
   const kind = KIND_OF_TYPE[field.type];
   const json = `${data}->'${field.id}'`;
   const text = `(${data}->>'${field.id}')`;
+  const typed = typedValue(kind, json, text);
   return {
     kind,
     fieldId: field.id,
     choices: field.choices,
     data,
-    typed: typedValue(kind, json, text),
+    typed,
+    sortable: sortableValue(kind, typed, text),
     blank: `(coalesce(${json}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb))`,
     nullable: true,
   };
+}
+
+/**
+ * The shapes of the stored forms of dates (`YYYY-MM-DD`) and datetimes (UTC with milliseconds,
+ * `YYYY-MM-DDTHH:MM:SS.mmmZ`, as every write and conversion stores them: kit's field types). In
+ * code point order they sort as the days and instants they are.
+ */
+const STORED_DATE_SHAPE = "____-__-__";
+const STORED_DATETIME_SHAPE = "____-__-__T__:__:__.___Z";
+
+/**
+ * A stored date or datetime sorts by its text when it has the stored form's shape, NULL (as a
+ * blank) otherwise. Checking the calendar too (`typed`'s pattern) cost about 1 µs a value in
+ * PostgreSQL's regular expressions, which a sort pays for every match (a third of a filtered
+ * page of 16,000 matches); nothing stores a date of that shape that is no day (30 February),
+ * and one would only sort by its text. Filters keep `typed`: a value that is no date matches
+ * no comparison.
+ */
+function sortableValue(kind: ValueKind, typed: string, text: string): string {
+  switch (kind) {
+    case "text":
+    case "single_select":
+    case "multi_select":
+      return `${typed} COLLATE "C"`;
+    case "date":
+      return `(CASE WHEN ${text} LIKE '${STORED_DATE_SHAPE}' THEN ${text} END) COLLATE "C"`;
+    case "datetime":
+      return `(CASE WHEN ${text} LIKE '${STORED_DATETIME_SHAPE}' THEN ${text} END) COLLATE "C"`;
+    default:
+      return typed;
+  }
 }
 
 function typedValue(kind: ValueKind, json: string, text: string): string {
