@@ -52,9 +52,14 @@ export interface ValueSource {
   typed: string;
   /**
    * What the value sorts by (NULL sorts as blank): `typed`, but text in code point order, and
-   * dates and datetimes as their stored text (`sortableText`).
+   * dates and datetimes as their stored text (`sortableValue`).
    */
   sortable: string;
+  /**
+   * A date or datetime field's value as stored text, and the `LIKE` pattern of its stored form
+   * (`STORED_SHAPE`), whose texts compare in code point order as the days and instants they are.
+   */
+  stored: { text: string; shape: string } | undefined;
   /** True when the value is blank (missing, null, "" or []), never NULL. */
   blank: string;
   /** False when `typed` is never NULL (`row_id`, the primary key). */
@@ -95,6 +100,7 @@ function columnSource(kind: ValueKind, column: string, data: string): ValueSourc
     data,
     typed: column,
     sortable: column,
+    stored: undefined,
     blank: `(${column} IS NULL)`,
     nullable: kind !== "row_id",
   };
@@ -126,26 +132,30 @@ export function valueSource(target: ReferenceTarget, alias: string | undefined):
     data,
     typed,
     sortable: sortableValue(kind, typed, text),
+    stored:
+      kind === "date" || kind === "datetime" ? { text, shape: STORED_SHAPE[kind] } : undefined,
     blank: `(coalesce(${json}, 'null'::jsonb) IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb))`,
     nullable: true,
   };
 }
 
 /**
- * The shapes of the stored forms of dates (`YYYY-MM-DD`) and datetimes (UTC with milliseconds,
- * `YYYY-MM-DDTHH:MM:SS.mmmZ`, as every write and conversion stores them: kit's field types). In
- * code point order they sort as the days and instants they are.
+ * The shapes (`LIKE` patterns) of the stored forms of dates (`YYYY-MM-DD`) and datetimes (UTC
+ * with milliseconds, `YYYY-MM-DDTHH:MM:SS.mmmZ`), as every write and conversion stores them
+ * (kit's field types). With four-digit years, in code point order, such texts sort as the days
+ * and instants they are.
  */
-const STORED_DATE_SHAPE = "____-__-__";
-const STORED_DATETIME_SHAPE = "____-__-__T__:__:__.___Z";
+export const STORED_SHAPE = {
+  date: "____-__-__",
+  datetime: "____-__-__T__:__:__.___Z",
+} as const;
 
 /**
  * A stored date or datetime sorts by its text when it has the stored form's shape, NULL (as a
  * blank) otherwise. Checking the calendar too (`typed`'s pattern) cost about 1 µs a value in
  * PostgreSQL's regular expressions, which a sort pays for every match (a third of a filtered
  * page of 16,000 matches); nothing stores a date of that shape that is no day (30 February),
- * and one would only sort by its text. Filters keep `typed`: a value that is no date matches
- * no comparison.
+ * and one would only sort by its text. Filters stay exact (where-compiler's `range`).
  */
 function sortableValue(kind: ValueKind, typed: string, text: string): string {
   switch (kind) {
@@ -154,9 +164,8 @@ function sortableValue(kind: ValueKind, typed: string, text: string): string {
     case "multi_select":
       return `${typed} COLLATE "C"`;
     case "date":
-      return `(CASE WHEN ${text} LIKE '${STORED_DATE_SHAPE}' THEN ${text} END) COLLATE "C"`;
     case "datetime":
-      return `(CASE WHEN ${text} LIKE '${STORED_DATETIME_SHAPE}' THEN ${text} END) COLLATE "C"`;
+      return `(CASE WHEN ${text} LIKE '${STORED_SHAPE[kind]}' THEN ${text} END) COLLATE "C"`;
     default:
       return typed;
   }

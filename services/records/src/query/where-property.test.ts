@@ -11,7 +11,7 @@ import {
   seededRandom,
   withoutPositions,
 } from "./random-where.js";
-import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN } from "./value-expression.js";
+import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN, STORED_SHAPE } from "./value-expression.js";
 import type { WhereNode } from "./where-ast.js";
 import { compileWhere } from "./where-compiler.js";
 import { parseWhere } from "./where-parser.js";
@@ -184,6 +184,8 @@ const SQL_CONSTANTS = new Set([
   "",
   SQL_DATE_PATTERN,
   SQL_DATETIME_PATTERN,
+  STORED_SHAPE.date,
+  STORED_SHAPE.datetime,
 ]);
 
 function expectOnlyConstants(sql: string): void {
