@@ -176,7 +176,7 @@ export class CatalogEvents {
         );
         // Writes checked against it that landed in a chunk converted before them (the last
         // chunk's were just converted).
-        const passed = noted
+        const passed = noted.writes
           .map((write) => write.rowId)
           .filter((rowId) => BigInt(rowId) <= BigInt(before.after));
         converted += await this.deps.typeChanges.applyNoted(em, change, passed);
@@ -200,10 +200,11 @@ export class CatalogEvents {
         // A write under way (past its gate, so held to the new choices) commits first, and its
         // value is renamed here; every later one finds the change no longer pending. The
         // records the chunks passed are renamed again only when a write noted them; those a
-        // write of the new choices (catalog committed them) wrote last are not renamed at all.
+        // write of the new choices (catalog committed them) wrote last are not renamed at all,
+        // nor those written once the change was no longer pending (the event came late).
         await lockTableExclusive(em, event.tableId);
         const to = fieldLikeOf({ type: event.type, options: event.options });
-        const noted = to
+        const cleared = to
           ? await clearTypeChangePending(
               em,
               {
@@ -214,14 +215,14 @@ export class CatalogEvents {
               },
               event.changeId,
             )
-          : [];
+          : undefined;
         await renameChoicesOf(
           em,
           event.tableId,
           event.fieldId.toString(),
           renamesOf(event),
           upTo,
-          noted,
+          cleared,
         );
         break;
       }

@@ -3,10 +3,12 @@ import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ChoiceRename,
+  clearTypeChangePending,
   deleteRecordsInChunks,
   lastRowId,
   markFieldDeleted,
   markTablesDeleted,
+  markTypeChangePending,
   numberReserved,
   renameChoicesInChunks,
   renameChoicesOf,
@@ -234,7 +236,7 @@ describe("renaming a select's choices", () => {
       rows[0],
       { 3: "B", 4: ["Alpha", "B"] },
     ]);
-    const noted = [{ rowId: rows[0]!, asChanged: false }];
+    const noted = { writes: [{ rowId: rows[0]!, asChanged: false }], pendingUntil: undefined };
     expect(await renameChoicesOf(orm.em.fork(), 40n, "3", rename, upTo, noted)).toBe(2);
     expect(await renameChoicesOf(orm.em.fork(), 40n, "4", rename, upTo, noted)).toBe(2);
     expect(await datas(40)).toEqual([
@@ -261,6 +263,28 @@ describe("renaming a select's choices", () => {
       { 1: "patched", 3: "Beta" },
       { 1: "n4", 3: "Alpha" },
     ]);
+  });
+
+  it("renames no record written once the change was no longer pending (its event came late)", async () => {
+    const swap: ChoiceRename[] = [
+      ["A", "B"],
+      ["B", "A"],
+    ];
+    const target = { tableId: 45n, fieldId: 3n, toType: "single_select", toOptions: {} };
+    await insert(45, [{ 3: "A" }]);
+    // A mark that stops holding writes at once, as one whose event came after PENDING_SECONDS.
+    await orm.em
+      .fork()
+      .transactional((em) => markTypeChangePending(em, target, 0, "converts", "late"));
+    // Written after it: not noted, with the new choices.
+    await insert(45, [{ 3: "A" }]);
+    const cleared = await orm.em
+      .fork()
+      .transactional((em) => clearTypeChangePending(em, target, "late"));
+    expect(cleared.writes).toEqual([]);
+    expect(cleared.pendingUntil).toMatch(/^[0-9]+$/);
+    expect(await renameChoicesOf(orm.em.fork(), 45n, "3", swap, "0", cleared)).toBe(1);
+    expect(await datas(45)).toEqual([{ 3: "B" }, { 3: "A" }]);
   });
 
   it("renames swaps and chains all at once, which renaming again would undo", async () => {
@@ -290,10 +314,13 @@ describe("renaming a select's choices", () => {
     ];
     // The last record was last written with the new names (a write noted it so): it is left
     // alone; one noted as written with the old names is renamed as any other.
-    const noted = [
-      { rowId: rows[3]!, asChanged: true },
-      { rowId: rows[1]!, asChanged: false },
-    ];
+    const noted = {
+      writes: [
+        { rowId: rows[3]!, asChanged: true },
+        { rowId: rows[1]!, asChanged: false },
+      ],
+      pendingUntil: undefined,
+    };
     expect(await renameChoicesOf(orm.em.fork(), 43n, "3", chain, "0", noted)).toBe(3);
     expect(await renameChoicesOf(orm.em.fork(), 43n, "4", chain, "0", noted)).toBe(1);
     expect(await datas(43)).toEqual([

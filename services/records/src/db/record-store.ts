@@ -760,9 +760,9 @@ export async function renameChoicesInChunks(
 /**
  * Renames stored select values in one statement, in the caller's transaction (which holds the
  * table's exclusive lock): of the records after `after` (every record for `"0"`) and of the
- * records writes noted while the change was pending, but for those whose last write held the
- * field as changed (it wrote new names, which a swap would rename again). Returns how many it
- * renamed.
+ * records writes noted while the change was pending, but for those last written with the new
+ * choices, which a swap would rename again: noted so, or written once the change was no longer
+ * pending (`cleared`). Returns how many it renamed.
  */
 export async function renameChoicesOf(
   em: EntityManager,
@@ -770,23 +770,26 @@ export async function renameChoicesOf(
   fieldId: string,
   renames: readonly ChoiceRename[],
   after: string,
-  noted: readonly NotedWrite[] = [],
+  cleared: ClearedChange = { writes: [], pendingUntil: undefined },
 ): Promise<number> {
   if (renames.length === 0) return 0;
+  const { writes, pendingUntil } = cleared;
   const [row] = await query<{ renamed: number }>(
     em,
     `with changed as (
        update record r set data = ${RENAMED_DATA}
        where r.table_id = $1 and (r.row_id > $5 or r.row_id = any($6::bigint[]))
          and r.row_id <> all($7::bigint[]) and ${HOLDS_OLD_CHOICE}
+         and ($8::bigint is null or r.updated_at < 'epoch'::timestamptz + $8::bigint * interval '1 microsecond')
        returning 1
      )
      select count(*)::int as renamed from changed`,
     [
       ...renameParams(tableId, fieldId, renames),
       after,
-      noted.filter((write) => !write.asChanged).map((write) => write.rowId),
-      noted.filter((write) => write.asChanged).map((write) => write.rowId),
+      writes.filter((write) => !write.asChanged).map((write) => write.rowId),
+      writes.filter((write) => write.asChanged).map((write) => write.rowId),
+      pendingUntil ?? null,
     ],
   );
   return row!.renamed;
@@ -1062,7 +1065,7 @@ export async function clearTypeChangePending(
   em: EntityManager,
   change: PendingTarget,
   changeId: string,
-): Promise<NotedWrite[]> {
+): Promise<ClearedChange> {
   // An event of a catalog older than change ids, whose check left marks without one: the marks
   // of this change only, its check's (made more than once when a check was tried again), not
   // those of the same change made again later (decimals 2 -> 0, back to 2, to 0 again), whose
@@ -1083,7 +1086,7 @@ export async function clearTypeChangePending(
     select id from equal
     where id < coalesce((select id from later_other), 9223372036854775807)`;
   // The statement reads the notes as they were before it, their marks' deletion takes them.
-  const rows = await query<{ row_id: string; as_changed: boolean }>(
+  const [row] = await query<{ until_us: string | null; writes: { r: string; c: boolean }[] }>(
     em,
     `with mine as (${
       changeId
@@ -1091,16 +1094,35 @@ export async function clearTypeChangePending(
            where table_id = $1 and field_id = $2 and not required and change_id = $3`
         : equalBeforeOther
     }), gone as (
-       delete from pending_type_change where id in (select id from mine) returning id
+       delete from pending_type_change where id in (select id from mine) returning id, expires_at
+     ), noted as (
+       select w.row_id, bool_and(w.as_changed) as as_changed
+       from pending_type_change_write w join gone on gone.id = w.mark_id
+       group by w.row_id
      )
-     select w.row_id, bool_and(w.as_changed) as as_changed
-     from pending_type_change_write w join gone on gone.id = w.mark_id
-     group by w.row_id order by w.row_id`,
+     select (select (extract(epoch from max(expires_at)) * 1000000)::bigint::text from gone)
+         as until_us,
+       coalesce((select json_agg(json_build_object('r', row_id::text, 'c', as_changed)
+         order by row_id) from noted), '[]') as writes`,
     changeId
       ? [change.tableId, change.fieldId, changeId]
       : [change.tableId, change.fieldId, change.toType, JSON.stringify(change.toOptions ?? {})],
   );
-  return rows.map((row) => ({ rowId: row.row_id, asChanged: row.as_changed }));
+  return {
+    writes: row!.writes.map((write) => ({ rowId: write.r, asChanged: write.c })),
+    pendingUntil: row!.until_us ?? undefined,
+  };
+}
+
+/** What `clearTypeChangePending` found of a change it cleared. */
+export interface ClearedChange {
+  /** The records writes noted while the change was pending. */
+  writes: NotedWrite[];
+  /**
+   * When its marks stopped holding writes (epoch microseconds), undefined when it had none
+   * left: a write after that was not noted, and held the field as changed (PENDING_SECONDS).
+   */
+  pendingUntil: string | undefined;
 }
 
 /** A pending mark a write's values were checked against, as the write notes its records. */
