@@ -40,8 +40,8 @@ const FIELDS: QueryField[] = [
 const NOW = new Date("2026-11-21T10:15:00.000Z");
 
 /**
- * Rows 1-9. Row 3 holds explicit blanks, row 4 no keys, row 5 malformed values, row 9 only the
- * value of a field that is gone.
+ * Rows 1-9. Row 3 holds explicit blanks, row 4 no keys, row 5 malformed values (a number as a
+ * string, an autonumber as an array), row 9 only the value of a field that is gone.
  */
 const ROWS: Array<{ data: unknown; created: string; updated: string | null }> = [
   {
@@ -109,7 +109,7 @@ const ROWS: Array<{ data: unknown; created: string; updated: string | null }> = 
       7: ["Active"],
       8: "a",
       12: [],
-      14: "x",
+      14: [7],
     },
     created: "2026-01-05T00:00:00Z",
     updated: "2026-01-05T00:00:00Z",
@@ -245,6 +245,8 @@ const CASES: Array<[string, number[]]> = [
   ["(Age,lte,18)", [2, 6, 7]],
   ["(Age,gte,1e20)", [8]],
   ["(Age,lt,-1)", [7]],
+  ["(Age,lt,1e21)", [1, 2, 6, 7]],
+  ["(Age,gt,-1e-7)", [1, 2, 6, 8]],
   ["(Age,btw,17,36)", [1, 2, 6]],
   ["(Age,btw,36,17)", []],
   ["(Age,in,17,36)", [1, 2]],

@@ -7,6 +7,7 @@ export type ParamType =
   | "timestamptz"
   | "tstzrange"
   | "jsonb"
+  | "jsonpath"
   | "text[]"
   | "numeric[]"
   | "bigint[]"

@@ -108,10 +108,14 @@ describe("compileWhere", () => {
     );
     expect(compiled.sql).toBe(
       "(data @> $2::jsonb AND " +
-        "(coalesce((CASE WHEN jsonb_typeof(data->'12') = 'number' THEN (data->'12')::numeric END) >= $3::numeric, false) OR " +
+        "(coalesce(jsonb_path_exists(data, $3::jsonpath, '{}', true), false) OR " +
         "data @> $4::jsonb))",
     );
-    expect(compiled.params).toEqual(['{"11":"Active"}', "18", '{"13":true}']);
+    expect(compiled.params).toEqual([
+      '{"11":"Active"}',
+      'strict $."12" ? (@ >= 18)',
+      '{"13":true}',
+    ]);
   });
 
   it("numbers placeholders after the caller's and qualifies columns with the alias", () => {
@@ -120,13 +124,12 @@ describe("compileWhere", () => {
       now: NOW,
       tableAlias: "r",
     });
-    expect(compiled.sql).toContain("$5::numeric AND $6::numeric");
-    expect(compiled.sql).toContain("r.data->'12'");
+    expect(compiled.sql).toContain("jsonb_path_exists(r.data, $5::jsonpath, '{}', true)");
     expect(compiled.sql).toContain("(r.created_at IS NULL)");
     // A field named row_id wins over the column.
-    expect(compiled.sql).toContain("(r.data->>'18') END) COLLATE \"C\" > $7::text");
+    expect(compiled.sql).toContain("(r.data->>'18') END) COLLATE \"C\" > $6::text");
     expect(compiled.sql).not.toMatch(/\$[1-4](?![0-9])/);
-    expect(compiled.params).toEqual(["1", "2", "3"]);
+    expect(compiled.params).toEqual(['strict $."12" ? (@ >= 1 && @ <= 2)', "3"]);
   });
 
   it("compiles ~not and the negative operators as exact complements", () => {
@@ -259,13 +262,16 @@ describe("compileWhere", () => {
     });
 
     it("parses numbers as finite decimals", () => {
-      const params = (value: string) => buildWhere(`(Age,gt,${value})`, FIELDS, OPTIONS).params;
-      expect(params("18")).toEqual(["18"]);
-      expect(params("+1.50")).toEqual(["1.5"]);
-      expect(params("-0")).toEqual(["0"]);
-      expect(params(".5")).toEqual(["0.5"]);
-      expect(params("1e-7")).toEqual(["1e-7"]);
-      expect(params("1E21")).toEqual(["1e+21"]);
+      const bound = (value: string) => {
+        const [path] = buildWhere(`(Age,gt,${value})`, FIELDS, OPTIONS).params;
+        return /^strict \$\."12" \? \(@ > (.+)\)$/.exec(String(path))?.[1];
+      };
+      expect(bound("18")).toBe("18");
+      expect(bound("+1.50")).toBe("1.5");
+      expect(bound("-0")).toBe("0");
+      expect(bound(".5")).toBe("0.5");
+      expect(bound("1e-7")).toBe("1e-7");
+      expect(bound("1E21")).toBe("1e+21");
     });
 
     it("resolves relative dates against now, in UTC", () => {

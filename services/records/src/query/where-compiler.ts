@@ -335,6 +335,9 @@ class WhereCompiler {
       return this.range(source, [{ symbol: SYMBOL[operator], value: this.day(literal) }]);
     }
     const scalar = this.scalar(source, literal);
+    if (source.kind === "number" && source.fieldId !== undefined) {
+      return this.numberPath(source, [`@ ${SYMBOL[operator]} ${scalar.value}`]);
+    }
     const param = this.params.add(scalar.value, scalar.type);
     const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
     return this.orFalse(source, `${left} ${SYMBOL[operator]} ${param}`);
@@ -355,9 +358,28 @@ class WhereCompiler {
       ]);
     }
     const [a, b] = [this.scalar(source, low), this.scalar(source, high)];
+    if (source.kind === "number" && source.fieldId !== undefined) {
+      return this.numberPath(source, [`@ >= ${a.value}`, `@ <= ${b.value}`]);
+    }
     const left = source.kind === "text" ? `${source.typed} COLLATE "C"` : source.typed;
     const [from, to] = [this.params.add(a.value, a.type), this.params.add(b.value, b.type)];
     return this.orFalse(source, `${left} BETWEEN ${from} AND ${to}`);
+  }
+
+  /**
+   * A number field's comparisons (`@ >= 500`, all must hold) as one SQL/JSON path over `data`:
+   * `strict $."id" ? (...)`, which holds only for a JSON number (strict: an array is not
+   * unwrapped, a string or null compares to nothing) and is NULL for a missing key (an error
+   * the silent call turns into NULL). The same answers as comparing `typed`, without its type
+   * check and second read of the value for every record: a range over 33,000 records took 4 ms
+   * less (`ROUNDS.md`, twenty-second round). The numbers are `parseNumberValue`'s finite doubles,
+   * written by `String`, which the path's grammar reads (`1e+21`, `-1.5e-7`); the path is one
+   * parameter, and the function form (not `@?`) keeps the GIN index from being tried for it.
+   */
+  private numberPath(source: ValueSource, conditions: readonly string[]): string {
+    const path = `strict $."${source.fieldId}" ? (${conditions.join(" && ")})`;
+    const param = this.params.add(path, "jsonpath");
+    return this.orFalse(source, `jsonb_path_exists(${source.data}, ${param}, '{}', true)`);
   }
 
   private within(source: ValueSource, span: TimeSpan): string {

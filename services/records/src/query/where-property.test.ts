@@ -181,6 +181,7 @@ const SQL_CONSTANTS = new Set([
   "null",
   '""',
   "[]",
+  "{}",
   "",
   SQL_DATE_PATTERN,
   SQL_DATETIME_PATTERN,
