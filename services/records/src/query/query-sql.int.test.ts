@@ -295,6 +295,9 @@ const CASES: Array<[string, number[]]> = [
   ["(At,lte,2026-11-21T10:15:00Z)", [1, 2, 8]],
   ["(At,btw,2026-11-20,2026-11-21)", [1, 2, 6]],
   ["(At,in,2024-02-29,9999-12-31)", [7, 8]],
+  // Rows 1 and 6 lie between the two days, in neither.
+  ["(At,in,2026-11-20,2026-11-22)", [2]],
+  ["(At,in,2026-11-21T10:15:00Z,2026-11-20T23:59:59.999Z)", [1, 2]],
   ["(At,eq,9999-12-31)", [7]],
   ["(At,neq,today)", except(1, 6)],
   ["(At,nin,today,yesterday)", except(1, 2, 6)],

@@ -295,11 +295,20 @@ class WhereCompiler {
 
   private oneOf(source: ValueSource, items: Literal[]): string {
     if (source.kind === "datetime") {
-      const ranges = this.params.add(
-        items.map((item) => rangeLiteral(this.span(item))),
-        "tstzrange[]",
+      const spans = items.map((item) => this.span(item));
+      const inSpans = () =>
+        `${source.typed} <@ ANY(${this.params.add(spans.map(rangeLiteral), "tstzrange[]")})`;
+      // Only the values within the spans' hull are checked against each span.
+      const from = Math.min(...spans.map((span) => span.from));
+      const to = Math.max(...spans.map((span) => span.to));
+      return this.range(
+        source,
+        [
+          { symbol: ">=", value: formatInstant(from) },
+          { symbol: "<", value: formatInstant(to) },
+        ],
+        inSpans,
       );
-      return this.orFalse(source, `${source.typed} <@ ANY(${ranges})`);
     }
     const scalars = items.map((item) => this.scalar(source, item));
     if (source.fieldId !== undefined && scalars.every((s) => s.json !== undefined)) {
@@ -396,9 +405,14 @@ class WhereCompiler {
    * days' and instants' order), and only when that holds checked to be a real day or instant
    * (`typed`'s regular expression, about 1 µs a value, so a range filter pays it for the
    * values in range only); any other value, a column, or a bound outside the years 0000-9999
-   * goes through `typed`.
+   * goes through `typed`. With `exact` (a condition on `typed`, adding its parameters on each
+   * call), the bounds only narrow down the values that `exact` then decides.
    */
-  private range(source: ValueSource, bounds: readonly { symbol: string; value: string }[]): string {
+  private range(
+    source: ValueSource,
+    bounds: readonly { symbol: string; value: string }[],
+    exact?: () => string,
+  ): string {
     const kind = source.kind === "date" ? "date" : "datetime";
     const compare = (value: string, type: ParamType) =>
       bounds
@@ -407,14 +421,15 @@ class WhereCompiler {
     const typedType = kind === "date" ? "date" : "timestamptz";
     const { stored } = source;
     if (!stored || !bounds.every((bound) => STORED_FORM[kind].test(bound.value))) {
-      return this.orFalse(source, compare(source.typed, typedType));
+      return this.orFalse(source, exact ? exact() : compare(source.typed, typedType));
     }
     // In this order: the placeholders are numbered as they are added.
     const asText = compare(`${stored.text} COLLATE "C"`, "text");
-    const typed = compare(source.typed, typedType);
+    const checked = exact ? exact() : `${source.typed} IS NOT NULL`;
+    const typed = exact ? exact() : compare(source.typed, typedType);
     return this.orFalse(
       source,
-      `(CASE WHEN ${stored.text} LIKE '${stored.shape}' THEN ${asText} AND ${source.typed} IS NOT NULL ELSE ${typed} END)`,
+      `(CASE WHEN ${stored.text} LIKE '${stored.shape}' THEN ${asText} AND ${checked} ELSE ${typed} END)`,
     );
   }
 
