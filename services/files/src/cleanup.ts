@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { CallContext, Transactions, Within } from "./change-set.js";
+import type { CallContext, ChangeSet, Transactions, Within } from "./change-set.js";
 import { lockScopesExclusive, markDeleted, type ScopeKind } from "./db/scopes.js";
 import { releaseUsage } from "./stored-file.js";
 
@@ -11,10 +11,13 @@ const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
 
 const NOTHING: Within<number> = { result: 0, afterCommit: () => {} };
 
+/** How many files one transaction of `deleteScopesInChunks` deletes. */
+export const SCOPE_DELETE_CHUNK = 1000;
+
 /**
  * Files' part of the deletion sagas. Each step marks what was deleted (so an upload racing it is
- * refused at commit), removes or soft-deletes the rows in one transaction with the usage, and
- * queues the bytes for the collector. Each runs in the caller's transaction `em` (the event
+ * refused at commit), removes or soft-deletes the rows with the usage (a deleted scope's files
+ * first in chunks, `deleteScopesInChunks`), and queues the bytes for the collector. Each runs in the caller's transaction `em` (the event
  * consumer's, which records the event id with it) and returns what to do once it has committed:
  * the bytes are handed to the collector only then. Every step is idempotent besides: a replayed
  * event finds nothing left and changes nothing.
@@ -37,20 +40,44 @@ export class Cleanup {
       const { em } = changes;
       await lockScopesExclusive(em, kind, ids);
       await markDeleted(em, kind, ids);
-      const released = await em.execute<
-        { organization_id: string; size: string; storage_key: string }[]
-      >(
-        `delete from file where ${COLUMN[kind]} in (?)
-         returning organization_id, size, storage_key`,
-        [ids],
-      );
-      await releaseUsage(em, released);
+      const deleted = await removeFiles(changes, `${COLUMN[kind]} in (?)`, [ids]);
       if (kind === "organization") {
         await em.execute("delete from storage_usage where organization_id in (?)", [ids]);
       }
-      await changes.releaseBlobs(released.map((row) => row.storage_key));
-      return released.length;
+      return deleted;
     });
+  }
+
+  /**
+   * Runs before `deleteScopes`, outside the consumer's transaction: marks the scopes deleted in
+   * a short transaction under their locks, so that no file is added to them from then on, then
+   * deletes their files `chunk` at a time, each chunk in a transaction of its own with its
+   * usage and bytes. A large table's files so neither keep one transaction open for long nor
+   * hold back the consumer's later events; `deleteScopes` then finds nothing left, unless a
+   * chunk failed. A replay finds the mark and no files. Returns how many files went.
+   */
+  async deleteScopesInChunks(
+    context: CallContext,
+    kind: Exclude<ScopeKind, "row">,
+    ids: bigint[],
+    chunk = SCOPE_DELETE_CHUNK,
+  ): Promise<number> {
+    if (ids.length === 0) return 0;
+    await this.tx.run(context, async ({ em }) => {
+      await lockScopesExclusive(em, kind, ids);
+      await markDeleted(em, kind, ids);
+    });
+    let total = 0;
+    for (;;) {
+      const deleted = await this.tx.run(context, (changes) =>
+        removeFiles(changes, `id in (select id from file where ${COLUMN[kind]} in (?) limit ?)`, [
+          ids,
+          chunk,
+        ]),
+      );
+      total += deleted;
+      if (deleted < chunk) return total;
+    }
   }
 
   /**
@@ -78,4 +105,17 @@ export class Cleanup {
       return rows.length;
     });
   }
+}
+
+/**
+ * Deletes for good the files `where` selects (over `params`), gives their bytes back to their
+ * organizations' usage and queues the bytes for the collector. Returns how many went.
+ */
+async function removeFiles(changes: ChangeSet, where: string, params: unknown[]): Promise<number> {
+  const released = await changes.em.execute<
+    { organization_id: string; size: string; storage_key: string }[]
+  >(`delete from file where ${where} returning organization_id, size, storage_key`, params);
+  await releaseUsage(changes.em, released);
+  await changes.releaseBlobs(released.map((row) => row.storage_key));
+  return released.length;
 }

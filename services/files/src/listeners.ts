@@ -53,15 +53,46 @@ function systemContext(message: BusMessage, requestId: string | undefined): Call
   return { principal: undefined, requestId: requestId || message.id };
 }
 
+/** What a deletion event removes the files of; undefined for the other events. */
+function deletedScopes(
+  message: BusMessage,
+): { kind: "organization" | "table" | "field"; ids: bigint[]; requestId?: string } | undefined {
+  switch (message.subject) {
+    case SUBJECTS.fieldDeleted: {
+      const event = fromBinary(FieldDeletedSchema, message.data);
+      return { kind: "field", ids: [event.fieldId], requestId: event.meta?.requestId };
+    }
+    case SUBJECTS.tableDeleted: {
+      const event = fromBinary(TableDeletedSchema, message.data);
+      return { kind: "table", ids: [event.tableId], requestId: event.meta?.requestId };
+    }
+    case SUBJECTS.databaseDeleted: {
+      const event = fromBinary(DatabaseDeletedSchema, message.data);
+      return { kind: "table", ids: event.tableIds, requestId: event.meta?.requestId };
+    }
+    case SUBJECTS.organizationDeleted: {
+      const event = fromBinary(OrganizationDeletedSchema, message.data);
+      return {
+        kind: "organization",
+        ids: [event.organizationId],
+        requestId: event.meta?.requestId,
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
 /**
  * Follows the events files depends on, each applied once per event id (`consumeOnce`: the id is
  * recorded in `processed_event` in the transaction that applies the event, and the message is
  * acknowledged only after the commit; bytes are handed to the collector after it):
  * - catalog (`catalog.>`): evicts cached table schemas; a deleted field, table or database
- *   deletes its files and their bytes;
+ *   deletes its files and their bytes (a chunk per transaction before the event's own,
+ *   `Cleanup.deleteScopesInChunks`);
  * - records (`records.deleted`): the files of deleted records are soft-deleted (purged 30 days
  *   later) and their rows closed to uploads;
- * - organization (`org.>`): a deleted organization's files go; a plan change evicts the cached
+ * - organization (`org.>`): a deleted organization's files go (in chunks too); a plan change evicts the cached
  *   plan.
  */
 export async function listen(
@@ -71,6 +102,16 @@ export async function listen(
 ): Promise<Consumer[]> {
   const { cleanup, upstream, logger } = deps;
   const consumers: Consumer[] = [];
+  /** Before a deletion event's transaction: its files go in chunks (`deleteScopesInChunks`). */
+  const deleteInChunks = async (message: BusMessage) => {
+    const scopes = deletedScopes(message);
+    if (!scopes) return;
+    const { kind, ids, requestId } = scopes;
+    const files = await cleanup.deleteScopesInChunks(systemContext(message, requestId), kind, ids);
+    if (files > 0) {
+      logger.info({ scope: kind, ids: ids.map(String), files }, "deleted scopes: files removed");
+    }
+  };
   /** The files of deleted scopes go in `em`; the log line and the bytes follow the commit. */
   const deleteScopes = async (
     em: EntityManager,
@@ -147,7 +188,7 @@ export async function listen(
             }
           }
         },
-        { logger },
+        { logger, beforeTransaction: deleteInChunks },
       ),
     );
     consumers.push(
@@ -177,7 +218,7 @@ export async function listen(
             await upstream.evictPlan(event.organizationId);
           }
         },
-        { logger },
+        { logger, beforeTransaction: deleteInChunks },
       ),
     );
     consumers.push(

@@ -1278,8 +1278,9 @@ export function filesSuite(backend: Backend) {
     it("refuses an upload to a deleted field at once, before files applies its event", async () => {
       const local = await workspace(h, t.owner, t.organizationId);
       const [first, next] = [await record(h, t.editor, local), await record(h, t.editor, local)];
-      // Files has read the table's schema, with the field, and cached it.
-      await upload(t.editor, first, local.doc, "cached");
+      // Files has read the table's schema, with the field, and cached it. (The upload goes to
+      // another field: the deleted field's own files may go before its event is applied.)
+      await upload(t.editor, first, local.picture, PNG);
       const before = await h.storedKeys();
       const deleted = () =>
         h.events.find(
