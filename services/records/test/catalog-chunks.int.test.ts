@@ -278,6 +278,9 @@ describe("renaming a select's choices", () => {
       .transactional((em) => markTypeChangePending(em, target, 0, "converts", "late"));
     // Written after it: not noted, with the new choices.
     await insert(45, [{ 3: "A" }]);
+    // Another field's check of the table meanwhile keeps the expired mark.
+    const other = { ...target, fieldId: 4n, toType: "number" };
+    await orm.em.fork().transactional((em) => markTypeChangePending(em, other, 120));
     const cleared = await orm.em
       .fork()
       .transactional((em) => clearTypeChangePending(em, target, "late"));

@@ -965,7 +965,7 @@ export type MarkKind = "converts" | "required";
  * the values), under the table's exclusive lock: every write that took the table's shared lock
  * before has committed when this commits, and every later one finds the mark (`write_gate`).
  * The mark carries the `changeId` catalog gave the check (migrations/change-ids.ts). The table's
- * expired marks go with it (`dropTypeChangeMarks`). Returns the mark's id.
+ * long-expired marks go with it (`dropTypeChangeMarks`). Returns the mark's id.
  */
 export async function markTypeChangePending(
   em: EntityManager,
@@ -995,9 +995,17 @@ export async function markTypeChangePending(
 }
 
 /**
+ * How long an expired mark is kept (as a PostgreSQL interval): it holds no write any more, but
+ * its change's event, however late (the CATALOG stream keeps events 7 days), still finds when it
+ * stopped being pending (`ClearedChange.pendingUntil`), so that a late rename leaves alone the
+ * records written since, whatever other checks of the table came in between.
+ */
+const EXPIRED_MARK_KEPT = "7 days";
+
+/**
  * Removes the table's marks of a change that will not be applied (the check refused it or
  * failed, or catalog did not commit it): those `ids` and those of `changeId`, and the table's
- * expired marks, in the caller's transaction; the required marks `changeId` lifted hold writes
+ * marks expired more than EXPIRED_MARK_KEPT ago, in the caller's transaction; the required marks `changeId` lifted hold writes
  * again. Under the table's exclusive lock, as every deletion of a mark: a write noting its
  * records under a mark holds the shared one, so no note names a mark that is gone, and a mark's
  * notes go with it (migrations/pending-writes.ts). Ids already gone, or of another table, are
@@ -1014,7 +1022,8 @@ export async function dropTypeChangeMarks(
     em,
     `delete from pending_type_change
      where table_id = $1
-       and (id = any($2::bigint[]) or change_id = nullif($3, '') or expires_at <= now())`,
+       and (id = any($2::bigint[]) or change_id = nullif($3, '')
+         or expires_at <= now() - interval '${EXPIRED_MARK_KEPT}')`,
     [tableId, ids, changeId],
   );
   if (changeId) {
