@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { EntityManager, Kysely } from "@mikro-orm/postgresql";
-import type { PoolClient } from "pg";
+import type { Pool, PoolClient } from "pg";
 
 type CompiledQuery = Extract<Parameters<Kysely<unknown>["executeQuery"]>[0], { sql: string }>;
 
@@ -36,6 +36,16 @@ export async function query<R extends object = Record<string, unknown>>(
   };
   const result = await em.getKysely().executeQuery(compiled);
   return result.rows as R[];
+}
+
+/** `query` on a pool of its own (kit `openReadPool`): one statement, outside any transaction. */
+export async function queryPool<R extends object = Record<string, unknown>>(
+  pool: Pool,
+  sql: string,
+  params: readonly unknown[] = [],
+): Promise<R[]> {
+  const result = await pool.query<R>(sql, params as unknown[]);
+  return result.rows;
 }
 
 /**

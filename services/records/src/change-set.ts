@@ -12,7 +12,6 @@ import {
   type OutboxEntry,
   type OutboxRelay,
   type Principal,
-  withStatementTimeout,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -167,11 +166,6 @@ export class Transactions {
     }
     if (changes.enqueuedEvents > 0) this.relay.kick();
     return result;
-  }
-
-  /** Runs reads that PostgreSQL cancels after `ms` (kit `withStatementTimeout`). */
-  async within<T>(ms: number, work: (em: EntityManager) => Promise<T>): Promise<T> {
-    return withStatementTimeout(this.orm.em.fork(), ms, work);
   }
 
   async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {

@@ -30,6 +30,7 @@ import {
   pageWithTotal,
   passCreateGate,
   pendingTypeChanges,
+  type ReadStatement,
   RecordsTooLarge,
   releaseRecords,
   takeAutonumbers,
@@ -329,8 +330,8 @@ export class Records {
       access: Access;
       plans: Plans;
       files: FileValues;
-      /** How long PostgreSQL may work on a list (`Transactions.within`). */
-      listTimeoutMs: number;
+      /** Lists' statements, each alone on the read pool (its `statement_timeout` bounds them). */
+      read: ReadStatement;
     },
   ) {}
 
@@ -491,9 +492,7 @@ export class Records {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     const page = listQuery(schema, params);
     const fields = selectedFields(schema, params.fields);
-    const found = await this.deps.tx.within(this.deps.listTimeoutMs, (em) =>
-      pageWithTotal(em, page),
-    );
+    const found = await pageWithTotal(this.deps.read, page);
     if (found === "over_budget") throw pageTooLarge();
     const { records, total } = found;
     const files = await this.deps.files.of(

@@ -918,27 +918,44 @@ describe("field references regardless of case", () => {
 });
 
 describe("a list PostgreSQL takes too long over", () => {
-  it("is cancelled at the list timeout and answers DeadlineExceeded, not Internal", async () => {
-    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
-    const replica = await h.replica({ LIST_TIMEOUT_MS: "200" });
-    const blocker = await h.db.connect();
-    try {
-      // The records' table locked whole: the list's statement waits, as a slow one would work.
-      await blocker.query("begin");
-      await blocker.query("lock table records.record in access exclusive mode");
-      const failure = await failureOf(
-        replica.records.listRecords({ tableId: table.tableId }, await as(t.viewer)),
+  // Lists go through the read pool, whose connections carry the timeout; with one connection
+  // in all, through a transaction that sets it on the ORM's.
+  it.each([
+    ["on the read pool", {}],
+    ["with one connection", { DATABASE_POOL_MAX: "1" }],
+  ])(
+    "is cancelled at the list timeout and answers DeadlineExceeded, not Internal (%s)",
+    async (_, env) => {
+      const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+      await h.records.batchCreateRecords(
+        { tableId: table.tableId, records: [{ data: { Name: "listed" } }] },
+        await as(t.editor),
       );
-      expect(failure.code).toBe(Code.DeadlineExceeded);
-      // PostgreSQL no longer works on it: nothing of the replica waits for the lock.
-      const { rows } = await h.db.query(
-        "select count(*)::int as n from pg_locks where not granted and relation = 'records.record'::regclass",
+      const replica = await h.replica({ LIST_TIMEOUT_MS: "200", ...env });
+      const listed = await replica.records.listRecords(
+        { tableId: table.tableId },
+        await as(t.viewer),
       );
-      expect(rows[0].n).toBe(0);
-    } finally {
-      await blocker.query("rollback");
-      blocker.release();
-      await replica.stop();
-    }
-  });
+      expect(listed.total).toBe(1n);
+      const blocker = await h.db.connect();
+      try {
+        // The records' table locked whole: the list's statement waits, as a slow one would work.
+        await blocker.query("begin");
+        await blocker.query("lock table records.record in access exclusive mode");
+        const failure = await failureOf(
+          replica.records.listRecords({ tableId: table.tableId }, await as(t.viewer)),
+        );
+        expect(failure.code).toBe(Code.DeadlineExceeded);
+        // PostgreSQL no longer works on it: nothing of the replica waits for the lock.
+        const { rows } = await h.db.query(
+          "select count(*)::int as n from pg_locks where not granted and relation = 'records.record'::regclass",
+        );
+        expect(rows[0].n).toBe(0);
+      } finally {
+        await blocker.query("rollback");
+        blocker.release();
+        await replica.stop();
+      }
+    },
+  );
 });

@@ -245,25 +245,28 @@ function countSql(page: PageQuery): string {
     : "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1";
 }
 
+/** Sends one read statement outside any transaction (records' read pool, kit `queryPool`). */
+export type ReadStatement = <R extends object>(
+  sql: string,
+  params: readonly unknown[],
+) => Promise<R[]>;
+
 /**
  * A page of records and the count of all matches (`pageStatement`), or `over_budget` for a page
  * past PAGE_MAX_BYTES. A page past the end has no row to carry the count, so that case (only)
  * counts again on its own.
  */
 export async function pageWithTotal(
-  em: EntityManager,
+  read: ReadStatement,
   page: PageQuery,
 ): Promise<{ records: StoredRecord[]; total: bigint } | "over_budget"> {
   const { sql, params } = pageStatement(page);
-  const rows = withinBudget(
-    await query<BudgetedRow<RecordRow & { total: string }>>(em, sql, params),
-  );
+  const rows = withinBudget(await read<BudgetedRow<RecordRow & { total: string }>>(sql, params));
   if (!rows) return "over_budget";
   if (rows.length > 0 || page.offset === 0) {
     return { records: rows.map(toStored), total: BigInt(rows[0]?.total ?? 0) };
   }
-  const [counted] = await query<{ total: string }>(
-    em,
+  const [counted] = await read<{ total: string }>(
     `select (${countSql(page)}) as total`,
     page.params,
   );
