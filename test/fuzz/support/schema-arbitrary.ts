@@ -193,7 +193,7 @@ const EXTRA_KEYS = fc.constantFrom(
   "😀",
 );
 
-type Mutation =
+export type Mutation =
   | { kind: "replace"; at: number; value: unknown }
   | { kind: "drop"; at: number }
   | { kind: "add"; at: number; key: string; value: unknown }
@@ -296,7 +296,12 @@ function copy(value: unknown): unknown {
  */
 const NEST_BUDGET = 400;
 
-function apply(value: unknown, mutations: Mutation[]): unknown {
+/**
+ * The value with the mutations applied, in order. Everything put in is a copy: `weirdValue`'s
+ * constants (`[]`, `{}`, ...) are shared by every run, and an `add` into one of them in place
+ * changed it for the runs after (once, into a cycle that overflowed every later run's stack).
+ */
+export function applyMutations(value: unknown, mutations: Mutation[]): unknown {
   const root = { value: copy(value) };
   let nestBudget = NEST_BUDGET;
   for (const m of mutations) {
@@ -304,17 +309,18 @@ function apply(value: unknown, mutations: Mutation[]): unknown {
     const slot = all[m.at % all.length]!;
     switch (m.kind) {
       case "replace":
-        slot.set(m.value);
+        slot.set(copy(m.value));
         break;
       case "drop":
         slot.drop();
         break;
       case "add": {
         const target = slot.get();
+        const added = copy(m.value);
         if (target !== null && typeof target === "object" && !(target instanceof RawJson)) {
-          if (Array.isArray(target)) target.push(m.value);
-          else slot.set(withKey(target as Record<string, unknown>, m.key, m.value));
-        } else slot.set(withKey({}, m.key, m.value));
+          if (Array.isArray(target)) target.push(added);
+          else slot.set(withKey(target as Record<string, unknown>, m.key, added));
+        } else slot.set(withKey({}, m.key, added));
         break;
       }
       case "wrap":
@@ -337,5 +343,5 @@ function apply(value: unknown, mutations: Mutation[]): unknown {
 export function mutatedValue(valid: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
   return fc
     .tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 }))
-    .map(([value, mutations]) => apply(value, mutations));
+    .map(([value, mutations]) => applyMutations(value, mutations));
 }
