@@ -33,7 +33,12 @@ export function isTransientConflict(error: unknown): boolean {
  * request): the work took longer than anybody waits, gRPC DeadlineExceeded rather than Internal.
  */
 export function isCancelledStatement(error: unknown): boolean {
-  return someCause(error, (current) => (current as Error & { code?: unknown }).code === "57014");
+  return hasSqlState(error, "57014");
+}
+
+/** Whether PostgreSQL refused a statement with this SQLSTATE (the error or one of its causes). */
+export function hasSqlState(error: unknown, state: string): boolean {
+  return someCause(error, (current) => (current as Error & { code?: unknown }).code === state);
 }
 
 /** Whether `test` holds for the error or one of its causes (MikroORM and ioredis wrap them). */

@@ -199,7 +199,7 @@ class PendingChanges extends Error {}
 /** Tries a write makes before it gives up with Unavailable (each stale one is a race lost). */
 const WRITE_ATTEMPTS = 3;
 
-/** Why `create_gate` refused a create (thrown, so that a transaction rolls back). */
+/** Why a create's gate refused it (thrown, so that a transaction rolls back). */
 function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
   if (outcome === "stale") return new StaleSchema("the table's fields changed");
   if (outcome === "pending") return new PendingChanges("a field's type is changing");
@@ -363,7 +363,7 @@ export class Records {
           continue;
         }
       }
-      // The table's fields changed after `schema` was read (see create_gate's `stale`, and
+      // The table's fields changed after `schema` was read (see the gate's `stale`, and
       // `takeAutonumbers` for a deleted autonumber field): read it again from catalog.
       ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
         fresh: true,

@@ -121,6 +121,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "IcuCollation",
     "RecordCounts",
     "PendingWritesAsChanged",
+    "QuotaLast",
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
   const serveRecords = (extra: Record<string, string>) =>

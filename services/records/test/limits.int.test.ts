@@ -583,3 +583,49 @@ describe("the size of a record of large numbers", () => {
     expect(await stored()).toBe(1);
   });
 });
+
+describe("the organization's usage row", () => {
+  // A create of one statement writes its records first and takes the usage row (the quota)
+  // last: the organization's other creates wait for its commit, not for its insert.
+  it("is taken after the records are written", async () => {
+    const owner = await h.user("Quota last");
+    const organizationId = await organizationOf(owner);
+    const table = await createTable(h, owner, organizationId, [def("Name", FieldType.TEXT)]);
+    const call = await as(owner);
+    await h.records.createRecord({ tableId: table.tableId, data: { Name: "first" } }, call);
+    const holder = await h.db.connect();
+    try {
+      await holder.query("begin");
+      await holder.query(
+        "select records from records.organization_usage where organization_id = $1 for update",
+        [organizationId.toString()],
+      );
+      const creating = h.records.batchCreateRecords(
+        {
+          tableId: table.tableId,
+          records: Array.from({ length: 50 }, (_, i) => ({ data: { Name: `r${i}` } })),
+        },
+        call,
+      );
+      // The create waits for the row. A transaction id is assigned at its first write: it has
+      // one when it inserted its records before asking for the row.
+      const waiting = await eventually(async () => {
+        const { rows } = await h.db.query(
+          `select backend_xid::text as xid from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock'
+             and query like '%create_checks%'`,
+        );
+        expect(rows).toHaveLength(1);
+        return rows[0] as { xid: string | null };
+      });
+      expect(waiting.xid).not.toBeNull();
+      expect(await countOf(organizationId)).toEqual({ rows: 1, usage: 1n });
+      await holder.query("commit");
+      expect((await creating).records).toHaveLength(50);
+      expect(await countOf(organizationId)).toEqual({ rows: 51, usage: 51n });
+    } finally {
+      await holder.query("rollback").catch(() => undefined);
+      holder.release();
+    }
+  });
+});

@@ -54,7 +54,11 @@ beforeAll(async () => {
       await query(em, INSERT, [2, 2]);
     },
   );
-  expect(await migrateRecords(url)).toEqual(["RecordCounts", "PendingWritesAsChanged"]);
+  expect(await migrateRecords(url)).toEqual([
+    "RecordCounts",
+    "PendingWritesAsChanged",
+    "QuotaLast",
+  ]);
   orm = await createRecordsOrm(url);
 });
 

@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  hasSqlState,
   OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
   outboxInsert,
@@ -284,10 +285,11 @@ function organizationLockKey(organizationId: bigint): string {
 /**
  * Taken (shared) by every create until its transaction ends (the table's also by every update,
  * through `write_gate`), and exclusively by the deletion of the table or the organization (the
- * table's also by a field's deletion and a type change's check, migrations/write-gate.ts): a create either commits before the deletion removes what it
- * holds, or runs after it and finds the mark (`deleted_table`, `deleted_organization`) that
- * `create_gate` looks for — so a create racing a deletion never leaves a record behind. Taken
- * first in a create's transaction (before autonumber counters, in the deletion's order);
+ * table's also by a field's deletion and a type change's check, migrations/write-gate.ts): a
+ * create either commits before the deletion removes what it holds, or runs after it and finds
+ * the mark (`deleted_table`, `deleted_organization`) that `create_gate` and `create_checks`
+ * look for — so a create racing a deletion never leaves a record behind. Taken first in a
+ * create's transaction (before autonumber counters, in the deletion's order);
  * `create_gate` takes it again, held already, at the end.
  */
 export async function lockForCreate(
@@ -332,19 +334,22 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
 }
 
 /**
- * What `create_gate` (migrations/create-gate-autonumbers.ts, write-gate.ts) answers; `stale`: the
- * table has an autonumber field the create did not number, or a field the create holds a value
- * for is deleted (its schema is older than the change); `pending`: a field the create holds a
- * value for has a pending type change the create has not checked its values against.
+ * What `create_gate` and `create_checks` (migrations/create-gate-autonumbers.ts, quota-last.ts,
+ * write-gate.ts) answer; `stale`: the table has an autonumber field the create did not number,
+ * or a field the create holds a value for is deleted (its schema is older than the change);
+ * `pending`: a field the create holds a value for has a pending type change the create has not
+ * checked its values against.
  */
 export type GateOutcome = "ok" | "gone" | "over_limit" | "stale" | "pending";
 
-/** What `write_gate` answers (`create_gate` passes these on). */
+/** What `write_gate` answers (`create_gate` and `create_checks` pass these on). */
 export type WriteGateOutcome = Extract<GateOutcome, "ok" | "stale" | "pending">;
 
-/** The call of `create_gate` on a statement's first seven parameters. */
-const CREATE_GATE_CALL =
-  "create_gate($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint[], $6::bigint[], $7::bigint[])";
+/** The seven parameters of `create_gate` and `create_checks`, as a statement's first seven. */
+const GATE_ARGS =
+  "($1::bigint, $2::bigint, $3::bigint, $4::bigint, $5::bigint[], $6::bigint[], $7::bigint[])";
+const CREATE_GATE_CALL = `create_gate${GATE_ARGS}`;
+const CREATE_CHECKS_CALL = `create_checks${GATE_ARGS}`;
 
 /** The gate's parameters, in CREATE_GATE_CALL's order. */
 function gateParams(target: GateTarget, count: number): unknown[] {
@@ -371,7 +376,7 @@ export interface WriteGate {
   pendingChecked: readonly string[];
 }
 
-/** What `create_gate` checks a create against. */
+/** What `create_gate` and `create_checks` check a create against. */
 export interface GateTarget extends WriteGate {
   tableId: bigint;
   organizationId: bigint;
@@ -390,10 +395,16 @@ export interface CreateTarget extends GateTarget {
 }
 
 /**
- * `createRecords`' statement: `create_gate` as a materialized CTE, the insert and the events
- * conditional on its `ok`. It answers one row: the outcome, how many records it inserted and
- * their times (the columns' default, `now()`, is the same for every row of a statement), so
- * that a batch does not read back a row per record.
+ * `createRecords`' statement. `create_checks` first (migrations/quota-last.ts: the locks, the
+ * deletion marks, autonumber fields the create does not know, deleted fields and pending type
+ * changes of the fields it writes, write-gate.ts), as a materialized CTE; the insert and the
+ * events only when it answers `ok`; then, in the select list and so after every CTE of its
+ * FROM is complete, `reserve_records` counts the records against the limit, taking the
+ * organization's usage row, which stays locked to the commit: the organization's other creates
+ * wait for the commit, not for this insert. Over the limit, it raises RB001 and the statement
+ * writes nothing. It answers one row: the outcome, how many records it inserted and their
+ * times (the columns' default, `now()`, is the same for every row of a statement), so that a
+ * batch does not read back a row per record.
  */
 export function createRecordsStatement(
   target: CreateTarget,
@@ -407,9 +418,10 @@ export function createRecordsStatement(
     dataArrayJson(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
+  const queued = events.length > 0;
   return {
     sql: `with gate as materialized (
-       select ${CREATE_GATE_CALL} as outcome
+       select ${CREATE_CHECKS_CALL} as outcome
      ),
      inserted as (
        insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
@@ -418,23 +430,29 @@ export function createRecordsStatement(
          join jsonb_array_elements($10::jsonb) with ordinality as item(data, n) using (n)
        where (select outcome from gate) = 'ok'
        returning created_at, updated_at
-     )${events.length > 0 ? `, enqueued as (${enqueue.sql})` : ""}
-     select gate.outcome, count(inserted.*)::int as inserted,
-       ${epochMs("min(inserted.created_at)")} as created_ms,
-       ${epochMs("min(inserted.updated_at)")} as updated_ms
-     from gate left join inserted on true group by gate.outcome`,
-    params: events.length > 0 ? [...params, ...enqueue.params] : params,
+     ),
+     written as materialized (
+       select count(*)::int as n, min(created_at) as created_at, min(updated_at) as updated_at
+       from inserted
+     )${queued ? `, enqueued as (${enqueue.sql} returning 1), queued as materialized (select count(*) from enqueued)` : ""}
+     select case when gate.outcome = 'ok' then reserve_records($2, written.n, $4)
+         else gate.outcome end as outcome,
+       written.n as inserted,
+       ${epochMs("written.created_at")} as created_ms,
+       ${epochMs("written.updated_at")} as updated_ms
+     from gate, written${queued ? ", queued" : ""}`,
+    params: queued ? [...params, ...enqueue.params] : params,
     prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
   };
 }
 
+/** SQLSTATE of `reserve_records` refusing records over the organization's limit. */
+const OVER_LIMIT_STATE = "RB001";
+
 /**
- * Creates records with their `events`, in one statement and so without a transaction around it:
- * `create_gate` (migrations/create-gate-autonumbers.ts) takes the locks, looks for the deletion
- * marks, for autonumber fields the create does not know and for deleted fields and pending type
- * changes of the fields it writes (write-gate.ts), and counts the records against `limit`, and the records and the events are inserted only when it
- * answers `ok`. The usage row's lock is held only until this statement commits. `rows` carry
- * ids from `allocateRowIds`; the result is in their order.
+ * Creates records with their `events`, in one statement and so without a transaction around it
+ * (`createRecordsStatement`). `rows` carry ids from `allocateRowIds`; the result is in their
+ * order.
  */
 export async function createRecords(
   em: EntityManager,
@@ -443,12 +461,15 @@ export async function createRecords(
   events: readonly OutboxEntry[],
 ): Promise<CreateOutcome> {
   const { sql, params, prepare } = createRecordsStatement(target, rows, events);
-  const [answer] = await query<{
-    outcome: string;
-    inserted: number;
-    created_ms: number | null;
-    updated_ms: number | null;
-  }>(em, sql, params, { prepare });
+  let answer:
+    | { outcome: string; inserted: number; created_ms: number | null; updated_ms: number | null }
+    | undefined;
+  try {
+    [answer] = await query<NonNullable<typeof answer>>(em, sql, params, { prepare });
+  } catch (error) {
+    if (hasSqlState(error, OVER_LIMIT_STATE)) return { outcome: "over_limit" };
+    throw error;
+  }
   const outcome = answer?.outcome;
   if (
     outcome === "gone" ||
@@ -460,7 +481,7 @@ export async function createRecords(
   }
   if (outcome !== "ok" || answer?.inserted !== rows.length) {
     throw new Error(
-      `create_gate answered ${outcome} with ${answer?.inserted} of ${rows.length} rows`,
+      `create_checks answered ${outcome} with ${answer?.inserted} of ${rows.length} rows`,
     );
   }
   const createdAt = new Date(answer.created_ms!);

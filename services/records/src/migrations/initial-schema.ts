@@ -6,6 +6,7 @@ import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
 import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
+import { QuotaLast } from "./quota-last.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { WriteGate } from "./write-gate.js";
@@ -91,4 +92,5 @@ export const migrations = [
   IcuCollation,
   RecordCounts,
   PendingWritesAsChanged,
+  QuotaLast,
 ];
