@@ -53,22 +53,53 @@ function systemContext(message: BusMessage, requestId: string | undefined): Call
   return { principal: undefined, requestId: requestId || message.id };
 }
 
+/** What a deletion event removes the files of. */
+interface DeletedScopes {
+  kind: "organization" | "table" | "field";
+  ids: bigint[];
+  requestId: string | undefined;
+  /** The tables whose cached schemas the event makes stale (catalog events). */
+  tables: bigint[];
+  /** The log line once its files are gone. */
+  log: Record<string, string>;
+  what: string;
+}
+
 /** What a deletion event removes the files of; undefined for the other events. */
-function deletedScopes(
-  message: BusMessage,
-): { kind: "organization" | "table" | "field"; ids: bigint[]; requestId?: string } | undefined {
+function deletedScopes(message: BusMessage): DeletedScopes | undefined {
   switch (message.subject) {
     case SUBJECTS.fieldDeleted: {
       const event = fromBinary(FieldDeletedSchema, message.data);
-      return { kind: "field", ids: [event.fieldId], requestId: event.meta?.requestId };
+      return {
+        kind: "field",
+        ids: [event.fieldId],
+        requestId: event.meta?.requestId,
+        tables: [event.tableId],
+        log: { field_id: event.fieldId.toString() },
+        what: "field deleted: files removed",
+      };
     }
     case SUBJECTS.tableDeleted: {
       const event = fromBinary(TableDeletedSchema, message.data);
-      return { kind: "table", ids: [event.tableId], requestId: event.meta?.requestId };
+      return {
+        kind: "table",
+        ids: [event.tableId],
+        requestId: event.meta?.requestId,
+        tables: [event.tableId],
+        log: { table_id: event.tableId.toString() },
+        what: "table deleted: files removed",
+      };
     }
     case SUBJECTS.databaseDeleted: {
       const event = fromBinary(DatabaseDeletedSchema, message.data);
-      return { kind: "table", ids: event.tableIds, requestId: event.meta?.requestId };
+      return {
+        kind: "table",
+        ids: event.tableIds,
+        requestId: event.meta?.requestId,
+        tables: event.tableIds,
+        log: { database_id: event.databaseId.toString() },
+        what: "database deleted: files removed",
+      };
     }
     case SUBJECTS.organizationDeleted: {
       const event = fromBinary(OrganizationDeletedSchema, message.data);
@@ -76,6 +107,9 @@ function deletedScopes(
         kind: "organization",
         ids: [event.organizationId],
         requestId: event.meta?.requestId,
+        tables: [],
+        log: { organization_id: event.organizationId.toString() },
+        what: "organization deleted: files removed",
       };
     }
     default:
@@ -116,12 +150,9 @@ export async function listen(
   const deleteScopes = async (
     em: EntityManager,
     message: BusMessage,
-    requestId: string | undefined,
-    kind: "organization" | "table" | "field",
-    ids: bigint[],
-    log: Record<string, unknown>,
-    what: string,
+    scopes: DeletedScopes,
   ): Promise<AfterCommit> => {
+    const { kind, ids, requestId, log, what } = scopes;
     const { result, afterCommit } = await cleanup.deleteScopes(
       em,
       systemContext(message, requestId),
@@ -140,53 +171,15 @@ export async function listen(
         bus,
         { stream: "CATALOG", durable: DURABLES.catalog, subject: SUBJECTS.catalogAny },
         async (em, message) => {
-          switch (message.subject) {
-            case SUBJECTS.fieldDeleted: {
-              const event = fromBinary(FieldDeletedSchema, message.data);
-              await upstream.evictTableSchemas([event.tableId]);
-              return deleteScopes(
-                em,
-                message,
-                event.meta?.requestId,
-                "field",
-                [event.fieldId],
-                { field_id: event.fieldId.toString() },
-                "field deleted: files removed",
-              );
-            }
-            case SUBJECTS.tableDeleted: {
-              const event = fromBinary(TableDeletedSchema, message.data);
-              await upstream.evictTableSchemas([event.tableId]);
-              return deleteScopes(
-                em,
-                message,
-                event.meta?.requestId,
-                "table",
-                [event.tableId],
-                { table_id: event.tableId.toString() },
-                "table deleted: files removed",
-              );
-            }
-            case SUBJECTS.databaseDeleted: {
-              const event = fromBinary(DatabaseDeletedSchema, message.data);
-              await upstream.evictTableSchemas(event.tableIds);
-              return deleteScopes(
-                em,
-                message,
-                event.meta?.requestId,
-                "table",
-                event.tableIds,
-                { database_id: event.databaseId.toString() },
-                "database deleted: files removed",
-              );
-            }
-            default: {
-              const schema = TABLE_EVENTS[message.subject];
-              if (!schema) return;
-              const event = fromBinary(schema, message.data) as unknown as { tableId: bigint };
-              await upstream.evictTableSchemas([event.tableId]);
-            }
+          const scopes = deletedScopes(message);
+          if (scopes) {
+            await upstream.evictTableSchemas(scopes.tables);
+            return deleteScopes(em, message, scopes);
           }
+          const schema = TABLE_EVENTS[message.subject];
+          if (!schema) return;
+          const event = fromBinary(schema, message.data) as unknown as { tableId: bigint };
+          await upstream.evictTableSchemas([event.tableId]);
         },
         { logger, beforeTransaction: deleteInChunks },
       ),
@@ -197,20 +190,12 @@ export async function listen(
         bus,
         { stream: "ORG", durable: DURABLES.organization, subject: "org.>" },
         async (em, message) => {
-          if (message.subject === SUBJECTS.organizationDeleted) {
-            const event = fromBinary(OrganizationDeletedSchema, message.data);
-            const done = await deleteScopes(
-              em,
-              message,
-              event.meta?.requestId,
-              "organization",
-              [event.organizationId],
-              { organization_id: event.organizationId.toString() },
-              "organization deleted: files removed",
-            );
+          const scopes = deletedScopes(message);
+          if (scopes) {
+            const done = await deleteScopes(em, message, scopes);
             return async () => {
               await done();
-              await upstream.markOrganizationDeleted(event.organizationId);
+              for (const id of scopes.ids) await upstream.markOrganizationDeleted(id);
             };
           }
           if (message.subject === SUBJECTS.planChanged) {
