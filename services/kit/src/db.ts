@@ -6,7 +6,13 @@ import { STREAMS } from "./events.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry, trackDbPool } from "./metrics.js";
 import { OutboxEvent, OutboxRelay } from "./outbox.js";
-import { prepareNamedStatements } from "./sql.js";
+import {
+  prepareNamedStatements,
+  query,
+  queryPool,
+  type ReadStatement,
+  withStatementTimeout,
+} from "./sql.js";
 
 export type Orm = MikroORM;
 
@@ -149,10 +155,26 @@ export async function createOrm(options: OrmOptions): Promise<Orm> {
 }
 
 /**
+ * How a service sends its lists' statements: on `pool` (`openReadPool`, whose connections carry
+ * the timeout: one round trip), else in a transaction of the ORM's pool around `SET LOCAL
+ * statement_timeout` (`withStatementTimeout`: four).
+ */
+export function listReads(orm: Orm, pool: Pool | undefined, timeoutMs: number): ReadStatement {
+  return pool
+    ? (sql, params) => queryPool(pool, sql, params)
+    : (sql, params) =>
+        withStatementTimeout(orm.em.fork(), timeoutMs, (em) => query(em, sql, params));
+}
+
+/**
  * A service's own schema: `open` makes its ORM (for the service and its tests), `migrate` opens
  * one for the migrations alone, applies them and closes it (the `migrate` command, the
  * one-process launcher, the test harnesses), and `openPublishing` is a publishing service's
  * start: the bus's streams made sure of, its ORM, and the relay of its outbox (not started).
+ * `openPublishingWithLists` also gives the service `read` for its lists, on half its
+ * connections (rounded down) in a pool of their own whose connections carry the list timeout,
+ * so that a list is one statement without a transaction; with a single connection in all, lists
+ * take that transaction in the ORM's pool (`listReads`). `closeLists` ends that pool.
  */
 export function serviceDatabase(
   schema: string,
@@ -161,15 +183,53 @@ export function serviceDatabase(
 ) {
   const open = (url: string, logger?: Logger, poolSize?: number): Promise<Orm> =>
     createOrm({ url, schema, entities, migrations, logger, poolSize });
+  type Config = { DATABASE_URL: string; DATABASE_POOL_MAX?: number | undefined };
+  type Deps = { logger: Logger; bus: EventBus };
+  const openPublishing = async (
+    config: Config,
+    deps: Deps,
+  ): Promise<{ orm: Orm; relay: OutboxRelay }> => {
+    await deps.bus.ensureStreams(STREAMS);
+    const orm = await open(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
+    return { orm, relay: new OutboxRelay(orm, deps.bus, deps.logger) };
+  };
   return {
     open,
-    async openPublishing(
-      config: { DATABASE_URL: string; DATABASE_POOL_MAX?: number | undefined },
-      deps: { logger: Logger; bus: EventBus },
-    ): Promise<{ orm: Orm; relay: OutboxRelay }> {
-      await deps.bus.ensureStreams(STREAMS);
-      const orm = await open(config.DATABASE_URL, deps.logger, config.DATABASE_POOL_MAX);
-      return { orm, relay: new OutboxRelay(orm, deps.bus, deps.logger) };
+    openPublishing,
+    async openPublishingWithLists(
+      config: Config,
+      deps: Deps,
+      listTimeoutMs: number,
+    ): Promise<{
+      orm: Orm;
+      relay: OutboxRelay;
+      read: ReadStatement;
+      closeLists(): Promise<void>;
+    }> {
+      const connections = poolMaxOf(config.DATABASE_POOL_MAX);
+      const listConnections = Math.floor(connections / 2);
+      const { orm, relay } = await openPublishing(
+        { ...config, DATABASE_POOL_MAX: connections - listConnections },
+        deps,
+      );
+      const pool =
+        listConnections > 0
+          ? openReadPool({
+              url: config.DATABASE_URL,
+              schema,
+              max: listConnections,
+              statementTimeoutMs: listTimeoutMs,
+              logger: deps.logger,
+            })
+          : undefined;
+      return {
+        orm,
+        relay,
+        read: listReads(orm, pool, listTimeoutMs),
+        closeLists: async () => {
+          await pool?.end();
+        },
+      };
     },
     async migrate(url: string): Promise<string[]> {
       const orm = await open(url);

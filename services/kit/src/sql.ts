@@ -38,6 +38,12 @@ export async function query<R extends object = Record<string, unknown>>(
   return result.rows as R[];
 }
 
+/** Sends one read statement (`$1, $2, ...` placeholders) outside any transaction of the caller. */
+export type ReadStatement = <R extends object>(
+  sql: string,
+  params: readonly unknown[],
+) => Promise<R[]>;
+
 /** `query` on a pool of its own (kit `openReadPool`): one statement, outside any transaction. */
 export async function queryPool<R extends object = Record<string, unknown>>(
   pool: Pool,

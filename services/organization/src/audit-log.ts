@@ -9,9 +9,9 @@ import {
   domainError,
   type Logger,
   query,
+  type ReadStatement,
   SUBJECTS,
   validationFailed,
-  withStatementTimeout,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -146,8 +146,8 @@ export class AuditLog {
       /** Absent without CATALOG_GRPC_URL: scopes resolve from stored events only. */
       owners?: ScopeOwners | undefined;
       logger: Logger;
-      /** How long PostgreSQL may work on a list (kit `withStatementTimeout`). */
-      listTimeoutMs: number;
+      /** Sends a list's statement, within the list timeout (kit `listReads`). */
+      read: ReadStatement;
     },
   ) {}
 
@@ -219,55 +219,49 @@ export class AuditLog {
 
     const cutoff = retentionCutoff(now);
     const since = query.since && query.since > cutoff ? query.since : cutoff;
-    const action = query.action ? " and action = ?" : "";
-    const actionParams = query.action ? [query.action] : [];
+    const params: unknown[] = [];
+    /** `value` as the statement's next parameter. */
+    const param = (value: unknown) => `$${params.push(value)}`;
+    const action = query.action ? ` and action = ${param(query.action)}` : "";
+    const scopeId = param(scope.value);
+    const organization = param(organizationId);
     /** The scope's events in `range`, with the list's action filter. */
-    const events = ({ from, to }: TimeRange) => ({
-      sql: `${column} = ? and organization_id = ? and at >= ?${to ? " and at < ?" : ""}${action}`,
-      params: [scope.value, organizationId, from, ...(to ? [to] : []), ...actionParams],
-    });
-    const listed = events({ from: since, to: query.until });
+    const events = ({ from, to }: TimeRange) =>
+      `${column} = ${scopeId} and organization_id = ${organization} and at >= ${param(from)}${
+        to ? ` and at < ${param(to)}` : ""
+      }${action}`;
     // The total: the hours the range covers whole from their kept counts, the events of the
     // partial hours at its ends one by one (migration AuditCounts).
     const { whole, partial } = totalParts(since, query.until);
-    const parts = partial.map((range) => {
-      const part = events(range);
-      return { sql: `(select count(*) from audit_event where ${part.sql})`, params: part.params };
-    });
+    const parts = partial.map(
+      (range) => `(select count(*) from audit_event where ${events(range)})`,
+    );
     if (whole) {
-      parts.push({
-        sql: `(select coalesce(sum(n), 0) from audit_count
-               where scope = ? and scope_id = ? and organization_id = ? and hour >= ?
-                 ${whole.to ? "and hour < ?" : ""}${action})`,
-        params: [
-          SCOPE_NAMES[scope.case],
-          scope.value,
-          organizationId,
-          whole.from,
-          ...(whole.to ? [whole.to] : []),
-          ...actionParams,
-        ],
-      });
+      parts.push(
+        `(select coalesce(sum(n), 0) from audit_count
+          where scope = ${param(SCOPE_NAMES[scope.case])} and scope_id = ${scopeId}
+            and organization_id = ${organization} and hour >= ${param(whole.from)}
+            ${whole.to ? `and hour < ${param(whole.to)}` : ""}${action})`,
+      );
     }
     // The total and the page in one statement, so one snapshot: as two, an event stored between
     // them made the total disagree with the page. The total's row stays when the page is empty
     // (an offset past the end); its columns are then null. The page's ids come from the scope's
     // index alone (skipped rows included), then only its events are read.
-    const rows = await withStatementTimeout(em, this.deps.listTimeoutMs, (tx) =>
-      tx.execute<(PageRow & { total: string })[]>(
-        `select t.total, e.event_id, e.at,
-           to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
-           e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
-           e.target_type, e.target_id, e.target_field_id, e.changes
-         from (select (${parts.map((part) => part.sql).join(" + ")})::bigint as total) t
-         left join lateral (
-           select event_id, at from audit_event where ${listed.sql}
-           order by at desc, event_id desc limit ? offset ?
-         ) p on true
-         left join audit_event e on e.event_id = p.event_id and e.at = p.at
-         order by p.at desc, p.event_id desc`,
-        [...parts.flatMap((part) => part.params), ...listed.params, query.limit, query.offset],
-      ),
+    const rows = await this.deps.read<PageRow & { total: string }>(
+      `select t.total, e.event_id, e.at,
+         to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
+         e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
+         e.target_type, e.target_id, e.target_field_id, e.changes
+       from (select (${parts.join(" + ")})::bigint as total) t
+       left join lateral (
+         select event_id, at from audit_event
+         where ${events({ from: since, to: query.until })}
+         order by at desc, event_id desc limit ${param(query.limit)} offset ${param(query.offset)}
+       ) p on true
+       left join audit_event e on e.event_id = p.event_id and e.at = p.at
+       order by p.at desc, p.event_id desc`,
+      params,
     );
     const entries = rows.filter(
       (row): row is AuditRow & { total: string } => row.event_id !== null,

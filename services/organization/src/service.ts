@@ -47,7 +47,12 @@ export async function startOrganization(
   config: OrganizationConfig,
   deps: ServiceDeps,
 ): Promise<RunningOrganization> {
-  const { orm, relay } = await database.openPublishing(config, deps);
+  // The audit list reads on a pool of its own whose connections carry the list timeout (kit).
+  const { orm, relay, read, closeLists } = await database.openPublishingWithLists(
+    config,
+    deps,
+    config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
+  );
   const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
   const tx = new Transactions(orm, relay, deps.cache, deps.logger);
   const directory = new UserDirectory(
@@ -61,7 +66,7 @@ export async function startOrganization(
       ? catalogScopeOwners(config.CATALOG_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
     logger: deps.logger,
-    listTimeoutMs: config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
+    read,
   });
   const usage = new UsageStats({ tx, logger: deps.logger });
   const service = await serveService(
@@ -94,6 +99,7 @@ export async function startOrganization(
         await relay.stop();
         mailer.close();
         await orm.close();
+        await closeLists();
       },
     },
   );

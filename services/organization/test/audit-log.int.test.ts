@@ -6,6 +6,9 @@ import {
   batchAuditEvents,
   createLogger,
   isCancelledStatement,
+  listReads,
+  openReadPool,
+  type ReadStatement,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
@@ -553,7 +556,7 @@ describe("the audit consumer", () => {
         new AuditLog({
           tx: new Transactions(orm, { kick() {} }, h.cache, logger),
           logger,
-          listTimeoutMs: 10_000,
+          read: listReads(orm, undefined, 10_000),
         }),
         orm,
       );
@@ -586,8 +589,13 @@ describe("the audit consumer", () => {
         if (String(args[0]).includes("audit_event")) await storeOne();
         return execute(...args);
       }) as typeof connection.execute;
+      const listed = listReads(orm, undefined, 10_000);
+      const read: ReadStatement = async (sql, params) => {
+        await storeOne();
+        return listed(sql, params);
+      };
       const tx = new Transactions(orm, { kick() {} }, h.cache, logger);
-      const auditLog = new AuditLog({ tx, logger, listTimeoutMs: 10_000 });
+      const auditLog = new AuditLog({ tx, logger, read });
       const call = {
         principal: { kind: "user", userId: owner.id, sessionId: "steady" } as const,
         requestId: "steady",
@@ -625,49 +633,69 @@ describe("the audit consumer", () => {
     }
   });
 
-  it("gives up a list PostgreSQL takes longer than the list timeout over", async () => {
-    const owner = await h.user("Patient");
-    const { organizationId } = await newOrganization(h, owner, "Patient");
-    const scope = { case: "organizationId", value: organizationId } as const;
-    // Its own events stored first: nothing of the service's is left to wait for the lock.
-    await expect
-      .poll(async () => (await list(h, owner, scope)).total, { timeout: 10_000 })
-      .toBe(2n);
-    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
-    const blocker = await h.db.connect();
-    try {
+  // Lists read on a pool whose connections carry the timeout; with one connection in all, in a
+  // transaction that sets it on the ORM's (kit `listReads`).
+  it.each([
+    ["on the list pool", true],
+    ["in the ORM's pool", false],
+  ])(
+    "gives up a list PostgreSQL takes longer than the list timeout over (%s)",
+    async (_, onPool) => {
+      const owner = await h.user(`Patient ${onPool}`);
+      const { organizationId } = await newOrganization(h, owner, `Patient ${onPool}`);
+      const scope = { case: "organizationId", value: organizationId } as const;
+      // Its own events stored first: nothing of the service's is left to wait for the lock.
+      await expect
+        .poll(async () => (await list(h, owner, scope)).total, { timeout: 10_000 })
+        .toBe(2n);
+      const orm = await createOrganizationOrm(h.config.DATABASE_URL);
       const logger = createLogger("audit-test", "silent");
-      const auditLog = new AuditLog({
-        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
-        logger,
-        listTimeoutMs: 200,
-      });
-      const call = {
-        principal: { kind: "user", userId: owner.id, sessionId: "patient" } as const,
-        requestId: "patient",
-        userId: owner.id,
-      };
-      // The log locked whole: the list's statement waits, as a slow one would work.
-      await blocker.query("begin");
-      await blocker.query("lock table organization.audit_event in access exclusive mode");
-      const failure = await auditLog.list(call, scope, { limit: 50, offset: 0, action: "" }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      // Cancelled (57014), which kit's server answers as DeadlineExceeded, the gateway's 503.
-      expect(isCancelledStatement(failure)).toBe(true);
-      // PostgreSQL no longer works on it: nothing waits for the lock.
-      const { rows } = await h.db.query(
-        `select count(*)::int as n from pg_locks
+      const pool = onPool
+        ? openReadPool({
+            url: h.config.DATABASE_URL,
+            schema: "organization",
+            max: 1,
+            statementTimeoutMs: 200,
+            logger,
+          })
+        : undefined;
+      const blocker = await h.db.connect();
+      try {
+        const auditLog = new AuditLog({
+          tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+          logger,
+          read: listReads(orm, pool, 200),
+        });
+        const call = {
+          principal: { kind: "user", userId: owner.id, sessionId: "patient" } as const,
+          requestId: "patient",
+          userId: owner.id,
+        };
+        const before = await auditLog.list(call, scope, { limit: 50, offset: 0, action: "" });
+        expect(before.total).toBe(2n);
+        // The log locked whole: the list's statement waits, as a slow one would work.
+        await blocker.query("begin");
+        await blocker.query("lock table organization.audit_event in access exclusive mode");
+        const failure = await auditLog.list(call, scope, { limit: 50, offset: 0, action: "" }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        // Cancelled (57014), which kit's server answers as DeadlineExceeded, the gateway's 503.
+        expect(isCancelledStatement(failure)).toBe(true);
+        // PostgreSQL no longer works on it: nothing waits for the lock.
+        const { rows } = await h.db.query(
+          `select count(*)::int as n from pg_locks
          where not granted and relation = 'organization.audit_event'::regclass`,
-      );
-      expect(rows[0].n).toBe(0);
-    } finally {
-      await blocker.query("rollback");
-      blocker.release();
-      await orm.close();
-    }
-  });
+        );
+        expect(rows[0].n).toBe(0);
+      } finally {
+        await blocker.query("rollback");
+        blocker.release();
+        await orm.close();
+        await pool?.end();
+      }
+    },
+  );
 
   it("stores an event once however often it is delivered, also when deliveries race", async () => {
     const owner = await h.user("Racing");

@@ -1,16 +1,11 @@
 import {
   Authorizer,
   createServiceClient,
-  openReadPool,
   organizationMembershipLookup,
-  poolMaxOf,
-  query,
-  queryPool,
   type RunningService,
   type ServiceDeps,
   serveService,
   serviceDatabase,
-  withStatementTimeout,
 } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
@@ -20,7 +15,7 @@ import { Access } from "./access.js";
 import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
-import { type ReadStatement, recordUsage } from "./db/record-store.js";
+import { recordUsage } from "./db/record-store.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -56,31 +51,12 @@ export async function startRecords(
   config: RecordsConfig,
   deps: ServiceDeps,
 ): Promise<RunningRecords> {
-  // The service's connections (DATABASE_POOL_MAX): half of them (rounded down) for lists, in a
-  // pool whose connections carry the list timeout, so that a list is one statement, not a
-  // transaction around `SET LOCAL` (kit `openReadPool`); with one connection in all, lists take
-  // that transaction in the ORM's pool.
-  const connections = poolMaxOf(config.DATABASE_POOL_MAX);
-  const readConnections = Math.floor(connections / 2);
-  const listTimeoutMs = config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS;
-  const { orm, relay } = await database.openPublishing(
-    { ...config, DATABASE_POOL_MAX: connections - readConnections },
+  // Lists read on a pool of their own whose connections carry the list timeout (kit).
+  const { orm, relay, read, closeLists } = await database.openPublishingWithLists(
+    config,
     deps,
+    config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
   );
-  const readPool =
-    readConnections > 0
-      ? openReadPool({
-          url: config.DATABASE_URL,
-          schema: SCHEMA,
-          max: readConnections,
-          statementTimeoutMs: listTimeoutMs,
-          logger: deps.logger,
-        })
-      : undefined;
-  const read: ReadStatement = readPool
-    ? (sql, params) => queryPool(readPool, sql, params)
-    : (sql, params) =>
-        withStatementTimeout(orm.em.fork(), listTimeoutMs, (em) => query(em, sql, params));
   const tx = new Transactions(orm, relay, deps.logger);
   const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
@@ -126,7 +102,7 @@ export async function startRecords(
       async close() {
         await relay.stop();
         await orm.close();
-        await readPool?.end();
+        await closeLists();
       },
     },
   );

@@ -7,6 +7,7 @@ import {
   outboxInsert,
   query,
   queryWithOutbox,
+  type ReadStatement,
 } from "@rowbase/kit";
 import { PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "../domain/openapi.js";
 import type { StoredRecord } from "../domain/record-output.js";
@@ -245,12 +246,6 @@ function countSql(page: PageQuery): string {
     ? `select count(*) ${page.matching}`
     : "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1";
 }
-
-/** Sends one read statement outside any transaction (records' read pool, kit `queryPool`). */
-export type ReadStatement = <R extends object>(
-  sql: string,
-  params: readonly unknown[],
-) => Promise<R[]>;
 
 /**
  * A page of records and the count of all matches (`pageStatement`), or `over_budget` for a page
