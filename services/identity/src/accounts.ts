@@ -4,7 +4,7 @@ import {
   LockMode,
   UniqueConstraintViolationException,
 } from "@mikro-orm/postgresql";
-import type { Logger, Mailer } from "@rowbase/kit";
+import type { Logger } from "@rowbase/kit";
 import {
   type Cache,
   Code,
@@ -12,12 +12,12 @@ import {
   codeHash,
   codeMatches,
   domainError,
-  lifetimeText,
   newCode,
   type Orm,
   sha256Hex,
 } from "@rowbase/kit";
 import { normalizeEmail } from "@rowbase/kit/field-types";
+import { lifetimeText, type Mailer } from "@rowbase/kit/mailer";
 import type { IdentityConfig } from "./config.js";
 import { EmailCode, RefreshToken, Session, User } from "./db/entities.js";
 import type { AccessTokenSigner } from "./domain/access-tokens.js";

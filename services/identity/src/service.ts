@@ -1,11 +1,11 @@
 import {
   type Cache,
-  createMailer,
   type Logger,
   type RunningService,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
+import { createMailer } from "@rowbase/kit/mailer";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { Accounts } from "./accounts.js";
 import { type IdentityConfig, oidcSettingsOf } from "./config.js";

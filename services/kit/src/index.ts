@@ -13,7 +13,6 @@ export * from "./grpc-server.js";
 export * from "./list-bounds.js";
 export * from "./local-cache.js";
 export * from "./logger.js";
-export * from "./mailer.js";
 export * from "./membership-lookup.js";
 export * from "./metrics.js";
 export * from "./observability.js";

@@ -5,7 +5,6 @@ import {
   changesBetween,
   domainError,
   type Logger,
-  type Mailer,
   membershipCacheKey,
   type Role,
   roleToProto,
@@ -14,6 +13,7 @@ import {
   valuesSet,
 } from "@rowbase/kit";
 import { emailProblem, normalizeEmail } from "@rowbase/kit/field-types";
+import type { Mailer } from "@rowbase/kit/mailer";
 import {
   InviteCreatedSchema,
   InviteStatusChangedSchema,

@@ -7,8 +7,6 @@ import {
   codeHash,
   codeMatches,
   domainError,
-  lifetimeText,
-  type Mailer,
   membershipCacheKey,
   newCode,
   type Role,
@@ -17,6 +15,7 @@ import {
   validationFailed,
   valuesRemoved,
 } from "@rowbase/kit";
+import { lifetimeText, type Mailer } from "@rowbase/kit/mailer";
 import {
   MemberRemovedSchema,
   MemberUpdatedSchema,

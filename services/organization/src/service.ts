@@ -1,11 +1,11 @@
 import {
-  createMailer,
   createServiceClient,
   type RunningService,
   type ServiceDeps,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
+import { createMailer } from "@rowbase/kit/mailer";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { ApiTokens } from "./api-tokens.js";
