@@ -20,9 +20,11 @@ import {
   findRecordsStatement,
   listQuery,
   pageStatement,
+  recordVersionStatement,
   type SchemaField,
   type Statement,
   type TableSchema,
+  writeRecordIfUnchangedStatement,
   writeRecordsStatement,
 } from "@rowbase/records/statements";
 import pg from "pg";
@@ -184,9 +186,11 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: J
 }
 
 /**
- * Records.update of one record: lock it (past `write_gate`), write the merged data, one audit
- * event. It updates a
- * seeded record of the benchmark table, as the Rowbase scenario does.
+ * Records.update of one record: read it with its row version, then one statement that passes
+ * `write_gate`, writes the merged data if the record is still that version and takes its audit
+ * event along, outside a transaction; when it wrote nothing (another writer got in between),
+ * the transaction: lock it (past `write_gate`), write, the event. It updates a seeded record of
+ * the benchmark table, as the Rowbase scenario does.
  */
 export async function rawPatch(
   client: Client,
@@ -195,22 +199,44 @@ export async function rawPatch(
   rowId: number,
   change: JsonObject,
 ) {
+  const fields = Object.keys(change);
+  const read = await send<{ data: JsonObject; version: string }>(
+    client,
+    recordVersionStatement(BigInt(tableId), BigInt(rowId)),
+  );
+  const before = read.rows[0];
+  if (!before) throw new Error(`record ${rowId} not found`);
+  const written = await send<{ gate: string; row_id: string | null }>(
+    client,
+    writeRecordIfUnchangedStatement(
+      {
+        tableId: BigInt(tableId),
+        rowId: BigInt(rowId),
+        version: before.version,
+        actor: target.actor,
+        data: { ...before.data, ...change },
+        fields,
+      },
+      audits(target.updatedEvent, 1),
+    ),
+  );
+  if (written.rows[0]?.row_id != null) return;
   await transaction(client, async () => {
     const found = await send<{ data: JsonObject }>(
       client,
       findRecordsStatement(BigInt(tableId), [BigInt(rowId)], true, {
-        fields: Object.keys(change),
+        fields,
         pendingChecked: [],
       }),
     );
-    const before = found.rows[0];
-    if (!before) throw new Error(`record ${rowId} not found`);
+    const locked = found.rows[0];
+    if (!locked) throw new Error(`record ${rowId} not found`);
     await send(
       client,
       withEvents(
         audits(target.updatedEvent, 1),
         writeRecordsStatement(target.actor, [
-          { rowId: BigInt(rowId), data: { ...before.data, ...change } },
+          { rowId: BigInt(rowId), data: { ...locked.data, ...change } },
         ]),
       ),
     );

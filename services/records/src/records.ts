@@ -32,8 +32,10 @@ import {
   passCreateGate,
   pendingTypeChanges,
   RecordsTooLarge,
+  readRecordVersion,
   releaseRecords,
   takeAutonumbers,
+  writeRecordIfUnchanged,
   writeRecords,
 } from "./db/record-store.js";
 import { valueChanges } from "./domain/audit.js";
@@ -560,6 +562,10 @@ export class Records {
     // refuses the request with nothing written instead of failing after the commit.
     const rowIds = patches.map((patch) => patch.rowId);
     const files = await this.deps.files.of(schema.fields, rowIds, call.requestId);
+    if (!batch && patches.length === 1) {
+      const updated = await this.updateOneAsRead(call, schema, patches[0]!.rowId, checked[0]!);
+      if (updated) return { schema, records: [updated], files };
+    }
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
@@ -610,6 +616,43 @@ export class Records {
           : [];
       for (const after of written) byId.set(after.rowId, after);
       return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };
+    });
+  }
+
+  /**
+   * A single record's update without a transaction, the common case: the record is read with its
+   * row version, and one statement passes `write_gate`, writes the record only if it is still that
+   * version and takes its audit event along (`writeRecordIfUnchanged`), two round trips instead
+   * of the transaction's four (BEGIN, the locking read, the write, COMMIT). Undefined when that
+   * statement wrote nothing (the record changed in between, or the gate did not answer `ok`)
+   * and when the update changes nothing (the transaction then checks it against pending type
+   * changes): `updateWith` then updates in a transaction, which locks the record and handles
+   * what the gate answered.
+   */
+  private async updateOneAsRead(
+    call: Call,
+    schema: TableSchema,
+    rowId: bigint,
+    values: CheckedValues,
+  ): Promise<StoredRecord | undefined> {
+    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId);
+    if (!read) throw recordNotFound();
+    const data = applyValues(read.record.data, values);
+    const changed = valueChanges(schema.fields, read.record.data, data);
+    if (changed.length === 0) return undefined;
+    return this.deps.tx.once(call, async (changes) => {
+      changes.auditRecord(scopeOf(schema), "updated", rowId, changed);
+      const write = {
+        tableId: schema.tableId,
+        rowId,
+        version: read.version,
+        actor: actorName(call.principal),
+        data,
+        fields: fieldsWritten([values]),
+      };
+      return writeRecordIfUnchanged(changes.em, write, changes.takeEvents()).catch((error) =>
+        refusedSize(error, false, (index) => index),
+      );
     });
   }
 

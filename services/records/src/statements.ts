@@ -8,7 +8,9 @@ export {
   createRecordsStatement,
   findRecordsStatement,
   pageStatement,
+  recordVersionStatement,
   type Statement,
+  writeRecordIfUnchangedStatement,
   writeRecordsStatement,
 } from "./db/record-store.js";
 export { listQuery } from "./records.js";

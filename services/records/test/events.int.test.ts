@@ -211,6 +211,50 @@ describe("audit and deletion events", () => {
     expect(deleted).toMatchObject({ organizationId: t.organizationId, rowIds: [rowId] });
   });
 
+  it("keeps every change of updates racing on one record, each audited against what it replaced", async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `Racing ${i}`);
+    const table = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      names.map((name) => def(name, FieldType.NUMBER)),
+    );
+    const call = await as(t.editor);
+    const { record } = await h.records.createRecord({ tableId: table.tableId, data: {} }, call);
+    const rowId = record!.rowId;
+    // Each update writes its own field, all at once, twice over: one that read the record before
+    // another's write must not write back what it read.
+    for (const value of [1, 2]) {
+      await Promise.all(
+        names.map((name) =>
+          h.records.updateRecord({ tableId: table.tableId, rowId, data: { [name]: value } }, call),
+        ),
+      );
+    }
+    const { rows } = await h.db.query("select data from records.record where row_id = $1", [
+      rowId.toString(),
+    ]);
+    expect(rows[0].data).toEqual(Object.fromEntries(names.map((name) => [table.id[name], 2])));
+    const audited = await eventually(() => {
+      const found = eventsOf(h.events, SUBJECTS.audit("record.updated"), AuditEventSchema).filter(
+        (e) => e.tableId === table.tableId,
+      );
+      if (found.length < 2 * names.length) throw new Error(`${found.length} audit events`);
+      return found;
+    });
+    expect(
+      audited.flatMap((e) => auditChangesOf(e.changesJson).map((c) => [c.label, c.old, c.new])),
+    ).toEqual(
+      expect.arrayContaining(
+        names.flatMap((name) => [
+          [name, undefined, 1],
+          [name, 1, 2],
+        ]),
+      ),
+    );
+    expect(audited).toHaveLength(2 * names.length);
+  });
+
   it("keeps an audit event of huge values small enough for the bus, noting their size", async () => {
     const fields = Array.from({ length: 8 }, (_, i) => def(`Long ${i}`, FieldType.LONG_TEXT));
     const table = await createTable(h, t.owner, t.organizationId, fields);

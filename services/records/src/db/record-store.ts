@@ -1265,6 +1265,110 @@ export async function writeRecords(
     .sort(byRowId);
 }
 
+/** A record as read for an update without a lock, with its row version (PostgreSQL's `xmin`). */
+export interface VersionedRecord {
+  record: StoredRecord;
+  version: string;
+}
+
+/** `readRecordVersion`'s statement. */
+export function recordVersionStatement(tableId: bigint, rowId: bigint): Statement {
+  return {
+    sql: `select ${RECORD_COLUMNS}, xmin::text as version from record
+     where table_id = $1 and row_id = $2`,
+    params: [tableId, rowId],
+    prepare: true,
+  };
+}
+
+/** A record of the table with its row version, without locking it; undefined when none. */
+export async function readRecordVersion(
+  em: EntityManager,
+  tableId: bigint,
+  rowId: bigint,
+): Promise<VersionedRecord | undefined> {
+  const { sql, params, prepare } = recordVersionStatement(tableId, rowId);
+  const [row] = await query<RecordRow & { version: string }>(em, sql, params, { prepare });
+  return row && { record: toStored(row), version: row.version };
+}
+
+/** What `writeRecordIfUnchanged` writes: a record's new data over the version it was read at. */
+export interface UnchangedWrite {
+  tableId: bigint;
+  rowId: bigint;
+  version: string;
+  actor: string;
+  data: JsonObject;
+  /** The fields (ids) the write gives a value, for `write_gate`. */
+  fields: readonly string[];
+}
+
+/**
+ * `writeRecordIfUnchanged`'s statement: `write_gate` first (as `lockRecordsForWrite` passes it,
+ * with no pending change checked), then the record's data written only when the gate answered
+ * `ok` and the row is still the version read, then `events` only when it was written. Its one
+ * row: the gate's answer, and the record's columns but the data (null when nothing was written).
+ * Throws RecordsTooLarge.
+ */
+export function writeRecordIfUnchangedStatement(
+  write: UnchangedWrite,
+  events: readonly OutboxEntry[],
+): Statement {
+  const params = [
+    write.tableId,
+    write.rowId,
+    write.fields,
+    [],
+    dataArrayJson([write.data]),
+    write.actor,
+    write.version,
+  ];
+  const enqueue = outboxInsert(events, params.length + 1, "exists (select from written)");
+  return {
+    sql: `with gate as materialized (
+       select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
+     ),
+     written as (
+       update record r set data = ($5::jsonb)->0, updated_at = now(), updated_by = $6
+       where r.table_id = $1 and r.row_id = $2 and r.xmin = $7::xid
+         and (select outcome from gate) = 'ok'
+       returning ${columnsButData("r")}
+     ),
+     enqueued as (${enqueue.sql})
+     select (select outcome from gate) as gate, written.* from (select) one
+       left join written on true`,
+    params: [...params, ...enqueue.params],
+    prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
+}
+
+/**
+ * A record's update in one statement, outside a transaction (`writeRecordIfUnchangedStatement`):
+ * the record as written, or undefined when nothing was written (the record changed since it was
+ * read, or `write_gate` did not answer `ok`), its events included.
+ */
+export async function writeRecordIfUnchanged(
+  em: EntityManager,
+  write: UnchangedWrite,
+  events: readonly OutboxEntry[],
+): Promise<StoredRecord | undefined> {
+  const { sql, params, prepare } = writeRecordIfUnchangedStatement(write, events);
+  const [row] = await query<{ [K in Exclude<keyof RecordRow, "data">]: RecordRow[K] | null }>(
+    em,
+    sql,
+    params,
+    { prepare },
+  );
+  if (!row || row.row_id === null || row.table_id === null) return undefined;
+  return toStored({
+    row_id: row.row_id,
+    table_id: row.table_id,
+    data: write.data,
+    created_ms: row.created_ms ?? 0,
+    updated_ms: row.updated_ms ?? 0,
+  });
+}
+
 /** `writeRecords`' statement, before its events are put in front of it. */
 export function writeRecordsStatement(
   actor: string,
