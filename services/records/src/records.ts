@@ -18,6 +18,7 @@ import {
   allocateRowIds,
   type CheckedMark,
   createRecords,
+  deleteRecordIfUnchanged,
   deleteRecords,
   findRecord,
   findRecords,
@@ -672,6 +673,9 @@ export class Records {
       if (problem) throw validationFailed([problem]);
     }
     const rowIds = [...new Set(rawRowIds)];
+    if (rowIds.length === 1 && (await this.deleteOneAsRead(call, schema, rowIds[0]!))) {
+      return rowIds;
+    }
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
@@ -682,6 +686,28 @@ export class Records {
       // Last, with the events, as in create: the usage row stays locked until the commit.
       await releaseRecords(em, schema.organizationId, found.length, changes.takeEvents());
       return rowIds;
+    });
+  }
+
+  /**
+   * A single record's deletion without a transaction, as `updateOneAsRead` updates one: the
+   * record read with its row version, then one statement that deletes it only if it is still
+   * that version, gives the organization's count back and writes the events (the audit event
+   * holds the values read). False when that statement deleted nothing (the record changed or
+   * went in between): `delete` then deletes in a transaction, which locks what it reads.
+   */
+  private async deleteOneAsRead(call: Call, schema: TableSchema, rowId: bigint): Promise<boolean> {
+    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId);
+    if (!read) throw recordNotFound();
+    return this.deps.tx.once(call, async (changes) => {
+      await this.announceDeletion(changes, schema, [read.record]);
+      const target = {
+        tableId: schema.tableId,
+        organizationId: schema.organizationId,
+        rowId,
+        version: read.version,
+      };
+      return deleteRecordIfUnchanged(changes.em, target, changes.takeEvents());
     });
   }
 

@@ -255,6 +255,103 @@ describe("audit and deletion events", () => {
     expect(audited).toHaveLength(2 * names.length);
   });
 
+  it("audits a delete racing updates of its record against the values it deleted", async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `Raced ${i}`);
+    const table = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      names.map((name) => def(name, FieldType.NUMBER)),
+    );
+    const call = await as(t.editor);
+    for (let round = 1; round <= 4; round++) {
+      const { record } = await h.records.createRecord({ tableId: table.tableId, data: {} }, call);
+      const rowId = record!.rowId;
+      // The delete reads the record, then an update may write it before the delete does: the
+      // values the delete audits must be those it removed, every update that went through.
+      const [deleted, ...updates] = await Promise.allSettled([
+        h.records.deleteRecord({ tableId: table.tableId, rowId }, call),
+        ...names.map((name) =>
+          h.records.updateRecord({ tableId: table.tableId, rowId, data: { [name]: round } }, call),
+        ),
+      ]);
+      expect(deleted.status).toBe("fulfilled");
+      const kept = names.filter((_, i) => updates[i]!.status === "fulfilled");
+      for (const update of updates) {
+        if (update.status === "rejected") {
+          expect(await reasonOf(Promise.reject(update.reason))).toBe("record_not_found");
+        }
+      }
+      const { rows } = await h.db.query("select 1 from records.record where row_id = $1", [
+        rowId.toString(),
+      ]);
+      expect(rows).toHaveLength(0);
+      const audit = await eventually(() => {
+        const found = eventsOf(h.events, SUBJECTS.audit("record.deleted"), AuditEventSchema).find(
+          (e) => e.target?.id === rowId,
+        );
+        if (!found) throw new Error("no record.deleted");
+        return found;
+      });
+      expect(auditChangesOf(audit.changesJson).map((c) => [c.label, c.old, c.new])).toEqual(
+        kept.map((name) => [name, round, undefined]),
+      );
+    }
+  });
+
+  it("deletes a record once when deletes of it race: one answer, one count, one event", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const call = await as(t.editor);
+    // More of the organization's records than the races delete, so that a count given back
+    // more than once shows (it never goes below 0).
+    const rowIds = (
+      await seed(
+        table,
+        Array.from({ length: 12 }, () => ({})),
+      )
+    ).map((r) => r.rowId);
+    const raced = rowIds.slice(0, 4);
+    const usage = async () => {
+      const { rows } = await h.db.query(
+        "select records from records.organization_usage where organization_id = $1",
+        [t.organizationId.toString()],
+      );
+      return Number(rows[0].records);
+    };
+    const before = await usage();
+    for (const rowId of raced) {
+      const answers = await Promise.allSettled(
+        Array.from({ length: 6 }, () =>
+          h.records.deleteRecord({ tableId: table.tableId, rowId }, call),
+        ),
+      );
+      expect(answers.filter((a) => a.status === "fulfilled")).toHaveLength(1);
+      for (const answer of answers) {
+        if (answer.status === "rejected") {
+          expect(await reasonOf(Promise.reject(answer.reason))).toBe("record_not_found");
+        }
+      }
+    }
+    expect(await usage()).toBe(before - raced.length);
+    // Once the relay has published everything written, each record has one event of each kind.
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from records.outbox where published_at is null",
+      );
+      expect(rows[0].n).toBe(0);
+    });
+    await eventually(() => {
+      const announced = eventsOf(h.events, SUBJECTS.recordsDeleted, RecordsDeletedSchema)
+        .filter((e) => e.tableId === table.tableId)
+        .flatMap((e) => e.rowIds);
+      const audited = eventsOf(h.events, SUBJECTS.audit("record.deleted"), AuditEventSchema)
+        .filter((e) => e.tableId === table.tableId)
+        .map((e) => e.target?.id);
+      expect(announced).toEqual(raced);
+      expect(audited).toEqual(raced);
+    });
+  });
+
   it("keeps an audit event of huge values small enough for the bus, noting their size", async () => {
     const fields = Array.from({ length: 8 }, (_, i) => def(`Long ${i}`, FieldType.LONG_TEXT));
     const table = await createTable(h, t.owner, t.organizationId, fields);

@@ -1369,6 +1369,56 @@ export async function writeRecordIfUnchanged(
   });
 }
 
+/** What `deleteRecordIfUnchanged` deletes: a record at the version it was read at. */
+export interface UnchangedDelete {
+  tableId: bigint;
+  organizationId: bigint;
+  rowId: bigint;
+  version: string;
+}
+
+/**
+ * `deleteRecordIfUnchanged`'s statement: the record deleted only if it is still the version
+ * read, then, only when it was, the organization's count given back (last, as a create takes
+ * it) and `events` written. Its one row: how many records it deleted (0 or 1).
+ */
+export function deleteRecordIfUnchangedStatement(
+  target: UnchangedDelete,
+  events: readonly OutboxEntry[],
+): Statement {
+  const params = [target.tableId, target.rowId, target.version, target.organizationId];
+  const enqueue = outboxInsert(events, params.length + 1, "exists (select from deleted)");
+  return {
+    sql: `with deleted as (
+       delete from record where table_id = $1 and row_id = $2 and xmin = $3::xid
+       returning row_id
+     ),
+     released as (
+       update organization_usage set records = greatest(records - 1, 0)
+       where organization_id = $4 and exists (select from deleted)
+     ),
+     enqueued as (${enqueue.sql})
+     select count(*)::int as deleted from deleted`,
+    params: [...params, ...enqueue.params],
+    prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
+}
+
+/**
+ * A record's deletion in one statement, outside a transaction
+ * (`deleteRecordIfUnchangedStatement`): whether it deleted the record, its events included
+ * (false when the record changed or went since it was read).
+ */
+export async function deleteRecordIfUnchanged(
+  em: EntityManager,
+  target: UnchangedDelete,
+  events: readonly OutboxEntry[],
+): Promise<boolean> {
+  const { sql, params, prepare } = deleteRecordIfUnchangedStatement(target, events);
+  const [row] = await query<{ deleted: number }>(em, sql, params, { prepare });
+  return row?.deleted === 1;
+}
+
 /** `writeRecords`' statement, before its events are put in front of it. */
 export function writeRecordsStatement(
   actor: string,
