@@ -157,7 +157,7 @@ export function listQuery(
 
   const queryFields = queryFieldsOf(schema.fields);
   const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r" });
-  let filter = { sql: "true", params: [] as unknown[] };
+  let filter = { sql: "true", params: [] as unknown[], readsData: false };
   if (params.where !== "") {
     try {
       filter = buildWhere(params.where, queryFields, {
@@ -172,6 +172,7 @@ export function listQuery(
   return {
     matching: `from record r where r.table_id = $1 and ${filter.sql}`,
     filtered: params.where !== "",
+    filterReadsData: filter.readsData,
     order,
     params: [schema.tableId, ...filter.params],
     limit,

@@ -122,6 +122,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "RecordCounts",
     "PendingWritesAsChanged",
     "QuotaLast",
+    "TimestampIndexes",
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
   const serveRecords = (extra: Record<string, string>) =>

@@ -3,6 +3,7 @@ import { Code } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pageStatement } from "../src/db/record-store.js";
 import {
   type ConditionNode,
   type Literal,
@@ -10,6 +11,8 @@ import {
   printWhere,
   type WhereNode,
 } from "../src/query/index.js";
+import { listQuery } from "../src/records.js";
+import type { TableSchema } from "../src/table-schema.js";
 import {
   ALL_TYPES,
   as,
@@ -757,6 +760,159 @@ function evaluate(node: WhereNode, record: Record<string, JsonValue>): boolean {
     }
   }
 }
+
+describe("lists in the order of the record's timestamps", () => {
+  let table: TestTable;
+  let schema: TableSchema;
+  const RECORDS = 60;
+
+  beforeAll(async () => {
+    table = await createTable(h, t.owner, t.organizationId, [
+      def("Name", FieldType.TEXT),
+      def("Changed", FieldType.UPDATED_AT),
+    ]);
+    schema = {
+      tableId: table.tableId,
+      databaseId: table.databaseId,
+      organizationId: t.organizationId,
+      name: "Timestamps",
+      fields: [
+        {
+          id: table.id.Name!,
+          name: "Name",
+          type: "text",
+          options: {},
+          required: false,
+          description: "",
+        },
+      ],
+    };
+    const call = await as(t.editor);
+    // Six batches of ten: each batch's records share their created_at (and updated_at until
+    // updated), so the timestamps tie in groups that row_id orders.
+    for (let batch = 0; batch < 6; batch++) {
+      await h.records.batchCreateRecords(
+        {
+          tableId: table.tableId,
+          records: Array.from({ length: 10 }, (_, i) => ({
+            data: { Name: `n${(batch * 7 + i * 3) % 10}` },
+          })),
+        },
+        call,
+      );
+    }
+    const ids = await oracle("row_id asc", "true");
+    for (const index of [17, 3, 42, 8, 55, 30, 21]) {
+      await h.records.updateRecord(
+        { tableId: table.tableId, rowId: ids[index]!, data: { Name: `u${index}` } },
+        call,
+      );
+    }
+  });
+
+  /** The table's row ids in `order` among those matching `condition`, as plain SQL sees them. */
+  async function oracle(order: string, condition: string, params: unknown[] = []) {
+    const { rows } = await h.db.query<{ row_id: string }>(
+      `select row_id from records.record
+       where table_id = $1 and ${condition} order by ${order}`,
+      [table.tableId.toString(), ...params],
+    );
+    return rows.map((r) => BigInt(r.row_id));
+  }
+
+  /** Every page of a list, `limit` at a time, and the total each page answered. */
+  async function pages(params: { where?: string; sort?: string[] }, limit = 7) {
+    const ids: bigint[] = [];
+    const totals = new Set<bigint>();
+    for (let offset = 0; offset < RECORDS + limit; offset += limit) {
+      const page = await list(table, { ...params, limit, offset });
+      ids.push(...page.records.map((r) => r.rowId));
+      totals.add(page.total);
+    }
+    return { ids, totals: [...totals] };
+  }
+
+  it.each([
+    ["-updated_at", "updated_at desc, row_id asc"],
+    ["updated_at", "updated_at asc, row_id asc"],
+    ["-created_at", "created_at desc, row_id asc"],
+    ["created_at", "created_at asc, row_id asc"],
+    ["-Changed,-Name", "updated_at desc, data->>'NAME' desc, row_id asc"],
+  ])("pages by %s, ties by row id, with the table's total", async (sort, order) => {
+    const name = table.id.Name!;
+    const expected = await oracle(order.replace("NAME", name), "true");
+    expect(await pages({ sort: [sort] })).toEqual({ ids: expected, totals: [BigInt(RECORDS)] });
+  });
+
+  it("filters on the timestamps, each way, counting every match", async () => {
+    const [boundary] = (
+      await h.db.query<{ at: string }>(
+        `select to_char(updated_at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+         from records.record where table_id = $1 order by updated_at desc offset 3 limit 1`,
+        [table.tableId.toString()],
+      )
+    ).rows;
+    const at = boundary!.at;
+    // The where's datetime names its millisecond: gte takes it from its start.
+    const since = "updated_at >= $2::timestamptz";
+    for (const [where, sort, order, condition] of [
+      [`(updated_at,gte,${at})`, "-updated_at", "updated_at desc, row_id", since],
+      [`(updated_at,gte,${at})`, "", "row_id", since],
+      [`~not(updated_at,gte,${at})`, "updated_at", "updated_at, row_id", `not (${since})`],
+      [`(Changed,gte,${at})~and(Name,notblank)`, "-created_at", "created_at desc, row_id", since],
+    ] as const) {
+      const expected = await oracle(order, condition, [at]);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(await pages({ where, sort: sort ? [sort] : [] })).toEqual({
+        ids: expected,
+        totals: [BigInt(expected.length)],
+      });
+    }
+  });
+
+  it("reads a page sorted or filtered by a timestamp from its index, not every record", async () => {
+    /** The most rows any scan of `record` read, running the list's own statement. */
+    async function mostRowsRead(params: { where: string; sort: string[] }) {
+      const { sql, params: values } = pageStatement(
+        listQuery(schema, { ...params, limit: 5, offset: 0 }),
+      );
+      const client = await h.db.connect();
+      try {
+        // Sequential and bitmap scans off: on a table this small PostgreSQL would rather read
+        // it all and sort it, which is not what a large table gets.
+        await client.query("begin");
+        await client.query("set local search_path = records");
+        await client.query("set local enable_seqscan = off");
+        await client.query("set local enable_bitmapscan = off");
+        const { rows } = await client.query(`explain (analyze, format json) ${sql}`, values);
+        await client.query("rollback");
+        let most = 0;
+        const visit = (node: Record<string, unknown>) => {
+          if (node["Relation Name"] === "record") {
+            const read = Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0);
+            most = Math.max(most, read * Number(node["Actual Loops"]));
+          }
+          for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) {
+            visit(child);
+          }
+        };
+        visit(rows[0]["QUERY PLAN"][0].Plan);
+        return most;
+      } finally {
+        client.release();
+      }
+    }
+    // A page of 5 needs the 5 and the rest of the last one's tie (at most 10 here).
+    expect(await mostRowsRead({ where: "", sort: ["-updated_at"] })).toBeLessThanOrEqual(15);
+    expect(await mostRowsRead({ where: "", sort: ["created_at"] })).toBeLessThanOrEqual(15);
+    // A condition on a timestamp is a range of the index: nothing past it is read.
+    expect(
+      await mostRowsRead({ where: "(updated_at,gte,2999-01-01)", sort: ["-updated_at"] }),
+    ).toBe(0);
+    // A filter on data with a timestamp order reads every match, as any order on data does.
+    expect(await mostRowsRead({ where: "(Name,notblank)", sort: ["-updated_at"] })).toBe(RECORDS);
+  });
+});
 
 describe("the where property", () => {
   let table: TestTable;

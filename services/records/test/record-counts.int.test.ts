@@ -58,6 +58,7 @@ beforeAll(async () => {
     "RecordCounts",
     "PendingWritesAsChanged",
     "QuotaLast",
+    "TimestampIndexes",
   ]);
   orm = await createRecordsOrm(url);
 });

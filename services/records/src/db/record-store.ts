@@ -193,6 +193,8 @@ export interface PageQuery {
   matching: string;
   /** False when `matching` is every record of the table: `record_count` then counts them. */
   filtered: boolean;
+  /** Whether `matching`'s filter reads a field of `data` (false: only columns, or none). */
+  filterReadsData: boolean;
   order: readonly OrderTerm[];
   params: readonly unknown[];
   limit: number;
@@ -207,24 +209,31 @@ export interface PageQuery {
  * offset skips ids, not whole records. In `row_id` order the ids come from the
  * `(table_id, row_id)` index, which stops after the page (without a filter on `data` the
  * records are not read at all to skip them), and the count is an uncorrelated subquery
- * PostgreSQL runs once. Any other order has to sort every match, so the matches are read once
- * rather than twice: their row ids and sort values (`matching`, materialized, small), counted,
- * and sorted for the page. Without a filter the count is the table's `record_count`.
+ * PostgreSQL runs once. So it is in the order of a record's `created_at` or `updated_at`
+ * (first), unless the filter reads `data`: the ids come from the table's index of that
+ * column with `row_id` (migration `TimestampIndexes`), ties sorted on the way, and a filter on
+ * the columns is counted from the same index. Any other order has to sort every match, so the
+ * matches are read once rather than twice: their row ids and sort values (`matching`,
+ * materialized, small), counted, and sorted for the page. Without a filter the count is the
+ * table's `record_count`.
  */
 export function pageStatement(page: PageQuery): Statement {
   const next = page.params.length;
   const window = `limit $${next + 1} offset $${next + 2}`;
   const column = (term: OrderTerm, index: number) => (term.rowId ? "row_id" : `sort_${index}`);
+  const sortValues = page.order
+    .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
+    .join("");
   let prelude = "";
   let top: string;
   let count: string;
   if (page.order.every((term) => term.rowId)) {
     top = `select r.row_id ${page.matching} order by ${orderBySql(page.order)} ${window}`;
     count = countSql(page);
+  } else if (page.order[0]?.column && !page.filterReadsData) {
+    top = `select r.row_id${sortValues} ${page.matching} order by ${orderBySql(page.order)} ${window}`;
+    count = countSql(page);
   } else {
-    const sortValues = page.order
-      .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
-      .join("");
     prelude = `with matching as materialized (
        select r.row_id${sortValues} ${page.matching}
      ) `;

@@ -9,6 +9,7 @@ import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { QuotaLast } from "./quota-last.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
+import { TimestampIndexes } from "./timestamp-indexes.js";
 import { WriteGate } from "./write-gate.js";
 
 /**
@@ -93,4 +94,5 @@ export const migrations = [
   RecordCounts,
   PendingWritesAsChanged,
   QuotaLast,
+  TimestampIndexes,
 ];

@@ -43,6 +43,7 @@ export {
 } from "./where-ast.js";
 export {
   buildWhere,
+  type CompiledWhere,
   type CompileOptions,
   compileWhere,
   type SqlFragment,

@@ -62,6 +62,11 @@ export interface OrderTerm {
   direction: "ASC" | "ASC NULLS LAST" | "DESC NULLS FIRST";
   /** True for `row_id`, which the `(table_id, row_id)` index keeps in order. */
   rowId: boolean;
+  /**
+   * True for a column of the record (`row_id`, `created_at`, `updated_at`, also as a created_at
+   * or updated_at field), which an index of the table keeps in order with `row_id`.
+   */
+  column: boolean;
 }
 
 /**
@@ -81,6 +86,7 @@ export function orderTerms(
       value: source.sortable,
       direction: key.descending ? "DESC NULLS FIRST" : "ASC NULLS LAST",
       rowId: source.kind === "row_id",
+      column: source.fieldId === undefined,
     };
   });
   if (!terms.some((term) => term.rowId)) {
@@ -88,6 +94,7 @@ export function orderTerms(
       value: `${columnPrefix(options.tableAlias)}row_id`,
       direction: "ASC",
       rowId: true,
+      column: true,
     });
   }
   return terms;

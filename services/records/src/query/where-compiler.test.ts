@@ -190,6 +190,7 @@ describe("compileWhere", () => {
       expect(buildWhere("(row_id,eq,5)", [], OPTIONS)).toEqual({
         sql: "row_id = $2::bigint",
         params: ["5"],
+        readsData: false,
       });
     });
 
@@ -349,6 +350,7 @@ describe("compileWhere", () => {
       expect(buildWhere("(Name,like,100%_a\\b)", FIELDS, OPTIONS)).toEqual({
         sql: "coalesce(upper((CASE WHEN jsonb_typeof(data->'17') = 'string' AND (data->>'17') <> '' THEN (data->>'17') END) COLLATE \"und-x-icu\") LIKE upper($2::text COLLATE \"und-x-icu\"), false)",
         params: ["%100\\%\\_a\\\\b%"],
+        readsData: true,
       });
     });
 
@@ -356,10 +358,12 @@ describe("compileWhere", () => {
       expect(buildWhere('(Tags,anyof,"a,b",c)', FIELDS, OPTIONS)).toEqual({
         sql: "data @> ANY($2::jsonb[])",
         params: [['{"14":["a,b"]}', '{"14":["c"]}']],
+        readsData: true,
       });
       expect(buildWhere("(Tags,allof,a,b)", FIELDS, OPTIONS)).toEqual({
         sql: "data @> $2::jsonb",
         params: ['{"14":["a","b"]}'],
+        readsData: true,
       });
       expect(buildWhere("(Tags,nanyof,a)", FIELDS, OPTIONS).sql).toBe(
         "(NOT data @> ANY($2::jsonb[]))",
@@ -409,6 +413,7 @@ describe("compileWhere", () => {
       expect(compiled).toEqual({
         sql: "data @> $2::jsonb",
         params: ['{"42":"x"}'],
+        readsData: true,
       });
       const sort = buildWhere(`(${quote(nasty)},gt,x)`, fields, OPTIONS);
       expect(sort.sql).not.toContain(nasty);

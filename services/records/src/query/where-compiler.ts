@@ -30,6 +30,11 @@ export interface SqlFragment {
   params: unknown[];
 }
 
+/** A compiled `where`: its SQL, and whether it reads a field of `data` or only columns. */
+export interface CompiledWhere extends SqlFragment {
+  readsData: boolean;
+}
+
 const COMPARISONS: readonly Operator[] = [
   "eq",
   "neq",
@@ -112,10 +117,10 @@ export function compileWhere(
   node: WhereNode,
   fields: readonly QueryField[],
   options: CompileOptions,
-): SqlFragment {
+): CompiledWhere {
   const compiler = new WhereCompiler(fields, options);
   const sql = compiler.compile(node);
-  return { sql, params: compiler.params.values };
+  return { sql, params: compiler.params.values, readsData: compiler.readsData };
 }
 
 /** `parseWhere` then `compileWhere`. */
@@ -123,7 +128,7 @@ export function buildWhere(
   text: string,
   fields: readonly QueryField[],
   options: CompileOptions,
-): SqlFragment {
+): CompiledWhere {
   return compileWhere(parseWhere(text), fields, options);
 }
 
@@ -180,6 +185,8 @@ const caseless = (text: string) => `upper(${text} COLLATE "und-x-icu")`;
 
 class WhereCompiler {
   readonly params: SqlParams;
+  /** Whether a condition reads a field of `data` (not only `row_id` and the timestamps). */
+  readsData = false;
 
   constructor(
     private readonly fields: readonly QueryField[],
@@ -206,6 +213,7 @@ class WhereCompiler {
     const target = resolveReference(node.ref.text, this.fields, { systemColumns: true });
     if (!target) throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position);
     const source = valueSource(target, this.options.tableAlias);
+    if (source.fieldId !== undefined) this.readsData = true;
     if (!OPERATORS_BY_KIND[source.kind].has(node.operator)) {
       throw fail(
         `operator '${node.operator}' does not apply to ${describe(target)}`,
@@ -261,10 +269,14 @@ class WhereCompiler {
   /**
    * A comparison as TRUE or FALSE: NULL (a blank or malformed value) becomes FALSE, so that NOT
    * gives exactly the complement. A value that is never NULL (`row_id`) is compared bare, which
-   * lets PostgreSQL use the `(table_id, row_id)` index for it.
+   * lets PostgreSQL use the `(table_id, row_id)` index for it; a column's comparison is ANDed
+   * with the column being there (as exact as `coalesce`, and a condition the indexes of
+   * `created_at` and `updated_at` serve, which `coalesce` is not).
    */
   private orFalse(source: ValueSource, comparison: string): string {
-    return source.nullable ? `coalesce(${comparison}, false)` : comparison;
+    if (!source.nullable) return comparison;
+    if (source.fieldId === undefined) return `(${comparison} AND ${source.typed} IS NOT NULL)`;
+    return `coalesce(${comparison}, false)`;
   }
 
   /**
