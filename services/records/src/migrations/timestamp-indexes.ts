@@ -8,8 +8,8 @@ import { Migration } from "@mikro-orm/migrations";
  * reading a record (`pageStatement`). Before, such a list read every record of the table and
  * sorted them: 57 ms of PostgreSQL for a page of a 100,000-record table, 0.4 with the index.
  *
- * Built inside the migrations' transaction, so writes to `record` wait while it builds (about a
- * second per million records here). An installation too large for that can build the two
+ * Built inside the migrations' transaction, so writes to `record` wait while it builds (one to
+ * two seconds per million records here). An installation too large for that can build the two
  * indexes beforehand with `create index concurrently` and these names: `if not exists` then
  * leaves them as they are.
  */
