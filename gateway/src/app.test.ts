@@ -1259,6 +1259,7 @@ describe("the gateway over HTTP", () => {
       const listParameters = [
         "limit?",
         "offset?",
+        "count?",
         "response_format?",
         "rich_text?",
         "where?",
@@ -1411,7 +1412,7 @@ describe("the gateway over HTTP", () => {
         required: ["row_id", "table_id", "created_at", "updated_at", "data"],
       });
       expect(document.components.schemas.PublicList).toMatchObject({
-        required: ["records", "total", "limit", "offset"],
+        required: ["records", "total", "has_more", "limit", "offset"],
       });
     });
 

@@ -70,8 +70,14 @@ describe("v1 routes (SPEC 8.1)", () => {
 
     const listed = await api("GET", p.records, { token: tenant.readToken });
     expect(listed.status).toBe(200);
-    expect(Object.keys(listed.body.data).sort()).toEqual(["limit", "offset", "records", "total"]);
-    expect(listed.body.data).toMatchObject({ limit: 50, offset: 0 });
+    expect(Object.keys(listed.body.data).sort()).toEqual([
+      "has_more",
+      "limit",
+      "offset",
+      "records",
+      "total",
+    ]);
+    expect(listed.body.data).toMatchObject({ limit: 50, offset: 0, has_more: false });
     expect(listed.body.data.records).toContainEqual(record);
     expect(listed.body.data.total).toBe(listed.body.data.records.length);
 
@@ -129,6 +135,59 @@ describe("v1 routes (SPEC 8.1)", () => {
     expectRecord(blank, table);
     expect(blank.data).toEqual(byIds(table, full({}, blank)));
     expect(blank.data[table.id("Serial")]).toBe((record.data[table.id("Serial")] as number) + 1);
+  });
+
+  it("counts a list as asked and says whether another page follows", async () => {
+    const t = await createTable(api, tenant, [{ name: "N", type: "number" }]);
+    const p = v1(t.databaseId, t.tableId);
+    const records = Array.from({ length: 7 }, (_, n) => ({ data: { N: n } }));
+    expect(
+      (await api("POST", p.batch, { token: tenant.writeToken, body: { records } })).status,
+    ).toBe(200);
+    const page = async (query: Record<string, string | number>) => {
+      const v1Page = await api("GET", p.records, { token: tenant.readToken, query: q(query) });
+      const queryForm = await api("GET", "/public/record/list", {
+        token: tenant.readToken,
+        query: q({ table_id: t.tableId, database_id: t.databaseId, ...query }),
+      });
+      expect(v1Page.status, JSON.stringify(v1Page.body)).toBe(200);
+      expect(queryForm.body).toEqual(v1Page.body);
+      const { records: rows, ...rest } = v1Page.body.data;
+      return { ...rest, n: (rows as RecordShape[]).map((r) => r.data[t.id("N")]) };
+    };
+    expect(await page({ where: "(N,gte,2)", limit: 3 })).toEqual({
+      n: [2, 3, 4],
+      total: 5,
+      has_more: true,
+      limit: 3,
+      offset: 0,
+    });
+    expect(await page({ where: "(N,gte,2)", limit: 3, offset: 3, count: "none" })).toEqual({
+      n: [5, 6],
+      total: null,
+      has_more: false,
+      limit: 3,
+      offset: 3,
+    });
+    expect(await page({ sort: "-N", limit: 6, count: "none" })).toMatchObject({
+      n: [6, 5, 4, 3, 2, 1],
+      total: null,
+      has_more: true,
+    });
+    // Exact below 1,000 matches, so no estimate is said.
+    expect(await page({ where: "(N,lt,3)", count: "estimated" })).toEqual({
+      n: [0, 1, 2],
+      total: 3,
+      has_more: false,
+      limit: 50,
+      offset: 0,
+    });
+    const refused = await api("GET", p.records, {
+      token: tenant.readToken,
+      query: { count: "approximate" },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.extra).toMatchObject([{ key: "count", source: "query" }]);
   });
 
   it("creates, updates and deletes in batches, all or nothing", async () => {
@@ -446,8 +505,14 @@ describe("query-form routes (SPEC 8.2)", () => {
       query: q({ ...tid, database_id: tenant.databaseId, limit: 1000 }),
     });
     expect(listed.status).toBe(200);
-    expect(Object.keys(listed.body.data).sort()).toEqual(["limit", "offset", "records", "total"]);
-    expect(listed.body.data).toMatchObject({ limit: 1000, offset: 0 });
+    expect(Object.keys(listed.body.data).sort()).toEqual([
+      "has_more",
+      "limit",
+      "offset",
+      "records",
+      "total",
+    ]);
+    expect(listed.body.data).toMatchObject({ limit: 1000, offset: 0, has_more: false });
     expect(listed.body.data.records).toContainEqual(record);
 
     const updated = await api("PUT", "/public/record/update", {

@@ -17,6 +17,7 @@ import { actorName, type Call, type ChangeSet, type Transactions } from "./chang
 import {
   allocateRowIds,
   type CheckedMark,
+  type CountMode,
   createRecords,
   deleteRecordIfUnchanged,
   deleteRecords,
@@ -91,6 +92,7 @@ export interface RecordView {
 export interface ListParams {
   limit: number;
   offset: number;
+  count: CountMode;
   where: string;
   sort: readonly string[];
   fields: readonly string[];
@@ -99,7 +101,10 @@ export interface ListParams {
 export interface ListView extends RecordsView {
   /** The fields to show, in order. */
   fields: SchemaField[];
-  total: bigint;
+  /** Null when the list asked for no count. */
+  total: bigint | null;
+  totalEstimated: boolean;
+  hasMore: boolean;
   limit: number;
   offset: number;
 }
@@ -143,7 +148,8 @@ function sortKeys(queryFields: readonly QueryField[], items: readonly string[]):
  */
 export function listQuery(
   schema: TableSchema,
-  params: Pick<ListParams, "limit" | "offset" | "where" | "sort">,
+  params: Pick<ListParams, "limit" | "offset" | "where" | "sort"> &
+    Partial<Pick<ListParams, "count">>,
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -177,6 +183,7 @@ export function listQuery(
     params: [schema.tableId, ...filter.params],
     limit,
     offset: params.offset,
+    count: params.count ?? "exact",
   };
 }
 
@@ -498,13 +505,23 @@ export class Records {
     const fields = selectedFields(schema, params.fields);
     const found = await pageWithTotal(this.deps.read, page);
     if (found === "over_budget") throw pageTooLarge();
-    const { records, total } = found;
+    const { records, total, estimated, hasMore } = found;
     const files = await this.deps.files.of(
       fields,
       records.map((record) => record.rowId),
       call.requestId,
     );
-    return { schema, records, files, fields, total, limit: page.limit, offset: page.offset };
+    return {
+      schema,
+      records,
+      files,
+      fields,
+      total,
+      totalEstimated: estimated,
+      hasMore,
+      limit: page.limit,
+      offset: page.offset,
+    };
   }
 
   /** Changes the named fields of records of the table, all or none. */

@@ -5,7 +5,7 @@ import type { Call } from "./change-set.js";
 import { renderTexts } from "./domain/record-output.js";
 import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";
-import { dataOf, outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
+import { countModeOf, dataOf, outputOptionsOf, toRecord, WRITE_OUTPUT } from "./wire.js";
 
 export interface RecordsServerDeps {
   records: Records;
@@ -65,6 +65,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           {
             limit: req.limit,
             offset: req.offset,
+            count: countModeOf(req.count),
             where: req.where,
             sort: req.sort,
             fields: req.fields,
@@ -75,7 +76,9 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           records: view.records.map((record) =>
             toRecord(record, view.fields, { ...output, rendered }, view.files.get(record.rowId)),
           ),
-          total: view.total,
+          total: view.total ?? undefined,
+          totalEstimated: view.totalEstimated,
+          hasMore: view.hasMore,
           limit: view.limit,
           offset: view.offset,
         };

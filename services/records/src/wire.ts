@@ -3,10 +3,12 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type ValidationItem, validationFailed } from "@rowbase/kit";
 import {
   type Record,
+  RecordCount,
   RecordSchema,
   ResponseFormat,
   RichTextFormat,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
+import type { CountMode } from "./db/record-store.js";
 import {
   type FilesOfRecord,
   type OutputOptions,
@@ -81,4 +83,22 @@ export function outputOptionsOf(
   }
   if (!keys || !text) throw validationFailed(items);
   return { keys, richText: text };
+}
+
+const COUNT_MODES = new Map<RecordCount, CountMode>([
+  [RecordCount.UNSPECIFIED, "exact"],
+  [RecordCount.EXACT, "exact"],
+  [RecordCount.ESTIMATED, "estimated"],
+  [RecordCount.NONE, "none"],
+]);
+
+/** How a list counts its matches; an enum value this build does not know is a 400. */
+export function countModeOf(count: RecordCount): CountMode {
+  const mode = COUNT_MODES.get(count);
+  if (!mode) {
+    throw validationFailed([
+      { key: "count", message: "must be exact, estimated or none", source: "query" },
+    ]);
+  }
+  return mode;
 }

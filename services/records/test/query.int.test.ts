@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code } from "@rowbase/kit";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { RecordCount } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pageStatement } from "../src/db/record-store.js";
@@ -53,7 +54,14 @@ afterAll(async () => {
 
 async function list(
   table: TestTable,
-  params: { where?: string; sort?: string[]; limit?: number; offset?: number; fields?: string[] },
+  params: {
+    where?: string;
+    sort?: string[];
+    limit?: number;
+    offset?: number;
+    fields?: string[];
+    count?: RecordCount;
+  },
 ) {
   return h.records.listRecords(
     { tableId: table.tableId, databaseId: table.databaseId, ...params },
@@ -827,7 +835,7 @@ describe("lists in the order of the record's timestamps", () => {
     for (let offset = 0; offset < RECORDS + limit; offset += limit) {
       const page = await list(table, { ...params, limit, offset });
       ids.push(...page.records.map((r) => r.rowId));
-      totals.add(page.total);
+      totals.add(page.total!);
     }
     return { ids, totals: [...totals] };
   }
@@ -1114,4 +1122,86 @@ describe("a list PostgreSQL takes too long over", () => {
       }
     },
   );
+});
+
+describe("a list's count and has_more", () => {
+  let table: TestTable;
+  const MATCHES = 1_205;
+
+  beforeAll(async () => {
+    table = await createTable(h, t.owner, t.organizationId, [
+      def("N", FieldType.NUMBER),
+      def("Tag", FieldType.TEXT),
+    ]);
+    for (let from = 0; from < MATCHES + 10; from += 1000) {
+      const records = [];
+      for (let n = from; n < Math.min(from + 1000, MATCHES + 10); n++) {
+        records.push({ data: { N: n, Tag: n < MATCHES ? "in" : "out" } });
+      }
+      await h.records.batchCreateRecords({ tableId: table.tableId, records }, await as(t.editor));
+    }
+  });
+
+  const countOf = { exact: RecordCount.EXACT, estimated: RecordCount.ESTIMATED };
+
+  it("says whether another page follows, whatever the count", async () => {
+    for (const count of [RecordCount.EXACT, RecordCount.ESTIMATED, RecordCount.NONE]) {
+      for (const [offset, more] of [
+        [0, true],
+        [MATCHES - 5, false],
+        [MATCHES - 6, true],
+        [MATCHES + 40, false],
+      ] as const) {
+        for (const sort of [[], ["-N"]]) {
+          const page = await list(table, { where: "(Tag,eq,in)", sort, limit: 5, offset, count });
+          expect({ count, offset, sort, more: page.hasMore }).toEqual({
+            count,
+            offset,
+            sort,
+            more,
+          });
+        }
+      }
+    }
+    const last = await list(table, { limit: 1000, offset: MATCHES + 9 });
+    expect(last).toMatchObject({ hasMore: false, total: BigInt(MATCHES + 10) });
+    expect(last.records).toHaveLength(1);
+  });
+
+  it("makes no count with count none", async () => {
+    const page = await list(table, { where: "(Tag,eq,in)", limit: 3, count: RecordCount.NONE });
+    expect(page.total).toBeUndefined();
+    expect(page.totalEstimated).toBe(false);
+    expect(page.records.map((r) => r.data[table.id.N!])).toEqual([0, 1, 2]);
+    const past = await list(table, { where: "(Tag,eq,in)", offset: 5000, count: RecordCount.NONE });
+    expect(past).toMatchObject({ records: [], hasMore: false });
+    expect(past.total).toBeUndefined();
+  });
+
+  it("counts exactly up to 1,000 matches and estimates past them with count estimated", async () => {
+    const few = await list(table, { where: "(N,lt,1000)", limit: 2, count: countOf.estimated });
+    expect(few).toMatchObject({ total: 1000n, totalEstimated: false, hasMore: true });
+    const many = await list(table, { where: "(Tag,eq,in)", limit: 2, count: countOf.estimated });
+    expect(many.totalEstimated).toBe(true);
+    // The planner's estimate, never below the matches seen.
+    expect(many.total).toBeGreaterThanOrEqual(1001n);
+    expect(many.total).toBeLessThan(100_000n);
+    const exact = await list(table, { where: "(Tag,eq,in)", limit: 2, count: countOf.exact });
+    expect(exact).toMatchObject({ total: BigInt(MATCHES), totalEstimated: false });
+    // Without a filter the table's own count is exact and cheap: it is given as it is.
+    const all = await list(table, { limit: 2, count: countOf.estimated });
+    expect(all).toMatchObject({ total: BigInt(MATCHES + 10), totalEstimated: false });
+    const past = await list(table, {
+      where: "(Tag,eq,in)",
+      offset: 5000,
+      count: countOf.estimated,
+    });
+    expect(past).toMatchObject({ records: [], totalEstimated: true, hasMore: false });
+  });
+
+  it("refuses a count mode it does not know", async () => {
+    expect(await validationOf(list(table, { count: 9 as RecordCount }))).toEqual([
+      { key: "count", message: "must be exact, estimated or none", source: "query" },
+    ]);
+  });
 });

@@ -8,12 +8,14 @@ import { countOf, idOf, required } from "../../presentation/wire-values.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
 import { JsonText } from "../../routing/route.js";
 import {
+  countValue,
   recordJson,
   recordsJson,
   responseFormatValue,
   richTextValue,
 } from "./record-presenters.js";
 import type {
+  CountModeName,
   PublicBatchDeleteSchema,
   PublicBatchRecordsSchema,
   PublicDeleteSchema,
@@ -44,6 +46,7 @@ export interface ReadOptions {
 export interface ListOptions extends ReadOptions {
   limit: number;
   offset: number;
+  count: CountModeName;
   /** Empty: every record. */
   where: string;
   /** Raw items of `sort`; empty: `row_id` ascending. */
@@ -95,6 +98,7 @@ export class RecordOperations {
           ...tableOf(target),
           limit: options.limit,
           offset: options.offset,
+          count: countValue(options.count),
           where: options.where,
           sort: options.sort,
           fields: options.fields,
@@ -104,7 +108,9 @@ export class RecordOperations {
         call,
       ),
     );
-    const page = `"total":${countOf(response.total)},"limit":${response.limit},"offset":${response.offset}`;
+    const total = response.total === undefined ? "null" : countOf(response.total);
+    const estimated = response.totalEstimated ? `"total_estimated":true,` : "";
+    const page = `"total":${total},${estimated}"has_more":${response.hasMore},"limit":${response.limit},"offset":${response.offset}`;
     return new JsonText(`{"records":${recordsJson(response.records)},${page}}`);
   }
 

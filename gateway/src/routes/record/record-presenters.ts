@@ -1,7 +1,11 @@
 import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import { ResponseFormat, RichTextFormat } from "@rowbase/proto/rowbase/records/v1/records_pb";
+import {
+  RecordCount,
+  ResponseFormat,
+  RichTextFormat,
+} from "@rowbase/proto/rowbase/records/v1/records_pb";
 import { idOf, required, timeOf } from "../../presentation/wire-values.js";
-import type { ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
+import type { CountModeName, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
 
 /**
  * A record as SPEC section 8 writes it, as JSON text. `data` arrives as JSON text of an object,
@@ -28,6 +32,16 @@ const RICH_TEXT_VALUES: Record<RichTextFormatName, RichTextFormat> = {
   html: RichTextFormat.HTML,
   plain: RichTextFormat.PLAIN,
 };
+
+const COUNT_VALUES: Record<CountModeName, RecordCount> = {
+  exact: RecordCount.EXACT,
+  estimated: RecordCount.ESTIMATED,
+  none: RecordCount.NONE,
+};
+
+export function countValue(name: CountModeName): RecordCount {
+  return COUNT_VALUES[name];
+}
 
 export function responseFormatValue(name: ResponseFormatName): ResponseFormat {
   return RESPONSE_FORMAT_VALUES[name];

@@ -34,7 +34,25 @@ describe("list parameters (SPEC 8.3)", () => {
   it("default to the first 50 records, ids, every field, no filter, row_id order", () => {
     expect(parse(V1ListQuery, {}, "query")).toEqual({
       ok: true,
-      value: { limit: 50, offset: 0, response_format: "ids", where: "", fields: [], sort: [] },
+      value: {
+        limit: 50,
+        offset: 0,
+        count: "exact",
+        response_format: "ids",
+        where: "",
+        fields: [],
+        sort: [],
+      },
+    });
+  });
+
+  it("read count as exact, estimated or none, and nothing else", () => {
+    for (const count of ["exact", "estimated", "none"]) {
+      expect(parse(V1ListQuery, { count }, "query")).toMatchObject({ ok: true, value: { count } });
+    }
+    expect(parse(V1ListQuery, { count: "fast" }, "query")).toMatchObject({
+      ok: false,
+      items: [{ key: "count", source: "query" }],
     });
   });
 
@@ -45,6 +63,7 @@ describe("list parameters (SPEC 8.3)", () => {
         {
           limit: "1000",
           offset: "10000000",
+          count: "none",
           response_format: "names",
           rich_text: "html",
           where: "(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))",
@@ -58,6 +77,7 @@ describe("list parameters (SPEC 8.3)", () => {
       value: {
         limit: 1000,
         offset: 10_000_000,
+        count: "none",
         response_format: "names",
         rich_text: "html",
         where: "(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))",

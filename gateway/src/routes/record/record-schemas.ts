@@ -25,6 +25,8 @@ export const RESPONSE_FORMATS = ["ids", "names"] as const;
 export type ResponseFormatName = (typeof RESPONSE_FORMATS)[number];
 export const RICH_TEXT_FORMATS = ["markdown", "html", "plain"] as const;
 export type RichTextFormatName = (typeof RICH_TEXT_FORMATS)[number];
+export const COUNT_MODES = ["exact", "estimated", "none"] as const;
+export type CountModeName = (typeof COUNT_MODES)[number];
 
 const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
   `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
@@ -32,6 +34,14 @@ const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
     "bound, not SPEC's: a page must fit the services' memory",
 );
 const offset = queryInteger(0, RECORD_OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
+
+const count = z
+  .preprocess(once, oneOf(COUNT_MODES).default("exact"))
+  .describe(
+    "How `total` is counted: `exact` (the default) counts every match; `estimated` is exact up " +
+      "to 1,000 matches and PostgreSQL's estimate above, with `total_estimated: true`; `none` " +
+      "makes no count (`total` is null), the cheapest page",
+  );
 
 const responseFormat = z
   .preprocess(once, oneOf(RESPONSE_FORMATS).default("ids"))
@@ -81,6 +91,7 @@ const readOptions = { response_format: responseFormat, rich_text: richText, fiel
 const listOptions = {
   limit,
   offset,
+  count,
   response_format: responseFormat,
   rich_text: richText,
   where,
@@ -268,7 +279,17 @@ export const PublicListSchema = responseData(
   "PublicList",
   z.object({
     records: z.array(RecordSchema),
-    total: z.number().int().min(0).describe("Every record that matches `where`"),
+    total: z
+      .number()
+      .int()
+      .min(0)
+      .nullable()
+      .describe("Every record that matches `where`; null with `count=none`"),
+    total_estimated: z
+      .literal(true)
+      .optional()
+      .describe("Present when `total` is PostgreSQL's estimate (`count=estimated`, over 1,000)"),
+    has_more: z.boolean().describe("Whether another page follows this one"),
     limit: z.number().int().describe("The page size applied"),
     offset: z.number().int().describe("The offset applied"),
   }),

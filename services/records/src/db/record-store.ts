@@ -199,7 +199,18 @@ export interface PageQuery {
   params: readonly unknown[];
   limit: number;
   offset: number;
+  count: CountMode;
 }
+
+/**
+ * How a list counts its matches: `exact` counts every one; `estimated` counts up to
+ * ESTIMATE_ABOVE exactly and takes PostgreSQL's planner estimate past it; `none` makes no count
+ * (the page then looks one match past itself to know whether another page exists).
+ */
+export type CountMode = "exact" | "estimated" | "none";
+
+/** Up to how many matches an `estimated` count is exact. */
+export const ESTIMATE_ABOVE = 1000;
 
 /**
  * The page with the count of all matches, in one statement, so one snapshot, without a
@@ -240,8 +251,12 @@ export function pageStatement(page: PageQuery): Statement {
     top = `select * from matching order by ${orderBySql(page.order, column)} ${window}`;
     count = page.filtered ? "select count(*) from matching" : countSql(page);
   }
+  const total = totalSql(page, count, prelude === "" ? page.matching : "from matching");
+  const more = `exists (select 1 ${prelude === "" ? page.matching : "from matching"}
+       offset $${next + 1}::bigint + $${next + 2}::bigint)`;
   return {
-    sql: withinReadBudget(`${prelude}select ${recordColumns("r")}, (${count}) as total
+    sql: withinReadBudget(`${prelude}select ${recordColumns("r")}, (${total}) as total,
+       ${page.count === "exact" ? "false" : more} as more
      from (${top}) top join record r on r.row_id = top.row_id
      order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
     params: [...page.params, page.limit, page.offset],
@@ -257,6 +272,51 @@ function countSql(page: PageQuery): string {
 }
 
 /**
+ * The `total` column as the page's count mode asks: the exact count (`exact`, the count of
+ * `count`), at most ESTIMATE_ABOVE + 1 matches of `from` (`estimated`; an unfiltered count is
+ * exact and cheap, so it is made), or null (`none`).
+ */
+function totalSql(page: PageQuery, count: string, from: string): string {
+  if (page.count === "none") return "select null::bigint";
+  if (page.count === "estimated" && page.filtered) {
+    return `select count(*) from (select 1 ${from} limit ${ESTIMATE_ABOVE + 1}) capped`;
+  }
+  return count;
+}
+
+/** A page's `total` as the caller sees it: a count (estimated or exact), or none. */
+export interface PageCount {
+  total: bigint | null;
+  estimated: boolean;
+}
+
+/**
+ * The count of a page's matches as `totalSql` made it, completed: an `estimated` count past
+ * ESTIMATE_ABOVE becomes PostgreSQL's estimate of the matches (its plan's row count), never less
+ * than the matches seen.
+ */
+async function completeCount(
+  read: ReadStatement,
+  page: PageQuery,
+  counted: bigint | null,
+): Promise<PageCount> {
+  if (
+    page.count !== "estimated" ||
+    !page.filtered ||
+    counted === null ||
+    counted <= ESTIMATE_ABOVE
+  ) {
+    return { total: counted, estimated: false };
+  }
+  const [plan] = await read<{ "QUERY PLAN": [{ Plan: { "Plan Rows": number } }] }>(
+    `explain (format json) select 1 ${page.matching}`,
+    page.params,
+  );
+  const rows = BigInt(Math.round(plan?.["QUERY PLAN"][0]?.Plan["Plan Rows"] ?? 0));
+  return { total: rows > counted ? rows : counted, estimated: true };
+}
+
+/**
  * A page of records and the count of all matches (`pageStatement`), or `over_budget` for a page
  * past PAGE_MAX_BYTES. A page past the end has no row to carry the count, so that case (only)
  * counts again on its own.
@@ -264,18 +324,35 @@ function countSql(page: PageQuery): string {
 export async function pageWithTotal(
   read: ReadStatement,
   page: PageQuery,
-): Promise<{ records: StoredRecord[]; total: bigint } | "over_budget"> {
+): Promise<({ records: StoredRecord[]; hasMore: boolean } & PageCount) | "over_budget"> {
   const { sql, params } = pageStatement(page);
-  const rows = withinBudget(await read<BudgetedRow<RecordRow & { total: string }>>(sql, params));
-  if (!rows) return "over_budget";
-  if (rows.length > 0 || page.offset === 0) {
-    return { records: rows.map(toStored), total: BigInt(rows[0]?.total ?? 0) };
-  }
-  const [counted] = await read<{ total: string }>(
-    `select (${countSql(page)}) as total`,
-    page.params,
+  const rows = withinBudget(
+    await read<BudgetedRow<RecordRow & { total: string | null; more: boolean }>>(sql, params),
   );
-  return { records: [], total: BigInt(counted?.total ?? 0) };
+  if (!rows) return "over_budget";
+  let counted: bigint | null;
+  if (rows.length > 0 || page.offset === 0) {
+    const first = rows[0];
+    counted = page.count === "none" ? null : BigInt(first?.total ?? 0);
+    if (first === undefined)
+      return { records: [], hasMore: false, total: counted, estimated: false };
+  } else if (page.count === "none") {
+    return { records: [], hasMore: false, total: null, estimated: false };
+  } else {
+    // A page past the end has no row to carry the count: count on its own.
+    const [row] = await read<{ total: string | null }>(
+      `select (${totalSql(page, countSql(page), page.matching)}) as total`,
+      page.params,
+    );
+    counted = row?.total == null ? null : BigInt(row.total);
+    return { records: [], hasMore: false, ...(await completeCount(read, page, counted)) };
+  }
+  const count = await completeCount(read, page, counted);
+  const seen = BigInt(page.offset + rows.length);
+  // An exact count (and an estimated one that counted every match) says whether more follow;
+  // otherwise the statement looked for a match past the page.
+  const hasMore = count.total === null || count.estimated ? rows[0]!.more : count.total > seen;
+  return { records: rows.map(toStored), hasMore, ...count };
 }
 
 function tableLockKey(tableId: bigint): string {

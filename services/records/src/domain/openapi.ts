@@ -183,6 +183,13 @@ function listParameters(fields: readonly SchemaField[]): JsonObject[] {
       schema: { type: "integer", minimum: 0, maximum: RECORD_OFFSET_MAX, default: 0 },
     },
     {
+      name: "count",
+      in: "query",
+      description:
+        "How `total` is counted: `exact` counts every match; `estimated` is exact up to 1,000 matches and PostgreSQL's estimate above, with `total_estimated: true`; `none` makes no count (`total` is null), the cheapest page.",
+      schema: { type: "string", enum: ["exact", "estimated", "none"], default: "exact" },
+    },
+    {
       name: "where",
       in: "query",
       description: [
@@ -434,10 +441,18 @@ export function tableOpenApi(schema: TableSchema, baseUrl: string): JsonObject {
     {
       "200": success("A page of records", {
         type: "object",
-        required: ["records", "total", "limit", "offset"],
+        required: ["records", "total", "has_more", "limit", "offset"],
         properties: {
           records: { type: "array", items: RECORD_OUT },
-          total: { type: "integer", description: "Every record that matches `where`." },
+          total: {
+            type: ["integer", "null"],
+            description: "Every record that matches `where`; null with `count=none`.",
+          },
+          total_estimated: {
+            const: true,
+            description: "Present when `total` is PostgreSQL's estimate (`count=estimated`).",
+          },
+          has_more: { type: "boolean", description: "Whether another page follows this one." },
           limit: { type: "integer" },
           offset: { type: "integer" },
         },

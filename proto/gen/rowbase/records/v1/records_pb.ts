@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/records/v1/records.proto.
  */
 export const file_rowbase_records_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADKnYKC1JlY29yZENvdW50EhwKGFJFQ09SRF9DT1VOVF9VTlNQRUNJRklFRBAAEhYKElJFQ09SRF9DT1VOVF9FWEFDVBABEhoKFlJFQ09SRF9DT1VOVF9FU1RJTUFURUQQAhIVChFSRUNPUkRfQ09VTlRfTk9ORRADYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A row of a table.
@@ -135,4 +135,45 @@ export enum RichTextFormat {
  */
 export const RichTextFormatSchema: GenEnum<RichTextFormat> = /*@__PURE__*/
   enumDesc(file_rowbase_records_v1_records, 1);
+
+/**
+ * How a list counts its matches.
+ *
+ * @generated from enum rowbase.records.v1.RecordCount
+ */
+export enum RecordCount {
+  /**
+   * Same as RECORD_COUNT_EXACT.
+   *
+   * @generated from enum value: RECORD_COUNT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every match is counted.
+   *
+   * @generated from enum value: RECORD_COUNT_EXACT = 1;
+   */
+  EXACT = 1,
+
+  /**
+   * Exact up to 1,000 matches, PostgreSQL's planner estimate above.
+   *
+   * @generated from enum value: RECORD_COUNT_ESTIMATED = 2;
+   */
+  ESTIMATED = 2,
+
+  /**
+   * No count is made: the cheapest page.
+   *
+   * @generated from enum value: RECORD_COUNT_NONE = 3;
+   */
+  NONE = 3,
+}
+
+/**
+ * Describes the enum rowbase.records.v1.RecordCount.
+ */
+export const RecordCountSchema: GenEnum<RecordCount> = /*@__PURE__*/
+  enumDesc(file_rowbase_records_v1_records, 2);
 
