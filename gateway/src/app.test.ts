@@ -449,7 +449,7 @@ describe("the gateway over HTTP", () => {
       );
     });
 
-    it("checks each account body by SPEC section 4", async () => {
+    it("checks each account body by the account rules", async () => {
       const cases: [string, unknown, unknown[]][] = [
         [
           "/auth/register",

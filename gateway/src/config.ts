@@ -57,7 +57,7 @@ const rateLimits = z
     return z.NEVER;
   });
 
-/** Every environment variable the gateway reads (SPEC section 13, ARCHITECTURE "Configuration"). */
+/** Every environment variable the gateway reads (the README's "Configuration" table). */
 export const gatewayEnv = z.object({
   PORT: port(8080),
   /**

@@ -27,7 +27,7 @@ import { createOrg, q } from "./support/organizations.js";
 import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
- * GetLimits' usage.file_storage_bytes (SPEC section 10) is what the real files service counts
+ * GetLimits' usage.file_storage_bytes is what the real files service counts
  * (FilesService.GetStorageUsage, which answers services only), not the organization service's
  * own column. To see the organization service meet a files service that is down and back, the
  * test runs one more organization process and one more files process beside the system, on the

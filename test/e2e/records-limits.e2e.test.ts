@@ -21,7 +21,7 @@ import {
 } from "./support/records.js";
 import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "./support/system.js";
 
-/** SPEC 8.4 and 10 on the record routes: the record limit, the monthly API calls, rate limits. */
+/** Plan limits on the record routes: the record limit, the monthly API calls, rate limits. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

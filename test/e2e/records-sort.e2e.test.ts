@@ -14,7 +14,7 @@ import {
 } from "./support/records.js";
 import { startTestSystem, type TestSystem } from "./support/system.js";
 
-/** SPEC 8.3 `sort`: every sortable type, both directions, nulls, ties by row_id. */
+/** `sort`: every sortable type, both directions, nulls, ties by row_id. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

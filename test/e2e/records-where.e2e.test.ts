@@ -15,7 +15,7 @@ import {
 } from "./support/records.js";
 import { startTestSystem, type TestSystem } from "./support/system.js";
 
-/** SPEC 8.3 `where`: every operator on every type it fits, quoting, grouping, errors. */
+/** `where`: every operator on every type it fits, quoting, grouping, errors. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

@@ -184,7 +184,7 @@ describe("fault tolerance (one process per service)", () => {
       identity.current(),
     ]);
     const [loginAnswer, list, get, create, docsList, upload, current] = during;
-    // SPEC 9: a store that cannot be reached is 503 service_unavailable; a login limit that
+    // A store that cannot be reached is 503 service_unavailable; a login limit that
     // cannot be counted refuses (N gateway replicas would each hand out the whole limit).
     expect(loginAnswer).toMatchObject({ status: 503, code: "service_unavailable" });
     // Record and file routes: the API token, the table's owner, the plan come from their
@@ -254,7 +254,7 @@ describe("fault tolerance (one process per service)", () => {
       const outcomes = loop.outcomes;
       // Every other route kept answering, before, during and after.
       expectOnly(outcomes, upRoutes, ok);
-      // Its own routes: success, or the SPEC's 503 envelope while it was away; never a 500.
+      // Its own routes: success, or the 503 envelope while it was away; never a 500.
       expectOnly(outcomes, downRoutes, (answer) => ok(answer) || unavailable(answer));
       const whileDown = outcomes.filter(
         (o) => downRoutes.includes(o.route) && o.at > killedAt + 200 && o.at < restartedAt,
@@ -342,7 +342,7 @@ describe("fault tolerance (one process per service)", () => {
     await loop.stop();
 
     const outcomes = loop.outcomes;
-    // While it was away: the SPEC's 503, never a 500 (nor a hung request).
+    // While it was away: the 503 envelope, never a 500 (nor a hung request).
     expectOnly(outcomes, routesOf(outcomes), (answer) => ok(answer) || unavailable(answer));
     const failed = outcomes.filter((o) => !ok(o));
     expect(failed.length, "no request failed while PostgreSQL was down").toBeGreaterThan(0);

@@ -16,7 +16,7 @@ import { buildWorld, type World } from "./support/world.js";
 // Every route of the gateway's own /openapi.json, fed requests generated from its schemas
 // (aimed at a real organization, database, table, records and file most of the time) and
 // mutations of them, through the whole running system. Whatever comes in, the answer is never
-// a 5xx and always JSON in one of the envelopes of SPEC section 1.
+// a 5xx and always JSON in one of the envelopes (success, domain error, validation error).
 //
 // Reproduce a failure with the seed it prints: FUZZ_SEED=<seed> npx vitest run test/fuzz.
 // FUZZ_SCALE=<n> multiplies every route's runs (for a longer local hunt).

@@ -258,7 +258,7 @@ describe.each([
   });
 
   if (kind === "redis") {
-    it("lets an entry live at most 3 s, 4 s with the memory of a replica (under SPEC's 5 s), and a miss at most 2 s", async () => {
+    it("lets an entry live at most 3 s, 4 s with the memory of a replica (under the documented 5 s), and a miss at most 2 s", async () => {
       const redis = cache as RedisCache;
       const table = tokenTable();
       const live = newToken();

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { API_TOKEN_NOT_FOUND, apiTokenCacheKey, type Cache, LocalCache } from "@rowbase/kit";
 import { type ApiTokenCaller, unauthorized } from "./authenticate.js";
 
-/** SPEC section 2: `rb_` and 40 base62 characters. */
+/** An API token: `rb_` and 40 base62 characters, which no session JWT can look like. */
 const API_TOKEN_FORMAT = /^rb_[0-9A-Za-z]{40}$/;
 
 /** Whether a bearer credential has the form of an API token (and so is not a session JWT). */
@@ -26,8 +26,8 @@ export type ApiTokenLookup = (
 
 export interface ApiTokenCacheTtl {
   /**
-   * A live token in the shared cache. Revocation must bite within 5 s on every replica (SPEC
-   * section 2): the service overwrites the entry with "no such token" for longer than this
+   * A live token in the shared cache. Revocation must bite within 5 s on every replica (the
+   * documented bound): the service overwrites the entry with "no such token" for longer than this
    * (API_TOKEN_REVOKED_SECONDS), which a lookup already under way cannot replace, since entries
    * are only added where none exists; a replica may hold what it read for `localMs` more.
    */

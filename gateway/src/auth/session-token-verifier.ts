@@ -9,7 +9,7 @@ import {
   jwtVerify,
 } from "jose";
 
-/** The issuer the identity service puts in every access token (SPEC section 2). */
+/** The issuer the identity service puts in every access token, checked on every one. */
 export const ACCESS_TOKEN_ISSUER = "rowbase";
 
 /** The only signature algorithm accepted; `none`, HS256 and the rest never reach a key. */

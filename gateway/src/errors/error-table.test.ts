@@ -6,7 +6,7 @@ import { ValidationFailed } from "./validation-failed.js";
 
 const request = { method: "POST", path: "/auth/login", requestId: "req-1" };
 
-/** INTERFACE.md 7.3 and SPEC.md section 9, transcribed independently of the table. */
+/** The statuses of docs/errors.md, transcribed independently of the table. */
 const CONTRACT: Record<number, string[]> = {
   400: [
     "email_not_verified",
@@ -58,7 +58,7 @@ const CONTRACT: Record<number, string[]> = {
   /** An addition: headers or a body that stopped arriving (http/request-body-timeouts.ts). */
   408: ["request_timeout"],
   413: ["payload_too_large", "file_too_large"],
-  /** An addition for file serving (SPEC 7: HTTP Range support). */
+  /** File serving supports HTTP Range; a range past the end is 416. */
   416: ["range_not_satisfiable"],
   429: ["too_many_requests", "api_call_limit_exceeded"],
   /** An addition: what Node's HTTP parser refuses as too long (http/client-error.ts). */

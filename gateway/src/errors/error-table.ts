@@ -15,8 +15,8 @@ import {
 
 /**
  * The one table from domain error code (the ErrorInfo reason a service or the gateway throws)
- * to HTTP status: INTERFACE.md 7.3 and SPEC.md section 9. A reason missing here is a bug and
- * answers 500, so a new code cannot slip out with a guessed status.
+ * to HTTP status, as docs/errors.md lists them. A reason missing here is a bug and answers 500,
+ * so a new code cannot slip out with a guessed status.
  */
 export const ERROR_STATUS = {
   email_not_verified: 400,

@@ -69,7 +69,7 @@ describe("validation items", () => {
     expect(over.extra).toEqual(items(VALIDATION_ITEMS_MAX));
   });
 
-  it("builds the exact envelope of SPEC section 1", () => {
+  it("builds the exact validation envelope", () => {
     expect(
       validationEnvelope("POST", "/database/create", [
         { key: "name", message: "must be 1-100 characters", source: "body" },

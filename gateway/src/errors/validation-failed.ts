@@ -3,7 +3,7 @@ import type { z } from "zod";
 
 export type { ValidationItem, ValidationSource };
 
-/** The exact 400 body of SPEC section 1. */
+/** The 400 body of a request that does not fit its route: one item per problem. */
 export interface ValidationEnvelope {
   status_code: 400;
   detail: string;

@@ -25,7 +25,7 @@ function codeOf(code: string | undefined): ErrorCode {
 
 /**
  * Writes an error answer on a socket no request reached the app on, and closes it: the error
- * envelope (SPEC section 1) with a new `X-Request-Id` (the request's own could not be read) and
+ * envelope with a new `X-Request-Id` (the request's own could not be read) and
  * the headers every gateway answer has.
  */
 export function answerOnSocket(socket: Duplex, status: number, code: ErrorCode): void {

@@ -7,7 +7,7 @@ import type { Context } from "koa";
 import { ValidationFailed } from "../errors/validation-failed.js";
 import { untilBodyStalls } from "./request-body-timeouts.js";
 
-/** SPEC section 1: JSON bodies up to 1 MiB. */
+/** JSON bodies up to 1 MiB: room for a batch of records, and a bound on what a request holds. */
 export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
@@ -22,7 +22,7 @@ export const JSON_BODY_LIMIT_BYTES = 1024 * 1024;
  *   them at once, still bounded when thousands of clients write together;
  * - larger ones (batches, imports) share one body of the largest size: on two cores, four
  *   batches at once finish no sooner than one after another, and each holds its memory the
- *   whole time (`test/bench/ROUNDS.md`, seventeenth round).
+ *   whole time.
  *
  * A body counts once it has arrived (`receiveJsonBody`): a share taken for a body still on its
  * way could be held by a client that declares a large body and sends nothing, and a few such

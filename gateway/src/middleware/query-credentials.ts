@@ -6,8 +6,9 @@ import type { GatewayState } from "../gateway-context.js";
 export const CREDENTIAL_QUERY_PARAMETERS = ["token", "access_token", "api_key"];
 
 /**
- * SPEC section 2: a credential in the query string is refused before anything else runs,
- * on every path, with the validation envelope naming the parameter.
+ * A credential in the query string is refused before anything else runs, on every path, with
+ * the validation envelope naming the parameter: such a URL ends up in access logs, proxies and
+ * browser history.
  */
 export function refuseQueryCredentials(): Middleware<GatewayState> {
   return async (ctx, next) => {

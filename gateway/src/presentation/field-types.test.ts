@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { FIELD_TYPES, fieldTypeName, fieldTypeValue } from "./field-types.js";
 
 describe("field types on the wire", () => {
-  it("name every FieldType of the contract as SPEC section 6 spells it", () => {
+  it("name every FieldType of the contract as the REST API spells it", () => {
     const named = FieldTypeSchema.values.filter((value) => value.number !== FieldType.UNSPECIFIED);
     // A value added to the proto without a wire name fails here, not in production.
     expect(named.map((value) => fieldTypeName(value.number))).toEqual(

@@ -7,7 +7,7 @@ import {
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 
 /**
- * The REST names of field types come from the shared registry (SPEC section 6), in the proto's
+ * The REST names of field types come from the shared registry, in the proto's
  * order, which is also the order /openapi.json lists them in. A `_UNSPECIFIED` or unknown value
  * in an answer breaks the contract: it throws (500, logged) rather than invent a name.
  */

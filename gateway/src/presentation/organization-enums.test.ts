@@ -32,7 +32,7 @@ describe("the organization contract's enums on the wire", () => {
     expect(() => assignableRoleName(Role.OWNER)).toThrow();
   });
 
-  it("name invite statuses, plans and token access as SPEC section 5 spells them", () => {
+  it("name invite statuses, plans and token access as the REST API spells them", () => {
     expect(
       [
         InviteStatus.PENDING,

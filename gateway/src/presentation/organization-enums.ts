@@ -6,7 +6,8 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 
 /**
- * The REST names of the organization contract's enums (SPEC sections 3 and 5), both ways where
+ * The REST names of the organization contract's enums (roles, invite statuses, plans, token
+ * access), both ways where
  * requests carry them. A `_UNSPECIFIED` or unknown value in an answer breaks the contract: it
  * throws, which the error middleware logs and answers 500, rather than inventing a name.
  */
@@ -18,7 +19,7 @@ export type RoleName = (typeof ROLES)[number];
 export const ASSIGNABLE_ROLES = ["admin", "editor", "viewer"] as const;
 export type AssignableRoleName = (typeof ASSIGNABLE_ROLES)[number];
 
-/** SPEC spells the cancelled state the British way; the proto says CANCELED. */
+/** The REST API spells the cancelled state the British way; the proto says CANCELED. */
 export const INVITE_STATUSES = ["pending", "accepted", "declined", "cancelled", "expired"] as const;
 export type InviteStatusName = (typeof INVITE_STATUSES)[number];
 

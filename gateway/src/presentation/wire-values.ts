@@ -1,7 +1,7 @@
 import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 
 /**
- * How protobuf values are written in REST responses (SPEC section 1): int64 ids as JSON numbers
+ * How protobuf values are written in REST responses: int64 ids as JSON numbers
  * (ids stay below 2^53), times as RFC 3339 UTC with milliseconds.
  */
 export function idOf(id: bigint): number {

@@ -31,7 +31,7 @@ export interface ApiCallQuotaParts {
 }
 
 /**
- * SPEC 8.4 and 10: every record-route call counts as one public API call of an organization per
+ * Every record-route call counts as one public API call of an organization per
  * UTC month, and past the plan's `api_calls_per_month` the route answers 429
  * `api_call_limit_exceeded` (Retry-After: the seconds to the next month) without counting it.
  * An API token's calls are its organization's; a member's session call is charged to the

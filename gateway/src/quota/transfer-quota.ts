@@ -27,8 +27,8 @@ import { PlanAllowances } from "./plan-allowances.js";
 import { localOnFailure } from "./unavailable-on-failure.js";
 
 /**
- * The shared-cache key of an organization's file bytes moved in a UTC month (SPEC 7 and 10:
- * uploads, serves and signed downloads), which every gateway replica counts into.
+ * The shared-cache key of an organization's file bytes moved in a UTC month (uploads, serves
+ * and signed downloads), which every gateway replica counts into.
  */
 export function transferCounterKey(organizationId: bigint, month: string): string {
   return `transfer:${organizationId}:${month}`;
@@ -192,7 +192,7 @@ export interface TransferQuotaParts {
 }
 
 /**
- * SPEC 7 and 10: the bytes of file uploads, serves and signed-URL downloads count toward the
+ * The bytes of file uploads, serves and signed-URL downloads count toward the
  * organization's `transfer_bytes_per_month` (UTC months), past which the transfer answers 403
  * `transfer_limit_exceeded`. The gateway is the one place that counts them: it is where the
  * bytes pass, and where a download's length is known before the first byte goes out.

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_RATE_LIMITS, parseRateLimits, RATE_LIMIT_NAMES } from "./rate-limit-settings.js";
 
 describe("parseRateLimits", () => {
-  it("keeps SPEC section 10's defaults when unset or empty", () => {
+  it("keeps the documented defaults when unset or empty", () => {
     expect(parseRateLimits(undefined)).toEqual({ ok: true, settings: DEFAULT_RATE_LIMITS });
     expect(parseRateLimits("  ")).toEqual({ ok: true, settings: DEFAULT_RATE_LIMITS });
     expect(DEFAULT_RATE_LIMITS.auth_login_ip).toEqual({ points: 10, seconds: 60 });
@@ -13,7 +13,7 @@ describe("parseRateLimits", () => {
     expect(DEFAULT_RATE_LIMITS.oauth_idp_ip).toEqual({ points: 20, seconds: 60 });
   });
 
-  it("knows exactly the names of SPEC section 13, and records_user", () => {
+  it("knows exactly the documented names", () => {
     expect([...RATE_LIMIT_NAMES].sort()).toEqual(
       [
         "auth_login_ip",

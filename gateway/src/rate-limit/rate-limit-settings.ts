@@ -1,5 +1,5 @@
 /**
- * The named rate limits of SPEC section 10 and the `RATE_LIMITS` override syntax of section 13.
+ * The named rate limits (docs/limits.md) and the `RATE_LIMITS` override syntax.
  * Pure: parsing and defaults only, so config validation and tests need no store.
  */
 
@@ -14,7 +14,7 @@ export const RATE_LIMIT_KEYS = {
   auth_resend_ip: "ip",
   auth_verify_ip: "ip",
   /**
-   * An addition to SPEC 13: e-mail codes tried per address. Five wrong tries kill a code, but a
+   * E-mail codes tried per address, whatever the IP. Five wrong tries kill a code, but a
    * new code can be had every minute; without this a guesser from many addresses got five tries
    * a minute at one account for as long as they liked.
    */
@@ -22,13 +22,13 @@ export const RATE_LIMIT_KEYS = {
   auth_refresh_ip: "ip",
   oauth_exchange_ip: "ip",
   /**
-   * An addition to SPEC 13: starting an OpenID sign-in (`GET /oauth/idp`), which stores the
+   * Starting an OpenID sign-in (`GET /oauth/idp`), which stores the
    * sign-in's state until the provider sends the browser back.
    */
   oauth_idp_ip: "ip",
   org_write_user: "user",
   records_token: "token",
-  /** An addition to SPEC 13: record routes called with a member's session, per user. */
+  /** Record routes called with a member's session, per user, as `records_token` per token. */
   records_user: "user",
 } as const satisfies Record<string, RateLimitKeyKind>;
 
@@ -46,7 +46,7 @@ export interface RateLimitRule {
 export type RateLimitSettings = Readonly<Record<RateLimitName, RateLimitRule | null>>;
 
 /**
- * SPEC section 10. "20 requests/s per token (burst 40)" becomes 40 per 2 s: the same average
+ * The defaults. "20 requests/s per token (burst 40)" becomes 40 per 2 s: the same average
  * rate, and a fixed window of that size lets a burst of 40 through, which a single
  * `points/seconds` pair (the override syntax) can express. A member's session on the record
  * routes gets the same allowance per user (`records_user`).
@@ -74,7 +74,7 @@ const ENTRY = /^([a-z_]+)\s*=\s*(?:(\d+)\s*\/\s*(\d+)|(off))$/i;
 
 /**
  * Reads `name=points/seconds,...` over the defaults. `off` alone disables every limit;
- * `name=off` disables one (an addition to SPEC 13). Every problem is reported, not the first.
+ * `name=off` disables one. Every problem is reported, not the first.
  */
 export function parseRateLimits(text: string | undefined): RateLimitParseResult {
   const raw = (text ?? "").trim();

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 export interface ApiSchemaMeta {
-  /** The component name in /openapi.json (INTERFACE.md's names where it has one). */
+  /** The component name in /openapi.json, stable for generated clients. */
   id: string;
   description?: string;
 }
@@ -22,7 +22,7 @@ export function requestBody<S extends z.ZodType>(id: string, schema: S, descript
 
 /**
  * Names the `data` of a success envelope (e.g. `AuthToken`); the document wraps it as
- * `<id>Response` = `{"message": "success", "data": <id>}`, INTERFACE.md's envelope names.
+ * `<id>Response` = `{"message": "success", "data": <id>}`, the envelope names clients know.
  */
 export function responseData<S extends z.ZodType>(id: string, schema: S, description?: string): S {
   responseSchemas.add(schema, description ? { id, description } : { id });

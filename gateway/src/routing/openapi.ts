@@ -58,7 +58,10 @@ export function buildOpenApiDocument(
       description:
         "REST interface of Rowbase. Every response carries `X-Request-Id`. Credentials go in " +
         "`Authorization: Bearer`, never in the query string. `Host`, `Authorization` and " +
-        "`Content-Type` are sent at most once: a second one answers 400 naming the header.",
+        "`Content-Type` are sent at most once: a second one answers 400 naming the header. " +
+        "The API reference in the project's `docs/` folder (start at `docs/README.md`) gives " +
+        "the rules behind this document: conventions, every error code, the query language of " +
+        "`where`, `sort` and `fields`, the plans and limits, and the events.",
     },
     servers: [{ url: options.serverUrl }],
     tags: [

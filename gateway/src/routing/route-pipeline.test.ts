@@ -226,7 +226,7 @@ describe("an API-token lookup that fails", () => {
   });
 });
 
-// The defaults stay what SPEC section 10 says for the limits these modes count.
+// The defaults stay what docs/limits.md says for the limits these modes count.
 it("keeps org_write_user at 30 per minute and records_token at 40 per 2 s", () => {
   expect(DEFAULT_RATE_LIMITS.org_write_user).toEqual({ points: 30, seconds: 60 });
   expect(DEFAULT_RATE_LIMITS.records_token).toEqual({ points: 40, seconds: 2 });

@@ -8,8 +8,8 @@ import type { RateLimitName } from "../rate-limit/rate-limit-settings.js";
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /**
- * Who may call a route: anyone; a valid session (management routes, SPEC sections 4-6 and 11:
- * an API token gets 401); or a session or an API token (record and file routes, sections 7-8).
+ * Who may call a route: anyone; a valid session (management routes: accounts, organizations,
+ * catalog, audit; an API token gets 401); or a session or an API token (record and file routes).
  */
 export type AuthMode = "none" | "session" | "session_or_token";
 

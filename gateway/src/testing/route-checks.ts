@@ -17,7 +17,7 @@ export type RefusedRequest = [method: string, path: string, json: unknown, extra
 /** The message of an id query parameter that is no JavaScript-safe positive integer. */
 export const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
 
-/** The body of a 400 for `method path` (SPEC's validation envelope). */
+/** The body of a 400 for `method path` (the validation envelope). */
 export const validation = (method: string, path: string, extra: unknown[]) => ({
   status_code: 400,
   detail: `Validation failed for ${method} ${path}`,

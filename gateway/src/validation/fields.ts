@@ -83,7 +83,7 @@ export const description = z
 /** The 6-digit code mailed for e-mail verification and owner transfer. */
 export const verificationCode = z.string().regex(/^[0-9]{6}$/, "must be 6 digits");
 
-/** The largest id a JSON number carries exactly (SPEC section 1: ids stay below 2^53). */
+/** The largest id a JSON number carries exactly: ids stay below 2^53. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
 const ID_MESSAGE = `must be an integer between 1 and ${MAX_ID}`;
@@ -118,7 +118,7 @@ export const queryId = z.preprocess(
     .transform((value) => BigInt(value)),
 );
 
-/** An organization's URL name (SPEC section 5). */
+/** An organization's URL name: 3-48 of a-z, 0-9 and -. */
 export const organizationSlug = z
   .string()
   .regex(/^[a-z0-9-]{3,48}$/, "must be 3-48 characters of a-z, 0-9 and -")

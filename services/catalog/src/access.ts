@@ -51,7 +51,7 @@ export interface FieldAccess extends TableAccess {
 
 /**
  * Loads a database, table or field with its owner and checks the caller's role there through
- * kit's Authorizer (SPEC section 3): a missing resource and one of another organization are
+ * kit's Authorizer: a missing resource and one of another organization are
  * the same 404, a viewer writing gets 403 organization_forbidden.
  */
 export class Access {

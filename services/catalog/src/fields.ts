@@ -209,7 +209,7 @@ export class Fields {
         // New options of the same type can leave stored values outside them (a lower max_length
         // or max, fewer decimals, a removed choice): they are checked like a type change. So is
         // a field made required, and a required field's change, since no record may then hold
-        // an empty value (SPEC: a required field cannot be cleared), nor one the conversion
+        // an empty value (a required field cannot be cleared), nor one the conversion
         // empties. Records holds writes to a field being made required until catalog's commit
         // has surely reached them; made optional again, records lets them go at once. A change
         // that fails after the check is not committed: records lets go of its writes at once

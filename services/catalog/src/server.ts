@@ -15,11 +15,11 @@ export interface CatalogServerDeps {
 
 /**
  * The caller of a public RPC. Every one of them serves a management route, and management
- * routes take a session, never an API token (SPEC section 2): the gateway answers a token there
- * 401 `unauthorized` before it calls, and catalog refuses one the same way (as kit's
- * `requireUser` does), before anything is read or written. Kit's Authorizer treats a
- * `read_write` token as an editor, as records and files need; without this, a token's principal
- * that reached catalog through a new route or a bug could change schemas.
+ * routes take a session, never an API token (tokens reach records and files only): the
+ * gateway answers a token there 401 `unauthorized` before it calls, and catalog refuses one the
+ * same way (as kit's `requireUser` does), before anything is read or written. Kit's Authorizer
+ * treats a `read_write` token as an editor, as records and files need; without this, a token's
+ * principal that reached catalog through a new route or a bug could change schemas.
  */
 function callOf(ctx: HandlerContext): Call {
   const principal = requirePrincipal(ctx);

@@ -150,7 +150,7 @@ describe("CreateDatabase", () => {
 
   it("refuses API tokens on every RPC, as the gateway does on management routes, writing nothing", async () => {
     // A read_write token is an editor to kit's Authorizer (records and files need that); the
-    // contract lets no token change or even read schemas (SPEC section 2).
+    // API lets no token change or even read schemas: tokens reach records and files only.
     const database = await newDatabase("Not by tokens");
     const { table, fields } = await h.catalog.createTable(
       {

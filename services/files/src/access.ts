@@ -37,7 +37,7 @@ export function fieldNotFileType() {
 }
 
 /**
- * Finds what a call addresses and checks the caller's role there (SPEC section 3): the row's
+ * Finds what a call addresses and checks the caller's role there: the row's
  * table and organization come from records, the role from kit's Authorizer, the field from the
  * table's schema. A row of another organization is record_not_found, whatever the field; a
  * field that is not a file field of the row's table is field_not_file_type.

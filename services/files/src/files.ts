@@ -377,7 +377,7 @@ export class Files {
   }
 
   /**
-   * The pair a rename, delete or restore writes. An id of 0 names no file (SPEC section 7), but
+   * The pair a rename, delete or restore writes. An id of 0 (rename's default) names no file, but
    * the caller's right on a record it names comes first, as for any other field id: a read token
    * gets token_read_only and a viewer organization_forbidden, whatever the field.
    */

@@ -9,7 +9,7 @@ import type { Principal } from "./principal.js";
 export type Role = "owner" | "admin" | "editor" | "viewer";
 
 /**
- * What an operation needs, from SPEC section 3:
+ * What an operation needs (the role table of docs/conventions.md):
  * - `read`: organization, members, databases, tables, fields, records, files, audit;
  * - `write`: create/update/delete databases, tables, fields, records and files;
  * - `manage`: invites, member roles and removal, API tokens, organization update;

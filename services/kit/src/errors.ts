@@ -22,7 +22,7 @@ export function domainError(
 
 /**
  * The reason of a request refused key by key; the gateway turns it into its 400 validation
- * envelope (SPEC section 1) rather than a domain envelope.
+ * envelope (`status_code`, `detail`, `extra`) rather than a domain envelope.
  */
 export const VALIDATION_REASON = "validation_failed";
 

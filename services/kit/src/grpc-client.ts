@@ -121,7 +121,7 @@ class ReleasingSessionManager extends Http2SessionManager {
  * How services call each other, over one HTTP/2 session per client (calls multiplexed; the
  * servers speak gRPC, gRPC-Web and Connect). Unary calls use the Connect protocol with binary
  * protobuf: a plain request and answer, without gRPC's message envelope and trailers, and
- * cheaper for both ends (test/bench/ROUNDS.md). Streaming calls (file uploads and downloads)
+ * cheaper for both ends. Streaming calls (file uploads and downloads)
  * stay on gRPC, whose trailers say whether the service or the connection ended a stream.
  * Neither asks for compressed answers.
  */

@@ -1,6 +1,5 @@
 // Its own entry point (`@rowbase/kit/mailer`), not in kit's index: only identity and
-// organization send mail, and loading nodemailer cost every other process a few MiB of memory
-// (test/bench/ROUNDS.md, twenty-fourth round).
+// organization send mail, and loading nodemailer costs every other process a few MiB of memory.
 import { createTransport } from "nodemailer";
 import type { Logger } from "./logger.js";
 

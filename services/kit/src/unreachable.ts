@@ -2,8 +2,8 @@
  * Whether an error says that something a service depends on cannot be reached right now
  * (PostgreSQL restarting or away, a connection cut, Redis away), as opposed to a fault of the
  * request or the code: such an error is gRPC Unavailable (the gateway's 503
- * `service_unavailable`, SPEC 9), never Internal (500). Looks through the error's causes, since
- * MikroORM and ioredis wrap the driver's error.
+ * `service_unavailable`: retry later), never Internal (500). Looks through the error's causes,
+ * since MikroORM and ioredis wrap the driver's error.
  */
 export function isUnreachableDependency(error: unknown): boolean {
   return someCause(error, (current) => {

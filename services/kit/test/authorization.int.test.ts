@@ -56,7 +56,7 @@ async function reasonOf(call: Promise<unknown>) {
 }
 
 describe("allows", () => {
-  it("encodes the role table of SPEC section 3", () => {
+  it("encodes the role table of docs/conventions.md", () => {
     const table: Record<Role, boolean[]> = {
       owner: [true, true, true, true],
       admin: [true, true, true, false],

@@ -132,7 +132,7 @@ function eventsOf(message: BusMessage): AuditEvent[] {
 }
 
 /**
- * The audit store (SPEC section 11): every AuditEvent of the AUDIT stream, kept 90 days in the
+ * The audit store: every AuditEvent of the AUDIT stream, kept 90 days in the
  * monthly partitions of `audit_event`, listed per organization, database or table to members
  * of the organization. A database or table scope is resolved to its organization from the
  * stored events (they carry it, and ids are never reused), else from the catalog when one is

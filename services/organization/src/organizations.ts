@@ -44,7 +44,7 @@ export interface OrganizationView {
   role: Role;
 }
 
-/** Usage against the plan, key for key (SPEC section 10). */
+/** Usage against the plan, key for key with the plan's limits. */
 export interface Usage {
   records: bigint;
   apiCallsThisMonth: bigint;

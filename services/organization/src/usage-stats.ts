@@ -64,7 +64,7 @@ export async function monthlyUsage(
 }
 
 /**
- * Usage statistics (SPEC section 5, api_stats): the gateway counts record-route calls and file
+ * Usage statistics (`/organization/api_stats`): the gateway counts record-route calls and file
  * transfer and publishes them on the USAGE stream; this adds them up per organization and UTC
  * day of the event (and per API token) in Postgres, so the numbers survive Redis and answer
  * any period.

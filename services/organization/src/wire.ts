@@ -10,7 +10,7 @@ import type { Plan, PlanLimits } from "./domain/plans.js";
 
 /**
  * The mappings between the contract's enums and the names stored in the database (which are
- * also the REST names of SPEC section 5: "read_write", "free", ...); roles map in the kit.
+ * also their REST names: "read_write", "free", ...); roles map in the kit.
  */
 const PLAN_TO_PROTO: Record<Plan, PlanName> = {
   free: PlanName.FREE,

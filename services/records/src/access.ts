@@ -9,7 +9,7 @@ export interface TableAccess {
 }
 
 /**
- * Finds a table and checks the caller's right there through kit's Authorizer (SPEC section 3):
+ * Finds a table and checks the caller's right there through kit's Authorizer:
  * a missing table, one outside the named database and one of another organization are the same
  * 404 `table_not_found`; a read token writing gets `token_read_only`, a viewer
  * `organization_forbidden`. `fresh`: the schema is read from catalog, not from the caches.

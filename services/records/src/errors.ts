@@ -47,7 +47,7 @@ export function recordNotFound(): ConnectError {
 
 /**
  * A create past the plan's record limit. ResourceExhausted is the canonical code for a quota;
- * the gateway answers 403 from the reason (SPEC section 9).
+ * the gateway answers 403 from the reason, as for every plan limit but the monthly API calls.
  */
 export function recordLimitExceeded(): ConnectError {
   return domainError(Code.ResourceExhausted, "record_limit_exceeded");

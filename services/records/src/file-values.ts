@@ -14,7 +14,7 @@ function timeOf(timestamp: Timestamp | undefined): string | null {
 }
 
 /**
- * A FileInfo as a file field shows it (SPEC sections 6 and 7): the REST keys, integers as JSON
+ * A FileInfo as a file field shows it, as the file routes do: the REST keys, integers as JSON
  * numbers (ids and sizes stay below 2^53), times in RFC 3339 with milliseconds, `deleted_at`
  * null for a live file.
  */

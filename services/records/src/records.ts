@@ -77,7 +77,7 @@ export interface TableRef {
 export interface RecordsView {
   schema: TableSchema;
   records: StoredRecord[];
-  /** The files of the records' file fields (SPEC section 7), by row and field. */
+  /** The files of the records' file fields, by row and field. */
   files: RecordFiles;
 }
 
@@ -141,7 +141,7 @@ function sortKeys(queryFields: readonly QueryField[], items: readonly string[]):
 }
 
 /**
- * What a list of the table reads (SPEC section 8.1): the `where` filter, the `sort` order and the
+ * What a list of the table reads: the `where` filter, the `sort` order and the
  * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open).
@@ -347,7 +347,7 @@ export class Records {
   ) {}
 
   /**
-   * Creates records in request order (SPEC section 8.4). Every bad value of every record is
+   * Creates records in request order. Every bad value of every record is
    * listed (in a batch under `records.<index>.data.<key>`), and then nothing is written.
    */
   async create(
@@ -479,7 +479,7 @@ export class Records {
     });
   }
 
-  /** A record with the fields `fields` selects (SPEC section 8.3), all when it is empty. */
+  /** A record with the fields `fields` selects, all when it is empty. */
   async get(
     call: Call,
     table: TableRef,

@@ -100,7 +100,7 @@ export class TypeChanges {
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
    * the new type and options, or, when the field is to be `required`, a record's value would be
-   * empty after the change (SPEC: a required field cannot be cleared), naming a few of the rows.
+   * empty after the change (a required field cannot be cleared), naming a few of the rows.
    * A change of type or options it agrees to is pending until its values are converted (or
    * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
    * migrations/write-gate.ts). A field it agrees to make required is required of every write

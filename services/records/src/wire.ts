@@ -18,7 +18,7 @@ import {
 import type { RichText } from "./domain/rich-text.js";
 import type { SchemaField } from "./table-schema.js";
 
-/** Writes answer with every field keyed by id, as stored (SPEC section 8). */
+/** Writes answer with every field keyed by id, as stored, whatever the read options. */
 export const WRITE_OUTPUT: OutputOptions = { keys: "ids", richText: "markdown" };
 
 export function toRecord(

@@ -783,7 +783,7 @@ export async function send(w: World, request: FuzzRequest): Promise<FuzzResponse
 
 const SOURCES = new Set(["body", "query", "path", "header"]);
 
-/** Why the answer breaks SPEC section 1, or undefined when it keeps it. */
+/** Why the answer breaks the envelope conventions, or undefined when it keeps it. */
 export function contractProblem(op: Operation, response: FuzzResponse): string | undefined {
   const { status } = response;
   if (status >= 500) return `status ${status}`;

@@ -18,7 +18,7 @@ export interface ApiTokenRoutesDeps {
 const tags = ["API tokens"];
 
 /**
- * SPEC section 5, managing an organization's API tokens (owner or admin, enforced by the
+ * Managing an organization's API tokens (owner or admin, enforced by the
  * service). They take a session only: an API token cannot mint or revoke tokens.
  */
 export function apiTokenRoutes({ organization }: ApiTokenRoutesDeps): Route[] {

@@ -3,7 +3,7 @@ import { TOKEN_ACCESS } from "../../presentation/organization-enums.js";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { name, oneOf, queryId } from "../../validation/fields.js";
 
-/** Query parameters of the API-token routes (SPEC section 5). */
+/** Query parameters of the API-token routes. */
 
 const organizationId = queryId.describe("The organization the tokens belong to");
 
@@ -14,7 +14,7 @@ export const ApiTokenIdQuery = z.strictObject({
   token_id: queryId.describe("The token"),
 });
 
-/** Request body, named as in INTERFACE.md 4.2. */
+/** Request body, under its published schema name. */
 
 export const ApiTokenCreateSchema = requestBody(
   "ApiTokenCreateSchema",

@@ -38,7 +38,7 @@ function entry(init: Record<string, unknown> = {}) {
 }
 
 describe("audit presenters", () => {
-  it("write a record change in SPEC section 11's shape, keyed by field id with its label", () => {
+  it("write a record change in the AuditEvent shape, keyed by field id with its label", () => {
     const event = presentAuditEvent(entry());
     expect(event).toEqual({
       event_id: "0193a4c2-0000-7000-8000-000000000001",

@@ -45,7 +45,7 @@ export function presentAuditChange(
 }
 
 /**
- * One AuditEvent of SPEC section 11. `database_id` and `table_id` appear only for targets inside
+ * One AuditEvent of `GET /audit/list`. `database_id` and `table_id` appear only for targets inside
  * a database or table (0 on the wire means none), `target.field_id` only for files.
  */
 export function presentAuditEvent(entry: AuditLogEntry): z.output<typeof AuditEventSchema> {

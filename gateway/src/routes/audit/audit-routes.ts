@@ -9,7 +9,7 @@ export interface AuditRoutesDeps {
 }
 
 /**
- * SPEC section 11: the audit log the organization service stores from every service's audit
+ * The audit log the organization service stores from every service's audit
  * events, read by any member of the organization. Events arrive asynchronously, a moment after
  * the change that made them.
  */

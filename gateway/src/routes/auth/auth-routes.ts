@@ -20,7 +20,7 @@ export interface AuthRoutesDeps {
 
 const tags = ["Accounts"];
 
-/** SPEC section 4, the account routes (the /oauth ones come separately). */
+/** The account routes (the /oauth ones come separately). */
 export function authRoutes({ identity, accessTokenTtlSeconds }: AuthRoutesDeps): Route[] {
   return [
     defineRoute({

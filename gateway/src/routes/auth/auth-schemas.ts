@@ -2,7 +2,7 @@ import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { email, name, password, verificationCode } from "../../validation/fields.js";
 
-/** Request bodies of the account routes, named as in INTERFACE.md 4.3. */
+/** Request bodies of the account routes, under their published schema names. */
 
 export const AuthRegisterSchema = requestBody(
   "AuthRegisterSchema",
@@ -35,7 +35,7 @@ export const AuthRefreshSchema = requestBody(
   }),
 );
 
-/** Response `data` of the account routes (SPEC section 2). */
+/** Response `data` of the account routes. */
 
 export const UserSchema = responseData(
   "User",

@@ -15,7 +15,7 @@ describe("presentDatabase", () => {
     updatedAt: timestampFromDate(new Date("2026-11-22T08:00:00Z")),
   };
 
-  it("writes SPEC section 6's shape", () => {
+  it("writes the Database shape", () => {
     const database = presentDatabase(create(DatabaseMessage, valid));
     expect(database).toEqual({
       database_id: 9007199254740991,

@@ -37,7 +37,7 @@ const VALID: ValidRequest[] = [
 describe("database routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly SPEC section 6's database routes, for a session only", async () => {
+  it("serve exactly the database routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
     suite.expectSessionRoutes(routes);
   });

@@ -20,10 +20,9 @@ export interface DatabaseRoutesDeps {
 const tags = ["Databases"];
 
 /**
- * SPEC section 6, databases, for a signed-in member (any member reads; owner, admin and editor
- * write, enforced by the catalog service). Creating and deleting share `org_write_user` with
- * the other creating routes: SPEC section 10 counts databases among them, INTERFACE.md 7.3 lists
- * 429 for both.
+ * Databases, for a signed-in member (any member reads; owner, admin and editor write, enforced
+ * by the catalog service). Creating and deleting share `org_write_user` with the other routes
+ * that create and delete what an organization holds, so that no user can flood them.
  */
 export function databaseRoutes({ catalog }: DatabaseRoutesDeps): Route[] {
   return [

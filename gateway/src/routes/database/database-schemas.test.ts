@@ -30,7 +30,7 @@ describe("database bodies", () => {
     });
   });
 
-  it("checks the name by SPEC section 6 and the description by its documented limits", () => {
+  it("checks the name by the rule for names and the description by its documented limits", () => {
     const cases: [unknown, { key: string; message: string }[]][] = [
       [{}, [{ key: "name", message: "is required" }]],
       [{ name: " \t " }, [{ key: "name", message: "must be 1-100 characters" }]],

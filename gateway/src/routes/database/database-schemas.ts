@@ -2,7 +2,7 @@ import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { description, name, queryId } from "../../validation/fields.js";
 
-/** Query parameters of the database routes (SPEC section 6). */
+/** Query parameters of the database routes. */
 
 export const DatabaseOrganizationQuery = z.strictObject({
   organization_id: queryId.describe("The organization that owns the databases"),
@@ -10,7 +10,7 @@ export const DatabaseOrganizationQuery = z.strictObject({
 
 export const DatabaseIdQuery = z.strictObject({ database_id: queryId.describe("The database") });
 
-/** Request bodies, named as in INTERFACE.md 4.4. */
+/** Request bodies, under their published schema names. */
 
 export const DatabaseCreateSchema = requestBody(
   "DatabaseCreateSchema",
@@ -41,7 +41,7 @@ export const DatabaseSchema = responseData(
   }),
 );
 
-/** `{"database"}`, whose envelope is INTERFACE.md's DatabaseGetResponse. */
+/** `{"database"}`, whose envelope is DatabaseGetResponse. */
 export const DatabaseGetSchema = responseData(
   "DatabaseGet",
   z.object({ database: DatabaseSchema }),
@@ -53,7 +53,7 @@ export const DatabaseListSchema = responseData(
 );
 
 /**
- * `{"deleted_id"}`, INTERFACE.md's DeleteResponse: what /database/delete and /table/delete
+ * `{"deleted_id"}`, DeleteResponse: what /database/delete and /table/delete
  * answer.
  */
 export const DeleteSchema = responseData(

@@ -73,8 +73,8 @@ const DOCS_ERRORS = {
 };
 
 /**
- * The document's entries for these routes, which it lists like every other (SPEC section 1:
- * the document of every route): they answer outside the JSON pipeline, so they are written
+ * The document's entries for these routes, which it lists like every other (the document
+ * describes every route): they answer outside the JSON pipeline, so they are written
  * here, beside what they serve.
  */
 export function docsPathItems(): Record<string, Record<string, unknown>> {

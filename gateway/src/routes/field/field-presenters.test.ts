@@ -35,7 +35,7 @@ function overTheWire(init: Parameters<typeof create<typeof FieldMessage>>[1]) {
 }
 
 describe("presentField", () => {
-  it("writes SPEC section 6's shape, options carried as a Struct coming back as plain JSON", () => {
+  it("writes the Field shape, options carried as a Struct coming back as plain JSON", () => {
     const field = presentField(
       overTheWire({
         fieldId: 31n,

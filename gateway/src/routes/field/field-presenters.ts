@@ -6,7 +6,7 @@ import { idOf, required, timeOf } from "../../presentation/wire-values.js";
 import type { FieldCreateSchema, FieldSchema } from "./field-schemas.js";
 
 /**
- * A field as SPEC section 6 writes it. `options` arrives as the JsonObject protobuf-es makes of
+ * A field as the REST API writes it. `options` arrives as the JsonObject protobuf-es makes of
  * a google.protobuf.Struct; unset, it is `{}`, so clients always find an object.
  */
 export function presentField(field: Field | undefined): z.output<typeof FieldSchema> {

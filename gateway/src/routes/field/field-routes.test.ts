@@ -57,7 +57,7 @@ const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 describe("field routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly SPEC section 6's field routes, for a session only", async () => {
+  it("serve exactly the field routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
     suite.expectSessionRoutes(routes);
   });

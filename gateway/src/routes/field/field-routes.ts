@@ -19,7 +19,7 @@ export interface FieldRoutesDeps {
 const tags = ["Fields"];
 
 /**
- * SPEC section 6, the fields (columns) of a table, for a signed-in member (any member reads;
+ * The fields (columns) of a table, for a signed-in member (any member reads;
  * owner, admin and editor write, enforced by the catalog service, which also judges options).
  */
 export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {

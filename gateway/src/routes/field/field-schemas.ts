@@ -4,13 +4,13 @@ import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { description, name, oneOf, queryId } from "../../validation/fields.js";
 import { jsonObject } from "../../validation/json-object.js";
 
-/** Query parameters of the field routes (SPEC section 6). */
+/** Query parameters of the field routes. */
 
 export const FieldTableQuery = z.strictObject({ table_id: queryId.describe("The table") });
 
 export const FieldIdQuery = z.strictObject({ field_id: queryId.describe("The field") });
 
-/** Request bodies, named as in INTERFACE.md 4.5. */
+/** Request bodies, under their published schema names. */
 
 const fieldType = oneOf(FIELD_TYPES).describe(
   "Decides the values the field stores and the options it takes",
@@ -97,7 +97,7 @@ export const FieldSchema = responseData(
   }),
 );
 
-/** `{"field"}`, whose envelope is INTERFACE.md's FieldGetResponse. */
+/** `{"field"}`, whose envelope is FieldGetResponse. */
 export const FieldGetSchema = responseData("FieldGet", z.object({ field: FieldSchema }));
 
 export const FieldListSchema = responseData(

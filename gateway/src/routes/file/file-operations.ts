@@ -114,7 +114,7 @@ function storedNothing(error: unknown): boolean {
 }
 
 /**
- * The file routes of SPEC section 7 on the files service, which authorizes every call (404
+ * The file routes on the files service, which authorizes every call (404
  * across organizations, 403 `token_read_only` and `organization_forbidden` on writes) and keeps
  * the plan's storage and file size limits. The gateway adds what only it can do: every call is
  * one public API call of the organization (429 `api_call_limit_exceeded` past the plan), and

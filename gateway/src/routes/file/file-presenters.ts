@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { countOf, idOf, optionalTimeOf, required, timeOf } from "../../presentation/wire-values.js";
 import type { FileInfoSchema } from "./file-schemas.js";
 
-/** A file's metadata as SPEC section 7 writes it; `deleted_at` is null while it is live. */
+/** A file's metadata as the REST API writes it; `deleted_at` is null while it is live. */
 export function presentFileInfo(file: FileInfo | undefined): z.output<typeof FileInfoSchema> {
   const f = required(file, "file");
   return {

@@ -169,7 +169,7 @@ describe("file routes", () => {
     await bus.close();
   });
 
-  it("register the routes of SPEC 7, all but the signed link for a token or a session", async () => {
+  it("register the file routes, all but the signed link for a token or a session", async () => {
     const routes = await routesAtClosedPorts(
       new MemoryCache(),
       new MemoryBus(createLogger("b", "silent")),

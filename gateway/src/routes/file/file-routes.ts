@@ -77,7 +77,7 @@ function fileCall(input: RouteInput<"session_or_token", unknown, unknown, unknow
 }
 
 /**
- * SPEC section 7 (INTERFACE.md 4.6): files of records, addressed by (row_id, field_id), on the
+ * Files of records, addressed by (row_id, field_id), on the
  * files service. Upload takes multipart/form-data with one part named `file`, streamed through;
  * serve and the signed link answer the bytes themselves; the rest answer JSON envelopes.
  */

@@ -5,14 +5,14 @@ import { CONTROL_CHARACTER_CLASS, MAX_ID, queryId, refusing } from "../../valida
 import { givenOnce } from "../../validation/query-values.js";
 
 /**
- * Parameters, bodies and answers of the file routes (SPEC section 7, INTERFACE.md 4.6). A file
+ * Parameters, bodies and answers of the file routes (docs/routes/files.md). A file
  * is addressed by the pair (row_id, field_id).
  */
 
-/** The largest file size a query can name: ids and sizes stay below 2^53 (SPEC section 1). */
+/** The largest file size a query can name: ids and sizes stay below 2^53, as JSON numbers. */
 export const MAX_FILE_SIZE_PARAMETER = Number.MAX_SAFE_INTEGER;
 
-/** The one part an upload carries (INTERFACE.md 4.6). */
+/** The one part an upload carries. */
 export const UPLOAD_PART = "file";
 
 /**
@@ -52,8 +52,8 @@ const rowId = queryId.describe("The record");
 const fieldId = queryId.describe("The record's file field");
 
 /**
- * INTERFACE.md 4.6 gives rename's parameters as optional with default 0; 0 names no file, which
- * the files service answers 404 `file_not_found` (SPEC section 7).
+ * Rename's parameters are optional with default 0, for clients written against that form;
+ * 0 names no file, which the files service answers 404 `file_not_found`.
  */
 function renameId(description: string) {
   const message = `must be an integer between 0 and ${MAX_ID}`;
@@ -105,7 +105,7 @@ export const SignedFilePath = z.strictObject({
  */
 const FILE_NAME_PATTERN = `^(?!\\s*\\.{0,2}\\s*$)[^/\\\\${CONTROL_CHARACTER_CLASS}]+$`;
 
-/** A file's new name, trimmed, by the rule the files service applies too (SPEC section 7). */
+/** A file's new name, trimmed, by the rule the files service applies too (`fileNameProblem`). */
 export const fileName = z
   .string()
   .trim()
@@ -121,7 +121,7 @@ export const FileRenameRequest = requestBody(
   z.strictObject({ file_name: fileName }),
 );
 
-/** Response `data` of the file routes; the envelopes take INTERFACE.md's names. */
+/** Response `data` of the file routes; the envelopes take their published schema names. */
 
 const time = z.iso.datetime();
 

@@ -20,7 +20,7 @@ const QUERY_NOTE =
   "Query parameters are ignored (monitors and load balancers add cache-busters), except " +
   "that a credential among them is refused with 400 as on every path.";
 
-/** SPEC section 12: liveness of the gateway itself, readiness of what it depends on. */
+/** Liveness of the gateway itself, readiness of what it depends on, for probes and monitors. */
 export function healthRoutes(targets: readonly HealthTarget[]): Route[] {
   const checks = targets.map((target) => ({
     name: target.name,

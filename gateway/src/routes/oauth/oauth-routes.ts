@@ -14,7 +14,7 @@ export interface OAuthRoutesDeps {
 const tags = ["Accounts"];
 
 /**
- * SPEC section 4, sign-in through the OpenID Connect provider: the browser is sent to the
+ * Sign-in through the OpenID Connect provider: the browser is sent to the
  * provider, comes back to the client's redirect URI with `code` and `state`, and the client
  * trades those for Rowbase tokens. Both answer 503 `service_unavailable` when no provider is
  * configured.

@@ -19,7 +19,7 @@ export const OAuthIdpQuery = z.strictObject({
     ),
 });
 
-/** The body of POST /oauth/exchange, named as in INTERFACE.md 4.3. */
+/** The body of POST /oauth/exchange, under its published schema name. */
 export const OAuthExchangeCodeSchema = requestBody(
   "OAuthExchangeCodeSchema",
   z.strictObject({

@@ -9,7 +9,7 @@ import { presentApiStats } from "./api-stats-presenters.js";
 import { ApiStatsSchema } from "./api-stats-schemas.js";
 
 describe("the API statistics presenter", () => {
-  it("writes SPEC section 5's ApiStatsResponse data: period, totals, days and tokens", () => {
+  it("writes the ApiStatsResponse data: period, totals, days and tokens", () => {
     const stats = presentApiStats(
       create(ApiStatsMessage, {
         fromDate: "2026-11-01",

@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { countOf, idOf, required } from "../../presentation/wire-values.js";
 import type { ApiStatsSchema } from "./api-stats-schemas.js";
 
-/** ApiStatsResponse data (SPEC section 5) from GetApiStatsResponse.stats. */
+/** ApiStatsResponse data from GetApiStatsResponse.stats. */
 export function presentApiStats(stats: ApiStats | undefined): z.output<typeof ApiStatsSchema> {
   const s = required(stats, "stats");
   return {

@@ -9,7 +9,7 @@ export interface ApiStatsRoutesDeps {
 }
 
 /**
- * `/organization/api_stats` (SPEC section 5): the usage the gateway counts (record and file
+ * `/organization/api_stats`: the usage the gateway counts (record and file
  * route calls, file transfer) as the organization service adds it up per UTC day and token from
  * usage events. Counted calls arrive a moment later; refused calls (429) are never counted.
  */

@@ -4,7 +4,7 @@ import { queryId } from "../../validation/fields.js";
 import { queryDate } from "../../validation/query-values.js";
 
 /**
- * `/organization/api_stats` (SPEC section 5): a period of whole UTC days, `from` and `to`
+ * `/organization/api_stats`: a period of whole UTC days, `from` and `to`
  * inclusive, the first of this month to today when left out. The organization service checks
  * the period itself (from not after to, at most 366 days) and names `from` or `to`.
  */

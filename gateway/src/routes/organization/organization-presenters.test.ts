@@ -29,7 +29,7 @@ const created = new Date("2026-11-21T10:15:00.123Z");
 const updated = new Date("2026-11-22T08:00:00Z");
 
 describe("organization presenters", () => {
-  it("write an organization in SPEC section 5's shape, with the caller's role", () => {
+  it("write an organization in the Organization shape, with the caller's role", () => {
     const organization = presentOrganization(
       create(OrganizationMessage, {
         organizationId: 9007199254740991n,
@@ -133,7 +133,7 @@ describe("organization presenters", () => {
     expect(() => presentInvite(create(InviteMessage, { role: Role.OWNER }))).toThrow(/owner/);
   });
 
-  it("write limits and usage under SPEC section 10's keys", () => {
+  it("write limits and usage under the documented keys", () => {
     const limits = presentLimits(
       create(GetLimitsResponseSchema, {
         plan: PlanName.FREE,

@@ -85,7 +85,7 @@ function presentPlanUsage(usage: PlanUsage): z.output<typeof PlanUsageSchema> {
   };
 }
 
-/** OrgLimitsResponse data: the plan, what it allows and what is used (SPEC section 10 keys). */
+/** OrgLimitsResponse data: the plan, what it allows and what is used (docs/limits.md keys). */
 export function presentLimits(response: GetLimitsResponse): z.output<typeof OrgLimitsSchema> {
   return {
     plan: planName(response.plan),

@@ -49,7 +49,7 @@ const VALID: ValidRequest[] = [
 describe("organization and API-token routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serves exactly SPEC section 5's routes but api_stats", async () => {
+  it("serves exactly the organization routes but api_stats", async () => {
     const routes = await routesAtClosedPort();
     suite.expectSessionRoutes(routes);
   });

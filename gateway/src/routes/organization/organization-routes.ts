@@ -38,11 +38,11 @@ const inviteTags = ["Invites"];
 const memberTags = ["Members"];
 
 /**
- * SPEC section 5: organizations, invites, members and owner transfer, for a signed-in user.
+ * Organizations, invites, members and owner transfer, for a signed-in user.
  * The service enforces the role table; the gateway validates, forwards the caller and presents.
- * `/organization/api_stats` is served by api-stats-routes.ts. The routes INTERFACE.md 7.3 lists
- * 429 for (organization create and delete, invite create, transfer send_code and confirm) share
- * `org_write_user` with the other creating routes.
+ * `/organization/api_stats` is served by api-stats-routes.ts. The routes that create, delete or
+ * hand over something (organization create and delete, invite create, transfer send_code and
+ * confirm) share `org_write_user` with the other creating routes, so that no user can flood them.
  */
 export function organizationRoutes({ organization }: OrganizationRoutesDeps): Route[] {
   return [

@@ -156,7 +156,7 @@ describe("organization bodies", () => {
     });
   });
 
-  it("checks names and slugs by SPEC sections 5 and 6", () => {
+  it("checks names and slugs by the rules for names and slugs", () => {
     const slugMessage = "must be 3-48 characters of a-z, 0-9 and -";
     const cases: [unknown, { key: string; message: string }[]][] = [
       [{}, [{ key: "name", message: "is required" }]],

@@ -16,7 +16,7 @@ import {
   verificationCode,
 } from "../../validation/fields.js";
 
-/** Query parameters of the organization routes (SPEC section 5). */
+/** Query parameters of the organization routes. */
 
 const organizationId = queryId.describe("The organization");
 
@@ -66,7 +66,7 @@ export const MemberIdQuery = z.strictObject({
   member_id: queryId.describe("The member (not the user id)"),
 });
 
-/** Request bodies, named as in INTERFACE.md 4.8. */
+/** Request bodies, under their published schema names. */
 
 export const OrganizationCreateSchema = requestBody(
   "OrganizationCreateSchema",
@@ -180,7 +180,7 @@ export const OrgInviteSchema = responseData(
   }),
 );
 
-/** `{"invite"}`, whose envelope is INTERFACE.md's InviteResponse. */
+/** `{"invite"}`, whose envelope is InviteResponse. */
 export const InviteSchema = responseData("Invite", z.object({ invite: OrgInviteSchema }));
 
 export const PendingInviteListSchema = responseData(

@@ -77,7 +77,7 @@ const oneRecord = (record: Parameters<typeof recordJson>[0]): DataText<typeof Pu
   new JsonText(`{"record":${recordJson(record)}}`);
 
 /**
- * The one implementation behind both route families of SPEC section 8: the v1 routes and the
+ * The one implementation behind both record route families: the v1 routes and the
  * query-form routes read their parameters from different places and call these. Every call is
  * charged to the monthly API-call quota (429 `api_call_limit_exceeded` past it), a write before
  * it is made and a read while it is made (`chargedRead`), and made to the records service,

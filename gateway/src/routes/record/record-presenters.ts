@@ -8,7 +8,7 @@ import { idOf, required, timeOf } from "../../presentation/wire-values.js";
 import type { CountModeName, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
 
 /**
- * A record as SPEC section 8 writes it, as JSON text. `data` arrives as JSON text of an object,
+ * A record as the REST API writes it, as JSON text. `data` arrives as JSON text of an object,
  * already keyed as the response format says and with the values as the contract writes them,
  * and goes into the answer as it is.
  */

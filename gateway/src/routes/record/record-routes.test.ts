@@ -208,7 +208,7 @@ describe("record routes", () => {
     await setup.close();
   });
 
-  it("serve every route of SPEC 8.1 and 8.2, for a token or a session, rate limited", async () => {
+  it("serve every record route of both families, for a token or a session, rate limited", async () => {
     const routes = await routesAtClosedPorts(
       new MemoryCache(),
       new MemoryBus(createLogger("b", "silent")),

@@ -36,7 +36,7 @@ export interface RecordRoutesDeps {
   publicBaseUrl: string;
 }
 
-/** The v1 paths of SPEC 8.1. */
+/** The v1 paths: the database, table and record in the path. */
 export const V1_TABLE_PATH = "/public/v1/databases/:database_id/tables/:table_id";
 export const V1_RECORDS_PATH = `${V1_TABLE_PATH}/records`;
 export const V1_RECORD_PATH = `${V1_RECORDS_PATH}/:row_id`;
@@ -44,7 +44,7 @@ export const V1_RECORD_PATH = `${V1_RECORDS_PATH}/:row_id`;
 const v1Tags = ["Records (v1)"];
 const queryFormTags = ["Records (query form)"];
 
-/** 20 requests/s per token, burst 40 (SPEC 10); a member's session the same per user. */
+/** 20 requests/s per token, burst 40; a member's session the same per user. */
 const rateLimits: RateLimitName[] = ["records_token", "records_user"];
 
 /** Every record route can answer these (the 400 validation shape and 401 come with any route). */
@@ -64,10 +64,10 @@ function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unkn
 }
 
 /**
- * SPEC section 8: the records of a table through two route families that share one
+ * The records of a table through two route families that share one
  * implementation (RecordOperations). The v1 REST routes take the database, table and record
  * from the path; PUT on them is 405, and `row_id` matches digits only, so `/records/batch` and
- * `/records/batch_delete` are their own routes. The query-form routes (INTERFACE.md 4.10) take
+ * `/records/batch_delete` are their own routes. The query-form routes (`/public/record/...`) take
  * them from the query string; delete answers POST and DELETE alike.
  */
 export function recordRoutes(deps: RecordRoutesDeps): Route[] {

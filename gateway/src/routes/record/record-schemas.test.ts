@@ -30,7 +30,7 @@ const refused = (source: ValidationSource, ...items: [string, string][]) => ({
 
 const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
 
-describe("list parameters (SPEC 8.3)", () => {
+describe("list parameters", () => {
   it("default to the first 50 records, ids, every field, no filter, row_id order", () => {
     expect(parse(V1ListQuery, {}, "query")).toEqual({
       ok: true,
@@ -154,7 +154,7 @@ describe("single-record reads", () => {
   });
 });
 
-describe("query-form parameters (INTERFACE.md 4.10)", () => {
+describe("query-form parameters", () => {
   it("list needs database_id and table_id", () => {
     expect(parse(PublicListQuery, {}, "query")).toEqual(
       refused("query", ["database_id", "is required"], ["table_id", "is required"]),
@@ -222,7 +222,7 @@ describe("record bodies", () => {
     expect(parse(PublicCreateBody, { data: {}, row_id: 1 }, "body")).toEqual(
       refused("body", ["row_id", "is not allowed"]),
     );
-    // SPEC 8.4: keyed by the reference as sent, as the records service keys other bad values.
+    // Keyed by the reference as sent, as the records service keys other bad values.
     expect(parse(PublicCreateBody, { data: { n: Number.POSITIVE_INFINITY } }, "body")).toEqual(
       refused("body", ["n", "must be a finite number"]),
     );

@@ -16,7 +16,7 @@ import { once, queryInteger, queryText } from "../../validation/query-values.js"
 import { splitReferenceItems } from "./reference-items.js";
 
 /**
- * Parameters, bodies and answers of the record routes (SPEC section 8, INTERFACE.md 4.9-4.10).
+ * Parameters, bodies and answers of the record routes (docs/routes/records.md).
  * The v1 routes take the table (and row) from the path, the query-form routes from the query
  * string; both read the same list and read options.
  */
@@ -30,8 +30,8 @@ export type CountModeName = (typeof COUNT_MODES)[number];
 
 const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
   `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
-    "(as stored JSON) answers 400 on `limit`: ask for fewer records. The records service's " +
-    "bound, not SPEC's: a page must fit the services' memory",
+    "(as stored JSON) answers 400 on `limit`: ask for fewer records. A page must fit the " +
+    "services' memory",
 );
 const offset = queryInteger(0, RECORD_OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
 
@@ -59,7 +59,7 @@ const where = queryText(WHERE_MAX_LENGTH)
   .optional()
   .transform((text) => text ?? "")
   .describe(
-    "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))` (SPEC 8.3); " +
+    "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))`; " +
       "empty or absent: every record",
   );
 
@@ -87,7 +87,7 @@ const sort = referenceList(
 /** The options of a single-record read (GET one record). */
 const readOptions = { response_format: responseFormat, rich_text: richText, fields };
 
-/** The options of a list read (SPEC 8.3). */
+/** The options of a list read. */
 const listOptions = {
   limit,
   offset,
@@ -124,7 +124,7 @@ export const ROW_ID_PATTERN = "[0-9]+";
 export const V1ListQuery = z.strictObject(listOptions);
 export const V1GetQuery = z.strictObject(readOptions);
 
-/** Query strings of the query-form routes (INTERFACE.md 4.10). */
+/** Query strings of the query-form routes. */
 
 export const PublicListQuery = z.strictObject({
   database_id: databaseId,
@@ -145,10 +145,10 @@ export const PublicTableQuery = z.strictObject({ table_id: tableId });
 
 export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId });
 
-/** Request bodies; PublicCreateBody is INTERFACE.md's name, the others follow it. */
+/** Request bodies; the others follow PublicCreateBody's published name. */
 
 /**
- * Record values. SPEC 8.4: a bad value is keyed by the reference as sent, as the records service
+ * Record values. A bad value is keyed by the reference as sent, as the records service
  * keys every other bad value (`records.N.data.<reference>` in a batch); so the values the gateway
  * refuses itself (a number JSON.parse made infinite, nesting too deep) are keyed by the reference
  * they are under, not by the path inside them.
@@ -174,13 +174,13 @@ const data = z
     "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
       "values of the wrong type answer 400 with one `extra` item per key, and nothing is " +
       "written. A record's values may come to at most 2 MiB as stored JSON; a write past it " +
-      "answers 400 on `data` (`records.N.data` in a batch), the records service's bound, not " +
-      "SPEC's: a long text holds up to 100,000 characters, as Airtable's, in up to 500 fields",
+      "answers 400 on `data` (`records.N.data` in a batch), since long texts of up to 100,000 " +
+      "characters in up to 500 fields would otherwise let a record grow to tens of megabytes",
   );
 
 const batchMessage = `must have 1-${RECORD_BATCH_MAX} items`;
 
-/** The records service's bound on what a batch reads whole (not SPEC's): said per route. */
+/** The records service's bound on what a batch reads whole: said per route. */
 const WHOLE_BATCH =
   "More than eight records holding more than 16 MiB of values (as stored JSON) answer 400 on " +
   "this key:";
@@ -190,7 +190,7 @@ function batch<S extends z.ZodType>(item: S) {
 }
 
 /**
- * SPEC 8.4: a bad value of a single record is keyed by the reference as sent (`N`), as the
+ * A bad value of a single record is keyed by the reference as sent (`N`), as the
  * records service keys it, where `data` alone would come out keyed `data.N`.
  */
 function keyedByReference<S extends z.ZodType>(schema: S) {
@@ -247,7 +247,7 @@ export const PublicBatchDeleteBody = requestBody(
   }),
 );
 
-/** Response `data` of the record routes; the envelopes take INTERFACE.md's names. */
+/** Response `data` of the record routes; the envelopes take their published schema names. */
 
 const id = z.number().int();
 const time = z.iso.datetime();
@@ -268,13 +268,13 @@ export const RecordSchema = responseData(
   }),
 );
 
-/** `{"record"}`: what create and update answer, INTERFACE.md's PublicRecordResponse. */
+/** `{"record"}`: what create and update answer, PublicRecordResponse. */
 export const PublicRecordSchema = responseData("PublicRecord", z.object({ record: RecordSchema }));
 
-/** `{"record"}`: what get answers, INTERFACE.md's PublicGetResponse. */
+/** `{"record"}`: what get answers, PublicGetResponse. */
 export const PublicGetSchema = responseData("PublicGet", z.object({ record: RecordSchema }));
 
-/** INTERFACE.md's PublicListResponse. */
+/** PublicListResponse: a page of records with the total that match. */
 export const PublicListSchema = responseData(
   "PublicList",
   z.object({
@@ -295,7 +295,7 @@ export const PublicListSchema = responseData(
   }),
 );
 
-/** INTERFACE.md's PublicDeleteResponse. */
+/** PublicDeleteResponse: the deleted record's id. */
 export const PublicDeleteSchema = responseData(
   "PublicDelete",
   z.object({ deleted_id: id.describe("The row_id of the deleted record") }),

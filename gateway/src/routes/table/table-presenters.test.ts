@@ -15,7 +15,7 @@ describe("presentTable", () => {
     updatedAt: timestampFromDate(new Date("2026-11-21T10:15:00.123Z")),
   };
 
-  it("writes SPEC section 6's shape, an empty description as an empty string", () => {
+  it("writes the Table shape, an empty description as an empty string", () => {
     const table = presentTable(create(TableMessage, valid));
     expect(table).toEqual({
       table_id: 12,

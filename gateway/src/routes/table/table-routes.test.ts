@@ -49,7 +49,7 @@ const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 describe("table routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly SPEC section 6's table routes, for a session only", async () => {
+  it("serve exactly the table routes, for a session only", async () => {
     const routes = await routesAtClosedPort();
     suite.expectSessionRoutes(routes);
     expect(routes.every((route) => route.rateLimits.length === 0)).toBe(true);

@@ -22,7 +22,7 @@ export interface TableRoutesDeps {
 const tags = ["Tables"];
 
 /**
- * SPEC section 6, the tables of a database, for a signed-in member (any member reads; owner,
+ * The tables of a database, for a signed-in member (any member reads; owner,
  * admin and editor write, enforced by the catalog service).
  */
 export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {

@@ -4,7 +4,7 @@ import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { description, name, queryId } from "../../validation/fields.js";
 import { FieldCreateSchema, FieldSchema } from "../field/field-schemas.js";
 
-/** Query parameters of the table routes (SPEC section 6). */
+/** Query parameters of the table routes. */
 
 export const TableDatabaseQuery = z.strictObject({
   database_id: queryId.describe("The database that holds the tables"),
@@ -12,7 +12,7 @@ export const TableDatabaseQuery = z.strictObject({
 
 export const TableIdQuery = z.strictObject({ table_id: queryId.describe("The table") });
 
-/** Request bodies; INTERFACE.md does not name them, these follow its pattern. */
+/** Request bodies, named after the other resources' (`<Resource><Verb>Schema`). */
 
 /** The most fields one /table/create may bring: as many as a table may have. */
 export const MAX_FIELDS_ON_CREATE = MAX_FIELDS_PER_TABLE;
@@ -66,7 +66,7 @@ export const TableGetSchema = responseData(
   }),
 );
 
-/** `{"table"}`: what /table/update answers (SPEC section 6), without the fields. */
+/** `{"table"}`: what /table/update answers, without the fields. */
 export const TableUpdateDataSchema = responseData("TableUpdate", z.object({ table: TableSchema }));
 
 export const TableListSchema = responseData(

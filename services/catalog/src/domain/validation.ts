@@ -19,7 +19,7 @@ export function fieldNameProblem(name: string): string | undefined {
 
 /**
  * A name from a request, trimmed, or a validation failure keyed `key`: names of databases and
- * tables follow the rule for every name (SPEC section 6), fields' `fieldNameProblem`.
+ * tables follow the rule for every name (`nameProblem`), fields' `fieldNameProblem`.
  */
 export function requiredName(raw: string, key = "name", problemOf = nameProblem): string {
   return trimmedOrRefused(raw, key, problemOf);

@@ -6,7 +6,7 @@ import {
   replaceControlCharacters,
 } from "@rowbase/kit/field-types";
 
-/** How long a started sign-in waits for the provider's redirect (SPEC section 4). */
+/** How long a started sign-in waits for the provider's redirect: its `state` lives 10 minutes. */
 export const SIGN_IN_TTL_SECONDS = 600;
 
 /** What Rowbase asks the provider for: an ID token, the e-mail and the display name. */

@@ -25,8 +25,8 @@ const FROM_TEXT: readonly FieldTypeName[] = [
 ];
 
 /**
- * The type changes that have a value conversion, besides keeping the type (SPEC section 6:
- * text <-> number/boolean/date/select/email/url/phone), and the obviously safe ones: anything
+ * The type changes that have a value conversion, besides keeping the type (text to and from
+ * number/boolean/date/select/email/url/phone), and the obviously safe ones: anything
  * but a file to text, single <-> multi select, date <-> datetime, autonumber to number, the
  * record times to datetime or date. No change leads to a read-only type (the system writes
  * those values) nor away from file (its values live in the files service).

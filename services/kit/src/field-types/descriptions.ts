@@ -11,11 +11,11 @@ export const DESCRIPTION_PATTERN = "^[\\P{Cc}\\t\\n\\r]*$";
 const DESCRIPTION_CHARACTERS = new RegExp(DESCRIPTION_PATTERN, "u");
 
 /**
- * The rule for the free-text description of a database, table or field, which SPEC section 6
- * leaves open: at most 1000 characters (code points), line breaks and tabs allowed, other
- * control characters (NUL among them, which PostgreSQL text cannot hold) refused, valid
- * Unicode. Empty is allowed: it clears the description. `description` is as it will be stored,
- * so already trimmed. Returns what is wrong with it, or undefined.
+ * The rule for the free-text description of a database, table or field: at most 1000
+ * characters (code points), line breaks and tabs allowed, other control characters (NUL among
+ * them, which PostgreSQL text cannot hold) refused, valid Unicode. Empty is allowed: it clears
+ * the description. `description` is as it will be stored, so already trimmed. Returns what is
+ * wrong with it, or undefined.
  */
 export function descriptionProblem(description: string): string | undefined {
   if (codePointLength(description) > DESCRIPTION_MAX_LENGTH) {

@@ -1,7 +1,7 @@
 import { EMAIL_LOCAL_MAX_LENGTH, EMAIL_MAX_LENGTH } from "./values.js";
 
 /**
- * An account's e-mail address as it is compared and stored (SPEC section 4): trimmed and
+ * An account's e-mail address as it is compared and stored: trimmed and
  * lower-cased. The gateway normalises request bodies by it, identity the addresses it signs in
  * and registers, organization the addresses it invites, so that one address is one account
  * whichever way it reaches the database.

@@ -1,5 +1,5 @@
 /**
- * The field types of SPEC section 6, in one place: names and proto mapping, option schemas,
+ * The field types (docs/routes/catalog.md), in one place: names and proto mapping, option schemas,
  * value checks and type conversions. Catalog validates options with it, records validates and
  * converts values, files checks uploads against file options.
  */

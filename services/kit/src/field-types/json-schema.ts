@@ -15,7 +15,7 @@ const PHONE_SEPARATORS = "[\\s()./-]";
 /** No NUL character, which PostgreSQL cannot store in text. */
 const NO_NUL = "^[^\\u0000]*$";
 
-/** The metadata a file field holds (SPEC section 7, FileInfo). */
+/** The metadata a file field holds: the FileInfo the file routes answer. */
 const FILE_INFO: JsonObject = {
   type: "object",
   properties: {

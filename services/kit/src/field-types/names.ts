@@ -1,6 +1,6 @@
 /**
  * The one rule by which table names (within a database) and field names (within a table) are
- * the same name "regardless of case" (SPEC section 6): equal after NFC normalisation and
+ * the same name regardless of case: equal after NFC normalisation and
  * Unicode's full lower-case mapping (JavaScript's toLowerCase, which depends on no locale), and
  * NFC again, since lower-casing may leave marks out of canonical order. Catalog stores this key
  * beside each name and the database keeps it unique, so what catalog refuses and what records
@@ -56,8 +56,8 @@ export function replaceControlCharacters(text: string, replacement = ""): string
 export const NAME_MAX_LENGTH = 100;
 
 /**
- * The rule for every name people give something (SPEC section 6, and the same for
- * organizations, API tokens, users and select choices): 1-100 characters (code points, as the
+ * The rule for every name people give something (databases, tables and fields, and the same
+ * for organizations, API tokens, users and select choices): 1-100 characters (code points, as the
  * tables' constraints count them), no control characters, at least one that shows, valid
  * Unicode (an unpaired surrogate would be stored as U+FFFD, not as sent). `name` is as it will
  * be stored, so already trimmed. Returns what is wrong with it, or undefined.
@@ -73,11 +73,11 @@ export function nameProblem(name: string, maxLength = NAME_MAX_LENGTH): string |
   return undefined;
 }
 
-/** The longest file name (SPEC section 7). */
+/** The longest file name, in characters: what file systems and Content-Disposition take. */
 export const FILE_NAME_MAX_LENGTH = 255;
 
 /**
- * The rule for a file's name (SPEC section 7): a name as `nameProblem` has it, of up to 255
+ * The rule for a file's name: a name as `nameProblem` has it, of up to 255
  * characters, without `/` or `\` and other than `.` and `..`. The name is only a label (storage
  * keys are random) but it ends up in Content-Disposition headers and in files people save, so
  * path-like names are refused rather than repaired. `name` is already trimmed.

@@ -6,7 +6,7 @@ import { isPlainObject } from "../plain-object.js";
 import { nameProblem } from "./names.js";
 import { type FieldTypeName, fieldTypeFromProto } from "./types.js";
 
-/** One option that does not fit its type, keyed like `options.decimals` (SPEC section 6). */
+/** One option that does not fit its type, keyed like `options.decimals` in `data.errors`. */
 export interface OptionError {
   key: string;
   message: string;
@@ -107,7 +107,7 @@ function shifted(n: number, places: number): number {
   return Number(`${mantissa}e${Number(exponent) + places}`);
 }
 
-/** The option schemas of SPEC section 6, one per type; every one refuses unknown keys. */
+/** The option schemas, one per field type; every one refuses unknown keys. */
 export const OPTION_SCHEMAS = {
   text: z.strictObject({
     max_length: integerIn(

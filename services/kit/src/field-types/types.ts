@@ -1,12 +1,12 @@
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 
-/** The wire names of the field types (SPEC section 6), as REST clients and the database know them. */
 /**
  * The most fields a table may have (Airtable's limit per table is 500 too): every record call
  * carries the table's schema, and records keeps a thousand schemas in memory.
  */
 export const MAX_FIELDS_PER_TABLE = 500;
 
+/** The wire names of the field types, as REST clients and the database know them. */
 export const FIELD_TYPE_NAMES = [
   "text",
   "long_text",

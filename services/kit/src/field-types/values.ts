@@ -30,7 +30,7 @@ const ok = (value: JsonValue): ValueResult => ({ ok: true, value });
 const fail = (message: string): ValueResult => ({ ok: false, message });
 
 /**
- * Checks one value written to a field and returns the value to store (SPEC section 6):
+ * Checks one value written to a field and returns the value to store:
  *
  * - `null` (or `undefined`) clears the value and is always accepted here; whether the field may
  *   be empty (`required`) is the caller's rule, see `isEmptyValue`.

@@ -33,8 +33,8 @@ function outOfRange(date: Date | undefined): boolean {
 }
 
 /**
- * The list parameters of SPEC section 11, or what is wrong with them. A limit of 0 is the
- * unset proto field: the default 50.
+ * The parameters of an audit list (`GET /audit/list`), or what is wrong with them. A limit of
+ * 0 is the unset proto field: the default 50.
  */
 export function auditQueryOf(input: {
   limit: number;

@@ -1,4 +1,4 @@
-/** SPEC section 11: the audit log keeps 90 days. */
+/** The audit log keeps 90 days: long enough to answer "who changed this" within a quarter. */
 export const AUDIT_RETENTION_DAYS = 90;
 
 const DAY_MS = 24 * 3600 * 1000;

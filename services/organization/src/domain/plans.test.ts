@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { enterpriseLimitProblems, FIXED_PLAN_LIMITS, limitsOf, storedLimits } from "./plans.js";
 
 describe("plans", () => {
-  it("has the limits of SPEC section 10 in decimal units", () => {
+  it("has the documented limits of each plan in decimal units", () => {
     expect(FIXED_PLAN_LIMITS.free).toEqual({
       records: 1_000n,
       apiCallsPerMonth: 3_000n,

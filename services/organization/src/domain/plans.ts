@@ -1,4 +1,4 @@
-/** The plans of SPEC section 10; `enterprise` has limits configured per organization. */
+/** The plans (docs/limits.md); `enterprise` has limits configured per organization. */
 export const PLANS = ["free", "plus", "business", "enterprise"] as const;
 export type Plan = (typeof PLANS)[number];
 

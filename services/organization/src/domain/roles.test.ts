@@ -4,7 +4,7 @@ import { type GrantableRole, mayGrant, mayManageMember } from "./roles.js";
 
 const ROLES: Role[] = ["owner", "admin", "editor", "viewer"];
 
-// SPEC section 3: invites and role changes are for owners and admins; giving or changing the
+// Invites and role changes are for owners and admins; giving or changing the
 // admin role is the owner's; nobody changes the owner.
 describe("member rules", () => {
   it("lets owners grant every role, admins editor and viewer, nobody else anything", () => {

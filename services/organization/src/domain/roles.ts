@@ -5,7 +5,7 @@ export type GrantableRole = Exclude<Role, "owner">;
 
 export const GRANTABLE_ROLES: readonly GrantableRole[] = ["admin", "editor", "viewer"];
 
-/** Giving the admin role takes the owner; the other roles take `manage` (SPEC section 3). */
+/** Giving the admin role takes the owner; the other roles take `manage` (owner or admin). */
 export function mayGrant(actor: Role, role: GrantableRole): boolean {
   return allows(actor, role === "admin" ? "own" : "manage");
 }

@@ -39,7 +39,7 @@ function parseDay(text: string): number | undefined {
 }
 
 /**
- * The period of an api_stats request (SPEC section 5): `to` defaults to today and `from` to the
+ * The period of an api_stats request: `to` defaults to today and `from` to the
  * first of this month, whether or not `to` is given, so a `to` before this month needs a `from`.
  * Either the period or what is wrong with the parameters (REST names `from` and `to`).
  */

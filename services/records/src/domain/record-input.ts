@@ -13,7 +13,7 @@ export type InputCheck =
   | { ok: false; items: ValidationItem[] };
 
 /**
- * Checks the `data` of a create or an update against the table's fields (SPEC section 8.4), with
+ * Checks the `data` of a create or an update against the table's fields, with
  * the value rules of the field-type registry. Every key is a field reference (all digits: an id,
  * else a name, exactly or regardless of case); an unknown field, a second key naming a field
  * already named, a read-only field and a value the registry refuses each give one item keyed by

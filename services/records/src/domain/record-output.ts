@@ -150,7 +150,7 @@ function cellOf(
 }
 
 /**
- * A record's `data` as clients see it (SPEC section 8): one key per field shown, in that order,
+ * A record's `data` as clients see it: one key per field shown, in that order,
  * null for an empty cell, never a missing key; values of deleted fields do not show.
  */
 export function outputData(

@@ -2,7 +2,7 @@ import { Parser } from "htmlparser2";
 import MarkdownIt from "markdown-it";
 import sanitizeHtml from "sanitize-html";
 
-/** How `long_text` values come out (SPEC section 8, RichTextFormat). */
+/** How `long_text` values come out (the `rich_text` parameter, RichTextFormat). */
 export type RichText = "markdown" | "html" | "plain";
 
 /**

@@ -54,8 +54,8 @@ export function conversionProblem(
  * The value a cell holds after a field's type changed (FieldTypeChanged, after the change). A
  * value already of the new type as it would be stored stays: it was written after the change,
  * before this conversion ran, or this event is applied a second time. Anything else converts
- * with the registry, and a value that does not convert becomes null (SPEC section 6: catalog
- * asked first, so this only meets values written in between).
+ * with the registry, and a value that does not convert becomes null (catalog asked first
+ * whether every value converts, so this only meets values written in between).
  */
 export function convertedValue(from: FieldLike, to: FieldLike, cell: StoredCell): JsonValue {
   const source = sourceValue(from, cell);

@@ -1,6 +1,6 @@
 /**
  * Dates as whole UTC days since 1970-01-01 ("epoch days") and instants as epoch milliseconds,
- * limited like stored values (SPEC section 6, and the field-type registry) to the years 1-9999.
+ * limited like stored values (by the field-type registry) to the years 1-9999.
  */
 export const DAY_MS = 86_400_000;
 

@@ -1,6 +1,6 @@
 import { type FieldTypeName, foldName } from "@rowbase/kit/field-types";
 
-/** The field types (SPEC section 6) the query language compares values of: all of them. */
+/** The field types the query language compares values of: all of them. */
 export type QueryFieldType = FieldTypeName;
 
 /** What the query language needs to know about one field of the table. */
@@ -18,7 +18,7 @@ export interface QueryField {
   choices?: readonly string[];
 }
 
-/** Record columns that `where` and `sort` accept besides fields (SPEC section 8.3). */
+/** Record columns that `where` and `sort` accept besides fields. */
 export const SYSTEM_COLUMNS = ["row_id", "created_at", "updated_at"] as const;
 
 export type SystemColumn = (typeof SYSTEM_COLUMNS)[number];
@@ -37,13 +37,13 @@ function isSystemColumn(text: string): text is SystemColumn {
 /**
  * Finds what a reference names, or undefined when it names nothing. The order:
  *
- * 1. All digits: always a field id (SPEC section 8), never a name.
+ * 1. All digits: always a field id, never a name, so that an id can always be written.
  * 2. A field whose name is exactly the text.
  * 3. `row_id`, `created_at`, `updated_at` (when `systemColumns`): the record's own columns. A
  *    field named exactly so wins over them, so a user's field is never shadowed; its column is
  *    then reached through nothing else, which only matters for a table that chose those names.
  * 4. A field whose name equals the text regardless of case, by catalog's own rule (`foldName`,
- *    which its unique index keeps): names are unique by it within a table (SPEC section 6), so
+ *    which its unique index keeps): names are unique by it within a table, so
  *    this is not ambiguous, save for names the migration to that rule found equal, where the
  *    first in field order wins.
  */

@@ -1,5 +1,5 @@
 /**
- * The query language of the records service (SPEC section 8.3): `where`, `sort` and `fields`
+ * The query language of the records service (docs/query-language.md): `where`, `sort` and `fields`
  * parsed into trees and compiled to parameterised PostgreSQL over
  * `records.record(row_id, data, created_at, updated_at)`. Pure functions, no I/O; every client
  * mistake is a QueryError with the parameter and a 1-based position.

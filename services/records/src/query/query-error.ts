@@ -1,7 +1,7 @@
-/** The list parameter a problem was found in (SPEC section 8.3). */
+/** The list parameter a problem was found in. */
 export type QueryParameter = "where" | "sort" | "fields";
 
-/** One item of the 400 validation envelope's `extra` (SPEC section 1). */
+/** One item of the 400 validation envelope's `extra`. */
 export interface QueryValidationIssue {
   key: QueryParameter;
   message: string;
@@ -14,7 +14,7 @@ export interface QueryValidationIssue {
  * client's fault.
  *
  * `position` is the 1-based character position in the parameter (characters are Unicode code
- * points, so an emoji counts once), as in SPEC's `unknown operator 'eqq' at 9`; the message
+ * points, so an emoji counts once), as in `unknown operator 'eqq' at 9`; the message
  * carries it too, so `message` alone is what the client reads.
  */
 export class QueryError extends Error {

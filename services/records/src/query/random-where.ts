@@ -180,7 +180,7 @@ export function withoutPositions(node: WhereNode): WhereNode {
   }
 }
 
-/** Operators by the kind of value a reference holds (SPEC section 8.3), for fitting trees. */
+/** Operators by the kind of value a reference holds, for fitting trees. */
 const FITTING_OPERATORS: Record<string, readonly string[]> = {
   text: [
     "eq",

@@ -8,7 +8,7 @@ const NAMED: ReadonlyMap<string, number> = new Map([
 const COUNTED = /^(daysago|daysfromnow):([0-9]{1,7})$/;
 
 /**
- * The epoch day a relative date names (SPEC section 8.3: `today`, `yesterday`, `tomorrow`,
+ * The epoch day a relative date names (`today`, `yesterday`, `tomorrow`,
  * `daysAgo:N`, `daysFromNow:N`, in UTC, keywords in any case), or undefined when the text is not
  * one. `now` is a parameter so that one request sees one "today" and tests can fix it. The
  * caller checks that the day lies in the supported years.

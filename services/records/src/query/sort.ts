@@ -16,7 +16,7 @@ export interface SortKey {
 }
 
 /**
- * Parses `sort` (SPEC section 8.3): comma-separated references, `-` before one for descending,
+ * Parses `sort`: comma-separated references, `-` before one for descending,
  * `row_id`, `created_at` and `updated_at` accepted besides fields. Unknown references, the same
  * field twice (whatever the direction or spelling), more than 20 keys, and json or file fields
  * (which have no order) are errors.

@@ -1,4 +1,4 @@
-/** The operators of `where` (SPEC section 8.3). */
+/** The operators of `where`. */
 export const OPERATORS = [
   "eq",
   "neq",
@@ -90,6 +90,10 @@ export interface NotNode {
  */
 export type WhereNode = ConditionNode | AndNode | OrNode | NotNode;
 
-/** Limits of SPEC section 8.3 (the length is the kit's WHERE_MAX_LENGTH). */
+/**
+ * How deep a filter nests and how many conditions it holds (the length is the kit's
+ * WHERE_MAX_LENGTH): enough for any filter a person writes, and a bound on the parser's recursion
+ * and on the SQL a request can make.
+ */
 export const WHERE_MAX_DEPTH = 10;
 export const WHERE_MAX_CONDITIONS = 50;

@@ -100,7 +100,7 @@ function onceEach(params: unknown[]): unknown[] {
 }
 
 describe("compileWhere", () => {
-  it("compiles the SPEC example to parameterised SQL", () => {
+  it("compiles the documented example to parameterised SQL", () => {
     const compiled = buildWhere(
       "(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))",
       FIELDS,

@@ -49,7 +49,7 @@ const COMPARISONS: readonly Operator[] = [
   "notblank",
 ];
 
-/** Which operators fit which values (SPEC section 8.3); any other pairing is a 400. */
+/** Which operators fit which values; any other pairing is a 400. */
 const OPERATORS_BY_KIND: Readonly<Record<ValueKind, ReadonlySet<Operator>>> = {
   text: new Set([...COMPARISONS, "like", "nlike"]),
   single_select: new Set([
@@ -392,8 +392,8 @@ class WhereCompiler {
    * `strict $."id" ? (...)`, which holds only for a JSON number (strict: an array is not
    * unwrapped, a string or null compares to nothing) and is NULL for a missing key (an error
    * the silent call turns into NULL). The same answers as comparing `typed`, without its type
-   * check and second read of the value for every record: a range over 33,000 records took 4 ms
-   * less (`ROUNDS.md`, twenty-second round). The numbers are `parseNumberValue`'s finite doubles,
+   * check and second read of the value for every record: a range over 33,000 records takes
+   * about 4 ms less. The numbers are `parseNumberValue`'s finite doubles,
    * written by `String`, which the path's grammar reads (`1e+21`, `-1.5e-7`); the path is one
    * parameter, and the function form (not `@?`) keeps the GIN index from being tried for it.
    */

@@ -35,7 +35,7 @@ function parseError(text: string): QueryError {
 }
 
 describe("parseWhere", () => {
-  it("parses the SPEC example with its positions", () => {
+  it("parses the documented example with its positions", () => {
     const tree = parseWhere("(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))");
     expect(tree).toEqual({
       kind: "and",

@@ -14,7 +14,7 @@ import {
 import { type StructureToken, WhereLexer } from "./where-lexer.js";
 
 /**
- * Parses a `where` expression (SPEC section 8.3) into its syntax tree, or throws a positioned
+ * Parses a `where` expression into its syntax tree, or throws a positioned
  * QueryError. It checks the syntax and the limits only; fields, value types and operator fit
  * are the compiler's, which knows the table.
  *
