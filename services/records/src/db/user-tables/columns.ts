@@ -1,0 +1,116 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { choicesOf, type FieldLike, type FieldTypeName } from "@rowbase/kit/field-types";
+
+/** The PostgreSQL type of a field's column. */
+export type ColumnType =
+  | "text"
+  | "numeric"
+  | "boolean"
+  | "date"
+  | "timestamptz"
+  | "text[]"
+  | "jsonb"
+  | "bigint";
+
+/**
+ * Each field type's column, of the value's natural type; undefined for the types that have no
+ * column of their own: a file field's values live in the files service, and created_at /
+ * updated_at fields show the row's own columns. Selects hold choice ids, so renaming a choice
+ * rewrites no record.
+ */
+const COLUMN_TYPES: Readonly<Record<FieldTypeName, ColumnType | undefined>> = {
+  text: "text",
+  long_text: "text",
+  email: "text",
+  url: "text",
+  phone: "text",
+  number: "numeric",
+  boolean: "boolean",
+  date: "date",
+  datetime: "timestamptz",
+  single_select: "text",
+  multi_select: "text[]",
+  json: "jsonb",
+  autonumber: "bigint",
+  file: undefined,
+  created_at: undefined,
+  updated_at: undefined,
+};
+
+export function columnTypeOf(type: FieldTypeName): ColumnType | undefined {
+  return COLUMN_TYPES[type];
+}
+
+/** A field as the storage needs it: its id (for the column's name), type and options. */
+export interface StoredField extends FieldLike {
+  id: bigint;
+}
+
+/**
+ * A value as the registry stores it (already validated against the field) as the parameter of
+ * its column: choice names become their ids, numbers their exact decimal text, JSON its text
+ * (sent with a `::jsonb` cast). Null stays null.
+ */
+export function columnParam(field: FieldLike, value: JsonValue): unknown {
+  if (value === null) return null;
+  switch (field.type) {
+    case "number":
+    case "autonumber":
+      return String(value);
+    case "single_select":
+      return choiceId(field, value as string);
+    case "multi_select":
+      return (value as string[]).map((name) => choiceId(field, name));
+    case "json":
+      return JSON.stringify(value);
+    default:
+      return value;
+  }
+}
+
+function choiceId(field: FieldLike, name: string): string {
+  const choice = choicesOf(field.options).find((c) => c.name === name);
+  if (!choice) throw new Error(`"${name}" is no choice of the field`);
+  return choice.id;
+}
+
+/**
+ * SQL that reads a field's column as `columnValue` decodes it: dates and datetimes as the text
+ * of their stored forms (`YYYY-MM-DD`, UTC with milliseconds), whatever the session's settings.
+ */
+export function columnRead(type: ColumnType, column: string): string {
+  switch (type) {
+    case "date":
+      return `to_char(${column}, 'YYYY-MM-DD')`;
+    case "timestamptz":
+      return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+    default:
+      return column;
+  }
+}
+
+/**
+ * A column's value, as read by `columnRead` through node-postgres (numeric and bigint come as
+ * text, arrays and jsonb parsed), as the field's stored JSON value: choice ids become the
+ * names of the choices. An id no choice has any more reads as no value.
+ */
+export function columnValue(field: FieldLike, raw: unknown): JsonValue {
+  if (raw === null || raw === undefined) return null;
+  switch (field.type) {
+    case "number":
+    case "autonumber":
+      return Number(raw);
+    case "single_select":
+      return choiceName(field, raw as string);
+    case "multi_select": {
+      const names = (raw as string[]).map((id) => choiceName(field, id));
+      return names.filter((name): name is string => name !== null);
+    }
+    default:
+      return raw as JsonValue;
+  }
+}
+
+function choiceName(field: FieldLike, id: string): string | null {
+  return choicesOf(field.options).find((c) => c.id === id)?.name ?? null;
+}

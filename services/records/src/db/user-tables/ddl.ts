@@ -1,0 +1,113 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { hasSqlState, query } from "@rowbase/kit";
+import { columnTypeOf, type StoredField } from "./columns.js";
+import { fieldColumn, organizationSchema, userTable, userTableIndex } from "./names.js";
+
+/**
+ * The DDL of the per-table storage, as statements: an organization's schema, a user table with
+ * the fixed columns every record has and a column per field, and the changes of fields and
+ * tables. Every identifier comes from `names.ts`, made of ids; nothing else is SQL text here.
+ * Each statement may run again without harm (`if exists` / `if not exists`), so a change that
+ * is applied twice, or repaired after a failure, ends in the same state.
+ */
+
+export function createOrganizationSchemaSql(organizationId: bigint): string[] {
+  return [`create schema if not exists ${organizationSchema(organizationId)}`];
+}
+
+/** Drops an organization's schema and every table in it. */
+export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
+  return [`drop schema if exists ${organizationSchema(organizationId)} cascade`];
+}
+
+/**
+ * A user table: `row_id` (given by the writer from records' one global sequence, so that a row
+ * id alone finds its record), the row's `version` (1 on create, one more on every write), its
+ * times and actors, and a column per field that has one. Lists in the order of the record's
+ * times come from the two indexes with `row_id`, which breaks ties.
+ */
+export function createTableSql(
+  organizationId: bigint,
+  tableId: bigint,
+  fields: readonly StoredField[],
+): string[] {
+  const table = userTable(organizationId, tableId);
+  const columns = fields.flatMap((field) => {
+    const type = columnTypeOf(field.type);
+    return type ? [`${fieldColumn(field.id)} ${type}`] : [];
+  });
+  return [
+    ...createOrganizationSchemaSql(organizationId),
+    `create table if not exists ${table} (
+       row_id bigint primary key,
+       version bigint not null default 1,
+       created_at timestamptz not null default now(),
+       updated_at timestamptz not null default now(),
+       created_by text not null,
+       updated_by text not null${columns.map((column) => `,\n       ${column}`).join("")}
+     )`,
+    `create index if not exists ${userTableIndex(tableId, "created")} on ${table} (created_at, row_id)`,
+    `create index if not exists ${userTableIndex(tableId, "updated")} on ${table} (updated_at, row_id)`,
+  ];
+}
+
+export function dropTableSql(organizationId: bigint, tableId: bigint): string[] {
+  return [`drop table if exists ${userTable(organizationId, tableId)}`];
+}
+
+/**
+ * A new field's column: nullable and without a default, so PostgreSQL only records it in its
+ * catalog and rewrites no row. A field without a column of its own needs nothing.
+ */
+export function addFieldSql(organizationId: bigint, tableId: bigint, field: StoredField): string[] {
+  const type = columnTypeOf(field.type);
+  if (!type) return [];
+  return [
+    `alter table ${userTable(organizationId, tableId)} add column if not exists ${fieldColumn(field.id)} ${type}`,
+  ];
+}
+
+/** Drops a field's column: PostgreSQL marks it dropped and rewrites no row. */
+export function dropFieldSql(organizationId: bigint, tableId: bigint, fieldId: bigint): string[] {
+  return [
+    `alter table ${userTable(organizationId, tableId)} drop column if exists ${fieldColumn(fieldId)}`,
+  ];
+}
+
+/** How DDL waits for its table's lock (`applyDdl`). */
+export interface DdlLockOptions {
+  /** How long one attempt waits for a lock (`lock_timeout`). */
+  lockTimeoutMs: number;
+  attempts: number;
+}
+
+export const DDL_LOCK: DdlLockOptions = { lockTimeoutMs: 2_000, attempts: 5 };
+
+/**
+ * Runs DDL statements in one transaction that waits at most `lockTimeoutMs` for each lock, and
+ * tries again (a little later each time) while the lock is not had in time. A DDL statement
+ * needs its table's ACCESS EXCLUSIVE lock, and while it waits for it every later read of the
+ * table queues behind it: so a long read delays a schema change, never the other way round.
+ * Past the last attempt PostgreSQL's lock_not_available (55P03) is thrown.
+ */
+export async function applyDdl(
+  em: EntityManager,
+  statements: readonly string[],
+  options: DdlLockOptions = DDL_LOCK,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await em.transactional(async (tx) => {
+        await query(tx, "select set_config('lock_timeout', $1, true)", [
+          String(options.lockTimeoutMs),
+        ]);
+        for (const statement of statements) await query(tx, statement);
+      });
+      return;
+    } catch (error) {
+      if (!hasSqlState(error, "55P03") || attempt >= options.attempts) throw error;
+      await sleep(50 * attempt);
+    }
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The SQL identifiers of the per-table storage, made from ids only: a name a client chose never
+ * reaches SQL text, so renaming a table or field changes nothing here and no name can inject
+ * SQL. Ids are positive int64 values; anything else is a programming error.
+ */
+
+const INT64_MAX = 9_223_372_036_854_775_807n;
+
+function idText(id: bigint, what: string): string {
+  if (typeof id !== "bigint" || id <= 0n || id > INT64_MAX) {
+    throw new Error(`${what} must be a positive int64, got ${String(id)}`);
+  }
+  return id.toString();
+}
+
+/** The schema that holds an organization's tables: `org_<organization_id>`. */
+export function organizationSchema(organizationId: bigint): string {
+  return `org_${idText(organizationId, "organization id")}`;
+}
+
+/** A user table's PostgreSQL table, schema-qualified: `org_<organization_id>.t_<table_id>`. */
+export function userTable(organizationId: bigint, tableId: bigint): string {
+  return `${organizationSchema(organizationId)}.t_${idText(tableId, "table id")}`;
+}
+
+/** A field's column: `f_<field_id>`. */
+export function fieldColumn(fieldId: bigint): string {
+  return `f_${idText(fieldId, "field id")}`;
+}
+
+/** An index of a user table's; index names are unique per schema, so they carry the table id. */
+export function userTableIndex(tableId: bigint, purpose: string): string {
+  if (!/^[a-z]{1,20}$/.test(purpose)) throw new Error(`invalid index purpose ${purpose}`);
+  return `t_${idText(tableId, "table id")}_${purpose}`;
+}

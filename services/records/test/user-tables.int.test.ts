@@ -1,0 +1,329 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { query } from "@rowbase/kit";
+import type { FieldTypeName } from "@rowbase/kit/field-types";
+import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  columnParam,
+  columnRead,
+  columnTypeOf,
+  columnValue,
+  type StoredField,
+} from "../src/db/user-tables/columns.js";
+import {
+  addFieldSql,
+  applyDdl,
+  createTableSql,
+  dropFieldSql,
+  dropOrganizationSchemaSql,
+  dropTableSql,
+} from "../src/db/user-tables/ddl.js";
+import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
+import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+
+// The per-table storage's DDL and value encoding against a real PostgreSQL: every field type's
+// column holds what the registry stores and reads it back as it was written, schema changes
+// touch only what they name, and a DDL statement waiting for a lock never holds reads up for
+// longer than its lock timeout.
+
+let url: string;
+let drop: () => Promise<void>;
+let orm: Awaited<ReturnType<typeof createRecordsOrm>>;
+
+beforeAll(async () => {
+  const db = await createTestDatabase((await testInfra()).databaseUrl);
+  url = db.url;
+  drop = db.drop;
+  await migrateRecords(url);
+  orm = await createRecordsOrm(url);
+});
+
+afterAll(async () => {
+  await orm?.close();
+  await drop?.();
+});
+
+const CHOICES = {
+  choices: [
+    { id: "ch_a", name: "Alpha" },
+    { id: "ch_b", name: "Beta, with a comma" },
+    { id: "ch_c", name: "Gamma" },
+  ],
+};
+
+let nextFieldId = 100n;
+function field(type: FieldTypeName, options?: StoredField["options"]): StoredField {
+  nextFieldId += 1n;
+  return options ? { id: nextFieldId, type, options } : { id: nextFieldId, type };
+}
+
+const run = (sql: string, params: unknown[] = []) =>
+  query<Record<string, unknown>>(orm.em.fork(), sql, params);
+
+async function columnsOf(organizationId: bigint, tableId: bigint): Promise<Record<string, string>> {
+  const rows = await run(
+    `select column_name, data_type from information_schema.columns
+     where table_schema = $1 and table_name = $2 order by ordinal_position`,
+    [`org_${organizationId}`, `t_${tableId}`],
+  );
+  return Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
+}
+
+/** Inserts one row of `values` (by field) and reads it back through the fields' columns. */
+async function roundTrip(
+  organizationId: bigint,
+  tableId: bigint,
+  rowId: bigint,
+  values: ReadonlyMap<StoredField, JsonValue>,
+): Promise<Map<StoredField, JsonValue>> {
+  const stored = [...values].filter(([f]) => columnTypeOf(f.type) !== undefined);
+  const columns = stored.map(([f]) => fieldColumn(f.id));
+  const placeholders = stored.map(([f], i) => `$${i + 2}${f.type === "json" ? "::jsonb" : ""}`);
+  await run(
+    `insert into ${userTable(organizationId, tableId)}
+       (row_id, created_by, updated_by${columns.map((c) => `, ${c}`).join("")})
+     values ($1, 'system', 'system'${placeholders.map((p) => `, ${p}`).join("")})`,
+    [rowId, ...stored.map(([f, value]) => columnParam(f, value))],
+  );
+  const reads = stored.map(
+    ([f], i) => `${columnRead(columnTypeOf(f.type)!, fieldColumn(f.id))} as c${i}`,
+  );
+  const [row] = await run(
+    `select ${reads.join(", ")} from ${userTable(organizationId, tableId)} where row_id = $1`,
+    [rowId],
+  );
+  return new Map(stored.map(([f], i) => [f, columnValue(f, row![`c${i}`])]));
+}
+
+describe("a user table", () => {
+  const organizationId = 7n;
+  const tableId = 70n;
+  const text = field("text");
+  const long = field("long_text");
+  const email = field("email");
+  const link = field("url");
+  const phone = field("phone");
+  const amount = field("number", { decimals: 4 });
+  const done = field("boolean");
+  const due = field("date");
+  const at = field("datetime");
+  const status = field("single_select", CHOICES);
+  const tags = field("multi_select", CHOICES);
+  const doc = field("json");
+  const serial = field("autonumber");
+  const file = field("file");
+  const created = field("created_at");
+  const updated = field("updated_at");
+  const fields = [
+    text,
+    long,
+    email,
+    link,
+    phone,
+    amount,
+    done,
+    due,
+    at,
+    status,
+    tags,
+    doc,
+    serial,
+    file,
+    created,
+    updated,
+  ];
+
+  beforeAll(async () => {
+    await applyDdl(orm.em.fork(), createTableSql(organizationId, tableId, fields));
+  });
+
+  it("has the fixed columns and a column of its natural type per field that has one", async () => {
+    expect(await columnsOf(organizationId, tableId)).toEqual({
+      row_id: "bigint",
+      version: "bigint",
+      created_at: "timestamp with time zone",
+      updated_at: "timestamp with time zone",
+      created_by: "text",
+      updated_by: "text",
+      [fieldColumn(text.id)]: "text",
+      [fieldColumn(long.id)]: "text",
+      [fieldColumn(email.id)]: "text",
+      [fieldColumn(link.id)]: "text",
+      [fieldColumn(phone.id)]: "text",
+      [fieldColumn(amount.id)]: "numeric",
+      [fieldColumn(done.id)]: "boolean",
+      [fieldColumn(due.id)]: "date",
+      [fieldColumn(at.id)]: "timestamp with time zone",
+      [fieldColumn(status.id)]: "text",
+      [fieldColumn(tags.id)]: "ARRAY",
+      [fieldColumn(doc.id)]: "jsonb",
+      [fieldColumn(serial.id)]: "bigint",
+    });
+    const indexes = await run("select indexname from pg_indexes where schemaname = $1", [
+      `org_${organizationId}`,
+    ]);
+    expect(indexes.map((row) => row.indexname).sort()).toEqual([
+      `t_${tableId}_created`,
+      `t_${tableId}_pkey`,
+      `t_${tableId}_updated`,
+    ]);
+  });
+
+  it("reads every value back as the registry stored it", async () => {
+    const values = new Map<StoredField, JsonValue>([
+      [text, "Ada ' \" ; drop table x; --"],
+      [long, "# Title\n\nsome *markdown*"],
+      [email, "ada@example.com"],
+      [link, "https://example.com/a?b=c"],
+      [phone, "+44 20 7946 0000"],
+      [amount, 1234.5678],
+      [done, false],
+      [due, "2026-02-28"],
+      [at, "2026-11-21T10:15:00.123Z"],
+      [status, "Beta, with a comma"],
+      [tags, ["Gamma", "Alpha"]],
+      [doc, { nested: [1, "two", { three: null }], unicode: "ü€😀" }],
+      [serial, 42],
+    ]);
+    expect(await roundTrip(organizationId, tableId, 1n, values)).toEqual(values);
+    const empty = new Map<StoredField, JsonValue>([...values.keys()].map((f) => [f, null]));
+    expect(await roundTrip(organizationId, tableId, 2n, empty)).toEqual(empty);
+  });
+
+  it("keeps choice ids, not names, so a renamed choice needs no rewrite", async () => {
+    const [row] = await run(
+      `select ${fieldColumn(status.id)} as one, ${fieldColumn(tags.id)} as many
+       from ${userTable(organizationId, tableId)} where row_id = 1`,
+    );
+    expect(row).toEqual({ one: "ch_b", many: ["ch_c", "ch_a"] });
+    const renamed: StoredField = {
+      ...status,
+      options: { choices: [{ id: "ch_b", name: "Bravo" }] },
+    };
+    expect(columnValue(renamed, row!.one)).toBe("Bravo");
+    // A choice removed from the field reads as no value.
+    expect(columnValue(renamed, "ch_a")).toBeNull();
+    expect(columnValue({ ...tags, options: renamed.options }, row!.many)).toEqual([]);
+  });
+
+  it("reads dates and datetimes in their stored forms whatever the session's settings", async () => {
+    const session = await sessionIn(url, SCHEMA);
+    try {
+      await session.query("set timezone = 'Asia/Kolkata'");
+      await session.query("set datestyle = 'SQL, DMY'");
+      const { rows } = await session.query(
+        `select ${columnRead("date", fieldColumn(due.id))} as day,
+                ${columnRead("timestamptz", fieldColumn(at.id))} as instant
+         from ${userTable(organizationId, tableId)} where row_id = 1`,
+      );
+      expect(rows[0]).toEqual({ day: "2026-02-28", instant: "2026-11-21T10:15:00.123Z" });
+    } finally {
+      await session.end();
+    }
+  });
+});
+
+describe("schema changes of a user table", () => {
+  const organizationId = 8n;
+  const tableId = 80n;
+  const name = field("text");
+  const size = field("number");
+
+  beforeAll(async () => {
+    await applyDdl(orm.em.fork(), createTableSql(organizationId, tableId, [name]));
+    await run(
+      `insert into ${userTable(organizationId, tableId)} (row_id, created_by, updated_by, ${fieldColumn(name.id)})
+       values (1, 'system', 'system', 'kept')`,
+    );
+  });
+
+  it("adds and drops a field's column and leaves the rows' other values as they were", async () => {
+    await applyDdl(orm.em.fork(), addFieldSql(organizationId, tableId, size));
+    expect(await columnsOf(organizationId, tableId)).toMatchObject({
+      [fieldColumn(size.id)]: "numeric",
+    });
+    // Applied again (a retried or repaired change), nothing more happens.
+    await applyDdl(orm.em.fork(), addFieldSql(organizationId, tableId, size));
+    await applyDdl(orm.em.fork(), dropFieldSql(organizationId, tableId, size.id));
+    await applyDdl(orm.em.fork(), dropFieldSql(organizationId, tableId, size.id));
+    const columns = await columnsOf(organizationId, tableId);
+    expect(columns).not.toHaveProperty(fieldColumn(size.id));
+    expect(columns).toHaveProperty(fieldColumn(name.id));
+    const rows = await run(
+      `select row_id::int, ${fieldColumn(name.id)} as name from ${userTable(organizationId, tableId)}`,
+    );
+    expect(rows).toEqual([{ row_id: 1, name: "kept" }]);
+  });
+
+  it("needs nothing for a field without a column of its own", () => {
+    for (const type of ["file", "created_at", "updated_at"] as const) {
+      expect(addFieldSql(organizationId, tableId, field(type))).toEqual([]);
+    }
+  });
+
+  it("gives up on a lock a long read holds, changing nothing, and never holds reads up past its timeout", async () => {
+    const reader = await sessionIn(url, SCHEMA);
+    const later = await sessionIn(url, SCHEMA);
+    try {
+      await reader.query("begin");
+      await reader.query(`select count(*) from ${userTable(organizationId, tableId)}`);
+      const change = applyDdl(orm.em.fork(), addFieldSql(organizationId, tableId, size), {
+        lockTimeoutMs: 300,
+        attempts: 2,
+      });
+      // A read that comes while the change waits is served once the change's attempt gives up.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const started = Date.now();
+      const read = await later.query(
+        `select count(*)::int as n from ${userTable(organizationId, tableId)}`,
+      );
+      expect(read.rows).toEqual([{ n: 1 }]);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await expect(change).rejects.toMatchObject({ code: "55P03" });
+      expect(await columnsOf(organizationId, tableId)).not.toHaveProperty(fieldColumn(size.id));
+    } finally {
+      await reader.query("rollback");
+      await reader.end();
+      await later.end();
+    }
+    // Once the read has ended, the same change goes through.
+    await applyDdl(orm.em.fork(), addFieldSql(organizationId, tableId, size));
+    expect(await columnsOf(organizationId, tableId)).toHaveProperty(fieldColumn(size.id));
+  });
+
+  it("drops a table, then an organization's schema with every table in it", async () => {
+    const other = 81n;
+    await applyDdl(orm.em.fork(), createTableSql(organizationId, other, [name]));
+    await applyDdl(orm.em.fork(), dropTableSql(organizationId, other));
+    const tables = async () =>
+      (
+        await run("select tablename from pg_tables where schemaname = $1 order by tablename", [
+          `org_${organizationId}`,
+        ])
+      ).map((row) => row.tablename);
+    expect(await tables()).toEqual([`t_${tableId}`]);
+    await applyDdl(orm.em.fork(), dropOrganizationSchemaSql(organizationId));
+    expect(await tables()).toEqual([]);
+    const schemas = await run("select 1 from pg_namespace where nspname = $1", [
+      `org_${organizationId}`,
+    ]);
+    expect(schemas).toEqual([]);
+    // Dropping what is gone already is no error: a repaired deletion ends the same way.
+    await applyDdl(orm.em.fork(), [
+      ...dropTableSql(organizationId, tableId),
+      ...dropOrganizationSchemaSql(organizationId),
+    ]);
+  });
+});
+
+describe("identifiers", () => {
+  it("are made from positive int64 ids only", () => {
+    expect(userTable(12n, 34n)).toBe("org_12.t_34");
+    expect(fieldColumn(9_223_372_036_854_775_807n)).toBe("f_9223372036854775807");
+    for (const bad of [0n, -1n, 9_223_372_036_854_775_808n]) {
+      expect(() => fieldColumn(bad)).toThrow(/positive int64/);
+      expect(() => userTable(bad, 1n)).toThrow(/positive int64/);
+    }
+    expect(() => fieldColumn("1; drop table x" as unknown as bigint)).toThrow(/positive int64/);
+  });
+});
