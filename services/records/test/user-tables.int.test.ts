@@ -18,7 +18,8 @@ import {
   dropOrganizationSchemaSql,
   dropTableSql,
 } from "../src/db/user-tables/ddl.js";
-import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
+import { fieldColumn, tableWriteLockKey, userTable } from "../src/db/user-tables/names.js";
+import { changeFieldType, type FieldTypeChange } from "../src/db/user-tables/type-change.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 // The per-table storage's DDL and value encoding against a real PostgreSQL: every field type's
@@ -313,6 +314,153 @@ describe("schema changes of a user table", () => {
       ...dropTableSql(organizationId, tableId),
       ...dropOrganizationSchemaSql(organizationId),
     ]);
+  });
+});
+
+describe("a field's type change", () => {
+  const organizationId = 9n;
+  let nextTable = 90n;
+
+  /** A fresh table of one field holding `values` in rows 1, 2, ... (null: no value). */
+  async function tableOf(f: StoredField, values: readonly JsonValue[]): Promise<bigint> {
+    nextTable += 1n;
+    const tableId = nextTable;
+    await applyDdl(orm.em.fork(), createTableSql(organizationId, tableId, [f]));
+    for (const [i, value] of values.entries()) {
+      await roundTrip(organizationId, tableId, BigInt(i + 1), new Map([[f, value]]));
+    }
+    return tableId;
+  }
+
+  /** The field's values in row order, read through its column as `f` describes it. */
+  async function valuesOf(tableId: bigint, f: StoredField): Promise<JsonValue[]> {
+    const rows = await run(
+      `select ${columnRead(columnTypeOf(f.type)!, fieldColumn(f.id))} as v
+       from ${userTable(organizationId, tableId)} order by row_id`,
+    );
+    return rows.map((row) => columnValue(f, row.v));
+  }
+
+  const change = (
+    tableId: bigint,
+    from: StoredField,
+    to: Omit<StoredField, "id">,
+    required: FieldTypeChange["required"] = "none",
+  ): FieldTypeChange => ({ organizationId, tableId, from, to: { ...to, id: from.id }, required });
+
+  it("converts text to numbers in a column of the new type, leaving no shadow column", async () => {
+    const f = field("text");
+    const tableId = await tableOf(f, ["42", " 7.25 ", "", null, "-0.5"]);
+    const to = { type: "number" as const, options: { decimals: 1 } };
+    const done = await changeFieldType(orm.em.fork(), change(tableId, f, to), { chunk: 2 });
+    expect(done).toEqual({ converted: 3 });
+    const columns = await columnsOf(organizationId, tableId);
+    expect(columns[fieldColumn(f.id)]).toBe("numeric");
+    expect(Object.keys(columns).filter((c) => c.endsWith("_next"))).toEqual([]);
+    expect(await valuesOf(tableId, { ...to, id: f.id })).toEqual([42, 7.3, null, null, -0.5]);
+  });
+
+  it("refuses a change some value cannot take, naming the rows, and changes nothing", async () => {
+    const f = field("text");
+    const tableId = await tableOf(f, ["1", "one", "2", "two", "3"]);
+    const done = await changeFieldType(
+      orm.em.fork(),
+      change(tableId, f, { type: "number", options: {} }),
+      { chunk: 2 },
+    );
+    expect(done).toEqual({
+      refused: { rowIds: [2n, 4n], count: 2, message: expect.stringMatching(/^record 2: /) },
+    });
+    const columns = await columnsOf(organizationId, tableId);
+    expect(columns[fieldColumn(f.id)]).toBe("text");
+    expect(Object.keys(columns).filter((c) => c.endsWith("_next"))).toEqual([]);
+    expect(await valuesOf(tableId, f)).toEqual(["1", "one", "2", "two", "3"]);
+  });
+
+  it("refuses to make a field required while a record leaves it empty", async () => {
+    const f = field("text");
+    const tableId = await tableOf(f, ["a", null]);
+    const done = await changeFieldType(orm.em.fork(), change(tableId, f, { type: "text" }, "made"));
+    expect(done).toMatchObject({ refused: { rowIds: [2n], count: 1 } });
+    expect(await valuesOf(tableId, f)).toEqual(["a", null]);
+  });
+
+  it("rewrites values in place when the column keeps its type, only those that change", async () => {
+    const f = field("number", { decimals: 2 });
+    const tableId = await tableOf(f, [1.25, 3, null, 2.5]);
+    const to = { type: "number" as const, options: { decimals: 0 } };
+    expect(await changeFieldType(orm.em.fork(), change(tableId, f, to))).toEqual({
+      converted: 2,
+    });
+    expect(await valuesOf(tableId, { ...to, id: f.id })).toEqual([1, 3, null, 3]);
+  });
+
+  it("keeps choices by id between single and multi select, and dates as days", async () => {
+    const one = field("single_select", CHOICES);
+    const selects = await tableOf(one, ["Gamma", null]);
+    const many = { type: "multi_select" as const, options: CHOICES };
+    await changeFieldType(orm.em.fork(), change(selects, one, many));
+    expect(await valuesOf(selects, { ...many, id: one.id })).toEqual([["Gamma"], null]);
+
+    const at = field("datetime");
+    const times = await tableOf(at, ["2026-03-01T23:30:00.000Z", null]);
+    await changeFieldType(orm.em.fork(), change(times, at, { type: "date" }));
+    expect(await valuesOf(times, { type: "date", id: at.id })).toEqual(["2026-03-01", null]);
+    expect((await columnsOf(organizationId, times))[fieldColumn(at.id)]).toBe("date");
+  });
+
+  it("fills a created_at field's new column from the row's own time", async () => {
+    const name = field("text");
+    const tableId = await tableOf(name, ["x"]);
+    const created = field("created_at");
+    created.id = name.id + 1000n;
+    await run(
+      `update ${userTable(organizationId, tableId)} set created_at = '2026-05-06T07:08:09.010Z'`,
+    );
+    await changeFieldType(orm.em.fork(), change(tableId, created, { type: "datetime" }));
+    expect(await valuesOf(tableId, { type: "datetime", id: created.id })).toEqual([
+      "2026-05-06T07:08:09.010Z",
+    ]);
+  });
+
+  it("holds the table's writes while it converts, and never its reads", async () => {
+    const f = field("text");
+    const tableId = await tableOf(f, ["1", "2", "3", "4"]);
+    const reader = await sessionIn(url, SCHEMA);
+    const writer = await sessionIn(url, SCHEMA);
+    const seen: { read: unknown[]; write: string | undefined }[] = [];
+    try {
+      await reader.query("set lock_timeout = '200ms'");
+      await writer.query("set lock_timeout = '200ms'");
+      await changeFieldType(orm.em.fork(), change(tableId, f, { type: "number", options: {} }), {
+        chunk: 2,
+        afterChunk: async () => {
+          const read = await reader.query(
+            `select ${fieldColumn(f.id)} as v from ${userTable(organizationId, tableId)} order by row_id`,
+          );
+          let write: string | undefined;
+          try {
+            await writer.query("begin");
+            await writer.query("select pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [
+              tableWriteLockKey(tableId),
+            ]);
+          } catch (error) {
+            write = (error as { code?: string }).code;
+          } finally {
+            await writer.query("rollback");
+          }
+          seen.push({ read: read.rows.map((row) => row.v), write });
+        },
+      });
+    } finally {
+      await reader.end();
+      await writer.end();
+    }
+    // Mid-change a read sees the values as they were (the change has not committed), and a
+    // writer waiting for the table's write lock gives up (55P03: lock_not_available).
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (const step of seen) expect(step).toEqual({ read: ["1", "2", "3", "4"], write: "55P03" });
+    expect(await valuesOf(tableId, { type: "number", id: f.id })).toEqual([1, 2, 3, 4]);
   });
 });
 

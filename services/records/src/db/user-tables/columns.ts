@@ -114,3 +114,28 @@ export function columnValue(field: FieldLike, raw: unknown): JsonValue {
 function choiceName(field: FieldLike, id: string): string | null {
   return choicesOf(field.options).find((c) => c.id === id)?.name ?? null;
 }
+
+/**
+ * A stored value as `columnFromJson` reads it from a jsonb parameter: `columnParam`'s value,
+ * but a json field's value as it is rather than as its text.
+ */
+export function columnJson(field: FieldLike, value: JsonValue): JsonValue {
+  if (field.type === "json") return value;
+  return columnParam(field, value) as JsonValue;
+}
+
+/**
+ * SQL that turns `json`, a jsonb value holding a column's value as `columnJson` makes it
+ * (JSON null for none), into the column's type: so that one jsonb parameter carries the values
+ * of many rows (`jsonb_to_recordset`) whatever their columns' types.
+ */
+export function columnFromJson(type: ColumnType, json: string): string {
+  switch (type) {
+    case "text[]":
+      return `(case when jsonb_typeof(${json}) = 'array' then array(select jsonb_array_elements_text(${json})) end)`;
+    case "jsonb":
+      return `nullif(${json}, 'null'::jsonb)`;
+    default:
+      return `(${json} #>> '{}')::${type}`;
+  }
+}

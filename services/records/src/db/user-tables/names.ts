@@ -28,6 +28,20 @@ export function fieldColumn(fieldId: bigint): string {
   return `f_${idText(fieldId, "field id")}`;
 }
 
+/** The column a type change fills before it takes the field's place: `f_<field_id>_next`. */
+export function fieldShadowColumn(fieldId: bigint): string {
+  return `${fieldColumn(fieldId)}_next`;
+}
+
+/**
+ * The advisory lock of a user table's writes: every write takes it shared, a change that
+ * rewrites a field's values exclusively, so that no write lands on values already converted.
+ * Reads never take it.
+ */
+export function tableWriteLockKey(tableId: bigint): string {
+  return `records.table:${idText(tableId, "table id")}`;
+}
+
 /** An index of a user table's; index names are unique per schema, so they carry the table id. */
 export function userTableIndex(tableId: bigint, purpose: string): string {
   if (!/^[a-z]{1,20}$/.test(purpose)) throw new Error(`invalid index purpose ${purpose}`);

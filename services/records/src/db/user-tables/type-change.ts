@@ -1,0 +1,232 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { hasSqlState, query, sameJson } from "@rowbase/kit";
+import { canChangeType, convertValue } from "@rowbase/kit/field-types";
+import { conversionProblem, type RequiredRule, sourceValue } from "../../domain/type-change.js";
+import {
+  type ColumnType,
+  columnFromJson,
+  columnJson,
+  columnRead,
+  columnTypeOf,
+  columnValue,
+  type StoredField,
+} from "./columns.js";
+import { applyDdl, DDL_LOCK, type DdlLockOptions } from "./ddl.js";
+import { fieldColumn, fieldShadowColumn, tableWriteLockKey, userTable } from "./names.js";
+
+/** A change of one field's type or options, in a user table. */
+export interface FieldTypeChange {
+  organizationId: bigint;
+  tableId: bigint;
+  /** The field as it is; `to` has the same id. */
+  from: StoredField;
+  to: StoredField;
+  /** What the change asks of empty values (the field made or kept required). */
+  required: RequiredRule;
+}
+
+/** Why a change was refused: a few of the rows whose values do not convert, how many, the first problem. */
+export interface ConversionRefusal {
+  rowIds: bigint[];
+  count: number;
+  message: string;
+}
+
+export interface TypeChangeOptions {
+  /** Rows read and written per statement. */
+  chunk: number;
+  lock: DdlLockOptions;
+  /** Called after each chunk is written, inside the change (its progress, for metrics and tests). */
+  afterChunk?: (converted: number) => Promise<void>;
+}
+
+const DEFAULTS: TypeChangeOptions = { chunk: 2_000, lock: DDL_LOCK };
+
+/** How many offending rows a refusal names. */
+const EXAMPLES = 5;
+
+/** A chunk of the field's cells, in row order. */
+interface CellRow {
+  row_id: string;
+  value: unknown;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A refused change: thrown inside the transaction so that it writes nothing. */
+class Refused extends Error {
+  constructor(readonly refusal: ConversionRefusal) {
+    super(refusal.message);
+  }
+}
+
+/**
+ * Changes a field's type or options: every value converts under kit's field-type registry (the
+ * same `convertValue` that checks a change and validates writes, so a rule is written once), or
+ * nothing changes and the refusal names the rows that would not.
+ *
+ * Reads are never held up beyond a moment: when the column's type stays, the values are
+ * rewritten in place, a chunk of rows per statement; when it changes, a shadow column of the new
+ * type is added and filled the same way, then takes the old one's place (drop, rename) in a
+ * statement that waits at most `lock.lockTimeoutMs` for its lock, retried. Writes of the table
+ * wait for the change: it holds the table's write lock (`tableWriteLockKey`) throughout.
+ */
+export async function changeFieldType(
+  em: EntityManager,
+  change: FieldTypeChange,
+  options: Partial<TypeChangeOptions> = {},
+): Promise<{ converted: number } | { refused: ConversionRefusal }> {
+  const settings = { ...DEFAULTS, ...options };
+  const { from, to } = change;
+  if (from.id !== to.id) throw new Error("a type change keeps the field's id");
+  if (!canChangeType(from.type, to.type)) {
+    return {
+      refused: { rowIds: [], count: 0, message: `cannot convert ${from.type} to ${to.type}` },
+    };
+  }
+  const target = columnTypeOf(to.type);
+  if (!target) throw new Error(`a ${to.type} field has no column to convert into`);
+  const source = columnTypeOf(from.type);
+  const table = userTable(change.organizationId, change.tableId);
+  const inPlace = source === target;
+  const shadow = fieldShadowColumn(to.id);
+  if (!inPlace) {
+    // A shadow column left by an attempt that failed half way is started afresh.
+    await applyDdl(
+      em,
+      [
+        `alter table ${table} drop column if exists ${shadow}`,
+        `alter table ${table} add column ${shadow} ${target}`,
+      ],
+      settings.lock,
+    );
+  }
+  try {
+    const converted = await em.transactional(async (tx) => {
+      await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+        tableWriteLockKey(change.tableId),
+      ]);
+      const converted = await convertAll(tx, change, {
+        table,
+        read: source ? fieldColumn(from.id) : rowTimeColumn(from.type),
+        readType: source ?? "timestamptz",
+        write: inPlace ? fieldColumn(to.id) : shadow,
+        writeType: target,
+        inPlace,
+        settings,
+      });
+      if (!inPlace) await swapIn(tx, table, change, settings.lock);
+      return converted;
+    });
+    return { converted };
+  } catch (error) {
+    if (!inPlace) await applyDdl(em, [`alter table ${table} drop column if exists ${shadow}`]);
+    if (error instanceof Refused) return { refused: error.refusal };
+    throw error;
+  }
+}
+
+/** The row's own column a created_at / updated_at field shows. */
+function rowTimeColumn(type: string): string {
+  if (type === "created_at" || type === "updated_at") return type;
+  throw new Error(`a ${type} field has no values to convert`);
+}
+
+interface ConvertPlan {
+  table: string;
+  read: string;
+  readType: ColumnType;
+  write: string;
+  writeType: ColumnType;
+  /** Rewriting the field's own column: values that stay as they are are not written. */
+  inPlace: boolean;
+  settings: TypeChangeOptions;
+}
+
+/** Converts every row's value a chunk at a time; throws Refused when any does not convert. */
+async function convertAll(
+  tx: EntityManager,
+  change: FieldTypeChange,
+  plan: ConvertPlan,
+): Promise<number> {
+  const { from, to, required } = change;
+  const offending: bigint[] = [];
+  let count = 0;
+  let message = "";
+  let converted = 0;
+  for (let after = "0"; ; ) {
+    const rows = await query<CellRow>(
+      tx,
+      `select row_id::text, ${columnRead(plan.readType, plan.read)} as value,
+              ${columnRead("timestamptz", "created_at")} as created_at,
+              ${columnRead("timestamptz", "updated_at")} as updated_at
+       from ${plan.table} where row_id > $1::bigint order by row_id limit $2`,
+      [after, plan.settings.chunk],
+    );
+    const writes: { id: string; val: JsonValue }[] = [];
+    for (const row of rows) {
+      const cell = {
+        value: columnTypeOf(from.type) ? columnValue(from, row.value) : undefined,
+        createdAt: new Date(row.created_at),
+        updatedAt: new Date(row.updated_at),
+      };
+      const problem = conversionProblem(from, to, cell, required);
+      if (problem !== undefined) {
+        count += 1;
+        if (offending.length < EXAMPLES) offending.push(BigInt(row.row_id));
+        if (!message) message = `record ${row.row_id}: ${problem}`;
+        continue;
+      }
+      if (count > 0) continue;
+      const result = convertValue(from, to, sourceValue(from, cell));
+      const value = result.ok ? result.value : null;
+      if (plan.inPlace ? sameJson(value, cell.value ?? null) : value === null) continue;
+      writes.push({ id: row.row_id, val: columnJson(to, value) });
+    }
+    if (count === 0 && writes.length > 0) {
+      await query(
+        tx,
+        `update ${plan.table} t set ${plan.write} = ${columnFromJson(plan.writeType, "v.val")}
+         from jsonb_to_recordset($1::jsonb) as v(id bigint, val jsonb) where t.row_id = v.id`,
+        [JSON.stringify(writes)],
+      );
+      converted += writes.length;
+    }
+    await plan.settings.afterChunk?.(converted);
+    if (rows.length < plan.settings.chunk) break;
+    after = rows.at(-1)!.row_id;
+  }
+  if (count > 0) throw new Refused({ rowIds: offending, count, message });
+  return converted;
+}
+
+/**
+ * The filled shadow column takes the field's place: the old column (if the field had one) is
+ * dropped and the shadow renamed, in a savepoint that waits at most `lockTimeoutMs` for the
+ * table's lock and is tried again, so the work of the fill is kept while reads finish.
+ */
+async function swapIn(
+  tx: EntityManager,
+  table: string,
+  change: FieldTypeChange,
+  lock: DdlLockOptions,
+): Promise<void> {
+  const column = fieldColumn(change.to.id);
+  await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
+  for (let attempt = 1; ; attempt++) {
+    await query(tx, "savepoint swap_in");
+    try {
+      await query(tx, `alter table ${table} drop column if exists ${column}`);
+      await query(
+        tx,
+        `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
+      );
+      await query(tx, "release savepoint swap_in");
+      return;
+    } catch (error) {
+      await query(tx, "rollback to savepoint swap_in");
+      if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
+    }
+  }
+}
