@@ -15,7 +15,12 @@ export function queryFieldsOf(fields: readonly SchemaField[]): readonly QueryFie
   const queryFields = fields.map((field) => {
     const queryField: QueryField = { id: field.id, name: field.name, type: field.type };
     if (isSelectType(field.type)) {
-      return { ...queryField, choices: choicesOf(field.options).map((choice) => choice.name) };
+      const choices = choicesOf(field.options);
+      return {
+        ...queryField,
+        choices: choices.map((choice) => choice.name),
+        choiceIds: choices.map((choice) => choice.id),
+      };
     }
     return queryField;
   });

@@ -16,6 +16,8 @@ export interface QueryField {
    * matches nothing. Without them values compare exactly.
    */
   choices?: readonly string[];
+  /** The choices' ids, in the order of `choices`: what a select's column holds (column storage). */
+  choiceIds?: readonly string[];
 }
 
 /** Record columns that `where` and `sort` accept besides fields. */

@@ -49,4 +49,5 @@ export {
   type SqlFragment,
 } from "./where-compiler.js";
 export { parseWhere } from "./where-parser.js";
+export type { Storage } from "./value-expression.js";
 export { printWhere } from "./where-printer.js";

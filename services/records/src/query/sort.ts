@@ -6,7 +6,7 @@ import {
 } from "./field-reference.js";
 import { QueryError, quoteForMessage } from "./query-error.js";
 import { splitReferenceList } from "./reference-list.js";
-import { columnPrefix, valueSource } from "./value-expression.js";
+import { columnPrefix, type Storage, valueSource } from "./value-expression.js";
 
 export const SORT_MAX_KEYS = 20;
 
@@ -78,15 +78,15 @@ export interface OrderTerm {
  */
 export function orderTerms(
   keys: readonly SortKey[],
-  options: { tableAlias?: string } = {},
+  options: { tableAlias?: string; storage?: Storage } = {},
 ): OrderTerm[] {
   const terms = keys.map((key): OrderTerm => {
-    const source = valueSource(key.target, options.tableAlias);
+    const source = valueSource(key.target, options.tableAlias, options.storage);
     return {
       value: source.sortable,
       direction: key.descending ? "DESC NULLS FIRST" : "ASC NULLS LAST",
       rowId: source.kind === "row_id",
-      column: source.fieldId === undefined,
+      column: !source.readsField,
     };
   });
   if (!terms.some((term) => term.rowId)) {

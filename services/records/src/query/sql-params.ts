@@ -1,6 +1,7 @@
 /** The PostgreSQL types a parameter is cast to; every placeholder carries its cast. */
 export type ParamType =
   | "text"
+  | "boolean"
   | "numeric"
   | "bigint"
   | "date"

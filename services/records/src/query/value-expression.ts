@@ -1,4 +1,4 @@
-import type { QueryFieldType, ReferenceTarget } from "./field-reference.js";
+import type { QueryField, QueryFieldType, ReferenceTarget } from "./field-reference.js";
 
 /** How the query language treats a value: which operators fit, how it is read and compared. */
 export type ValueKind =
@@ -38,10 +38,19 @@ const KIND_OF_TYPE: Readonly<Record<QueryFieldType, ValueKind>> = {
  */
 export interface ValueSource {
   kind: ValueKind;
+  /**
+   * Where the value lives: in the record's `data` document (`jsonb`), or in a column of its own
+   * of the field's type (`columns`, a table per user table), where selects hold choice ids.
+   */
+  storage: Storage;
+  /** Whether the value is a field's (false: `row_id` or the record's timestamps). */
+  readsField: boolean;
   /** The field id when the value lives in `data` (`data @> {"id": ...}` then applies). */
   fieldId: string | undefined;
   /** A select field's choice names, when known. */
   choices: readonly string[] | undefined;
+  /** A select field's choice ids, in the order of `choices` (column storage). */
+  choiceIds: readonly string[] | undefined;
   /** The record's `data` column. */
   data: string;
   /**
@@ -66,7 +75,12 @@ export interface ValueSource {
   nullable: boolean;
 }
 
+/** How records are stored: see `ValueSource.storage`. */
+export type Storage = "jsonb" | "columns";
+
 const FIELD_ID = /^[0-9]{1,19}$/;
+/** Choice ids as the server makes them (`ch_` and URL-safe characters): safe as SQL literals. */
+const CHOICE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const TABLE_ALIAS = /^[a-z_][a-z0-9_]{0,62}$/;
 
 // The stored forms of dates and datetimes, down to the calendar (30 February and 0000 are out),
@@ -92,11 +106,19 @@ export function columnPrefix(alias: string | undefined): string {
   return `${alias}.`;
 }
 
-function columnSource(kind: ValueKind, column: string, data: string): ValueSource {
+function columnSource(
+  kind: ValueKind,
+  column: string,
+  data: string,
+  storage: Storage,
+): ValueSource {
   return {
     kind,
+    storage,
+    readsField: false,
     fieldId: undefined,
     choices: undefined,
+    choiceIds: undefined,
     data,
     typed: column,
     sortable: column,
@@ -106,29 +128,37 @@ function columnSource(kind: ValueKind, column: string, data: string): ValueSourc
   };
 }
 
-export function valueSource(target: ReferenceTarget, alias: string | undefined): ValueSource {
+export function valueSource(
+  target: ReferenceTarget,
+  alias: string | undefined,
+  storage: Storage = "jsonb",
+): ValueSource {
   const prefix = columnPrefix(alias);
   const data = `${prefix}data`;
   if (target.kind === "column") {
     const kind = target.column === "row_id" ? "row_id" : "datetime";
-    return columnSource(kind, `${prefix}${target.column}`, data);
+    return columnSource(kind, `${prefix}${target.column}`, data, storage);
   }
   const { field } = target;
   // A created_at / updated_at field shows the record's own timestamps.
   if (field.type === "created_at" || field.type === "updated_at") {
-    return columnSource("datetime", `${prefix}${field.type}`, data);
+    return columnSource("datetime", `${prefix}${field.type}`, data, storage);
   }
   if (!FIELD_ID.test(field.id)) {
     throw new Error(`field id must be 1-19 digits, got ${JSON.stringify(field.id)}`);
   }
+  if (storage === "columns") return fieldColumnSource(field, prefix);
   const kind = KIND_OF_TYPE[field.type];
   const json = `${data}->'${field.id}'`;
   const text = `(${data}->>'${field.id}')`;
   const typed = typedValue(kind, json, text);
   return {
     kind,
+    storage,
+    readsField: true,
     fieldId: field.id,
     choices: field.choices,
+    choiceIds: field.choiceIds,
     data,
     typed,
     sortable: sortableValue(kind, typed, text),
@@ -192,4 +222,75 @@ function typedValue(kind: ValueKind, json: string, text: string): string {
     case "file":
       return json;
   }
+}
+
+/**
+ * A field's value in its own column (`f_<id>`, a table per user table): the column's type is the
+ * value's, so `typed` is the column itself, save that an empty text is blank as in `data`. A
+ * select's column holds choice ids; it sorts by its choices' names (their code point order,
+ * ids inlined: they are the server's, checked against CHOICE_ID), a multi select by the names
+ * of its choices in turn. A file field has no column: its value lives in the files service.
+ */
+function fieldColumnSource(field: QueryField, prefix: string): ValueSource {
+  const kind = KIND_OF_TYPE[field.type];
+  const column = `${prefix}f_${field.id}`;
+  const base = {
+    kind,
+    storage: "columns" as const,
+    readsField: true,
+    fieldId: undefined,
+    choices: field.choices,
+    choiceIds: field.choiceIds,
+    data: `${prefix}data`,
+    stored: undefined,
+    nullable: true,
+  };
+  switch (kind) {
+    case "text":
+      return {
+        ...base,
+        typed: `nullif(${column}, '')`,
+        sortable: `nullif(${column}, '') COLLATE "C"`,
+        blank: `(${column} IS NULL OR ${column} = '')`,
+      };
+    case "single_select":
+      return {
+        ...base,
+        typed: column,
+        sortable: `array_position(${choiceRanks(field)}, ${column})`,
+        blank: `(${column} IS NULL)`,
+      };
+    case "multi_select":
+      return {
+        ...base,
+        typed: `(CASE WHEN cardinality(${column}) > 0 THEN ${column} END)`,
+        sortable: `(CASE WHEN cardinality(${column}) > 0 THEN array(select array_position(${choiceRanks(field)}, c) from unnest(${column}) with ordinality as u(c, n) order by n) END)`,
+        blank: `(${column} IS NULL OR cardinality(${column}) = 0)`,
+      };
+    case "json":
+      return {
+        ...base,
+        typed: column,
+        sortable: column,
+        blank: `(${column} IS NULL OR ${column} IN ('null'::jsonb, '""'::jsonb, '[]'::jsonb))`,
+      };
+    case "file":
+      return { ...base, typed: "NULL", sortable: "NULL", blank: "true" };
+    default:
+      return { ...base, typed: column, sortable: column, blank: `(${column} IS NULL)` };
+  }
+}
+
+/** A select's choice ids in the code point order of their names, as an SQL array literal. */
+function choiceRanks(field: QueryField): string {
+  const names = field.choices ?? [];
+  const ids = field.choiceIds ?? [];
+  const order = ids
+    .map((id, i) => ({ id, name: names[i] ?? "" }))
+    // UTF-8 byte order is code point order, as COLLATE "C" compares.
+    .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)));
+  for (const { id } of order) {
+    if (!CHOICE_ID.test(id)) throw new Error(`invalid choice id ${JSON.stringify(id)}`);
+  }
+  return `ARRAY[${order.map(({ id }) => `'${id}'`).join(", ")}]::text[]`;
 }

@@ -11,7 +11,12 @@ import {
 } from "./filter-value.js";
 import { QueryError, quoteForMessage } from "./query-error.js";
 import { type ParamType, SqlParams } from "./sql-params.js";
-import { type ValueKind, type ValueSource, valueSource } from "./value-expression.js";
+import {
+  type Storage,
+  type ValueKind,
+  type ValueSource,
+  valueSource,
+} from "./value-expression.js";
 import type { ConditionNode, Literal, Operator, WhereNode } from "./where-ast.js";
 import { parseWhere } from "./where-parser.js";
 
@@ -22,6 +27,8 @@ export interface CompileOptions {
   now: Date;
   /** Qualifies the record's columns (`r.data`, `r.row_id`) when the statement needs it. */
   tableAlias?: string;
+  /** How the records are stored (`jsonb` unless said): what the SQL reads a value from. */
+  storage?: Storage;
 }
 
 /** A parameterised piece of SQL: user text is only ever in `params`. */
@@ -163,6 +170,15 @@ function choiceName(source: ValueSource, text: string): string {
   return source.choices.find((choice) => choice.toLowerCase() === lower) ?? text;
 }
 
+/**
+ * What a select's column holds for a choice named `text` (`choiceName`'s choice): its id, or ""
+ * for a name that is no choice, which no column holds, so that it matches nothing.
+ */
+function choiceId(source: ValueSource, text: string): string {
+  const index = source.choices?.indexOf(choiceName(source, text)) ?? -1;
+  return index < 0 ? "" : (source.choiceIds?.[index] ?? "");
+}
+
 /** A span as a tstzrange literal; `from < to` always, so PostgreSQL accepts it. */
 function rangeLiteral(span: TimeSpan): string {
   return `["${formatInstant(span.from)}","${formatInstant(span.to)}")`;
@@ -212,8 +228,8 @@ class WhereCompiler {
   private condition(node: ConditionNode): string {
     const target = resolveReference(node.ref.text, this.fields, { systemColumns: true });
     if (!target) throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position);
-    const source = valueSource(target, this.options.tableAlias);
-    if (source.fieldId !== undefined) this.readsData = true;
+    const source = valueSource(target, this.options.tableAlias, this.options.storage);
+    if (source.readsField) this.readsData = true;
     if (!OPERATORS_BY_KIND[source.kind].has(node.operator)) {
       throw fail(
         `operator '${node.operator}' does not apply to ${describe(target)}`,
@@ -239,6 +255,7 @@ class WhereCompiler {
       case "blank":
         return source.blank;
       case "checked":
+        if (source.storage === "columns") return this.orFalse(source, `${source.typed} = true`);
         return this.contains(source, "true");
       case "eq":
         return this.equals(source, single());
@@ -252,12 +269,17 @@ class WhereCompiler {
       case "btw":
         return this.between(source, items() as [Literal, Literal]);
       case "like": {
+        const text = this.selectName(source) ?? source.typed;
         const pattern = this.params.add(likePattern(single().text), "text");
-        return this.orFalse(source, `${caseless(source.typed)} LIKE ${caseless(pattern)}`);
+        return this.orFalse(source, `${caseless(text)} LIKE ${caseless(pattern)}`);
       }
       case "anyof":
         return this.anyOf(source, items());
       case "allof": {
+        if (source.storage === "columns") {
+          const ids = items().map((item) => choiceId(source, item.text));
+          return this.orFalse(source, `${source.typed} @> ${this.params.add(ids, "text[]")}`);
+        }
         const names = items().map((item) => choiceName(source, item.text));
         return this.contains(source, JSON.stringify(names));
       }
@@ -293,10 +315,26 @@ class WhereCompiler {
     return `${source.data} @> ANY(${this.params.add(entries, "jsonb[]")})`;
   }
 
+  /**
+   * A single select's choice name, in column storage (whose column holds the choice's id), as
+   * SQL over two parameters: the names, picked by the id's place among the ids. Undefined for
+   * any other value.
+   */
+  private selectName(source: ValueSource): string | undefined {
+    if (source.storage !== "columns" || source.kind !== "single_select") return undefined;
+    const names = this.params.add(source.choices ?? [], "text[]");
+    const ids = this.params.add(source.choiceIds ?? [], "text[]");
+    return `(${names})[array_position(${ids}, ${source.typed})]`;
+  }
+
   private equals(source: ValueSource, literal: Literal): string {
     if (source.kind === "datetime") return this.within(source, this.span(literal));
     if (source.kind === "boolean") {
-      return this.contains(source, String(parsedOrFail(parseBooleanValue(literal.text), literal)));
+      const value = parsedOrFail(parseBooleanValue(literal.text), literal);
+      if (source.storage === "columns") {
+        return this.orFalse(source, `${source.typed} = ${this.params.add(value, "boolean")}`);
+      }
+      return this.contains(source, String(value));
     }
     const scalar = this.scalar(source, literal);
     if (source.fieldId !== undefined && scalar.json !== undefined) {
@@ -337,6 +375,10 @@ class WhereCompiler {
 
   private anyOf(source: ValueSource, items: Literal[]): string {
     if (source.kind === "single_select") return this.oneOf(source, items);
+    if (source.storage === "columns") {
+      const ids = items.map((item) => choiceId(source, item.text));
+      return this.orFalse(source, `${source.typed} && ${this.params.add(ids, "text[]")}`);
+    }
     // A multi_select holds one of them: its array contains that one-item array.
     const entries = items.map((item) =>
       jsonEntry(source.fieldId!, JSON.stringify([choiceName(source, item.text)])),
@@ -472,6 +514,9 @@ class WhereCompiler {
       case "text":
         return { value: literal.text, type: "text", json: JSON.stringify(literal.text) };
       case "single_select": {
+        if (source.storage === "columns") {
+          return { value: choiceId(source, literal.text), type: "text", json: undefined };
+        }
         const name = choiceName(source, literal.text);
         return { value: name, type: "text", json: JSON.stringify(name) };
       }
