@@ -34,6 +34,8 @@ statements straight against PostgreSQL as the ceiling, writes test/bench/results
 and prints a Markdown table. See test/bench/README.md.
 
   --quick          10,000 records, 5 s per scenario (default: 100,000 records, 20 s)
+  --records N      seed N records instead (1,000 to 10,000,000; the deep-offset scenario reads
+                   at nine tenths of them), with --quick's or the full timings
   --only a,b       only the scenarios whose name contains one of these
   --source         run the processes from TypeScript sources (tsx) instead of dist/
   --cpu-prof       write a V8 CPU profile of each process into test/bench/results/profiles
@@ -85,6 +87,7 @@ function say(line: string) {
 const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
+    records: { type: "string" },
     only: { type: "string" },
     source: { type: "boolean", default: false },
     "cpu-prof": { type: "boolean", default: false },
@@ -232,6 +235,16 @@ async function main(): Promise<number> {
         deepOffset: 90_000,
         settleMs: 180_000,
       };
+  if (args.records !== undefined) {
+    const records = Number(args.records);
+    if (!Number.isInteger(records) || records < 1_000 || records > 10_000_000) {
+      throw new Error(
+        `--records takes a whole number from 1,000 to 10,000,000, got ${args.records}`,
+      );
+    }
+    settings.records = records;
+    settings.deepOffset = Math.floor(records * 0.9);
+  }
   const root = repoRoot();
   const profilesDir = path.join(root, "test/bench/results/profiles");
   if (args["alloc-prof"]) await mkdir(profilesDir, { recursive: true });

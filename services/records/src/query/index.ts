@@ -26,6 +26,7 @@ export {
   SORT_MAX_KEYS,
   type SortKey,
 } from "./sort.js";
+export type { Storage } from "./value-expression.js";
 export type {
   AndNode,
   ConditionNode,
@@ -49,5 +50,4 @@ export {
   type SqlFragment,
 } from "./where-compiler.js";
 export { parseWhere } from "./where-parser.js";
-export type { Storage } from "./value-expression.js";
 export { printWhere } from "./where-printer.js";

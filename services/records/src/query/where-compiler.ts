@@ -11,12 +11,7 @@ import {
 } from "./filter-value.js";
 import { QueryError, quoteForMessage } from "./query-error.js";
 import { type ParamType, SqlParams } from "./sql-params.js";
-import {
-  type Storage,
-  type ValueKind,
-  type ValueSource,
-  valueSource,
-} from "./value-expression.js";
+import { type Storage, type ValueKind, type ValueSource, valueSource } from "./value-expression.js";
 import type { ConditionNode, Literal, Operator, WhereNode } from "./where-ast.js";
 import { parseWhere } from "./where-parser.js";
 
