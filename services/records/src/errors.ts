@@ -1,5 +1,12 @@
-import { Code, type ConnectError, domainError, validationFailed } from "@rowbase/kit";
-import { mebibytes, PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "./domain/openapi.js";
+import {
+  Code,
+  type ConnectError,
+  domainError,
+  mebibytes,
+  PAGE_MAX_BYTES,
+  RECORD_MAX_BYTES,
+  validationFailed,
+} from "@rowbase/kit";
 
 /**
  * A write that would store records of more than RECORD_MAX_BYTES of values: an item per record,
@@ -47,7 +54,7 @@ export function recordNotFound(): ConnectError {
 
 /**
  * A create past the plan's record limit. ResourceExhausted is the canonical code for a quota;
- * the gateway answers 403 from the reason (SPEC section 9).
+ * the gateway answers 403 from the reason, as it does for every plan limit.
  */
 export function recordLimitExceeded(): ConnectError {
   return domainError(Code.ResourceExhausted, "record_limit_exceeded");

@@ -40,10 +40,10 @@ import {
   writeRecords,
 } from "./db/record-store.js";
 import { valueChanges } from "./domain/audit.js";
-import { tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
+import { type RecordSchema, recordSchemaOf } from "./domain/record-schema.js";
 import { heldAsChanged, pendingProblem } from "./domain/type-change.js";
 import {
   batchTooLarge,
@@ -76,7 +76,7 @@ export interface TableRef {
 export interface RecordsView {
   schema: TableSchema;
   records: StoredRecord[];
-  /** The files of the records' file fields (SPEC section 7), by row and field. */
+  /** The files of the records' file fields, by row and field. */
   files: RecordFiles;
 }
 
@@ -136,7 +136,7 @@ function sortKeys(queryFields: readonly QueryField[], items: readonly string[]):
 }
 
 /**
- * What a list of the table reads (SPEC section 8.1): the `where` filter, the `sort` order and the
+ * What a list of the table reads: the `where` filter, the `sort` order and the
  * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open).
@@ -340,7 +340,7 @@ export class Records {
   ) {}
 
   /**
-   * Creates records in request order (SPEC section 8.4). Every bad value of every record is
+   * Creates records in request order. Every bad value of every record is
    * listed (in a batch under `records.<index>.data.<key>`), and then nothing is written.
    */
   async create(
@@ -472,7 +472,7 @@ export class Records {
     });
   }
 
-  /** A record with the fields `fields` selects (SPEC section 8.3), all when it is empty. */
+  /** A record with the fields `fields` selects, all when it is empty. */
   async get(
     call: Call,
     table: TableRef,
@@ -732,10 +732,10 @@ export class Records {
     });
   }
 
-  /** The OpenAPI document of the table's record routes. */
-  async openApi(call: Call, table: TableRef, baseUrl: string): Promise<JsonObject> {
+  /** What the table's records hold, for any member or token that may read them. */
+  async recordSchema(call: Call, table: TableRef): Promise<RecordSchema> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    return tableOpenApi(schema, baseUrl);
+    return recordSchemaOf(schema);
   }
 
   /** Internal: where a record lives. */

@@ -1,5 +1,6 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requirePrincipal, requireService, validationFailed } from "@rowbase/kit";
+import { fieldTypeToProto } from "@rowbase/kit/field-types";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { Call } from "./change-set.js";
 import { renderTexts } from "./domain/record-output.js";
@@ -151,13 +152,20 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         );
         return { deletedIds };
       },
-      async getTableOpenApi(req, ctx) {
-        const document = await records.openApi(
-          callOf(ctx),
-          { tableId: req.tableId, databaseId: req.databaseId },
-          req.baseUrl,
-        );
-        return { document };
+      async getRecordSchema(req, ctx) {
+        const schema = await records.recordSchema(callOf(ctx), {
+          tableId: req.tableId,
+          databaseId: req.databaseId,
+        });
+        return {
+          schema: {
+            ...schema,
+            fields: schema.fields.map((field) => ({
+              ...field,
+              type: fieldTypeToProto(field.type),
+            })),
+          },
+        };
       },
 
       async resolveRecord(req, ctx) {

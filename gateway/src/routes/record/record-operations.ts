@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CallOptions, Client } from "@connectrpc/connect";
+import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
@@ -21,7 +22,6 @@ import type {
   PublicRecordSchema,
   ResponseFormatName,
   RichTextFormatName,
-  TableOpenApiDocumentSchema,
 } from "./record-schemas.js";
 
 /**
@@ -61,8 +61,6 @@ export interface RecordCall {
 export interface RecordOperationsDeps {
   records: Client<typeof RecordsService>;
   quota: ApiCallQuota;
-  /** `PUBLIC_BASE_URL`: the server of the per-table OpenAPI documents. */
-  publicBaseUrl: string;
 }
 
 type Data<S extends z.ZodType> = z.output<S>;
@@ -74,7 +72,7 @@ const oneRecord = (record: Parameters<typeof recordJson>[0]): DataText<typeof Pu
   new JsonText(`{"record":${recordJson(record)}}`);
 
 /**
- * The one implementation behind both route families of SPEC section 8: the v1 routes and the
+ * The one implementation behind both route families of a table's records: the v1 routes and the
  * query-form routes read their parameters from different places and call these. Every call is
  * charged to the monthly API-call quota (429 `api_call_limit_exceeded` past it), a write before
  * it is made and a read while it is made (`chargedRead`), and made to the records service,
@@ -217,18 +215,12 @@ export class RecordOperations {
     return { deleted_ids: response.deletedIds.map((rowId) => idOf(rowId)) };
   }
 
-  /** The table's own OpenAPI document, with PUBLIC_BASE_URL as its server. */
-  async tableOpenApi(
-    target: TableTarget,
-    request: RecordCall,
-  ): Promise<Data<typeof TableOpenApiDocumentSchema>> {
+  /** What the table's records hold, for its OpenAPI document. */
+  async recordSchema(target: TableTarget, request: RecordCall): Promise<TableRecordSchema> {
     const response = await this.chargedRead(target, request, (call) =>
-      this.deps.records.getTableOpenApi(
-        { ...tableOf(target), baseUrl: this.deps.publicBaseUrl },
-        call,
-      ),
+      this.deps.records.getRecordSchema(tableOf(target), call),
     );
-    return required(response.document, "document");
+    return required(response.schema, "schema");
   }
 
   /**

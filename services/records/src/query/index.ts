@@ -1,5 +1,5 @@
 /**
- * The query language of the records service (SPEC section 8.3): `where`, `sort` and `fields`
+ * The query language of the records service: `where`, `sort` and `fields`
  * parsed into trees and compiled to parameterised PostgreSQL over
  * `records.record(row_id, data, created_at, updated_at)`. Pure functions, no I/O; every client
  * mistake is a QueryError with the parameter and a 1-based position.
@@ -19,6 +19,7 @@ export {
   type QueryValidationIssue,
 } from "./query-error.js";
 export {
+  isSortable,
   type OrderTerm,
   orderBySql,
   orderTerms,

@@ -10,13 +10,18 @@ import { columnPrefix, valueSource } from "./value-expression.js";
 
 export const SORT_MAX_KEYS = 20;
 
+/** Whether a list can sort by a field of this type: json and file values have no order. */
+export function isSortable(type: string): boolean {
+  return type !== "json" && type !== "file";
+}
+
 export interface SortKey {
   target: ReferenceTarget;
   descending: boolean;
 }
 
 /**
- * Parses `sort` (SPEC section 8.3): comma-separated references, `-` before one for descending,
+ * Parses `sort`: comma-separated references, `-` before one for descending,
  * `row_id`, `created_at` and `updated_at` accepted besides fields. Unknown references, the same
  * field twice (whatever the direction or spelling), more than 20 keys, and json or file fields
  * (which have no order) are errors.
@@ -36,7 +41,7 @@ export function parseSort(text: string, fields: readonly QueryField[]): SortKey[
     if (!target) {
       throw new QueryError("sort", `unknown field ${quoteForMessage(item.text)}`, item.position);
     }
-    if (target.kind === "field" && (target.field.type === "json" || target.field.type === "file")) {
+    if (target.kind === "field" && !isSortable(target.field.type)) {
       throw new QueryError(
         "sort",
         `cannot sort by ${target.field.type} field ${quoteForMessage(target.field.name)}`,
