@@ -92,8 +92,10 @@ export interface ListParams {
   limit: number;
   offset: number;
   where: string;
-  sort: readonly string[];
-  fields: readonly string[];
+  /** The `sort` parameter as written; empty: row_id ascending. */
+  sort: string;
+  /** The `fields` parameter as written; empty: every field. */
+  fields: string;
 }
 
 export interface ListView extends RecordsView {
@@ -111,25 +113,24 @@ function queryProblem(error: unknown): never {
 }
 
 /**
- * The fields a `fields` parameter selects, every field when it has no items. The items are the
- * parameter split at its commas as written (the gateway keeps quotes and spaces), so joined they
- * are the parameter exactly and errors name the positions the client sees.
+ * The fields a `fields` parameter selects, every field when it is empty. The text is the
+ * client's as sent, so errors name the positions the client sees.
  */
-export function selectedFields(schema: TableSchema, items: readonly string[]): SchemaField[] {
-  if (items.length === 0) return schema.fields;
+export function selectedFields(schema: TableSchema, text: string): SchemaField[] {
+  if (text === "") return schema.fields;
   try {
-    const selected = parseFields(items.join(","), queryFieldsOf(schema.fields));
+    const selected = parseFields(text, queryFieldsOf(schema.fields));
     return selected.map((field) => schema.fields.find((f) => f.id === field.id)!);
   } catch (error) {
     return queryProblem(error);
   }
 }
 
-/** The sort keys of a `sort` parameter, given as `fields` is; none: row_id ascending. */
-function sortKeys(queryFields: readonly QueryField[], items: readonly string[]): SortKey[] {
-  if (items.length === 0) return [];
+/** The sort keys of a `sort` parameter, given as `fields` is; empty: row_id ascending. */
+function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
+  if (text === "") return [];
   try {
-    return parseSort(items.join(","), queryFields);
+    return parseSort(text, queryFields);
   } catch (error) {
     return queryProblem(error);
   }
@@ -473,14 +474,9 @@ export class Records {
   }
 
   /** A record with the fields `fields` selects, all when it is empty. */
-  async get(
-    call: Call,
-    table: TableRef,
-    rowId: bigint,
-    fieldItems: readonly string[] = [],
-  ): Promise<RecordView> {
+  async get(call: Call, table: TableRef, rowId: bigint, fieldList = ""): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const fields = selectedFields(schema, fieldItems);
+    const fields = selectedFields(schema, fieldList);
     const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId);
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);

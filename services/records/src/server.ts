@@ -51,7 +51,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           req.rowId,
-          req.fields,
+          req.fieldList,
         );
         const rendered = await renderTexts([record], fields, output.richText, ctx.signal);
         return {
@@ -67,8 +67,8 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
             limit: req.limit,
             offset: req.offset,
             where: req.where,
-            sort: req.sort,
-            fields: req.fields,
+            sort: req.sortList,
+            fields: req.fieldList,
           },
         );
         const rendered = await renderTexts(view.records, view.fields, output.richText, ctx.signal);

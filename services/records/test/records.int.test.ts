@@ -286,7 +286,7 @@ describe("reading a record", () => {
     const get = async (richText: RichTextFormat) =>
       (
         await h.records.getRecord(
-          { tableId: table.tableId, rowId, richText, fields: ["Notes"] },
+          { tableId: table.tableId, rowId, richText, fieldList: "Notes" },
           call,
         )
       ).record!.data![table.id.Notes!] as string;
@@ -318,7 +318,7 @@ describe("reading a record", () => {
         tableId: table.tableId,
         rowId,
         responseFormat: ResponseFormat.NAMES,
-        fields: [`status,${table.id.Name},Status`, "row_id"],
+        fieldList: `status,${table.id.Name},Status,row_id`,
       },
       await as(t.viewer),
     );
@@ -326,7 +326,7 @@ describe("reading a record", () => {
     expect(
       await validationOf(
         h.records.getRecord(
-          { tableId: table.tableId, rowId, fields: ["Name,Nope"] },
+          { tableId: table.tableId, rowId, fieldList: "Name,Nope" },
           await as(t.viewer),
         ),
       ),

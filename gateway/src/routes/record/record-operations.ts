@@ -37,8 +37,8 @@ export interface TableTarget {
 export interface ReadOptions {
   response_format: ResponseFormatName;
   rich_text?: RichTextFormatName | undefined;
-  /** Raw items of `fields` (see splitReferenceItems); empty: every field. */
-  fields: string[];
+  /** The `fields` parameter as written; empty: every field. */
+  fields: string;
 }
 
 export interface ListOptions extends ReadOptions {
@@ -46,8 +46,8 @@ export interface ListOptions extends ReadOptions {
   offset: number;
   /** Empty: every record. */
   where: string;
-  /** Raw items of `sort`; empty: `row_id` ascending. */
-  sort: string[];
+  /** The `sort` parameter as written; empty: `row_id` ascending. */
+  sort: string;
 }
 
 /** The request a record call is made for. */
@@ -94,8 +94,8 @@ export class RecordOperations {
           limit: options.limit,
           offset: options.offset,
           where: options.where,
-          sort: options.sort,
-          fields: options.fields,
+          sortList: options.sort,
+          fieldList: options.fields,
           responseFormat: responseFormatValue(options.response_format),
           richText: richTextValue(options.rich_text),
         },
@@ -117,7 +117,7 @@ export class RecordOperations {
         {
           ...tableOf(target),
           rowId,
-          fields: options.fields,
+          fieldList: options.fields,
           responseFormat: responseFormatValue(options.response_format),
           richText: richTextValue(options.rich_text),
         },

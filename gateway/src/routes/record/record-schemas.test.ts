@@ -30,15 +30,15 @@ const refused = (source: ValidationSource, ...items: [string, string][]) => ({
 
 const ID_MESSAGE = "must be an integer between 1 and 9007199254740991";
 
-describe("list parameters (SPEC 8.3)", () => {
+describe("list parameters", () => {
   it("default to the first 50 records, ids, every field, no filter, row_id order", () => {
     expect(parse(V1ListQuery, {}, "query")).toEqual({
       ok: true,
-      value: { limit: 50, offset: 0, response_format: "ids", where: "", fields: [], sort: [] },
+      value: { limit: 50, offset: 0, response_format: "ids", where: "", fields: "", sort: "" },
     });
   });
 
-  it("read every parameter, sort and fields as their raw items", () => {
+  it("read every parameter, sort and fields as the client wrote them", () => {
     expect(
       parse(
         V1ListQuery,
@@ -61,8 +61,8 @@ describe("list parameters (SPEC 8.3)", () => {
         response_format: "names",
         rich_text: "html",
         where: "(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))",
-        fields: ["Name", '"Size, net"', "12"],
-        sort: ["-Age", "Name"],
+        fields: 'Name,"Size, net",12',
+        sort: "-Age,Name",
       },
     });
   });
@@ -70,7 +70,7 @@ describe("list parameters (SPEC 8.3)", () => {
   it("treat an empty where, sort or fields as absent", () => {
     expect(parse(V1ListQuery, { where: "", sort: "", fields: "" }, "query")).toMatchObject({
       ok: true,
-      value: { where: "", sort: [], fields: [] },
+      value: { where: "", sort: "", fields: "" },
     });
   });
 
@@ -126,7 +126,7 @@ describe("single-record reads", () => {
   it("take the format options and fields only", () => {
     expect(parse(V1GetQuery, { fields: "A", rich_text: "plain" }, "query")).toEqual({
       ok: true,
-      value: { response_format: "ids", rich_text: "plain", fields: ["A"] },
+      value: { response_format: "ids", rich_text: "plain", fields: "A" },
     });
     expect(parse(V1GetQuery, { limit: "5" }, "query")).toEqual(
       refused("query", ["limit", "is not allowed"]),
@@ -134,7 +134,7 @@ describe("single-record reads", () => {
   });
 });
 
-describe("query-form parameters (INTERFACE.md 4.10)", () => {
+describe("query-form parameters", () => {
   it("list needs database_id and table_id", () => {
     expect(parse(PublicListQuery, {}, "query")).toEqual(
       refused("query", ["database_id", "is required"], ["table_id", "is required"]),
@@ -148,7 +148,7 @@ describe("query-form parameters (INTERFACE.md 4.10)", () => {
   it("get needs table_id and row_id; database_id is optional", () => {
     expect(parse(PublicGetQuery, { table_id: "2", row_id: "3" }, "query")).toEqual({
       ok: true,
-      value: { table_id: 2n, row_id: 3n, response_format: "ids", fields: [] },
+      value: { table_id: 2n, row_id: 3n, response_format: "ids", fields: "" },
     });
     expect(
       parse(PublicGetQuery, { table_id: "2", row_id: "3", database_id: "1" }, "query"),
@@ -202,7 +202,7 @@ describe("record bodies", () => {
     expect(parse(PublicCreateBody, { data: {}, row_id: 1 }, "body")).toEqual(
       refused("body", ["row_id", "is not allowed"]),
     );
-    // SPEC 8.4: keyed by the reference as sent, as the records service keys other bad values.
+    // Keyed by the reference as sent, as the records service keys other bad values.
     expect(parse(PublicCreateBody, { data: { n: Number.POSITIVE_INFINITY } }, "body")).toEqual(
       refused("body", ["n", "must be a finite number"]),
     );

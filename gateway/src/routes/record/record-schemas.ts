@@ -1,9 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   isPlainObject,
+  mebibytes,
+  PAGE_MAX_BYTES,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
   RECORD_LIMIT_MAX,
+  RECORD_MAX_BYTES,
   RECORD_OFFSET_MAX,
   REFERENCE_LIST_MAX_LENGTH,
   WHERE_MAX_LENGTH,
@@ -13,10 +16,9 @@ import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
 import { jsonObject } from "../../validation/json-object.js";
 import { once, queryInteger, queryText } from "../../validation/query-values.js";
-import { splitReferenceItems } from "./reference-items.js";
 
 /**
- * Parameters, bodies and answers of the record routes (SPEC section 8, INTERFACE.md 4.9-4.10).
+ * Parameters, bodies and answers of the record routes.
  * The v1 routes take the table (and row) from the path, the query-form routes from the query
  * string; both read the same list and read options.
  */
@@ -27,9 +29,9 @@ export const RICH_TEXT_FORMATS = ["markdown", "html", "plain"] as const;
 export type RichTextFormatName = (typeof RICH_TEXT_FORMATS)[number];
 
 const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
-  `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
-    "(as stored JSON) answers 400 on `limit`: ask for fewer records. The records service's " +
-    "bound, not SPEC's: a page must fit the services' memory",
+  `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than ` +
+    `${mebibytes(PAGE_MAX_BYTES)} of values (as stored JSON) answers 400 on \`limit\`: ask for ` +
+    "fewer records. A page must fit the services' memory",
 );
 const offset = queryInteger(0, RECORD_OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
 
@@ -49,26 +51,27 @@ const where = queryText(WHERE_MAX_LENGTH)
   .optional()
   .transform((text) => text ?? "")
   .describe(
-    "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))` (SPEC 8.3); " +
+    "A filter, e.g. `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))`; " +
       "empty or absent: every record",
   );
 
-/** `sort` and `fields` as their raw items (see splitReferenceItems); empty or absent: none. */
-function referenceList(descending: boolean, description: string) {
+/**
+ * `sort` and `fields` as the client wrote them, passed on whole: the records service reads the
+ * list and reports problems at the positions the client sees. Empty or absent: none.
+ */
+function referenceList(description: string) {
   return queryText(REFERENCE_LIST_MAX_LENGTH)
     .optional()
-    .transform((text) => splitReferenceItems(text ?? "", { descending }))
+    .transform((text) => text ?? "")
     .describe(description);
 }
 
 const fields = referenceList(
-  false,
   "Comma-separated field ids or names; only these appear in `data`. A name holding a comma is " +
     'double-quoted (`Name,"Size, net"`). Empty or absent: every field',
 );
 
 const sort = referenceList(
-  true,
   "Comma-separated field ids or names, `-` before one for descending; `row_id`, `created_at` " +
     "and `updated_at` too. Ties break by `row_id`; nulls last ascending, first descending. " +
     "Empty or absent: `row_id` ascending",
@@ -77,7 +80,7 @@ const sort = referenceList(
 /** The options of a single-record read (GET one record). */
 const readOptions = { response_format: responseFormat, rich_text: richText, fields };
 
-/** The options of a list read (SPEC 8.3). */
+/** The options of a list read. */
 const listOptions = {
   limit,
   offset,
@@ -113,7 +116,7 @@ export const ROW_ID_PATTERN = "[0-9]+";
 export const V1ListQuery = z.strictObject(listOptions);
 export const V1GetQuery = z.strictObject(readOptions);
 
-/** Query strings of the query-form routes (INTERFACE.md 4.10). */
+/** Query strings of the query-form routes (`/public/record/...`). */
 
 export const PublicListQuery = z.strictObject({
   database_id: databaseId,
@@ -134,10 +137,10 @@ export const PublicTableQuery = z.strictObject({ table_id: tableId });
 
 export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId });
 
-/** Request bodies; PublicCreateBody is INTERFACE.md's name, the others follow it. */
+/** Request bodies, named as /openapi.json names them. */
 
 /**
- * Record values. SPEC 8.4: a bad value is keyed by the reference as sent, as the records service
+ * Record values. A bad value is keyed by the reference as sent, as the records service
  * keys every other bad value (`records.N.data.<reference>` in a batch); so the values the gateway
  * refuses itself (a number JSON.parse made infinite, nesting too deep) are keyed by the reference
  * they are under, not by the path inside them.
@@ -162,24 +165,25 @@ const data = z
   .describe(
     "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
       "values of the wrong type answer 400 with one `extra` item per key, and nothing is " +
-      "written. A record's values may come to at most 2 MiB as stored JSON; a write past it " +
-      "answers 400 on `data` (`records.N.data` in a batch), the records service's bound, not " +
-      "SPEC's: a long text holds up to 100,000 characters, as Airtable's, in up to 500 fields",
+      `written. A record's values may come to at most ${mebibytes(RECORD_MAX_BYTES)} as stored ` +
+      "JSON; a write past it answers 400 on `data` (`records.N.data` in a batch): a long text " +
+      "holds up to 100,000 characters, in up to 500 fields, and every read builds its records " +
+      "whole in memory",
   );
 
 const batchMessage = `must have 1-${RECORD_BATCH_MAX} items`;
 
-/** The records service's bound on what a batch reads whole (not SPEC's): said per route. */
+/** The records service's bound on what a batch reads whole: said per route. */
 const WHOLE_BATCH =
-  "More than eight records holding more than 16 MiB of values (as stored JSON) answer 400 on " +
-  "this key:";
+  `More than ${Math.floor(PAGE_MAX_BYTES / RECORD_MAX_BYTES)} records holding more than ` +
+  `${mebibytes(PAGE_MAX_BYTES)} of values (as stored JSON) answer 400 on this key:`;
 
 function batch<S extends z.ZodType>(item: S) {
   return z.array(item).min(1, batchMessage).max(RECORD_BATCH_MAX, batchMessage);
 }
 
 /**
- * SPEC 8.4: a bad value of a single record is keyed by the reference as sent (`N`), as the
+ * A bad value of a single record is keyed by the reference as sent (`N`), as the
  * records service keys it, where `data` alone would come out keyed `data.N`.
  */
 function keyedByReference<S extends z.ZodType>(schema: S) {
@@ -236,7 +240,7 @@ export const PublicBatchDeleteBody = requestBody(
   }),
 );
 
-/** Response `data` of the record routes; the envelopes take INTERFACE.md's names. */
+/** Response `data` of the record routes. */
 
 const id = z.number().int();
 const time = z.iso.datetime();
@@ -257,13 +261,13 @@ export const RecordSchema = responseData(
   }),
 );
 
-/** `{"record"}`: what create and update answer, INTERFACE.md's PublicRecordResponse. */
+/** `{"record"}`: what create and update answer. */
 export const PublicRecordSchema = responseData("PublicRecord", z.object({ record: RecordSchema }));
 
-/** `{"record"}`: what get answers, INTERFACE.md's PublicGetResponse. */
+/** `{"record"}`: what get answers. */
 export const PublicGetSchema = responseData("PublicGet", z.object({ record: RecordSchema }));
 
-/** INTERFACE.md's PublicListResponse. */
+/** A page of records and the count of all that match. */
 export const PublicListSchema = responseData(
   "PublicList",
   z.object({
@@ -274,7 +278,7 @@ export const PublicListSchema = responseData(
   }),
 );
 
-/** INTERFACE.md's PublicDeleteResponse. */
+/** The id of the deleted record. */
 export const PublicDeleteSchema = responseData(
   "PublicDelete",
   z.object({ deleted_id: id.describe("The row_id of the deleted record") }),
