@@ -20,7 +20,7 @@ import {
   uploadMessages,
 } from "./harness.js";
 
-// File fields show the pair's live FileInfo from the files service (SPEC sections 6 and 7): one
+// File fields show the pair's live FileInfo from the files service: one
 // ListRecordFiles call per response, null without a live file, 503 when files cannot be reached.
 
 let h: Harness;

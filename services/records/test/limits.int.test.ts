@@ -20,7 +20,7 @@ import {
   validationOf,
 } from "./harness.js";
 
-// The plan's record limit (SPEC sections 8.4 and 10): counted in the same statement or
+// The plan's record limit: counted in the same statement or
 // transaction as the insert, so that parallel creates never overshoot it.
 
 let h: Harness;
@@ -341,8 +341,8 @@ describe("the free plan", () => {
   });
 });
 
-// The size of a record and of a read (RECORD_MAX_BYTES, PAGE_MAX_BYTES): SPEC bounds neither,
-// but long texts of 100,000 characters in up to 500 fields would let one record grow to tens of
+// The size of a record and of a read (RECORD_MAX_BYTES, PAGE_MAX_BYTES): without a bound, long
+// texts of 100,000 characters in up to 500 fields would let one record grow to tens of
 // megabytes, patch by patch, and every read builds its records whole in memory.
 describe.each([
   ["one statement", []],

@@ -616,7 +616,7 @@ function depthOf(node: WhereNode): number {
   return 1 + Math.max(...node.operands.map(depthOf));
 }
 
-// The in-memory evaluator: the semantics of SPEC section 8.3 as the compiler documents them.
+// The in-memory evaluator: the semantics of `where` as the compiler documents them.
 
 const FIELD_KIND = new Map(PROPERTY_FIELDS.map((f) => [f.name, f.kind]));
 const CHOICES = ["Red", "green", "Blue sky", "x", "y", "z,w"];
