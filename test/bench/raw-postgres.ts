@@ -88,7 +88,7 @@ export function listStatement(schema: TableSchema, query: ListQuery): Statement 
       limit: query.limit,
       offset: query.offset,
       where: query.where ?? "",
-      sort: query.sort ? [query.sort] : [],
+      sort: query.sort ?? "",
     }),
   );
 }

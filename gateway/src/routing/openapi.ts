@@ -1,6 +1,8 @@
+import { mebibytes } from "@rowbase/kit";
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
 import { VALIDATION_ITEMS_MAX } from "../errors/validation-failed.js";
+import { JSON_BODY_LIMIT_BYTES } from "../http/json-body.js";
 import { requestSchemas, responseSchemas, schemaIdOf } from "./api-schemas.js";
 import type { AuthMode, Route } from "./route.js";
 
@@ -30,7 +32,7 @@ const STATUS_TEXT: Record<number, string> = {
   403: "Forbidden",
   404: "Not found",
   408: "The request's body stopped arriving, or arrived too slowly",
-  413: "Payload too large",
+  413: `A JSON body over ${mebibytes(JSON_BODY_LIMIT_BYTES)}`,
   416: "Range not satisfiable",
   429: "Too many requests",
   503: "A service the gateway depends on cannot be reached",
@@ -145,6 +147,16 @@ function responsesOf(route: Route): Record<string, unknown> {
               content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
             },
           };
+  return { ...responses, ...errorResponses(route) };
+}
+
+/**
+ * The error answers of a route, by status: its own codes and those its pipeline adds, the
+ * validation shape on 400, and 500. Their schemas refer to `ValidationError` and
+ * `InternalError`, which a document that uses them carries (errorSchemas).
+ */
+export function errorResponses(route: Route): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodesOf(route)) {
     const status = ERROR_STATUS[code];
@@ -182,7 +194,10 @@ function responsesOf(route: Route): Record<string, unknown> {
       content: json(schema ?? {}),
     };
   }
-  responses[500] = { description: "Unexpected failure", content: json(ref("InternalError")) };
+  responses[500] = {
+    description: "Unexpected failure, with the request's id",
+    content: json(ref("InternalError")),
+  };
   return responses;
 }
 
@@ -309,6 +324,18 @@ function envelopeSchemas(routes: readonly Route[]): Record<string, JsonSchema> {
   });
   const envelopes: Record<string, JsonSchema> = {
     EmptyAPIResponse: success({ type: "object", maxProperties: 0 }),
+    ...errorSchemas(),
+  };
+  for (const route of routes) {
+    const id = route.response ? schemaIdOf(route.response) : undefined;
+    if (id && !route.raw) envelopes[`${id}Response`] = success(ref(id));
+  }
+  return envelopes;
+}
+
+/** The components errorResponses refers to: the 400 validation shape and the 500 answer. */
+export function errorSchemas(): Record<string, JsonSchema> {
+  return {
     ValidationError: {
       type: "object",
       required: ["status_code", "detail", "extra"],
@@ -350,11 +377,6 @@ function envelopeSchemas(routes: readonly Route[]): Record<string, JsonSchema> {
       },
     },
   };
-  for (const route of routes) {
-    const id = route.response ? schemaIdOf(route.response) : undefined;
-    if (id && !route.raw) envelopes[`${id}Response`] = success(ref(id));
-  }
-  return envelopes;
 }
 
 function withoutDialect(schema: JsonSchema): JsonSchema {

@@ -1,5 +1,12 @@
-import { Code, type ConnectError, domainError, validationFailed } from "@rowbase/kit";
-import { mebibytes, PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "./domain/openapi.js";
+import {
+  Code,
+  type ConnectError,
+  domainError,
+  mebibytes,
+  PAGE_MAX_BYTES,
+  RECORD_MAX_BYTES,
+  validationFailed,
+} from "@rowbase/kit";
 
 /**
  * A write that would store records of more than RECORD_MAX_BYTES of values: an item per record,

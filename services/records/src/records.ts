@@ -41,10 +41,10 @@ import {
   writeRecords,
 } from "./db/record-store.js";
 import { valueChanges } from "./domain/audit.js";
-import { tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
+import { type RecordSchema, recordSchemaOf } from "./domain/record-schema.js";
 import { heldAsChanged, pendingProblem } from "./domain/type-change.js";
 import {
   batchTooLarge,
@@ -94,8 +94,10 @@ export interface ListParams {
   offset: number;
   count: CountMode;
   where: string;
-  sort: readonly string[];
-  fields: readonly string[];
+  /** The `sort` parameter as written; empty: row_id ascending. */
+  sort: string;
+  /** The `fields` parameter as written; empty: every field. */
+  fields: string;
 }
 
 export interface ListView extends RecordsView {
@@ -116,25 +118,24 @@ function queryProblem(error: unknown): never {
 }
 
 /**
- * The fields a `fields` parameter selects, every field when it has no items. The items are the
- * parameter split at its commas as written (the gateway keeps quotes and spaces), so joined they
- * are the parameter exactly and errors name the positions the client sees.
+ * The fields a `fields` parameter selects, every field when it is empty. The text is the
+ * client's as sent, so errors name the positions the client sees.
  */
-export function selectedFields(schema: TableSchema, items: readonly string[]): SchemaField[] {
-  if (items.length === 0) return schema.fields;
+export function selectedFields(schema: TableSchema, text: string): SchemaField[] {
+  if (text === "") return schema.fields;
   try {
-    const selected = parseFields(items.join(","), queryFieldsOf(schema.fields));
+    const selected = parseFields(text, queryFieldsOf(schema.fields));
     return selected.map((field) => schema.fields.find((f) => f.id === field.id)!);
   } catch (error) {
     return queryProblem(error);
   }
 }
 
-/** The sort keys of a `sort` parameter, given as `fields` is; none: row_id ascending. */
-function sortKeys(queryFields: readonly QueryField[], items: readonly string[]): SortKey[] {
-  if (items.length === 0) return [];
+/** The sort keys of a `sort` parameter, given as `fields` is; empty: row_id ascending. */
+function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
+  if (text === "") return [];
   try {
-    return parseSort(items.join(","), queryFields);
+    return parseSort(text, queryFields);
   } catch (error) {
     return queryProblem(error);
   }
@@ -480,14 +481,9 @@ export class Records {
   }
 
   /** A record with the fields `fields` selects, all when it is empty. */
-  async get(
-    call: Call,
-    table: TableRef,
-    rowId: bigint,
-    fieldItems: readonly string[] = [],
-  ): Promise<RecordView> {
+  async get(call: Call, table: TableRef, rowId: bigint, fieldList = ""): Promise<RecordView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const fields = selectedFields(schema, fieldItems);
+    const fields = selectedFields(schema, fieldList);
     const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId);
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
@@ -749,10 +745,10 @@ export class Records {
     });
   }
 
-  /** The OpenAPI document of the table's record routes. */
-  async openApi(call: Call, table: TableRef, baseUrl: string): Promise<JsonObject> {
+  /** What the table's records hold, for any member or token that may read them. */
+  async recordSchema(call: Call, table: TableRef): Promise<RecordSchema> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    return tableOpenApi(schema, baseUrl);
+    return recordSchemaOf(schema);
   }
 
   /** Internal: where a record lives. */

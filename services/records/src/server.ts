@@ -1,5 +1,6 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { requestIdOf, requirePrincipal, requireService, validationFailed } from "@rowbase/kit";
+import { fieldTypeToProto } from "@rowbase/kit/field-types";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { Call } from "./change-set.js";
 import { renderTexts } from "./domain/record-output.js";
@@ -50,7 +51,7 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
           callOf(ctx),
           { tableId: req.tableId, databaseId: req.databaseId },
           req.rowId,
-          req.fields,
+          req.fieldList,
         );
         const rendered = await renderTexts([record], fields, output.richText, ctx.signal);
         return {
@@ -67,8 +68,8 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
             offset: req.offset,
             count: countModeOf(req.count),
             where: req.where,
-            sort: req.sort,
-            fields: req.fields,
+            sort: req.sortList,
+            fields: req.fieldList,
           },
         );
         const rendered = await renderTexts(view.records, view.fields, output.richText, ctx.signal);
@@ -154,13 +155,20 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         );
         return { deletedIds };
       },
-      async getTableOpenApi(req, ctx) {
-        const document = await records.openApi(
-          callOf(ctx),
-          { tableId: req.tableId, databaseId: req.databaseId },
-          req.baseUrl,
-        );
-        return { document };
+      async getRecordSchema(req, ctx) {
+        const schema = await records.recordSchema(callOf(ctx), {
+          tableId: req.tableId,
+          databaseId: req.databaseId,
+        });
+        return {
+          schema: {
+            ...schema,
+            fields: schema.fields.map((field) => ({
+              ...field,
+              type: fieldTypeToProto(field.type),
+            })),
+          },
+        };
       },
 
       async resolveRecord(req, ctx) {

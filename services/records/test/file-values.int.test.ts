@@ -73,9 +73,9 @@ function shown(file: FileInfo): JsonObject {
   };
 }
 
-async function getData(rowId: bigint, fields: string[] = []) {
+async function getData(rowId: bigint, fieldList = "") {
   const { record } = await h.records.getRecord(
-    { tableId: table.tableId, rowId, fields },
+    { tableId: table.tableId, rowId, fieldList },
     await as(t.viewer),
   );
   return record!.data!;
@@ -130,7 +130,7 @@ describe("file fields", () => {
         tableId: table.tableId,
         rowId: rowA,
         responseFormat: ResponseFormat.NAMES,
-        fields: ["Doc"],
+        fieldList: "Doc",
       },
       await as(t.viewer),
     );
@@ -238,12 +238,12 @@ describe("a files service that cannot be reached", () => {
   it("does not ask files when no file field is shown, nor for a create", async () => {
     const call = await as(t.editor);
     const { record } = await replica.records.getRecord(
-      { tableId: table.tableId, rowId: rowB, fields: ["Name"] },
+      { tableId: table.tableId, rowId: rowB, fieldList: "Name" },
       call,
     );
     expect(record!.data).toEqual({ [table.id.Name!]: "B2" });
     const { records } = await replica.records.listRecords(
-      { tableId: table.tableId, fields: ["Name"], limit: 1000 },
+      { tableId: table.tableId, fieldList: "Name", limit: 1000 },
       call,
     );
     expect(records.map((r) => r.rowId)).toContain(rowB);

@@ -486,7 +486,7 @@ describe("the size of a read", () => {
     ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
     // The same in another order than row_id's (read by the statement that sorts the matches
     // apart from their values): one insert gave them one created_at, so row ids break the tie.
-    const byCreation = { tableId: own.tableId, sort: ["created_at"] };
+    const byCreation = { tableId: own.tableId, sortList: "created_at" };
     const sorted = await h.records.listRecords({ ...byCreation, limit: 8 }, call);
     expect(sorted.records.map((r) => r.rowId)).toEqual(rowIds.slice(0, 8));
     expect(sorted.total).toBe(10n);

@@ -286,7 +286,7 @@ describe("reading a record", () => {
     const get = async (richText: RichTextFormat) =>
       (
         await h.records.getRecord(
-          { tableId: table.tableId, rowId, richText, fields: ["Notes"] },
+          { tableId: table.tableId, rowId, richText, fieldList: "Notes" },
           call,
         )
       ).record!.data![table.id.Notes!] as string;
@@ -318,7 +318,7 @@ describe("reading a record", () => {
         tableId: table.tableId,
         rowId,
         responseFormat: ResponseFormat.NAMES,
-        fields: [`status,${table.id.Name},Status`, "row_id"],
+        fieldList: `status,${table.id.Name},Status,row_id`,
       },
       await as(t.viewer),
     );
@@ -326,7 +326,7 @@ describe("reading a record", () => {
     expect(
       await validationOf(
         h.records.getRecord(
-          { tableId: table.tableId, rowId, fields: ["Name,Nope"] },
+          { tableId: table.tableId, rowId, fieldList: "Name,Nope" },
           await as(t.viewer),
         ),
       ),
@@ -660,7 +660,7 @@ describe("who may do what", () => {
     const read = await as(token(t.organizationId, "read"));
     await h.records.getRecord({ tableId: table.tableId, rowId: row.rowId }, read);
     await h.records.listRecords({ tableId: table.tableId }, read);
-    await h.records.getTableOpenApi({ tableId: table.tableId }, read);
+    await h.records.getRecordSchema({ tableId: table.tableId }, read);
     const before = await rowsIn(table.tableId);
     const writes = [
       h.records.createRecord({ tableId: table.tableId, data: { Name: "x" } }, read),
@@ -711,7 +711,7 @@ describe("who may do what", () => {
         () => h.records.updateRecord({ tableId: table.tableId, rowId: row.rowId, data: {} }, who),
         () => h.records.deleteRecord({ tableId: table.tableId, rowId: row.rowId }, who),
         () => h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: [row.rowId] }, who),
-        () => h.records.getTableOpenApi({ tableId: table.tableId }, who),
+        () => h.records.getRecordSchema({ tableId: table.tableId }, who),
       ];
       for (const call of calls) {
         expect(await failureOf(call())).toMatchObject({
@@ -775,42 +775,24 @@ describe("internal calls", () => {
   });
 });
 
-describe("the table's OpenAPI document", () => {
-  it("describes both route families with the table's real fields", async () => {
-    const { document } = await h.records.getTableOpenApi(
-      { tableId: table.tableId, databaseId: table.databaseId, baseUrl: "https://api.example.com" },
+describe("the table's record schema", () => {
+  it("gives the table's fields and the JSON Schemas of a record's data, and nothing of HTTP", async () => {
+    const { schema } = await h.records.getRecordSchema(
+      { tableId: table.tableId, databaseId: table.databaseId },
       await as(t.viewer),
     );
-    const doc = document as JsonObject & {
-      paths: Record<string, Record<string, unknown>>;
-      components: {
-        schemas: Record<string, { properties: Record<string, JsonObject>; required?: string[] }>;
-      };
-    };
-    expect(doc.openapi).toBe("3.1.0");
-    expect(doc.servers).toEqual([{ url: "https://api.example.com" }]);
-    const v1 = "/public/v1/databases/{database_id}/tables/{table_id}";
-    expect(Object.keys(doc.paths).sort()).toEqual(
-      [
-        `${v1}/records`,
-        `${v1}/records/{row_id}`,
-        `${v1}/records/batch`,
-        `${v1}/records/batch_delete`,
-        `${v1}/openapi.json`,
-        "/public/record/create",
-        "/public/record/get",
-        "/public/record/list",
-        "/public/record/update",
-        "/public/record/delete",
-      ].sort(),
+    expect(schema!.tableName).toBe("Things");
+    expect(schema!.fields.map((f) => [f.name, f.fieldId.toString(), f.type, f.sortable])).toEqual(
+      table.fields.map((f) => [
+        f.name,
+        f.fieldId.toString(),
+        f.type,
+        // json and file values have no order: a list cannot sort by them.
+        f.type !== FieldType.JSON && f.type !== FieldType.FILE,
+      ]),
     );
-    // PUT answers 405: it is no operation of these paths.
-    expect(Object.keys(doc.paths[`${v1}/records`]!)).toEqual(["parameters", "get", "post"]);
-    expect(Object.keys(doc.paths[`${v1}/records/{row_id}`]!)).toEqual(
-      expect.arrayContaining(["get", "patch", "delete"]),
-    );
-    expect(Object.keys(doc.paths["/public/record/delete"]!)).toEqual(["post", "delete"]);
-    const byName = doc.components.schemas.RecordDataByName!;
+    type Data = { properties: Record<string, JsonObject>; required?: string[] };
+    const byName = schema!.readByName as unknown as Data;
     expect(Object.keys(byName.properties)).toEqual(table.fields.map((f) => f.name));
     expect(byName.properties.Age).toMatchObject({
       type: ["number", "null"],
@@ -821,30 +803,43 @@ describe("the table's OpenAPI document", () => {
     expect(byName.properties.Seq).toMatchObject({ type: ["integer", "null"], readOnly: true });
     expect(byName.properties.Created).toMatchObject({ format: "date-time", readOnly: true });
     expect(byName.properties.Doc).toMatchObject({ readOnly: true });
-    const byId = doc.components.schemas.RecordData!;
+    const byId = schema!.readById as unknown as Data;
     expect(byId.properties[table.id.Name!]).toMatchObject({ title: "Name", maxLength: 50 });
-    // An answer with `fields=` holds only those: no key is required.
+    // A read that names `fields` holds only those: no key is required.
     expect(byId.required).toBeUndefined();
     expect(byName.required).toBeUndefined();
-    const input = doc.components.schemas.RecordCreateData!;
-    expect(Object.keys(input.properties)).not.toContain("Seq");
-    expect(Object.keys(input.properties)).toContain("Tags");
-    const list = (doc.paths[`${v1}/records`]!.get as { parameters: { name: string }[] }).parameters;
-    expect(list.map((p) => p.name)).toEqual([
-      "limit",
-      "offset",
-      "where",
-      "sort",
-      "response_format",
-      "rich_text",
-      "fields",
+    for (const written of [schema!.createByName, schema!.updateByName]) {
+      const keys = Object.keys((written as unknown as Data).properties);
+      expect(keys).not.toContain("Seq");
+      expect(keys).toContain("Tags");
+    }
+    expect(Object.keys((schema!.createById as unknown as Data).properties)).toContain(
+      table.id.Tags,
+    );
+    // Statuses, paths and envelopes are the gateway's: none of them is described here.
+    const { readById, readByName, createByName, createById, updateByName, updateById } = schema!;
+    expect(
+      JSON.stringify([readById, readByName, createByName, createById, updateByName, updateById]),
+    ).not.toMatch(/"(paths|responses|\$ref)"|Retry-After|\b4\d\d on `/);
+  });
+
+  it("says which fields a create must fill, by name and by id", async () => {
+    const { schema } = await h.records.getRecordSchema(
+      { tableId: strict.tableId },
+      await as(t.viewer),
+    );
+    expect((schema!.createByName as { required?: string[] }).required).toEqual(["Title", "Tags"]);
+    expect((schema!.createById as { required?: string[] }).required).toEqual([
+      strict.id.Title,
+      strict.id.Tags,
     ]);
+    expect((schema!.updateByName as { required?: string[] }).required).toBeUndefined();
   });
 
   it("is table_not_found outside the table's database", async () => {
     expect(
       await reasonOf(
-        h.records.getTableOpenApi(
+        h.records.getRecordSchema(
           { tableId: table.tableId, databaseId: other.databaseId },
           await as(t.viewer),
         ),

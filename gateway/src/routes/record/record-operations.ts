@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CallOptions, Client } from "@connectrpc/connect";
+import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
@@ -23,7 +24,6 @@ import type {
   PublicRecordSchema,
   ResponseFormatName,
   RichTextFormatName,
-  TableOpenApiDocumentSchema,
 } from "./record-schemas.js";
 
 /**
@@ -39,8 +39,8 @@ export interface TableTarget {
 export interface ReadOptions {
   response_format: ResponseFormatName;
   rich_text?: RichTextFormatName | undefined;
-  /** Raw items of `fields` (see splitReferenceItems); empty: every field. */
-  fields: string[];
+  /** The `fields` parameter as written; empty: every field. */
+  fields: string;
 }
 
 export interface ListOptions extends ReadOptions {
@@ -49,8 +49,8 @@ export interface ListOptions extends ReadOptions {
   count: CountModeName;
   /** Empty: every record. */
   where: string;
-  /** Raw items of `sort`; empty: `row_id` ascending. */
-  sort: string[];
+  /** The `sort` parameter as written; empty: `row_id` ascending. */
+  sort: string;
 }
 
 /** The request a record call is made for. */
@@ -64,8 +64,6 @@ export interface RecordCall {
 export interface RecordOperationsDeps {
   records: Client<typeof RecordsService>;
   quota: ApiCallQuota;
-  /** `PUBLIC_BASE_URL`: the server of the per-table OpenAPI documents. */
-  publicBaseUrl: string;
 }
 
 type Data<S extends z.ZodType> = z.output<S>;
@@ -77,7 +75,7 @@ const oneRecord = (record: Parameters<typeof recordJson>[0]): DataText<typeof Pu
   new JsonText(`{"record":${recordJson(record)}}`);
 
 /**
- * The one implementation behind both record route families: the v1 routes and the
+ * The one implementation behind both route families of a table's records: the v1 routes and the
  * query-form routes read their parameters from different places and call these. Every call is
  * charged to the monthly API-call quota (429 `api_call_limit_exceeded` past it), a write before
  * it is made and a read while it is made (`chargedRead`), and made to the records service,
@@ -100,8 +98,8 @@ export class RecordOperations {
           offset: options.offset,
           count: countValue(options.count),
           where: options.where,
-          sort: options.sort,
-          fields: options.fields,
+          sortList: options.sort,
+          fieldList: options.fields,
           responseFormat: responseFormatValue(options.response_format),
           richText: richTextValue(options.rich_text),
         },
@@ -125,7 +123,7 @@ export class RecordOperations {
         {
           ...tableOf(target),
           rowId,
-          fields: options.fields,
+          fieldList: options.fields,
           responseFormat: responseFormatValue(options.response_format),
           richText: richTextValue(options.rich_text),
         },
@@ -223,18 +221,12 @@ export class RecordOperations {
     return { deleted_ids: response.deletedIds.map((rowId) => idOf(rowId)) };
   }
 
-  /** The table's own OpenAPI document, with PUBLIC_BASE_URL as its server. */
-  async tableOpenApi(
-    target: TableTarget,
-    request: RecordCall,
-  ): Promise<Data<typeof TableOpenApiDocumentSchema>> {
+  /** What the table's records hold, for its OpenAPI document. */
+  async recordSchema(target: TableTarget, request: RecordCall): Promise<TableRecordSchema> {
     const response = await this.chargedRead(target, request, (call) =>
-      this.deps.records.getTableOpenApi(
-        { ...tableOf(target), baseUrl: this.deps.publicBaseUrl },
-        call,
-      ),
+      this.deps.records.getRecordSchema(tableOf(target), call),
     );
-    return required(response.document, "document");
+    return required(response.schema, "schema");
   }
 
   /**

@@ -1,5 +1,7 @@
 import type { Client } from "@connectrpc/connect";
+import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { z } from "zod";
 import type { ErrorCode } from "../../errors/error-table.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
 import type { RateLimitName } from "../../rate-limit/rate-limit-settings.js";
@@ -28,6 +30,7 @@ import {
   V1GetQuery,
   V1ListQuery,
 } from "./record-schemas.js";
+import { type DocumentedTable, tableOpenApi } from "./table-openapi.js";
 
 export interface RecordRoutesDeps {
   records: Client<typeof RecordsService>;
@@ -64,18 +67,32 @@ function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unkn
 }
 
 /**
- * The records of a table through two route families that share one
- * implementation (RecordOperations). The v1 REST routes take the database, table and record
+ * The records of a table through two route families that share one implementation
+ * (RecordOperations). The v1 REST routes take the database, table and record
  * from the path; PUT on them is 405, and `row_id` matches digits only, so `/records/batch` and
- * `/records/batch_delete` are their own routes. The query-form routes (`/public/record/...`) take
- * them from the query string; delete answers POST and DELETE alike.
+ * `/records/batch_delete` are their own routes. The query-form routes (`/public/record/...`)
+ * take them from the query string; delete answers POST and DELETE alike. The table's OpenAPI
+ * document is rendered here from what the records service says of its records, with the errors
+ * these routes answer.
  */
 export function recordRoutes(deps: RecordRoutesDeps): Route[] {
   const records = new RecordOperations(deps);
-  return [...v1Routes(records), ...queryFormRoutes(records)];
+  const routes: Route[] = [
+    ...v1Routes(records, (schema, table) =>
+      tableOpenApi(schema, table, routes, deps.publicBaseUrl),
+    ),
+    ...queryFormRoutes(records),
+  ];
+  return routes;
 }
 
-function v1Routes(records: RecordOperations): Route[] {
+/** A table's OpenAPI document, rendered from what its records hold. */
+type TableDocument = (
+  schema: TableRecordSchema,
+  table: DocumentedTable,
+) => z.output<typeof TableOpenApiDocumentSchema>;
+
+function v1Routes(records: RecordOperations, tableDocument: TableDocument): Route[] {
   return [
     defineRoute({
       method: "GET",
@@ -257,11 +274,10 @@ function v1Routes(records: RecordOperations): Route[] {
       response: TableOpenApiDocumentSchema,
       raw: true,
       errors: COMMON,
-      handle: (input) =>
-        records.tableOpenApi(
-          { tableId: input.params.table_id, databaseId: input.params.database_id },
-          recordCall(input),
-        ),
+      handle: async (input) => {
+        const table = { tableId: input.params.table_id, databaseId: input.params.database_id };
+        return tableDocument(await records.recordSchema(table, recordCall(input)), table);
+      },
     }),
   ];
 }

@@ -1,9 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   isPlainObject,
+  mebibytes,
+  PAGE_MAX_BYTES,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
   RECORD_LIMIT_MAX,
+  RECORD_MAX_BYTES,
   RECORD_OFFSET_MAX,
   REFERENCE_LIST_MAX_LENGTH,
   WHERE_MAX_LENGTH,
@@ -13,7 +16,6 @@ import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
 import { jsonObject } from "../../validation/json-object.js";
 import { once, queryInteger, queryText } from "../../validation/query-values.js";
-import { splitReferenceItems } from "./reference-items.js";
 
 /**
  * Parameters, bodies and answers of the record routes (docs/routes/records.md).
@@ -29,9 +31,9 @@ export const COUNT_MODES = ["exact", "estimated", "none"] as const;
 export type CountModeName = (typeof COUNT_MODES)[number];
 
 const limit = queryInteger(1, RECORD_LIMIT_MAX, RECORD_LIMIT_DEFAULT).describe(
-  `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than 16 MiB of values ` +
-    "(as stored JSON) answers 400 on `limit`: ask for fewer records. A page must fit the " +
-    "services' memory",
+  `Records per page, 1-${RECORD_LIMIT_MAX}. A page whose records hold more than ` +
+    `${mebibytes(PAGE_MAX_BYTES)} of values (as stored JSON) answers 400 on \`limit\`: ask for ` +
+    "fewer records. A page must fit the services' memory",
 );
 const offset = queryInteger(0, RECORD_OFFSET_MAX, 0).describe("Records to skip, in `sort` order");
 
@@ -63,22 +65,23 @@ const where = queryText(WHERE_MAX_LENGTH)
       "empty or absent: every record",
   );
 
-/** `sort` and `fields` as their raw items (see splitReferenceItems); empty or absent: none. */
-function referenceList(descending: boolean, description: string) {
+/**
+ * `sort` and `fields` as the client wrote them, passed on whole: the records service reads the
+ * list and reports problems at the positions the client sees. Empty or absent: none.
+ */
+function referenceList(description: string) {
   return queryText(REFERENCE_LIST_MAX_LENGTH)
     .optional()
-    .transform((text) => splitReferenceItems(text ?? "", { descending }))
+    .transform((text) => text ?? "")
     .describe(description);
 }
 
 const fields = referenceList(
-  false,
   "Comma-separated field ids or names; only these appear in `data`. A name holding a comma is " +
     'double-quoted (`Name,"Size, net"`). Empty or absent: every field',
 );
 
 const sort = referenceList(
-  true,
   "Comma-separated field ids or names, `-` before one for descending; `row_id`, `created_at` " +
     "and `updated_at` too. Ties break by `row_id`; nulls last ascending, first descending. " +
     "Empty or absent: `row_id` ascending",
@@ -124,7 +127,7 @@ export const ROW_ID_PATTERN = "[0-9]+";
 export const V1ListQuery = z.strictObject(listOptions);
 export const V1GetQuery = z.strictObject(readOptions);
 
-/** Query strings of the query-form routes. */
+/** Query strings of the query-form routes (`/public/record/...`). */
 
 export const PublicListQuery = z.strictObject({
   database_id: databaseId,
@@ -145,7 +148,7 @@ export const PublicTableQuery = z.strictObject({ table_id: tableId });
 
 export const PublicRowQuery = z.strictObject({ table_id: tableId, row_id: rowId });
 
-/** Request bodies; the others follow PublicCreateBody's published name. */
+/** Request bodies, named as /openapi.json names them. */
 
 /**
  * Record values. A bad value is keyed by the reference as sent, as the records service
@@ -173,17 +176,18 @@ const data = z
   .describe(
     "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
       "values of the wrong type answer 400 with one `extra` item per key, and nothing is " +
-      "written. A record's values may come to at most 2 MiB as stored JSON; a write past it " +
-      "answers 400 on `data` (`records.N.data` in a batch), since long texts of up to 100,000 " +
-      "characters in up to 500 fields would otherwise let a record grow to tens of megabytes",
+      `written. A record's values may come to at most ${mebibytes(RECORD_MAX_BYTES)} as stored ` +
+      "JSON; a write past it answers 400 on `data` (`records.N.data` in a batch): a long text " +
+      "holds up to 100,000 characters, in up to 500 fields, and every read builds its records " +
+      "whole in memory",
   );
 
 const batchMessage = `must have 1-${RECORD_BATCH_MAX} items`;
 
 /** The records service's bound on what a batch reads whole: said per route. */
 const WHOLE_BATCH =
-  "More than eight records holding more than 16 MiB of values (as stored JSON) answer 400 on " +
-  "this key:";
+  `More than ${Math.floor(PAGE_MAX_BYTES / RECORD_MAX_BYTES)} records holding more than ` +
+  `${mebibytes(PAGE_MAX_BYTES)} of values (as stored JSON) answer 400 on this key:`;
 
 function batch<S extends z.ZodType>(item: S) {
   return z.array(item).min(1, batchMessage).max(RECORD_BATCH_MAX, batchMessage);
@@ -247,7 +251,7 @@ export const PublicBatchDeleteBody = requestBody(
   }),
 );
 
-/** Response `data` of the record routes; the envelopes take their published schema names. */
+/** Response `data` of the record routes. */
 
 const id = z.number().int();
 const time = z.iso.datetime();
@@ -268,13 +272,13 @@ export const RecordSchema = responseData(
   }),
 );
 
-/** `{"record"}`: what create and update answer, PublicRecordResponse. */
+/** `{"record"}`: what create and update answer. */
 export const PublicRecordSchema = responseData("PublicRecord", z.object({ record: RecordSchema }));
 
-/** `{"record"}`: what get answers, PublicGetResponse. */
+/** `{"record"}`: what get answers. */
 export const PublicGetSchema = responseData("PublicGet", z.object({ record: RecordSchema }));
 
-/** PublicListResponse: a page of records with the total that match. */
+/** A page of records and the count of all that match. */
 export const PublicListSchema = responseData(
   "PublicList",
   z.object({
@@ -295,7 +299,7 @@ export const PublicListSchema = responseData(
   }),
 );
 
-/** PublicDeleteResponse: the deleted record's id. */
+/** The id of the deleted record. */
 export const PublicDeleteSchema = responseData(
   "PublicDelete",
   z.object({ deleted_id: id.describe("The row_id of the deleted record") }),

@@ -19,6 +19,7 @@ export {
   type QueryValidationIssue,
 } from "./query-error.js";
 export {
+  isSortable,
   type OrderTerm,
   orderBySql,
   orderTerms,

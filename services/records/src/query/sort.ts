@@ -10,6 +10,11 @@ import { columnPrefix, type Storage, valueSource } from "./value-expression.js";
 
 export const SORT_MAX_KEYS = 20;
 
+/** Whether a list can sort by a field of this type: json and file values have no order. */
+export function isSortable(type: string): boolean {
+  return type !== "json" && type !== "file";
+}
+
 export interface SortKey {
   target: ReferenceTarget;
   descending: boolean;
@@ -36,7 +41,7 @@ export function parseSort(text: string, fields: readonly QueryField[]): SortKey[
     if (!target) {
       throw new QueryError("sort", `unknown field ${quoteForMessage(item.text)}`, item.position);
     }
-    if (target.kind === "field" && (target.field.type === "json" || target.field.type === "file")) {
+    if (target.kind === "field" && !isSortable(target.field.type)) {
       throw new QueryError(
         "sort",
         `cannot sort by ${target.field.type} field ${quoteForMessage(target.field.name)}`,

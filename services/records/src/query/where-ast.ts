@@ -1,26 +1,12 @@
-/** The operators of `where`. */
-export const OPERATORS = [
-  "eq",
-  "neq",
-  "gt",
-  "gte",
-  "lt",
-  "lte",
-  "like",
-  "nlike",
-  "in",
-  "nin",
-  "btw",
-  "blank",
-  "notblank",
-  "checked",
-  "notchecked",
-  "anyof",
-  "allof",
-  "nanyof",
-] as const;
+import { WHERE_OPERATORS } from "@rowbase/kit";
 
-export type Operator = (typeof OPERATORS)[number];
+export {
+  WHERE_MAX_CONDITIONS,
+  WHERE_MAX_DEPTH,
+  WHERE_OPERATORS as OPERATORS,
+} from "@rowbase/kit";
+
+export type Operator = (typeof WHERE_OPERATORS)[number];
 
 /** Operators whose value is a comma-separated list; `btw` takes exactly two items. */
 export const LIST_OPERATORS: ReadonlySet<Operator> = new Set([
@@ -41,7 +27,7 @@ export const VALUELESS_OPERATORS: ReadonlySet<Operator> = new Set([
 ]);
 
 export function isOperator(text: string): text is Operator {
-  return (OPERATORS as readonly string[]).includes(text);
+  return (WHERE_OPERATORS as readonly string[]).includes(text);
 }
 
 /** A piece of client text (a reference, a value, a list item) and where it starts (1-based). */
@@ -89,11 +75,3 @@ export interface NotNode {
  * first operand is an `and`, which is how the printer knows to put them back.
  */
 export type WhereNode = ConditionNode | AndNode | OrNode | NotNode;
-
-/**
- * How deep a filter nests and how many conditions it holds (the length is the kit's
- * WHERE_MAX_LENGTH): enough for any filter a person writes, and a bound on the parser's recursion
- * and on the SQL a request can make.
- */
-export const WHERE_MAX_DEPTH = 10;
-export const WHERE_MAX_CONDITIONS = 50;

@@ -5,14 +5,16 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message } from "@bufbuild/protobuf";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldType } from "../../catalog/v1/catalog_pb.js";
+import { file_rowbase_catalog_v1_catalog } from "../../catalog/v1/catalog_pb.js";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file rowbase/records/v1/records.proto.
  */
 export const file_rowbase_records_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADKnYKC1JlY29yZENvdW50EhwKGFJFQ09SRF9DT1VOVF9VTlNQRUNJRklFRBAAEhYKElJFQ09SRF9DT1VOVF9FWEFDVBABEhoKFlJFQ09SRF9DT1VOVF9FU1RJTUFURUQQAhIVChFSRUNPUkRfQ09VTlRfTk9ORRADYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSL5AgoRVGFibGVSZWNvcmRTY2hlbWESEgoKdGFibGVfbmFtZRgBIAEoCRI0CgZmaWVsZHMYAiADKAsyJC5yb3diYXNlLnJlY29yZHMudjEuVGFibGVSZWNvcmRGaWVsZBIrCgpyZWFkX2J5X2lkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxyZWFkX2J5X25hbWUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDmNyZWF0ZV9ieV9uYW1lGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxjcmVhdGVfYnlfaWQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDnVwZGF0ZV9ieV9uYW1lGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgx1cGRhdGVfYnlfaWQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0InEKEFRhYmxlUmVjb3JkRmllbGQSEAoIZmllbGRfaWQYASABKAMSDAoEbmFtZRgCIAEoCRIrCgR0eXBlGAMgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIQCghzb3J0YWJsZRgEIAEoCCplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADKnYKC1JlY29yZENvdW50EhwKGFJFQ09SRF9DT1VOVF9VTlNQRUNJRklFRBAAEhYKElJFQ09SRF9DT1VOVF9FWEFDVBABEhoKFlJFQ09SRF9DT1VOVF9FU1RJTUFURUQQAhIVChFSRUNPUkRfQ09VTlRfTk9ORRADYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_rowbase_catalog_v1_catalog]);
 
 /**
  * A row of a table.
@@ -60,6 +62,112 @@ export type Record = Message<"rowbase.records.v1.Record"> & {
  */
 export const RecordSchema: GenMessage<Record> = /*@__PURE__*/
   messageDesc(file_rowbase_records_v1_records, 0);
+
+/**
+ * What a table's records hold: its fields, and the JSON Schemas (draft 2020-12) of a record's
+ * data with the table's real field names, ids, types, choices and descriptions. Each schema
+ * describes the data object alone; how it travels (paths, statuses, envelopes) is the
+ * gateway's to say.
+ *
+ * @generated from message rowbase.records.v1.TableRecordSchema
+ */
+export type TableRecordSchema = Message<"rowbase.records.v1.TableRecordSchema"> & {
+  /**
+   * @generated from field: string table_name = 1;
+   */
+  tableName: string;
+
+  /**
+   * In position order.
+   *
+   * @generated from field: repeated rowbase.records.v1.TableRecordField fields = 2;
+   */
+  fields: TableRecordField[];
+
+  /**
+   * Data as reads give it, keyed by field id: every field (or those asked for), null when
+   * empty.
+   *
+   * @generated from field: google.protobuf.Struct read_by_id = 3;
+   */
+  readById?: JsonObject | undefined;
+
+  /**
+   * The same keyed by field name.
+   *
+   * @generated from field: google.protobuf.Struct read_by_name = 4;
+   */
+  readByName?: JsonObject | undefined;
+
+  /**
+   * Data a create may send, keyed by field name (any case); required fields must be there.
+   *
+   * @generated from field: google.protobuf.Struct create_by_name = 5;
+   */
+  createByName?: JsonObject | undefined;
+
+  /**
+   * The same keyed by field id.
+   *
+   * @generated from field: google.protobuf.Struct create_by_id = 6;
+   */
+  createById?: JsonObject | undefined;
+
+  /**
+   * Data an update may send, keyed by field name: only the named fields change.
+   *
+   * @generated from field: google.protobuf.Struct update_by_name = 7;
+   */
+  updateByName?: JsonObject | undefined;
+
+  /**
+   * The same keyed by field id.
+   *
+   * @generated from field: google.protobuf.Struct update_by_id = 8;
+   */
+  updateById?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message rowbase.records.v1.TableRecordSchema.
+ * Use `create(TableRecordSchemaSchema)` to create a new message.
+ */
+export const TableRecordSchemaSchema: GenMessage<TableRecordSchema> = /*@__PURE__*/
+  messageDesc(file_rowbase_records_v1_records, 1);
+
+/**
+ * @generated from message rowbase.records.v1.TableRecordField
+ */
+export type TableRecordField = Message<"rowbase.records.v1.TableRecordField"> & {
+  /**
+   * @generated from field: int64 field_id = 1;
+   */
+  fieldId: bigint;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: rowbase.catalog.v1.FieldType type = 3;
+   */
+  type: FieldType;
+
+  /**
+   * A list can sort by it (json and file values have no order).
+   *
+   * @generated from field: bool sortable = 4;
+   */
+  sortable: boolean;
+};
+
+/**
+ * Describes the message rowbase.records.v1.TableRecordField.
+ * Use `create(TableRecordFieldSchema)` to create a new message.
+ */
+export const TableRecordFieldSchema: GenMessage<TableRecordField> = /*@__PURE__*/
+  messageDesc(file_rowbase_records_v1_records, 2);
 
 /**
  * How the keys of a record's data are written.

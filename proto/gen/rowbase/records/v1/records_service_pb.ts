@@ -7,7 +7,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Field, FieldType } from "../../catalog/v1/catalog_pb.js";
 import { file_rowbase_catalog_v1_catalog } from "../../catalog/v1/catalog_pb.js";
-import type { Record, RecordCount, ResponseFormat, RichTextFormat } from "./records_pb.js";
+import type { Record, RecordCount, ResponseFormat, RichTextFormat, TableRecordSchema } from "./records_pb.js";
 import { file_rowbase_records_v1_records } from "./records_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/records/v1/records_service.proto.
  */
 export const file_rowbase_records_v1_records_service: GenFile = /*@__PURE__*/
-  fileDesc("Cihyb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkc19zZXJ2aWNlLnByb3RvEhJyb3diYXNlLnJlY29yZHMudjEiTwoTQ3JlYXRlUmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxITCgtkYXRhYmFzZV9pZBgCIAEoAxIRCglkYXRhX2pzb24YAyABKAkiQgoUQ3JlYXRlUmVjb3JkUmVzcG9uc2USKgoGcmVjb3JkGAEgASgLMhoucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZCLNAQoQR2V0UmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIOCgZyb3dfaWQYAiABKAMSEwoLZGF0YWJhc2VfaWQYAyABKAMSOwoPcmVzcG9uc2VfZm9ybWF0GAQgASgOMiIucm93YmFzZS5yZWNvcmRzLnYxLlJlc3BvbnNlRm9ybWF0EjUKCXJpY2hfdGV4dBgFIAEoDjIiLnJvd2Jhc2UucmVjb3Jkcy52MS5SaWNoVGV4dEZvcm1hdBIOCgZmaWVsZHMYBiADKAkiPwoRR2V0UmVjb3JkUmVzcG9uc2USKgoGcmVjb3JkGAEgASgLMhoucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZCKrAgoSTGlzdFJlY29yZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhMKC2RhdGFiYXNlX2lkGAIgASgDEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRINCgV3aGVyZRgFIAEoCRIMCgRzb3J0GAYgAygJEg4KBmZpZWxkcxgHIAMoCRI7Cg9yZXNwb25zZV9mb3JtYXQYCCABKA4yIi5yb3diYXNlLnJlY29yZHMudjEuUmVzcG9uc2VGb3JtYXQSNQoJcmljaF90ZXh0GAkgASgOMiIucm93YmFzZS5yZWNvcmRzLnYxLlJpY2hUZXh0Rm9ybWF0Ei4KBWNvdW50GAogASgOMh8ucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZENvdW50IqoBChNMaXN0UmVjb3Jkc1Jlc3BvbnNlEisKB3JlY29yZHMYASADKAsyGi5yb3diYXNlLnJlY29yZHMudjEuUmVjb3JkEhIKBXRvdGFsGAIgASgDSACIAQESDQoFbGltaXQYAyABKAUSDgoGb2Zmc2V0GAQgASgFEhcKD3RvdGFsX2VzdGltYXRlZBgFIAEoCBIQCghoYXNfbW9yZRgGIAEoCEIICgZfdG90YWwiXwoTVXBkYXRlUmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIOCgZyb3dfaWQYAiABKAMSEwoLZGF0YWJhc2VfaWQYAyABKAMSEQoJZGF0YV9qc29uGAQgASgJIkIKFFVwZGF0ZVJlY29yZFJlc3BvbnNlEioKBnJlY29yZBgBIAEoCzIaLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmQiTAoTRGVsZXRlUmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIOCgZyb3dfaWQYAiABKAMSEwoLZGF0YWJhc2VfaWQYAyABKAMiKgoURGVsZXRlUmVjb3JkUmVzcG9uc2USEgoKZGVsZXRlZF9pZBgBIAEoAyJ0ChlCYXRjaENyZWF0ZVJlY29yZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhMKC2RhdGFiYXNlX2lkGAIgASgDEjAKB3JlY29yZHMYAyADKAsyHy5yb3diYXNlLnJlY29yZHMudjEuUmVjb3JkRHJhZnQiIAoLUmVjb3JkRHJhZnQSEQoJZGF0YV9qc29uGAEgASgJIkkKGkJhdGNoQ3JlYXRlUmVjb3Jkc1Jlc3BvbnNlEisKB3JlY29yZHMYASADKAsyGi5yb3diYXNlLnJlY29yZHMudjEuUmVjb3JkInQKGUJhdGNoVXBkYXRlUmVjb3Jkc1JlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMSMAoHcmVjb3JkcxgDIAMoCzIfLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmRQYXRjaCIwCgtSZWNvcmRQYXRjaBIOCgZyb3dfaWQYASABKAMSEQoJZGF0YV9qc29uGAIgASgJIkkKGkJhdGNoVXBkYXRlUmVjb3Jkc1Jlc3BvbnNlEisKB3JlY29yZHMYASADKAsyGi5yb3diYXNlLnJlY29yZHMudjEuUmVjb3JkIlMKGUJhdGNoRGVsZXRlUmVjb3Jkc1JlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMSDwoHcm93X2lkcxgDIAMoAyIxChpCYXRjaERlbGV0ZVJlY29yZHNSZXNwb25zZRITCgtkZWxldGVkX2lkcxgBIAMoAyJRChZHZXRUYWJsZU9wZW5BcGlSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhMKC2RhdGFiYXNlX2lkGAIgASgDEhAKCGJhc2VfdXJsGAMgASgJIkQKF0dldFRhYmxlT3BlbkFwaVJlc3BvbnNlEikKCGRvY3VtZW50GAEgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCImChRSZXNvbHZlUmVjb3JkUmVxdWVzdBIOCgZyb3dfaWQYASABKAMiQgoVUmVzb2x2ZVJlY29yZFJlc3BvbnNlEhAKCHRhYmxlX2lkGAEgASgDEhcKD29yZ2FuaXphdGlvbl9pZBgCIAEoAyIwChVHZXRSZWNvcmRVc2FnZVJlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgDIikKFkdldFJlY29yZFVzYWdlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoAyLPAQobQ2hlY2tGaWVsZFR5cGVDaGFuZ2VSZXF1ZXN0EigKBWZpZWxkGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkEi8KCG5ld190eXBlGAIgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIsCgtuZXdfb3B0aW9ucxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMbmV3X3JlcXVpcmVkGAQgASgIEhEKCWNoYW5nZV9pZBgFIAEoCSIwChxDaGVja0ZpZWxkVHlwZUNoYW5nZVJlc3BvbnNlEhAKCG1hcmtfaWRzGAEgAygDIlYKHVJlbGVhc2VGaWVsZFR5cGVDaGFuZ2VSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhAKCG1hcmtfaWRzGAIgAygDEhEKCWNoYW5nZV9pZBgDIAEoCSIgCh5SZWxlYXNlRmllbGRUeXBlQ2hhbmdlUmVzcG9uc2UyiQsKDlJlY29yZHNTZXJ2aWNlEmEKDENyZWF0ZVJlY29yZBInLnJvd2Jhc2UucmVjb3Jkcy52MS5DcmVhdGVSZWNvcmRSZXF1ZXN0Gigucm93YmFzZS5yZWNvcmRzLnYxLkNyZWF0ZVJlY29yZFJlc3BvbnNlElgKCUdldFJlY29yZBIkLnJvd2Jhc2UucmVjb3Jkcy52MS5HZXRSZWNvcmRSZXF1ZXN0GiUucm93YmFzZS5yZWNvcmRzLnYxLkdldFJlY29yZFJlc3BvbnNlEl4KC0xpc3RSZWNvcmRzEiYucm93YmFzZS5yZWNvcmRzLnYxLkxpc3RSZWNvcmRzUmVxdWVzdBonLnJvd2Jhc2UucmVjb3Jkcy52MS5MaXN0UmVjb3Jkc1Jlc3BvbnNlEmEKDFVwZGF0ZVJlY29yZBInLnJvd2Jhc2UucmVjb3Jkcy52MS5VcGRhdGVSZWNvcmRSZXF1ZXN0Gigucm93YmFzZS5yZWNvcmRzLnYxLlVwZGF0ZVJlY29yZFJlc3BvbnNlEmEKDERlbGV0ZVJlY29yZBInLnJvd2Jhc2UucmVjb3Jkcy52MS5EZWxldGVSZWNvcmRSZXF1ZXN0Gigucm93YmFzZS5yZWNvcmRzLnYxLkRlbGV0ZVJlY29yZFJlc3BvbnNlEnMKEkJhdGNoQ3JlYXRlUmVjb3JkcxItLnJvd2Jhc2UucmVjb3Jkcy52MS5CYXRjaENyZWF0ZVJlY29yZHNSZXF1ZXN0Gi4ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoQ3JlYXRlUmVjb3Jkc1Jlc3BvbnNlEnMKEkJhdGNoVXBkYXRlUmVjb3JkcxItLnJvd2Jhc2UucmVjb3Jkcy52MS5CYXRjaFVwZGF0ZVJlY29yZHNSZXF1ZXN0Gi4ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoVXBkYXRlUmVjb3Jkc1Jlc3BvbnNlEnMKEkJhdGNoRGVsZXRlUmVjb3JkcxItLnJvd2Jhc2UucmVjb3Jkcy52MS5CYXRjaERlbGV0ZVJlY29yZHNSZXF1ZXN0Gi4ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoRGVsZXRlUmVjb3Jkc1Jlc3BvbnNlEmoKD0dldFRhYmxlT3BlbkFwaRIqLnJvd2Jhc2UucmVjb3Jkcy52MS5HZXRUYWJsZU9wZW5BcGlSZXF1ZXN0Gisucm93YmFzZS5yZWNvcmRzLnYxLkdldFRhYmxlT3BlbkFwaVJlc3BvbnNlEmQKDVJlc29sdmVSZWNvcmQSKC5yb3diYXNlLnJlY29yZHMudjEuUmVzb2x2ZVJlY29yZFJlcXVlc3QaKS5yb3diYXNlLnJlY29yZHMudjEuUmVzb2x2ZVJlY29yZFJlc3BvbnNlEmcKDkdldFJlY29yZFVzYWdlEikucm93YmFzZS5yZWNvcmRzLnYxLkdldFJlY29yZFVzYWdlUmVxdWVzdBoqLnJvd2Jhc2UucmVjb3Jkcy52MS5HZXRSZWNvcmRVc2FnZVJlc3BvbnNlEnkKFENoZWNrRmllbGRUeXBlQ2hhbmdlEi8ucm93YmFzZS5yZWNvcmRzLnYxLkNoZWNrRmllbGRUeXBlQ2hhbmdlUmVxdWVzdBowLnJvd2Jhc2UucmVjb3Jkcy52MS5DaGVja0ZpZWxkVHlwZUNoYW5nZVJlc3BvbnNlEn8KFlJlbGVhc2VGaWVsZFR5cGVDaGFuZ2USMS5yb3diYXNlLnJlY29yZHMudjEuUmVsZWFzZUZpZWxkVHlwZUNoYW5nZVJlcXVlc3QaMi5yb3diYXNlLnJlY29yZHMudjEuUmVsZWFzZUZpZWxkVHlwZUNoYW5nZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_rowbase_catalog_v1_catalog, file_rowbase_records_v1_records]);
+  fileDesc("Cihyb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkc19zZXJ2aWNlLnByb3RvEhJyb3diYXNlLnJlY29yZHMudjEiTwoTQ3JlYXRlUmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxITCgtkYXRhYmFzZV9pZBgCIAEoAxIRCglkYXRhX2pzb24YAyABKAkiQgoUQ3JlYXRlUmVjb3JkUmVzcG9uc2USKgoGcmVjb3JkGAEgASgLMhoucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZCLfAQoQR2V0UmVjb3JkUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIOCgZyb3dfaWQYAiABKAMSEwoLZGF0YWJhc2VfaWQYAyABKAMSOwoPcmVzcG9uc2VfZm9ybWF0GAQgASgOMiIucm93YmFzZS5yZWNvcmRzLnYxLlJlc3BvbnNlRm9ybWF0EjUKCXJpY2hfdGV4dBgFIAEoDjIiLnJvd2Jhc2UucmVjb3Jkcy52MS5SaWNoVGV4dEZvcm1hdBISCgpmaWVsZF9saXN0GAcgASgJSgQIBhAHUgZmaWVsZHMiPwoRR2V0UmVjb3JkUmVzcG9uc2USKgoGcmVjb3JkGAEgASgLMhoucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZCLOAgoSTGlzdFJlY29yZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhMKC2RhdGFiYXNlX2lkGAIgASgDEg0KBWxpbWl0GAMgASgFEg4KBm9mZnNldBgEIAEoBRINCgV3aGVyZRgFIAEoCRIRCglzb3J0X2xpc3QYCiABKAkSEgoKZmllbGRfbGlzdBgLIAEoCRI7Cg9yZXNwb25zZV9mb3JtYXQYCCABKA4yIi5yb3diYXNlLnJlY29yZHMudjEuUmVzcG9uc2VGb3JtYXQSNQoJcmljaF90ZXh0GAkgASgOMiIucm93YmFzZS5yZWNvcmRzLnYxLlJpY2hUZXh0Rm9ybWF0Ei4KBWNvdW50GAwgASgOMh8ucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZENvdW50SgQIBhAHSgQIBxAIUgRzb3J0UgZmaWVsZHMiqgEKE0xpc3RSZWNvcmRzUmVzcG9uc2USKwoHcmVjb3JkcxgBIAMoCzIaLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmQSEgoFdG90YWwYAiABKANIAIgBARINCgVsaW1pdBgDIAEoBRIOCgZvZmZzZXQYBCABKAUSFwoPdG90YWxfZXN0aW1hdGVkGAUgASgIEhAKCGhhc19tb3JlGAYgASgIQggKBl90b3RhbCJfChNVcGRhdGVSZWNvcmRSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEg4KBnJvd19pZBgCIAEoAxITCgtkYXRhYmFzZV9pZBgDIAEoAxIRCglkYXRhX2pzb24YBCABKAkiQgoUVXBkYXRlUmVjb3JkUmVzcG9uc2USKgoGcmVjb3JkGAEgASgLMhoucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZCJMChNEZWxldGVSZWNvcmRSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEg4KBnJvd19pZBgCIAEoAxITCgtkYXRhYmFzZV9pZBgDIAEoAyIqChREZWxldGVSZWNvcmRSZXNwb25zZRISCgpkZWxldGVkX2lkGAEgASgDInQKGUJhdGNoQ3JlYXRlUmVjb3Jkc1JlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMSMAoHcmVjb3JkcxgDIAMoCzIfLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmREcmFmdCIgCgtSZWNvcmREcmFmdBIRCglkYXRhX2pzb24YASABKAkiSQoaQmF0Y2hDcmVhdGVSZWNvcmRzUmVzcG9uc2USKwoHcmVjb3JkcxgBIAMoCzIaLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmQidAoZQmF0Y2hVcGRhdGVSZWNvcmRzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxITCgtkYXRhYmFzZV9pZBgCIAEoAxIwCgdyZWNvcmRzGAMgAygLMh8ucm93YmFzZS5yZWNvcmRzLnYxLlJlY29yZFBhdGNoIjAKC1JlY29yZFBhdGNoEg4KBnJvd19pZBgBIAEoAxIRCglkYXRhX2pzb24YAiABKAkiSQoaQmF0Y2hVcGRhdGVSZWNvcmRzUmVzcG9uc2USKwoHcmVjb3JkcxgBIAMoCzIaLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWNvcmQiUwoZQmF0Y2hEZWxldGVSZWNvcmRzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxITCgtkYXRhYmFzZV9pZBgCIAEoAxIPCgdyb3dfaWRzGAMgAygDIjEKGkJhdGNoRGVsZXRlUmVjb3Jkc1Jlc3BvbnNlEhMKC2RlbGV0ZWRfaWRzGAEgAygDIj8KFkdldFJlY29yZFNjaGVtYVJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMiUAoXR2V0UmVjb3JkU2NoZW1hUmVzcG9uc2USNQoGc2NoZW1hGAEgASgLMiUucm93YmFzZS5yZWNvcmRzLnYxLlRhYmxlUmVjb3JkU2NoZW1hIiYKFFJlc29sdmVSZWNvcmRSZXF1ZXN0Eg4KBnJvd19pZBgBIAEoAyJCChVSZXNvbHZlUmVjb3JkUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDIjAKFUdldFJlY29yZFVzYWdlUmVxdWVzdBIXCg9vcmdhbml6YXRpb25faWQYASABKAMiKQoWR2V0UmVjb3JkVXNhZ2VSZXNwb25zZRIPCgdyZWNvcmRzGAEgASgDIs8BChtDaGVja0ZpZWxkVHlwZUNoYW5nZVJlcXVlc3QSKAoFZmllbGQYASABKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQSLwoIbmV3X3R5cGUYAiABKA4yHS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGRUeXBlEiwKC25ld19vcHRpb25zGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxuZXdfcmVxdWlyZWQYBCABKAgSEQoJY2hhbmdlX2lkGAUgASgJIjAKHENoZWNrRmllbGRUeXBlQ2hhbmdlUmVzcG9uc2USEAoIbWFya19pZHMYASADKAMiVgodUmVsZWFzZUZpZWxkVHlwZUNoYW5nZVJlcXVlc3QSEAoIdGFibGVfaWQYASABKAMSEAoIbWFya19pZHMYAiADKAMSEQoJY2hhbmdlX2lkGAMgASgJIiAKHlJlbGVhc2VGaWVsZFR5cGVDaGFuZ2VSZXNwb25zZTKJCwoOUmVjb3Jkc1NlcnZpY2USYQoMQ3JlYXRlUmVjb3JkEicucm93YmFzZS5yZWNvcmRzLnYxLkNyZWF0ZVJlY29yZFJlcXVlc3QaKC5yb3diYXNlLnJlY29yZHMudjEuQ3JlYXRlUmVjb3JkUmVzcG9uc2USWAoJR2V0UmVjb3JkEiQucm93YmFzZS5yZWNvcmRzLnYxLkdldFJlY29yZFJlcXVlc3QaJS5yb3diYXNlLnJlY29yZHMudjEuR2V0UmVjb3JkUmVzcG9uc2USXgoLTGlzdFJlY29yZHMSJi5yb3diYXNlLnJlY29yZHMudjEuTGlzdFJlY29yZHNSZXF1ZXN0Gicucm93YmFzZS5yZWNvcmRzLnYxLkxpc3RSZWNvcmRzUmVzcG9uc2USYQoMVXBkYXRlUmVjb3JkEicucm93YmFzZS5yZWNvcmRzLnYxLlVwZGF0ZVJlY29yZFJlcXVlc3QaKC5yb3diYXNlLnJlY29yZHMudjEuVXBkYXRlUmVjb3JkUmVzcG9uc2USYQoMRGVsZXRlUmVjb3JkEicucm93YmFzZS5yZWNvcmRzLnYxLkRlbGV0ZVJlY29yZFJlcXVlc3QaKC5yb3diYXNlLnJlY29yZHMudjEuRGVsZXRlUmVjb3JkUmVzcG9uc2UScwoSQmF0Y2hDcmVhdGVSZWNvcmRzEi0ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoQ3JlYXRlUmVjb3Jkc1JlcXVlc3QaLi5yb3diYXNlLnJlY29yZHMudjEuQmF0Y2hDcmVhdGVSZWNvcmRzUmVzcG9uc2UScwoSQmF0Y2hVcGRhdGVSZWNvcmRzEi0ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoVXBkYXRlUmVjb3Jkc1JlcXVlc3QaLi5yb3diYXNlLnJlY29yZHMudjEuQmF0Y2hVcGRhdGVSZWNvcmRzUmVzcG9uc2UScwoSQmF0Y2hEZWxldGVSZWNvcmRzEi0ucm93YmFzZS5yZWNvcmRzLnYxLkJhdGNoRGVsZXRlUmVjb3Jkc1JlcXVlc3QaLi5yb3diYXNlLnJlY29yZHMudjEuQmF0Y2hEZWxldGVSZWNvcmRzUmVzcG9uc2USagoPR2V0UmVjb3JkU2NoZW1hEioucm93YmFzZS5yZWNvcmRzLnYxLkdldFJlY29yZFNjaGVtYVJlcXVlc3QaKy5yb3diYXNlLnJlY29yZHMudjEuR2V0UmVjb3JkU2NoZW1hUmVzcG9uc2USZAoNUmVzb2x2ZVJlY29yZBIoLnJvd2Jhc2UucmVjb3Jkcy52MS5SZXNvbHZlUmVjb3JkUmVxdWVzdBopLnJvd2Jhc2UucmVjb3Jkcy52MS5SZXNvbHZlUmVjb3JkUmVzcG9uc2USZwoOR2V0UmVjb3JkVXNhZ2USKS5yb3diYXNlLnJlY29yZHMudjEuR2V0UmVjb3JkVXNhZ2VSZXF1ZXN0Gioucm93YmFzZS5yZWNvcmRzLnYxLkdldFJlY29yZFVzYWdlUmVzcG9uc2USeQoUQ2hlY2tGaWVsZFR5cGVDaGFuZ2USLy5yb3diYXNlLnJlY29yZHMudjEuQ2hlY2tGaWVsZFR5cGVDaGFuZ2VSZXF1ZXN0GjAucm93YmFzZS5yZWNvcmRzLnYxLkNoZWNrRmllbGRUeXBlQ2hhbmdlUmVzcG9uc2USfwoWUmVsZWFzZUZpZWxkVHlwZUNoYW5nZRIxLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWxlYXNlRmllbGRUeXBlQ2hhbmdlUmVxdWVzdBoyLnJvd2Jhc2UucmVjb3Jkcy52MS5SZWxlYXNlRmllbGRUeXBlQ2hhbmdlUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_rowbase_catalog_v1_catalog, file_rowbase_records_v1_records]);
 
 /**
  * @generated from message rowbase.records.v1.CreateRecordRequest
@@ -99,11 +99,12 @@ export type GetRecordRequest = Message<"rowbase.records.v1.GetRecordRequest"> & 
   richText: RichTextFormat;
 
   /**
-   * Field references; empty means every field.
+   * The fields to show, as the `fields` parameter writes them (see ListRecordsRequest);
+   * empty means every field.
    *
-   * @generated from field: repeated string fields = 6;
+   * @generated from field: string field_list = 7;
    */
-  fields: string[];
+  fieldList: string;
 };
 
 /**
@@ -167,19 +168,22 @@ export type ListRecordsRequest = Message<"rowbase.records.v1.ListRecordsRequest"
   where: string;
 
   /**
-   * Field references (or row_id, created_at, updated_at), "-" prefix for descending; ties
-   * break by row_id. Empty means row_id ascending.
+   * The order, as the `sort` parameter writes it: comma-separated field references (or
+   * row_id, created_at, updated_at), "-" before one for descending, a name holding a comma
+   * double-quoted ("" is a quote); ties break by row_id. Empty means row_id ascending. The
+   * text is the client's, so errors name positions in it.
    *
-   * @generated from field: repeated string sort = 6;
+   * @generated from field: string sort_list = 10;
    */
-  sort: string[];
+  sortList: string;
 
   /**
-   * Field references; empty means every field.
+   * The fields to show, as the `fields` parameter writes them: comma-separated field
+   * references, quoted as in sort_list. Empty means every field.
    *
-   * @generated from field: repeated string fields = 7;
+   * @generated from field: string field_list = 11;
    */
-  fields: string[];
+  fieldList: string;
 
   /**
    * @generated from field: rowbase.records.v1.ResponseFormat response_format = 8;
@@ -192,7 +196,7 @@ export type ListRecordsRequest = Message<"rowbase.records.v1.ListRecordsRequest"
   richText: RichTextFormat;
 
   /**
-   * @generated from field: rowbase.records.v1.RecordCount count = 10;
+   * @generated from field: rowbase.records.v1.RecordCount count = 12;
    */
   count: RecordCount;
 };
@@ -545,9 +549,9 @@ export const BatchDeleteRecordsResponseSchema: GenMessage<BatchDeleteRecordsResp
   messageDesc(file_rowbase_records_v1_records_service, 17);
 
 /**
- * @generated from message rowbase.records.v1.GetTableOpenApiRequest
+ * @generated from message rowbase.records.v1.GetRecordSchemaRequest
  */
-export type GetTableOpenApiRequest = Message<"rowbase.records.v1.GetTableOpenApiRequest"> & {
+export type GetRecordSchemaRequest = Message<"rowbase.records.v1.GetRecordSchemaRequest"> & {
   /**
    * @generated from field: int64 table_id = 1;
    */
@@ -559,39 +563,30 @@ export type GetTableOpenApiRequest = Message<"rowbase.records.v1.GetTableOpenApi
    * @generated from field: int64 database_id = 2;
    */
   databaseId: bigint;
-
-  /**
-   * Absolute base URL for the document's servers entry (the gateway's PUBLIC_BASE_URL).
-   *
-   * @generated from field: string base_url = 3;
-   */
-  baseUrl: string;
 };
 
 /**
- * Describes the message rowbase.records.v1.GetTableOpenApiRequest.
- * Use `create(GetTableOpenApiRequestSchema)` to create a new message.
+ * Describes the message rowbase.records.v1.GetRecordSchemaRequest.
+ * Use `create(GetRecordSchemaRequestSchema)` to create a new message.
  */
-export const GetTableOpenApiRequestSchema: GenMessage<GetTableOpenApiRequest> = /*@__PURE__*/
+export const GetRecordSchemaRequestSchema: GenMessage<GetRecordSchemaRequest> = /*@__PURE__*/
   messageDesc(file_rowbase_records_v1_records_service, 18);
 
 /**
- * @generated from message rowbase.records.v1.GetTableOpenApiResponse
+ * @generated from message rowbase.records.v1.GetRecordSchemaResponse
  */
-export type GetTableOpenApiResponse = Message<"rowbase.records.v1.GetTableOpenApiResponse"> & {
+export type GetRecordSchemaResponse = Message<"rowbase.records.v1.GetRecordSchemaResponse"> & {
   /**
-   * The OpenAPI 3.1 document as JSON.
-   *
-   * @generated from field: google.protobuf.Struct document = 1;
+   * @generated from field: rowbase.records.v1.TableRecordSchema schema = 1;
    */
-  document?: JsonObject | undefined;
+  schema?: TableRecordSchema | undefined;
 };
 
 /**
- * Describes the message rowbase.records.v1.GetTableOpenApiResponse.
- * Use `create(GetTableOpenApiResponseSchema)` to create a new message.
+ * Describes the message rowbase.records.v1.GetRecordSchemaResponse.
+ * Use `create(GetRecordSchemaResponseSchema)` to create a new message.
  */
-export const GetTableOpenApiResponseSchema: GenMessage<GetTableOpenApiResponse> = /*@__PURE__*/
+export const GetRecordSchemaResponseSchema: GenMessage<GetRecordSchemaResponse> = /*@__PURE__*/
   messageDesc(file_rowbase_records_v1_records_service, 19);
 
 /**
@@ -872,14 +867,15 @@ export const RecordsService: GenService<{
     output: typeof BatchDeleteRecordsResponseSchema;
   },
   /**
-   * An OpenAPI 3.1 document of the table's record routes with its real fields.
+   * What the table's records hold: its fields and the JSON Schemas of a record's data, from
+   * which the gateway renders the table's API document.
    *
-   * @generated from rpc rowbase.records.v1.RecordsService.GetTableOpenApi
+   * @generated from rpc rowbase.records.v1.RecordsService.GetRecordSchema
    */
-  getTableOpenApi: {
+  getRecordSchema: {
     methodKind: "unary";
-    input: typeof GetTableOpenApiRequestSchema;
-    output: typeof GetTableOpenApiResponseSchema;
+    input: typeof GetRecordSchemaRequestSchema;
+    output: typeof GetRecordSchemaResponseSchema;
   },
   /**
    * Internal: the table and organization of a record, for files (which address records by

@@ -1,0 +1,473 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import {
+  mebibytes,
+  PAGE_MAX_BYTES,
+  RECORD_BATCH_MAX,
+  RECORD_LIMIT_DEFAULT,
+  RECORD_LIMIT_MAX,
+  RECORD_OFFSET_MAX,
+  REFERENCE_LIST_MAX_LENGTH,
+  WHERE_MAX_CONDITIONS,
+  WHERE_MAX_DEPTH,
+  WHERE_MAX_LENGTH,
+  WHERE_OPERATORS,
+} from "@rowbase/kit";
+import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
+import { fieldTypeName } from "../../presentation/field-types.js";
+import { errorResponses, errorSchemas } from "../../routing/openapi.js";
+import type { HttpMethod, Route } from "../../routing/route.js";
+import { MAX_ID } from "../../validation/fields.js";
+
+/** The table a document describes: the ids its paths are pinned to. */
+export interface DocumentedTable {
+  tableId: bigint;
+  databaseId: bigint;
+}
+
+const ref = (name: string): JsonObject => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: JsonObject): JsonObject => ({
+  content: { "application/json": { schema } },
+});
+
+/** `{"message": "success", "data": <data>}`. */
+function success(description: string, data: JsonObject): JsonObject {
+  return {
+    description,
+    ...json({
+      type: "object",
+      required: ["message", "data"],
+      properties: { message: { const: "success" }, data },
+    }),
+  };
+}
+
+function integerParameter(
+  name: string,
+  location: "path" | "query",
+  value: bigint,
+  description: string,
+): JsonObject {
+  return {
+    name,
+    in: location,
+    required: true,
+    description,
+    schema: { type: "integer", format: "int64", enum: [Number(value)], default: Number(value) },
+  };
+}
+
+/** A record's id: ids stay below 2^53, so that every JSON client reads them exactly. */
+const ROW_ID: JsonObject = {
+  type: "integer",
+  format: "int64",
+  minimum: 1,
+  maximum: MAX_ID,
+};
+
+const ROW_ID_PARAMETER = (location: "path" | "query"): JsonObject => ({
+  name: "row_id",
+  in: location,
+  required: true,
+  schema: ROW_ID,
+});
+
+function readParameters(schema: TableRecordSchema): JsonObject[] {
+  const names = schema.fields.map((f) => f.name);
+  return [
+    {
+      name: "response_format",
+      in: "query",
+      description: "Keys of `data`: field ids (`ids`) or field names (`names`).",
+      schema: { type: "string", enum: ["ids", "names"], default: "ids" },
+    },
+    {
+      name: "rich_text",
+      in: "query",
+      description:
+        "How long_text values come out: as stored (`markdown`), rendered and sanitised (`html`) or as text only (`plain`). A page whose long texts take over 2 s to render answers 400: ask for fewer records or for markdown.",
+      schema: { type: "string", enum: ["markdown", "html", "plain"], default: "markdown" },
+    },
+    {
+      name: "fields",
+      in: "query",
+      description: `Comma-separated field references (id or name; a name holding a comma in double quotes): only these appear in \`data\`. Fields: ${names.join(", ")}.`,
+      schema: { type: "string", maxLength: REFERENCE_LIST_MAX_LENGTH },
+    },
+  ];
+}
+
+function listParameters(schema: TableRecordSchema): JsonObject[] {
+  const sortable = schema.fields.filter((f) => f.sortable).map((f) => f.name);
+  return [
+    {
+      name: "limit",
+      in: "query",
+      description: `A page whose records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values answers 400 on \`limit\`: ask for fewer records.`,
+      schema: {
+        type: "integer",
+        minimum: 1,
+        maximum: RECORD_LIMIT_MAX,
+        default: RECORD_LIMIT_DEFAULT,
+      },
+    },
+    {
+      name: "offset",
+      in: "query",
+      schema: { type: "integer", minimum: 0, maximum: RECORD_OFFSET_MAX, default: 0 },
+    },
+    {
+      name: "count",
+      in: "query",
+      description:
+        "How `total` is counted: `exact` counts every match; `estimated` is exact up to 1,000 matches and PostgreSQL's estimate above, with `total_estimated: true`; `none` makes no count (`total` is null), the cheapest page.",
+      schema: { type: "string", enum: ["exact", "estimated", "none"], default: "exact" },
+    },
+    {
+      name: "where",
+      in: "query",
+      description: [
+        'A filter: `(ref,op[,value])` conditions joined by `~and` / `~or` (~and binds tighter), negated with `~not`, grouped with parentheses; values may be double-quoted (`""` is a quote).',
+        `Operators: ${WHERE_OPERATORS.join(", ")}. Dates also take today, yesterday, tomorrow, daysAgo:N, daysFromNow:N (UTC).`,
+        `At most ${WHERE_MAX_LENGTH} characters, depth ${WHERE_MAX_DEPTH}, ${WHERE_MAX_CONDITIONS} conditions.`,
+        "Example: `(Status,eq,Active)~and((Age,gte,18)~or(Vip,checked))`.",
+      ].join(" "),
+      schema: { type: "string", maxLength: WHERE_MAX_LENGTH },
+    },
+    {
+      name: "sort",
+      in: "query",
+      description: `Comma-separated references, \`-\` before one for descending; ties break by row_id; nulls last ascending, first descending. Sortable: ${[...sortable, "row_id", "created_at", "updated_at"].join(", ")}.`,
+      schema: { type: "string", maxLength: REFERENCE_LIST_MAX_LENGTH },
+    },
+    ...readParameters(schema),
+  ];
+}
+
+function components(schema: TableRecordSchema): JsonObject {
+  const record = (data: string): JsonObject => ({
+    type: "object",
+    required: ["row_id", "table_id", "created_at", "updated_at", "data"],
+    properties: {
+      row_id: { type: "integer", format: "int64" },
+      table_id: { type: "integer", format: "int64" },
+      created_at: { type: "string", format: "date-time" },
+      updated_at: { type: "string", format: "date-time" },
+      data: ref(data),
+    },
+  });
+  return {
+    securitySchemes: {
+      bearer: {
+        type: "http",
+        scheme: "bearer",
+        description: "An API token (`rb_...`) of the table's organization, or a member's session.",
+      },
+    },
+    schemas: {
+      Record: record("RecordData"),
+      RecordByName: record("RecordDataByName"),
+      RecordData: schema.readById ?? {},
+      RecordDataByName: schema.readByName ?? {},
+      RecordCreateData: schema.createByName ?? {},
+      RecordCreateDataById: schema.createById ?? {},
+      RecordUpdateData: schema.updateByName ?? {},
+      RecordUpdateDataById: schema.updateById ?? {},
+      ...(errorSchemas() as JsonObject),
+    },
+  };
+}
+
+/** A write's `data`: keyed by names or by ids. */
+const CREATE_DATA: JsonObject = {
+  anyOf: [ref("RecordCreateData"), ref("RecordCreateDataById")],
+};
+const UPDATE_DATA: JsonObject = {
+  anyOf: [ref("RecordUpdateData"), ref("RecordUpdateDataById")],
+};
+
+/** anyOf: a record can fit both, as one with no fields in `data` does. */
+const RECORD_OUT: JsonObject = {
+  anyOf: [ref("Record"), ref("RecordByName")],
+  description: "Keyed as response_format says.",
+};
+
+/**
+ * An OpenAPI 3.1 document of one table's record routes, both families (the v1 paths and the
+ * query form), with the table's real field names and value schemas as the records service
+ * describes them, read-only fields marked, and the list parameters. Each operation answers the
+ * errors its route in `routes` answers, as /openapi.json gives them.
+ */
+export function tableOpenApi(
+  schema: TableRecordSchema,
+  table: DocumentedTable,
+  routes: readonly Route[],
+  baseUrl: string,
+): JsonObject {
+  const v1 = `/public/v1/databases/{database_id}/tables/{table_id}`;
+  const responses = (method: HttpMethod, template: string, ok: JsonObject): JsonObject => {
+    const path = template.replace(/\{(\w+)\}/g, ":$1");
+    const route = routes.find((r) => r.method === method && r.path === path);
+    if (!route) throw new Error(`no route serves ${method} ${template}`);
+    return { "200": ok, ...(errorResponses(route) as JsonObject) };
+  };
+  const pathIds = [
+    integerParameter("database_id", "path", table.databaseId, "This table's database."),
+    integerParameter("table_id", "path", table.tableId, "This table."),
+  ];
+  const queryTable = integerParameter("table_id", "query", table.tableId, "This table.");
+  const queryDatabase = (required: boolean): JsonObject => ({
+    ...integerParameter("database_id", "query", table.databaseId, "This table's database."),
+    required,
+  });
+  const security: JsonValue = [{ bearer: [] }];
+  const op = (operation: JsonObject): JsonObject => ({ security, ...operation });
+  const createBody = (key: string): JsonObject => ({
+    required: true,
+    ...json({
+      type: "object",
+      required: [key],
+      additionalProperties: false,
+      properties: { [key]: CREATE_DATA },
+    }),
+  });
+  const updateBody: JsonObject = {
+    required: true,
+    ...json({
+      type: "object",
+      required: ["data"],
+      additionalProperties: false,
+      properties: { data: UPDATE_DATA },
+    }),
+  };
+  const batchBody = (key: string, items: JsonObject): JsonObject => ({
+    required: true,
+    ...json({
+      type: "object",
+      required: [key],
+      additionalProperties: false,
+      properties: {
+        [key]: { type: "array", minItems: 1, maxItems: RECORD_BATCH_MAX, items },
+      },
+    }),
+  });
+  const recordAnswer = (description: string) =>
+    success(description, {
+      type: "object",
+      required: ["record"],
+      properties: { record: RECORD_OUT },
+    });
+  const listAnswer = success("A page of records", {
+    type: "object",
+    required: ["records", "total", "has_more", "limit", "offset"],
+    properties: {
+      records: { type: "array", items: RECORD_OUT },
+      total: {
+        type: ["integer", "null"],
+        description: "Every record that matches `where`; null with `count=none`.",
+      },
+      total_estimated: {
+        const: true,
+        description: "Present when `total` is PostgreSQL's estimate (`count=estimated`).",
+      },
+      has_more: { type: "boolean", description: "Whether another page follows this one." },
+      limit: { type: "integer" },
+      offset: { type: "integer" },
+    },
+  });
+  const deleteAnswer = success("Deleted", {
+    type: "object",
+    required: ["deleted_id"],
+    properties: { deleted_id: { type: "integer", format: "int64" } },
+  });
+  const recordsAnswer = (description: string) =>
+    success(description, {
+      type: "object",
+      required: ["records"],
+      properties: { records: { type: "array", items: ref("Record") } },
+    });
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: `Rowbase table ${schema.tableName}`,
+      version: "1.0.0",
+      description: `The record routes of table ${table.tableId} (database ${table.databaseId}) with its fields: ${schema.fields.map((f) => `${f.name} (${fieldTypeName(f.type)}, id ${f.fieldId})`).join(", ")}. A method not listed for a path answers 405 \`method_not_allowed\`: PUT does not replace records, PATCH changes them. The rules behind these routes (the query language, limits, errors) are in the API reference, \`docs/routes/records.md\` in the project.`,
+    },
+    ...(baseUrl ? { servers: [{ url: baseUrl }] } : {}),
+    security,
+    paths: {
+      [`${v1}/records`]: {
+        parameters: pathIds,
+        get: op({
+          operationId: "listRecords",
+          summary: "List records",
+          parameters: listParameters(schema),
+          responses: responses("GET", `${v1}/records`, listAnswer),
+        }),
+        post: op({
+          operationId: "createRecord",
+          summary: "Create a record",
+          requestBody: createBody("data"),
+          responses: responses(
+            "POST",
+            `${v1}/records`,
+            recordAnswer("The created record, keyed by field id"),
+          ),
+        }),
+      },
+      [`${v1}/records/{row_id}`]: {
+        parameters: [...pathIds, ROW_ID_PARAMETER("path")],
+        get: op({
+          operationId: "getRecord",
+          summary: "Get a record",
+          parameters: readParameters(schema),
+          responses: responses("GET", `${v1}/records/{row_id}`, recordAnswer("The record")),
+        }),
+        patch: op({
+          operationId: "updateRecord",
+          summary: "Change the named fields of a record",
+          requestBody: updateBody,
+          responses: responses(
+            "PATCH",
+            `${v1}/records/{row_id}`,
+            recordAnswer("The updated record, keyed by field id"),
+          ),
+        }),
+        delete: op({
+          operationId: "deleteRecord",
+          summary: "Delete a record",
+          responses: responses("DELETE", `${v1}/records/{row_id}`, deleteAnswer),
+        }),
+      },
+      [`${v1}/records/batch`]: {
+        parameters: pathIds,
+        post: op({
+          operationId: "batchCreateRecords",
+          summary: `Create 1-${RECORD_BATCH_MAX} records, all or none`,
+          requestBody: batchBody("records", {
+            type: "object",
+            required: ["data"],
+            additionalProperties: false,
+            properties: { data: CREATE_DATA },
+          }),
+          responses: responses(
+            "POST",
+            `${v1}/records/batch`,
+            recordsAnswer("The created records in request order"),
+          ),
+        }),
+        patch: op({
+          operationId: "batchUpdateRecords",
+          summary: `Change 1-${RECORD_BATCH_MAX} records, all or none`,
+          requestBody: batchBody("records", {
+            type: "object",
+            required: ["row_id", "data"],
+            additionalProperties: false,
+            properties: { row_id: ROW_ID, data: UPDATE_DATA },
+          }),
+          responses: responses(
+            "PATCH",
+            `${v1}/records/batch`,
+            recordsAnswer("The updated records in request order"),
+          ),
+        }),
+      },
+      [`${v1}/records/batch_delete`]: {
+        parameters: pathIds,
+        post: op({
+          operationId: "batchDeleteRecords",
+          summary: `Delete 1-${RECORD_BATCH_MAX} records, all or none (an unknown id deletes nothing: 404)`,
+          requestBody: batchBody("row_ids", ROW_ID),
+          responses: responses(
+            "POST",
+            `${v1}/records/batch_delete`,
+            success("Deleted", {
+              type: "object",
+              required: ["deleted_ids"],
+              properties: {
+                deleted_ids: { type: "array", items: { type: "integer", format: "int64" } },
+              },
+            }),
+          ),
+        }),
+      },
+      [`${v1}/openapi.json`]: {
+        parameters: pathIds,
+        get: op({
+          operationId: "getTableOpenApi",
+          summary: "This document",
+          responses: responses("GET", `${v1}/openapi.json`, {
+            description: "An OpenAPI 3.1 document, without an envelope",
+            ...json({
+              type: "object",
+              required: ["openapi", "info", "paths"],
+              properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+            }),
+          }),
+        }),
+      },
+      "/public/record/create": {
+        post: op({
+          operationId: "publicCreateRecord",
+          summary: "Create a record (query form)",
+          parameters: [queryTable],
+          requestBody: createBody("data"),
+          responses: responses(
+            "POST",
+            "/public/record/create",
+            recordAnswer("The created record, keyed by field id"),
+          ),
+        }),
+      },
+      "/public/record/get": {
+        get: op({
+          operationId: "publicGetRecord",
+          summary: "Get a record (query form)",
+          parameters: [
+            queryTable,
+            ROW_ID_PARAMETER("query"),
+            queryDatabase(false),
+            ...readParameters(schema),
+          ],
+          responses: responses("GET", "/public/record/get", recordAnswer("The record")),
+        }),
+      },
+      "/public/record/list": {
+        get: op({
+          operationId: "publicListRecords",
+          summary: "List records (query form)",
+          parameters: [queryDatabase(true), queryTable, ...listParameters(schema)],
+          responses: responses("GET", "/public/record/list", listAnswer),
+        }),
+      },
+      "/public/record/update": {
+        put: op({
+          operationId: "publicUpdateRecord",
+          summary: "Change the named fields of a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          requestBody: updateBody,
+          responses: responses(
+            "PUT",
+            "/public/record/update",
+            recordAnswer("The updated record, keyed by field id"),
+          ),
+        }),
+      },
+      "/public/record/delete": {
+        post: op({
+          operationId: "publicDeleteRecord",
+          summary: "Delete a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          responses: responses("POST", "/public/record/delete", deleteAnswer),
+        }),
+        delete: op({
+          operationId: "publicDeleteRecordByDelete",
+          summary: "Delete a record (query form)",
+          parameters: [queryTable, ROW_ID_PARAMETER("query")],
+          responses: responses("DELETE", "/public/record/delete", deleteAnswer),
+        }),
+      },
+    },
+    components: components(schema),
+  };
+}
