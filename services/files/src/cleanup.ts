@@ -1,5 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { CallContext, ChangeSet, Transactions, Within } from "./change-set.js";
+import type { CallContext, Within } from "@rowbase/kit";
+import type { ChangeSet, Transactions } from "./change-set.js";
 import { lockScopesExclusive, markDeleted, type ScopeKind } from "./db/scopes.js";
 import { releaseUsage } from "./stored-file.js";
 
@@ -9,7 +10,7 @@ const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
   field: "field_id",
 };
 
-const NOTHING: Within<number> = { result: 0, afterCommit: () => {} };
+const NOTHING: Within<number> = { result: 0, afterCommit: async () => {} };
 
 /** How many files one transaction of `deleteScopesInChunks` deletes. */
 export const SCOPE_DELETE_CHUNK = 1000;

@@ -1,6 +1,13 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Logger } from "@rowbase/kit";
-import { Code, ConnectError, changesBetween, validationFailed, valuesSet } from "@rowbase/kit";
+import {
+  type Call,
+  Code,
+  ConnectError,
+  changesBetween,
+  validationFailed,
+  valuesSet,
+} from "@rowbase/kit";
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
@@ -9,7 +16,7 @@ import {
   type PairTarget,
   recordNotFound,
 } from "./access.js";
-import type { Call, ChangeSet, Transactions } from "./change-set.js";
+import type { ChangeSet, Transactions } from "./change-set.js";
 import { deletedScopeOf, lockPair, lockScopesShared, type Scope } from "./db/scopes.js";
 import { type RequestedRange, type ResolvedRange, resolveRange } from "./domain/byte-range.js";
 import { ContentSniffer } from "./domain/content-sniffer.js";
