@@ -2,7 +2,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import type { CallContext, Within } from "@rowbase/kit";
 import type { ChangeSet, Transactions } from "./change-set.js";
 import { lockScopesExclusive, markDeleted, type ScopeKind } from "./db/scopes.js";
-import { releaseUsage } from "./stored-file.js";
+import { releaseUsage } from "./db/stored-file.js";
 
 const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
   organization: "organization_id",

@@ -18,6 +18,15 @@ import {
 } from "./access.js";
 import type { ChangeSet, Transactions } from "./change-set.js";
 import { deletedScopeOf, lockPair, lockScopesShared, type Scope } from "./db/scopes.js";
+import {
+  FILE_COLUMNS,
+  type FileRecord,
+  liveFile,
+  RETENTION_DAYS,
+  returningFile,
+  type StoredFile,
+  storedFileOf,
+} from "./db/stored-file.js";
 import { type RequestedRange, type ResolvedRange, resolveRange } from "./domain/byte-range.js";
 import { ContentSniffer } from "./domain/content-sniffer.js";
 import { type Disposition, dispositionFor } from "./domain/disposition.js";
@@ -30,15 +39,6 @@ import {
   BlobTooLargeError,
   newStorageKey,
 } from "./storage/index.js";
-import {
-  FILE_COLUMNS,
-  type FileRecord,
-  liveFile,
-  RETENTION_DAYS,
-  returningFile,
-  type StoredFile,
-  storedFileOf,
-} from "./stored-file.js";
 import type { Upstream } from "./upstream.js";
 
 export interface FilesDeps {

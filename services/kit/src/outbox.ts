@@ -20,7 +20,10 @@ create table outbox (
 create index outbox_pending on outbox (seq) where published_at is null;
 `;
 
-/** The outbox row as an entity, so that every service's ORM knows the table. */
+/**
+ * The outbox row as an entity. Events are written and relayed with SQL; the entity is there
+ * because MikroORM refuses to start with none, and records and files map no table of their own.
+ */
 export const OutboxEvent = defineEntity({
   name: "OutboxEvent",
   tableName: "outbox",
