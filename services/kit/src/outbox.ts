@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
-import { type EventBus, undeliverable } from "./bus.js";
+import type { EventBus } from "./bus.js";
 import type { Orm } from "./db.js";
+import { undeliverable } from "./dead-letters.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, outboxMetrics, processMetricsRegistry } from "./metrics.js";
 import { query } from "./sql.js";
