@@ -1,12 +1,12 @@
 import { LockMode } from "@mikro-orm/postgresql";
-import { changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
+import { type Call, changesBetween, SUBJECTS, valuesRemoved, valuesSet } from "@rowbase/kit";
 import {
   DatabaseCreatedSchema,
   DatabaseDeletedSchema,
   DatabaseUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, notFound } from "./access.js";
-import type { Call, ChangeSet, Transactions } from "./change-set.js";
+import type { ChangeSet, Transactions } from "./change-set.js";
 import {
   lockOrganizationExclusive,
   lockOrganizationShared,

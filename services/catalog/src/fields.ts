@@ -3,6 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  type Call,
   changesBetween,
   type JsonValue,
   SUBJECTS,
@@ -33,7 +34,7 @@ import {
   FieldUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, scopeOf } from "./access.js";
-import type { Call, Transactions } from "./change-set.js";
+import type { Transactions } from "./change-set.js";
 import { FIELD_NAME_KEY, fieldNameUsed, otherFieldsBytes, violates } from "./db/constraints.js";
 import { Field, type FieldRow } from "./db/entities.js";
 import {

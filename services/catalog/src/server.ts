@@ -1,7 +1,13 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import { Code, domainError, requestIdOf, requirePrincipal, requireService } from "@rowbase/kit";
+import {
+  type Call,
+  Code,
+  domainError,
+  requestIdOf,
+  requirePrincipal,
+  requireService,
+} from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import type { Call } from "./change-set.js";
 import type { Databases } from "./databases.js";
 import type { Fields } from "./fields.js";
 import type { Tables } from "./tables.js";

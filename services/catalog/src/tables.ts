@@ -1,4 +1,5 @@
 import {
+  type Call,
   changesBetween,
   SUBJECTS,
   type ValidationItem,
@@ -19,7 +20,7 @@ import {
   TableUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
 import { type Access, notFound, scopeOf } from "./access.js";
-import type { Call, Transactions } from "./change-set.js";
+import type { Transactions } from "./change-set.js";
 import {
   databaseFull,
   FIELD_NAME_KEY,

@@ -1,9 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
-import { Code, callAs, createServiceClient, errorInfoOf } from "@rowbase/kit";
+import { type CallContext, Code, callAs, createServiceClient, errorInfoOf } from "@rowbase/kit";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import type { CallContext } from "./change-set.js";
 import { fieldTypeChangeInvalid } from "./errors.js";
 
 /**

@@ -1,33 +1,20 @@
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuditChange } from "@rowbase/kit";
 import {
   auditChangesJson,
+  ChangeSet as BaseChangeSet,
+  Transactions as BaseTransactions,
+  type CallContext,
   type Logger,
   type Orm,
   type OutboxRelay,
-  type Principal,
-  publishEvent,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
-
-/**
- * Who is calling and for which request; events carry both. The principal is absent when files
- * acts on its own (deletion sagas, the purge job): events then name the system.
- */
-export interface CallContext {
-  principal: Principal | undefined;
-  requestId: string;
-}
-
-/** A call with a verified principal. */
-export interface Call extends CallContext {
-  principal: Principal;
-}
 
 /** Where an audited file lives. */
 export interface AuditScope {
@@ -37,33 +24,16 @@ export interface AuditScope {
 }
 
 /**
- * What one transaction changes besides its rows: events written to the outbox, published if
- * and only if the transaction commits; storage keys whose bytes can go once it has committed.
+ * What one files transaction changes besides its rows (kit `ChangeSet`): its audit events, and
+ * the storage keys whose bytes can go once it has committed.
  */
-export class ChangeSet {
-  private events = 0;
-  /** Bytes no row refers to any more once this commits (queued in blob_gc too). */
-  readonly releasedKeys: string[] = [];
-
+export class ChangeSet extends BaseChangeSet {
   constructor(
-    readonly em: EntityManager,
-    private readonly context: CallContext,
-  ) {}
-
-  get enqueuedEvents(): number {
-    return this.events;
-  }
-
-  async publish<D extends DescMessage>(
-    subject: string,
-    schema: D,
-    init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): Promise<void> {
-    await publishEvent(this.em, subject, schema, init, {
-      ...(this.context.principal ? { principal: this.context.principal } : {}),
-      requestId: this.context.requestId,
-    });
-    this.events += 1;
+    em: EntityManager,
+    context: CallContext,
+    private readonly onReleased: (keys: string[]) => void,
+  ) {
+    super(em, context);
   }
 
   /** An audit event `audit.file.<verb>` on the AUDIT stream; the target is the pair. */
@@ -87,7 +57,10 @@ export class ChangeSet {
     });
   }
 
-  /** Queues bytes for deletion in this transaction; they go after the commit. */
+  /**
+   * Queues bytes no row refers to any more in `blob_gc`, in this transaction; they are handed to
+   * the collector once it has committed.
+   */
   async releaseBlobs(keys: string[]): Promise<void> {
     if (keys.length === 0) return;
     await this.em.execute(
@@ -95,61 +68,21 @@ export class ChangeSet {
        on conflict (storage_key) do update set due_at = now()`,
       [keys],
     );
-    this.releasedKeys.push(...keys);
+    this.afterCommit(() => this.onReleased(keys));
   }
 }
 
 /**
- * Runs write transactions; after a commit it wakes the outbox relay when events were enqueued
- * and hands released storage keys to `onReleased` (the blob collector).
+ * Files' transactions, each with a files `ChangeSet`; released storage keys go to `onReleased`
+ * (the blob collector) after the commit.
  */
-export class Transactions {
+export class Transactions extends BaseTransactions<ChangeSet> {
   constructor(
-    private readonly orm: Orm,
-    private readonly relay: Pick<OutboxRelay, "kick">,
-    readonly logger: Logger,
-    private readonly onReleased: (keys: string[]) => void = () => {},
-  ) {}
-
-  /** A fresh EntityManager for reads outside a transaction. */
-  em(): EntityManager {
-    return this.orm.em.fork();
+    orm: Orm,
+    relay: Pick<OutboxRelay, "kick">,
+    logger: Logger,
+    onReleased: (keys: string[]) => void = () => {},
+  ) {
+    super(orm, relay, logger, (em, context) => new ChangeSet(em, context, onReleased));
   }
-
-  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    let done: (() => void) | undefined;
-    const result = await this.orm.em.fork().transactional(async (em) => {
-      const within = await this.within(em, context, work);
-      done = within.afterCommit;
-      return within.result;
-    });
-    done?.();
-    return result;
-  }
-
-  /**
-   * Runs `work` in a transaction another owner commits (a `consumeOnce` handler's): returns its
-   * result and what to do once that transaction has committed (the same as `run` does).
-   */
-  async within<T>(
-    em: EntityManager,
-    context: CallContext,
-    work: (changes: ChangeSet) => Promise<T>,
-  ): Promise<Within<T>> {
-    const changes = new ChangeSet(em, context);
-    const result = await work(changes);
-    return {
-      result,
-      afterCommit: () => {
-        if (changes.enqueuedEvents > 0) this.relay.kick();
-        if (changes.releasedKeys.length > 0) this.onReleased(changes.releasedKeys);
-      },
-    };
-  }
-}
-
-/** What `work` returned in another owner's transaction, and what to do once it committed. */
-export interface Within<T> {
-  result: T;
-  afterCommit: () => void;
 }

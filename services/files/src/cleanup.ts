@@ -1,7 +1,8 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
-import type { CallContext, ChangeSet, Transactions, Within } from "./change-set.js";
+import type { CallContext, Within } from "@rowbase/kit";
+import type { ChangeSet, Transactions } from "./change-set.js";
 import { lockScopesExclusive, markDeleted, type ScopeKind } from "./db/scopes.js";
-import { releaseUsage } from "./stored-file.js";
+import { releaseUsage } from "./db/stored-file.js";
 
 const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
   organization: "organization_id",
@@ -9,7 +10,7 @@ const COLUMN: Record<Exclude<ScopeKind, "row">, string> = {
   field: "field_id",
 };
 
-const NOTHING: Within<number> = { result: 0, afterCommit: () => {} };
+const NOTHING: Within<number> = { result: 0, afterCommit: async () => {} };
 
 /** How many files one transaction of `deleteScopesInChunks` deletes. */
 export const SCOPE_DELETE_CHUNK = 1000;

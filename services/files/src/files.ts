@@ -1,6 +1,13 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Logger } from "@rowbase/kit";
-import { Code, ConnectError, changesBetween, validationFailed, valuesSet } from "@rowbase/kit";
+import {
+  type Call,
+  Code,
+  ConnectError,
+  changesBetween,
+  validationFailed,
+  valuesSet,
+} from "@rowbase/kit";
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
@@ -9,8 +16,17 @@ import {
   type PairTarget,
   recordNotFound,
 } from "./access.js";
-import type { Call, ChangeSet, Transactions } from "./change-set.js";
+import type { ChangeSet, Transactions } from "./change-set.js";
 import { deletedScopeOf, lockPair, lockScopesShared, type Scope } from "./db/scopes.js";
+import {
+  FILE_COLUMNS,
+  type FileRecord,
+  liveFile,
+  RETENTION_DAYS,
+  returningFile,
+  type StoredFile,
+  storedFileOf,
+} from "./db/stored-file.js";
 import { type RequestedRange, type ResolvedRange, resolveRange } from "./domain/byte-range.js";
 import { ContentSniffer } from "./domain/content-sniffer.js";
 import { type Disposition, dispositionFor } from "./domain/disposition.js";
@@ -23,15 +39,6 @@ import {
   BlobTooLargeError,
   newStorageKey,
 } from "./storage/index.js";
-import {
-  FILE_COLUMNS,
-  type FileRecord,
-  liveFile,
-  RETENTION_DAYS,
-  returningFile,
-  type StoredFile,
-  storedFileOf,
-} from "./stored-file.js";
 import type { Upstream } from "./upstream.js";
 
 export interface FilesDeps {

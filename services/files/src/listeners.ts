@@ -3,6 +3,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   type AfterCommit,
   type BusMessage,
+  type CallContext,
   consumeOnce,
   type EventBus,
   type Logger,
@@ -25,7 +26,6 @@ import {
   PlanChangedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
-import type { CallContext } from "./change-set.js";
 import type { Cleanup } from "./cleanup.js";
 import type { Upstream } from "./upstream.js";
 
@@ -159,8 +159,8 @@ export async function listen(
       kind,
       ids,
     );
-    return () => {
-      afterCommit();
+    return async () => {
+      await afterCommit();
       logger.info({ ...log, files: result }, what);
     };
   };
@@ -218,8 +218,8 @@ export async function listen(
             systemContext(message, event.meta?.requestId),
             event.rowIds,
           );
-          return () => {
-            afterCommit();
+          return async () => {
+            await afterCommit();
             if (n > 0) {
               logger.info(
                 { rows: event.rowIds.length, files: n },

@@ -1,7 +1,7 @@
 import type { Logger, Orm } from "@rowbase/kit";
 import type { Transactions } from "./change-set.js";
+import { RETENTION_DAYS, releaseUsage } from "./db/stored-file.js";
 import type { BlobStore } from "./storage/index.js";
-import { RETENTION_DAYS, releaseUsage } from "./stored-file.js";
 
 export interface MaintenanceOptions {
   /** Between two rounds of purging and collecting. */

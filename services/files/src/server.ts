@@ -1,7 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
-import { requestIdOf, requirePrincipal, requireService, validationFailed } from "@rowbase/kit";
+import {
+  type Call,
+  requestIdOf,
+  requirePrincipal,
+  requireService,
+  validationFailed,
+} from "@rowbase/kit";
 import {
   ContentDisposition,
   type FileServeHeader,
@@ -12,7 +18,6 @@ import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import type { Call } from "./change-set.js";
 import type { Files, ServedFile } from "./files.js";
 import { toFileInfo } from "./wire.js";
 

@@ -13,7 +13,6 @@ import { Access } from "./access.js";
 import { Transactions } from "./change-set.js";
 import { Cleanup } from "./cleanup.js";
 import { type FilesConfig, storageSettingsOf } from "./config.js";
-import { entities } from "./db/entities.js";
 import { Files } from "./files.js";
 import { DURABLES, listen } from "./listeners.js";
 import { Maintenance, type MaintenanceOptions } from "./maintenance.js";
@@ -25,7 +24,12 @@ import { Upstream } from "./upstream.js";
 
 export const SCHEMA = "files";
 
-const database = serviceDatabase(SCHEMA, entities, migrations);
+/**
+ * The files ORM maps no entity of its own: files works on its rows in sets and conditional
+ * statements through parameterised SQL (`db/stored-file.ts`, `db/scopes.ts`); the ORM gives it
+ * connections, transactions and migrations.
+ */
+const database = serviceDatabase(SCHEMA, [], migrations);
 export const createFilesOrm = database.open;
 export const migrateFiles = database.migrate;
 

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type FileInfo, FileInfoSchema } from "@rowbase/proto/rowbase/files/v1/files_pb";
-import type { StoredFile } from "./stored-file.js";
+import type { StoredFile } from "./db/stored-file.js";
 
 export function toFileInfo(file: StoredFile): FileInfo {
   return create(FileInfoSchema, {

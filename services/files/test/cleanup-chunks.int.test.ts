@@ -1,7 +1,7 @@
-import { createLogger, type Orm, query } from "@rowbase/kit";
+import { type CallContext, createLogger, type Orm, query } from "@rowbase/kit";
 import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CallContext, Transactions } from "../src/change-set.js";
+import { Transactions } from "../src/change-set.js";
 import { Cleanup } from "../src/cleanup.js";
 import { createFilesOrm, migrateFiles } from "../src/service.js";
 

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { defineEntity, type EntityManager, p } from "@mikro-orm/postgresql";
-import { type EventBus, undeliverable } from "./bus.js";
+import type { EventBus } from "./bus.js";
 import type { Orm } from "./db.js";
+import { undeliverable } from "./dead-letters.js";
 import type { Logger } from "./logger.js";
 import { type MetricsRegistry, outboxMetrics, processMetricsRegistry } from "./metrics.js";
 import { query } from "./sql.js";
@@ -20,7 +21,10 @@ create table outbox (
 create index outbox_pending on outbox (seq) where published_at is null;
 `;
 
-/** The outbox row as an entity, so that every service's ORM knows the table. */
+/**
+ * The outbox row as an entity. Events are written and relayed with SQL; the entity is there
+ * because MikroORM refuses to start with none, and records and files map no table of their own.
+ */
 export const OutboxEvent = defineEntity({
   name: "OutboxEvent",
   tableName: "outbox",

@@ -1,7 +1,8 @@
 import type { z } from "zod";
-import { createBus, type EventBus } from "./bus.js";
+import type { EventBus } from "./bus.js";
 import { type Cache, createCache } from "./cache.js";
 import { ConfigError, parseConfig } from "./config.js";
+import { createBus } from "./create-bus.js";
 import { type GrpcServer, type GrpcServerOptions, startGrpcServer } from "./grpc-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startObservability } from "./observability.js";

@@ -1,8 +1,9 @@
 import pg from "pg";
-import { type BusMessage, NatsBus } from "./bus.js";
+import type { BusMessage } from "./bus.js";
 import { RedisCache } from "./cache.js";
 import { STREAMS } from "./events.js";
 import { createLogger, type Logger } from "./logger.js";
+import { NatsBus } from "./nats-bus.js";
 import type { Principal } from "./principal.js";
 import {
   createTestDatabase,

@@ -1,4 +1,4 @@
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuditChange } from "@rowbase/kit";
 import {
@@ -6,15 +6,17 @@ import {
   API_TOKEN_REVOKED_SECONDS,
   apiTokenCacheKey,
   auditChangesJson,
+  ChangeSet as BaseChangeSet,
+  Transactions as BaseTransactions,
   type Cache,
+  type Call,
+  type CallContext,
   cachePlan,
   type Logger,
   markMembershipChanged,
   markOrganizationDeleted,
   type Orm,
   type OutboxRelay,
-  type Principal,
-  publishEvent,
   SUBJECTS,
 } from "@rowbase/kit";
 import {
@@ -23,48 +25,32 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 
-/** Who is calling and for which request; events carry both. */
-export interface CallContext {
-  principal: Principal;
-  requestId: string;
-}
-
 /** A call by a signed-in user. */
-export interface UserCall extends CallContext {
+export interface UserCall extends Call {
   userId: bigint;
 }
 
 export type AuditTargetType = "organization" | "member" | "invite" | "api_token";
 
 /**
- * What one transaction changes besides its rows: events written to the outbox (published if and
- * only if the transaction commits) and cache entries to evict once it has committed.
+ * What one organization transaction changes besides its rows (kit `ChangeSet`): its audit events,
+ * and the cache entries it changes, marked once it has committed.
  */
-export class ChangeSet {
-  readonly evictions = new Set<string>();
-  readonly revokedTokens = new Set<string>();
+export class ChangeSet extends BaseChangeSet {
+  private readonly evictions = new Set<string>();
+  private readonly revokedTokens = new Set<string>();
   /** The new plan version and limits of each organization whose plan changed. */
-  readonly changedPlans = new Map<bigint, { version: bigint; limits: PlanLimits }>();
+  private readonly changedPlans = new Map<bigint, { version: bigint; limits: PlanLimits }>();
   /** Deleted organizations, whose plan entries are marked so after the commit. */
-  readonly deletedOrganizations = new Set<bigint>();
-  private events = 0;
+  private readonly deletedOrganizations = new Set<bigint>();
 
   constructor(
-    readonly em: EntityManager,
-    private readonly context: CallContext,
-  ) {}
-
-  get enqueuedEvents(): number {
-    return this.events;
-  }
-
-  async publish<D extends DescMessage>(
-    subject: string,
-    schema: D,
-    init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): Promise<void> {
-    await publishEvent(this.em, subject, schema, init, this.context);
-    this.events += 1;
+    em: EntityManager,
+    context: CallContext,
+    private readonly cache: Cache,
+  ) {
+    super(em, context);
+    this.afterCommit(() => this.markCache());
   }
 
   /** An audit event `audit.<type>.<verb>` on the AUDIT stream. */
@@ -111,53 +97,28 @@ export class ChangeSet {
   revokeCachedToken(tokenHash: string): void {
     this.revokedTokens.add(tokenHash);
   }
+
+  /**
+   * Marks the changed cache entries, all at once. Entries live only seconds, and member and plan
+   * events evict them again.
+   */
+  private async markCache(): Promise<void> {
+    await Promise.all([
+      ...(this.evictions.size > 0 ? [markMembershipChanged(this.cache, this.evictions)] : []),
+      ...[...this.changedPlans].map(([id, { version, limits }]) =>
+        cachePlan(this.cache, id, version, limits),
+      ),
+      ...[...this.deletedOrganizations].map((id) => markOrganizationDeleted(this.cache, id)),
+      ...[...this.revokedTokens].map((hash) =>
+        this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
+      ),
+    ]);
+  }
 }
 
-/**
- * Runs write transactions: after a commit it wakes the outbox relay and evicts caches; after a
- * rollback it does neither.
- */
-export class Transactions {
-  constructor(
-    private readonly orm: Orm,
-    private readonly relay: Pick<OutboxRelay, "kick">,
-    private readonly cache: Cache,
-    private readonly logger: Logger,
-  ) {}
-
-  /** A fresh EntityManager for reads outside a transaction. */
-  em(): EntityManager {
-    return this.orm.em.fork();
-  }
-
-  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    let changes: ChangeSet | undefined;
-    const result = await this.orm.em.fork().transactional(async (em) => {
-      changes = new ChangeSet(em, context);
-      return work(changes);
-    });
-    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
-    if (
-      changes &&
-      (changes.evictions.size > 0 ||
-        changes.revokedTokens.size > 0 ||
-        changes.changedPlans.size > 0 ||
-        changes.deletedOrganizations.size > 0)
-    ) {
-      // The change is committed: a cache that cannot be reached must not turn it into a failed
-      // call. Entries live only seconds, and member and plan events evict them again.
-      const done = changes;
-      await Promise.all([
-        markMembershipChanged(this.cache, done.evictions),
-        ...[...done.changedPlans].map(([id, { version, limits }]) =>
-          cachePlan(this.cache, id, version, limits),
-        ),
-        ...[...done.deletedOrganizations].map((id) => markOrganizationDeleted(this.cache, id)),
-        ...[...done.revokedTokens].map((hash) =>
-          this.cache.set(apiTokenCacheKey(hash), API_TOKEN_NOT_FOUND, API_TOKEN_REVOKED_SECONDS),
-        ),
-      ]).catch((error: unknown) => this.logger.warn({ err: error }, "cache eviction failed"));
-    }
-    return result;
+/** Organization's transactions, each with an organization `ChangeSet`. */
+export class Transactions extends BaseTransactions<ChangeSet> {
+  constructor(orm: Orm, relay: Pick<OutboxRelay, "kick">, cache: Cache, logger: Logger) {
+    super(orm, relay, logger, (em, context) => new ChangeSet(em, context, cache));
   }
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { LockMode } from "@mikro-orm/postgresql";
+import type { Call } from "@rowbase/kit";
 import {
   Code,
   changesBetween,
@@ -22,7 +23,7 @@ import {
   PlanChangedSchema,
 } from "@rowbase/proto/rowbase/events/v1/org_events_pb";
 import { authorize } from "./access.js";
-import type { CallContext, Transactions, UserCall } from "./change-set.js";
+import type { Transactions, UserCall } from "./change-set.js";
 import { lockOwnedOrganizations, ownedOrganizations, violates } from "./db/constraints.js";
 import { ApiToken, Member, Organization, type OrganizationRow } from "./db/entities.js";
 import {
@@ -385,7 +386,7 @@ export class Organizations {
    * call; the other plans have fixed limits and refuse any.
    */
   async setPlan(
-    context: CallContext,
+    context: Call,
     organizationId: bigint,
     plan: Plan | undefined,
     enterpriseLimits: PlanLimits | undefined,

@@ -1,5 +1,4 @@
-import type { Authorizer, Permission, Role } from "@rowbase/kit";
-import type { Call } from "./change-set.js";
+import type { Authorizer, Call, Permission, Role } from "@rowbase/kit";
 import { tableNotFound } from "./errors.js";
 import type { TableSchema, TableSchemas } from "./table-schema.js";
 

@@ -1,11 +1,12 @@
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
-import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   auditChangesJson,
+  ChangeSet as BaseChangeSet,
+  Transactions as BaseTransactions,
   batchAuditEvents,
   buildAuditEvent,
   buildEvent,
-  type EventContext,
+  type CallContext,
   enqueueEvents,
   type Logger,
   type Orm,
@@ -18,20 +19,6 @@ import {
   AuditEvent_TargetSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { ValueChange } from "./domain/audit.js";
-
-/**
- * Who is calling and for which request; events carry both. The principal is absent when records
- * acts on its own (catalog and organization events): events then name the system.
- */
-export interface CallContext {
-  principal: Principal | undefined;
-  requestId: string;
-}
-
-/** A call with a verified principal. */
-export interface Call extends CallContext {
-  principal: Principal;
-}
 
 /** Where a record lives, for its events and audit entries. */
 export interface RecordScope {
@@ -48,23 +35,15 @@ export function actorName(principal: Principal | undefined): string {
 }
 
 /**
- * What one transaction (or one statement, `Transactions.once`) changes besides its rows: events
- * written to the outbox, published if and only if the change commits.
+ * What one records transaction (or one statement, `Transactions.once`) changes besides its rows
+ * (kit `ChangeSet`): its events are gathered and written to the outbox together, in one
+ * statement before the commit (`flush`) or with the statement that makes the change
+ * (`takeEvents`).
  */
-export class ChangeSet {
+export class ChangeSet extends BaseChangeSet {
   private readonly pending: OutboxEntry[] = [];
   /** Audit events, sent together at `flush` (`batchAuditEvents`). */
   private readonly audits: AuditEvent[] = [];
-  private events = 0;
-
-  constructor(
-    readonly em: EntityManager,
-    readonly context: CallContext,
-  ) {}
-
-  get enqueuedEvents(): number {
-    return this.events;
-  }
 
   /** Events added and not yet written or taken. */
   get untaken(): number {
@@ -72,28 +51,13 @@ export class ChangeSet {
   }
 
   /** Adds an event; it reaches the outbox with the others at `flush`, before the commit. */
-  async publish<D extends DescMessage>(
+  override async publish<D extends DescMessage>(
     subject: string,
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
   ): Promise<void> {
-    this.pending.push(this.event(subject, schema, init));
-  }
-
-  private event<D extends DescMessage>(
-    subject: string,
-    schema: D,
-    init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): OutboxEntry {
     this.events += 1;
-    return buildEvent(subject, schema, init, this.eventContext());
-  }
-
-  private eventContext(): EventContext {
-    return {
-      ...(this.context.principal ? { principal: this.context.principal } : {}),
-      requestId: this.context.requestId,
-    };
+    this.pending.push(buildEvent(subject, schema, init, this.eventContext()));
   }
 
   /**
@@ -103,6 +67,10 @@ export class ChangeSet {
   async flush(): Promise<void> {
     const entries = this.takeEvents();
     if (entries.length > 0) await enqueueEvents(this.em, entries);
+  }
+
+  override async beforeCommit(): Promise<void> {
+    await this.flush();
   }
 
   /**
@@ -116,7 +84,7 @@ export class ChangeSet {
   /**
    * An audit event `audit.record.<verb>` on the AUDIT stream, sent at `flush` together with the
    * transaction's other audit events; each change is keyed by field id with the field's name at
-   * the time as its label (SPEC section 11).
+   * the time as its label, so that an entry still reads after the field is renamed.
    */
   auditRecord(
     scope: RecordScope,
@@ -141,42 +109,23 @@ export class ChangeSet {
   }
 }
 
-/** Runs transactions and wakes the outbox relay after a commit that enqueued events. */
-export class Transactions {
-  constructor(
-    private readonly orm: Orm,
-    private readonly relay: Pick<OutboxRelay, "kick">,
-    readonly logger: Logger,
-  ) {}
-
-  /** A fresh EntityManager for reads outside a transaction. */
-  em(): EntityManager {
-    return this.orm.em.fork();
+/** Records' transactions, each with a records `ChangeSet`. */
+export class Transactions extends BaseTransactions<ChangeSet> {
+  constructor(orm: Orm, relay: Pick<OutboxRelay, "kick">, logger: Logger) {
+    super(orm, relay, logger, (em, context) => new ChangeSet(em, context));
   }
 
   /**
    * Runs `work` without a transaction: for a change that one statement makes (atomic by itself)
-   * and that writes its events with it (`takeEvents`). Wakes the outbox relay after.
+   * and that writes its events with it (`takeEvents`). What follows a commit follows it.
    */
   async once<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    const changes = new ChangeSet(this.em(), context);
+    const changes = this.open(this.em(), context);
     const result = await work(changes);
     if (changes.untaken > 0) {
       throw new Error("events were added outside a transaction and not written");
     }
-    if (changes.enqueuedEvents > 0) this.relay.kick();
-    return result;
-  }
-
-  async run<T>(context: CallContext, work: (changes: ChangeSet) => Promise<T>): Promise<T> {
-    let changes: ChangeSet | undefined;
-    const result = await this.orm.em.fork().transactional(async (em) => {
-      changes = new ChangeSet(em, context);
-      const done = await work(changes);
-      await changes.flush();
-      return done;
-    });
-    if (changes && changes.enqueuedEvents > 0) this.relay.kick();
+    await this.committed(changes);
     return result;
   }
 }

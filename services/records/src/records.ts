@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  type Call,
   query,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
@@ -13,7 +14,7 @@ import {
 import type { FieldLike } from "@rowbase/kit/field-types";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
-import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
+import { actorName, type ChangeSet, type Transactions } from "./change-set.js";
 import {
   allocateRowIds,
   type CheckedMark,

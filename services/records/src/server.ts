@@ -1,8 +1,13 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
-import { requestIdOf, requirePrincipal, requireService, validationFailed } from "@rowbase/kit";
+import {
+  type Call,
+  requestIdOf,
+  requirePrincipal,
+  requireService,
+  validationFailed,
+} from "@rowbase/kit";
 import { fieldTypeToProto } from "@rowbase/kit/field-types";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import type { Call } from "./change-set.js";
 import { renderTexts } from "./domain/record-output.js";
 import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";

@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
+  type CallContext,
   query,
   sameJson,
   TABLE_SCHEMA_CACHE_TTL_SECONDS,
@@ -14,7 +15,7 @@ import {
   fieldTypeFromProto,
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
+import { ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
 import {
   dropTypeChangeMarks,
   epochMs,

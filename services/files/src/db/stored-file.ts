@@ -1,6 +1,11 @@
 import type { EntityManager } from "@mikro-orm/postgresql";
 
-/** A row of `file`, as the service works with it. */
+/**
+ * A row of `file`, as the service works with it: one stored file of a pair (row_id, field_id).
+ * At most one per pair is live (deleted_at null); replaced and deleted ones stay until purged,
+ * `RETENTION_DAYS` after deleted_at. The table has no ORM entity: files reaches it through the
+ * SQL here and beside its callers.
+ */
 export interface StoredFile {
   id: bigint;
   rowId: bigint;
@@ -8,10 +13,13 @@ export interface StoredFile {
   tableId: bigint;
   organizationId: bigint;
   fileName: string;
+  /** Sniffed from the bytes. */
   contentType: string;
   size: number;
   sha256: string;
+  /** Random; where the bytes are in the blob store. */
   storageKey: string;
+  /** Bumped on every soft delete: signed URLs carry it and die with it. */
   urlGeneration: number;
   createdAt: Date;
   updatedAt: Date;
@@ -95,7 +103,10 @@ export async function returningFile(
   return storedFileOf(rows[0]);
 }
 
-/** Subtracts released bytes from each organization's usage. */
+/**
+ * Subtracts released bytes from each organization's usage (`storage_usage`: the bytes of its
+ * live and soft-deleted files until they are purged).
+ */
 export async function releaseUsage(
   em: EntityManager,
   released: { organization_id: string; size: string }[],
