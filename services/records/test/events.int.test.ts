@@ -1767,10 +1767,10 @@ describe("an autonumber field changed to a number", () => {
     await seed(table, [{ Name: "a" }, { Name: "b" }]);
     const gate = async () =>
       (
-        await h.db.query("select records.create_gate($1, $2, 0, 1000000, '{}') as answer", [
-          table.tableId.toString(),
-          t.organizationId.toString(),
-        ])
+        await h.db.query(
+          "select records.create_gate($1, $2, 0, 1000000, '{}', '{}', '{}') as answer",
+          [table.tableId.toString(), t.organizationId.toString()],
+        )
       ).rows[0].answer;
     // A create that numbers nothing, while the field still numbers: its schema is stale.
     expect(await gate()).toBe("stale");

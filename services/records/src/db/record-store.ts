@@ -366,7 +366,7 @@ function organizationLockKey(organizationId: bigint): string {
 /**
  * Taken (shared) by every create until its transaction ends (the table's also by every update,
  * through `write_gate`), and exclusively by the deletion of the table or the organization (the
- * table's also by a field's deletion and a type change's check, migrations/write-gate.ts): a
+ * table's also by a field's deletion and a type change's check, sql/write_gate.sql): a
  * create either commits before the deletion removes what it holds, or runs after it and finds
  * the mark (`deleted_table`, `deleted_organization`) that `create_gate` and `create_checks`
  * look for — so a create racing a deletion never leaves a record behind. Taken first in a
@@ -419,8 +419,8 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
 }
 
 /**
- * What `create_gate` and `create_checks` (migrations/create-gate-autonumbers.ts, quota-last.ts,
- * write-gate.ts) answer; `stale`: the table has an autonumber field the create did not number,
+ * What `create_gate` and `create_checks` (sql/create_gate.sql, create_checks.sql, write_gate.sql)
+ * answer; `stale`: the table has an autonumber field the create did not number,
  * or a field the create holds a value for is deleted (its schema is older than the change);
  * `pending`: a field the create holds a value for has a pending type change the create has not
  * checked its values against.
@@ -480,9 +480,9 @@ export interface CreateTarget extends GateTarget {
 }
 
 /**
- * `createRecords`' statement. `create_checks` first (migrations/quota-last.ts: the locks, the
+ * `createRecords`' statement. `create_checks` first (sql/create_checks.sql: the locks, the
  * deletion marks, autonumber fields the create does not know, deleted fields and pending type
- * changes of the fields it writes, write-gate.ts), as a materialized CTE; the insert and the
+ * changes of the fields it writes, write_gate.sql), as a materialized CTE; the insert and the
  * events only when it answers `ok`; then, in the select list and so after every CTE of its
  * FROM is complete, `reserve_records` counts the records against the limit, taking the
  * organization's usage row, which stays locked to the commit: the organization's other creates
@@ -958,7 +958,7 @@ export async function findRecords(
 }
 
 /**
- * The records an update writes, locked, after `write_gate` (migrations/write-gate.ts) took the
+ * The records an update writes, locked, after `write_gate` (sql/write_gate.sql) took the
  * table's shared lock for the transaction and judged the fields the update writes: its answer
  * comes with the records, in the same statement. With no record found it is not known, and
  * `ok` is answered (the update writes nothing).
