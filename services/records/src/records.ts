@@ -14,32 +14,38 @@ import type { FieldLike } from "@rowbase/kit/field-types";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type Call, type ChangeSet, type Transactions } from "./change-set.js";
+import { takeAutonumbers } from "./db/autonumbers.js";
 import {
-  allocateRowIds,
-  type CheckedMark,
-  type CountMode,
   createRecords,
-  deleteRecordIfUnchanged,
-  deleteRecords,
+  type GateOutcome,
+  lockForCreate,
+  passCreateGate,
+  releaseRecords,
+} from "./db/create-gate.js";
+import {
+  type CountMode,
   findRecord,
   findRecords,
-  type GateOutcome,
-  insertRecords,
-  lockForCreate,
   lockRecordsForWrite,
-  notePendingWrites,
   type PageQuery,
-  type PendingTypeChange,
   pageWithTotal,
-  passCreateGate,
-  pendingTypeChanges,
-  RecordsTooLarge,
   readRecordVersion,
-  releaseRecords,
-  takeAutonumbers,
+} from "./db/reads.js";
+import { RecordsTooLarge } from "./db/rows.js";
+import {
+  type CheckedMark,
+  notePendingWrites,
+  type PendingTypeChange,
+  pendingTypeChanges,
+} from "./db/schema-changes.js";
+import {
+  allocateRowIds,
+  deleteRecordIfUnchanged,
+  deleteRecords,
+  insertRecords,
   writeRecordIfUnchanged,
   writeRecords,
-} from "./db/record-store.js";
+} from "./db/writes.js";
 import { valueChanges } from "./domain/audit.js";
 import { tableOpenApi } from "./domain/openapi.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
@@ -77,7 +83,7 @@ export interface TableRef {
 export interface RecordsView {
   schema: TableSchema;
   records: StoredRecord[];
-  /** The files of the records' file fields (SPEC section 7), by row and field. */
+  /** The files of the records' file fields, by row and field. */
   files: RecordFiles;
 }
 
@@ -141,8 +147,8 @@ function sortKeys(queryFields: readonly QueryField[], items: readonly string[]):
 }
 
 /**
- * What a list of the table reads (SPEC section 8.1): the `where` filter, the `sort` order and the
- * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
+ * What a list of the table reads: the `where` filter, the `sort` order and the page, compiled
+ * to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open).
  */
@@ -347,7 +353,7 @@ export class Records {
   ) {}
 
   /**
-   * Creates records in request order (SPEC section 8.4). Every bad value of every record is
+   * Creates records in request order, all or none. Every bad value of every record is
    * listed (in a batch under `records.<index>.data.<key>`), and then nothing is written.
    */
   async create(
@@ -479,7 +485,7 @@ export class Records {
     });
   }
 
-  /** A record with the fields `fields` selects (SPEC section 8.3), all when it is empty. */
+  /** A record with the fields `fields` selects, all when it is empty. */
   async get(
     call: Call,
     table: TableRef,

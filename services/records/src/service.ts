@@ -17,7 +17,7 @@ import { Access } from "./access.js";
 import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
-import { recordUsage } from "./db/record-store.js";
+import { recordUsage } from "./db/create-gate.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";

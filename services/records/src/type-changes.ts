@@ -15,13 +15,13 @@ import {
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { type CallContext, ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
+import { epochMs } from "./db/rows.js";
 import {
   dropTypeChangeMarks,
-  epochMs,
   liftRequiredMarks,
   markTypeChangePending,
   notProcessed,
-} from "./db/record-store.js";
+} from "./db/schema-changes.js";
 import {
   conversionProblem,
   convertedValue,
@@ -100,7 +100,7 @@ export class TypeChanges {
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
    * the new type and options, or, when the field is to be `required`, a record's value would be
-   * empty after the change (SPEC: a required field cannot be cleared), naming a few of the rows.
+   * empty after the change (a required field can never be left empty), naming a few of the rows.
    * A change of type or options it agrees to is pending until its values are converted (or
    * `PENDING_SECONDS`): writes of the field must convert to it too (`pending_type_change`,
    * migrations/write-gate.ts). A field it agrees to make required is required of every write

@@ -8,7 +8,7 @@ import {
   ResponseFormat,
   RichTextFormat,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import type { CountMode } from "./db/record-store.js";
+import type { CountMode } from "./db/reads.js";
 import {
   type FilesOfRecord,
   type OutputOptions,
@@ -18,7 +18,7 @@ import {
 import type { RichText } from "./domain/rich-text.js";
 import type { SchemaField } from "./table-schema.js";
 
-/** Writes answer with every field keyed by id, as stored (SPEC section 8). */
+/** Writes answer with every field keyed by id, as stored, whatever the request's key format. */
 export const WRITE_OUTPUT: OutputOptions = { keys: "ids", richText: "markdown" };
 
 export function toRecord(

@@ -28,7 +28,7 @@ import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_e
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CATALOG_CONSUMER, CatalogEvents } from "../src/catalog-events.js";
 import { Transactions } from "../src/change-set.js";
-import { clearTypeChangePending, markTypeChangePending } from "../src/db/record-store.js";
+import { clearTypeChangePending, markTypeChangePending } from "../src/db/schema-changes.js";
 import { createRecordsOrm } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
 import { TypeChanges } from "../src/type-changes.js";

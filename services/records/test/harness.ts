@@ -192,7 +192,7 @@ export function def(
   return { name, type, ...(options ? { options } : {}), required, description: "" };
 }
 
-/** One field of every type (SPEC section 6). */
+/** One field of every type. */
 export const ALL_TYPES = [
   def("Name", FieldType.TEXT, { max_length: 50 }),
   def("Notes", FieldType.LONG_TEXT),

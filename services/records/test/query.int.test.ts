@@ -4,7 +4,7 @@ import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { RecordCount } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pageStatement } from "../src/db/record-store.js";
+import { pageStatement } from "../src/db/reads.js";
 import {
   type ConditionNode,
   type Literal,
@@ -619,7 +619,7 @@ function depthOf(node: WhereNode): number {
   return 1 + Math.max(...node.operands.map(depthOf));
 }
 
-// The in-memory evaluator: the semantics of SPEC section 8.3 as the compiler documents them.
+// The in-memory evaluator: the filter language's semantics as the compiler documents them.
 
 const FIELD_KIND = new Map(PROPERTY_FIELDS.map((f) => [f.name, f.kind]));
 const CHOICES = ["Red", "green", "Blue sky", "x", "y", "z,w"];

@@ -1,7 +1,7 @@
 import { type Orm, query } from "@rowbase/kit";
 import { createTestDatabase, migrateBefore, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deleteTablesRecords } from "../src/db/record-store.js";
+import { deleteTablesRecords } from "../src/db/schema-changes.js";
 import { migrations } from "../src/migrations/initial-schema.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 import { SQL_FILES } from "./sql-files.js";
