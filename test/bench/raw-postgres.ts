@@ -158,10 +158,9 @@ function audits(event: AuditEvent, count: number): OutboxEntry[] {
 }
 
 /**
- * Records.create of a table without autonumber fields: row ids first, then one statement
- * (record-store's `allocateRowIds` and `createRecords`) that passes `create_checks`, inserts the
- * records and one audit event per record and counts them with `reserve_records`, outside a
- * transaction.
+ * Records.create of a table without autonumber fields: row ids first (`allocateRowIds`), then
+ * one statement (`createRecords`) that passes `create_checks`, inserts the records and one
+ * audit event per record and counts them with `reserve_records`, outside a transaction.
  */
 export async function rawCreate(client: Client, target: RawWriteTarget, datas: JsonObject[]) {
   const ids = await send<{ id: string }>(client, allocateRowIdsStatement(datas.length));

@@ -1452,6 +1452,8 @@ describe("skaffold, kind and the image", () => {
     expect(final).not.toMatch(/npm ci(?! --omit=dev)/);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
     expect(dockerfile).toMatch(/npx tsc -b/);
+    // A service's repeatable SQL files are read beside its package.json when it migrates.
+    expect(dockerfile).toMatch(/cp -R "\$ws\/sql" "\/out\/\$ws\/"/);
 
     const ignored = readFileSync(path.join(root, ".dockerignore"), "utf8").split("\n");
     expect(ignored).toEqual(

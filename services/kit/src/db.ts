@@ -1,5 +1,15 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { type Migration, Migrator } from "@mikro-orm/migrations";
-import { type Constructor, MikroORM, type Options } from "@mikro-orm/postgresql";
+import {
+  type Constructor,
+  type EntityManager,
+  MikroORM,
+  type Options,
+} from "@mikro-orm/postgresql";
 import pg, { type ClientConfig, type Pool } from "pg";
 import type { EventBus } from "./bus.js";
 import { STREAMS } from "./events.js";
@@ -175,11 +185,13 @@ export function listReads(orm: Orm, pool: Pool | undefined, timeoutMs: number): 
  * connections (rounded down) in a pool of their own whose connections carry the list timeout,
  * so that a list is one statement without a transaction; with a single connection in all, lists
  * take that transaction in the ORM's pool (`listReads`). `closeLists` ends that pool.
+ * `options.sql` is the service's folder of repeatable SQL files (`migrate`).
  */
 export function serviceDatabase(
   schema: string,
   entities: OrmOptions["entities"],
   migrations: OrmOptions["migrations"],
+  options: MigrateOptions = {},
 ) {
   const open = (url: string, logger?: Logger, poolSize?: number): Promise<Orm> =>
     createOrm({ url, schema, entities, migrations, logger, poolSize });
@@ -234,7 +246,7 @@ export function serviceDatabase(
     async migrate(url: string): Promise<string[]> {
       const orm = await open(url);
       try {
-        return await migrate(orm, schema);
+        return await migrate(orm, schema, options);
       } finally {
         await orm.close();
       }
@@ -242,10 +254,103 @@ export function serviceDatabase(
   };
 }
 
-/** Creates the schema if needed and applies pending migrations; returns their names. */
-export async function migrate(orm: Orm, schema: string): Promise<string[]> {
+export interface MigrateOptions {
+  /**
+   * A folder of repeatable SQL files (`applyRepeatableSql`), applied after the migrations;
+   * `packageDirectory` finds the package's own from its code.
+   */
+  sql?: string;
+}
+
+/**
+ * Migrates a service's schema in one transaction that first takes the schema's migration lock,
+ * so that two replicas migrating at once take turns and the second finds the first's work done:
+ * creates the schema if needed, applies the pending migrations in order, then the repeatable
+ * SQL files of `options.sql` that changed. A failure leaves nothing of the run's migrations and
+ * files behind. Returns the names of the migrations and then of the files it applied.
+ */
+export async function migrate(
+  orm: Orm,
+  schema: string,
+  options: MigrateOptions = {},
+): Promise<string[]> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
-  await orm.em.fork().execute(`create schema if not exists "${schema}"`);
-  const applied = await orm.migrator.up();
-  return applied.map((m) => m.name);
+  return orm.em.fork().transactional(async (em) => {
+    await query(em, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      `kit.migrate:${schema}`,
+    ]);
+    // The schema and the migrator's own table, under the lock but on another connection of the
+    // pool, committed at once: the migrator looks for its table outside the transaction.
+    await orm.em.fork().execute(`create schema if not exists "${schema}"`);
+    await orm.migrator.getExecuted();
+    const applied = await orm.migrator.up({ transaction: em.getTransactionContext() });
+    const files = options.sql ? await applyRepeatableSql(em, schema, options.sql) : [];
+    return [...applied.map((m) => m.name), ...files];
+  });
+}
+
+/**
+ * Applies the repeatable SQL files of `folder` (every `*.sql`, in name order) whose text changed
+ * since they were last applied to `schema`: each file states one rule in force, such as a
+ * function as `create or replace function`, so that it can be read in one place rather than by
+ * replaying the migrations that changed it. A file is applied again whenever its SHA-256
+ * differs from the one recorded in `<schema>.repeatable_sql`, so it must be safe to run again
+ * over its previous version. Runs in the caller's transaction (`migrate`'s, which holds the
+ * schema's migration lock), with `schema` as the search path: a function made with
+ * `set search_path from current` keeps it. Returns the names of the files it applied.
+ */
+export async function applyRepeatableSql(
+  em: EntityManager,
+  schema: string,
+  folder: string,
+): Promise<string[]> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name ${schema}`);
+  await query(em, `set local search_path to "${schema}"`);
+  await query(
+    em,
+    `create table if not exists repeatable_sql (
+       name text primary key,
+       checksum text not null,
+       applied_at timestamptz not null default now()
+     )`,
+  );
+  const recorded = new Map(
+    (
+      await query<{ name: string; checksum: string }>(
+        em,
+        "select name, checksum from repeatable_sql",
+      )
+    ).map((row) => [row.name, row.checksum]),
+  );
+  const names = (await readdir(folder)).filter((name) => name.endsWith(".sql")).sort();
+  const applied: string[] = [];
+  for (const name of names) {
+    const text = await readFile(join(folder, name), "utf8");
+    const checksum = createHash("sha256").update(text).digest("hex");
+    if (recorded.get(name) === checksum) continue;
+    // Without parameters the text goes as a simple query, which may hold several statements.
+    await query(em, text);
+    await query(
+      em,
+      `insert into repeatable_sql (name, checksum) values ($1, $2)
+       on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`,
+      [name, checksum],
+    );
+    applied.push(name);
+  }
+  return applied;
+}
+
+/**
+ * The directory of the package that the module `moduleUrl` (its `import.meta.url`) belongs to:
+ * the nearest one above it holding a package.json. It is the same from `src/` (tsx, vitest) and
+ * from `dist/src/` (the image), so files kept beside package.json, such as a service's `sql/`,
+ * are found from either.
+ */
+export function packageDirectory(moduleUrl: string): string {
+  const start = dirname(fileURLToPath(moduleUrl));
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${start}`);
+  }
 }

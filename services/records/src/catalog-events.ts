@@ -24,23 +24,22 @@ import {
   TableDeletedSchema,
   TableUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
+import { numberReserved, reserveAutonumbers } from "./db/autonumbers.js";
+import { lockTableExclusive } from "./db/create-gate.js";
 import {
   type ChoiceRename,
   clearTypeChangePending,
   deleteRecordsInChunks,
   deleteTablesRecords,
   lastRowId,
-  lockTableExclusive,
   markFieldDeleted,
   markTablesDeleted,
   notProcessed,
-  numberReserved,
   renameChoicesInChunks,
   renameChoicesOf,
   renamesRepeatable,
-  reserveAutonumbers,
   sweepDeletedField,
-} from "./db/record-store.js";
+} from "./db/schema-changes.js";
 import type { TableSchemas } from "./table-schema.js";
 import type { TypeChange, TypeChanges } from "./type-changes.js";
 

@@ -16,7 +16,7 @@ import {
   markOrganizationGone,
   notProcessed,
   tablesWithRecords,
-} from "./db/record-store.js";
+} from "./db/schema-changes.js";
 
 /** The durable consumer, also its name in `processed_event`. */
 export const ORG_DELETED_CONSUMER = "records_org_deleted";

@@ -15,32 +15,38 @@ import type { FieldLike } from "@rowbase/kit/field-types";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type ChangeSet, type Transactions } from "./change-set.js";
+import { takeAutonumbers } from "./db/autonumbers.js";
 import {
-  allocateRowIds,
-  type CheckedMark,
-  type CountMode,
   createRecords,
-  deleteRecordIfUnchanged,
-  deleteRecords,
+  type GateOutcome,
+  lockForCreate,
+  passCreateGate,
+  releaseRecords,
+} from "./db/create-gate.js";
+import {
+  type CountMode,
   findRecord,
   findRecords,
-  type GateOutcome,
-  insertRecords,
-  lockForCreate,
   lockRecordsForWrite,
-  notePendingWrites,
   type PageQuery,
-  type PendingTypeChange,
   pageWithTotal,
-  passCreateGate,
-  pendingTypeChanges,
-  RecordsTooLarge,
   readRecordVersion,
-  releaseRecords,
-  takeAutonumbers,
+} from "./db/reads.js";
+import { RecordsTooLarge } from "./db/rows.js";
+import {
+  type CheckedMark,
+  notePendingWrites,
+  type PendingTypeChange,
+  pendingTypeChanges,
+} from "./db/schema-changes.js";
+import {
+  allocateRowIds,
+  deleteRecordIfUnchanged,
+  deleteRecords,
+  insertRecords,
   writeRecordIfUnchanged,
   writeRecords,
-} from "./db/record-store.js";
+} from "./db/writes.js";
 import { valueChanges } from "./domain/audit.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";

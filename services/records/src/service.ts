@@ -1,7 +1,9 @@
+import { join } from "node:path";
 import {
   Authorizer,
   createServiceClient,
   organizationMembershipLookup,
+  packageDirectory,
   type RunningService,
   type ServiceDeps,
   serveService,
@@ -15,7 +17,7 @@ import { Access } from "./access.js";
 import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
-import { recordUsage } from "./db/record-store.js";
+import { recordUsage } from "./db/create-gate.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -32,10 +34,13 @@ const LIST_TIMEOUT_MS = 10_000;
 
 /**
  * The records ORM. It maps no entity of its own (besides kit's outbox): records lives in jsonb,
- * conditional updates and set-based statements, all through parameterised SQL (`db/sql.ts`); the
- * ORM gives it connections, transactions and migrations.
+ * conditional updates and set-based statements, all through parameterised SQL; the ORM gives it
+ * connections, transactions and migrations. The SQL functions of the write path, one file each
+ * in the package's `sql/` folder, are applied after the migrations whenever a file changes.
  */
-const database = serviceDatabase(SCHEMA, [], migrations);
+const database = serviceDatabase(SCHEMA, [], migrations, {
+  sql: join(packageDirectory(import.meta.url), "sql"),
+});
 export const createRecordsOrm = database.open;
 export const migrateRecords = database.migrate;
 

@@ -16,13 +16,13 @@ import {
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
+import { epochMs } from "./db/rows.js";
 import {
   dropTypeChangeMarks,
-  epochMs,
   liftRequiredMarks,
   markTypeChangePending,
   notProcessed,
-} from "./db/record-store.js";
+} from "./db/schema-changes.js";
 import {
   conversionProblem,
   convertedValue,

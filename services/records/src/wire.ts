@@ -8,7 +8,7 @@ import {
   ResponseFormat,
   RichTextFormat,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import type { CountMode } from "./db/record-store.js";
+import type { CountMode } from "./db/reads.js";
 import {
   type FilesOfRecord,
   type OutputOptions,

@@ -1,6 +1,7 @@
 import { type Orm, query } from "@rowbase/kit";
 import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { numberReserved, reserveAutonumbers } from "../src/db/autonumbers.js";
 import {
   type ChoiceRename,
   clearTypeChangePending,
@@ -9,13 +10,11 @@ import {
   markFieldDeleted,
   markTablesDeleted,
   markTypeChangePending,
-  numberReserved,
   renameChoicesInChunks,
   renameChoicesOf,
   renamesRepeatable,
-  reserveAutonumbers,
   sweepDeletedField,
-} from "../src/db/record-store.js";
+} from "../src/db/schema-changes.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 // Catalog changes that rewrite a table's records a chunk per statement, without the table's

@@ -28,7 +28,7 @@ import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_e
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CATALOG_CONSUMER, CatalogEvents } from "../src/catalog-events.js";
 import { Transactions } from "../src/change-set.js";
-import { clearTypeChangePending, markTypeChangePending } from "../src/db/record-store.js";
+import { clearTypeChangePending, markTypeChangePending } from "../src/db/schema-changes.js";
 import { createRecordsOrm } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
 import { TypeChanges } from "../src/type-changes.js";
@@ -1767,10 +1767,10 @@ describe("an autonumber field changed to a number", () => {
     await seed(table, [{ Name: "a" }, { Name: "b" }]);
     const gate = async () =>
       (
-        await h.db.query("select records.create_gate($1, $2, 0, 1000000, '{}') as answer", [
-          table.tableId.toString(),
-          t.organizationId.toString(),
-        ])
+        await h.db.query(
+          "select records.create_gate($1, $2, 0, 1000000, '{}', '{}', '{}') as answer",
+          [table.tableId.toString(), t.organizationId.toString()],
+        )
       ).rows[0].answer;
     // A create that numbers nothing, while the field still numbers: its schema is stale.
     expect(await gate()).toBe("stale");

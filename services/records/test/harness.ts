@@ -33,6 +33,7 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import { expect } from "vitest";
 import { migrateRecords, recordsEnv, startRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
+import { SQL_FILES } from "./sql-files.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };
@@ -112,7 +113,6 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
 
   expect(await migrateRecords(stack.databaseUrl)).toEqual([
     "InitialSchema",
-    "CreateGate",
     "CreateGateAutonumbers",
     "WriteGate",
     "PendingWrites",
@@ -121,8 +121,9 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "IcuCollation",
     "RecordCounts",
     "PendingWritesAsChanged",
-    "QuotaLast",
     "TimestampIndexes",
+    "DropCreateGateOverloads",
+    ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
   const serveRecords = (extra: Record<string, string>) =>
@@ -191,7 +192,7 @@ export function def(
   return { name, type, ...(options ? { options } : {}), required, description: "" };
 }
 
-/** One field of every type (SPEC section 6). */
+/** One field of every type. */
 export const ALL_TYPES = [
   def("Name", FieldType.TEXT, { max_length: 50 }),
   def("Notes", FieldType.LONG_TEXT),

@@ -4,7 +4,7 @@ import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { RecordCount } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pageStatement } from "../src/db/record-store.js";
+import { pageStatement } from "../src/db/reads.js";
 import {
   type ConditionNode,
   type Literal,

@@ -1,9 +1,10 @@
 import { type Orm, query } from "@rowbase/kit";
 import { createTestDatabase, migrateBefore, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { deleteTablesRecords } from "../src/db/record-store.js";
+import { deleteTablesRecords } from "../src/db/schema-changes.js";
 import { migrations } from "../src/migrations/initial-schema.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+import { SQL_FILES } from "./sql-files.js";
 
 // `record_count` (migration RecordCounts): the records a table holds, kept by triggers on
 // `record` in the writing transaction, against what count(*) says, with writers racing.
@@ -57,8 +58,9 @@ beforeAll(async () => {
   expect(await migrateRecords(url)).toEqual([
     "RecordCounts",
     "PendingWritesAsChanged",
-    "QuotaLast",
     "TimestampIndexes",
+    "DropCreateGateOverloads",
+    ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);
 });

@@ -12,35 +12,12 @@ import { Migration } from "@mikro-orm/migrations";
  * releasing the change, which catalog did not commit, makes them hold writes again. Committed,
  * the change leaves them lifted until they expire.
  *
- * `write_gate` passes over lifted marks.
+ * `write_gate` (sql/write_gate.sql) passes over lifted marks.
  */
 export class ChangeIds extends Migration {
   override up() {
     this.addSql(`
       alter table pending_type_change add column change_id text, add column lifted_by text;
-
-      create or replace function write_gate(
-        p_table_id bigint, p_fields bigint[], p_pending_checked bigint[]
-      ) returns text language plpgsql volatile
-      set search_path from current
-      as $gate$
-      begin
-        perform pg_advisory_xact_lock_shared(hashtextextended('records.table:' || p_table_id, 0));
-        if exists (
-          select 1 from deleted_field where table_id = p_table_id and field_id = any (p_fields)
-        ) then
-          return 'stale';
-        end if;
-        if exists (
-          select 1 from pending_type_change
-          where table_id = p_table_id and (field_id = any (p_fields) or required)
-            and lifted_by is null and expires_at > now() and id <> all (p_pending_checked)
-        ) then
-          return 'pending';
-        end if;
-        return 'ok';
-      end
-      $gate$;
     `);
   }
 }

@@ -1,27 +1,25 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { ChangeIds } from "./change-ids.js";
-import { CreateGate } from "./create-gate.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
+import { DropCreateGateOverloads } from "./drop-create-gate-overloads.js";
 import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
-import { QuotaLast } from "./quota-last.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { TimestampIndexes } from "./timestamp-indexes.js";
 import { WriteGate } from "./write-gate.js";
 
 /**
- * Records (ARCHITECTURE "Data"): one table for the rows of every table, values in `data` keyed by
+ * Records: one table for the rows of every table, values in `data` keyed by
  * field id (decimal strings), `row_id` global so that it alone finds a record. The GIN index
  * (jsonb_path_ops) serves the query language's `data @> {...}` conditions; `(table_id, row_id)`
  * serves listing in the default order and paging.
  *
  * `organization_usage.records` counts each organization's records; every create and delete
  * changes it in the same transaction, and a create passes only through a conditional update
- * (`records + n <= limit`), so parallel creates never overshoot the plan (see also
- * `create_gate`, create-gate.ts).
+ * (`records + n <= limit`, sql/take_records.sql), so parallel creates never overshoot the plan.
  *
  * `autonumber_counter` holds the last number given per autonumber field. `processed_event`
  * remembers, per consumer, the catalog and organization events already applied (they are not all
@@ -84,7 +82,6 @@ export class InitialSchema extends Migration {
 
 export const migrations = [
   InitialSchema,
-  CreateGate,
   CreateGateAutonumbers,
   WriteGate,
   PendingWrites,
@@ -93,6 +90,6 @@ export const migrations = [
   IcuCollation,
   RecordCounts,
   PendingWritesAsChanged,
-  QuotaLast,
   TimestampIndexes,
+  DropCreateGateOverloads,
 ];

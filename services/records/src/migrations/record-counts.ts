@@ -1,19 +1,10 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * `record_count`: how many records each table holds, so that a list without a filter answers its
- * exact `total` without counting the table's index entries (100,000 records took 4-5 ms of
- * PostgreSQL per page, a million ten times that). The sum of a table's `delta` rows is its
- * count, in any snapshot: triggers on `record` write them in the transaction that inserts or
- * deletes the records, whatever the writer (a replica of any version, a deletion saga, a test).
- *
- * A table's count is spread over slots, so that concurrent writers do not queue on one row: a
- * statement adds its change to the slot of its connection (`pg_backend_pid() % 1024`) when no
- * other transaction holds that row (`for update skip locked`: it never waits, so writers never
- * deadlock here), else to a new row of that slot. A table so has about one row per connection
- * that wrote it; updates are in place (HOT), so the rows do not churn. Updates never move a
- * record to another table. The table's lock keeps writes out while the migration counts what is
- * there.
+ * `record_count`: how many records each table holds, kept by the triggers of
+ * sql/record_count_change.sql (the rule and its slots are there). This counts what is there
+ * under the table's lock, which keeps writes out until the commit: the triggers are made in the
+ * same transaction, after the migrations, so every write after the count is counted by them.
  */
 export class RecordCounts extends Migration {
   override up() {
@@ -29,44 +20,6 @@ export class RecordCounts extends Migration {
       lock table record in share row exclusive mode;
       insert into record_count (table_id, slot, delta)
       select table_id, 0, count(*) from record group by table_id;
-
-      create function record_count_change() returns trigger language plpgsql
-      set search_path from current
-      as $count$
-      declare
-        v_slot integer := pg_backend_pid() % 1024;
-        v_tables bigint[];
-        v_counts bigint[];
-        v_id bigint;
-      begin
-        if tg_op = 'INSERT' then
-          select array_agg(table_id), array_agg(n) into v_tables, v_counts
-          from (select table_id, count(*) as n from new_records group by table_id) changed;
-        else
-          select array_agg(table_id), array_agg(-n) into v_tables, v_counts
-          from (select table_id, count(*) as n from old_records group by table_id) changed;
-        end if;
-        for i in 1 .. coalesce(array_length(v_tables, 1), 0) loop
-          select id into v_id from record_count
-          where table_id = v_tables[i] and slot = v_slot
-          limit 1 for update skip locked;
-          if found then
-            update record_count set delta = delta + v_counts[i] where id = v_id;
-          else
-            insert into record_count (table_id, slot, delta)
-            values (v_tables[i], v_slot, v_counts[i]);
-          end if;
-        end loop;
-        return null;
-      end
-      $count$;
-
-      create trigger record_count_insert after insert on record
-        referencing new table as new_records
-        for each statement execute function record_count_change();
-      create trigger record_count_delete after delete on record
-        referencing old table as old_records
-        for each statement execute function record_count_change();
     `);
   }
 }

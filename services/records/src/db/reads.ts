@@ -1,0 +1,336 @@
+// Reads of records: a list's page with its count, records by id (locked for an update when asked,
+// behind `write_gate`), and a record with its row version; every read of several records is
+// answered within PAGE_MAX_BYTES.
+
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { query, type ReadStatement } from "@rowbase/kit";
+import { PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "../domain/openapi.js";
+import type { StoredRecord } from "../domain/record-output.js";
+import { type OrderTerm, orderBySql } from "../query/index.js";
+import type { WriteGate, WriteGateOutcome } from "./create-gate.js";
+import {
+  RECORD_COLUMNS,
+  type RecordRow,
+  recordColumns,
+  recordsOf,
+  type Statement,
+  toStored,
+} from "./rows.js";
+
+/**
+ * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
+ * PAGE_MAX_BYTES of values, measured as it sends them (`data` as text): every row in order with
+ * `fits` true, or one row of nulls with `fits` false. An empty `select` answers one row of
+ * nulls with `fits` true (the budget's row, which every answer carries). The rows are numbered
+ * as `select` gives them, so that the join keeps its order.
+ */
+function withinReadBudget(select: string): string {
+  return `with page as materialized (
+       select selected.*, row_number() over () as budget_n from (${select}) selected
+     ),
+     budget as (
+       select coalesce(sum(octet_length(data::text)), 0) <= ${PAGE_MAX_BYTES} as fits from page
+     )
+     select page.*, budget.fits from budget left join page on budget.fits order by page.budget_n`;
+}
+
+/** A row of a `withinReadBudget` statement: the select's columns (null in the budget's row). */
+type BudgetedRow<R> = { [K in keyof R]: R[K] | null } & { fits: boolean };
+
+/**
+ * The select's rows of a `withinReadBudget` statement, undefined when it passed the budget; the
+ * rows of a statement that was not measured (no `fits`) as they are.
+ */
+function withinBudget<R extends { row_id: string }>(
+  rows: readonly BudgetedRow<R>[],
+): R[] | undefined {
+  const first = rows[0];
+  if (!first || !("fits" in first)) return rows as unknown as R[];
+  if (!first.fits) return undefined;
+  return first.row_id === null ? [] : (rows as unknown as R[]);
+}
+
+/**
+ * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
+ * over `params`, the first of which is the table's id), in `order`, one page of them.
+ */
+export interface PageQuery {
+  matching: string;
+  /** False when `matching` is every record of the table: `record_count` then counts them. */
+  filtered: boolean;
+  /** Whether `matching`'s filter reads a field of `data` (false: only columns, or none). */
+  filterReadsData: boolean;
+  order: readonly OrderTerm[];
+  params: readonly unknown[];
+  limit: number;
+  offset: number;
+  count: CountMode;
+}
+
+/**
+ * How a list counts its matches: `exact` counts every one; `estimated` counts up to
+ * ESTIMATE_ABOVE exactly and takes PostgreSQL's planner estimate past it; `none` makes no count
+ * (the page then looks one match past itself to know whether another page exists).
+ */
+export type CountMode = "exact" | "estimated" | "none";
+
+/** Up to how many matches an `estimated` count is exact. */
+export const ESTIMATE_ABOVE = 1000;
+
+/**
+ * The page with the count of all matches, in one statement, so one snapshot, without a
+ * transaction around two. The page is sent only within PAGE_MAX_BYTES (`withinReadBudget`).
+ *
+ * The page's row ids come first (`top`), then only those records are read, by primary key: an
+ * offset skips ids, not whole records. In `row_id` order the ids come from the
+ * `(table_id, row_id)` index, which stops after the page (without a filter on `data` the
+ * records are not read at all to skip them), and the count is an uncorrelated subquery
+ * PostgreSQL runs once. So it is in the order of a record's `created_at` or `updated_at`
+ * (first), unless the filter reads `data`: the ids come from the table's index of that
+ * column with `row_id` (migration `TimestampIndexes`), ties sorted on the way, and a filter on
+ * the columns is counted from the same index. Any other order has to sort every match, so the
+ * matches are read once rather than twice: their row ids and sort values (`matching`,
+ * materialized, small), counted, and sorted for the page. Without a filter the count is the
+ * table's `record_count`.
+ */
+export function pageStatement(page: PageQuery): Statement {
+  const next = page.params.length;
+  const window = `limit $${next + 1} offset $${next + 2}`;
+  const column = (term: OrderTerm, index: number) => (term.rowId ? "row_id" : `sort_${index}`);
+  const sortValues = page.order
+    .map((term, index) => (term.rowId ? "" : `, ${term.value} as ${column(term, index)}`))
+    .join("");
+  let prelude = "";
+  let top: string;
+  let count: string;
+  if (page.order.every((term) => term.rowId)) {
+    top = `select r.row_id ${page.matching} order by ${orderBySql(page.order)} ${window}`;
+    count = countSql(page);
+  } else if (page.order[0]?.column && !page.filterReadsData) {
+    top = `select r.row_id${sortValues} ${page.matching} order by ${orderBySql(page.order)} ${window}`;
+    count = countSql(page);
+  } else {
+    prelude = `with matching as materialized (
+       select r.row_id${sortValues} ${page.matching}
+     ) `;
+    top = `select * from matching order by ${orderBySql(page.order, column)} ${window}`;
+    count = page.filtered ? "select count(*) from matching" : countSql(page);
+  }
+  const total = totalSql(page, count, prelude === "" ? page.matching : "from matching");
+  const more = `exists (select 1 ${prelude === "" ? page.matching : "from matching"}
+       offset $${next + 1}::bigint + $${next + 2}::bigint)`;
+  return {
+    sql: withinReadBudget(`${prelude}select ${recordColumns("r")}, (${total}) as total,
+       ${page.count === "exact" ? "false" : more} as more
+     from (${top}) top join record r on r.row_id = top.row_id
+     order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
+    params: [...page.params, page.limit, page.offset],
+    prepare: false,
+  };
+}
+
+/** The count of a page's matches, as SQL over the page's parameters. */
+function countSql(page: PageQuery): string {
+  return page.filtered
+    ? `select count(*) ${page.matching}`
+    : "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1";
+}
+
+/**
+ * The `total` column as the page's count mode asks: the exact count (`exact`, the count of
+ * `count`), at most ESTIMATE_ABOVE + 1 matches of `from` (`estimated`; an unfiltered count is
+ * exact and cheap, so it is made), or null (`none`).
+ */
+function totalSql(page: PageQuery, count: string, from: string): string {
+  if (page.count === "none") return "select null::bigint";
+  if (page.count === "estimated" && page.filtered) {
+    return `select count(*) from (select 1 ${from} limit ${ESTIMATE_ABOVE + 1}) capped`;
+  }
+  return count;
+}
+
+/** A page's `total` as the caller sees it: a count (estimated or exact), or none. */
+export interface PageCount {
+  total: bigint | null;
+  estimated: boolean;
+}
+
+/**
+ * The count of a page's matches as `totalSql` made it, completed: an `estimated` count past
+ * ESTIMATE_ABOVE becomes PostgreSQL's estimate of the matches (its plan's row count), never less
+ * than the matches seen.
+ */
+async function completeCount(
+  read: ReadStatement,
+  page: PageQuery,
+  counted: bigint | null,
+): Promise<PageCount> {
+  if (
+    page.count !== "estimated" ||
+    !page.filtered ||
+    counted === null ||
+    counted <= ESTIMATE_ABOVE
+  ) {
+    return { total: counted, estimated: false };
+  }
+  const [plan] = await read<{ "QUERY PLAN": [{ Plan: { "Plan Rows": number } }] }>(
+    `explain (format json) select 1 ${page.matching}`,
+    page.params,
+  );
+  const rows = BigInt(Math.round(plan?.["QUERY PLAN"][0]?.Plan["Plan Rows"] ?? 0));
+  return { total: rows > counted ? rows : counted, estimated: true };
+}
+
+/**
+ * A page of records and the count of all matches (`pageStatement`), or `over_budget` for a page
+ * past PAGE_MAX_BYTES. A page past the end has no row to carry the count, so that case (only)
+ * counts again on its own.
+ */
+export async function pageWithTotal(
+  read: ReadStatement,
+  page: PageQuery,
+): Promise<({ records: StoredRecord[]; hasMore: boolean } & PageCount) | "over_budget"> {
+  const { sql, params } = pageStatement(page);
+  const rows = withinBudget(
+    await read<BudgetedRow<RecordRow & { total: string | null; more: boolean }>>(sql, params),
+  );
+  if (!rows) return "over_budget";
+  let counted: bigint | null;
+  if (rows.length > 0 || page.offset === 0) {
+    const first = rows[0];
+    counted = page.count === "none" ? null : BigInt(first?.total ?? 0);
+    if (first === undefined)
+      return { records: [], hasMore: false, total: counted, estimated: false };
+  } else if (page.count === "none") {
+    return { records: [], hasMore: false, total: null, estimated: false };
+  } else {
+    // A page past the end has no row to carry the count: count on its own.
+    const [row] = await read<{ total: string | null }>(
+      `select (${totalSql(page, countSql(page), page.matching)}) as total`,
+      page.params,
+    );
+    counted = row?.total == null ? null : BigInt(row.total);
+    return { records: [], hasMore: false, ...(await completeCount(read, page, counted)) };
+  }
+  const count = await completeCount(read, page, counted);
+  const seen = BigInt(page.offset + rows.length);
+  // An exact count (and an estimated one that counted every match) says whether more follow;
+  // otherwise the statement looked for a match past the page.
+  const hasMore = count.total === null || count.estimated ? rows[0]!.more : count.total > seen;
+  return { records: rows.map(toStored), hasMore, ...count };
+}
+
+/** A record of a table (one record is within the read budget: it is not measured). */
+export async function findRecord(
+  em: EntityManager,
+  tableId: bigint,
+  rowId: bigint,
+): Promise<StoredRecord | undefined> {
+  const { sql, params, prepare } = findRecordsStatement(tableId, [rowId], false);
+  return (await recordsOf(em, sql, params, { prepare }))[0];
+}
+
+/**
+ * The records of a table among `rowIds`, locked for update when asked, in row_id order (so that
+ * two writers lock in one order and cannot deadlock); `over_budget` when a batch's records hold
+ * more than PAGE_MAX_BYTES of values.
+ */
+export async function findRecords(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  options: { lock: boolean },
+): Promise<StoredRecord[] | "over_budget"> {
+  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, options.lock);
+  const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
+  return rows ? rows.map(toStored) : "over_budget";
+}
+
+/**
+ * The records an update writes, locked, after `write_gate` (sql/write_gate.sql) took the
+ * table's shared lock for the transaction and judged the fields the update writes: its answer
+ * comes with the records, in the same statement. With no record found it is not known, and
+ * `ok` is answered (the update writes nothing).
+ */
+export async function lockRecordsForWrite(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  gate: WriteGate,
+): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome } | "over_budget"> {
+  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate);
+  const rows = withinBudget(
+    await query<BudgetedRow<RecordRow & { gate: WriteGateOutcome }>>(em, sql, params, {
+      prepare,
+    }),
+  );
+  if (!rows) return "over_budget";
+  return { records: rows.map(toStored), outcome: rows[0]?.gate ?? "ok" };
+}
+
+/**
+ * How many records a read by id may name before PAGE_MAX_BYTES can be passed (every record is
+ * within RECORD_MAX_BYTES): a batch's larger reads are measured (`withinReadBudget`).
+ */
+const UNMEASURED_READ = Math.floor(PAGE_MAX_BYTES / RECORD_MAX_BYTES);
+
+/**
+ * `findRecords`' statement; with a `gate`, `lockRecordsForWrite`'s: `write_gate` as a
+ * materialized CTE whose answer is a one-time filter (never false: it is never null), so that it
+ * runs, and takes the table's lock, before the first record is read and locked. Naming more
+ * than UNMEASURED_READ records (a batch), it is sent only within PAGE_MAX_BYTES.
+ */
+export function findRecordsStatement(
+  tableId: bigint,
+  rowIds: readonly bigint[],
+  lock: boolean,
+  gate?: WriteGate,
+): Statement {
+  const measured = (sql: string) => (rowIds.length > UNMEASURED_READ ? withinReadBudget(sql) : sql);
+  if (!gate) {
+    return {
+      sql: measured(`select ${RECORD_COLUMNS} from record
+     where table_id = $1 and row_id = any($2::bigint[])
+     order by row_id ${lock ? "for update" : ""}`),
+      params: [tableId, rowIds],
+      prepare: true,
+    };
+  }
+  return {
+    sql: measured(`with gate as materialized (
+       select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
+     )
+     select ${RECORD_COLUMNS}, (select outcome from gate) as gate from record
+     where table_id = $1 and row_id = any($2::bigint[]) and (select outcome from gate) is not null
+     order by row_id ${lock ? "for update of record" : ""}`),
+    params: [tableId, rowIds, gate.fields, gate.pendingChecked],
+    prepare: true,
+  };
+}
+
+/** A record as read for an update without a lock, with its row version (PostgreSQL's `xmin`). */
+export interface VersionedRecord {
+  record: StoredRecord;
+  version: string;
+}
+
+/** `readRecordVersion`'s statement. */
+export function recordVersionStatement(tableId: bigint, rowId: bigint): Statement {
+  return {
+    sql: `select ${RECORD_COLUMNS}, xmin::text as version from record
+     where table_id = $1 and row_id = $2`,
+    params: [tableId, rowId],
+    prepare: true,
+  };
+}
+
+/** A record of the table with its row version, without locking it; undefined when none. */
+export async function readRecordVersion(
+  em: EntityManager,
+  tableId: bigint,
+  rowId: bigint,
+): Promise<VersionedRecord | undefined> {
+  const { sql, params, prepare } = recordVersionStatement(tableId, rowId);
+  const [row] = await query<RecordRow & { version: string }>(em, sql, params, { prepare });
+  return row && { record: toStored(row), version: row.version };
+}

@@ -1,0 +1,148 @@
+// A stored record as the statements read and write it: the `record` row's columns and their shape
+// in TypeScript (`toStored`), the statement type the record routes build, and the values a write
+// sends, bounded by RECORD_MAX_BYTES.
+
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { query } from "@rowbase/kit";
+import { RECORD_MAX_BYTES } from "../domain/openapi.js";
+import type { StoredRecord } from "../domain/record-output.js";
+
+/**
+ * A `record` row as read through `recordColumns` (bigint as text; times as epoch milliseconds,
+ * since the ORM's driver hands timestamptz over as text in the session's time zone).
+ */
+export interface RecordRow {
+  row_id: string;
+  table_id: string;
+  data: JsonObject;
+  created_ms: number;
+  updated_ms: number;
+}
+
+/** Epoch milliseconds of a timestamptz column, as a JSON-safe double. */
+export function epochMs(column: string): string {
+  return `floor(extract(epoch from ${column}) * 1000)::float8`;
+}
+
+/** The select list that `toStored` reads, for `record` under an optional alias. */
+export function recordColumns(alias?: string): string {
+  return `${columnsButData(alias)}, ${alias ? `${alias}.` : ""}data`;
+}
+
+/**
+ * `recordColumns` but the data, for statements that wrote data the caller already holds (the
+ * database would write it out as text, to be parsed again).
+ */
+export function columnsButData(alias?: string): string {
+  const p = alias ? `${alias}.` : "";
+  return `${p}row_id, ${p}table_id, ${epochMs(`${p}created_at`)} as created_ms, ${epochMs(`${p}updated_at`)} as updated_ms`;
+}
+
+export const RECORD_COLUMNS = recordColumns();
+
+export function toStored(row: RecordRow): StoredRecord {
+  return {
+    rowId: BigInt(row.row_id),
+    tableId: BigInt(row.table_id),
+    data: row.data,
+    createdAt: new Date(row.created_ms),
+    updatedAt: new Date(row.updated_ms),
+  };
+}
+
+export const byRowId = (a: StoredRecord, b: StoredRecord) =>
+  a.rowId < b.rowId ? -1 : a.rowId > b.rowId ? 1 : 0;
+
+/**
+ * A statement as kit's `query` sends it. The record routes' statements are built apart from
+ * running them, so that the benchmark's raw-postgres ceiling sends exactly these
+ * (`@rowbase/records/statements`).
+ */
+export interface Statement {
+  sql: string;
+  params: unknown[];
+  /** Sent as a named prepared statement (kit's `query` with `prepare`). */
+  prepare: boolean;
+}
+
+/** Reads rows of records in a statement that returns `RECORD_COLUMNS`. */
+export async function recordsOf(
+  em: EntityManager,
+  sql: string,
+  params: readonly unknown[],
+  options: { prepare?: boolean } = {},
+): Promise<StoredRecord[]> {
+  return (await query<RecordRow>(em, sql, params, options)).map(toStored);
+}
+
+/**
+ * A write's records whose values would pass RECORD_MAX_BYTES (thrown before the statement is
+ * sent): their indexes among the records written.
+ */
+export class RecordsTooLarge extends Error {
+  constructor(readonly indexes: readonly number[]) {
+    super(`records over ${RECORD_MAX_BYTES} bytes of values: ${indexes.join(", ")}`);
+  }
+}
+
+/**
+ * A number in exponent form, as JSON.stringify writes those past 1e21 and below 1e-6 (`1e+308`,
+ * `1.5e-7`): the pattern also meets such text inside a string, which only costs a walk.
+ */
+const EXPONENT = /\de[+-]\d/;
+
+/**
+ * How many bytes more than JSON.stringify's text `value`'s numbers take as PostgreSQL sends them
+ * back: jsonb writes every number out in full, `1e+308` as 309 digits and `1.5e-7` as
+ * `0.00000015`, so a record of such numbers would come back tens of times its written size.
+ */
+function numbersExpandedBy(value: JsonValue): number {
+  if (typeof value === "number") {
+    const text = String(value);
+    const e = text.indexOf("e");
+    if (e < 0) return 0;
+    const digits = text.slice(0, e).replace(/[-.]/g, "").length;
+    const exponent = Number(text.slice(e + 1));
+    const sign = value < 0 ? 1 : 0;
+    // Past the point: the digits and zeros up to it (a point when digits follow it); before
+    // it: "0.", the zeros after the point, the digits.
+    const full =
+      exponent >= 0
+        ? Math.max(digits, exponent + 1) + (digits > exponent + 1 ? 1 : 0)
+        : 1 - exponent + digits;
+    return sign + full - text.length;
+  }
+  if (value === null || typeof value !== "object") return 0;
+  let extra = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    extra += numbersExpandedBy(item as JsonValue);
+  }
+  return extra;
+}
+
+/**
+ * Records' data as the write statements send it, one JSON array (the same text as
+ * `JSON.stringify(datas)`), each record's text measured on the way so that the bound costs no
+ * second serialization: a string takes at most 3 UTF-8 bytes per UTF-16 unit, so only a text
+ * longer than a third of the bound is counted byte by byte. Numbers count as PostgreSQL sends
+ * them back, written out in full (`numbersExpandedBy`), the one case where a read is not near
+ * the written size. Throws RecordsTooLarge.
+ */
+export function dataArrayJson(datas: readonly JsonObject[]): string {
+  const texts: string[] = [];
+  const over: number[] = [];
+  datas.forEach((data, index) => {
+    const text = JSON.stringify(data);
+    const extra = EXPONENT.test(text) ? numbersExpandedBy(data) : 0;
+    if (
+      text.length * 3 + extra > RECORD_MAX_BYTES &&
+      Buffer.byteLength(text) + extra > RECORD_MAX_BYTES
+    ) {
+      over.push(index);
+    }
+    texts.push(text);
+  });
+  if (over.length > 0) throw new RecordsTooLarge(over);
+  return `[${texts.join(",")}]`;
+}

@@ -1,0 +1,249 @@
+// Writes of records: row ids for creates, inserts, updates and deletes, with their events.
+
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import {
+  OUTBOX_PREPARED_EVENTS_MAX,
+  type OutboxEntry,
+  outboxInsert,
+  query,
+  queryWithOutbox,
+} from "@rowbase/kit";
+import type { StoredRecord } from "../domain/record-output.js";
+import {
+  byRowId,
+  columnsButData,
+  dataArrayJson,
+  type RecordRow,
+  type Statement,
+  toStored,
+} from "./rows.js";
+
+/**
+ * Takes `count` new row ids, ascending (column `id`). The sequence is looked up once, in a
+ * sub-select: `pg_get_serial_sequence` in the select list runs for every id and makes a batch's
+ * 1000 ids cost five times as much.
+ */
+export function allocateRowIdsStatement(count: number): Statement {
+  return {
+    sql: `select nextval((select pg_get_serial_sequence('record', 'row_id')::regclass)) as id
+     from generate_series(1, $1::int) order by 1`,
+    params: [count],
+    prepare: true,
+  };
+}
+
+/** `count` new row ids, ascending, for records a create is about to insert. */
+export async function allocateRowIds(em: EntityManager, count: number): Promise<bigint[]> {
+  const { sql, params, prepare } = allocateRowIdsStatement(count);
+  const rows = await query<{ id: string }>(em, sql, params, { prepare });
+  return rows.map((row) => BigInt(row.id));
+}
+
+/**
+ * Inserts records in the given order; the result is in the same order (identities are assigned
+ * in the order of the ordered select).
+ */
+export async function insertRecords(
+  em: EntityManager,
+  target: { tableId: bigint; organizationId: bigint; actor: string },
+  datas: readonly JsonObject[],
+): Promise<StoredRecord[]> {
+  // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
+  // array literal, escaping every quote of every record), and the data not read back: it is
+  // what was sent. Identity values are taken in the order the rows are inserted, `n`'s order,
+  // so the returned rows in row_id order are `datas` in order.
+  const rows = await query<Omit<RecordRow, "data">>(
+    em,
+    `insert into record (table_id, organization_id, data, created_by, updated_by)
+     select $1, $2, item.data, $3, $3
+     from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
+     order by item.n
+     returning ${columnsButData()}`,
+    [target.tableId, target.organizationId, target.actor, dataArrayJson(datas)],
+    { prepare: true },
+  );
+  const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
+  return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
+}
+
+/**
+ * Writes new data for records (already locked) and stamps the change; writes `events` to the
+ * outbox in the same statement.
+ */
+export async function writeRecords(
+  em: EntityManager,
+  actor: string,
+  changes: readonly { rowId: bigint; data: JsonObject }[],
+  events: readonly OutboxEntry[] = [],
+): Promise<StoredRecord[]> {
+  const statement = writeRecordsStatement(actor, changes);
+  const rows = await queryWithOutbox<Omit<RecordRow, "data">>(
+    em,
+    events,
+    statement.sql,
+    statement.params,
+    { prepare: statement.prepare },
+  );
+  const written = new Map(changes.map((c) => [String(c.rowId), c.data]));
+  return rows
+    .map((row) => toStored({ ...row, data: written.get(row.row_id) as JsonObject }))
+    .sort(byRowId);
+}
+
+/** `writeRecords`' statement, before its events are put in front of it. */
+export function writeRecordsStatement(
+  actor: string,
+  changes: readonly { rowId: bigint; data: JsonObject }[],
+): Statement {
+  // As insertRecords: the data as one JSON array (paired with the row ids by position), not
+  // read back. Row ids are distinct (the caller refuses a record named twice).
+  return {
+    sql: `update record r set data = item.data, updated_at = now(), updated_by = $1
+     from unnest($2::bigint[]) with ordinality as id(row_id, n)
+       join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
+     where r.row_id = id.row_id
+     returning ${columnsButData("r")}`,
+    params: [actor, changes.map((c) => c.rowId), dataArrayJson(changes.map((c) => c.data))],
+    prepare: true,
+  };
+}
+
+/** What `writeRecordIfUnchanged` writes: a record's new data over the version it was read at. */
+export interface UnchangedWrite {
+  tableId: bigint;
+  rowId: bigint;
+  version: string;
+  actor: string;
+  data: JsonObject;
+  /** The fields (ids) the write gives a value, for `write_gate`. */
+  fields: readonly string[];
+}
+
+/**
+ * `writeRecordIfUnchanged`'s statement: `write_gate` first (as `lockRecordsForWrite` passes it,
+ * with no pending change checked), then the record's data written only when the gate answered
+ * `ok` and the row is still the version read, then `events` only when it was written. Its one
+ * row: the gate's answer, and the record's columns but the data (null when nothing was written).
+ * Throws RecordsTooLarge.
+ */
+export function writeRecordIfUnchangedStatement(
+  write: UnchangedWrite,
+  events: readonly OutboxEntry[],
+): Statement {
+  const params = [
+    write.tableId,
+    write.rowId,
+    write.fields,
+    [],
+    dataArrayJson([write.data]),
+    write.actor,
+    write.version,
+  ];
+  const enqueue = outboxInsert(events, params.length + 1, "exists (select from written)");
+  return {
+    sql: `with gate as materialized (
+       select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
+     ),
+     written as (
+       update record r set data = ($5::jsonb)->0, updated_at = now(), updated_by = $6
+       where r.table_id = $1 and r.row_id = $2 and r.xmin = $7::xid
+         and (select outcome from gate) = 'ok'
+       returning ${columnsButData("r")}
+     ),
+     enqueued as (${enqueue.sql})
+     select (select outcome from gate) as gate, written.* from (select) one
+       left join written on true`,
+    params: [...params, ...enqueue.params],
+    prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
+}
+
+/**
+ * A record's update in one statement, outside a transaction (`writeRecordIfUnchangedStatement`):
+ * the record as written, or undefined when nothing was written (the record changed since it was
+ * read, or `write_gate` did not answer `ok`), its events included.
+ */
+export async function writeRecordIfUnchanged(
+  em: EntityManager,
+  write: UnchangedWrite,
+  events: readonly OutboxEntry[],
+): Promise<StoredRecord | undefined> {
+  const { sql, params, prepare } = writeRecordIfUnchangedStatement(write, events);
+  const [row] = await query<{ [K in Exclude<keyof RecordRow, "data">]: RecordRow[K] | null }>(
+    em,
+    sql,
+    params,
+    { prepare },
+  );
+  if (!row || row.row_id === null || row.table_id === null) return undefined;
+  return toStored({
+    row_id: row.row_id,
+    table_id: row.table_id,
+    data: write.data,
+    created_ms: row.created_ms ?? 0,
+    updated_ms: row.updated_ms ?? 0,
+  });
+}
+
+/** What `deleteRecordIfUnchanged` deletes: a record at the version it was read at. */
+export interface UnchangedDelete {
+  tableId: bigint;
+  organizationId: bigint;
+  rowId: bigint;
+  version: string;
+}
+
+/**
+ * `deleteRecordIfUnchanged`'s statement: the record deleted only if it is still the version
+ * read, then, only when it was, the organization's count given back (last, as a create takes
+ * it) and `events` written. Its one row: how many records it deleted (0 or 1).
+ */
+export function deleteRecordIfUnchangedStatement(
+  target: UnchangedDelete,
+  events: readonly OutboxEntry[],
+): Statement {
+  const params = [target.tableId, target.rowId, target.version, target.organizationId];
+  const enqueue = outboxInsert(events, params.length + 1, "exists (select from deleted)");
+  return {
+    sql: `with deleted as (
+       delete from record where table_id = $1 and row_id = $2 and xmin = $3::xid
+       returning row_id
+     ),
+     released as (
+       update organization_usage set records = greatest(records - 1, 0)
+       where organization_id = $4 and exists (select from deleted)
+     ),
+     enqueued as (${enqueue.sql})
+     select count(*)::int as deleted from deleted`,
+    params: [...params, ...enqueue.params],
+    prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
+  };
+}
+
+/**
+ * A record's deletion in one statement, outside a transaction
+ * (`deleteRecordIfUnchangedStatement`): whether it deleted the record, its events included
+ * (false when the record changed or went since it was read).
+ */
+export async function deleteRecordIfUnchanged(
+  em: EntityManager,
+  target: UnchangedDelete,
+  events: readonly OutboxEntry[],
+): Promise<boolean> {
+  const { sql, params, prepare } = deleteRecordIfUnchangedStatement(target, events);
+  const [row] = await query<{ deleted: number }>(em, sql, params, { prepare });
+  return row?.deleted === 1;
+}
+
+/** Deletes records of a table (already locked, so the caller has read what it deletes). */
+export async function deleteRecords(
+  em: EntityManager,
+  tableId: bigint,
+  rowIds: readonly bigint[],
+): Promise<void> {
+  await query(em, "delete from record where table_id = $1 and row_id = any($2::bigint[])", [
+    tableId,
+    rowIds,
+  ]);
+}

@@ -1,0 +1,9 @@
+/** Records' repeatable SQL files (the package's `sql/`), in the order `migrate` applies them. */
+export const SQL_FILES = [
+  "create_checks.sql",
+  "create_gate.sql",
+  "record_count_change.sql",
+  "reserve_records.sql",
+  "take_records.sql",
+  "write_gate.sql",
+];
