@@ -11,7 +11,7 @@ import {
   OPERATORS,
   VALUELESS_OPERATORS,
   type WhereNode,
-} from "./where-ast.js";
+} from "../src/query/where-ast.js";
 
 export type Random = () => number;
 
@@ -180,7 +180,10 @@ export function withoutPositions(node: WhereNode): WhereNode {
   }
 }
 
-/** Operators by the kind of value a reference holds (SPEC section 8.3), for fitting trees. */
+/**
+ * The operators the query language allows on each kind of value a reference holds, for fitting
+ * trees.
+ */
 const FITTING_OPERATORS: Record<string, readonly string[]> = {
   text: [
     "eq",
