@@ -19,12 +19,12 @@ import {
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
 import { createOrg, q } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * GetLimits' usage.file_storage_bytes (SPEC section 10) is what the real files service counts

@@ -1,9 +1,9 @@
 import { runAdminCommand } from "@rowbase/organization/admin";
+import { RELAXED_RATE_LIMITS, type TestSystem } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import { type SignedUpUser, signUp } from "./accounts.js";
 import type { ApiResponse, client } from "./http.js";
 import { createOrg, q } from "./organizations.js";
-import { RELAXED_RATE_LIMITS, type TestSystem } from "./system.js";
 
 type Api = ReturnType<typeof client>;
 
