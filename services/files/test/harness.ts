@@ -24,13 +24,13 @@ import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import {
   createTestTeam,
+  startS3Server,
   startTestServices,
   type TestTeam,
   type TestUser,
 } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import { migrateFiles, type RunningFiles } from "../src/index.js";
-import { startS3Server } from "./s3-server.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };

@@ -32,6 +32,8 @@ import {
 } from "../src/services.js";
 import { type RunningSystem, startSystem } from "../src/system.js";
 
+export { type S3Server, startS3Server } from "./s3-server.js";
+
 /** The secret the files service of a test signs its download URLs with. */
 export const TEST_FILE_URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
