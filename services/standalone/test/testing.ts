@@ -99,6 +99,39 @@ async function temporaryDirectory(stack: TestStack, prefix: string): Promise<str
   return dir;
 }
 
+/** What a test gives the services besides its stack and where the others answer. */
+interface ServeOptions {
+  jwtSigningKeys: string;
+  filesDir: string;
+  fileUrlSecret: string;
+  /** Environment of every service. */
+  common?: Record<string, string>;
+  /** Environment of each service, over the rest. */
+  env?: Partial<Record<ServiceName, Record<string, string>>>;
+}
+
+/**
+ * Starts an instance of a service on `stack` (stopped with it), pointed at the services of
+ * `urls`, with `env` over its environment.
+ */
+function serveOn(stack: TestStack, urls: Partial<Record<ServiceName, string>>, o: ServeOptions) {
+  const own: Record<ServiceName, Record<string, string>> = {
+    identity: { SMTP_URL: stack.mail.url, JWT_SIGNING_KEYS: o.jwtSigningKeys },
+    organization: { SMTP_URL: stack.mail.url },
+    catalog: {},
+    records: {},
+    files: { FILES_DIR: o.filesDir, FILE_URL_SECRET: o.fileUrlSecret },
+  };
+  return <K extends ServiceName>(name: K, env: Record<string, string> = {}) =>
+    stack.serve(SERVICES[name].env, SERVICES[name].start, {
+      ...o.common,
+      ...own[name],
+      ...grpcUrlsOf(name, urls),
+      ...o.env?.[name],
+      ...env,
+    });
+}
+
 let users = 0;
 
 /**
@@ -120,23 +153,12 @@ export async function startTestServices(options: TestServicesOptions): Promise<T
     urls[name] = `http://127.0.0.1:${ports[name]}`;
   }
   const filesDir = await temporaryDirectory(stack, "rowbase-files-it-");
-  const own: Record<ServiceName, Record<string, string>> = {
-    identity: {
-      SMTP_URL: stack.mail.url,
-      JWT_SIGNING_KEYS: JSON.stringify([await generateSigningKey()]),
-    },
-    organization: { SMTP_URL: stack.mail.url },
-    catalog: {},
-    records: {},
-    files: { FILES_DIR: filesDir, FILE_URL_SECRET: TEST_FILE_URL_SECRET },
-  };
-  const serve = <K extends ServiceName>(name: K, env: Record<string, string>) =>
-    stack.serve(SERVICES[name].env, SERVICES[name].start, {
-      ...own[name],
-      ...grpcUrlsOf(name, urls),
-      ...options.env?.[name],
-      ...env,
-    });
+  const serve = serveOn(stack, urls, {
+    jwtSigningKeys: JSON.stringify([await generateSigningKey()]),
+    filesDir,
+    fileUrlSecret: TEST_FILE_URL_SECRET,
+    ...(options.env ? { env: options.env } : {}),
+  });
 
   const migrated: Partial<Record<ServiceName, string[]>> = {};
   for (const name of names) migrated[name] = await SERVICES[name].migrate(stack.databaseUrl);
@@ -243,6 +265,12 @@ export interface TestSystem {
   system: RunningSystem;
   /** The private signing keys the identity service uses (to forge or expire tokens in tests). */
   signingKeys: Awaited<ReturnType<typeof generateSigningKey>>[];
+  /**
+   * Starts one more instance of a service beside the system, on the same database, Redis prefix
+   * and NATS namespace, pointed at the system's services, with `env` over its environment. It
+   * stops with the system unless stopped before.
+   */
+  replica<K extends ServiceName>(name: K, env?: Record<string, string>): Promise<TestService<K>>;
   databaseUrl: string;
   internalJwtSecret: string;
   /**
@@ -275,6 +303,7 @@ export async function startTestSystem(
   const stack = await startTestStack("e2e");
   const signingKeys = [await generateSigningKey()];
   const internalJwtSecret = randomBytes(32).toString("base64url");
+  const fileUrlSecret = randomBytes(32).toString("base64url");
   const filesDir = await temporaryDirectory(stack, "rowbase-files-");
   const system = await startSystem({
     env: { SMTP_URL: stack.mail.url, RATE_LIMITS: RELAXED_RATE_LIMITS, ...env },
@@ -282,7 +311,7 @@ export async function startTestSystem(
     redisUrl: stack.redisUrl,
     natsUrl: stack.natsUrl,
     internalJwtSecret,
-    fileUrlSecret: randomBytes(32).toString("base64url"),
+    fileUrlSecret,
     filesDir,
     jwtSigningKeys: JSON.stringify(signingKeys),
     port: 0,
@@ -295,11 +324,18 @@ export async function startTestSystem(
     namespace: stack.namespace,
   });
   stack.onStop(() => system.stop());
+  const replica = serveOn(stack, system.grpcUrls, {
+    jwtSigningKeys: JSON.stringify(signingKeys),
+    filesDir: env.FILES_DIR ?? filesDir,
+    fileUrlSecret,
+    common: { ...env, INTERNAL_JWT_SECRET: internalJwtSecret },
+  });
   return {
     baseUrl: `http://127.0.0.1:${system.port}`,
     mail: stack.mail,
     system,
     signingKeys,
+    replica,
     databaseUrl: stack.databaseUrl,
     internalJwtSecret,
     filesDir: env.FILES_DIR ?? filesDir,
