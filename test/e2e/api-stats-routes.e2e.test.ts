@@ -12,7 +12,7 @@ import {
 } from "./support/records.js";
 
 /**
- * GET /organization/api_stats (SPEC 5) against the running system: the period the gateway asks
+ * GET /organization/api_stats against the running system: the period the gateway asks
  * the organization service for, given or left to its default, the usage counted from real calls
  * and transfer presented per day and token, and the service's own 404 and period checks in the
  * contract's shapes. (Test/e2e/events.e2e.test.ts counts calls against the monthly allowance.)

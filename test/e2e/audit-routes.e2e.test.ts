@@ -16,7 +16,7 @@ import {
 } from "./support/records.js";
 
 /**
- * GET /audit/list (SPEC 11) against the running system: what the gateway asks the organization
+ * GET /audit/list against the running system: what the gateway asks the organization
  * service for (the scope, the page, the time bounds in any offset, the action) and how it
  * presents the stored events, and how database and table scopes are resolved, from the stored
  * events or the real catalog, for members and for everyone else. Events are asynchronous:

@@ -20,8 +20,8 @@ import {
 } from "./support/records.js";
 
 /**
- * Issue 7 through the whole system: the audit log (SPEC 11) fed by every service's audit events,
- * the API statistics (SPEC 5) fed by the gateway's usage events, the monthly counters rebuilt
+ * Issue 7 through the whole system: the audit log fed by every service's audit events,
+ * the API statistics fed by the gateway's usage events, the monthly counters rebuilt
  * from them when Redis loses its keys, and the deletion sagas that clear what hangs off a deleted
  * organization, database, table, field or record in every service, bytes on disk included.
  * Events are asynchronous: everything they feed is polled for (up to 10 s).

@@ -13,7 +13,7 @@ import { createOrg, q } from "./support/organizations.js";
 /**
  * The files service's figures reach the REST answers through the standalone wiring
  * (FILES_GRPC_URL of records and organization): GET /organization/limits shows the stored bytes
- * (SPEC section 10) and a record's file field shows the live FileInfo (SPEC sections 6 and 7).
+ * and a record's file field shows the live FileInfo of each file it holds.
  * Files are uploaded with FilesService.UploadFile as the signed-in owner, as the gateway would.
  */
 

@@ -23,7 +23,7 @@ import { expectError, q } from "./support/organizations.js";
 import { createTenant, RECORD_TEST_RATE_LIMITS, type Tenant, v1 } from "./support/records.js";
 
 /**
- * SPEC sections 7 and 10 on the file routes through the whole system: every call is one API call
+ * The plans' limits on the file routes through the whole system: every call is one API call
  * of the organization that owns the record (a member's session is charged to the record's
  * organization), up to the plan's allowance; the bytes of uploads, serves and signed downloads
  * are its data transfer, refused before a byte moves. The counters are the gateway's, in the

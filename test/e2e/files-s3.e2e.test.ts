@@ -7,7 +7,7 @@ import { createTenant, RECORD_TEST_RATE_LIMITS } from "./support/records.js";
 import { type S3Endpoint, startS3Endpoint } from "./support/s3.js";
 
 /**
- * SPEC section 7 on the S3 backend: the same routes through the gateway with the files service
+ * The file routes on the S3 backend: the same routes through the gateway with the files service
  * keeping the bytes in a bucket of a real S3-protocol server (MinIO where a container engine
  * runs, s3rver here). The directory backend's routes are in files.e2e.test.ts.
  */

@@ -29,7 +29,7 @@ import {
 } from "./support/records.js";
 
 /**
- * SPEC section 7 through the whole system: the gateway streams multipart uploads into the files
+ * The file routes through the whole system: the gateway streams multipart uploads into the files
  * service, which stores the bytes in a directory, and serves them back with their headers,
  * ranges, conditional answers and signed links; refused and abandoned uploads leave nothing;
  * quotas are the plans' (enterprise plans set with the admin command). A second system has a

@@ -488,7 +488,7 @@ describe("invitations", () => {
 });
 
 describe("roles", () => {
-  it("lets each role do what SPEC section 3 allows and nothing more", async () => {
+  it("lets each role do what it may and nothing more", async () => {
     const owner = await user();
     const admin = await user();
     const editor = await user();

@@ -18,7 +18,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 2 and 3 on the record routes: credentials, tokens, roles, tenancy, deleted parents. */
+/** Who may call the record routes: credentials, tokens, roles, tenancy, deleted parents. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -63,7 +63,7 @@ interface RouteCall {
   row: boolean;
 }
 
-/** Every record route of SPEC 8.1 and 8.2, aimed at one table and row. */
+/** Every record route, of the v1 and the query-form families, aimed at one table and row. */
 function routes(databaseId: number, tableId: number, rowId: number): RouteCall[] {
   const p = v1(databaseId, tableId);
   const tq = q({ table_id: tableId });

@@ -21,7 +21,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 8.4 and 10 on the record routes: the record limit, the monthly API calls, rate limits. */
+/** Limits on the record routes: the record limit, the monthly API calls, rate limits. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

@@ -19,7 +19,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 8 and 8.3 (formats, rich_text, fields, limit/offset) and 8.4 (validation of writes). */
+/** Reading options (formats, rich_text, fields, limit/offset) and the validation of writes. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -44,7 +44,7 @@ async function totalOf(t: TestTable) {
   return (await list(api, tenant.readToken, t, { limit: 1 })).total;
 }
 
-describe("writing (SPEC 8.4)", () => {
+describe("writing", () => {
   /** One bad value per key: unknown, read-only and wrong-typed fields. */
   const BAD: Record<string, unknown> = {
     Nope: 1,
@@ -194,7 +194,7 @@ describe("values at the edges of their options", () => {
   });
 });
 
-describe("reading options (SPEC 8, 8.3)", () => {
+describe("reading options", () => {
   it("keys data by field id or by name, with null for every empty field", async () => {
     const [record] = await seed(api, tenant.writeToken, table, [{ Text: "only text" }]);
     const p = v1(tenant.databaseId, table.tableId);

@@ -22,7 +22,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 8.1 and 8.2: every record route of both families, its success shape and errors. */
+/** Every record route of both families (v1 and query-form), its success shape and errors. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -43,7 +43,7 @@ afterAll(async () => {
 const full = (values: Record<string, unknown>, record: RecordShape) =>
   allFields(table, values, record);
 
-describe("v1 routes (SPEC 8.1)", () => {
+describe("v1 routes", () => {
   it("creates, gets, lists, patches and deletes a record with the documented shapes", async () => {
     const p = v1(tenant.databaseId, table.tableId);
     const created = await api("POST", p.records, {
@@ -417,7 +417,7 @@ function schemasWithProperties(node: unknown): Record<string, unknown>[] {
   return found;
 }
 
-describe("query-form routes (SPEC 8.2)", () => {
+describe("query-form routes", () => {
   it("creates, gets, lists, updates with PUT and deletes by POST and by DELETE", async () => {
     const tid = { table_id: table.tableId };
     const created = await api("POST", "/public/record/create", {

@@ -14,7 +14,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 8.3 `sort`: every sortable type, both directions, nulls, ties by row_id. */
+/** The query language's `sort`: every sortable type, both directions, nulls, ties by row_id. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

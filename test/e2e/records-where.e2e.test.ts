@@ -15,7 +15,7 @@ import {
   v1,
 } from "./support/records.js";
 
-/** SPEC 8.3 `where`: every operator on every type it fits, quoting, grouping, errors. */
+/** The query language's `where`: every operator on every type it fits, quoting, grouping, errors. */
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
