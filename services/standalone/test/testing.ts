@@ -35,7 +35,7 @@ import { type RunningSystem, startSystem } from "../src/system.js";
 export { type S3Server, startS3Server } from "./s3-server.js";
 
 /** The secret the files service of a test signs its download URLs with. */
-export const TEST_FILE_URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
+const TEST_FILE_URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
 const DESCRIPTORS = {
   identity: IdentityService,
