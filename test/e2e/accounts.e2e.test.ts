@@ -1,9 +1,9 @@
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { importJWK, SignJWT } from "jose";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

@@ -1,3 +1,4 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
@@ -9,7 +10,6 @@ import {
   type Tenant,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * GET /organization/api_stats against the running system: the period the gateway asks

@@ -1,3 +1,4 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
@@ -13,7 +14,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * GET /audit/list against the running system: what the gateway asks the organization

@@ -1,9 +1,9 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
 import { addMember, createOrg, expectError, q } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

@@ -1,7 +1,7 @@
 import { processMetricsRegistry } from "@rowbase/kit";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
 

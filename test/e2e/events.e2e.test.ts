@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { access } from "node:fs/promises";
 import path from "node:path";
+import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
@@ -17,7 +18,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * Events through the whole system: the audit log fed by every service's audit events,

@@ -4,11 +4,11 @@ import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
 import { createOrg, q } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The files service's figures reach the REST answers through the standalone wiring

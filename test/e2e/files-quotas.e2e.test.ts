@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
@@ -20,7 +21,6 @@ import {
 import { client } from "./support/http.js";
 import { expectError, q } from "./support/organizations.js";
 import { createTenant, RECORD_TEST_RATE_LIMITS, type Tenant, v1 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The plan's quotas on the file routes through the whole system: every call is one API call

@@ -1,10 +1,10 @@
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { filePart, fileTable, PNG, pair, raw, sha256 } from "./support/files.js";
 import { client } from "./support/http.js";
 import { createTenant, RECORD_TEST_RATE_LIMITS } from "./support/records.js";
 import { type S3Endpoint, startS3Endpoint } from "./support/s3.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The file routes on the S3 backend: the same routes through the gateway with the files service

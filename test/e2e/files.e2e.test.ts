@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signUp } from "./support/accounts.js";
@@ -26,7 +27,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The file routes through the whole system: the gateway streams multipart uploads into the files

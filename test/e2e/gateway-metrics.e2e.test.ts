@@ -1,7 +1,7 @@
 import { type MetricsServer, startMetricsServer } from "@rowbase/kit";
+import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
-import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The gateway's HTTP and rate-limit metrics on /metrics (the process registry, served here on a

@@ -10,8 +10,8 @@ import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_ser
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { recordsEnv } from "@rowbase/records";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 const PREVIOUS = "the-previous-internal-secret-of-32-char";
 const UNRELATED = "an-unrelated-internal-secret-of-32-chars";

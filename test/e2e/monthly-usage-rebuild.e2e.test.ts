@@ -29,11 +29,11 @@ import {
   TransferCountedSchema,
 } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
 import { createOrg, q } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * The gateway's monthly counters rebuilt from the totals Postgres holds when the shared cache

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { startTestOidcProvider, type TestOidcProvider } from "@rowbase/identity/testing";
+import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
-import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "./support/system.js";
 
 let provider: TestOidcProvider;
 let sys: TestSystem;

@@ -1,10 +1,10 @@
 import { type MetricsServer, startMetricsServer, startTracing } from "@rowbase/kit";
 import { startTestCollector } from "@rowbase/kit/testing";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
 import { q } from "./support/organizations.js";
 import { createTable, createTenant, v1 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 interface LogLine {
   service: string;

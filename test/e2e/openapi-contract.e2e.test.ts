@@ -1,3 +1,4 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import formats from "ajv-formats";
@@ -15,7 +16,6 @@ import {
   type Tenant,
   type TestTable,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 // The published documents checked against what the routes answer: every response below is
 // validated against the schema /openapi.json (or the table's own document) gives for its

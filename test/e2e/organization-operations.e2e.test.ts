@@ -2,10 +2,10 @@ import { ApiTokenAuthenticator, organizationTokenLookup } from "@rowbase/gateway
 import { createServiceClient, errorInfoOf } from "@rowbase/kit";
 import { runAdminCommand, UsageError } from "@rowbase/organization/admin";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEmail, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

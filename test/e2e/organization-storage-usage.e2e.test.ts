@@ -1,30 +1,23 @@
 import { randomBytes } from "node:crypto";
-import { filesEnv, type RunningFiles, startFiles } from "@rowbase/files";
 import {
   Code,
   ConnectError,
   callAs,
-  createLogger,
   createServiceClient,
   errorInfoOf,
   freePort,
 } from "@rowbase/kit";
 import {
-  organizationEnv,
-  type RunningOrganization,
-  startOrganization,
-} from "@rowbase/organization";
-import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { startTestSystem, type TestService, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
 import { createOrg, q } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * GetLimits' usage.file_storage_bytes is what the real files service counts
@@ -35,32 +28,15 @@ import { startTestSystem, type TestSystem } from "./support/system.js";
  * one, which the test stops and starts again on its port.
  */
 
-const logger = createLogger("storage-usage-e2e", process.env.TEST_LOG_LEVEL ?? "silent");
-
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
 let db: pg.Client;
 let filesPort: number;
-let files: RunningFiles | undefined;
-let organization: RunningOrganization;
+let files: TestService<"files"> | undefined;
+let organization: TestService<"organization">;
 
 /** The test's own files process, on its fixed port. */
-function startOwnFiles(): Promise<RunningFiles> {
-  return startFiles(
-    filesEnv.parse({
-      DATABASE_URL: sys.databaseUrl,
-      INTERNAL_JWT_SECRET: sys.internalJwtSecret,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: String(filesPort),
-      ORGANIZATION_GRPC_URL: sys.system.grpcUrls.organization,
-      CATALOG_GRPC_URL: sys.system.grpcUrls.catalog,
-      RECORDS_GRPC_URL: sys.system.grpcUrls.records,
-      FILES_DIR: sys.filesDir,
-      FILE_URL_SECRET: randomBytes(32).toString("base64url"),
-    }),
-    { logger, cache: sys.system.cache, bus: sys.system.bus },
-  );
-}
+const startOwnFiles = () => sys.replica("files", { GRPC_PORT: String(filesPort) });
 
 beforeAll(async () => {
   sys = await startTestSystem();
@@ -69,23 +45,12 @@ beforeAll(async () => {
   await db.connect();
   filesPort = await freePort();
   files = await startOwnFiles();
-  organization = await startOrganization(
-    organizationEnv.parse({
-      DATABASE_URL: sys.databaseUrl,
-      INTERNAL_JWT_SECRET: sys.internalJwtSecret,
-      GRPC_HOST: "127.0.0.1",
-      GRPC_PORT: "0",
-      IDENTITY_GRPC_URL: sys.system.grpcUrls.identity,
-      SMTP_URL: sys.mail.url,
-      FILES_GRPC_URL: `http://127.0.0.1:${filesPort}`,
-    }),
-    { logger, cache: sys.system.cache, bus: sys.system.bus },
-  );
+  organization = await sys.replica("organization", {
+    FILES_GRPC_URL: `http://127.0.0.1:${filesPort}`,
+  });
 });
 
 afterAll(async () => {
-  await organization?.stop();
-  await files?.stop();
   await db?.end();
   await sys?.stop();
 });
@@ -165,10 +130,7 @@ describe("file storage in GetLimits", () => {
       "update organization.organization_usage set file_storage_bytes = 7 where organization_id = $1",
       [organizationId.toString()],
     );
-    for (const url of [
-      sys.system.grpcUrls.organization,
-      `http://127.0.0.1:${organization.server.port}`,
-    ]) {
+    for (const url of [sys.system.grpcUrls.organization, organization.url]) {
       const org = createServiceClient(OrganizationService, url);
       const limits = await org.getLimits({ organizationId }, await asUser(owner));
       expect(limits.usage?.fileStorageBytes).toBe(BigInt(bytes.length));
@@ -194,10 +156,7 @@ describe("file storage in GetLimits", () => {
       uploadMessages(rowId, fieldId, bytes),
       await asUser(owner),
     );
-    const org = createServiceClient(
-      OrganizationService,
-      `http://127.0.0.1:${organization.server.port}`,
-    );
+    const org = createServiceClient(OrganizationService, organization.url);
     await files?.stop();
     files = undefined;
     try {

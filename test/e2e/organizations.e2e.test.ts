@@ -1,3 +1,4 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEmail, type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
@@ -7,7 +8,6 @@ import {
   expectError,
   q,
 } from "./support/organizations.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;

@@ -2,6 +2,7 @@ import { PlanAllowances } from "@rowbase/gateway";
 import { cachePlan, createServiceClient, planCacheKey } from "@rowbase/kit";
 import { holdAnswers } from "@rowbase/kit/testing";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { counted, enterprise as enterpriseLimits } from "./support/files.js";
 import type { ApiResponse } from "./support/http.js";
@@ -19,7 +20,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { RELAXED_RATE_LIMITS, startTestSystem, type TestSystem } from "./support/system.js";
 
 /** Plan limits on the record routes: the record limit, the monthly API calls, rate limits. */
 

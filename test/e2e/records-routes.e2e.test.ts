@@ -1,4 +1,5 @@
 import http from "node:http";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
@@ -20,7 +21,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /** Every record route of both families, its success shape and errors. */
 

@@ -1,3 +1,4 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
 import { q } from "./support/organizations.js";
@@ -13,7 +14,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /** `where`: every operator on every type it fits, quoting, grouping, errors. */
 

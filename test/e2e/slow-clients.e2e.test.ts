@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import net from "node:net";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   counted,
@@ -22,7 +23,6 @@ import {
   type TestTable,
   v1,
 } from "./support/records.js";
-import { startTestSystem, type TestSystem } from "./support/system.js";
 
 /**
  * Clients that send slowly, against a gateway with short request timeouts: a body that keeps

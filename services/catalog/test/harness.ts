@@ -1,26 +1,25 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import { createServiceClient, type Principal } from "@rowbase/kit";
+import type { Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
   reasonOf,
-  startTestStack,
   type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
+import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import {
   createTestTeam,
-  startTestOrganization,
+  startTestServices,
   type TestTeam,
-} from "@rowbase/organization/testing";
-import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+  type TestUser,
+} from "@rowbase/standalone/testing";
 import type pg from "pg";
 import { expect } from "vitest";
-import { type CatalogConfig, catalogEnv, migrateCatalog, startCatalog } from "../src/index.js";
+import { migrateCatalog } from "../src/index.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, validationOf };
@@ -28,11 +27,8 @@ export { as, eventsOf, failureOf, reasonOf, validationOf };
 export interface Harness extends Pick<TestStack, "db" | "cache" | "bus" | "logger" | "events"> {
   catalog: Client<typeof CatalogService>;
   org: Client<typeof OrganizationService>;
-  config: CatalogConfig;
   /** A registered user with a verified e-mail. */
   user(name?: string): Promise<TestUser>;
-  /** Stops the catalog service and starts it again with extra environment. */
-  restartCatalog(env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -83,49 +79,33 @@ export async function stateOf(db: pg.Pool, organizationId: bigint): Promise<unkn
  * The real identity, organization and catalog services against one fresh database, Redis under
  * a unique prefix, NATS under a unique namespace and a mail catcher for verification codes.
  */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
-  const stack = await startTestStack("catalog");
-  const identity = await startTestIdentity(stack);
-  const organization = await startTestOrganization(stack, identity.url);
-
-  expect(await migrateCatalog(stack.databaseUrl)).toEqual([
+export async function startHarness(): Promise<Harness> {
+  const services = await startTestServices({
+    through: "catalog",
+    record: ["CATALOG", "ORG", "AUDIT"],
+  });
+  const { stack } = services;
+  expect(services.migrated.catalog).toEqual([
     "InitialSchema",
     "ProcessedEvents",
     "NameKeys",
     "SchemaVersion",
   ]);
   expect(await migrateCatalog(stack.databaseUrl)).toEqual([]);
-  const serveCatalog = (extra: Record<string, string>) =>
-    stack.serve(catalogEnv, startCatalog, {
-      ORGANIZATION_GRPC_URL: organization.url,
-      ...env,
-      ...extra,
-    });
-  let catalog = await serveCatalog({});
-  await stack.record(["CATALOG", "ORG", "AUDIT"]);
-
-  const harness: Harness = {
-    catalog: createServiceClient(CatalogService, catalog.url),
-    org: createServiceClient(OrganizationService, organization.url),
+  return {
+    catalog: services.client("catalog"),
+    org: services.client("organization"),
     db: stack.db,
     cache: stack.cache,
     bus: stack.bus,
     logger: stack.logger,
-    config: catalog.config,
     events: stack.events,
-    user: (name = "Ada") => identity.user(name),
-    async restartCatalog(extra = {}) {
-      await catalog.stop();
-      catalog = await serveCatalog(extra);
-      harness.config = catalog.config;
-      harness.catalog = createServiceClient(CatalogService, catalog.url);
-    },
-    stop: () => stack.stop(),
+    user: (name = "Ada") => services.user(name),
+    stop: () => services.stop(),
   };
-  return harness;
 }
 
-export type Team = TestTeam<TestUser, "admin" | "editor" | "viewer">;
+export type Team = TestTeam<"admin" | "editor" | "viewer">;
 
 /**
  * An organization on the plus plan with a member of each role, and an outsider who owns an

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { type S3Server, startS3Server } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   BlobNotFoundError,
@@ -11,7 +12,6 @@ import {
   newStorageKey,
   S3BlobStore,
 } from "../src/storage/index.js";
-import { type S3Server, startS3Server } from "./s3-server.js";
 
 async function* chunks(total: number, size = 64 * 1024, seed = 7): AsyncGenerator<Uint8Array> {
   let sent = 0;

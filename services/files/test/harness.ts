@@ -1,44 +1,39 @@
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import os from "node:os";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
-import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
 import { createServiceClient, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
   reasonOf,
-  startTestStack,
   TEST_SECRET,
   type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
-import {
-  createTestTeam,
-  startTestOrganization,
-  type TestTeam,
-} from "@rowbase/organization/testing";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
+import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { ByteRange, FileServeHeader } from "@rowbase/proto/rowbase/files/v1/files_pb";
 import {
   FilesService,
   type UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import {
+  createTestTeam,
+  startS3Server,
+  startTestServices,
+  type TestTeam,
+  type TestUser,
+} from "@rowbase/standalone/testing";
 import { expect } from "vitest";
-import { filesEnv, migrateFiles, type RunningFiles, startFiles } from "../src/index.js";
-import { type S3Server, startS3Server } from "./s3-server.js";
+import { migrateFiles, type RunningFiles } from "../src/index.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };
-export const URL_SECRET = "test-file-url-secret-of-at-least-32-chars";
 
 export type Backend = "directory" | "s3";
 
@@ -87,47 +82,25 @@ async function filesUnder(dir: string): Promise<string[]> {
  * and the files bytes in a temporary directory or in a local S3 server (s3rver).
  */
 export async function startHarness(backend: Backend): Promise<Harness> {
-  const stack = await startTestStack("files");
-  const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-files-it-"));
-  stack.onStop(() => rm(filesDir, { recursive: true, force: true }));
-  const s3: S3Server | undefined = backend === "s3" ? await startS3Server() : undefined;
-  if (s3) stack.onStop(() => s3.close());
-
-  const identity = await startTestIdentity(stack);
-  const organization = await startTestOrganization(stack, identity.url);
-  await migrateCatalog(stack.databaseUrl);
-  const catalog = await stack.serve(catalogEnv, startCatalog, {
-    ORGANIZATION_GRPC_URL: organization.url,
+  const s3 = backend === "s3" ? await startS3Server() : undefined;
+  const services = await startTestServices({
+    through: "files",
+    env: { files: s3?.env ?? {} },
+    record: ["CATALOG", "ORG", "AUDIT", "RECORDS"],
   });
-  await migrateRecords(stack.databaseUrl);
-  const records = await stack.serve(recordsEnv, startRecords, {
-    ORGANIZATION_GRPC_URL: organization.url,
-    CATALOG_GRPC_URL: catalog.url,
-  });
-
-  expect(await migrateFiles(stack.databaseUrl)).toEqual(["InitialSchema", "ProcessedEvents"]);
+  const { stack } = services;
+  expect(services.migrated.files).toEqual(["InitialSchema", "ProcessedEvents"]);
   expect(await migrateFiles(stack.databaseUrl)).toEqual([]);
-  const serveFiles = (extra: Record<string, string>) =>
-    stack.serve(filesEnv, startFiles, {
-      ORGANIZATION_GRPC_URL: organization.url,
-      CATALOG_GRPC_URL: catalog.url,
-      RECORDS_GRPC_URL: records.url,
-      FILES_DIR: filesDir,
-      FILE_URL_SECRET: URL_SECRET,
-      ...(s3?.env ?? {}),
-      ...extra,
-    });
-  const files = await serveFiles({});
-  expect(files.service.blobs.kind).toBe(backend);
-  await stack.record(["CATALOG", "ORG", "AUDIT", "RECORDS"]);
+  const running = services.service("files").service;
+  expect(running.blobs.kind).toBe(backend);
 
   return {
     backend,
-    files: createServiceClient(FilesService, files.url),
-    records: createServiceClient(RecordsService, records.url),
-    catalog: createServiceClient(CatalogService, catalog.url),
-    org: createServiceClient(OrganizationService, organization.url),
-    running: files.service,
+    files: services.client("files"),
+    records: services.client("records"),
+    catalog: services.client("catalog"),
+    org: services.client("organization"),
+    running,
     db: stack.db,
     cache: stack.cache,
     bus: stack.bus,
@@ -142,26 +115,29 @@ export async function startHarness(backend: Backend): Promise<Harness> {
             .map((f) => path.basename(f, "._S3rver_object")),
         );
       }
-      const stored = await filesUnder(filesDir);
+      const stored = await filesUnder(services.filesDir);
       return new Set(
         stored
           .filter((f) => !f.includes(`${path.sep}.partial${path.sep}`))
           .map((f) => path.basename(f)),
       );
     },
-    user: (name = "Ada") => identity.user(name),
+    user: (name = "Ada") => services.user(name),
     async replica(env = {}) {
-      const replica = await serveFiles(env);
+      const replica = await services.replica("files", env);
       return {
         files: createServiceClient(FilesService, replica.url),
         stop: () => replica.stop(),
       };
     },
-    stop: () => stack.stop(),
+    async stop() {
+      await services.stop();
+      await s3?.close();
+    },
   };
 }
 
-export type Team = TestTeam<TestUser, "editor" | "viewer">;
+export type Team = TestTeam<"editor" | "viewer">;
 
 /** Limits small enough to reach in a test (an enterprise plan). */
 export const SMALL_LIMITS = {

@@ -32,7 +32,7 @@ import {
   startTestOidcProvider,
   type TestOidcClaims,
   type TestOidcProvider,
-} from "../src/testing.js";
+} from "./oidc-provider.js";
 
 const SECRET = "test-internal-secret-of-at-least-32-chars";
 const DEFAULT_REDIRECT = "https://app.rowbase.test/oauth/callback";

@@ -44,6 +44,10 @@ export interface ServedService<C, S> {
  */
 export interface TestStack {
   databaseUrl: string;
+  redisUrl: string;
+  natsUrl: string;
+  /** The Redis key prefix (with a colon after it) and the NATS namespace of this stack. */
+  namespace: string;
   mail: MailCatcher;
   logger: Logger;
   cache: RedisCache;
@@ -80,8 +84,10 @@ export async function startTestStack(
   );
   const mail = await startMailCatcher();
   const logger = createLogger(`${name}-test`, process.env.TEST_LOG_LEVEL ?? "silent");
-  const cache = RedisCache.connect(infra.redisUrl, `${uniqueName(name)}:`);
-  const bus = await NatsBus.connect(options.natsUrl ?? infra.natsUrl, logger, uniqueName(name));
+  const namespace = uniqueName(name);
+  const natsUrl = options.natsUrl ?? infra.natsUrl;
+  const cache = RedisCache.connect(infra.redisUrl, `${namespace}:`);
+  const bus = await NatsBus.connect(natsUrl, logger, namespace);
   const db = new pg.Pool({ connectionString: database.url, max: 4 });
   const events: BusMessage[] = [];
   const consumers: { stop(): Promise<void> }[] = [];
@@ -100,6 +106,9 @@ export async function startTestStack(
 
   return {
     databaseUrl: database.url,
+    redisUrl: infra.redisUrl,
+    natsUrl,
+    namespace,
     mail,
     logger,
     cache,

@@ -1,10 +1,8 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { createLogger } from "@rowbase/kit";
 import { type NatsServerProcess, startNatsServer } from "@rowbase/kit/testing";
 import { Role, TokenAccess } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOrganization } from "../src/index.js";
 import { as, type Harness, newOrganization, startHarness } from "./harness.js";
 
 // A NATS server of this test's own, which it crashes and starts again: the services' outbox
@@ -137,11 +135,7 @@ describe("NATS outage", () => {
       // An operator resets the consumer; a second replica starting up creates it again, and it
       // starts over from the first message of the stream.
       await jsm.consumers.delete(audit, "organization_audit");
-      const replica = await startOrganization(h.config, {
-        logger: createLogger("organization-replica", "silent"),
-        cache: h.cache,
-        bus: h.bus,
-      });
+      const replica = await h.replica();
       try {
         await expect
           .poll(

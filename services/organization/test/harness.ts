@@ -1,25 +1,19 @@
 import type { Client } from "@connectrpc/connect";
-import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import { createServiceClient, type Principal } from "@rowbase/kit";
+import type { Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
   reasonOf,
-  startTestStack,
   type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
 import { PlanName, Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
-import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import { startTestServices, type TestService, type TestUser } from "@rowbase/standalone/testing";
 import type pg from "pg";
 import { expect } from "vitest";
-import {
-  migrateOrganization,
-  type OrganizationConfig,
-  type RunningOrganization,
-} from "../src/index.js";
-import { startTestOrganization } from "../src/testing.js";
+import type { OrganizationConfig, RunningOrganization } from "../src/index.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, validationOf };
@@ -33,6 +27,11 @@ export interface Harness extends Pick<TestStack, "mail" | "db" | "cache" | "bus"
   user(name?: string): Promise<TestUser>;
   /** A registered user who never verified the e-mail. */
   unverifiedUser(): Promise<TestUser>;
+  /**
+   * Starts another organization process on the same database, cache and bus, with `env` over
+   * its environment: a replica, or one configured otherwise.
+   */
+  replica(env?: Record<string, string>): Promise<TestService<"organization">>;
   stop(): Promise<void>;
 }
 
@@ -70,18 +69,22 @@ export async function startHarness(
   env: Record<string, string> = {},
   options: { natsUrl?: string } = {},
 ): Promise<Harness> {
-  const stack = await startTestStack("organization", options);
-  const identity = await startTestIdentity(stack);
-  expect(await migrateOrganization(stack.databaseUrl)).toEqual([
+  const services = await startTestServices({
+    through: "organization",
+    env: { organization: env },
+    record: ["ORG", "AUDIT"],
+    ...options,
+  });
+  const { stack } = services;
+  expect(services.migrated.organization).toEqual([
     "InitialSchema",
     "AuditLogAndUsage",
     "PlanVersion",
     "AuditCounts",
   ]);
-  const { service, config, url } = await startTestOrganization(stack, identity.url, env);
-  await stack.record(["ORG", "AUDIT"]);
+  const { service, config } = services.service("organization");
   return {
-    org: createServiceClient(OrganizationService, url),
+    org: services.client("organization"),
     mail: stack.mail,
     db: stack.db,
     cache: stack.cache,
@@ -89,9 +92,10 @@ export async function startHarness(
     service,
     bus: stack.bus,
     events: stack.events,
-    user: (name = "Ada") => identity.user(name),
-    unverifiedUser: () => identity.user("Unverified", { verified: false }),
-    stop: () => stack.stop(),
+    user: (name = "Ada") => services.user(name),
+    unverifiedUser: () => services.user("Unverified", { verified: false }),
+    replica: (env) => services.replica("organization", env),
+    stop: () => services.stop(),
   };
 }
 

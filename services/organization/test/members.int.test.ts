@@ -1,7 +1,6 @@
 import {
   auditChangesOf,
   Code,
-  createLogger,
   createServiceClient,
   freePort,
   MEMBERSHIP_CHANGED,
@@ -15,7 +14,6 @@ import {
 import { Role } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOrganization } from "../src/index.js";
 import {
   as,
   eventsOf,
@@ -454,19 +452,10 @@ describe("owner transfer", () => {
     await send(h.org)();
     expect((await h.mail.next(owner.email, before)).raw).toContain("It is valid for 15 minutes");
 
-    const shortLived = await startOrganization(
-      { ...h.config, CODE_TTL_SECONDS: 90 },
-      {
-        logger: createLogger("organization", process.env.TEST_LOG_LEVEL ?? "silent"),
-        cache: h.cache,
-        bus: h.bus,
-      },
-    );
+    const shortLived = await h.replica({ CODE_TTL_SECONDS: "90" });
     try {
       const after = h.mail.messages.length;
-      await send(
-        createServiceClient(OrganizationService, `http://127.0.0.1:${shortLived.server.port}`),
-      )();
+      await send(createServiceClient(OrganizationService, shortLived.url))();
       expect((await h.mail.next(owner.email, after)).raw).toContain("It is valid for 90 seconds");
     } finally {
       await shortLived.stop();
@@ -475,19 +464,9 @@ describe("owner transfer", () => {
 
   it("answers 503 while the mail server is away; a new code once it is back confirms", async () => {
     const { id, owner, editor, memberOf } = await team(h);
-    const unreachable = await startOrganization(
-      { ...h.config, SMTP_URL: `smtp://127.0.0.1:${await freePort()}` },
-      {
-        logger: createLogger("organization", process.env.TEST_LOG_LEVEL ?? "silent"),
-        cache: h.cache,
-        bus: h.bus,
-      },
-    );
+    const unreachable = await h.replica({ SMTP_URL: `smtp://127.0.0.1:${await freePort()}` });
     try {
-      const cut = createServiceClient(
-        OrganizationService,
-        `http://127.0.0.1:${unreachable.server.port}`,
-      );
+      const cut = createServiceClient(OrganizationService, unreachable.url);
       const refused = await failureOf(
         cut.sendTransferCode({ organizationId: id, memberId: memberOf(editor) }, await as(owner)),
       );

@@ -1,37 +1,31 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
-import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
-import { startTestIdentity, type TestUser } from "@rowbase/identity/testing";
-import { createServiceClient, freePort, type Principal } from "@rowbase/kit";
+import { createServiceClient, type Principal } from "@rowbase/kit";
 import {
   as,
   eventsOf,
   failureOf,
   reasonOf,
-  startTestStack,
   TEST_SECRET,
   type TestStack,
   validationOf,
 } from "@rowbase/kit/testing";
-import {
-  createTestTeam,
-  startTestOrganization,
-  type TestTeam,
-} from "@rowbase/organization/testing";
 import { type Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
-import {
+import type {
   FilesService,
-  type UploadFileRequest,
+  UploadFileRequest,
 } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
-import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
+import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import {
+  createTestTeam,
+  startTestServices,
+  type TestTeam,
+  type TestUser,
+} from "@rowbase/standalone/testing";
 import { expect } from "vitest";
-import { migrateRecords, recordsEnv, startRecords } from "../src/index.js";
+import { migrateRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
 import { SQL_FILES } from "./sql-files.js";
 
@@ -88,30 +82,13 @@ export const SERVICE: Principal = { kind: "service", service: "test" };
  * about type changes and records asks files for file fields, as deployed.
  */
 export async function startHarness(options: { databaseLocale?: string } = {}): Promise<Harness> {
-  const stack = await startTestStack("records", options);
-  const recordsPort = await freePort();
-  const recordsUrl = `http://127.0.0.1:${recordsPort}`;
-  const filesPort = await freePort();
-  const filesUrl = `http://127.0.0.1:${filesPort}`;
-  const filesDir = await mkdtemp(path.join(os.tmpdir(), "rowbase-records-it-"));
-  stack.onStop(() => rm(filesDir, { recursive: true, force: true }));
-
-  const identity = await startTestIdentity(stack);
-  const organization = await startTestOrganization(stack, identity.url, {
-    RECORDS_GRPC_URL: recordsUrl,
-    FILES_GRPC_URL: filesUrl,
+  const services = await startTestServices({
+    through: "files",
+    record: ["CATALOG", "ORG", "AUDIT", "RECORDS"],
+    ...options,
   });
-
-  await migrateCatalog(stack.databaseUrl);
-  const serveCatalog = (extra: Record<string, string>) =>
-    stack.serve(catalogEnv, startCatalog, {
-      ORGANIZATION_GRPC_URL: organization.url,
-      RECORDS_GRPC_URL: recordsUrl,
-      ...extra,
-    });
-  const catalog = await serveCatalog({});
-
-  expect(await migrateRecords(stack.databaseUrl)).toEqual([
+  const { stack } = services;
+  expect(services.migrated.records).toEqual([
     "InitialSchema",
     "CreateGateAutonumbers",
     "WriteGate",
@@ -126,57 +103,38 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
-  const serveRecords = (extra: Record<string, string>) =>
-    stack.serve(recordsEnv, startRecords, {
-      ORGANIZATION_GRPC_URL: organization.url,
-      CATALOG_GRPC_URL: catalog.url,
-      FILES_GRPC_URL: filesUrl,
-      ...extra,
-    });
-  await serveRecords({ GRPC_PORT: String(recordsPort) });
-
-  await migrateFiles(stack.databaseUrl);
-  await stack.serve(filesEnv, startFiles, {
-    GRPC_PORT: String(filesPort),
-    ORGANIZATION_GRPC_URL: organization.url,
-    CATALOG_GRPC_URL: catalog.url,
-    RECORDS_GRPC_URL: recordsUrl,
-    FILES_DIR: filesDir,
-    FILE_URL_SECRET: "test-file-url-secret-of-at-least-32-chars",
-  });
-  await stack.record(["CATALOG", "ORG", "AUDIT", "RECORDS"]);
 
   return {
-    records: jsonRecordsClient(createServiceClient(RecordsService, recordsUrl)),
-    files: createServiceClient(FilesService, filesUrl),
-    catalog: createServiceClient(CatalogService, catalog.url),
-    org: createServiceClient(OrganizationService, organization.url),
+    records: jsonRecordsClient(services.client("records")),
+    files: services.client("files"),
+    catalog: services.client("catalog"),
+    org: services.client("organization"),
     db: stack.db,
     databaseUrl: stack.databaseUrl,
     cache: stack.cache,
     bus: stack.bus,
     logger: stack.logger,
     events: stack.events,
-    user: (name = "Ada") => identity.user(name),
+    user: (name = "Ada") => services.user(name),
     async replica(env = {}) {
-      const replica = await serveRecords(env);
+      const replica = await services.replica("records", env);
       return {
         records: jsonRecordsClient(createServiceClient(RecordsService, replica.url)),
         stop: () => replica.stop(),
       };
     },
     async catalogReplica(env = {}) {
-      const replica = await serveCatalog(env);
+      const replica = await services.replica("catalog", env);
       return {
         catalog: createServiceClient(CatalogService, replica.url),
         stop: () => replica.stop(),
       };
     },
-    stop: () => stack.stop(),
+    stop: () => services.stop(),
   };
 }
 
-export type Team = TestTeam<TestUser, "editor" | "viewer">;
+export type Team = TestTeam<"editor" | "viewer">;
 
 /** An organization on the plus plan with an editor and a viewer, and an outsider elsewhere. */
 export const team = (h: Harness): Promise<Team> =>

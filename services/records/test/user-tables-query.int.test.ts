@@ -16,6 +16,7 @@ import {
   type QueryField,
   type Storage,
 } from "../src/query/index.js";
+import { createRecordsOrm, migrateRecords } from "../src/service.js";
 import {
   integer,
   pick,
@@ -23,8 +24,7 @@ import {
   randomFittingTree,
   randomTree,
   seededRandom,
-} from "../src/query/random-where.js";
-import { createRecordsOrm, migrateRecords } from "../src/service.js";
+} from "./random-where.js";
 
 // The query language on the per-table storage (a column per field, choice ids in selects) must
 // select and order exactly the records it selects and orders on the jsonb storage: the same

@@ -1,7 +1,4 @@
-import { catalogEnv, migrateCatalog, startCatalog } from "@rowbase/catalog";
-import { filesEnv, migrateFiles, startFiles } from "@rowbase/files";
 import { gatewayEnv, startGateway } from "@rowbase/gateway";
-import { identityEnv, migrateIdentity, startIdentity } from "@rowbase/identity";
 import {
   type Cache,
   createBus,
@@ -15,13 +12,18 @@ import {
   MemoryBus,
   setDefaultPoolMax,
 } from "@rowbase/kit";
-import { migrateOrganization, organizationEnv, startOrganization } from "@rowbase/organization";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
-import { migrateRecords, recordsEnv, startRecords } from "@rowbase/records";
+import {
+  grpcUrlsOf,
+  type RunningServices,
+  SERVICE_NAMES,
+  SERVICES,
+  type ServiceName,
+} from "./services.js";
 
 export interface SystemOptions {
   /** Environment for every piece (SMTP_URL, TTLs, RATE_LIMITS, ...), as each service reads it. */
@@ -38,13 +40,7 @@ export interface SystemOptions {
   /** The gateway's port; 0 picks a free one. */
   port: number;
   /** Loopback gRPC ports of the services (0 or absent: a free one). */
-  grpcPorts?: {
-    identity?: number;
-    organization?: number;
-    catalog?: number;
-    records?: number;
-    files?: number;
-  };
+  grpcPorts?: Partial<Record<ServiceName, number>>;
   logger: Logger;
   /** Where every process's log lines go instead of stdout (tests read them). */
   logDestination?: LogDestination;
@@ -55,13 +51,7 @@ export interface SystemOptions {
 export interface RunningSystem {
   port: number;
   /** Where each service answers gRPC (for the admin CLI and tests). */
-  grpcUrls: {
-    identity: string;
-    organization: string;
-    catalog: string;
-    records: string;
-    files: string;
-  };
+  grpcUrls: Record<ServiceName, string>;
   cache: Cache;
   bus: EventBus;
   stop(): Promise<void>;
@@ -93,122 +83,67 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   };
   // Every port is settled before anything starts, because the services call each other in
   // both directions (catalog asks records about type changes, records asks catalog for schemas).
-  const ports = {
-    identity: options.grpcPorts?.identity || (await freePort()),
-    organization: options.grpcPorts?.organization || (await freePort()),
-    catalog: options.grpcPorts?.catalog || (await freePort()),
-    records: options.grpcPorts?.records || (await freePort()),
-    files: options.grpcPorts?.files || (await freePort()),
-  };
-  const grpcPort = (name: keyof typeof ports) => String(ports[name]);
-  const identityUrl = `http://127.0.0.1:${ports.identity}`;
-  const organizationUrl = `http://127.0.0.1:${ports.organization}`;
-  const catalogUrl = `http://127.0.0.1:${ports.catalog}`;
-  const recordsUrl = `http://127.0.0.1:${ports.records}`;
-  const filesUrl = `http://127.0.0.1:${ports.files}`;
-
-  await migrateIdentity(options.databaseUrl);
-  await migrateOrganization(options.databaseUrl);
-  await migrateCatalog(options.databaseUrl);
-  await migrateRecords(options.databaseUrl);
-  await migrateFiles(options.databaseUrl);
-  const identity = await startIdentity(
-    identityEnv.parse({
-      ...shared,
-      GRPC_PORT: grpcPort("identity"),
-      JWT_SIGNING_KEYS: options.jwtSigningKeys,
-    }),
-    { logger: processLogger("identity"), cache },
-  );
-  const organization = await startOrganization(
-    organizationEnv.parse({
-      ...shared,
-      GRPC_PORT: grpcPort("organization"),
-      IDENTITY_GRPC_URL: identityUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      RECORDS_GRPC_URL: recordsUrl,
-      FILES_GRPC_URL: filesUrl,
-    }),
-    { logger: processLogger("organization"), cache, bus },
-  );
-  const catalog = await startCatalog(
-    catalogEnv.parse({
-      ...shared,
-      GRPC_PORT: grpcPort("catalog"),
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      RECORDS_GRPC_URL: recordsUrl,
-    }),
-    { logger: processLogger("catalog"), cache, bus },
-  );
-  const records = await startRecords(
-    recordsEnv.parse({
-      ...shared,
-      GRPC_PORT: grpcPort("records"),
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      FILES_GRPC_URL: filesUrl,
-    }),
-    { logger: processLogger("records"), cache, bus },
-  );
-  const files = await startFiles(
-    filesEnv.parse({
-      ...shared,
-      GRPC_PORT: grpcPort("files"),
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      RECORDS_GRPC_URL: recordsUrl,
+  const ports = {} as Record<ServiceName, number>;
+  const urls = {} as Record<ServiceName, string>;
+  for (const name of SERVICE_NAMES) {
+    ports[name] = options.grpcPorts?.[name] || (await freePort());
+    urls[name] = `http://127.0.0.1:${ports[name]}`;
+  }
+  const own: Record<ServiceName, Record<string, string | undefined>> = {
+    identity: { JWT_SIGNING_KEYS: options.jwtSigningKeys },
+    organization: {},
+    catalog: {},
+    records: {},
+    files: {
       FILE_URL_SECRET: options.fileUrlSecret,
       FILES_DIR: options.env.FILES_DIR ?? options.filesDir,
-    }),
-    { logger: processLogger("files"), cache, bus },
-  );
+    },
+  };
+  const start = <K extends ServiceName>(name: K): Promise<RunningServices[K]> => {
+    const piece = SERVICES[name];
+    const config = piece.env.parse({
+      ...shared,
+      GRPC_PORT: String(ports[name]),
+      ...grpcUrlsOf(name, urls),
+      ...own[name],
+    });
+    return piece.start(config, { logger: processLogger(name), cache, bus });
+  };
+
+  for (const name of SERVICE_NAMES) await SERVICES[name].migrate(options.databaseUrl);
+  const running: { stop(): Promise<void> }[] = [];
+  for (const name of SERVICE_NAMES) running.push(await start(name));
 
   const gateway = await startGateway({
     config: gatewayEnv.parse({
       ...shared,
       PORT: String(options.port),
-      IDENTITY_GRPC_URL: identityUrl,
-      ORGANIZATION_GRPC_URL: organizationUrl,
-      CATALOG_GRPC_URL: catalogUrl,
-      RECORDS_GRPC_URL: recordsUrl,
-      FILES_GRPC_URL: filesUrl,
+      IDENTITY_GRPC_URL: urls.identity,
+      ORGANIZATION_GRPC_URL: urls.organization,
+      CATALOG_GRPC_URL: urls.catalog,
+      RECORDS_GRPC_URL: urls.records,
+      FILES_GRPC_URL: urls.files,
     }),
     logger: processLogger("gateway"),
     cache,
-    identity: createServiceClient(IdentityService, identityUrl),
-    organization: createServiceClient(OrganizationService, organizationUrl),
-    catalog: createServiceClient(CatalogService, catalogUrl),
-    records: createServiceClient(RecordsService, recordsUrl),
-    files: createServiceClient(FilesService, filesUrl),
+    identity: createServiceClient(IdentityService, urls.identity),
+    organization: createServiceClient(OrganizationService, urls.organization),
+    catalog: createServiceClient(CatalogService, urls.catalog),
+    records: createServiceClient(RecordsService, urls.records),
+    files: createServiceClient(FilesService, urls.files),
     bus,
-    healthTargets: [
-      { name: "identity", url: identityUrl },
-      { name: "organization", url: organizationUrl },
-      { name: "catalog", url: catalogUrl },
-      { name: "records", url: recordsUrl },
-      { name: "files", url: filesUrl },
-    ],
+    healthTargets: SERVICE_NAMES.map((name) => ({ name, url: urls[name] })),
   });
 
   if (bus instanceof MemoryBus) bus.release();
   return {
     port: gateway.port,
-    grpcUrls: {
-      identity: identityUrl,
-      organization: organizationUrl,
-      catalog: catalogUrl,
-      records: recordsUrl,
-      files: filesUrl,
-    },
+    grpcUrls: urls,
     cache,
     bus,
     async stop() {
       await gateway.close();
-      await files.stop();
-      await records.stop();
-      await catalog.stop();
-      await organization.stop();
-      await identity.stop();
+      for (const service of running.reverse()) await service.stop();
       await bus.close();
       await cache.close();
     },

@@ -1,6 +1,6 @@
+import type { TestSystem } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import type { client } from "./http.js";
-import type { TestSystem } from "./system.js";
 
 export const PASSWORD = "correct horse battery";
 

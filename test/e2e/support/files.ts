@@ -10,11 +10,11 @@ import {
   TransferCountedSchema,
 } from "@rowbase/proto/rowbase/events/v1/usage_events_pb";
 import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
+import type { TestSystem } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import type { client } from "./http.js";
 import { q } from "./organizations.js";
 import { createTable, setPlan, type Tenant, v1 } from "./records.js";
-import type { TestSystem } from "./system.js";
 
 /** What the file tests share: requests with raw bodies, tables with a file field, counters. */
 

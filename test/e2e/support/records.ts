@@ -1,9 +1,9 @@
 import { runAdminCommand } from "@rowbase/organization/admin";
+import { RELAXED_RATE_LIMITS, type TestSystem } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import { type SignedUpUser, signUp } from "./accounts.js";
 import type { ApiResponse, client } from "./http.js";
 import { createOrg, q } from "./organizations.js";
-import { RELAXED_RATE_LIMITS, type TestSystem } from "./system.js";
 
 type Api = ReturnType<typeof client>;
 
@@ -130,7 +130,7 @@ export async function createTable(
   };
 }
 
-/** One field of every type of SPEC 6, named after its type. */
+/** One field of every field type, named after its type. */
 export const ALL_TYPES_FIELDS: Record<string, unknown>[] = [
   { name: "Text", type: "text" },
   { name: "Long", type: "long_text" },
@@ -210,7 +210,7 @@ export async function list(
   return response.body.data;
 }
 
-/** The 400 validation shape of SPEC 1, with the given items (matched loosely) in `extra`. */
+/** The 400 `validation_failed` shape, with the given items (matched loosely) in `extra`. */
 export function expectValidation(
   response: ApiResponse,
   items: { key: string; source: string; message?: unknown }[],
@@ -244,7 +244,7 @@ export function byIds(t: TestTable, data: Record<string, unknown>) {
   return Object.fromEntries(Object.entries(data).map(([name, value]) => [t.id(name), value]));
 }
 
-/** The exact Record shape of SPEC 8, with every field of the table (or `only`) in `data`. */
+/** The exact shape of a record, with every field of the table (or `only`) in `data`. */
 export function expectRecord(
   record: RecordShape,
   t: TestTable,

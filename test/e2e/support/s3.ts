@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import S3rver from "s3rver";
+import { startS3Server } from "@rowbase/standalone/testing";
 
 /** A server speaking the S3 protocol, as the files service's `S3_*` variables. */
 export interface S3Endpoint {
@@ -40,26 +37,6 @@ export async function startS3Endpoint(bucket = "rowbase-files"): Promise<S3Endpo
     s3.destroy();
     return { kind: "minio", env, close: async () => void (await minio.stop()) };
   }
-  const directory = await mkdtemp(path.join(os.tmpdir(), "rowbase-s3-e2e-"));
-  const server = new S3rver({
-    address: "127.0.0.1",
-    port: 0,
-    silent: true,
-    directory,
-    configureBuckets: [{ name: bucket }],
-  });
-  const address = await server.run();
-  return {
-    kind: "s3rver",
-    env: {
-      S3_ENDPOINT: `http://127.0.0.1:${address.port}`,
-      S3_BUCKET: bucket,
-      S3_ACCESS_KEY_ID: "S3RVER",
-      S3_SECRET_ACCESS_KEY: "S3RVER",
-    },
-    async close() {
-      await server.close();
-      await rm(directory, { recursive: true, force: true });
-    },
-  };
+  const { env, close } = await startS3Server(bucket);
+  return { kind: "s3rver", env, close };
 }

@@ -1,4 +1,5 @@
 import { startTestOidcProvider, type TestOidcProvider } from "@rowbase/identity/testing";
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { expect } from "vitest";
 import { type SignedUpUser, signUp } from "../../e2e/support/accounts.js";
 import { enterprise, filePart, raw, tokenIdOf } from "../../e2e/support/files.js";
@@ -15,7 +16,6 @@ import {
   type Tenant,
   type TestTable,
 } from "../../e2e/support/records.js";
-import { startTestSystem, type TestSystem } from "../../e2e/support/system.js";
 
 type Api = ReturnType<typeof client>;
 

@@ -1,7 +1,7 @@
+import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll } from "vitest";
 import { client } from "../../e2e/support/http.js";
 import { RECORD_TEST_RATE_LIMITS } from "../../e2e/support/records.js";
-import { startTestSystem, type TestSystem } from "../../e2e/support/system.js";
 import { StateProbe } from "./state.js";
 
 export type Api = ReturnType<typeof client>;

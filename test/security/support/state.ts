@@ -1,6 +1,6 @@
+import type { TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { expect } from "vitest";
-import type { TestSystem } from "../../e2e/support/system.js";
 
 /**
  * Before/after state of a running system, for proving that a refused request changed nothing:

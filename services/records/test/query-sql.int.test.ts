@@ -2,15 +2,19 @@ import { isCalendarDate } from "@rowbase/kit/field-types";
 import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { QueryField } from "./field-reference.js";
-import { parseFields } from "./fields-parser.js";
-import { QueryError } from "./query-error.js";
+import type { QueryField } from "../src/query/field-reference.js";
+import { parseFields } from "../src/query/fields-parser.js";
+import { QueryError } from "../src/query/query-error.js";
+import { orderBySql, orderTerms, parseSort } from "../src/query/sort.js";
+import {
+  SQL_DATE_PATTERN,
+  SQL_DATETIME_PATTERN,
+  valueSource,
+} from "../src/query/value-expression.js";
+import { OPERATORS } from "../src/query/where-ast.js";
+import { buildWhere } from "../src/query/where-compiler.js";
+import { printWhere } from "../src/query/where-printer.js";
 import { randomFittingTree, randomTree, seededRandom } from "./random-where.js";
-import { orderBySql, orderTerms, parseSort } from "./sort.js";
-import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN, valueSource } from "./value-expression.js";
-import { OPERATORS } from "./where-ast.js";
-import { buildWhere } from "./where-compiler.js";
-import { printWhere } from "./where-printer.js";
 
 /** The ORDER BY list of sort keys, as SQL. */
 const orderBy = (...args: Parameters<typeof orderTerms>) => orderBySql(orderTerms(...args));

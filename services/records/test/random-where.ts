@@ -11,7 +11,7 @@ import {
   OPERATORS,
   VALUELESS_OPERATORS,
   type WhereNode,
-} from "./where-ast.js";
+} from "../src/query/where-ast.js";
 
 export type Random = () => number;
 

@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import S3rver from "s3rver";
 
 /** The S3 settings of a local server, in the variables the files service reads. */
 export interface S3Server {
@@ -21,6 +20,7 @@ export interface S3Server {
  * port, over a temporary directory, with one empty bucket.
  */
 export async function startS3Server(bucket = "rowbase-files"): Promise<S3Server> {
+  const { default: S3rver } = await import("s3rver");
   const directory = await mkdtemp(path.join(os.tmpdir(), "rowbase-s3-"));
   const server = new S3rver({
     address: "127.0.0.1",

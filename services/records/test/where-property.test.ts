@@ -1,7 +1,16 @@
 import { WHERE_MAX_LENGTH } from "@rowbase/kit";
 import { afterAll, describe, expect, it } from "vitest";
-import type { QueryField } from "./field-reference.js";
-import { QueryError } from "./query-error.js";
+import type { QueryField } from "../src/query/field-reference.js";
+import { QueryError } from "../src/query/query-error.js";
+import {
+  SQL_DATE_PATTERN,
+  SQL_DATETIME_PATTERN,
+  STORED_SHAPE,
+} from "../src/query/value-expression.js";
+import type { WhereNode } from "../src/query/where-ast.js";
+import { compileWhere } from "../src/query/where-compiler.js";
+import { parseWhere } from "../src/query/where-parser.js";
+import { printWhere } from "../src/query/where-printer.js";
 import {
   integer,
   pick,
@@ -11,11 +20,6 @@ import {
   seededRandom,
   withoutPositions,
 } from "./random-where.js";
-import { SQL_DATE_PATTERN, SQL_DATETIME_PATTERN, STORED_SHAPE } from "./value-expression.js";
-import type { WhereNode } from "./where-ast.js";
-import { compileWhere } from "./where-compiler.js";
-import { parseWhere } from "./where-parser.js";
-import { printWhere } from "./where-printer.js";
 
 // Properties over many random inputs, each run reproducible from its seed (a failure names it;
 // WHERE_SEED=<seed> runs from there). Together they try well over 100,000 cases per run, most of

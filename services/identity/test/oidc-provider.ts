@@ -213,5 +213,3 @@ export async function startTestOidcProvider(
     },
   };
 }
-
-export { startTestIdentity, type TestIdentity, type TestUser } from "./test-identity.js";
