@@ -201,16 +201,13 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
         404,
         "record_not_found",
       );
-      // Not digits: no such route.
-      for (const id of ["-1", "0x10", "1e3"]) {
-        expectError(
-          await ctx.api("PATCH", p().record(id), {
-            token: tenant.writeToken,
-            body: { data: { Name: "x" } },
-          }),
-          404,
-          "not_found",
-        );
+      // Not a plain positive integer: the same 400 on row_id, never a 404 that reads as "gone".
+      for (const id of ["-1", "0x10", "1e3", "abc", "1.0", "%20"]) {
+        const response = await ctx.api("PATCH", p().record(id), {
+          token: tenant.writeToken,
+          body: { data: { Name: "x" } },
+        });
+        expectValidation(response, [{ key: "row_id", source: "path" }]);
       }
       const batch = await ctx.api("POST", p().batchDelete, {
         token: tenant.writeToken,

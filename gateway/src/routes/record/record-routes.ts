@@ -64,11 +64,11 @@ function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unkn
 }
 
 /**
- * SPEC section 8: the records of a table through two route families that share one
- * implementation (RecordOperations). The v1 REST routes take the database, table and record
- * from the path; PUT on them is 405, and `row_id` matches digits only, so `/records/batch` and
- * `/records/batch_delete` are their own routes. The query-form routes (INTERFACE.md 4.10) take
- * them from the query string; delete answers POST and DELETE alike.
+ * The records of a table through two route families that share one implementation
+ * (RecordOperations). The v1 REST routes take the database, table and record from the path; PUT
+ * on them is 405, and `row_id` never matches `batch` or `batch_delete`, so `/records/batch` and
+ * `/records/batch_delete` are their own routes. The query-form routes take them from the query
+ * string; delete answers POST and DELETE alike.
  */
 export function recordRoutes(deps: RecordRoutesDeps): Route[] {
   const records = new RecordOperations(deps);
@@ -139,7 +139,7 @@ function v1Routes(records: RecordOperations): Route[] {
           recordCall(input),
         ),
     }),
-    // Before PATCH .../records/:row_id; `row_id` is digits only anyway.
+    // `row_id` never matches `batch` or `batch_delete`, so these stay apart from the record routes.
     defineRoute({
       method: "POST",
       path: `${V1_RECORDS_PATH}/batch`,
