@@ -639,6 +639,56 @@ describe("files", () => {
     expectError({ status: missing.status, body: missing.json }, 404, "record_not_found");
   });
 
+  it("answer 404 field_not_found for a field that exists nowhere, on every pair route", async () => {
+    const other = await fileTable(api, tenant);
+    const upload = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
+      token: tenant.writeToken,
+      body: filePart(PNG, "kept.png"),
+    });
+    expect(upload.status, JSON.stringify(upload.json)).toBe(200);
+    const usage = await storageUsage(sys, tenant);
+    const stored = (await storedFiles(sys.filesDir)).length;
+    const fileOfRecord = async () =>
+      (
+        await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+          token: tenant.readToken,
+        })
+      ).body.data.record.data[String(fieldId)];
+    const before = await fileOfRecord();
+    const routes = (field: number) =>
+      [
+        ["POST", `/file/upload?${pair(rowId, field)}`, filePart(PNG, "x.png")],
+        ["GET", `/file/serve?${pair(rowId, field)}`],
+        ["GET", `/file/url?${pair(rowId, field)}`],
+        ["POST", `/file/rename?${pair(rowId, field)}`, JSON.stringify({ file_name: "y.png" })],
+        ["POST", `/file/delete?${pair(rowId, field)}`],
+        ["POST", `/file/restore?${pair(rowId, field)}`],
+      ] as const;
+    for (const [field, status, code] of [
+      [987_654_321, 404, "field_not_found"],
+      // Real fields that are not a file field of this record's table: another table's file
+      // field, this table's text field.
+      [other.fieldId, 400, "field_not_file_type"],
+      [textFieldId, 400, "field_not_file_type"],
+    ] as const) {
+      for (const [method, route, body] of routes(field)) {
+        const response = await raw(sys.baseUrl, method, route, {
+          token: tenant.writeToken,
+          ...(body === undefined ? {} : { body }),
+          ...(typeof body === "string" ? { headers: { "content-type": "application/json" } } : {}),
+        });
+        expect({ route, status: response.status, body: response.json }).toEqual({
+          route,
+          status,
+          body: { message: code, data: {} },
+        });
+      }
+    }
+    expect(await fileOfRecord()).toEqual(before);
+    expect(await storageUsage(sys, tenant)).toBe(usage);
+    expect((await storedFiles(sys.filesDir)).length).toBe(stored);
+  });
+
   it("hide one organization's files from another, for tokens and sessions", async () => {
     const other = await createTenant(sys, api);
     for (const token of [other.writeToken, other.readToken, other.owner.token]) {

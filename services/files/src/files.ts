@@ -4,7 +4,7 @@ import { Code, ConnectError, changesBetween, validationFailed, valuesSet } from 
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
-  fieldNotFileType,
+  fieldNotFound,
   fileNotFound,
   type PairTarget,
   recordNotFound,
@@ -212,7 +212,7 @@ export class Files {
     const scopes = scopesOf(target);
     await lockScopesShared(em, scopes);
     const deleted = await deletedScopeOf(em, scopes);
-    if (deleted === "field") throw fieldNotFileType();
+    if (deleted === "field") throw fieldNotFound();
     if (deleted) throw recordNotFound();
     await lockPair(em, target.rowId, target.fieldId);
     await em.execute(
@@ -448,7 +448,7 @@ export class Files {
       const scopes = scopesOf(target);
       await lockScopesShared(em, scopes);
       const gone = await deletedScopeOf(em, scopes);
-      if (gone === "field") throw fieldNotFileType();
+      if (gone === "field") throw fieldNotFound();
       if (gone) throw recordNotFound();
       await lockPair(em, rowId, fieldId);
       const candidates = await em.execute<FileRecord[]>(

@@ -455,10 +455,10 @@ export function filesSuite(backend: Backend) {
   });
 
   describe("field checks", () => {
-    it("refuses fields that are not file fields of the record's table", async () => {
+    it("refuses fields of the organization that are not file fields of the record's table", async () => {
       const rowId = await record(h, t.editor, ws);
       const other = await workspace(h, t.owner, t.organizationId);
-      for (const fieldId of [ws.name, other.doc, 999_999_999n, 0n]) {
+      for (const fieldId of [ws.name, other.doc, other.name]) {
         const failure = await failureOf(upload(t.editor, rowId, fieldId, "x"));
         expect(failure).toMatchObject({
           code: Code.InvalidArgument,
@@ -469,6 +469,27 @@ export function filesSuite(backend: Backend) {
       expect(
         await reasonOf(h.files.createFileUrl({ rowId, fieldId: other.doc }, await as(t.viewer))),
       ).toBe("field_not_file_type");
+    });
+
+    it("answers field_not_found for a field that exists nowhere or in another organization only", async () => {
+      const rowId = await record(h, t.editor, ws);
+      const foreign = await workspace(h, t.outsider, t.outsiderOrganizationId);
+      const before = await fileRows(rowId);
+      for (const fieldId of [999_999_999n, foreign.doc, foreign.name, 0n]) {
+        const failure = await failureOf(upload(t.editor, rowId, fieldId, "x"));
+        expect({ fieldId, ...failure }).toMatchObject({
+          fieldId,
+          code: Code.NotFound,
+          reason: "field_not_found",
+        });
+      }
+      for (const fieldId of [999_999_999n, foreign.doc]) {
+        expect(await reasonOf(serve(t.viewer, rowId, fieldId))).toBe("field_not_found");
+        expect(await reasonOf(h.files.createFileUrl({ rowId, fieldId }, await as(t.viewer)))).toBe(
+          "field_not_found",
+        );
+      }
+      expect(await fileRows(rowId)).toEqual(before);
     });
 
     it("answers record_not_found for unknown rows", async () => {
@@ -1250,7 +1271,7 @@ export function filesSuite(backend: Backend) {
       await expectGone(keys);
       expect(await usage(t.organizationId)).toBe(usageBefore - 9);
       expect((await keysOf("field_id", local.picture)).length).toBe(1);
-      expect(await reasonOf(upload(t.editor, one, local.doc, "again"))).toBe("field_not_file_type");
+      expect(await reasonOf(upload(t.editor, one, local.doc, "again"))).toBe("field_not_found");
 
       // A replayed event changes nothing.
       const eventId = crypto.randomUUID();
@@ -1292,9 +1313,7 @@ export function filesSuite(backend: Backend) {
         await h.catalog.deleteField({ fieldId: local.doc }, await as(t.owner));
         await expect.poll(deleted).toBeDefined();
         expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
-        expect(await reasonOf(upload(t.editor, next, local.doc, "late"))).toBe(
-          "field_not_file_type",
-        );
+        expect(await reasonOf(upload(t.editor, next, local.doc, "late"))).toBe("field_not_found");
         await expectNothingLeft(next, before);
         expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
       });
