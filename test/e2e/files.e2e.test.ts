@@ -825,6 +825,48 @@ describe("file limits", () => {
   });
 });
 
+describe("files of deleted records", () => {
+  it("stop counting toward file_storage_bytes, so a full plan makes room by deleting records", async () => {
+    const tenant = await createTenant(sys, api);
+    await enterprise(sys, tenant, { "file-storage-bytes": 100_000, "max-file-bytes": 60_000 });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant, 3);
+    const [first, second, third] = rowIds as [number, number, number];
+    const size = 40_000;
+    const uploadTo = (rowId: number) =>
+      raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
+        token: tenant.writeToken,
+        body: filePart(randomBytes(size), `${rowId}.bin`),
+      });
+    // A replaced file counts until purged: the first record holds two files' bytes.
+    for (const rowId of [first, first]) expect((await uploadTo(rowId)).status).toBe(200);
+    const full = await uploadTo(second);
+    expectError({ status: full.status, body: full.json }, 403, "storage_limit_exceeded");
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
+
+    const deleted = await api("DELETE", v1(table.databaseId, table.tableId).record(first), {
+      token: tenant.writeToken,
+    });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    // Both files went with their record (once files has the deletion), the bytes with them.
+    await expect.poll(() => storageUsage(sys, tenant)).toBe(0);
+    const limits = await api("GET", "/organization/limits", {
+      token: tenant.owner.token,
+      query: q({ organization_id: tenant.orgId }),
+    });
+    expect(limits.body.data.usage.file_storage_bytes).toBe(0);
+    for (const rowId of [second, third]) expect((await uploadTo(rowId)).status).toBe(200);
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
+
+    // Nothing of the deleted record can come back: its record is gone.
+    const restored = await api("POST", "/file/restore", {
+      token: tenant.writeToken,
+      query: q({ row_id: first, field_id: fieldId }),
+    });
+    expectError(restored, 404, "record_not_found");
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
+  });
+});
+
 describe("uploads that store nothing", () => {
   let tenant: Tenant;
   let fieldId: number;

@@ -1340,15 +1340,25 @@ export function filesSuite(backend: Backend) {
       await expectGone(databaseKeys);
     });
 
-    it("soft-deletes the files of deleted records and closes the rows to uploads", async () => {
+    it("deletes the files of deleted records with their bytes and usage, and closes the rows to uploads", async () => {
       const rowId = await record(h, t.editor, ws);
+      await upload(t.editor, rowId, ws.doc, "replaced");
       await upload(t.editor, rowId, ws.doc, "record file");
       await upload(t.editor, rowId, ws.picture, PNG);
+      const keys = (await fileRows(rowId)).map((r) => r.storage_key as string);
+      expect(keys).toHaveLength(3);
+      const usageBefore = await usage(t.organizationId);
       await h.records.deleteRecord({ tableId: ws.tableId, rowId }, await as(t.editor));
-      await expect
-        .poll(async () => (await fileRows(rowId)).filter((r) => r.deleted_at === null).length)
-        .toBe(0);
+      // The replaced file goes too: none of them can be restored once the record is gone.
+      await expect.poll(async () => (await fileRows(rowId)).length).toBe(0);
+      await expectGone(keys);
+      expect(await usage(t.organizationId)).toBe(
+        usageBefore - "replaced".length - "record file".length - PNG.length,
+      );
       expect(await reasonOf(serve(t.viewer, rowId, ws.doc))).toBe("record_not_found");
+      expect(
+        await reasonOf(h.files.restoreFile({ rowId, fieldId: ws.doc }, await as(t.editor))),
+      ).toBe("record_not_found");
       const { files } = await h.files.listRecordFiles({ rowIds: [rowId] }, await as(SERVICE));
       expect(files).toEqual([]);
       const { rows } = await h.db.query(
@@ -1365,10 +1375,10 @@ export function filesSuite(backend: Backend) {
         { tableId: ws.tableId, rowIds: batch },
         await as(t.editor),
       );
-      const live = async (id: bigint) =>
-        (await fileRows(id)).filter((r) => r.deleted_at === null).length;
-      await expect.poll(async () => (await live(batch[0]!)) + (await live(batch[1]!))).toBe(0);
-      expect(await live(kept)).toBe(1);
+      await expect
+        .poll(async () => (await fileRows(batch[0]!)).length + (await fileRows(batch[1]!)).length)
+        .toBe(0);
+      expect(await fileRows(kept)).toHaveLength(1);
     });
 
     it("purges files deleted more than 30 days ago, bytes, rows and usage", async () => {
