@@ -224,14 +224,39 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
     }, oneCall());
   });
 
-  it("2^63 as a number value is stored as the number it is (no int64 wrap-around)", async () => {
-    const created = await ctx.api("POST", p().records, {
-      token: tenant.writeToken,
-      rawBody: `{"data":{"N":9223372036854775808}}`,
-      headers: { "content-type": "application/json" },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    expect(created.body.data.record.data[table.id("N")]).toBe(2 ** 63);
+  it("a number a double cannot hold exactly (2^63, as a number or a string): 400 on its key, nothing written", async () => {
+    const [{ row_id: rowId }] = await seed(ctx.api, tenant.writeToken, table, [{ N: 7 }]);
+    const beyond =
+      "must be between -9007199254740991 and 9007199254740991, the largest numbers a number field keeps exactly";
+    await ctx.state.unchanged(
+      async () => {
+        for (const rawBody of [
+          `{"data":{"N":9223372036854775808}}`,
+          `{"data":{"N":"9223372036854775808"}}`,
+          `{"data":{"N":-9007199254740993}}`,
+          `{"data":{"N":1e300}}`,
+        ]) {
+          for (const [method, path] of [
+            ["POST", p().records],
+            ["PATCH", p().record(rowId)],
+          ] as const) {
+            const response = await ctx.api(method, path, {
+              token: tenant.writeToken,
+              rawBody,
+              headers: { "content-type": "application/json" },
+            });
+            expect(response.body, `${method} ${rawBody}`).toEqual({
+              status_code: 400,
+              detail: `Validation failed for ${method} ${path}`,
+              extra: [{ key: "N", message: beyond, source: "body" }],
+            });
+          }
+        }
+        const got = await ctx.api("GET", p().record(rowId), { token: tenant.readToken });
+        expect(got.body.data.record.data[table.id("N")]).toBe(7);
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: 9 } },
+    );
   });
 });
 
