@@ -848,7 +848,7 @@ describe("files of deleted records", () => {
     });
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
     // Both files went with their record (once files has the deletion), the bytes with them.
-    await expect.poll(() => storageUsage(sys, tenant)).toBe(0);
+    await expect.poll(() => storageUsage(sys, tenant), { timeout: 10_000 }).toBe(0);
     const limits = await api("GET", "/organization/limits", {
       token: tenant.owner.token,
       query: q({ organization_id: tenant.orgId }),
