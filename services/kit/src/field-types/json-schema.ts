@@ -52,9 +52,11 @@ function nullable(schema: JsonObject): JsonObject {
 
 function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject {
   const { decimals, min, max } = numberSettingsOf(field);
-  const bounds: JsonObject = {};
-  if (min !== undefined) bounds.minimum = min;
-  if (max !== undefined) bounds.maximum = max;
+  // No number past 2^53 - 1 is kept exactly (`inexactNumberProblem`), whatever the options say.
+  const bounds: JsonObject = {
+    minimum: Math.max(min ?? -Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER),
+    maximum: Math.min(max ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  };
   const description =
     `Rounded half away from zero to ${decimals} decimal place${decimals === 1 ? "" : "s"}; ` +
     `then at most ${EXACT_SIGNIFICANT_DIGITS} significant digits, or a whole number of at most ` +
