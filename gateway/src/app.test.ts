@@ -245,11 +245,21 @@ describe("the gateway over HTTP", () => {
       for (const path of ["/h%65alth", "/docs/%69nitializer.js"]) {
         expect({ path, status: (await call(gw, path)).status }).toEqual({ path, status: 200 });
       }
+      // A record id that is no integer still names the record route, which asks for a
+      // credential before it reads its parameters (and then refuses the id with a 400).
+      for (const path of [`${v1}/%2e%2e`, `${v1}/7%2F8`, `${v1}/%00`]) {
+        const response = parsed(
+          await exchange(gw, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+        );
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 401,
+          body: { message: "unauthorized", data: {} },
+        });
+      }
       // Another segment or a byte no route takes: no route, never a 500.
       for (const path of [
-        `${v1}/%2e%2e`,
-        `${v1}/7%2F8`,
-        `${v1}/%00`,
+        `${v1}/%2e%2e/8`,
         "/health%2Fready",
         "/docs/%2e%2e%2Fpackage.json",
         "/docs/%2e%2e%2F%2e%2e%2Fpackage.json",
@@ -279,8 +289,6 @@ describe("the gateway over HTTP", () => {
       const batch = await call(gw, `${v1}/batch`, { method: "GET" });
       expect(batch.status).toBe(405);
       expect(batch.headers.get("allow")).toBe("POST, PATCH, OPTIONS");
-      const word = await call(gw, `${v1}/everything`, { method: "GET" });
-      expect(word.status).toBe(404);
       const unauthenticated = await call(gw, `${v1}/7`, { method: "GET" });
       expect(unauthenticated.status).toBe(401);
       expect(unauthenticated.body).toEqual({ message: "unauthorized", data: {} });

@@ -894,7 +894,7 @@ describe("deleting", () => {
       .toEqual({ values: 0, records: 2, files: 0, onDisk: 0 });
   });
 
-  it("a record soft-deletes its files (kept 30 days like any deleted file)", async () => {
+  it("a record takes its files with it, bytes on disk included", async () => {
     const tenant = await createTenant(sys, api);
     const { table, rowIds, paths } = await filledTable(tenant);
     const [doomed, kept] = rowIds as [number, number];
@@ -909,15 +909,13 @@ describe("deleting", () => {
           [table.tableId],
         )
         .then(({ rows }) => rows.map((row) => [Number(row.row_id), row.deleted]));
-    await expect.poll(files, EVENTUALLY).toEqual([
-      [doomed, true],
-      [kept, false],
-    ]);
+    await expect.poll(files, EVENTUALLY).toEqual([[kept, false]]);
+    await expect.poll(() => filesOnDisk(paths), EVENTUALLY).toBe(1);
+    expect(await onDisk(paths[1]!)).toBe(true);
     const serve = await api("GET", "/file/serve", {
       token: tenant.readToken,
       query: q({ row_id: doomed, field_id: table.f.Doc!.field_id }),
     });
     expect(serve.status).toBe(404);
-    expect(await filesOnDisk(paths)).toBe(2);
   });
 });

@@ -639,6 +639,56 @@ describe("files", () => {
     expectError({ status: missing.status, body: missing.json }, 404, "record_not_found");
   });
 
+  it("answer 404 field_not_found for a field that exists nowhere, on every pair route", async () => {
+    const other = await fileTable(api, tenant);
+    const upload = await raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
+      token: tenant.writeToken,
+      body: filePart(PNG, "kept.png"),
+    });
+    expect(upload.status, JSON.stringify(upload.json)).toBe(200);
+    const usage = await storageUsage(sys, tenant);
+    const stored = (await storedFiles(sys.filesDir)).length;
+    const fileOfRecord = async () =>
+      (
+        await api("GET", v1(table.databaseId, table.tableId).record(rowId), {
+          token: tenant.readToken,
+        })
+      ).body.data.record.data[String(fieldId)];
+    const before = await fileOfRecord();
+    const routes = (field: number) =>
+      [
+        ["POST", `/file/upload?${pair(rowId, field)}`, filePart(PNG, "x.png")],
+        ["GET", `/file/serve?${pair(rowId, field)}`],
+        ["GET", `/file/url?${pair(rowId, field)}`],
+        ["POST", `/file/rename?${pair(rowId, field)}`, JSON.stringify({ file_name: "y.png" })],
+        ["POST", `/file/delete?${pair(rowId, field)}`],
+        ["POST", `/file/restore?${pair(rowId, field)}`],
+      ] as const;
+    for (const [field, status, code] of [
+      [987_654_321, 404, "field_not_found"],
+      // Real fields that are not a file field of this record's table: another table's file
+      // field, this table's text field.
+      [other.fieldId, 400, "field_not_file_type"],
+      [textFieldId, 400, "field_not_file_type"],
+    ] as const) {
+      for (const [method, route, body] of routes(field)) {
+        const response = await raw(sys.baseUrl, method, route, {
+          token: tenant.writeToken,
+          ...(body === undefined ? {} : { body }),
+          ...(typeof body === "string" ? { headers: { "content-type": "application/json" } } : {}),
+        });
+        expect({ route, status: response.status, body: response.json }).toEqual({
+          route,
+          status,
+          body: { message: code, data: {} },
+        });
+      }
+    }
+    expect(await fileOfRecord()).toEqual(before);
+    expect(await storageUsage(sys, tenant)).toBe(usage);
+    expect((await storedFiles(sys.filesDir)).length).toBe(stored);
+  });
+
   it("hide one organization's files from another, for tokens and sessions", async () => {
     const other = await createTenant(sys, api);
     for (const token of [other.writeToken, other.readToken, other.owner.token]) {
@@ -772,6 +822,48 @@ describe("file limits", () => {
       query: q({ row_id: rowIds[0]!, file_size: 100_000 - stored * size + 1 }),
     });
     expectError(check, 403, "storage_limit_exceeded");
+  });
+});
+
+describe("files of deleted records", () => {
+  it("stop counting toward file_storage_bytes, so a full plan makes room by deleting records", async () => {
+    const tenant = await createTenant(sys, api);
+    await enterprise(sys, tenant, { "file-storage-bytes": 100_000, "max-file-bytes": 60_000 });
+    const { table, fieldId, rowIds } = await fileTable(api, tenant, 3);
+    const [first, second, third] = rowIds as [number, number, number];
+    const size = 40_000;
+    const uploadTo = (rowId: number) =>
+      raw(sys.baseUrl, "POST", `/file/upload?${pair(rowId, fieldId)}`, {
+        token: tenant.writeToken,
+        body: filePart(randomBytes(size), `${rowId}.bin`),
+      });
+    // A replaced file counts until purged: the first record holds two files' bytes.
+    for (const rowId of [first, first]) expect((await uploadTo(rowId)).status).toBe(200);
+    const full = await uploadTo(second);
+    expectError({ status: full.status, body: full.json }, 403, "storage_limit_exceeded");
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
+
+    const deleted = await api("DELETE", v1(table.databaseId, table.tableId).record(first), {
+      token: tenant.writeToken,
+    });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    // Both files went with their record (once files has the deletion), the bytes with them.
+    await expect.poll(() => storageUsage(sys, tenant), { timeout: 10_000 }).toBe(0);
+    const limits = await api("GET", "/organization/limits", {
+      token: tenant.owner.token,
+      query: q({ organization_id: tenant.orgId }),
+    });
+    expect(limits.body.data.usage.file_storage_bytes).toBe(0);
+    for (const rowId of [second, third]) expect((await uploadTo(rowId)).status).toBe(200);
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
+
+    // Nothing of the deleted record can come back: its record is gone.
+    const restored = await api("POST", "/file/restore", {
+      token: tenant.writeToken,
+      query: q({ row_id: first, field_id: fieldId }),
+    });
+    expectError(restored, 404, "record_not_found");
+    expect(await storageUsage(sys, tenant)).toBe(2 * size);
   });
 });
 

@@ -217,7 +217,7 @@ describe("without an identity provider configured", () => {
     await bare?.stop();
   });
 
-  it("answers 503 service_unavailable, and rate-limits both steps per IP", async () => {
+  it("answers the redirect 503 service_unavailable and the exchange 400 idp_auth_error, and rate-limits both steps per IP", async () => {
     for (let i = 0; i < 2; i++) {
       const redirect = await bareApi("GET", "/oauth/idp");
       expect(redirect.status).toBe(503);
@@ -232,8 +232,8 @@ describe("without an identity provider configured", () => {
       const exchange = await bareApi("POST", "/oauth/exchange", {
         body: { code: "code", state: "state" },
       });
-      expect(exchange.status).toBe(503);
-      expect(exchange.body).toEqual({ message: "service_unavailable", data: {} });
+      expect(exchange.status).toBe(400);
+      expect(exchange.body).toEqual({ message: "idp_auth_error", data: {} });
     }
     const limited = await bareApi("POST", "/oauth/exchange", {
       body: { code: "code", state: "state" },

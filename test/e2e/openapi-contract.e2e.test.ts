@@ -286,9 +286,10 @@ describe("/openapi.json against the routes' answers", () => {
   });
 
   it("oauth", async () => {
-    // Without a configured provider both routes answer 503 (oauth.e2e covers the flow).
+    // Without a configured provider the redirect answers 503 and the exchange 400
+    // idp_auth_error, as any failed exchange (oauth.e2e covers the flow).
     await expectStatus(call("GET", "/oauth/idp"), 503);
-    await expectStatus(call("POST", "/oauth/exchange", { body: { code: "x", state: "y" } }), 503);
+    await expectStatus(call("POST", "/oauth/exchange", { body: { code: "x", state: "y" } }), 400);
     await expectStatus(call("POST", "/oauth/exchange", { body: { code: "x" } }), 400);
   });
 

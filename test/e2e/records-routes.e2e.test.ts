@@ -412,12 +412,14 @@ describe("v1 routes", () => {
     const table_ = `/public/v1/databases/${tenant.databaseId}/tables/${table.tableId}`;
     const notFound = { message: "not_found", data: {} };
     for (const [method, path, status, body] of [
-      // Not digits: no record route at all, as for any other word there.
-      ["GET", `${table_}/records/%2e%2e`, 404, notFound],
+      // Not an integer: the record route refuses the id as it refuses a bad database id.
+      ["GET", `${table_}/records/%2e%2e`, 400, "row_id"],
+      ["GET", `${table_}/records/%00`, 400, "row_id"],
+      ["DELETE", `${table_}/records/${rowId}%2F1`, 400, "row_id"],
+      ["GET", `${table_}/records/%`, 400, "row_id"],
+      ["GET", `${table_}/records/abc`, 400, "row_id"],
+      // Another segment: no route at all.
       ["DELETE", `${table_}/records/%2e%2e/%2e%2e`, 404, notFound],
-      ["GET", `${table_}/records/%00`, 404, notFound],
-      ["DELETE", `${table_}/records/${rowId}%2F1`, 404, notFound],
-      ["GET", `${table_}/records/%`, 404, notFound],
       ["GET", `/public/v1/databases/%2e%2e/tables/${table.tableId}/records`, 400, "database_id"],
       ["GET", `/public/v1/databases/%2F/tables/${table.tableId}/records`, 400, "database_id"],
       ["GET", `/public/v1/databases/${tenant.databaseId}/tables/%00/records`, 400, "table_id"],
@@ -435,6 +437,44 @@ describe("v1 routes", () => {
     // None of them touched the record.
     const after = await api("GET", p.record(rowId), { token: tenant.readToken });
     expect(after.body.data.record.data[table.id("Text")]).toBe("changed");
+  });
+
+  it("answers a non-integer id in a v1 path with the 400 validation envelope on that key", async () => {
+    const [record] = await seed(api, tenant.writeToken, table, [{ Text: "kept" }]);
+    const before = await list(api, tenant.readToken, table);
+    const message = "must be an integer between 1 and 9007199254740991";
+    const bad = (key: string) => ({ key, message, source: "path" });
+    const table_ = `/public/v1/databases/${tenant.databaseId}/tables/${table.tableId}`;
+    for (const [method, path, keys, body] of [
+      ["GET", "/public/v1/databases/x/tables/1/records/abc", ["database_id", "row_id"]],
+      ["GET", `${table_}/records/abc`, ["row_id"]],
+      ["PATCH", `${table_}/records/abc`, ["row_id"], { data: { Text: "x" } }],
+      ["DELETE", `${table_}/records/-1`, ["row_id"]],
+      ["DELETE", `${table_}/records/${record!.row_id}.0`, ["row_id"]],
+      ["GET", `/public/v1/databases/${tenant.databaseId}/tables/t1/records`, ["table_id"]],
+      [
+        "POST",
+        `/public/v1/databases/x/tables/${table.tableId}/records`,
+        ["database_id"],
+        { data: {} },
+      ],
+      ["GET", `/public/v1/databases/x/tables/${table.tableId}/openapi.json`, ["database_id"]],
+    ] as const) {
+      const answer = await api(method, path, {
+        token: tenant.writeToken,
+        ...(body ? { body } : {}),
+      });
+      expect({ path, status: answer.status, body: answer.body }).toEqual({
+        path,
+        status: 400,
+        body: {
+          status_code: 400,
+          detail: `Validation failed for ${method} ${path}`,
+          extra: keys.map(bad),
+        },
+      });
+    }
+    expect(await list(api, tenant.readToken, table)).toEqual(before);
   });
 
   it("answers records that the table's own OpenAPI document describes, empty cells too", async () => {

@@ -15,8 +15,9 @@ import { createTenant, expectValidation, type Tenant } from "../e2e/support/reco
 import { securitySystem } from "./support/fixture.js";
 
 /**
- * Files (SPEC 7): renames that try to leave the directory, active content uploaded under an
- * image type, signed URLs tampered with or expired, and uploads racing the storage limit.
+ * Files: renames that try to leave the directory, active content uploaded under an image type,
+ * signed URLs tampered with or expired, files of deleted records, field ids of no field, of
+ * another organization or of the wrong type, and uploads racing the storage limit.
  */
 
 /** Short enough to watch a link expire, long enough for the other link tests to finish first. */
@@ -323,6 +324,111 @@ describe("links and files of deleted records", () => {
         expectError(asResponse(served), 404, "record_not_found");
       },
       { counters: { [`api-calls:${tenant.orgId}`]: 1 } },
+    );
+  });
+  it("a deleted record's files stop counting at once, and no route brings them back", async () => {
+    const small = await createTenant(ctx.sys, ctx.api);
+    ctx.state.track(small.orgId);
+    await enterprise(ctx.sys, small, { "file-storage-bytes": 50_000, "max-file-bytes": 40_000 });
+    const { table, fieldId: field, rowIds: rows } = await fileTable(ctx.api, small, 2);
+    const [doomed, kept] = rows as [number, number];
+    const upload = (rowId: number) =>
+      raw(ctx.sys.baseUrl, "POST", `/file/upload?${pair(rowId, field)}`, {
+        token: small.writeToken,
+        body: filePart(randomBytes(30_000), `${rowId}.bin`),
+      });
+    expect((await upload(doomed)).status).toBe(200);
+    expectError(asResponse(await upload(kept)), 403, "storage_limit_exceeded");
+    const removed = await ctx.api(
+      "DELETE",
+      `/public/v1/databases/${table.databaseId}/tables/${table.tableId}/records/${doomed}`,
+      { token: small.writeToken },
+    );
+    expect(removed.status).toBe(200);
+    await expect.poll(() => storageUsage(ctx.sys, small), { timeout: 10_000 }).toBe(0);
+    await ctx.state.unchanged(
+      async () => {
+        for (const route of ["/file/restore", "/file/delete", "/file/rename"]) {
+          const response = await ctx.api("POST", route, {
+            token: small.writeToken,
+            query: q({ row_id: doomed, field_id: field }),
+            ...(route === "/file/rename" ? { body: { file_name: "back.bin" } } : {}),
+          });
+          expectError(response, 404, "record_not_found");
+        }
+        expectError(asResponse(await upload(doomed)), 404, "record_not_found");
+      },
+      { counters: { [`api-calls:${small.orgId}`]: 4 } },
+    );
+    expect((await upload(kept)).status).toBe(200);
+  });
+});
+
+describe("field ids on the pair routes", () => {
+  /** Every pair route with `field` as field_id on the record that holds the kept file. */
+  const pairCalls = (field: number) =>
+    [
+      ["POST", `/file/upload?${pair(rowIds[0]!, field)}`, filePart(PNG, "x.png", "image/png")],
+      ["GET", `/file/serve?${pair(rowIds[0]!, field)}`],
+      ["GET", `/file/url?${pair(rowIds[0]!, field)}`],
+      ["POST", `/file/rename?${pair(rowIds[0]!, field)}`, JSON.stringify({ file_name: "y.png" })],
+      ["POST", `/file/delete?${pair(rowIds[0]!, field)}`],
+      ["POST", `/file/restore?${pair(rowIds[0]!, field)}`],
+    ] as const;
+
+  async function answersTo(field: number) {
+    const answers: { route: string; status: number; body: unknown }[] = [];
+    for (const [method, route, body] of pairCalls(field)) {
+      const response = await raw(ctx.sys.baseUrl, method, route, {
+        token: tenant.writeToken,
+        ...(body === undefined ? {} : { body }),
+        ...(typeof body === "string" ? { headers: { "content-type": "application/json" } } : {}),
+      });
+      answers.push({ route: route.split("?")[0]!, status: response.status, body: response.json });
+    }
+    return answers;
+  }
+
+  const expectAll = (
+    answers: { route: string; status: number; body: unknown }[],
+    status: number,
+    code: string,
+  ) => {
+    for (const answer of answers) {
+      expect(answer).toEqual({ route: answer.route, status, body: { message: code, data: {} } });
+    }
+  };
+
+  /** Six calls that got past validation, each one API call of the organization. */
+  const sixCalls = () => ({ counters: { [`api-calls:${tenant.orgId}`]: 6 } });
+
+  it("a field id of no field: 404 field_not_found on every pair route, nothing changes", async () => {
+    await ctx.state.unchanged(async () => {
+      expectAll(await answersTo(987_654_321), 404, "field_not_found");
+    }, sixCalls());
+  });
+
+  it("another organization's file field: the same 404 as no field at all, nothing changes", async () => {
+    const other = await createTenant(ctx.sys, ctx.api);
+    const foreign = await fileTable(ctx.api, other, 1);
+    await ctx.state.unchanged(
+      async () => {
+        const answers = await answersTo(foreign.fieldId);
+        expectAll(answers, 404, "field_not_found");
+        expect(answers).toEqual(await answersTo(987_654_321));
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: 12 } },
+    );
+  });
+
+  it("a text field or another table's file field of the organization: 400 field_not_file_type", async () => {
+    const sibling = await fileTable(ctx.api, tenant, 1);
+    await ctx.state.unchanged(
+      async () => {
+        expectAll(await answersTo(sibling.textFieldId), 400, "field_not_file_type");
+        expectAll(await answersTo(sibling.fieldId), 400, "field_not_file_type");
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: 12 } },
     );
   });
 });

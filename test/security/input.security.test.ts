@@ -13,11 +13,13 @@ import {
 import { securitySystem } from "./support/fixture.js";
 
 /**
- * Hostile input (SPEC 1, 6, 8.3, 8.4): filter, sort and field references that try SQL, quoted
- * identifiers, system columns and `__proto__`; deep and huge expressions; record values of the
- * wrong type; names with NUL, control and bidi characters or 10,000 characters. Each answers
- * the exact 400 (or, for a well-formed filter whose value is hostile, an honest empty result),
- * never a 500, and leaves the database and the quota counters as they were.
+ * Hostile input: filter, sort and field references that try SQL, quoted identifiers, system
+ * columns and `__proto__`; deep and huge expressions; record values of the wrong type or past
+ * what a number field keeps exactly; ids in v1 paths that are no integers; repeated and
+ * oversized parameters; names with NUL, control, bidi or only invisible characters, look-alike
+ * names, 10,000 characters; request ids that could inject. Each answers the exact 400 (or, for
+ * a well-formed filter whose value is hostile, an honest empty result), never a 500, and leaves
+ * the database and the quota counters as they were.
  */
 
 const ctx = securitySystem();
@@ -201,16 +203,13 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
         404,
         "record_not_found",
       );
-      // Not digits: no such route.
-      for (const id of ["-1", "0x10", "1e3"]) {
-        expectError(
-          await ctx.api("PATCH", p().record(id), {
-            token: tenant.writeToken,
-            body: { data: { Name: "x" } },
-          }),
-          404,
-          "not_found",
-        );
+      // Not a plain positive integer: the same 400 on row_id, never a 404 that reads as "gone".
+      for (const id of ["-1", "0x10", "1e3", "abc", "1.0", "%20"]) {
+        const response = await ctx.api("PATCH", p().record(id), {
+          token: tenant.writeToken,
+          body: { data: { Name: "x" } },
+        });
+        expectValidation(response, [{ key: "row_id", source: "path" }]);
       }
       const batch = await ctx.api("POST", p().batchDelete, {
         token: tenant.writeToken,
@@ -227,14 +226,110 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
     }, oneCall());
   });
 
-  it("2^63 as a number value is stored as the number it is (no int64 wrap-around)", async () => {
-    const created = await ctx.api("POST", p().records, {
-      token: tenant.writeToken,
-      rawBody: `{"data":{"N":9223372036854775808}}`,
-      headers: { "content-type": "application/json" },
+  it("a number a double cannot hold exactly (2^63, as a number or a string): 400 on its key, nothing written", async () => {
+    const [{ row_id: rowId }] = await seed(ctx.api, tenant.writeToken, table, [{ N: 7 }]);
+    const beyond =
+      "must be between -9007199254740991 and 9007199254740991, the largest numbers a number field keeps exactly";
+    await ctx.state.unchanged(
+      async () => {
+        for (const rawBody of [
+          `{"data":{"N":9223372036854775808}}`,
+          `{"data":{"N":"9223372036854775808"}}`,
+          `{"data":{"N":-9007199254740993}}`,
+          `{"data":{"N":1e300}}`,
+        ]) {
+          for (const [method, path] of [
+            ["POST", p().records],
+            ["PATCH", p().record(rowId)],
+          ] as const) {
+            const response = await ctx.api(method, path, {
+              token: tenant.writeToken,
+              rawBody,
+              headers: { "content-type": "application/json" },
+            });
+            expect(response.body, `${method} ${rawBody}`).toEqual({
+              status_code: 400,
+              detail: `Validation failed for ${method} ${path}`,
+              extra: [{ key: "N", message: beyond, source: "body" }],
+            });
+          }
+        }
+        const got = await ctx.api("GET", p().record(rowId), { token: tenant.readToken });
+        expect(got.body.data.record.data[table.id("N")]).toBe(7);
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: 9 } },
+    );
+  });
+  it("a fraction with more significant digits than a double keeps: 400 on its key, nothing written", async () => {
+    const priced = await createTable(ctx.api, tenant, [
+      { name: "Price", type: "number", options: { decimals: 10 } },
+    ]);
+    const [{ row_id: rowId }] = await seed(ctx.api, tenant.writeToken, priced, [{ Price: 1.5 }]);
+    const paths = v1(priced.databaseId, priced.tableId);
+    const message =
+      "must have at most 15 significant digits once rounded to 10 decimal places (or be a whole number): a number field keeps no more exactly";
+    await ctx.state.unchanged(
+      async () => {
+        for (const rawBody of [
+          `{"data":{"Price":123456789012.123456789}}`,
+          `{"data":{"Price":"123456789012.123456789"}}`,
+          `{"data":{"Price":12345678.1234567891}}`,
+        ]) {
+          const response = await ctx.api("PATCH", paths.record(rowId), {
+            token: tenant.writeToken,
+            rawBody,
+            headers: { "content-type": "application/json" },
+          });
+          expect(response.body, rawBody).toEqual({
+            status_code: 400,
+            detail: `Validation failed for PATCH ${paths.record(rowId)}`,
+            extra: [{ key: "Price", message, source: "body" }],
+          });
+        }
+        const got = await ctx.api("GET", paths.record(rowId), { token: tenant.readToken });
+        expect(got.body.data.record.data[priced.id("Price")]).toBe(1.5);
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: 4 } },
+    );
+  });
+});
+
+describe("ids in v1 paths", () => {
+  it("a word, a sign, a fraction or hex as any id of a v1 path: 400 with source path, nothing changes", async () => {
+    const message = "must be an integer between 1 and 9007199254740991";
+    const d = table.databaseId;
+    const t = table.tableId;
+    const cases: [string, string, string[], unknown?][] = [
+      ["GET", `/public/v1/databases/x/tables/${t}/records`, ["database_id"]],
+      ["GET", `/public/v1/databases/${d}/tables/1.5/records`, ["table_id"]],
+      ["GET", `/public/v1/databases/${d}/tables/${t}/records/abc`, ["row_id"]],
+      ["PATCH", `/public/v1/databases/${d}/tables/${t}/records/-1`, ["row_id"], { data: {} }],
+      ["DELETE", `/public/v1/databases/${d}/tables/${t}/records/0x10`, ["row_id"]],
+      [
+        "DELETE",
+        `/public/v1/databases/x/tables/y/records/z`,
+        ["database_id", "table_id", "row_id"],
+      ],
+      ["POST", `/public/v1/databases/${d}/tables/%2F/records`, ["table_id"], { data: {} }],
+      ["GET", `/public/v1/databases/__proto__/tables/${t}/openapi.json`, ["database_id"]],
+    ];
+    await ctx.state.unchanged(async () => {
+      for (const [method, path, keys, body] of cases) {
+        const response = await ctx.api(method, path, {
+          token: tenant.writeToken,
+          ...(body === undefined ? {} : { body }),
+        });
+        expect({ path, status: response.status, body: response.body }).toEqual({
+          path,
+          status: 400,
+          body: {
+            status_code: 400,
+            detail: `Validation failed for ${method} ${path}`,
+            extra: keys.map((key) => ({ key, message, source: "path" })),
+          },
+        });
+      }
     });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    expect(created.body.data.record.data[table.id("N")]).toBe(2 ** 63);
   });
 });
 
@@ -318,6 +413,24 @@ describe("oversized and overdeep bodies and parameters", () => {
       }
     });
   });
+  it("sort or fields longer than a request line carries (431), a parameter given twice (400): nothing changes", async () => {
+    const long = Array.from({ length: 3_300 }, () => "Name").join(",");
+    const base = `/public/record/list?database_id=${table.databaseId}&table_id=${table.tableId}`;
+    await ctx.state.unchanged(async () => {
+      for (const key of ["sort", "fields"]) {
+        expectError(await listWith({ [key]: long }), 431, "request_header_too_large");
+      }
+      // A second table id (another organization's, say) must not be one of two to pick from.
+      for (const [path, key] of [
+        [`${base}&table_id=${table.tableId + 1}`, "table_id"],
+        [`${base}&limit=1&limit=1000`, "limit"],
+        [`${base}&where=(N,eq,1)&where=(N,eq,2)`, "where"],
+      ] as const) {
+        const response = await ctx.api("GET", path, { token: tenant.readToken });
+        expectValidation(response, [{ key, source: "query", message: "must be given once" }]);
+      }
+    });
+  });
 });
 
 describe("names with NUL, control and bidi characters or 10,000 characters", () => {
@@ -387,5 +500,71 @@ describe("names with NUL, control and bidi characters or 10,000 characters", () 
         expectValidation(response, [{ key: "name", source: "body" }]);
       }
     });
+  });
+});
+
+describe("look-alike and invisible names", () => {
+  it("another case or a decomposed accent is the same field name; invisible characters alone are none", async () => {
+    const accented = await createTable(ctx.api, tenant, [{ name: "Café", type: "text" }]);
+    const createField = (name: string) =>
+      ctx.api("POST", "/field/create", {
+        token: tenant.owner.token,
+        query: q({ table_id: accented.tableId }),
+        body: { name, type: "text" },
+      });
+    await ctx.state.unchanged(async () => {
+      for (const name of ["CAFÉ", "café", "Cafe\u0301", "CAFE\u0301", "  Café  "]) {
+        expectError(await createField(name), 400, "field_name_taken");
+      }
+      for (const name of ["\u200b", "\u200b\u2060\ufeff", "\u00ad", "\u3164"]) {
+        const response = await createField(name);
+        expectValidation(response, [{ key: "name", source: "body" }]);
+        const renamed = await ctx.api("POST", "/table/update", {
+          token: tenant.owner.token,
+          query: q({ table_id: accented.tableId }),
+          body: { name },
+        });
+        expectValidation(renamed, [{ key: "name", source: "body" }]);
+      }
+    });
+  });
+});
+
+describe("header values", () => {
+  it("an X-Request-Id that could inject into logs or headers is replaced, never echoed", async () => {
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    const hostile = [
+      "abc<script>alert(1)</script>",
+      "a b c",
+      "x".repeat(129),
+      "évil",
+      "id;Set-Cookie=session=1",
+      "%0d%0aSet-Cookie:%20x=1",
+      '{"level":60,"msg":"forged"}',
+    ];
+    await ctx.state.unchanged(
+      async () => {
+        for (const id of hostile) {
+          const response = await ctx.api("GET", "/public/record/list", {
+            token: tenant.readToken,
+            query: { database_id: String(table.databaseId), table_id: String(table.tableId) },
+            headers: { "x-request-id": id },
+          });
+          expect(response.status, id).toBe(200);
+          expect(response.body.message).toBe("success");
+          expect(response.headers.get("x-request-id")).toMatch(UUID);
+          expect(response.headers.get("set-cookie")).toBeNull();
+        }
+        const sane = await listWith({});
+        expect(sane.status).toBe(200);
+        const echoed = await ctx.api("GET", "/public/record/list", {
+          token: tenant.readToken,
+          query: { database_id: String(table.databaseId), table_id: String(table.tableId) },
+          headers: { "x-request-id": "client-id.42:retry-1" },
+        });
+        expect(echoed.headers.get("x-request-id")).toBe("client-id.42:retry-1");
+      },
+      { counters: { [`api-calls:${tenant.orgId}`]: hostile.length + 2 } },
+    );
   });
 });

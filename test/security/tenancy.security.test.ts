@@ -616,9 +616,18 @@ describe("another organization's field ids inside A's own table", () => {
           `/file/upload?row_id=${attackerFileRow}&field_id=${victimFileField}`,
           { token: attacker.writeToken, body: filePart(PNG, "x.png", "image/png") },
         );
-        expectError({ status: upload.status, body: upload.json }, 400, "field_not_file_type");
+        // The same answer as for a field that exists nowhere: existence does not leak.
+        expectError({ status: upload.status, body: upload.json }, 404, "field_not_found");
+        const nowhere = await raw(
+          ctx.sys.baseUrl,
+          "POST",
+          `/file/upload?row_id=${attackerFileRow}&field_id=987654321`,
+          { token: attacker.writeToken, body: filePart(PNG, "x.png", "image/png") },
+        );
+        expect(nowhere.status).toBe(upload.status);
+        expect(nowhere.json).toEqual(upload.json);
       },
-      { counters: { [`api-calls:${attacker.orgId}`]: 5 } },
+      { counters: { [`api-calls:${attacker.orgId}`]: 6 } },
     );
   });
 });

@@ -9,12 +9,11 @@ const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
 /**
  * The path with every percent-encoded unreserved character decoded: RFC 3986 section 6.2.2.2
- * makes `/records/%31` and `/records/1` the same URI. The router matches the path as sent and
- * decodes a parameter only after, so a parameter's pattern (`row_id` digits only) refused
- * `%31`, a 404 for a record that exists. Reserved octets (`%2F`) and the rest (`%00`) stay
- * encoded: decoding them would change which segments the path has or bring bytes the routes
- * must not see in their path; the router decodes them into the parameter's value, which its
- * schema then refuses (400), or they fail a pattern (404).
+ * makes `/organization/%6Cist` and `/organization/list` the same URI, and the router matches
+ * the path as sent. Reserved octets (`%2F`) and the rest (`%00`) stay encoded: decoding them
+ * would change which segments the path has or bring bytes the routes must not see in their
+ * path; the router decodes them into the parameter's value, which its schema then refuses
+ * (400), or, outside a parameter, no route takes them (404).
  */
 export function normalizedPath(path: string): string {
   return path.replace(ENCODED_OCTET, (octet, hex: string) => {

@@ -79,7 +79,7 @@ export interface RouteSpec<
   path: string;
   /**
    * Regular-expression sources that path parameters must match for the route to match at all
-   * (path-to-regexp v8 has no inline patterns): `{ row_id: "[0-9]+" }` keeps
+   * (path-to-regexp v8 has no inline patterns): the record routes' `row_id` pattern keeps
    * `/records/batch` from being read as a record id. A path that fails one is another route's,
    * or 404/405.
    */

@@ -33,7 +33,7 @@ import {
   FieldTypeChangedSchema,
   FieldUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
-import { type Access, scopeOf } from "./access.js";
+import { type Access, notFound, scopeOf } from "./access.js";
 import type { Transactions } from "./change-set.js";
 import { FIELD_NAME_KEY, fieldNameUsed, otherFieldsBytes, violates } from "./db/constraints.js";
 import { Field, type FieldRow } from "./db/entities.js";
@@ -145,6 +145,19 @@ export class Fields {
     const em = this.deps.tx.em();
     await this.deps.access.table(em, call.principal, tableId, "read");
     return em.find(Field, { tableId }, { orderBy: { position: "asc" } });
+  }
+
+  /** Internal: the table and organization of a field, for services, without a role check. */
+  async home(fieldId: bigint): Promise<{ tableId: bigint; organizationId: bigint }> {
+    const rows = await this.deps.tx.em().execute<{ table_id: string; organization_id: string }[]>(
+      `select f.table_id, d.organization_id
+         from fields f join tables t on t.id = f.table_id join databases d on d.id = t.database_id
+        where f.id = ?`,
+      [fieldId],
+    );
+    const row = rows[0];
+    if (!row) throw notFound("field_not_found");
+    return { tableId: BigInt(row.table_id), organizationId: BigInt(row.organization_id) };
   }
 
   /**

@@ -35,8 +35,8 @@ function callOf(ctx: HandlerContext): Call {
 
 /**
  * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (never an
- * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema answers other
- * services only, GetDatabase answers them too.
+ * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema and
+ * ResolveField answer other services only, GetDatabase answers them too.
  */
 export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
   return (router: ConnectRouter) =>
@@ -136,6 +136,10 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
           organizationId: schema.organizationId,
           schemaVersion: schema.schemaVersion,
         };
+      },
+      async resolveField(req, ctx) {
+        requireService(ctx);
+        return fields.home(req.fieldId);
       },
     });
 }

@@ -518,3 +518,24 @@ describe("GetTableSchema", () => {
     ).toBe("table_not_found");
   });
 });
+
+describe("ResolveField", () => {
+  it("answers services with a field's table and organization, field_not_found once it is gone", async () => {
+    const { table, fields } = await newTable("Resolved", [def("Only", FieldType.TEXT)]);
+    const fieldId = fields[0]!.fieldId;
+    expect(await h.catalog.resolveField({ fieldId }, await as(SERVICE))).toMatchObject({
+      tableId: table!.tableId,
+      organizationId: t.organizationId,
+    });
+    expect(await failureOf(h.catalog.resolveField({ fieldId }, await as(t.owner)))).toMatchObject({
+      code: 7,
+      reason: "internal_only",
+    });
+    await h.catalog.deleteField({ fieldId }, await as(t.owner));
+    for (const id of [fieldId, 99999999n]) {
+      expect(await reasonOf(h.catalog.resolveField({ fieldId: id }, await as(SERVICE)))).toBe(
+        "field_not_found",
+      );
+    }
+  });
+});

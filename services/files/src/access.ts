@@ -36,11 +36,18 @@ export function fieldNotFileType() {
   return domainError(Code.InvalidArgument, "field_not_file_type");
 }
 
+export function fieldNotFound() {
+  return domainError(Code.NotFound, "field_not_found");
+}
+
 /**
- * Finds what a call addresses and checks the caller's role there: the row's
- * table and organization come from records, the role from kit's Authorizer, the field from the
- * table's schema. A row of another organization is record_not_found, whatever the field; a
- * field that is not a file field of the row's table is field_not_file_type.
+ * Finds what a call addresses and checks the caller's role there: the row's table and
+ * organization come from records, the role from kit's Authorizer, the field from the table's
+ * schema. A row the caller's organization does not own is record_not_found, whatever the field.
+ * A field of the row's organization that is not a file field of the row's table is
+ * field_not_file_type; a field that exists nowhere, or only in another organization, is
+ * field_not_found (one answer for both, so that no caller learns what another organization
+ * holds).
  */
 export class Access {
   constructor(
@@ -83,7 +90,10 @@ export class Access {
   ): Promise<PairTarget> {
     const { schema, ...record } = await this.record(principal, rowId, permission, requestId);
     const field = schema?.fields.find((f) => f.id === fieldId.toString());
-    if (field?.type !== "file") throw fieldNotFileType();
-    return { ...record, fieldId, field };
+    if (field?.type === "file") return { ...record, fieldId, field };
+    if (field) throw fieldNotFileType();
+    const owner = await this.upstream.fieldOrganization(fieldId, requestId);
+    if (owner !== record.organizationId) throw fieldNotFound();
+    throw fieldNotFileType();
   }
 }

@@ -17,11 +17,11 @@ export const SCOPE_DELETE_CHUNK = 1000;
 
 /**
  * Files' part of the deletion sagas. Each step marks what was deleted (so an upload racing it is
- * refused at commit), removes or soft-deletes the rows with the usage (a deleted scope's files
- * first in chunks, `deleteScopesInChunks`), and queues the bytes for the collector. Each runs in the caller's transaction `em` (the event
- * consumer's, which records the event id with it) and returns what to do once it has committed:
- * the bytes are handed to the collector only then. Every step is idempotent besides: a replayed
- * event finds nothing left and changes nothing.
+ * refused at commit), removes the rows with their usage (a deleted scope's files first in
+ * chunks, `deleteScopesInChunks`), and queues the bytes for the collector. Each runs in the
+ * caller's transaction `em` (the event consumer's, which records the event id with it) and
+ * returns what to do once it has committed: the bytes are handed to the collector only then.
+ * Every step is idempotent besides: a replayed event finds nothing left and changes nothing.
  */
 export class Cleanup {
   constructor(private readonly tx: Transactions) {}
@@ -82,28 +82,21 @@ export class Cleanup {
   }
 
   /**
-   * Soft-deletes the live files of deleted records (records.deleted): they are purged with their
-   * bytes 30 days later like any deleted file, and no upload can reach those rows any more.
-   * Returns how many files were live.
+   * Deletes for good every file (live or soft-deleted) of deleted records (records.deleted),
+   * with their usage and bytes, and closes the rows to uploads. A deleted record cannot come
+   * back, so neither can its files: keeping them for the 30 days of a deleted file would only
+   * keep them counting toward the plan's storage. Returns how many files went.
    */
-  async softDeleteRows(
+  async deleteRows(
     em: EntityManager,
     context: CallContext,
     rowIds: bigint[],
   ): Promise<Within<number>> {
     if (rowIds.length === 0) return NOTHING;
     return this.tx.within(em, context, async (changes) => {
-      const { em } = changes;
-      await lockScopesExclusive(em, "row", rowIds);
-      await markDeleted(em, "row", rowIds);
-      const rows = await em.execute(
-        `update file
-         set deleted_at = now(), updated_at = now(), url_generation = url_generation + 1
-         where row_id in (?) and deleted_at is null
-         returning id`,
-        [rowIds],
-      );
-      return rows.length;
+      await lockScopesExclusive(changes.em, "row", rowIds);
+      await markDeleted(changes.em, "row", rowIds);
+      return removeFiles(changes, "row_id in (?)", [rowIds]);
     });
   }
 }

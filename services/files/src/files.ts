@@ -11,7 +11,7 @@ import {
 import { fieldAcceptsFile, fileSettingsOf } from "@rowbase/kit/field-types";
 import {
   type Access,
-  fieldNotFileType,
+  fieldNotFound,
   fileNotFound,
   type PairTarget,
   recordNotFound,
@@ -219,7 +219,7 @@ export class Files {
     const scopes = scopesOf(target);
     await lockScopesShared(em, scopes);
     const deleted = await deletedScopeOf(em, scopes);
-    if (deleted === "field") throw fieldNotFileType();
+    if (deleted === "field") throw fieldNotFound();
     if (deleted) throw recordNotFound();
     await lockPair(em, target.rowId, target.fieldId);
     await em.execute(
@@ -455,7 +455,7 @@ export class Files {
       const scopes = scopesOf(target);
       await lockScopesShared(em, scopes);
       const gone = await deletedScopeOf(em, scopes);
-      if (gone === "field") throw fieldNotFileType();
+      if (gone === "field") throw fieldNotFound();
       if (gone) throw recordNotFound();
       await lockPair(em, rowId, fieldId);
       const candidates = await em.execute<FileRecord[]>(

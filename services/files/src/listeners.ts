@@ -124,8 +124,8 @@ function deletedScopes(message: BusMessage): DeletedScopes | undefined {
  * - catalog (`catalog.>`): evicts cached table schemas; a deleted field, table or database
  *   deletes its files and their bytes (a chunk per transaction before the event's own,
  *   `Cleanup.deleteScopesInChunks`);
- * - records (`records.deleted`): the files of deleted records are soft-deleted (purged 30 days
- *   later) and their rows closed to uploads;
+ * - records (`records.deleted`): the files of deleted records go with their usage and bytes,
+ *   and their rows are closed to uploads;
  * - organization (`org.>`): a deleted organization's files go (in chunks too); a plan change evicts the cached
  *   plan.
  */
@@ -213,7 +213,7 @@ export async function listen(
         { stream: "RECORDS", durable: DURABLES.records, subject: SUBJECTS.recordsDeleted },
         async (em, message) => {
           const event = fromBinary(RecordsDeletedSchema, message.data);
-          const { result: n, afterCommit } = await cleanup.softDeleteRows(
+          const { result: n, afterCommit } = await cleanup.deleteRows(
             em,
             systemContext(message, event.meta?.requestId),
             event.rowIds,
@@ -223,7 +223,7 @@ export async function listen(
             if (n > 0) {
               logger.info(
                 { rows: event.rowIds.length, files: n },
-                "records deleted: files deleted",
+                "records deleted: files removed",
               );
             }
           };

@@ -128,6 +128,17 @@ export class Upstream {
     }
   }
 
+  /** The organization a field belongs to; undefined when catalog knows no such field. */
+  async fieldOrganization(fieldId: bigint, requestId: string): Promise<bigint | undefined> {
+    try {
+      const home = await this.catalog.resolveField({ fieldId }, await this.options(requestId));
+      return home.organizationId;
+    } catch (error) {
+      if (errorInfoOf(error)?.reason === "field_not_found") return undefined;
+      throw upstreamFailure("CatalogService.ResolveField", error);
+    }
+  }
+
   async evictTableSchemas(tableIds: bigint[]): Promise<void> {
     await this.schemas.evict(...tableIds);
   }

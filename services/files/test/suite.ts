@@ -455,10 +455,10 @@ export function filesSuite(backend: Backend) {
   });
 
   describe("field checks", () => {
-    it("refuses fields that are not file fields of the record's table", async () => {
+    it("refuses fields of the organization that are not file fields of the record's table", async () => {
       const rowId = await record(h, t.editor, ws);
       const other = await workspace(h, t.owner, t.organizationId);
-      for (const fieldId of [ws.name, other.doc, 999_999_999n, 0n]) {
+      for (const fieldId of [ws.name, other.doc, other.name]) {
         const failure = await failureOf(upload(t.editor, rowId, fieldId, "x"));
         expect(failure).toMatchObject({
           code: Code.InvalidArgument,
@@ -469,6 +469,27 @@ export function filesSuite(backend: Backend) {
       expect(
         await reasonOf(h.files.createFileUrl({ rowId, fieldId: other.doc }, await as(t.viewer))),
       ).toBe("field_not_file_type");
+    });
+
+    it("answers field_not_found for a field that exists nowhere or in another organization only", async () => {
+      const rowId = await record(h, t.editor, ws);
+      const foreign = await workspace(h, t.outsider, t.outsiderOrganizationId);
+      const before = await fileRows(rowId);
+      for (const fieldId of [999_999_999n, foreign.doc, foreign.name, 0n]) {
+        const failure = await failureOf(upload(t.editor, rowId, fieldId, "x"));
+        expect({ fieldId, ...failure }).toMatchObject({
+          fieldId,
+          code: Code.NotFound,
+          reason: "field_not_found",
+        });
+      }
+      for (const fieldId of [999_999_999n, foreign.doc]) {
+        expect(await reasonOf(serve(t.viewer, rowId, fieldId))).toBe("field_not_found");
+        expect(await reasonOf(h.files.createFileUrl({ rowId, fieldId }, await as(t.viewer)))).toBe(
+          "field_not_found",
+        );
+      }
+      expect(await fileRows(rowId)).toEqual(before);
     });
 
     it("answers record_not_found for unknown rows", async () => {
@@ -1250,7 +1271,7 @@ export function filesSuite(backend: Backend) {
       await expectGone(keys);
       expect(await usage(t.organizationId)).toBe(usageBefore - 9);
       expect((await keysOf("field_id", local.picture)).length).toBe(1);
-      expect(await reasonOf(upload(t.editor, one, local.doc, "again"))).toBe("field_not_file_type");
+      expect(await reasonOf(upload(t.editor, one, local.doc, "again"))).toBe("field_not_found");
 
       // A replayed event changes nothing.
       const eventId = crypto.randomUUID();
@@ -1292,9 +1313,7 @@ export function filesSuite(backend: Backend) {
         await h.catalog.deleteField({ fieldId: local.doc }, await as(t.owner));
         await expect.poll(deleted).toBeDefined();
         expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
-        expect(await reasonOf(upload(t.editor, next, local.doc, "late"))).toBe(
-          "field_not_file_type",
-        );
+        expect(await reasonOf(upload(t.editor, next, local.doc, "late"))).toBe("field_not_found");
         await expectNothingLeft(next, before);
         expect(await applied(DURABLES.catalog, deleted()!.id)).toBe(false);
       });
@@ -1321,15 +1340,25 @@ export function filesSuite(backend: Backend) {
       await expectGone(databaseKeys);
     });
 
-    it("soft-deletes the files of deleted records and closes the rows to uploads", async () => {
+    it("deletes the files of deleted records with their bytes and usage, and closes the rows to uploads", async () => {
       const rowId = await record(h, t.editor, ws);
+      await upload(t.editor, rowId, ws.doc, "replaced");
       await upload(t.editor, rowId, ws.doc, "record file");
       await upload(t.editor, rowId, ws.picture, PNG);
+      const keys = (await fileRows(rowId)).map((r) => r.storage_key as string);
+      expect(keys).toHaveLength(3);
+      const usageBefore = await usage(t.organizationId);
       await h.records.deleteRecord({ tableId: ws.tableId, rowId }, await as(t.editor));
-      await expect
-        .poll(async () => (await fileRows(rowId)).filter((r) => r.deleted_at === null).length)
-        .toBe(0);
+      // The replaced file goes too: none of them can be restored once the record is gone.
+      await expect.poll(async () => (await fileRows(rowId)).length).toBe(0);
+      await expectGone(keys);
+      expect(await usage(t.organizationId)).toBe(
+        usageBefore - "replaced".length - "record file".length - PNG.length,
+      );
       expect(await reasonOf(serve(t.viewer, rowId, ws.doc))).toBe("record_not_found");
+      expect(
+        await reasonOf(h.files.restoreFile({ rowId, fieldId: ws.doc }, await as(t.editor))),
+      ).toBe("record_not_found");
       const { files } = await h.files.listRecordFiles({ rowIds: [rowId] }, await as(SERVICE));
       expect(files).toEqual([]);
       const { rows } = await h.db.query(
@@ -1346,10 +1375,10 @@ export function filesSuite(backend: Backend) {
         { tableId: ws.tableId, rowIds: batch },
         await as(t.editor),
       );
-      const live = async (id: bigint) =>
-        (await fileRows(id)).filter((r) => r.deleted_at === null).length;
-      await expect.poll(async () => (await live(batch[0]!)) + (await live(batch[1]!))).toBe(0);
-      expect(await live(kept)).toBe(1);
+      await expect
+        .poll(async () => (await fileRows(batch[0]!)).length + (await fileRows(batch[1]!)).length)
+        .toBe(0);
+      expect(await fileRows(kept)).toHaveLength(1);
     });
 
     it("purges files deleted more than 30 days ago, bytes, rows and usage", async () => {

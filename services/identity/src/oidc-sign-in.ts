@@ -30,7 +30,11 @@ const PROVIDER_TIMEOUT_SECONDS = 5;
 export interface OidcSignInDeps {
   orm: Orm;
   accounts: Accounts;
-  /** Undefined when the operator configured no provider: both steps answer Unavailable. */
+  /**
+   * Undefined when the operator configured no provider: starting a sign-in answers Unavailable
+   * (the deployment cannot offer it), exchanging answers idp_auth_error like any failed exchange,
+   * so that a client never retries an exchange that cannot succeed.
+   */
   settings: OidcSettings | undefined;
   logger: Logger;
 }
@@ -116,7 +120,7 @@ export class OidcSignIn {
    * try with it fails whatever happens to the first.
    */
   async exchange(code: string, state: string, requestId?: string): Promise<IssuedSession> {
-    const settings = this.settings();
+    const settings = this.deps.settings;
     const refuse = (error: unknown): ConnectError => {
       this.deps.logger.info(
         { failure: loggableFailure(error), request_id: requestId },
@@ -125,6 +129,7 @@ export class OidcSignIn {
       return domainError(Code.InvalidArgument, "idp_auth_error");
     };
 
+    if (!settings) throw refuse(new SignInRefused("no OpenID Connect provider is configured"));
     const pending = await this.consume(state);
     if (!pending) throw refuse(new SignInRefused("unknown, expired or already used state"));
 

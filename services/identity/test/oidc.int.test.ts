@@ -425,11 +425,13 @@ async function expectServiceUnavailable(call: Promise<unknown>) {
 }
 
 describe("without a usable provider", () => {
-  it("answers service_unavailable to both steps when none is configured", async () => {
+  it("answers service_unavailable to a new sign-in and idp_auth_error to an exchange when none is configured", async () => {
     const bare = await startService({});
     await expectServiceUnavailable(bare.beginOidcSignIn({ redirectUri: "" }));
     await expectServiceUnavailable(bare.beginOidcSignIn({ redirectUri: DEFAULT_REDIRECT }));
-    await expectServiceUnavailable(bare.exchangeOidcCode({ code: "code", state: "state" }));
+    const users = await count("identity.users");
+    await expectIdpAuthError(bare.exchangeOidcCode({ code: "code", state: "state" }));
+    expect(await count("identity.users")).toBe(users);
   });
 
   it("answers service_unavailable to a new sign-in while the provider cannot be reached", async () => {

@@ -76,7 +76,11 @@ export class UsageStats {
    * Adds one USAGE message unless `consumer` already did, in one statement (its id claimed in
    * `processed_event` and both sums added, atomically: see `consumeClaimed`). Counts for an
    * organization that no longer exists are dropped (its rows went with it); unknown usage
-   * subjects are ignored.
+   * subjects are ignored. The organization's row is locked `for key share`, the lock the
+   * foreign keys of the daily rows take: a deletion that is under way is waited for and its
+   * organization then found gone (the counts dropped), rather than seen in the statement's
+   * snapshot and refused by the foreign key once the deletion commits; a deletion that comes
+   * after waits for the counts, and its cascade takes them.
    */
   async apply(
     em: EntityManager,
@@ -92,6 +96,7 @@ export class UsageStats {
          on conflict (consumer, event_id) do nothing returning event_id
        ), owner as (
          select id from organizations where id = ? and exists (select 1 from claimed)
+         for key share
        ), daily as (
          insert into usage_daily (organization_id, day, api_calls, transfer_bytes)
          select id, ?::date, ?, ? from owner

@@ -321,6 +321,73 @@ describe("usage consumer", () => {
     }
   });
 
+  it("drops the counts of an organization whose deletion commits while they are added", async () => {
+    const owner = await h.user("Racing");
+    const { organizationId } = await newOrganization(h, owner, "Racing");
+    const orm = await createOrganizationOrm(h.config.DATABASE_URL);
+    const deleter = await h.db.connect();
+    try {
+      const logger = createLogger("usage-test", "silent");
+      const stats = new UsageStats({
+        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
+        logger,
+      });
+      const event = create(ApiCallsCountedSchema, {
+        meta: create(EventMetaSchema, {
+          eventId: "racing-1",
+          occurredAt: timestampFromDate(new Date()),
+        }),
+        organizationId,
+        tokenId: 7n,
+        apiCalls: 2n,
+      });
+      const message = {
+        subject: SUBJECTS.apiCallsCounted,
+        data: toBinary(ApiCallsCountedSchema, event),
+        id: `racing-${organizationId}`,
+        deliveryCount: 1,
+      };
+      // The deletion has removed the row but not committed when the counts arrive: they wait
+      // for it on the organization's row, and meet the deletion once it commits.
+      await deleter.query("begin");
+      await deleter.query("delete from organization.organizations where id = $1", [
+        organizationId.toString(),
+      ]);
+      const applying = stats.apply(orm.em.fork(), DURABLES.usage, message);
+      const outcome = applying.then(
+        () => "applied",
+        (error: unknown) => error,
+      );
+      await expect
+        .poll(
+          async () =>
+            (
+              await h.db.query(
+                `select count(*)::int as n from pg_stat_activity
+                 where pid <> pg_backend_pid() and wait_event_type = 'Lock'
+                   and query like '%insert into usage_daily%'`,
+              )
+            ).rows[0].n,
+          { timeout: 10_000 },
+        )
+        .toBe(1);
+      await deleter.query("commit");
+      expect(await outcome).toBe("applied");
+      const { rows } = await h.db.query(
+        `select (select count(*)::int from organization.usage_daily where organization_id = $1) as daily,
+                (select count(*)::int from organization.usage_daily_token where organization_id = $1) as tokens,
+                (select count(*)::int from organization.processed_event
+                  where consumer = $2 and event_id = $3) as claimed`,
+        [organizationId.toString(), DURABLES.usage, message.id],
+      );
+      expect(rows[0]).toEqual({ daily: 0, tokens: 0, claimed: 1 });
+    } finally {
+      await deleter.query("rollback").catch(() => {});
+      deleter.release();
+      await orm.close();
+    }
+  });
+
   it("drops counts of an organization that does not exist and keeps going", async () => {
     const owner = await h.user("After");
     const { organizationId } = await newOrganization(h, owner, "After");

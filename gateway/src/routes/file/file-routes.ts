@@ -249,7 +249,9 @@ export function fileRoutes(deps: FileRoutesDeps): Route[] {
       path: "/file/restore",
       operationId: "fileRestore",
       summary: "Bring back the pair's most recently deleted file",
-      description: `${AUTH_DESCRIPTION} A live file, if any, is deleted in its place.`,
+      description:
+        `${AUTH_DESCRIPTION} A live file, if any, is deleted in its place. A deleted record's ` +
+        "files went with it and cannot be restored (404 `record_not_found`).",
       tags,
       auth: "session_or_token",
       rateLimits,

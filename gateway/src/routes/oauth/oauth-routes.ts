@@ -14,10 +14,10 @@ export interface OAuthRoutesDeps {
 const tags = ["Accounts"];
 
 /**
- * Sign-in through the OpenID Connect provider: the browser is sent to the
- * provider, comes back to the client's redirect URI with `code` and `state`, and the client
- * trades those for Rowbase tokens. Both answer 503 `service_unavailable` when no provider is
- * configured.
+ * Sign-in through the OpenID Connect provider: the browser is sent to the provider, comes back to
+ * the client's redirect URI with `code` and `state`, and the client trades those for Rowbase
+ * tokens. When no provider is configured the redirect answers 503 `service_unavailable` and the
+ * exchange 400 `idp_auth_error`, as any failed exchange does, so that no client retries it.
  */
 export function oauthRoutes({ identity, accessTokenTtlSeconds }: OAuthRoutesDeps): Route[] {
   return [

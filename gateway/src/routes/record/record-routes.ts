@@ -68,8 +68,8 @@ function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unkn
 
 /**
  * The records of a table through two route families that share one implementation
- * (RecordOperations). The v1 REST routes take the database, table and record
- * from the path; PUT on them is 405, and `row_id` matches digits only, so `/records/batch` and
+ * (RecordOperations). The v1 REST routes take the database, table and record from the path; PUT
+ * on them is 405, and `row_id` never matches `batch` or `batch_delete`, so `/records/batch` and
  * `/records/batch_delete` are their own routes. The query-form routes (`/public/record/...`)
  * take them from the query string; delete answers POST and DELETE alike. The table's OpenAPI
  * document is rendered here from what the records service says of its records, with the errors
@@ -156,7 +156,7 @@ function v1Routes(records: RecordOperations, tableDocument: TableDocument): Rout
           recordCall(input),
         ),
     }),
-    // Before PATCH .../records/:row_id; `row_id` is digits only anyway.
+    // `row_id` never matches `batch` or `batch_delete`, so these stay apart from the record routes.
     defineRoute({
       method: "POST",
       path: `${V1_RECORDS_PATH}/batch`,

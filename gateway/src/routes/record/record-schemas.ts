@@ -117,10 +117,12 @@ export const RecordPath = z.strictObject({
 });
 
 /**
- * `row_id` in a v1 path: digits only, so `/records/batch` and `/records/batch_delete` are never
- * read as a record id, and any other word there is no route at all (404).
+ * `row_id` in a v1 path: any one segment but `batch` and `batch_delete`, which name the batch
+ * routes. Whatever else stands there is read as an id by the rule of every id (`queryId`), so a
+ * word or a sign answers the 400 validation envelope on `row_id`, as a bad database or table id
+ * in the same path does.
  */
-export const ROW_ID_PATTERN = "[0-9]+";
+export const ROW_ID_PATTERN = "(?!(?:batch|batch_delete)$)[^\\/]+?";
 
 /** Query strings of the v1 routes. */
 

@@ -26,6 +26,10 @@ describe("JSON Schemas of field values", () => {
     expect(
       jsonSchemaOf({ type: "number", options: { decimals: 2, min: 0, max: 9 } }),
     ).toMatchObject({ type: ["number", "null"], minimum: 0, maximum: 9 });
+    expect(jsonSchemaOf({ type: "number", options: { min: -1e300 } })).toMatchObject({
+      minimum: -9007199254740991,
+      maximum: 9007199254740991,
+    });
     expect(
       jsonSchemaOf({
         type: "single_select",

@@ -1,7 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { choicesOf, type FieldLike, numberSettingsOf, textLimitOf } from "./options.js";
 import { isReadOnlyType } from "./types.js";
-import { EMAIL_MAX_LENGTH, JSON_MAX_BYTES, PHONE_MAX_LENGTH, URL_MAX_LENGTH } from "./values.js";
+import {
+  EMAIL_MAX_LENGTH,
+  EXACT_SIGNIFICANT_DIGITS,
+  JSON_MAX_BYTES,
+  PHONE_MAX_LENGTH,
+  URL_MAX_LENGTH,
+} from "./values.js";
 
 /**
  * Whether a schema describes a value as records return it (`output`) or as a write may send it
@@ -46,10 +52,15 @@ function nullable(schema: JsonObject): JsonObject {
 
 function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject {
   const { decimals, min, max } = numberSettingsOf(field);
-  const bounds: JsonObject = {};
-  if (min !== undefined) bounds.minimum = min;
-  if (max !== undefined) bounds.maximum = max;
-  const description = `Rounded half away from zero to ${decimals} decimal place${decimals === 1 ? "" : "s"}.`;
+  // No number past 2^53 - 1 is kept exactly (`inexactNumberProblem`), whatever the options say.
+  const bounds: JsonObject = {
+    minimum: Math.max(min ?? -Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER),
+    maximum: Math.min(max ?? Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+  };
+  const description =
+    `Rounded half away from zero to ${decimals} decimal place${decimals === 1 ? "" : "s"}; ` +
+    `then at most ${EXACT_SIGNIFICANT_DIGITS} significant digits, or a whole number of at most ` +
+    `${Number.MAX_SAFE_INTEGER} either way, the numbers kept exactly (others answer 400).`;
   if (direction === "output") return { type: "number", ...bounds, description };
   return {
     anyOf: [

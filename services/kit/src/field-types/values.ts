@@ -37,7 +37,8 @@ const fail = (message: string): ValueResult => ({ ok: false, message });
  * - An empty string clears every type except text, long_text and json, which keep it.
  * - text/long_text: at most 10,000 (or `max_length`) / 100,000 characters (code points).
  * - number: a finite JSON number or numeric string, rounded half away from zero to `decimals`,
- *   then checked against `min`/`max`.
+ *   then checked against `min`/`max` and against what a double keeps exactly
+ *   (`inexactNumberProblem`).
  * - date: `YYYY-MM-DD`, a real calendar date in years 1-9999. datetime: RFC 3339 with an offset,
  *   stored as UTC ISO with milliseconds.
  * - single_select: one choice name (matched exactly, else regardless of case; the stored value
@@ -153,6 +154,42 @@ export function roundTo(n: number, decimals: number): number {
   return rounded === 0 ? 0 : rounded;
 }
 
+/**
+ * Significant digits a double keeps for any decimal number: every number of at most 15 of them
+ * reads back as written (IEEE 754's DBL_DIG).
+ */
+export const EXACT_SIGNIFICANT_DIGITS = 15;
+
+/** The significant digits of a finite number as JavaScript writes it (its shortest form). */
+function significantDigits(n: number): number {
+  const [mantissa] = Math.abs(n).toExponential().split("e") as [string];
+  return mantissa.replace(".", "").length;
+}
+
+/**
+ * Why a number field cannot keep `n` (already rounded to the field's decimals) exactly, if it
+ * cannot. Values are stored as IEEE 754 doubles: they keep every whole number up to 2^53 - 1 and
+ * every number of at most 15 significant digits; a number past both would be stored as another
+ * one (9223372036854775808 as 9223372036854776000, 123456789012.123456789 with 10 decimals as
+ * 123456789012.12346), so it is refused rather than changed without a word. Rounding to the
+ * field's decimals comes first and is no change the client is not told of: it is the field's
+ * documented rule.
+ */
+export function inexactNumberProblem(n: number, decimals: number): string | undefined {
+  if (Math.abs(n) > Number.MAX_SAFE_INTEGER) {
+    return (
+      `must be between -${Number.MAX_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}, ` +
+      "the largest numbers a number field keeps exactly"
+    );
+  }
+  if (Number.isInteger(n) || significantDigits(n) <= EXACT_SIGNIFICANT_DIGITS) return undefined;
+  return (
+    `must have at most ${EXACT_SIGNIFICANT_DIGITS} significant digits once rounded to ` +
+    `${decimals} decimal place${decimals === 1 ? "" : "s"} (or be a whole number): a number ` +
+    "field keeps no more exactly"
+  );
+}
+
 function checkNumber(value: unknown, settings: NumberSettings): ValueResult {
   const parsed = parseNumber(value);
   if (typeof parsed === "string") return fail(parsed);
@@ -161,7 +198,8 @@ function checkNumber(value: unknown, settings: NumberSettings): ValueResult {
     return fail(`must be at least ${settings.min}`);
   if (settings.max !== undefined && n > settings.max)
     return fail(`must be at most ${settings.max}`);
-  return ok(n);
+  const inexact = inexactNumberProblem(n, settings.decimals);
+  return inexact ? fail(inexact) : ok(n);
 }
 
 function daysInMonth(year: number, month: number): number {
