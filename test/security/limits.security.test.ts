@@ -15,7 +15,7 @@ import {
 import { securitySystem } from "./support/fixture.js";
 
 /**
- * Limits (SPEC 4, 8.4, 10): parallel creates racing the record limit; X-Forwarded-For and its
+ * Limits: parallel creates racing the record limit; X-Forwarded-For and its
  * cousins cannot buy a client a fresh rate-limit bucket (no trusted proxy is configured); login
  * answers an unknown e-mail exactly as a wrong password, in about the same time.
  */

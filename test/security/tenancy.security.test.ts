@@ -15,7 +15,7 @@ import {
 import { securitySystem } from "./support/fixture.js";
 
 /**
- * Tenancy and roles (SPEC 3): ids of another organization on every route family answer the
+ * Tenancy and roles: ids of another organization on every route family answer the
  * resource's 404; a read token on every writing route answers 403 `token_read_only`; members
  * cannot raise themselves or touch the owner; removed members lose access at once; unknown body
  * keys are refused. Every case proves, with snapshots of the database and the quota counters,
@@ -104,7 +104,7 @@ interface Attack {
   as: "session" | "write" | "read";
   status: number;
   code: string;
-  /** A counted record/file-route call of A (SPEC 8.4: every call on a record route counts). */
+  /** A counted record/file-route call of A (every call on a record route counts). */
   counted?: boolean;
 }
 

@@ -14,7 +14,7 @@ import {
 import { securitySystem } from "./support/fixture.js";
 
 /**
- * Credentials (SPEC 2): every forged, expired, tampered or revoked credential gets 401
+ * Credentials: every forged, expired, tampered or revoked credential gets 401
  * `unauthorized` on a writing route, credentials in the query string get the 400 validation
  * shape, and refresh tokens rotate with reuse detection. Nothing changes in any case.
  */
@@ -232,7 +232,7 @@ describe("revoked credentials", () => {
       query: q({ organization_id: tenant.orgId, token_id: tokenId }),
     });
     expect(revoked.status).toBe(200);
-    // SPEC 2: dead within 5 seconds on every replica; reads show when.
+    // A revoked token is dead within 5 seconds on every replica; reads show when.
     let status = 200;
     for (const started = Date.now(); status !== 401; await sleep(250)) {
       expect(Date.now() - started, "revocation took effect").toBeLessThan(5_500);
