@@ -10,6 +10,7 @@ import {
   type Logger,
   markTableSchemaChanged,
   type Orm,
+  type OutboxEntry,
   type OutboxRelay,
   query,
   SUBJECTS,
@@ -18,6 +19,8 @@ import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+
+import type { RecordsApply } from "./records-apply.js";
 
 export type AuditTargetType = "database" | "table" | "field";
 
@@ -37,10 +40,14 @@ export class ChangeSet extends BaseChangeSet {
   /** Tables whose schema (the table or its fields) this transaction changes. */
   readonly changedTables = new Set<bigint>();
 
+  /** Events records applies, handed to it once this commits (`RecordsApply`). */
+  private readonly forRecords: OutboxEntry[] = [];
+
   constructor(
     em: EntityManager,
     context: CallContext,
     private readonly cache: Cache,
+    private readonly records?: RecordsApply,
   ) {
     super(em, context);
   }
@@ -49,8 +56,18 @@ export class ChangeSet extends BaseChangeSet {
     subject: string,
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): Promise<void> {
-    await super.publish(subject, schema, init);
+  ): Promise<OutboxEntry> {
+    const entry = await super.publish(subject, schema, init);
+    const records = this.records;
+    if (records?.applies(subject)) {
+      if (this.forRecords.length === 0) {
+        // In the order written, each after the one before it, as the bus delivers them.
+        this.afterCommit(async () => {
+          for (const event of this.forRecords) await records.apply(event, this.context);
+        });
+      }
+      this.forRecords.push(entry);
+    }
     // Every catalog event that names tables announces a change of them: their cached schemas
     // (records, files) must go once this commits.
     const named = init as { tableId?: unknown; tableIds?: unknown };
@@ -60,6 +77,7 @@ export class ChangeSet extends BaseChangeSet {
     if (Array.isArray(named.tableIds)) {
       for (const id of named.tableIds) if (typeof id === "bigint") this.changedTables.add(id);
     }
+    return entry;
   }
 
   /** An audit event `audit.<type>.<verb>` on the AUDIT stream. */
@@ -90,8 +108,14 @@ export class ChangeSet extends BaseChangeSet {
 
 /** Catalog's transactions, each with a catalog `ChangeSet`. */
 export class Transactions extends BaseTransactions<ChangeSet> {
-  constructor(orm: Orm, relay: Pick<OutboxRelay, "kick">, cache: Cache, logger: Logger) {
-    super(orm, relay, logger, (em, context) => new ChangeSet(em, context, cache));
+  constructor(
+    orm: Orm,
+    relay: Pick<OutboxRelay, "kick">,
+    cache: Cache,
+    logger: Logger,
+    records?: RecordsApply,
+  ) {
+    super(orm, relay, logger, (em, context) => new ChangeSet(em, context, cache, records));
   }
 }
 

@@ -17,6 +17,7 @@ import { entities } from "./db/entities.js";
 import { Fields } from "./fields.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-deletion.js";
+import { recordsApply } from "./records-apply.js";
 import { createRoutes } from "./server.js";
 import { Tables } from "./tables.js";
 import { recordsTypeChangeCheck } from "./type-change-check.js";
@@ -40,7 +41,15 @@ export async function startCatalog(
   deps: ServiceDeps,
 ): Promise<RunningCatalog> {
   const { orm, relay } = await database.openPublishing(config, deps);
-  const tx = new Transactions(orm, relay, deps.cache, deps.logger);
+  const tx = new Transactions(
+    orm,
+    relay,
+    deps.cache,
+    deps.logger,
+    config.RECORDS_GRPC_URL
+      ? recordsApply(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
+      : undefined,
+  );
   const authorizer = new Authorizer(
     organizationMembershipLookup(
       createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL),

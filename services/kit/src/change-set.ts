@@ -1,9 +1,9 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Orm } from "./db.js";
-import { type EventContext, publishEvent } from "./events.js";
+import { buildEvent, type EventContext } from "./events.js";
 import type { Logger } from "./logger.js";
-import type { OutboxRelay } from "./outbox.js";
+import { enqueueEvents, type OutboxEntry, type OutboxRelay } from "./outbox.js";
 import type { Principal } from "./principal.js";
 
 /**
@@ -44,14 +44,16 @@ export class ChangeSet {
     return this.events;
   }
 
-  /** Writes an event with its `meta` to the outbox in this transaction. */
+  /** Writes an event with its `meta` to the outbox in this transaction; answers what it wrote. */
   async publish<D extends DescMessage>(
     subject: string,
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): Promise<void> {
-    await publishEvent(this.em, subject, schema, init, this.eventContext());
+  ): Promise<OutboxEntry> {
+    const entry = buildEvent(subject, schema, init, this.eventContext());
+    await enqueueEvents(this.em, [entry]);
     this.events += 1;
+    return entry;
   }
 
   protected eventContext(): EventContext {

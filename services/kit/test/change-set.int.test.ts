@@ -70,8 +70,8 @@ async function outbox(): Promise<{ subject: string; payload: Buffer }[]> {
   return query(orm.em.fork(), "select subject, payload from outbox order by seq");
 }
 
-function audit(changes: ChangeSet, action: string): Promise<void> {
-  return changes.publish(`audit.${action}`, AuditEventSchema, {
+async function audit(changes: ChangeSet, action: string): Promise<void> {
+  await changes.publish(`audit.${action}`, AuditEventSchema, {
     organizationId: 1n,
     databaseId: 0n,
     tableId: 0n,

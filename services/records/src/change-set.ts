@@ -55,9 +55,11 @@ export class ChangeSet extends BaseChangeSet {
     subject: string,
     schema: D,
     init: Omit<MessageShape<D>, "$typeName" | "meta">,
-  ): Promise<void> {
+  ): Promise<OutboxEntry> {
     this.events += 1;
-    this.pending.push(buildEvent(subject, schema, init, this.eventContext()));
+    const entry = buildEvent(subject, schema, init, this.eventContext());
+    this.pending.push(entry);
+    return entry;
   }
 
   /**

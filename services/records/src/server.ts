@@ -1,9 +1,12 @@
 import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import {
+  type BusMessage,
   type Call,
   requestIdOf,
   requirePrincipal,
   requireService,
+  SUBJECTS,
+  type ValidationItem,
   validationFailed,
 } from "@rowbase/kit";
 import { fieldTypeToProto } from "@rowbase/kit/field-types";
@@ -16,6 +19,8 @@ import { countModeOf, dataOf, outputOptionsOf, toRecord, WRITE_OUTPUT } from "./
 export interface RecordsServerDeps {
   records: Records;
   typeChanges: TypeChanges;
+  /** Applies one of catalog's events, as its consumer does (ApplyCatalogEvent). */
+  applyCatalogEvent(message: BusMessage): Promise<boolean>;
   /** The organization's record count, for GetRecordUsage. */
   usage(organizationId: bigint): Promise<bigint>;
 }
@@ -31,7 +36,22 @@ function callOf(ctx: HandlerContext): Call {
  * answer other services only.
  * Writes answer with every field keyed by id, markdown as stored.
  */
-export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps) {
+/** The subjects of catalog's events (`SUBJECTS.catalog...`). */
+const CATALOG_SUBJECTS: ReadonlySet<string> = new Set(
+  (Object.values(SUBJECTS) as unknown[]).filter(
+    (subject): subject is string =>
+      typeof subject === "string" && subject.startsWith("catalog.") && !subject.endsWith(">"),
+  ),
+);
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export function createRoutes({
+  records,
+  typeChanges,
+  usage,
+  applyCatalogEvent,
+}: RecordsServerDeps) {
   return (router: ConnectRouter) =>
     router.service(RecordsService, {
       async createRecord(req, ctx) {
@@ -202,6 +222,28 @@ export function createRoutes({ records, typeChanges, usage }: RecordsServerDeps)
         requireService(ctx);
         await typeChanges.release(req.tableId, req.markIds.map(String), req.changeId);
         return {};
+      },
+      async applyCatalogEvent(req, ctx) {
+        requireService(ctx);
+        const items: ValidationItem[] = [];
+        if (!CATALOG_SUBJECTS.has(req.subject)) {
+          items.push({
+            key: "subject",
+            message: "must be a catalog event's subject",
+            source: "body",
+          });
+        }
+        if (!UUID.test(req.eventId)) {
+          items.push({ key: "event_id", message: "must be a UUID", source: "body" });
+        }
+        if (items.length > 0) throw validationFailed(items);
+        const applied = await applyCatalogEvent({
+          subject: req.subject,
+          data: req.payload,
+          id: req.eventId,
+          deliveryCount: 1,
+        });
+        return { applied };
       },
     });
 }

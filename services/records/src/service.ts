@@ -93,6 +93,7 @@ export async function startRecords(
         records,
         typeChanges,
         usage: (organizationId) => recordUsage(tx.em(), organizationId),
+        applyCatalogEvent: (message) => catalogEvents.handle(message),
       }),
       services: [RecordsService],
     },

@@ -1,0 +1,59 @@
+import {
+  type CallContext,
+  callAs,
+  createServiceClient,
+  type OutboxEntry,
+  SUBJECTS,
+} from "@rowbase/kit";
+import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+
+/**
+ * The catalog events that change records' stored values or tables: a field's type or choices,
+ * a deleted field, table or database, a new autonumber field to number.
+ */
+const APPLIED_BY_RECORDS: ReadonlySet<string> = new Set([
+  SUBJECTS.fieldCreated,
+  SUBJECTS.fieldDeleted,
+  SUBJECTS.fieldTypeChanged,
+  SUBJECTS.fieldChoicesRenamed,
+  SUBJECTS.tableDeleted,
+  SUBJECTS.databaseDeleted,
+]);
+
+/**
+ * How long catalog waits for records to apply one event. The change is committed by then, and
+ * the event reaches records through the bus anyway, so past this the route answers without it;
+ * it stays within the gateway's deadline.
+ */
+const APPLY_TIMEOUT_MS = 5_000;
+
+/** Records' side of catalog's committed schema changes. */
+export interface RecordsApply {
+  /** Whether records applies events of this subject (and so should be handed them). */
+  applies(subject: string): boolean;
+  /**
+   * Hands records a committed event, which it applies at once, before catalog's route answers:
+   * so the client's next request sees its values converted, its choices renamed, its rows gone.
+   * The copy the bus delivers later finds it applied.
+   */
+  apply(entry: OutboxEntry, context: CallContext): Promise<void>;
+}
+
+/** `RecordsApply` through RecordsService.ApplyCatalogEvent, called as the catalog service. */
+export function recordsApply(baseUrl: string, internalSecret: string): RecordsApply {
+  const records = createServiceClient(RecordsService, baseUrl);
+  return {
+    applies: (subject) => APPLIED_BY_RECORDS.has(subject),
+    async apply(entry, context) {
+      const options = await callAs(
+        internalSecret,
+        { kind: "service", service: "catalog" },
+        context.requestId,
+      );
+      await records.applyCatalogEvent(
+        { subject: entry.subject, payload: entry.payload, eventId: entry.eventId },
+        { ...options, timeoutMs: APPLY_TIMEOUT_MS },
+      );
+    },
+  };
+}
