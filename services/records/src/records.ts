@@ -30,6 +30,7 @@ import {
   lockRecordsForWrite,
   type PageQuery,
   pageWithTotal,
+  RECORD_ROWS,
   readRecordVersion,
 } from "./db/reads.js";
 import { RecordsTooLarge } from "./db/rows.js";
@@ -39,6 +40,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
+import { userTableRows } from "./db/user-tables/page.js";
 import {
   allocateRowIds,
   deleteRecordIfUnchanged,
@@ -71,6 +73,7 @@ import {
   QueryError,
   type QueryField,
   type SortKey,
+  type Storage,
 } from "./query/index.js";
 import type { SchemaField, TableSchema } from "./table-schema.js";
 
@@ -152,12 +155,14 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * What a list of the table reads: the `where` filter, the `sort` order and the
  * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
- * (it never fails open).
+ * (it never fails open). `storage` says where the records are read from: the one jsonb record
+ * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md).
  */
 export function listQuery(
   schema: TableSchema,
   params: Pick<ListParams, "limit" | "offset" | "where" | "sort"> &
     Partial<Pick<ListParams, "count">>,
+  storage: Storage = "jsonb",
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -170,28 +175,43 @@ export function listQuery(
   if (problems.length > 0) throw validationFailed(problems);
 
   const queryFields = queryFieldsOf(schema.fields);
-  const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r" });
+  const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r", storage });
+  const jsonb = storage === "jsonb";
   let filter = { sql: "true", params: [] as unknown[], readsData: false };
   if (params.where !== "") {
     try {
       filter = buildWhere(params.where, queryFields, {
-        paramOffset: 1,
+        paramOffset: jsonb ? 1 : 0,
         now: new Date(),
         tableAlias: "r",
+        storage,
       });
     } catch (error) {
       queryProblem(error);
     }
   }
-  return {
-    matching: `from record r where r.table_id = $1 and ${filter.sql}`,
+  const page = {
     filtered: params.where !== "",
     filterReadsData: filter.readsData,
     order,
-    params: [schema.tableId, ...filter.params],
     limit,
     offset: params.offset,
     count: params.count ?? "exact",
+  };
+  if (jsonb) {
+    return {
+      ...page,
+      rows: RECORD_ROWS,
+      matching: `from record r where r.table_id = $1 and ${filter.sql}`,
+      params: [schema.tableId, ...filter.params],
+    };
+  }
+  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
+  return {
+    ...page,
+    rows,
+    matching: `from ${rows.relation} r where ${filter.sql}`,
+    params: filter.params,
   };
 }
 

@@ -54,7 +54,28 @@ function withinBudget<R extends { row_id: string }>(
  * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
  * over `params`, the first of which is the table's id), in `order`, one page of them.
  */
+/** Where a list's records are read from, and how (`PageQuery.rows`). */
+export interface PageRows {
+  /** The relation holding the table's rows; `matching` reads it as `r`. */
+  relation: string;
+  /**
+   * The select list of a page's record over `r` (a RecordRow's columns), with the parameters it
+   * takes, numbered from `firstParam`: they follow every other parameter of the page.
+   */
+  columns(firstParam: number): { sql: string; params: unknown[] };
+  /** SQL counting every record of the table (no filter), over the page's parameters. */
+  count: string;
+}
+
+/** Records in the one jsonb table of every table's records: `table_id` is the first parameter. */
+export const RECORD_ROWS: PageRows = {
+  relation: "record",
+  columns: () => ({ sql: recordColumns("r"), params: [] }),
+  count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
+};
+
 export interface PageQuery {
+  rows: PageRows;
   matching: string;
   /** False when `matching` is every record of the table: `record_count` then counts them. */
   filtered: boolean;
@@ -117,23 +138,22 @@ export function pageStatement(page: PageQuery): Statement {
     count = page.filtered ? "select count(*) from matching" : countSql(page);
   }
   const total = totalSql(page, count, prelude === "" ? page.matching : "from matching");
+  const row = page.rows.columns(next + 3);
   const more = `exists (select 1 ${prelude === "" ? page.matching : "from matching"}
        offset $${next + 1}::bigint + $${next + 2}::bigint)`;
   return {
-    sql: withinReadBudget(`${prelude}select ${recordColumns("r")}, (${total}) as total,
+    sql: withinReadBudget(`${prelude}select ${row.sql}, (${total}) as total,
        ${page.count === "exact" ? "false" : more} as more
-     from (${top}) top join record r on r.row_id = top.row_id
+     from (${top}) top join ${page.rows.relation} r on r.row_id = top.row_id
      order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
-    params: [...page.params, page.limit, page.offset],
+    params: [...page.params, page.limit, page.offset, ...row.params],
     prepare: false,
   };
 }
 
 /** The count of a page's matches, as SQL over the page's parameters. */
 function countSql(page: PageQuery): string {
-  return page.filtered
-    ? `select count(*) ${page.matching}`
-    : "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1";
+  return page.filtered ? `select count(*) ${page.matching}` : page.rows.count;
 }
 
 /**
