@@ -135,7 +135,7 @@ describe("filters, sorting and paging over every field type", () => {
       },
       {
         Name: "It's'; drop table record; --",
-        Age: 1e21,
+        Age: 9e15,
         Due: "2024-02-29",
         At: "2024-02-29T12:00:00Z",
         Status: "Done",
@@ -195,7 +195,7 @@ describe("filters, sorting and paging over every field type", () => {
     ["(Age,gte,17)", [1, 2, 5, 7]],
     ["(Age,lt,18)", [2, 6]],
     ["(Age,lte,18)", [2, 5, 6]],
-    ["(Age,gte,1e20)", [7]],
+    ["(Age,gte,1e15)", [7]],
     ["(Age,btw,17,36)", [1, 2, 5]],
     ["(Age,btw,36,17)", []],
     ["(Age,in,17,36)", [1, 2]],
