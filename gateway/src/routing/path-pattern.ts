@@ -6,7 +6,7 @@
 export const ROUTER_OPTIONS = { sensitive: true, strict: true } as const;
 
 /** Characters with a meaning in a regular expression, escaped where the path has them literally. */
-const SPECIAL = /[.*+?^${}()|[\]\\/]/g;
+const REGEX_METACHARACTERS = /[.*+?^${}()|[\]\\/]/g;
 
 const PARAMETER = /:(\w+)/g;
 
@@ -23,12 +23,12 @@ export function pathRegExp(path: string, patterns: Record<string, string>): RegE
   let end = 0;
   for (const match of path.matchAll(PARAMETER)) {
     const name = match[1] ?? "";
-    source += path.slice(end, match.index).replace(SPECIAL, "\\$&");
+    source += path.slice(end, match.index).replace(REGEX_METACHARACTERS, "\\$&");
     source += `(${patterns[name] ?? "[^\\/]+?"})`;
     names.push(name);
     end = match.index + match[0].length;
   }
-  source += path.slice(end).replace(SPECIAL, "\\$&");
+  source += path.slice(end).replace(REGEX_METACHARACTERS, "\\$&");
   for (const name of Object.keys(patterns)) {
     if (!names.includes(name)) throw new Error(`${path}: no parameter '${name}' to restrict`);
   }
