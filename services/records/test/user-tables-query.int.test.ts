@@ -3,10 +3,13 @@ import { query } from "@rowbase/kit";
 import type { FieldLike } from "@rowbase/kit/field-types";
 import { createTestDatabase, testInfra, validationOf } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CreateTarget, createRecords } from "../src/db/create-gate.js";
 import { type CountMode, pageWithTotal } from "../src/db/reads.js";
 import { columnParam, columnTypeOf } from "../src/db/user-tables/columns.js";
 import { applyDdl, createTableSql } from "../src/db/user-tables/ddl.js";
 import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
+import { userTableInsert } from "../src/db/user-tables/writes.js";
+import { allocateRowIds } from "../src/db/writes.js";
 import {
   buildWhere,
   orderBySql,
@@ -125,6 +128,8 @@ beforeAll(async () => {
       FIELDS.map((f) => ({ ...f, id: BigInt(f.id) })),
     ),
   );
+  // The fixture's rows take ids 1-80 themselves: new records take theirs after them.
+  await run("select setval(pg_get_serial_sequence('record', 'row_id'), 1000)");
   const random = seededRandom(4242);
   const stored = FIELDS.filter((f) => columnTypeOf(f.type));
   for (let n = 1; n <= 80; n++) {
@@ -233,6 +238,87 @@ describe("a list's page on a table per user table", () => {
       if (typeof jsonb === "object" && jsonb.records.length > 0) pages += 1;
     }
     expect(pages).toBeGreaterThan(60);
+  });
+});
+
+describe("a create on a table per user table", () => {
+  const read = <R extends object>(sql: string, params: readonly unknown[]) =>
+    query<R>(orm.em.fork(), sql, params);
+  const schemaOf = (tableId: bigint): TableSchema => ({ ...SCHEMA, tableId });
+
+  async function create(tableId: bigint, storage: Storage, datas: JsonObject[], limit = 10_000n) {
+    const em = orm.em.fork();
+    const ids = await allocateRowIds(em, datas.length);
+    const target: CreateTarget = {
+      tableId,
+      organizationId: ORGANIZATION + 1n,
+      limit,
+      autonumberFields: null,
+      fields: [],
+      pendingChecked: [],
+      actor: "user:1",
+      ...(storage === "columns"
+        ? { insert: userTableInsert(ORGANIZATION + 1n, tableId, SCHEMA.fields) }
+        : {}),
+    };
+    return createRecords(
+      em,
+      target,
+      datas.map((data, i) => ({ rowId: ids[i]!, data })),
+      [],
+    );
+  }
+
+  async function all(tableId: bigint, storage: Storage) {
+    const page = await pageWithTotal(
+      read,
+      listQuery(
+        { ...schemaOf(tableId), organizationId: ORGANIZATION + 1n },
+        { limit: 1000, offset: 0, where: "", sort: "" },
+        storage,
+      ),
+    );
+    if (page === "over_budget") throw new Error("over budget");
+    return page;
+  }
+
+  it("stores what the jsonb storage stores, and reads it back the same", async () => {
+    await applyDdl(
+      orm.em.fork(),
+      createTableSql(
+        ORGANIZATION + 1n,
+        61n,
+        FIELDS.map((f) => ({ ...f, id: BigInt(f.id) })),
+      ),
+    );
+    const random = seededRandom(7);
+    const datas = Array.from({ length: 40 }, (_, i) => randomRecord(random, i + 1));
+    const [jsonb, columns] = [
+      await create(60n, "jsonb", datas),
+      await create(61n, "columns", datas),
+    ];
+    expect(columns.outcome).toBe("ok");
+    expect(jsonb.outcome).toBe("ok");
+    const [a, b] = [await all(60n, "jsonb"), await all(61n, "columns")];
+    expect(b.total).toBe(40n);
+    expect(b.records.map((r) => r.data)).toEqual(a.records.map((r) => r.data));
+    const rows = await read<{ created_by: string; version: string }>(
+      `select created_by, version::text from ${userTable(ORGANIZATION + 1n, 61n)} limit 1`,
+      [],
+    );
+    expect(rows).toEqual([{ created_by: "user:1", version: "1" }]);
+  });
+
+  it("counts against the organization's record limit and writes nothing past it", async () => {
+    const before = await all(61n, "columns");
+    const [usage] = await read<{ records: string }>(
+      "select records::text from organization_usage where organization_id = $1",
+      [ORGANIZATION + 1n],
+    );
+    expect(usage?.records).toBe("80");
+    const refused = await create(61n, "columns", [{}, {}], 81n);
+    expect(refused).toEqual({ outcome: "over_limit" });
+    expect((await all(61n, "columns")).total).toBe(before.total);
   });
 });
 

@@ -13,7 +13,7 @@ import {
   queryWithOutbox,
 } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
-import { dataArrayJson, epochMs, type Statement } from "./rows.js";
+import { epochMs, type InsertRows, RECORD_INSERT, type Statement } from "./rows.js";
 
 function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
@@ -121,6 +121,8 @@ export interface GateTarget extends WriteGate {
 /** Where a create writes, as `createRecords` takes it. */
 export interface CreateTarget extends GateTarget {
   actor: string;
+  /** Where the rows go: the jsonb record table unless said. */
+  insert?: InsertRows;
 }
 
 /**
@@ -144,7 +146,7 @@ export function createRecordsStatement(
     ...gateParams(target, rows.length),
     target.actor,
     rows.map((row) => row.rowId),
-    dataArrayJson(rows.map((row) => row.data)),
+    (target.insert ?? RECORD_INSERT).dataParam(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
   const queued = events.length > 0;
@@ -153,12 +155,14 @@ export function createRecordsStatement(
        select ${CREATE_CHECKS_CALL} as outcome
      ),
      inserted as (
-       insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
-       select id.row_id, $1, $2, item.data, $8, $8
-       from unnest($9::bigint[]) with ordinality as id(row_id, n)
-         join jsonb_array_elements($10::jsonb) with ordinality as item(data, n) using (n)
-       where (select outcome from gate) = 'ok'
-       returning created_at, updated_at
+       ${(target.insert ?? RECORD_INSERT).sql({
+         tableId: "$1",
+         organizationId: "$2",
+         actor: "$8",
+         ids: "$9",
+         data: "$10",
+         condition: "(select outcome from gate) = 'ok'",
+       })}
      ),
      written as materialized (
        select count(*)::int as n, min(created_at) as created_at, min(updated_at) as updated_at

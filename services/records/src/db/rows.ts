@@ -146,3 +146,35 @@ export function dataArrayJson(datas: readonly JsonObject[]): string {
   if (over.length > 0) throw new RecordsTooLarge(over);
   return `[${texts.join(",")}]`;
 }
+
+/** The placeholders an insert's SQL reads (`InsertRows.sql`). */
+export interface InsertPlaceholders {
+  tableId: string;
+  organizationId: string;
+  actor: string;
+  /** bigint[] of the new row ids. */
+  ids: string;
+  /** JSON array of the records' data as `InsertRows.dataParam` makes it, in the ids' order. */
+  data: string;
+  /** Rows are inserted only when this holds. */
+  condition: string;
+}
+
+/** Where and how a create inserts a table's records (`CreateTarget.insert`). */
+export interface InsertRows {
+  /** The insert, returning each row's created_at and updated_at. */
+  sql(p: InsertPlaceholders): string;
+  /** The data parameter's JSON text; throws RecordsTooLarge for a record over RECORD_MAX_BYTES. */
+  dataParam(datas: readonly JsonObject[]): string;
+}
+
+/** Records in the one jsonb table of every table's records. */
+export const RECORD_INSERT: InsertRows = {
+  sql: (p) => `insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
+       select id.row_id, ${p.tableId}, ${p.organizationId}, item.data, ${p.actor}, ${p.actor}
+       from unnest(${p.ids}::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements(${p.data}::jsonb) with ordinality as item(data, n) using (n)
+       where ${p.condition}
+       returning created_at, updated_at`,
+  dataParam: dataArrayJson,
+};
