@@ -20,6 +20,7 @@ import {
 } from "../src/db/user-tables/ddl.js";
 import { fieldColumn, tableWriteLockKey, userTable } from "../src/db/user-tables/names.js";
 import { changeFieldType, type FieldTypeChange } from "../src/db/user-tables/type-change.js";
+import { numberRowsSql, removeChoicesSql } from "../src/db/user-tables/value-changes.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 // The per-table storage's DDL and value encoding against a real PostgreSQL: every field type's
@@ -461,6 +462,72 @@ describe("a field's type change", () => {
     expect(seen.length).toBeGreaterThanOrEqual(2);
     for (const step of seen) expect(step).toEqual({ read: ["1", "2", "3", "4"], write: "55P03" });
     expect(await valuesOf(tableId, { type: "number", id: f.id })).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe("changes of a field's values that follow its options", () => {
+  const organizationId = 10n;
+  const tableId = 100n;
+  const one = field("single_select", CHOICES);
+  const many = field("multi_select", CHOICES);
+  const serial = field("autonumber");
+
+  beforeAll(async () => {
+    await applyDdl(orm.em.fork(), createTableSql(organizationId, tableId, [one, many]));
+    const rows: [JsonValue, JsonValue][] = [
+      ["Alpha", ["Alpha", "Gamma", "Beta, with a comma"]],
+      ["Gamma", ["Gamma"]],
+      [null, null],
+      ["Beta, with a comma", []],
+    ];
+    for (const [i, [a, b]] of rows.entries()) {
+      await roundTrip(
+        organizationId,
+        tableId,
+        BigInt(i + 1),
+        new Map([
+          [one, a],
+          [many, b],
+        ]),
+      );
+    }
+  });
+
+  const values = async (f: StoredField) =>
+    (
+      await run(
+        `select ${fieldColumn(f.id)} as v, version::int from ${userTable(organizationId, tableId)} order by row_id`,
+      )
+    ).map((row) => [columnValue(f, row.v), row.version]);
+
+  it("clears removed choices, keeping a multi select's others in order, writing only those rows", async () => {
+    await run(removeChoicesSql(organizationId, tableId, one.id, false), [["ch_a", "ch_c"]]);
+    await run(removeChoicesSql(organizationId, tableId, many.id, true), [["ch_a", "ch_c"]]);
+    // Each row holding a removed choice is written once per field it held one in.
+    expect(await values(one)).toEqual([
+      [null, 3],
+      [null, 3],
+      [null, 1],
+      ["Beta, with a comma", 1],
+    ]);
+    expect(await values(many)).toEqual([
+      [["Beta, with a comma"], 3],
+      [[], 3],
+      [null, 1],
+      [[], 1],
+    ]);
+  });
+
+  it("numbers a new autonumber field's rows in creation order, and only those without a number", async () => {
+    await applyDdl(orm.em.fork(), addFieldSql(organizationId, tableId, serial));
+    await run(
+      `update ${userTable(organizationId, tableId)} set ${fieldColumn(serial.id)} = 99 where row_id = 2`,
+    );
+    await run(numberRowsSql(organizationId, tableId, serial.id), [10]);
+    const rows = await run(
+      `select ${fieldColumn(serial.id)}::int as n from ${userTable(organizationId, tableId)} order by row_id`,
+    );
+    expect(rows.map((row) => row.n)).toEqual([11, 99, 12, 13]);
   });
 });
 
