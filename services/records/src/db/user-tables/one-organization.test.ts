@@ -1,0 +1,73 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { SchemaField } from "@rowbase/kit";
+import type { FieldTypeName } from "@rowbase/kit/field-types";
+import { describe, expect, it } from "vitest";
+import { listQuery } from "../../records.js";
+import { pageStatement } from "../reads.js";
+import {
+  addFieldSql,
+  createTableSql,
+  dropFieldSql,
+  dropOrganizationSchemaSql,
+  dropTableSql,
+} from "./ddl.js";
+import { userTableRows } from "./page.js";
+import { numberRowsSql, removeChoicesSql } from "./value-changes.js";
+import { userTableInsert } from "./writes.js";
+
+// A schema per organization is what spreads organizations over a cluster's nodes (Citus's
+// schema-based sharding), so no statement of the per-table storage may name another
+// organization's schema than the one it works for.
+
+const ORGANIZATION = 41n;
+const TABLE = 410n;
+const TYPES: FieldTypeName[] = ["text", "number", "single_select", "multi_select", "datetime"];
+const FIELDS: SchemaField[] = TYPES.map((type, i) => ({
+  id: String(4100 + i),
+  name: `F${i}`,
+  type,
+  options: (type.endsWith("select") ? { choices: [{ id: "ch_a1", name: "A" }] } : {}) as JsonObject,
+  required: false,
+  description: "",
+}));
+const STORED = FIELDS.map((f) => ({ ...f, id: BigInt(f.id) }));
+
+function schemasNamed(sql: string): string[] {
+  return [...new Set([...sql.matchAll(/\borg_[0-9]+\b/g)].map((match) => match[0]))];
+}
+
+describe("the per-table storage's statements", () => {
+  it("name the schema of the organization they work for and no other", () => {
+    const page = listQuery(
+      { tableId: TABLE, databaseId: 1n, organizationId: ORGANIZATION, name: "T", fields: FIELDS },
+      { limit: 10, offset: 0, where: "(F0,eq,x)~or(F2,eq,A)", sort: "-F1,F4", count: "estimated" },
+      "columns",
+    );
+    const statements = [
+      ...createTableSql(ORGANIZATION, TABLE, STORED),
+      ...addFieldSql(ORGANIZATION, TABLE, STORED[1]!),
+      ...dropFieldSql(ORGANIZATION, TABLE, STORED[1]!.id),
+      ...dropTableSql(ORGANIZATION, TABLE),
+      ...dropOrganizationSchemaSql(ORGANIZATION),
+      removeChoicesSql(ORGANIZATION, TABLE, STORED[3]!.id, true),
+      numberRowsSql(ORGANIZATION, TABLE, STORED[0]!.id),
+      userTableRows(ORGANIZATION, TABLE, FIELDS).columns(1).sql,
+      userTableInsert(ORGANIZATION, TABLE, FIELDS).sql({
+        tableId: "$1",
+        organizationId: "$2",
+        actor: "$3",
+        ids: "$4",
+        data: "$5",
+        condition: "true",
+      }),
+      pageStatement(page).sql,
+    ];
+    for (const sql of statements) {
+      const others = schemasNamed(sql).filter((schema) => schema !== `org_${ORGANIZATION}`);
+      expect({ sql, others }).toEqual({ sql, others: [] });
+    }
+    // Those that reach a relation reach it through the organization's schema.
+    const relations = statements.filter((sql) => !sql.startsWith("r.row_id"));
+    for (const sql of relations) expect(schemasNamed(sql)).toEqual([`org_${ORGANIZATION}`]);
+  });
+});
