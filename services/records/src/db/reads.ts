@@ -3,8 +3,7 @@
 // answered within PAGE_MAX_BYTES.
 
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query, type ReadStatement } from "@rowbase/kit";
-import { PAGE_MAX_BYTES, RECORD_MAX_BYTES } from "../domain/openapi.js";
+import { PAGE_MAX_BYTES, query, RECORD_MAX_BYTES, type ReadStatement } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
 import { type OrderTerm, orderBySql } from "../query/index.js";
 import type { WriteGate, WriteGateOutcome } from "./create-gate.js";

@@ -4,8 +4,7 @@
 
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { query } from "@rowbase/kit";
-import { RECORD_MAX_BYTES } from "../domain/openapi.js";
+import { query, RECORD_MAX_BYTES } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
 
 /**
