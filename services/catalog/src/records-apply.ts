@@ -22,10 +22,11 @@ const APPLIED_BY_RECORDS: ReadonlySet<string> = new Set([
 
 /**
  * How long catalog waits for records to apply one event. The change is committed by then, and
- * the event reaches records through the bus anyway, so past this the route answers without it;
- * it stays within the gateway's deadline.
+ * the event reaches records through the bus anyway, so past this the route answers without it.
+ * A type change's check may already have taken up to DEFAULT_RPC_TIMEOUT_MS (8 s): together they
+ * stay within the gateway's 10 s, so the client is never told 503 about a committed change.
  */
-const APPLY_TIMEOUT_MS = 5_000;
+const APPLY_TIMEOUT_MS = 1_500;
 
 /** Records' side of catalog's committed schema changes. */
 export interface RecordsApply {
