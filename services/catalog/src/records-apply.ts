@@ -9,10 +9,12 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 
 /**
  * The catalog events that change records' stored values or tables: a field's type or choices,
- * a deleted field, table or database, a new autonumber field to number.
+ * a deleted field, table or database. Records' work for each may run twice at once (this
+ * hand-off and the bus's copy, on two replicas) and ends the same. Not a new autonumber field:
+ * numbering the existing records reserves numbers, and two reservations at once would leave a
+ * gap; those numbers still come through the bus.
  */
 const APPLIED_BY_RECORDS: ReadonlySet<string> = new Set([
-  SUBJECTS.fieldCreated,
   SUBJECTS.fieldDeleted,
   SUBJECTS.fieldTypeChanged,
   SUBJECTS.fieldChoicesRenamed,

@@ -40,7 +40,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
-import { userTableRows } from "./db/user-tables/page.js";
+import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
   allocateRowIds,
   deleteRecordIfUnchanged,

@@ -4,12 +4,24 @@ import type { FieldLike } from "@rowbase/kit/field-types";
 import { createTestDatabase, testInfra, validationOf } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CreateTarget, createRecords } from "../src/db/create-gate.js";
-import { type CountMode, pageWithTotal } from "../src/db/reads.js";
+import {
+  type CountMode,
+  findRecord,
+  findRecords,
+  pageWithTotal,
+  readRecordVersion,
+} from "../src/db/reads.js";
 import { columnParam, columnTypeOf } from "../src/db/user-tables/columns.js";
 import { applyDdl, createTableSql } from "../src/db/user-tables/ddl.js";
 import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
-import { userTableInsert } from "../src/db/user-tables/writes.js";
-import { allocateRowIds } from "../src/db/writes.js";
+import { userTableRows } from "../src/db/user-tables/table-rows.js";
+import {
+  allocateRowIds,
+  deleteRecordIfUnchanged,
+  deleteRecords,
+  writeRecordIfUnchanged,
+  writeRecords,
+} from "../src/db/writes.js";
 import {
   buildWhere,
   orderBySql,
@@ -258,7 +270,7 @@ describe("a create on a table per user table", () => {
       pendingChecked: [],
       actor: "user:1",
       ...(storage === "columns"
-        ? { insert: userTableInsert(ORGANIZATION + 1n, tableId, SCHEMA.fields) }
+        ? { rows: userTableRows(ORGANIZATION + 1n, tableId, SCHEMA.fields) }
         : {}),
     };
     return createRecords(
@@ -309,14 +321,106 @@ describe("a create on a table per user table", () => {
     expect(rows).toEqual([{ created_by: "user:1", version: "1" }]);
   });
 
+  it("updates, finds and deletes records as the jsonb storage does", async () => {
+    const em = orm.em.fork();
+    const tables = { jsonb: 60n, columns: 61n } as const;
+    const rowsOf = (storage: Storage) =>
+      storage === "columns"
+        ? userTableRows(ORGANIZATION + 1n, tables.columns, SCHEMA.fields)
+        : undefined;
+    // The single-record statements write their events in the same statement; these stay in the
+    // outbox (no relay runs here).
+    const event = () => [
+      { subject: "test.event", payload: new Uint8Array([1]), eventId: crypto.randomUUID() },
+    ];
+    const results: Record<Storage, unknown> = { jsonb: undefined, columns: undefined };
+    for (const storage of ["jsonb", "columns"] as const) {
+      const random = seededRandom(11);
+      const table = rowsOf(storage);
+      const tableId = tables[storage];
+      const page = await all(tableId, storage);
+      const ids = page.records.map((r) => r.rowId);
+      // A batch update (locked, then written), a single update at its version, a delete at its.
+      const patched = ids.slice(0, 5).map((rowId, i) => ({
+        rowId,
+        data: { ...page.records[i]!.data, ...randomRecord(random, 100 + i) },
+      }));
+      await em.transactional(async (tx) => {
+        const found = await findRecords(tx, tableId, ids.slice(0, 5), { lock: true }, table);
+        expect(found === "over_budget" ? found : found.length).toBe(5);
+        await writeRecords(tx, "user:2", patched, [], table);
+      });
+      const read = await readRecordVersion(em, tableId, ids[5]!, table);
+      const written = await writeRecordIfUnchanged(
+        em,
+        {
+          tableId,
+          rowId: ids[5]!,
+          version: read!.version,
+          actor: "user:3",
+          data: { ...read!.record.data, 1: "one at its version" },
+          fields: ["1"],
+          ...(table ? { rows: table } : {}),
+        },
+        event(),
+      );
+      expect(written?.data[1]).toBe("one at its version");
+      // A version that is no longer the row's writes nothing.
+      const stale = await writeRecordIfUnchanged(
+        em,
+        {
+          tableId,
+          rowId: ids[5]!,
+          version: read!.version,
+          actor: "user:3",
+          data: {},
+          fields: [],
+          ...(table ? { rows: table } : {}),
+        },
+        event(),
+      );
+      expect(stale).toBeUndefined();
+      const victim = await readRecordVersion(em, tableId, ids[6]!, table);
+      expect(
+        await deleteRecordIfUnchanged(
+          em,
+          {
+            tableId,
+            organizationId: ORGANIZATION + 1n,
+            rowId: ids[6]!,
+            version: victim!.version,
+            ...(table ? { rows: table } : {}),
+          },
+          event(),
+        ),
+      ).toBe(true);
+      await deleteRecords(em, tableId, [ids[7]!], table);
+      // Another table's id never reaches these rows.
+      expect(await findRecord(em, tableId + 100n, ids[8]!, table)).toBeUndefined();
+      const after = await all(tableId, storage);
+      results[storage] = {
+        total: after.total,
+        datas: after.records.map((r) => r.data),
+        one: (await findRecord(em, tableId, ids[5]!, table))?.data,
+      };
+    }
+    expect(results.columns).toEqual(results.jsonb);
+    const [version] = await read<{ version: string }>(
+      `select version::text from ${userTable(ORGANIZATION + 1n, 61n)} order by row_id limit 1`,
+      [],
+    );
+    expect(version?.version).toBe("2");
+  });
+
   it("counts against the organization's record limit and writes nothing past it", async () => {
     const before = await all(61n, "columns");
     const [usage] = await read<{ records: string }>(
       "select records::text from organization_usage where organization_id = $1",
       [ORGANIZATION + 1n],
     );
-    expect(usage?.records).toBe("80");
-    const refused = await create(61n, "columns", [{}, {}], 81n);
+    // 40 records in each table, two of each deleted since.
+    expect(usage?.records).toBe("78");
+    const refused = await create(61n, "columns", [{}, {}], 79n);
     expect(refused).toEqual({ outcome: "over_limit" });
     expect((await all(61n, "columns")).total).toBe(before.total);
   });

@@ -13,7 +13,7 @@ import {
   queryWithOutbox,
 } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
-import { epochMs, type InsertRows, RECORD_INSERT, type Statement } from "./rows.js";
+import { epochMs, RECORD_ROWS, type Statement, type TableRows } from "./rows.js";
 
 function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
@@ -122,7 +122,7 @@ export interface GateTarget extends WriteGate {
 export interface CreateTarget extends GateTarget {
   actor: string;
   /** Where the rows go: the jsonb record table unless said. */
-  insert?: InsertRows;
+  rows?: TableRows;
 }
 
 /**
@@ -146,7 +146,7 @@ export function createRecordsStatement(
     ...gateParams(target, rows.length),
     target.actor,
     rows.map((row) => row.rowId),
-    (target.insert ?? RECORD_INSERT).dataParam(rows.map((row) => row.data)),
+    (target.rows ?? RECORD_ROWS).dataParam(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");
   const queued = events.length > 0;
@@ -155,7 +155,7 @@ export function createRecordsStatement(
        select ${CREATE_CHECKS_CALL} as outcome
      ),
      inserted as (
-       ${(target.insert ?? RECORD_INSERT).sql({
+       ${(target.rows ?? RECORD_ROWS).insert({
          tableId: "$1",
          organizationId: "$2",
          actor: "$8",

@@ -8,13 +8,15 @@ import type { StoredRecord } from "../domain/record-output.js";
 import { type OrderTerm, orderBySql } from "../query/index.js";
 import type { WriteGate, WriteGateOutcome } from "./create-gate.js";
 import {
-  RECORD_COLUMNS,
+  RECORD_ROWS,
   type RecordRow,
-  recordColumns,
   recordsOf,
   type Statement,
+  type TableRows,
   toStored,
 } from "./rows.js";
+
+export { RECORD_ROWS } from "./rows.js";
 
 /**
  * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
@@ -53,28 +55,8 @@ function withinBudget<R extends { row_id: string }>(
  * What a list reads (built by `listQuery`): the records `matching` (`from record r where ...`,
  * over `params`, the first of which is the table's id), in `order`, one page of them.
  */
-/** Where a list's records are read from, and how (`PageQuery.rows`). */
-export interface PageRows {
-  /** The relation holding the table's rows; `matching` reads it as `r`. */
-  relation: string;
-  /**
-   * The select list of a page's record over `r` (a RecordRow's columns), with the parameters it
-   * takes, numbered from `firstParam`: they follow every other parameter of the page.
-   */
-  columns(firstParam: number): { sql: string; params: unknown[] };
-  /** SQL counting every record of the table (no filter), over the page's parameters. */
-  count: string;
-}
-
-/** Records in the one jsonb table of every table's records: `table_id` is the first parameter. */
-export const RECORD_ROWS: PageRows = {
-  relation: "record",
-  columns: () => ({ sql: recordColumns("r"), params: [] }),
-  count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
-};
-
 export interface PageQuery {
-  rows: PageRows;
+  rows: TableRows;
   matching: string;
   /** False when `matching` is every record of the table: `record_count` then counts them. */
   filtered: boolean;
@@ -244,8 +226,9 @@ export async function findRecord(
   em: EntityManager,
   tableId: bigint,
   rowId: bigint,
+  table: TableRows = RECORD_ROWS,
 ): Promise<StoredRecord | undefined> {
-  const { sql, params, prepare } = findRecordsStatement(tableId, [rowId], false);
+  const { sql, params, prepare } = findRecordsStatement(tableId, [rowId], false, undefined, table);
   return (await recordsOf(em, sql, params, { prepare }))[0];
 }
 
@@ -259,8 +242,15 @@ export async function findRecords(
   tableId: bigint,
   rowIds: readonly bigint[],
   options: { lock: boolean },
+  table: TableRows = RECORD_ROWS,
 ): Promise<StoredRecord[] | "over_budget"> {
-  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, options.lock);
+  const { sql, params, prepare } = findRecordsStatement(
+    tableId,
+    rowIds,
+    options.lock,
+    undefined,
+    table,
+  );
   const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
   return rows ? rows.map(toStored) : "over_budget";
 }
@@ -276,8 +266,9 @@ export async function lockRecordsForWrite(
   tableId: bigint,
   rowIds: readonly bigint[],
   gate: WriteGate,
+  table: TableRows = RECORD_ROWS,
 ): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome } | "over_budget"> {
-  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate);
+  const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate, table);
   const rows = withinBudget(
     await query<BudgetedRow<RecordRow & { gate: WriteGateOutcome }>>(em, sql, params, {
       prepare,
@@ -304,25 +295,29 @@ export function findRecordsStatement(
   rowIds: readonly bigint[],
   lock: boolean,
   gate?: WriteGate,
+  table: TableRows = RECORD_ROWS,
 ): Statement {
   const measured = (sql: string) => (rowIds.length > UNMEASURED_READ ? withinReadBudget(sql) : sql);
   if (!gate) {
+    const row = table.columns(3);
     return {
-      sql: measured(`select ${RECORD_COLUMNS} from record
-     where table_id = $1 and row_id = any($2::bigint[])
-     order by row_id ${lock ? "for update" : ""}`),
-      params: [tableId, rowIds],
+      sql: measured(`select ${row.sql} from ${table.relation} r
+     where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
+     order by r.row_id ${lock ? "for update of r" : ""}`),
+      params: [tableId, rowIds, ...row.params],
       prepare: true,
     };
   }
+  const row = table.columns(5);
   return {
     sql: measured(`with gate as materialized (
        select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
      )
-     select ${RECORD_COLUMNS}, (select outcome from gate) as gate from record
-     where table_id = $1 and row_id = any($2::bigint[]) and (select outcome from gate) is not null
-     order by row_id ${lock ? "for update of record" : ""}`),
-    params: [tableId, rowIds, gate.fields, gate.pendingChecked],
+     select ${row.sql}, (select outcome from gate) as gate from ${table.relation} r
+     where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
+       and (select outcome from gate) is not null
+     order by r.row_id ${lock ? "for update of r" : ""}`),
+    params: [tableId, rowIds, gate.fields, gate.pendingChecked, ...row.params],
     prepare: true,
   };
 }
@@ -334,11 +329,16 @@ export interface VersionedRecord {
 }
 
 /** `readRecordVersion`'s statement. */
-export function recordVersionStatement(tableId: bigint, rowId: bigint): Statement {
+export function recordVersionStatement(
+  tableId: bigint,
+  rowId: bigint,
+  table: TableRows = RECORD_ROWS,
+): Statement {
+  const row = table.columns(3);
   return {
-    sql: `select ${RECORD_COLUMNS}, xmin::text as version from record
-     where table_id = $1 and row_id = $2`,
-    params: [tableId, rowId],
+    sql: `select ${row.sql}, r.xmin::text as version from ${table.relation} r
+     where ${table.ofTable("$1")} and r.row_id = $2`,
+    params: [tableId, rowId, ...row.params],
     prepare: true,
   };
 }
@@ -348,8 +348,9 @@ export async function readRecordVersion(
   em: EntityManager,
   tableId: bigint,
   rowId: bigint,
+  table: TableRows = RECORD_ROWS,
 ): Promise<VersionedRecord | undefined> {
-  const { sql, params, prepare } = recordVersionStatement(tableId, rowId);
+  const { sql, params, prepare } = recordVersionStatement(tableId, rowId, table);
   const [row] = await query<RecordRow & { version: string }>(em, sql, params, { prepare });
   return row && { record: toStored(row), version: row.version };
 }

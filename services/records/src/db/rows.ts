@@ -146,34 +146,61 @@ export function dataArrayJson(datas: readonly JsonObject[]): string {
   return `[${texts.join(",")}]`;
 }
 
-/** The placeholders an insert's SQL reads (`InsertRows.sql`). */
+/** The placeholders an insert's SQL reads (`TableRows.insert`). */
 export interface InsertPlaceholders {
   tableId: string;
   organizationId: string;
   actor: string;
   /** bigint[] of the new row ids. */
   ids: string;
-  /** JSON array of the records' data as `InsertRows.dataParam` makes it, in the ids' order. */
+  /** JSON array of the records' data as `TableRows.dataParam` makes it, in the ids' order. */
   data: string;
   /** Rows are inserted only when this holds. */
   condition: string;
 }
 
-/** Where and how a create inserts a table's records (`CreateTarget.insert`). */
-export interface InsertRows {
-  /** The insert, returning each row's created_at and updated_at. */
-  sql(p: InsertPlaceholders): string;
+/**
+ * Where a table's records are stored and how the statements reach them, aliased `r`: the one
+ * jsonb record table (`RECORD_ROWS`), or the table's own PostgreSQL table with a column per field
+ * (`userTableRows`). The statements are written once over it.
+ */
+export interface TableRows {
+  /** The relation holding the table's rows. */
+  relation: string;
+  /** The condition that keeps a statement over `r` to the table, given the table id's placeholder. */
+  ofTable(tableId: string): string;
+  /** A record's row_id, table_id, created_ms and updated_ms over `r` (a RecordRow but its data). */
+  head: string;
+  /**
+   * A record's select list over `r` (a RecordRow's columns), with the parameters it takes,
+   * numbered from `firstParam`: they follow every other parameter of the statement.
+   */
+  columns(firstParam: number): { sql: string; params: unknown[] };
+  /** SQL counting every record of the table, over the table id's placeholder `$1` when it needs it. */
+  count: string;
+  /** The insert of new records, returning each one's created_at and updated_at. */
+  insert(p: InsertPlaceholders): string;
+  /** The SET list that writes a record's data: `data`, one record's as `dataParam` makes it. */
+  assign(data: string): string;
   /** The data parameter's JSON text; throws RecordsTooLarge for a record over RECORD_MAX_BYTES. */
   dataParam(datas: readonly JsonObject[]): string;
 }
 
 /** Records in the one jsonb table of every table's records. */
-export const RECORD_INSERT: InsertRows = {
-  sql: (p) => `insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
+export const RECORD_ROWS: TableRows = {
+  relation: "record",
+  ofTable: (tableId) => `r.table_id = ${tableId}`,
+  head: columnsButData("r"),
+  columns: () => ({ sql: recordColumns("r"), params: [] }),
+  count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
+  insert: (
+    p,
+  ) => `insert into record (row_id, table_id, organization_id, data, created_by, updated_by)
        select id.row_id, ${p.tableId}, ${p.organizationId}, item.data, ${p.actor}, ${p.actor}
        from unnest(${p.ids}::bigint[]) with ordinality as id(row_id, n)
          join jsonb_array_elements(${p.data}::jsonb) with ordinality as item(data, n) using (n)
        where ${p.condition}
        returning created_at, updated_at`,
+  assign: (data) => `data = ${data}`,
   dataParam: dataArrayJson,
 };

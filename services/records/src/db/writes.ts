@@ -14,8 +14,10 @@ import {
   byRowId,
   columnsButData,
   dataArrayJson,
+  RECORD_ROWS,
   type RecordRow,
   type Statement,
+  type TableRows,
   toStored,
 } from "./rows.js";
 
@@ -76,8 +78,9 @@ export async function writeRecords(
   actor: string,
   changes: readonly { rowId: bigint; data: JsonObject }[],
   events: readonly OutboxEntry[] = [],
+  table: TableRows = RECORD_ROWS,
 ): Promise<StoredRecord[]> {
-  const statement = writeRecordsStatement(actor, changes);
+  const statement = writeRecordsStatement(actor, changes, table);
   const rows = await queryWithOutbox<Omit<RecordRow, "data">>(
     em,
     events,
@@ -95,16 +98,17 @@ export async function writeRecords(
 export function writeRecordsStatement(
   actor: string,
   changes: readonly { rowId: bigint; data: JsonObject }[],
+  table: TableRows = RECORD_ROWS,
 ): Statement {
   // As insertRecords: the data as one JSON array (paired with the row ids by position), not
   // read back. Row ids are distinct (the caller refuses a record named twice).
   return {
-    sql: `update record r set data = item.data, updated_at = now(), updated_by = $1
+    sql: `update ${table.relation} r set ${table.assign("item.data")}, updated_at = now(), updated_by = $1
      from unnest($2::bigint[]) with ordinality as id(row_id, n)
        join jsonb_array_elements($3::jsonb) with ordinality as item(data, n) using (n)
      where r.row_id = id.row_id
-     returning ${columnsButData("r")}`,
-    params: [actor, changes.map((c) => c.rowId), dataArrayJson(changes.map((c) => c.data))],
+     returning ${table.head}`,
+    params: [actor, changes.map((c) => c.rowId), table.dataParam(changes.map((c) => c.data))],
     prepare: true,
   };
 }
@@ -118,6 +122,8 @@ export interface UnchangedWrite {
   data: JsonObject;
   /** The fields (ids) the write gives a value, for `write_gate`. */
   fields: readonly string[];
+  /** Where the record is: the jsonb record table unless said. */
+  rows?: TableRows;
 }
 
 /**
@@ -131,12 +137,13 @@ export function writeRecordIfUnchangedStatement(
   write: UnchangedWrite,
   events: readonly OutboxEntry[],
 ): Statement {
+  const table = write.rows ?? RECORD_ROWS;
   const params = [
     write.tableId,
     write.rowId,
     write.fields,
     [],
-    dataArrayJson([write.data]),
+    table.dataParam([write.data]),
     write.actor,
     write.version,
   ];
@@ -146,10 +153,11 @@ export function writeRecordIfUnchangedStatement(
        select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
      ),
      written as (
-       update record r set data = ($5::jsonb)->0, updated_at = now(), updated_by = $6
-       where r.table_id = $1 and r.row_id = $2 and r.xmin = $7::xid
+       update ${table.relation} r set ${table.assign("($5::jsonb)->0")}, updated_at = now(),
+         updated_by = $6
+       where ${table.ofTable("$1")} and r.row_id = $2 and r.xmin = $7::xid
          and (select outcome from gate) = 'ok'
-       returning ${columnsButData("r")}
+       returning ${table.head}
      ),
      enqueued as (${enqueue.sql})
      select (select outcome from gate) as gate, written.* from (select) one
@@ -192,6 +200,8 @@ export interface UnchangedDelete {
   organizationId: bigint;
   rowId: bigint;
   version: string;
+  /** Where the record is: the jsonb record table unless said. */
+  rows?: TableRows;
 }
 
 /**
@@ -203,12 +213,14 @@ export function deleteRecordIfUnchangedStatement(
   target: UnchangedDelete,
   events: readonly OutboxEntry[],
 ): Statement {
+  const table = target.rows ?? RECORD_ROWS;
   const params = [target.tableId, target.rowId, target.version, target.organizationId];
   const enqueue = outboxInsert(events, params.length + 1, "exists (select from deleted)");
   return {
     sql: `with deleted as (
-       delete from record where table_id = $1 and row_id = $2 and xmin = $3::xid
-       returning row_id
+       delete from ${table.relation} r where ${table.ofTable("$1")} and r.row_id = $2
+         and r.xmin = $3::xid
+       returning r.row_id
      ),
      released as (
        update organization_usage set records = greatest(records - 1, 0)
@@ -241,9 +253,11 @@ export async function deleteRecords(
   em: EntityManager,
   tableId: bigint,
   rowIds: readonly bigint[],
+  table: TableRows = RECORD_ROWS,
 ): Promise<void> {
-  await query(em, "delete from record where table_id = $1 and row_id = any($2::bigint[])", [
-    tableId,
-    rowIds,
-  ]);
+  await query(
+    em,
+    `delete from ${table.relation} r where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])`,
+    [tableId, rowIds],
+  );
 }

@@ -978,7 +978,7 @@ export const RecordsService: GenService<{
   },
   /**
    * Internal: catalog hands records one of its committed events (a type change, renamed
-   * choices, a deleted field, table or database, a new field) as soon as it commits, and
+   * choices, a deleted field, table or database) as soon as it commits, and
    * records applies it before answering, so that catalog's route answers after the records
    * changed; the copy the bus delivers later finds it applied. Only catalog's subjects.
    *

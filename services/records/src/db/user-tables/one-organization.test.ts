@@ -11,9 +11,8 @@ import {
   dropOrganizationSchemaSql,
   dropTableSql,
 } from "./ddl.js";
-import { userTableRows } from "./page.js";
+import { userTableRows } from "./table-rows.js";
 import { numberRowsSql, removeChoicesSql } from "./value-changes.js";
-import { userTableInsert } from "./writes.js";
 
 // A schema per organization is what spreads organizations over a cluster's nodes (Citus's
 // schema-based sharding), so no statement of the per-table storage may name another
@@ -52,7 +51,7 @@ describe("the per-table storage's statements", () => {
       removeChoicesSql(ORGANIZATION, TABLE, STORED[3]!.id, true),
       numberRowsSql(ORGANIZATION, TABLE, STORED[0]!.id),
       userTableRows(ORGANIZATION, TABLE, FIELDS).columns(1).sql,
-      userTableInsert(ORGANIZATION, TABLE, FIELDS).sql({
+      userTableRows(ORGANIZATION, TABLE, FIELDS).insert({
         tableId: "$1",
         organizationId: "$2",
         actor: "$3",

@@ -1,0 +1,95 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { SchemaField } from "@rowbase/kit";
+import { choicesOf } from "@rowbase/kit/field-types";
+import { dataArrayJson, epochMs, type TableRows } from "../rows.js";
+import { columnFromJson, columnJson, columnRead, columnTypeOf } from "./columns.js";
+import { fieldColumn, userTable } from "./names.js";
+
+/** Pairs per `jsonb_build_object` call: PostgreSQL takes at most 100 arguments. */
+const PAIRS_PER_CALL = 50;
+
+/**
+ * A user table's records as the statements reach them (`TableRows`): a column per field that has
+ * one. A record's `data` is built in the statement from the columns, keyed by field id and with
+ * each value as the jsonb storage holds it (choice names, dates and datetimes in their stored
+ * forms), so everything after a read (the page budget, the output, the files) is the same for
+ * both storages; choice names and ids are parameters. Writes send each record's values as its
+ * columns take them (`columnJson`: choice ids, numbers as exact text) in one JSON parameter;
+ * every write of a row counts its `version` up. A record over RECORD_MAX_BYTES is refused as in
+ * the jsonb storage, measured on its values as written.
+ */
+export function userTableRows(
+  organizationId: bigint,
+  tableId: bigint,
+  fields: readonly SchemaField[],
+): TableRows {
+  const relation = userTable(organizationId, tableId);
+  const stored = fields.filter((field) => columnTypeOf(field.type) !== undefined);
+  const fromData = (data: string) =>
+    stored.map((field) => ({
+      column: fieldColumn(BigInt(field.id)),
+      value: columnFromJson(columnTypeOf(field.type)!, `${data} -> '${BigInt(field.id)}'`),
+    }));
+  const head = `r.row_id, ${tableId}::bigint as table_id, ${epochMs("r.created_at")} as created_ms, ${epochMs("r.updated_at")} as updated_ms`;
+  return {
+    relation,
+    // Only this table's rows are in its relation: the placeholder must name it.
+    ofTable: (tableIdParam) => `${tableIdParam}::bigint = ${tableId}`,
+    head,
+    count: `select count(*) from ${relation}`,
+    columns(firstParam) {
+      const params: unknown[] = [];
+      const param = (value: unknown) => {
+        params.push(value);
+        return `$${firstParam + params.length - 1}::text[]`;
+      };
+      const pairs = stored.map((field) => {
+        const column = `r.${fieldColumn(BigInt(field.id))}`;
+        let value = columnRead(columnTypeOf(field.type)!, column);
+        if (field.type === "single_select" || field.type === "multi_select") {
+          const choices = choicesOf(field.options);
+          const names = param(choices.map((c) => c.name));
+          const ids = param(choices.map((c) => c.id));
+          value =
+            field.type === "single_select"
+              ? `(${names})[array_position(${ids}, ${column})]`
+              : `(CASE WHEN ${column} IS NOT NULL THEN coalesce((select jsonb_agg((${names})[array_position(${ids}, c)] order by n) from unnest(${column}) with ordinality as u(c, n) where array_position(${ids}, c) IS NOT NULL), '[]'::jsonb) END)`;
+        }
+        return `'${BigInt(field.id)}', ${value}`;
+      });
+      const calls: string[] = [];
+      for (let i = 0; i < pairs.length; i += PAIRS_PER_CALL) {
+        calls.push(`jsonb_build_object(${pairs.slice(i, i + PAIRS_PER_CALL).join(", ")})`);
+      }
+      const data = calls.length > 0 ? calls.join(" || ") : "'{}'::jsonb";
+      return { sql: `${head}, ${data} as data`, params };
+    },
+    insert(p) {
+      const values = fromData("item.data");
+      return `insert into ${relation}
+         (row_id, created_by, updated_by${values.map((v) => `, ${v.column}`).join("")})
+       select id.row_id, ${p.actor}, ${p.actor}${values.map((v) => `, ${v.value}`).join("")}
+       from unnest(${p.ids}::bigint[]) with ordinality as id(row_id, n)
+         join jsonb_array_elements(${p.data}::jsonb) with ordinality as item(data, n) using (n)
+       where ${p.condition}
+       returning created_at, updated_at`;
+    },
+    assign: (data) =>
+      [
+        ...fromData(`(${data})`).map((v) => `${v.column} = ${v.value}`),
+        "version = r.version + 1",
+      ].join(", "),
+    dataParam(datas) {
+      dataArrayJson(datas);
+      const rows = datas.map((data) => {
+        const row: Record<string, JsonValue> = {};
+        for (const field of stored) {
+          const value = (data as JsonObject)[field.id];
+          if (value !== undefined && value !== null) row[field.id] = columnJson(field, value);
+        }
+        return row;
+      });
+      return JSON.stringify(rows);
+    },
+  };
+}
