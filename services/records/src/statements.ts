@@ -1,11 +1,23 @@
 /**
  * The SQL of the record routes as the service sends it, for the benchmark's raw-postgres ceiling
  * (test/bench/raw-postgres.ts), which sends these same statements straight to PostgreSQL: a
- * change here changes both sides of `rowbase / raw-postgres`.
+ * change here changes both sides of `rowbase / raw-postgres`. The per-table storage's DDL, names
+ * and column values are here too, for test/bench/typed-storage.ts, which measures that storage
+ * with these statements.
  */
 export { createRecordsStatement } from "./db/create-gate.js";
-export { findRecordsStatement, pageStatement, recordVersionStatement } from "./db/reads.js";
+export {
+  type CountMode,
+  findRecordsStatement,
+  type PageQuery,
+  pageStatement,
+  pageWithTotal,
+  recordVersionStatement,
+} from "./db/reads.js";
 export type { Statement } from "./db/rows.js";
+export { columnFromJson, columnJson, columnTypeOf } from "./db/user-tables/columns.js";
+export { createTableSql } from "./db/user-tables/ddl.js";
+export { fieldColumn, userTable, userTableIndex } from "./db/user-tables/names.js";
 export {
   allocateRowIdsStatement,
   writeRecordIfUnchangedStatement,
