@@ -282,31 +282,38 @@ describe("GetMonthlyUsage", () => {
 });
 
 describe("usage consumer", () => {
+  /** The usage consumer's handler on an ORM of its own. */
+  function usageStats(orm: Awaited<ReturnType<typeof createOrganizationOrm>>): UsageStats {
+    const logger = createLogger("usage-test", "silent");
+    return new UsageStats({ tx: new Transactions(orm, { kick() {} }, h.cache, logger), logger });
+  }
+
+  /** A delivery of `apiCalls` calls of token 7, with an id of its own per organization. */
+  function apiCallsCounted(organizationId: bigint, name: string, apiCalls: bigint) {
+    const event = create(ApiCallsCountedSchema, {
+      meta: create(EventMetaSchema, {
+        eventId: `${name}-1`,
+        occurredAt: timestampFromDate(new Date()),
+      }),
+      organizationId,
+      tokenId: 7n,
+      apiCalls,
+    });
+    return {
+      subject: SUBJECTS.apiCallsCounted,
+      data: toBinary(ApiCallsCountedSchema, event),
+      id: `${name}-${organizationId}`,
+      deliveryCount: 1,
+    };
+  }
+
   it("adds an event once however often it is delivered, also when deliveries race", async () => {
     const owner = await h.user("Twice");
     const { organizationId } = await newOrganization(h, owner, "Twice");
     const orm = await createOrganizationOrm(h.config.DATABASE_URL);
     try {
-      const logger = createLogger("usage-test", "silent");
-      const stats = new UsageStats({
-        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
-        logger,
-      });
-      const event = create(ApiCallsCountedSchema, {
-        meta: create(EventMetaSchema, {
-          eventId: "twice-1",
-          occurredAt: timestampFromDate(new Date()),
-        }),
-        organizationId,
-        tokenId: 7n,
-        apiCalls: 3n,
-      });
-      const message = {
-        subject: SUBJECTS.apiCallsCounted,
-        data: toBinary(ApiCallsCountedSchema, event),
-        id: `twice-${organizationId}`,
-        deliveryCount: 1,
-      };
+      const stats = usageStats(orm);
+      const message = apiCallsCounted(organizationId, "twice", 3n);
       await Promise.all([1, 2, 3].map(() => stats.apply(orm.em.fork(), DURABLES.usage, message)));
       await stats.apply(orm.em.fork(), DURABLES.usage, { ...message, deliveryCount: 2 });
       const { rows } = await h.db.query(
@@ -327,26 +334,8 @@ describe("usage consumer", () => {
     const orm = await createOrganizationOrm(h.config.DATABASE_URL);
     const deleter = await h.db.connect();
     try {
-      const logger = createLogger("usage-test", "silent");
-      const stats = new UsageStats({
-        tx: new Transactions(orm, { kick() {} }, h.cache, logger),
-        logger,
-      });
-      const event = create(ApiCallsCountedSchema, {
-        meta: create(EventMetaSchema, {
-          eventId: "racing-1",
-          occurredAt: timestampFromDate(new Date()),
-        }),
-        organizationId,
-        tokenId: 7n,
-        apiCalls: 2n,
-      });
-      const message = {
-        subject: SUBJECTS.apiCallsCounted,
-        data: toBinary(ApiCallsCountedSchema, event),
-        id: `racing-${organizationId}`,
-        deliveryCount: 1,
-      };
+      const stats = usageStats(orm);
+      const message = apiCallsCounted(organizationId, "racing", 2n);
       // The deletion has removed the row but not committed when the counts arrive: they wait
       // for it on the organization's row, and meet the deletion once it commits.
       await deleter.query("begin");

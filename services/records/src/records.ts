@@ -30,10 +30,9 @@ import {
   lockRecordsForWrite,
   type PageQuery,
   pageWithTotal,
-  RECORD_ROWS,
   readRecordVersion,
 } from "./db/reads.js";
-import { RecordsTooLarge } from "./db/rows.js";
+import { RECORD_ROWS, RecordsTooLarge } from "./db/rows.js";
 import {
   type CheckedMark,
   notePendingWrites,

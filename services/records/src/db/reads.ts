@@ -16,8 +16,6 @@ import {
   toStored,
 } from "./rows.js";
 
-export { RECORD_ROWS } from "./rows.js";
-
 /**
  * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
  * PAGE_MAX_BYTES of values, measured as it sends them (`data` as text): every row in order with
