@@ -4,38 +4,22 @@
 -- the transaction that inserts or deletes the records, whatever the writer (a replica of any
 -- version, a deletion, a test). Updates never move a record to another table.
 --
--- A table's count is spread over slots, so that concurrent writers do not queue on one row: a
--- statement adds its change to the slot of its connection (pg_backend_pid() % 1024) when no
--- other transaction holds that row (for update skip locked: it never waits, so writers never
--- deadlock here), else to a new row of that slot. A table so has about one row per connection
--- that wrote it; updates are in place (HOT), so the rows do not churn.
+-- Each table's change is added by record_count_add.sql.
 create or replace function record_count_change() returns trigger language plpgsql
 set search_path from current
 as $count$
 declare
-  v_slot integer := pg_backend_pid() % 1024;
-  v_tables bigint[];
-  v_counts bigint[];
-  v_id bigint;
+  v_change record;
 begin
   if tg_op = 'INSERT' then
-    select array_agg(table_id), array_agg(n) into v_tables, v_counts
-    from (select table_id, count(*) as n from new_records group by table_id) changed;
+    for v_change in select table_id, count(*) as n from new_records group by table_id loop
+      perform record_count_add(v_change.table_id, v_change.n);
+    end loop;
   else
-    select array_agg(table_id), array_agg(-n) into v_tables, v_counts
-    from (select table_id, count(*) as n from old_records group by table_id) changed;
+    for v_change in select table_id, count(*) as n from old_records group by table_id loop
+      perform record_count_add(v_change.table_id, -v_change.n);
+    end loop;
   end if;
-  for i in 1 .. coalesce(array_length(v_tables, 1), 0) loop
-    select id into v_id from record_count
-    where table_id = v_tables[i] and slot = v_slot
-    limit 1 for update skip locked;
-    if found then
-      update record_count set delta = delta + v_counts[i] where id = v_id;
-    else
-      insert into record_count (table_id, slot, delta)
-      values (v_tables[i], v_slot, v_counts[i]);
-    end if;
-  end loop;
   return null;
 end
 $count$;

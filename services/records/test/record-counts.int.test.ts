@@ -60,6 +60,7 @@ beforeAll(async () => {
     "PendingWritesAsChanged",
     "TimestampIndexes",
     "DropCreateGateOverloads",
+    "UserTables",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

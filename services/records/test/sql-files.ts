@@ -2,8 +2,10 @@
 export const SQL_FILES = [
   "create_checks.sql",
   "create_gate.sql",
+  "record_count_add.sql",
   "record_count_change.sql",
   "reserve_records.sql",
   "take_records.sql",
+  "user_table_count_change.sql",
   "write_gate.sql",
 ];

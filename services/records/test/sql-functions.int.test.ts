@@ -80,7 +80,11 @@ beforeAll(async () => {
     },
   );
   before = await definitionsIn(await existing.session());
-  expect(await migrateRecords(existing.url)).toEqual(["DropCreateGateOverloads", ...SQL_FILES]);
+  expect(await migrateRecords(existing.url)).toEqual([
+    "DropCreateGateOverloads",
+    "UserTables",
+    ...SQL_FILES,
+  ]);
 });
 
 afterAll(async () => {
@@ -101,9 +105,11 @@ describe("records' SQL functions", () => {
     expect(fromFresh.functions.map((f) => f.signature)).toEqual([
       "create_checks(bigint,bigint,bigint,bigint,bigint[],bigint[],bigint[])",
       "create_gate(bigint,bigint,bigint,bigint,bigint[],bigint[],bigint[])",
+      "record_count_add(bigint,bigint)",
       "record_count_change()",
       "reserve_records(bigint,bigint,bigint)",
       "take_records(bigint,bigint,bigint)",
+      "user_table_count_change()",
       "write_gate(bigint,bigint[],bigint[])",
     ]);
     expect(fromFresh.triggers).toEqual([

@@ -9,6 +9,7 @@ import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { TimestampIndexes } from "./timestamp-indexes.js";
+import { UserTables } from "./user-tables.js";
 import { WriteGate } from "./write-gate.js";
 
 /**
@@ -92,4 +93,5 @@ export const migrations = [
   PendingWritesAsChanged,
   TimestampIndexes,
   DropCreateGateOverloads,
+  UserTables,
 ];

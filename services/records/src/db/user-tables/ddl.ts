@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { hasSqlState, query } from "@rowbase/kit";
 import { columnTypeOf, type StoredField } from "./columns.js";
-import { fieldColumn, organizationSchema, userTable, userTableIndex } from "./names.js";
+import { fieldColumn, idText, organizationSchema, userTable, userTableIndex } from "./names.js";
 
 /**
  * The DDL of the per-table storage, as statements: an organization's schema, a user table with
@@ -16,9 +16,24 @@ export function createOrganizationSchemaSql(organizationId: bigint): string[] {
   return [`create schema if not exists ${organizationSchema(organizationId)}`];
 }
 
-/** Drops an organization's schema and every table in it. */
+/** Drops an organization's schema and every table in it, with their counts and registry rows. */
 export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
-  return [`drop schema if exists ${organizationSchema(organizationId)} cascade`];
+  return [
+    `drop schema if exists ${organizationSchema(organizationId)} cascade`,
+    `delete from record_count where table_id in
+       (select table_id from user_table where organization_id = ${idText(organizationId)})`,
+    `delete from user_table where organization_id = ${idText(organizationId)}`,
+  ];
+}
+
+/**
+ * Marks a table as stored in its user table (`user_table`): the last statement of the
+ * transaction that makes the user table hold the table's records (its creation, or the
+ * upgrade's move out of `record`).
+ */
+export function registerUserTableSql(organizationId: bigint, tableId: bigint): string {
+  return `insert into user_table (table_id, organization_id)
+    values (${idText(tableId)}, ${idText(organizationId)}) on conflict (table_id) do nothing`;
 }
 
 /**
@@ -49,11 +64,33 @@ export function createTableSql(
      )`,
     `create index if not exists ${userTableIndex(tableId, "created")} on ${table} (created_at, row_id)`,
     `create index if not exists ${userTableIndex(tableId, "updated")} on ${table} (updated_at, row_id)`,
+    ...countTriggerSql(table, tableId),
   ];
 }
 
+/**
+ * The two triggers that keep the table's record count (sql/user_table_count_change.sql), so that
+ * an unfiltered list's exact total is read from `record_count` instead of counted.
+ */
+function countTriggerSql(table: string, tableId: bigint): string[] {
+  const id = tableId.toString();
+  return [
+    `create or replace trigger count_insert after insert on ${table}
+       referencing new table as new_rows
+       for each statement execute function user_table_count_change('${id}')`,
+    `create or replace trigger count_delete after delete on ${table}
+       referencing old table as old_rows
+       for each statement execute function user_table_count_change('${id}')`,
+  ];
+}
+
+/** Drops a user table, with its count (the rows go without their delete trigger). */
 export function dropTableSql(organizationId: bigint, tableId: bigint): string[] {
-  return [`drop table if exists ${userTable(organizationId, tableId)}`];
+  return [
+    `drop table if exists ${userTable(organizationId, tableId)}`,
+    `delete from record_count where table_id = ${idText(tableId)}`,
+    `delete from user_table where table_id = ${idText(tableId)}`,
+  ];
 }
 
 /**

@@ -6,7 +6,8 @@
 
 const INT64_MAX = 9_223_372_036_854_775_807n;
 
-function idText(id: bigint, what: string): string {
+/** An id as SQL text (a literal, or part of an identifier); throws for anything but an id. */
+export function idText(id: bigint, what = "id"): string {
   if (typeof id !== "bigint" || id <= 0n || id > INT64_MAX) {
     throw new Error(`${what} must be a positive int64, got ${String(id)}`);
   }

@@ -65,8 +65,11 @@ describe("the per-table storage's statements", () => {
       const others = schemasNamed(sql).filter((schema) => schema !== `org_${ORGANIZATION}`);
       expect({ sql, others }).toEqual({ sql, others: [] });
     }
-    // Those that reach a relation reach it through the organization's schema.
-    const relations = statements.filter((sql) => !sql.startsWith("r.row_id"));
+    // Those that reach a relation reach it through the organization's schema, but for those
+    // that keep records' own global tables (counts, the registry of user tables) in step.
+    const relations = statements.filter(
+      (sql) => !sql.startsWith("r.row_id") && !/^delete from (record_count|user_table) /.test(sql),
+    );
     for (const sql of relations) expect(schemasNamed(sql)).toEqual([`org_${ORGANIZATION}`]);
   });
 });

@@ -36,7 +36,8 @@ export function userTableRows(
     // Only this table's rows are in its relation: the placeholder must name it.
     ofTable: (tableIdParam) => `${tableIdParam}::bigint = ${tableId}`,
     head,
-    count: `select count(*) from ${relation}`,
+    // Kept by the table's triggers (createTableSql), as the jsonb storage's by `record`'s.
+    count: `select coalesce(sum(delta), 0)::bigint from record_count where table_id = ${tableId}`,
     columns(firstParam) {
       const params: unknown[] = [];
       const param = (value: unknown) => {
