@@ -13,7 +13,13 @@ import {
   type StoredField,
 } from "./columns.js";
 import { applyDdl, DDL_LOCK, type DdlLockOptions } from "./ddl.js";
-import { fieldColumn, fieldShadowColumn, tableWriteLockKey, userTable } from "./names.js";
+import {
+  fieldColumn,
+  fieldPreviousColumn,
+  fieldShadowColumn,
+  tableWriteLockKey,
+  userTable,
+} from "./names.js";
 
 /** A change of one field's type or options, in a user table. */
 export interface FieldTypeChange {
@@ -39,6 +45,14 @@ export interface TypeChangeOptions {
   lock: DdlLockOptions;
   /** Called after each chunk is written, inside the change (its progress, for metrics and tests). */
   afterChunk?: (converted: number) => Promise<void>;
+  /**
+   * Keep the values as they were in the field's previous column (`fieldPreviousColumn`), so
+   * that the change can be taken back: always through a shadow column then, even when the
+   * column's type stays.
+   */
+  keepPrevious?: boolean;
+  /** Runs last in the change's transaction, so that what it writes commits with the change. */
+  beforeCommit?: (tx: EntityManager) => Promise<void>;
 }
 
 const DEFAULTS: TypeChangeOptions = { chunk: 2_000, lock: DDL_LOCK };
@@ -89,7 +103,7 @@ export async function changeFieldType(
   if (!target) throw new Error(`a ${to.type} field has no column to convert into`);
   const source = columnTypeOf(from.type);
   const table = userTable(change.organizationId, change.tableId);
-  const inPlace = source === target;
+  const inPlace = source === target && !settings.keepPrevious;
   const shadow = fieldShadowColumn(to.id);
   if (!inPlace) {
     // A shadow column left by an attempt that failed half way is started afresh.
@@ -116,7 +130,8 @@ export async function changeFieldType(
         inPlace,
         settings,
       });
-      if (!inPlace) await swapIn(tx, table, change, settings.lock);
+      if (!inPlace) await swapIn(tx, table, change, settings);
+      await settings.beforeCommit?.(tx);
       return converted;
     });
     return { converted };
@@ -210,14 +225,21 @@ async function swapIn(
   tx: EntityManager,
   table: string,
   change: FieldTypeChange,
-  lock: DdlLockOptions,
+  settings: TypeChangeOptions,
 ): Promise<void> {
+  const { lock } = settings;
   const column = fieldColumn(change.to.id);
+  const previous = fieldPreviousColumn(change.to.id);
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
   for (let attempt = 1; ; attempt++) {
     await query(tx, "savepoint swap_in");
     try {
-      await query(tx, `alter table ${table} drop column if exists ${column}`);
+      await query(tx, `alter table ${table} drop column if exists ${previous}`);
+      if (settings.keepPrevious && columnTypeOf(change.from.type)) {
+        await query(tx, `alter table ${table} rename column ${column} to ${previous}`);
+      } else {
+        await query(tx, `alter table ${table} drop column if exists ${column}`);
+      }
       await query(
         tx,
         `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
