@@ -18,6 +18,7 @@ export type { Statement } from "./db/rows.js";
 export { columnFromJson, columnJson, columnTypeOf } from "./db/user-tables/columns.js";
 export { createTableSql } from "./db/user-tables/ddl.js";
 export { fieldColumn, userTable, userTableIndex } from "./db/user-tables/names.js";
+export { changeFieldType } from "./db/user-tables/type-change.js";
 export {
   allocateRowIdsStatement,
   writeRecordIfUnchangedStatement,
