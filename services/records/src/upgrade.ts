@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Logger, query, type TableSchema } from "@rowbase/kit";
+import { errorInfoOf, type Logger, query, type TableSchema } from "@rowbase/kit";
 import {
   deleteRecordsInChunks,
   deleteTablesRecords,
   markTablesDeleted,
 } from "./db/schema-changes.js";
 import { MoveRefused, moveTable } from "./db/user-tables/move.js";
+import type { TableSchemas } from "./table-schema.js";
 
 /** How long the upgrade waits before it looks again when a round found nothing to do. */
 const IDLE_MS = 30_000;
@@ -18,6 +19,22 @@ export interface UpgradeDeps {
   schemaOf(tableId: bigint): Promise<TableSchema | undefined>;
   logger: Logger;
   idleMs?: number;
+}
+
+/**
+ * `UpgradeDeps.schemaOf` from catalog: the schema as it is now (never a cached one, which could
+ * miss a field added since), undefined when catalog answers table_not_found. Any other failure
+ * (catalog unavailable) fails the round, which is tried again later.
+ */
+export function catalogSchemaOf(schemas: TableSchemas) {
+  return async (tableId: bigint): Promise<TableSchema | undefined> => {
+    try {
+      return await schemas.fresh(tableId);
+    } catch (error) {
+      if (errorInfoOf(error)?.reason === "table_not_found") return undefined;
+      throw error;
+    }
+  };
 }
 
 /**

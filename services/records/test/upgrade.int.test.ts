@@ -203,12 +203,17 @@ async function upgradeAll(upgrade: Upgrade): Promise<UpgradeRound[]> {
   throw new Error(`no end of rounds: ${JSON.stringify(rounds.slice(-3), String)}`);
 }
 
-/** Polls until PostgreSQL shows `n` lock waits of the kind: the racing statements are queued. */
+/**
+ * Polls until PostgreSQL shows `n` lock waits of the kind in this database (other tests share
+ * the server): the racing statements are queued.
+ */
 async function waitingOn(locktype: "advisory" | "transactionid", n: number): Promise<void> {
   for (;;) {
     const [row] = await query<{ n: number }>(
       em(),
-      "select count(*)::int as n from pg_locks where locktype = $1 and not granted",
+      `select count(*)::int as n from pg_locks
+       where locktype = $1 and not granted and pid in (
+         select pid from pg_stat_activity where datname = current_database())`,
       [locktype],
     );
     if (row!.n >= n) return;
