@@ -130,17 +130,19 @@ export class Upgrade {
           case "pending":
             this.deps.logger.info(
               { table_id: tableId.toString() },
-              "upgrade: table waits for a field change",
+              "upgrade: table waits for a change of its values",
             );
             return { kind: "wait", tableId };
-          case "registered":
-            // Its rows were inserted after the move by a writer that bypassed the checks; none
-            // of the service's statements do that (record_count_change refuses it).
-            return {
-              kind: "refused",
-              tableId,
-              reason: "the table is moved, yet has rows in record",
-            };
+          case "registered": {
+            // Rows inserted after the move by a writer past the checks: none of the service's
+            // statements can (record_count_change refuses them), so it is left for a person.
+            const reason = "the table is moved, yet has rows in record";
+            this.deps.logger.error(
+              { table_id: tableId.toString(), reason },
+              "upgrade: table not moved",
+            );
+            return { kind: "refused", tableId, reason };
+          }
           case "moved": {
             const ms = Math.round(performance.now() - started);
             this.deps.logger.info(

@@ -18,16 +18,19 @@ export interface TableToMove {
 /**
  * What `moveTable` did: `moved` its records; found the table `registered` already (moved before,
  * or created in its own table), and did nothing; found it `deleted` (records marked the table or
- * its organization deleted: the deletion removes its records); or found a type or options change
- * of one of its fields `pending` (checked, not yet applied): the values in `record` may still be
- * converted or renamed, so the move waits for a later round.
+ * its organization deleted: the deletion removes its records); or found a change of its values
+ * `pending`, and left it for a later round: a type or options change of a field checked and not
+ * yet applied (the values in `record` may still be converted or renamed), or an autonumber field
+ * whose records are still being numbered (a record without a number).
  */
 export type MoveOutcome =
   | { outcome: "moved"; records: number }
   | { outcome: "registered" | "deleted" | "pending" };
 
-/** A move that found its table's records other than its schema says: nothing was changed. */
 export class MoveRefused extends Error {}
+
+/** Thrown inside the move to roll it back when a record of an autonumber field has no number. */
+class NumberingUnderway extends Error {}
 
 /**
  * Moves a table's records out of `record` into its own table (created here), in one transaction
@@ -52,80 +55,91 @@ export class MoveRefused extends Error {}
  * registered and does nothing.
  */
 export async function moveTable(em: EntityManager, table: TableToMove): Promise<MoveOutcome> {
+  try {
+    return await em.transactional((tx) => moveLocked(tx, table));
+  } catch (error) {
+    if (error instanceof NumberingUnderway) return { outcome: "pending" };
+    throw error;
+  }
+}
+
+async function moveLocked(tx: EntityManager, table: TableToMove): Promise<MoveOutcome> {
   const { organizationId, tableId } = table;
-  return em.transactional(async (tx) => {
-    await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
-      tableWriteLockKey(tableId),
-    ]);
-    const [state] = await query<{
-      registered: boolean;
-      deleted: boolean;
-      pending: boolean;
-      deleted_fields: string[];
-    }>(
-      tx,
-      `select exists (select from user_table where table_id = $1) as registered,
-         exists (select from deleted_table where table_id = $1)
-           or exists (select from deleted_organization where organization_id = $2) as deleted,
-         exists (select from pending_type_change
-                 where table_id = $1 and lifted_by is null and expires_at > now()) as pending,
-         array(select field_id::text from deleted_field where table_id = $1) as deleted_fields`,
-      [tableId, organizationId],
-    );
-    if (state!.registered) return { outcome: "registered" };
-    if (state!.deleted) return { outcome: "deleted" };
-    if (state!.pending) return { outcome: "pending" };
+  await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+    tableWriteLockKey(tableId),
+  ]);
+  const [state] = await query<{
+    registered: boolean;
+    deleted: boolean;
+    pending: boolean;
+    deleted_fields: string[];
+  }>(
+    tx,
+    `select exists (select from user_table where table_id = $1) as registered,
+       exists (select from deleted_table where table_id = $1)
+         or exists (select from deleted_organization where organization_id = $2) as deleted,
+       exists (select from pending_type_change
+               where table_id = $1 and lifted_by is null and expires_at > now()) as pending,
+       array(select field_id::text from deleted_field where table_id = $1) as deleted_fields`,
+    [tableId, organizationId],
+  );
+  if (state!.registered) return { outcome: "registered" };
+  if (state!.deleted) return { outcome: "deleted" };
+  if (state!.pending) return { outcome: "pending" };
 
-    await applyDdl(
-      tx,
-      createTableSql(
-        organizationId,
-        tableId,
-        table.fields.map((field) => ({ ...field, id: BigInt(field.id) })),
-      ),
-    );
-    // applyDdl's lock timeout lasts until the commit; the chunks wait for rows as writes do.
-    await query(tx, "set local lock_timeout to default");
+  await applyDdl(
+    tx,
+    createTableSql(
+      organizationId,
+      tableId,
+      table.fields.map((field) => ({ ...field, id: BigInt(field.id) })),
+    ),
+  );
+  // applyDdl's lock timeout lasts until the commit; the chunks wait for rows as writes do.
+  await query(tx, "set local lock_timeout to default");
 
-    const known = [...table.fields.map((field) => field.id), ...state!.deleted_fields];
-    const chunk = moveChunkStatement(table);
-    let after = "0";
-    let moved = 0;
-    let unknown = 0;
-    for (;;) {
-      const [row] = await query<{ last: string | null; moved: number; unknown: number }>(
-        tx,
-        chunk.sql,
-        [tableId, after, MOVE_CHUNK, known, ...chunk.params],
-      );
-      if (!row?.last) break;
-      after = row.last;
-      moved += row.moved;
-      unknown += row.unknown;
-    }
-    if (unknown > 0) {
-      throw new MoveRefused(
-        `table ${tableId}: ${unknown} records hold values of fields its schema does not have`,
-      );
-    }
-
-    const [counts] = await query<{ left: string; stored: string; counted: string }>(
-      tx,
-      `select (select count(*) from record where table_id = $1)::text as left,
-         (select count(*) from ${userTable(organizationId, tableId)})::text as stored,
-         (select coalesce(sum(delta), 0) from record_count where table_id = $1)::text as counted`,
-      [tableId],
+  const known = [...table.fields.map((field) => field.id), ...state!.deleted_fields];
+  const numbered = table.fields.filter((f) => f.type === "autonumber").map((f) => f.id);
+  const chunk = moveChunkStatement(table);
+  let after = "0";
+  let moved = 0;
+  let unknown = 0;
+  for (;;) {
+    const [row] = await query<{
+      last: string | null;
+      moved: number;
+      unknown: number;
+      unnumbered: number;
+    }>(tx, chunk.sql, [tableId, after, MOVE_CHUNK, known, numbered, ...chunk.params]);
+    if (!row?.last) break;
+    // Numbered after the move, such a record would keep no number.
+    if (row.unnumbered > 0) throw new NumberingUnderway();
+    after = row.last;
+    moved += row.moved;
+    unknown += row.unknown;
+  }
+  if (unknown > 0) {
+    throw new MoveRefused(
+      `table ${tableId}: ${unknown} records hold values of fields its schema does not have`,
     );
-    const expected = String(moved);
-    if (counts!.left !== "0" || counts!.stored !== expected || counts!.counted !== expected) {
-      throw new MoveRefused(
-        `table ${tableId}: moved ${expected} records, but ${counts!.left} are left in record, ` +
-          `${counts!.stored} are in its table and its kept count is ${counts!.counted}`,
-      );
-    }
-    await query(tx, registerUserTableSql(organizationId, tableId));
-    return { outcome: "moved", records: moved };
-  });
+  }
+
+  const [counts] = await query<{ left: string; stored: string; counted: string }>(
+    tx,
+    `select (select count(*) from record where table_id = $1)::text as left,
+       (select count(*) from ${userTable(organizationId, tableId)})::text as stored,
+       (select coalesce(sum(delta), 0) from record_count where table_id = $1)::text as counted`,
+    [tableId],
+  );
+  const expected = String(moved);
+  if (counts!.left !== "0" || counts!.stored !== expected || counts!.counted !== expected) {
+    throw new MoveRefused(
+      `table ${tableId}: moved ${expected} records, but ${counts!.left} are left in record, ` +
+        `${counts!.stored} are in its table and its kept count is ${counts!.counted}`,
+    );
+  }
+  await query(tx, registerUserTableSql(organizationId, tableId));
+  return { outcome: "moved", records: moved };
 }
 
 /**
@@ -133,15 +147,16 @@ export async function moveTable(em: EntityManager, table: TableToMove): Promise<
  * locked, deleted from `record` and inserted into the user table, version 1, times and actors
  * as they were, each field's value in `data` converted to its column: selects' choice names
  * become their ids (a name no choice has becomes no value), the other types as `columnFromJson`
- * reads them. `$4` lists the field ids whose values are expected; the select's choice names and
- * ids follow as parameters. Its row: the chunk's last row id (null when there was none), how
- * many it moved, and how many of them held a value of a field not in `$4`.
+ * reads them. `$4` lists the field ids whose values are expected, `$5` the autonumber fields';
+ * the selects' choice names and ids follow as parameters. Its row: the chunk's last row id (null
+ * when there was none), how many it moved, how many of them held a value of a field not in `$4`,
+ * and how many had no value in a field of `$5`.
  */
 function moveChunkStatement(table: TableToMove): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const param = (value: unknown) => {
     params.push(value);
-    return `$${4 + params.length}::text[]`;
+    return `$${5 + params.length}::text[]`;
   };
   const columns: string[] = [];
   const values: string[] = [];
@@ -183,6 +198,7 @@ function moveChunkStatement(table: TableToMove): { sql: string; params: unknown[
      select (select max(row_id)::text from chunk) as last,
        (select count(*)::int from inserted) as moved,
        (select count(*)::int from moved m
-        where exists (select from jsonb_object_keys(m.data) k where k <> all($4::text[]))) as unknown`;
+        where exists (select from jsonb_object_keys(m.data) k where k <> all($4::text[]))) as unknown,
+       (select count(*)::int from moved m where not (m.data ?& $5::text[])) as unnumbered`;
   return { sql, params };
 }
