@@ -386,6 +386,16 @@ describe("the upgrade of a filled jsonb database", () => {
     await expect(moveTable(em(), stale)).rejects.toThrow(
       /values of fields its schema does not have/,
     );
+    const staleUpgrade = new Upgrade({
+      em: orm.em,
+      schemaOf: async (tableId) => (tableId === table.tableId ? stale : schemas.get(tableId)),
+      logger,
+    });
+    expect(await staleUpgrade.runOnce()).toMatchObject({
+      kind: "refused",
+      tableId: table.tableId,
+      reason: expect.stringMatching(/2 records hold values of fields its schema does not have/),
+    });
     expect(await recordRows(table.tableId)).toBe(2);
     expect(await keptCount(table.tableId)).toBe("2");
     expect(await registered()).not.toContain("101/1005");
