@@ -18,6 +18,7 @@ import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
+import { StoredTables } from "./db/user-tables/registry.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -75,15 +76,23 @@ export async function startRecords(
     config.FILES_GRPC_URL ? createServiceClient(FilesService, config.FILES_GRPC_URL) : undefined,
     config.INTERNAL_JWT_SECRET,
   );
+  const tables = new StoredTables(() => tx.em());
   const records = new Records({
     tx,
     access: new Access(schemas, authorizer),
     plans,
     files,
     read,
+    tables,
   });
-  const typeChanges = new TypeChanges(tx);
-  const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
+  const typeChanges = new TypeChanges(tx, tables);
+  const catalogEvents = new CatalogEvents({
+    orm,
+    schemas,
+    typeChanges,
+    tables,
+    logger: deps.logger,
+  });
   relay.start();
   return serveService(
     config,
