@@ -6,6 +6,7 @@ import {
   deleteTablesRecords,
   markTablesDeleted,
 } from "./db/schema-changes.js";
+import { addFieldSql, applyDdl } from "./db/user-tables/ddl.js";
 import { MoveRefused, moveTable } from "./db/user-tables/move.js";
 import type { TableSchemas } from "./table-schema.js";
 
@@ -98,7 +99,8 @@ export class Upgrade {
 
   /** One round: the next table still stored in `record`, moved or deleted. */
   async runOnce(): Promise<UpgradeRound> {
-    return this.deps.em.fork().transactional(async (tx) => {
+    let movedWith: TableSchema | undefined;
+    const round = await this.deps.em.fork().transactional(async (tx): Promise<UpgradeRound> => {
       const [lock] = await query<{ mine: boolean }>(
         tx,
         "select pg_try_advisory_xact_lock(hashtextextended('records.upgrade', 0)) as mine",
@@ -144,6 +146,7 @@ export class Upgrade {
             return { kind: "refused", tableId, reason };
           }
           case "moved": {
+            movedWith = schema;
             const ms = Math.round(performance.now() - started);
             this.deps.logger.info(
               { table_id: tableId.toString(), records: moved.records, ms },
@@ -161,6 +164,30 @@ export class Upgrade {
         return { kind: "refused", tableId, reason: error.message };
       }
     });
+    if (movedWith) await this.addFieldsAddedMeanwhile(movedWith);
+    return round;
+  }
+
+  /**
+   * The columns of fields catalog added while the table moved, after the move committed: the
+   * move made its table from the schema read before it, and a field added then was not the
+   * user table's to add (the table was not registered yet). From the registration on, catalog's
+   * changes reach the user table themselves.
+   */
+  private async addFieldsAddedMeanwhile(moved: TableSchema): Promise<void> {
+    const now = await this.deps.schemaOf(moved.tableId);
+    if (!now) return;
+    const had = new Set(moved.fields.map((field) => field.id));
+    const added = now.fields.filter((field) => !had.has(field.id));
+    const ddl = added.flatMap((field) =>
+      addFieldSql(moved.organizationId, moved.tableId, { ...field, id: BigInt(field.id) }),
+    );
+    if (ddl.length === 0) return;
+    await applyDdl(this.deps.em.fork(), ddl);
+    this.deps.logger.warn(
+      { table_id: moved.tableId.toString(), fields: added.map((field) => field.id) },
+      "upgrade: columns added for fields created while the table moved",
+    );
   }
 
   /**

@@ -441,6 +441,33 @@ describe("the upgrade of a filled jsonb database", () => {
     ]);
   });
 
+  it("adds the column of a field catalog added while the table moved", async () => {
+    const table = schema(101n, 1008n, 1200);
+    await createJsonb(table, [dataOf(table.fields, 1)]);
+    // The schema the move reads lacks the last field with a column; catalog has it afterwards.
+    const before = { ...table, fields: table.fields.filter((f) => f.id !== table.fields[1]!.id) };
+    let asked = 0;
+    const upgrade = new Upgrade({
+      em: orm.em,
+      schemaOf: async (tableId) =>
+        tableId === table.tableId && asked++ === 0 ? before : schemas.get(tableId),
+      logger,
+    });
+    const longText = table.fields[1]!.id;
+    await query(em(), "update record set data = data - $1::text where table_id = $2", [
+      longText,
+      table.tableId,
+    ]);
+    expect(await upgrade.runOnce()).toMatchObject({ kind: "moved", tableId: table.tableId });
+    const columns = await query<{ column_name: string }>(
+      em(),
+      `select column_name from information_schema.columns
+       where table_schema = 'org_101' and table_name = 't_1008' and column_name = $1`,
+      [`f_${longText}`],
+    );
+    expect(columns).toEqual([{ column_name: `f_${longText}` }]);
+  });
+
   it("runs in the background until stopped", async () => {
     const table = schema(202n, 2004n, 800);
     await createJsonb(table, [dataOf(table.fields, 3)]);
