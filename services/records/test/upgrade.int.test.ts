@@ -1,5 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
 import { createLogger, hasSqlState, query, type SchemaField, type TableSchema } from "@rowbase/kit";
 import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +18,20 @@ import {
   writeRecords,
 } from "../src/db/writes.js";
 import { createRecordsOrm, migrateRecords } from "../src/service.js";
-import { Upgrade, type UpgradeRound } from "../src/upgrade.js";
+import { TableSchemas } from "../src/table-schema.js";
+import { catalogSchemaOf, Upgrade, type UpgradeRound } from "../src/upgrade.js";
+import {
+  ALL_TYPES,
+  as,
+  createTable,
+  eventually,
+  type Harness,
+  type Replica,
+  SECRET,
+  startHarness,
+  type Team,
+  team,
+} from "./harness.js";
 
 // The upgrade in place on a database that the jsonb storage's code made and filled: every
 // table's records, written through the jsonb statements (`RECORD_ROWS`), move into tables of
@@ -610,5 +625,130 @@ describe("the upgrade of a filled jsonb database", () => {
     expect(first.map((r) => r.rowId)).toEqual([...ids, earlyId]);
     expect(first.at(-1)?.data[text]).toBe("early");
     expect(await keptCount(table.tableId)).toBe("31");
+  });
+});
+
+/** Waits until catalog's outbox is relayed and records' catalog consumer has every event. */
+async function caughtUp(h: Harness): Promise<void> {
+  const nc = await connect({ servers: h.natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select count(*)::int as n from catalog.outbox where published_at is null",
+      );
+      expect(rows).toEqual([{ n: 0 }]);
+      const consumer = await jsm.consumers.info(`${h.namespace}_CATALOG`, "records_catalog");
+      expect(consumer.num_pending + consumer.num_ack_pending).toBe(0);
+    });
+  } finally {
+    await nc.close();
+  }
+}
+
+describe("the upgrade while the service serves", () => {
+  let h: Harness;
+  let t: Team;
+  let replica: Replica | undefined;
+  let served: Awaited<ReturnType<typeof createRecordsOrm>> | undefined;
+
+  beforeAll(async () => {
+    h = await startHarness();
+    t = await team(h);
+  }, 120_000);
+
+  afterAll(async () => {
+    await replica?.stop();
+    await served?.close();
+    await h?.stop();
+  });
+
+  it("moves a table the jsonb routes filled, and the routes then serve it from its own table", async () => {
+    const table = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      ALL_TYPES.filter((f) => f.name !== "Seq"),
+    );
+    // Once catalog's TableCreated has come through the bus too (its delivery makes the user
+    // table again, as ApplyCatalogEvent did).
+    await caughtUp(h);
+    // As a table made before the per-table storage: no user table, not registered. A replica
+    // started now has not seen it, so it stores and reads the table's records in `record`.
+    await h.db.query(`drop table org_${t.organizationId}.t_${table.tableId}`);
+    for (const relation of ["record_count", "row_range", "user_table"]) {
+      await h.db.query(`delete from records.${relation} where table_id = $1`, [table.tableId]);
+    }
+    replica = await h.replica();
+    const call = await as(t.editor);
+    const values: JsonObject[] = [
+      {
+        Name: "Ada",
+        Notes: "a **long** text",
+        Age: 36.5,
+        Vip: true,
+        Due: "2026-12-24",
+        At: "2026-12-06T10:15:30.123Z",
+        Status: "Act%ive_",
+        Tags: ["a,b", "a"],
+        Email: "ada@example.com",
+        Site: "https://example.com",
+        Phone: "+44 20 7946 0958",
+        Meta: { k: [1, "x", null] },
+      },
+      { Name: "Bob", Age: -100, Vip: false, Tags: [] },
+      {},
+    ];
+    const rowIds: bigint[] = [];
+    for (const data of values) {
+      const { record } = await replica.records.createRecord({ tableId: table.tableId, data }, call);
+      rowIds.push(record!.rowId);
+    }
+    await replica.records.updateRecord(
+      { tableId: table.tableId, rowId: rowIds[1]!, data: { Status: "Done" } },
+      call,
+    );
+    const { rows: stored } = await h.db.query(
+      "select count(*)::int as n from records.record where table_id = $1",
+      [table.tableId],
+    );
+    expect(stored).toEqual([{ n: 3 }]);
+    const before = await replica.records.listRecords({ tableId: table.tableId }, call);
+    expect(before.records.map((r) => r.rowId)).toEqual(rowIds);
+    expect(before.records[0]?.data).toMatchObject({
+      [table.id.Name!]: "Ada",
+      [table.id.Tags!]: ["a,b", "a"],
+      [table.id.Meta!]: { k: [1, "x", null] },
+    });
+    expect(before.records[1]?.data[table.id.Status!]).toBe("Done");
+
+    served = await createRecordsOrm(h.databaseUrl);
+    const upgrade = new Upgrade({
+      em: served.em,
+      schemaOf: catalogSchemaOf(new TableSchemas(h.catalog, h.cache, SECRET, h.logger)),
+      logger: h.logger,
+    });
+    expect(await upgradeAll(upgrade)).toMatchObject([
+      { kind: "moved", tableId: table.tableId, records: 3 },
+    ]);
+
+    const { rows: left } = await h.db.query(
+      "select count(*)::int as n from records.record where table_id = $1",
+      [table.tableId],
+    );
+    expect(left).toEqual([{ n: 0 }]);
+    // Both processes now read it from its own table: the same records, times and total.
+    expect(await replica.records.listRecords({ tableId: table.tableId }, call)).toEqual(before);
+    expect(await h.records.listRecords({ tableId: table.tableId }, call)).toEqual(before);
+    const { record } = await replica.records.updateRecord(
+      { tableId: table.tableId, rowId: rowIds[2]!, data: { Name: "Cy" } },
+      call,
+    );
+    expect(record?.data[table.id.Name!]).toBe("Cy");
+    const { rows: written } = await h.db.query(
+      `select count(*)::int as n from org_${t.organizationId}.t_${table.tableId}
+       where f_${table.id.Name} = 'Cy' and version = 2`,
+    );
+    expect(written).toEqual([{ n: 1 }]);
   });
 });
