@@ -10,6 +10,7 @@ import { readRecordVersion } from "../src/db/reads.js";
 import { RECORD_ROWS, type RecordRow, type TableRows, toStored } from "../src/db/rows.js";
 import { moveTable } from "../src/db/user-tables/move.js";
 import { userTable } from "../src/db/user-tables/names.js";
+import { createUserTable } from "../src/db/user-tables/schema-changes.js";
 import { userTableRows } from "../src/db/user-tables/table-rows.js";
 import {
   allocateRowIds,
@@ -481,6 +482,24 @@ describe("the upgrade of a filled jsonb database", () => {
       [`f_${longText}`],
     );
     expect(columns).toEqual([{ column_name: `f_${longText}` }]);
+  });
+
+  it("keeps a late TableCreated from hiding a table still in record", async () => {
+    const table = schema(202n, 2005n, 1300);
+    await createJsonb(table, [dataOf(table.fields, 1), dataOf(table.fields, 2)]);
+    const was = await readAll(RECORD_ROWS, table.tableId);
+    // The table's TableCreated delivered again: an empty user table, but no registration.
+    await createUserTable(em(), table);
+    expect(await registered()).not.toContain("202/2005");
+    expect(await readAll(RECORD_ROWS, table.tableId)).toEqual(was);
+    expect(await moveTable(em(), table)).toEqual({ outcome: "moved", records: 2 });
+    expect(
+      await readAll(
+        userTableRows(table.organizationId, table.tableId, table.fields),
+        table.tableId,
+      ),
+    ).toEqual(was);
+    expect(await keptCount(table.tableId)).toBe("2");
   });
 
   it("runs in the background until stopped", async () => {

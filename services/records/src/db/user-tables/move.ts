@@ -87,14 +87,16 @@ async function moveLocked(tx: EntityManager, table: TableToMove): Promise<MoveOu
   if (state!.deleted) return { outcome: "deleted" };
   if (state!.pending) return { outcome: "pending" };
 
-  await applyDdl(
-    tx,
-    createTableSql(
+  // An unregistered user table is nobody's: none of the routes read or write it. One made by a
+  // late TableCreated (registerUserTableSql left it unregistered) has no columns.
+  await applyDdl(tx, [
+    `drop table if exists ${userTable(organizationId, tableId)}`,
+    ...createTableSql(
       organizationId,
       tableId,
       table.fields.map((field) => ({ ...field, id: BigInt(field.id) })),
     ),
-  );
+  ]);
   // applyDdl's lock timeout lasts until the commit; the chunks wait for rows as writes do.
   await query(tx, "set local lock_timeout to default");
 
