@@ -361,6 +361,21 @@ describe("a field's type change", () => {
     expect(await valuesOf(tableId, { ...to, id: f.id })).toEqual([42, 7.3, null, null, -0.5]);
   });
 
+  it("reaches every row of a table of more chunks than one, in row id order", async () => {
+    // Rows 1-25 hold their own number as text: read in the text's order ("10" before "9"), a
+    // chunk would end past rows it never read.
+    const f = field("text");
+    const texts = Array.from({ length: 25 }, (_, i) => String(i + 1));
+    const to = { type: "number" as const, options: {} };
+    for (const keepPrevious of [false, true]) {
+      const tableId = await tableOf(f, texts);
+      expect(
+        await changeFieldType(orm.em.fork(), change(tableId, f, to), { chunk: 4, keepPrevious }),
+      ).toEqual({ converted: 25 });
+      expect(await valuesOf(tableId, { ...to, id: f.id })).toEqual(texts.map(Number));
+    }
+  });
+
   it("refuses a change some value cannot take, naming the rows, and changes nothing", async () => {
     const f = field("text");
     const tableId = await tableOf(f, ["1", "one", "2", "two", "3"]);

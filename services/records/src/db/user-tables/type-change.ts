@@ -173,10 +173,12 @@ async function convertAll(
   for (let after = "0"; ; ) {
     const rows = await query<CellRow>(
       tx,
-      `select row_id::text, ${columnRead(plan.readType, plan.read)} as value,
-              ${columnRead("timestamptz", "created_at")} as created_at,
-              ${columnRead("timestamptz", "updated_at")} as updated_at
-       from ${plan.table} where row_id > $1::bigint order by row_id limit $2`,
+      // Ordered by the column, qualified: `order by row_id` would sort by the select list's
+      // text `row_id` ("10" before "9"), and a chunk would skip rows.
+      `select r.row_id::text, ${columnRead(plan.readType, `r.${plan.read}`)} as value,
+              ${columnRead("timestamptz", "r.created_at")} as created_at,
+              ${columnRead("timestamptz", "r.updated_at")} as updated_at
+       from ${plan.table} r where r.row_id > $1::bigint order by r.row_id limit $2`,
       [after, plan.settings.chunk],
     );
     const writes: { id: string; val: JsonValue }[] = [];
