@@ -39,6 +39,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
+import type { TableIndexes } from "./db/user-tables/indexes.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
   allocateRowIds,
@@ -155,13 +156,16 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open). `storage` says where the records are read from: the one jsonb record
- * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md).
+ * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md),
+ * whose `indexed` fields have an index (`TableIndexes.served`) that the page may take its order
+ * from, unless it counts every match of a filter exactly (it then reads them all, once).
  */
 export function listQuery(
   schema: TableSchema,
   params: Pick<ListParams, "limit" | "offset" | "where" | "sort"> &
     Partial<Pick<ListParams, "count">>,
   storage: Storage = "jsonb",
+  indexed: ReadonlySet<string> = new Set(),
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -174,9 +178,16 @@ export function listQuery(
   if (problems.length > 0) throw validationFailed(problems);
 
   const queryFields = queryFieldsOf(schema.fields);
-  const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r", storage });
   const jsonb = storage === "jsonb";
-  let filter = { sql: "true", params: [] as unknown[], readsData: false };
+  const count = params.count ?? "exact";
+  const indexOrdered = !jsonb && !(params.where !== "" && count === "exact");
+  const keys = sortKeys(queryFields, params.sort);
+  const order = orderTerms(keys, {
+    tableAlias: "r",
+    storage,
+    ...(indexOrdered ? { indexed } : {}),
+  });
+  let filter = { sql: "true", params: [] as unknown[], readsData: false, fieldIds: [] as string[] };
   if (params.where !== "") {
     try {
       filter = buildWhere(params.where, queryFields, {
@@ -191,23 +202,27 @@ export function listQuery(
   }
   const page = {
     filtered: params.where !== "",
-    filterReadsData: filter.readsData,
+    // The per-table storage's filters read columns only.
+    filterReadsData: filter.readsData && !indexOrdered,
     order,
     limit,
     offset: params.offset,
-    count: params.count ?? "exact",
+    count,
   };
   if (jsonb) {
     return {
       ...page,
+      indexCandidates: [],
       rows: RECORD_ROWS,
       matching: `from record r where r.table_id = $1 and ${filter.sql}`,
       params: [schema.tableId, ...filter.params],
     };
   }
   const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
+  const sorted = keys.flatMap((key) => (key.target.kind === "field" ? [key.target.field.id] : []));
   return {
     ...page,
+    indexCandidates: [...new Set([...filter.fieldIds, ...sorted])],
     rows,
     matching: `from ${rows.relation} r where ${filter.sql}`,
     params: filter.params,
@@ -370,6 +385,8 @@ export class Records {
       files: FileValues;
       /** Lists' statements, each alone on the read pool (its `statement_timeout` bounds them). */
       read: ReadStatement;
+      /** The per-table storage's field indexes, built as lists ask for them. */
+      indexes?: TableIndexes;
     },
   ) {}
 
@@ -523,7 +540,8 @@ export class Records {
    */
   async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
     const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const page = listQuery(schema, params);
+    const page = listQuery(schema, params, "jsonb", this.deps.indexes?.served(schema.tableId));
+    this.deps.indexes?.noteQuery(schema, page.indexCandidates);
     const fields = selectedFields(schema, params.fields);
     const found = await pageWithTotal(this.deps.read, page);
     if (found === "over_budget") throw pageTooLarge();

@@ -18,6 +18,7 @@ import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
+import { TableIndexes } from "./db/user-tables/indexes.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -75,12 +76,18 @@ export async function startRecords(
     config.FILES_GRPC_URL ? createServiceClient(FilesService, config.FILES_GRPC_URL) : undefined,
     config.INTERNAL_JWT_SECRET,
   );
+  const indexes = new TableIndexes({
+    em: orm.em,
+    schemaOf: (tableId) => schemas.fresh(tableId),
+    logger: deps.logger,
+  });
   const records = new Records({
     tx,
     access: new Access(schemas, authorizer),
     plans,
     files,
     read,
+    indexes,
   });
   const typeChanges = new TypeChanges(tx);
   const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
@@ -106,6 +113,7 @@ export async function startRecords(
           listenForOrganizationDeletion(orm, deps.bus, { cache: deps.cache, logger: deps.logger }),
       ],
       async close() {
+        await indexes.close();
         await relay.stop();
         await orm.close();
         await closeLists();

@@ -13,6 +13,7 @@ import {
   type StoredField,
 } from "./columns.js";
 import { applyDdl, DDL_LOCK, type DdlLockOptions } from "./ddl.js";
+import { cancelIndexBuildsSql, fieldIndexChangeSql } from "./indexes.js";
 import { fieldColumn, fieldShadowColumn, tableWriteLockKey, userTable } from "./names.js";
 
 /** A change of one field's type or options, in a user table. */
@@ -96,6 +97,7 @@ export async function changeFieldType(
     await applyDdl(
       em,
       [
+        cancelIndexBuildsSql(change.organizationId, change.tableId),
         `alter table ${table} drop column if exists ${shadow}`,
         `alter table ${table} add column ${shadow} ${target}`,
       ],
@@ -116,7 +118,22 @@ export async function changeFieldType(
         inPlace,
         settings,
       });
-      if (!inPlace) await swapIn(tx, table, change, settings.lock);
+      // The field's index goes with its old column, or when the field no longer has one on
+      // the same expression (indexes.ts); both take the table's lock only at the end.
+      const column = fieldColumn(to.id);
+      const alter = inPlace
+        ? fieldIndexChangeSql(change.organizationId, change.tableId, from, to)
+        : [
+            `alter table ${table} drop column if exists ${column}`,
+            `alter table ${table} rename column ${shadow} to ${column}`,
+          ];
+      if (alter.length > 0) {
+        await alterLast(
+          tx,
+          [cancelIndexBuildsSql(change.organizationId, change.tableId), ...alter],
+          settings.lock,
+        );
+      }
       return converted;
     });
     return { converted };
@@ -202,30 +219,26 @@ async function convertAll(
 }
 
 /**
- * The filled shadow column takes the field's place: the old column (if the field had one) is
- * dropped and the shadow renamed, in a savepoint that waits at most `lockTimeoutMs` for the
- * table's lock and is tried again, so the work of the fill is kept while reads finish.
+ * The last statements of a change that need the table's ACCESS EXCLUSIVE lock (the filled
+ * shadow column takes the field's place: the old column dropped, the shadow renamed; or the
+ * field's index dropped), in a savepoint that waits at most `lockTimeoutMs` for the lock and is
+ * tried again, so the work of the fill is kept while reads finish, and reads wait for the lock
+ * only from here to the commit.
  */
-async function swapIn(
+async function alterLast(
   tx: EntityManager,
-  table: string,
-  change: FieldTypeChange,
+  statements: readonly string[],
   lock: DdlLockOptions,
 ): Promise<void> {
-  const column = fieldColumn(change.to.id);
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
   for (let attempt = 1; ; attempt++) {
-    await query(tx, "savepoint swap_in");
+    await query(tx, "savepoint alter_last");
     try {
-      await query(tx, `alter table ${table} drop column if exists ${column}`);
-      await query(
-        tx,
-        `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
-      );
-      await query(tx, "release savepoint swap_in");
+      for (const statement of statements) await query(tx, statement);
+      await query(tx, "release savepoint alter_last");
       return;
     } catch (error) {
-      await query(tx, "rollback to savepoint swap_in");
+      await query(tx, "rollback to savepoint alter_last");
       if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
     }
   }
