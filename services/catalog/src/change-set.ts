@@ -1,4 +1,5 @@
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { AuditChange } from "@rowbase/kit";
 import {
@@ -19,7 +20,6 @@ import {
   AuditEvent_TargetSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
-
 import type { RecordsApply } from "./records-apply.js";
 
 export type AuditTargetType = "database" | "table" | "field";
@@ -42,6 +42,8 @@ export class ChangeSet extends BaseChangeSet {
 
   /** Events records applies, handed to it once this commits (`RecordsApply`). */
   private readonly forRecords: OutboxEntry[] = [];
+  /** Events records applies before this commits, handed to it in `beforeCommit`. */
+  private readonly forRecordsFirst: OutboxEntry[] = [];
 
   constructor(
     em: EntityManager,
@@ -59,7 +61,9 @@ export class ChangeSet extends BaseChangeSet {
   ): Promise<OutboxEntry> {
     const entry = await super.publish(subject, schema, init);
     const records = this.records;
-    if (records?.applies(subject)) {
+    const when = records?.applies(subject);
+    if (when === "before_commit") this.forRecordsFirst.push(entry);
+    if (records && when === "after_commit") {
       if (this.forRecords.length === 0) {
         // In the order written, each after the one before it, as the bus delivers them.
         this.afterCommit(async () => {
@@ -97,8 +101,23 @@ export class ChangeSet extends BaseChangeSet {
     });
   }
 
-  /** Raises the changed tables' schema versions; their cache entries are marked after the commit. */
+  /**
+   * Hands records the events it applies before the commit, in the order written (a failure
+   * rolls this back); raises the changed tables' schema versions, whose cache entries are
+   * marked after the commit.
+   */
   override async beforeCommit(): Promise<void> {
+    for (const event of this.forRecordsFirst.splice(0)) {
+      await this.records!.apply(event, this.context).catch((error: unknown) => {
+        throw new ConnectError(
+          "the records service could not apply the change; nothing was changed",
+          Code.Unavailable,
+          undefined,
+          undefined,
+          error,
+        );
+      });
+    }
     if (this.changedTables.size === 0) return;
     const tables = [...this.changedTables];
     const versions = await raiseSchemaVersions(this.em, tables);

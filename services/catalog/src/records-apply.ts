@@ -23,6 +23,23 @@ const APPLIED_BY_RECORDS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * The catalog events records applies before catalog commits them: a new table's user table and
+ * a new field's column exist by the time a client can write them. If records cannot, catalog
+ * does not commit. Applied again once committed they change nothing, and if catalog then fails
+ * to commit, a table or column nobody names is left behind, harmless.
+ */
+const APPLIED_BEFORE_COMMIT: ReadonlySet<string> = new Set([
+  SUBJECTS.tableCreated,
+  SUBJECTS.fieldCreated,
+]);
+
+/**
+ * How long catalog waits for records to apply an event before it commits: a new autonumber
+ * field numbers the table's records then.
+ */
+const BEFORE_COMMIT_TIMEOUT_MS = 8_000;
+
+/**
  * How long catalog waits for records to apply one event. The change is committed by then, and
  * the event reaches records through the bus anyway, so past this the route answers without it.
  * A type change's check may already have taken up to DEFAULT_RPC_TIMEOUT_MS (8 s): together they
@@ -32,8 +49,11 @@ const APPLY_TIMEOUT_MS = 1_500;
 
 /** Records' side of catalog's committed schema changes. */
 export interface RecordsApply {
-  /** Whether records applies events of this subject (and so should be handed them). */
-  applies(subject: string): boolean;
+  /**
+   * Whether records applies events of this subject (and so should be handed them), and when:
+   * before catalog commits the event, or after.
+   */
+  applies(subject: string): "before_commit" | "after_commit" | undefined;
   /**
    * Hands records a committed event, which it applies at once, before catalog's route answers:
    * so the client's next request sees its values converted, its choices renamed, its rows gone.
@@ -46,7 +66,12 @@ export interface RecordsApply {
 export function recordsApply(baseUrl: string, internalSecret: string): RecordsApply {
   const records = createServiceClient(RecordsService, baseUrl);
   return {
-    applies: (subject) => APPLIED_BY_RECORDS.has(subject),
+    applies: (subject) =>
+      APPLIED_BEFORE_COMMIT.has(subject)
+        ? "before_commit"
+        : APPLIED_BY_RECORDS.has(subject)
+          ? "after_commit"
+          : undefined,
     async apply(entry, context) {
       const options = await callAs(
         internalSecret,
@@ -55,7 +80,12 @@ export function recordsApply(baseUrl: string, internalSecret: string): RecordsAp
       );
       await records.applyCatalogEvent(
         { subject: entry.subject, payload: entry.payload, eventId: entry.eventId },
-        { ...options, timeoutMs: APPLY_TIMEOUT_MS },
+        {
+          ...options,
+          timeoutMs: APPLIED_BEFORE_COMMIT.has(entry.subject)
+            ? BEFORE_COMMIT_TIMEOUT_MS
+            : APPLY_TIMEOUT_MS,
+        },
       );
     },
   };

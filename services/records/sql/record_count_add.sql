@@ -7,7 +7,7 @@
 -- transaction holds that row (for update skip locked: it never waits, so writers never
 -- deadlock here), else to a new row of that slot. A table so has about one row per connection
 -- that wrote it; updates are in place (HOT), so the rows do not churn. The triggers of both
--- storages call it (record_count_change.sql, user_table_count_change.sql).
+-- storages call it (record_count_change.sql, user_table_rows_change.sql).
 create or replace function record_count_add(p_table_id bigint, p_delta bigint) returns void
 language plpgsql
 set search_path from current

@@ -40,6 +40,14 @@ import {
   renamesRepeatable,
   sweepDeletedField,
 } from "./db/schema-changes.js";
+import type { StoredTables } from "./db/user-tables/registry.js";
+import {
+  addUserTableField,
+  changeUserTableField,
+  createUserTable,
+  dropUserTableField,
+  dropUserTables,
+} from "./db/user-tables/schema-changes.js";
 import type { TableSchemas } from "./table-schema.js";
 import type { TypeChange, TypeChanges } from "./type-changes.js";
 
@@ -92,6 +100,7 @@ export class CatalogEvents {
       orm: Orm;
       schemas: TableSchemas;
       typeChanges: TypeChanges;
+      tables: StoredTables;
       logger: Logger;
     },
   ) {}
@@ -121,6 +130,7 @@ export class CatalogEvents {
     this.pendingTypeChanges.delete(message.id);
     this.renamedUpTo.delete(message.id);
     await this.deps.schemas.evict(...tablesNamed(message));
+    if (await this.applyToUserTables(message)) return;
     if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
     if (message.subject === SUBJECTS.fieldCreated) return this.numberExistingRecords(message);
     if (message.subject === SUBJECTS.fieldChoicesRenamed) return this.renameInChunks(message);
@@ -134,9 +144,84 @@ export class CatalogEvents {
     this.pendingTypeChanges.set(message.id, done);
   }
 
+  /**
+   * The event's change of a table stored in its user table (every new table), applied to it at
+   * once (each is the state to reach, so applied twice it ends the same); whether it was such a
+   * change. A deleted database's user tables are dropped here, its tables still stored in
+   * `record` lose their records as before.
+   */
+  private async applyToUserTables(message: BusMessage): Promise<boolean> {
+    const em = this.deps.orm.em.fork();
+    switch (message.subject) {
+      case SUBJECTS.tableCreated: {
+        const event = fromBinary(TableCreatedSchema, message.data);
+        await createUserTable(em, event);
+        return true;
+      }
+      case SUBJECTS.tableDeleted:
+      case SUBJECTS.databaseDeleted:
+        await dropUserTables(em, tablesNamed(message));
+        return false;
+      case SUBJECTS.fieldCreated: {
+        const event = fromBinary(FieldCreatedSchema, message.data);
+        const type = fieldLikeOf({ type: event.type });
+        if (!type || !(await this.deps.tables.inUserTable(event.tableId))) return false;
+        await addUserTableField(em, event, { id: event.fieldId, ...type });
+        return true;
+      }
+      case SUBJECTS.fieldDeleted: {
+        const event = fromBinary(FieldDeletedSchema, message.data);
+        if (!(await this.deps.tables.inUserTable(event.tableId))) return false;
+        await dropUserTableField(em, event, event.fieldId);
+        return true;
+      }
+      case SUBJECTS.fieldTypeChanged: {
+        const change = typeChangeOf(message);
+        if (!change || !(await this.deps.tables.inUserTable(change.scope.tableId))) return false;
+        // Converted by the check catalog asked for before it committed (CheckFieldTypeChange);
+        // this converts only what that did not reach.
+        const { refused } = await changeUserTableField(em, change.scope, {
+          from: { id: change.fieldId, ...change.from },
+          to: { id: change.fieldId, ...change.to },
+          required: "none",
+        });
+        if (refused) {
+          this.deps.logger.error(
+            { table_id: change.scope.tableId.toString(), field_id: change.fieldId.toString() },
+            `committed type change does not convert: ${refused.message}`,
+          );
+        }
+        return true;
+      }
+      case SUBJECTS.fieldChoicesRenamed: {
+        const event = fromBinary(ChoicesRenamedSchema, message.data);
+        const field = fieldLikeOf({ type: event.type, options: event.options });
+        if (!field || !(await this.deps.tables.inUserTable(event.tableId))) return false;
+        // Choices are stored by id: a rename needs nothing; a removed choice's values go.
+        await changeUserTableField(em, event, {
+          from: { id: event.fieldId, ...field },
+          to: { id: event.fieldId, ...field },
+          required: "none",
+        });
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** Whether the event changes a table stored in its user table (`applyToUserTables` did it). */
+  private async storedInUserTable(message: BusMessage): Promise<boolean> {
+    if (message.subject === SUBJECTS.tableCreated) return true;
+    if (!message.subject.startsWith("catalog.field.")) return false;
+    const [tableId] = tablesNamed(message);
+    return tableId !== undefined && this.deps.tables.inUserTable(tableId);
+  }
+
   /** Applies the event in the consumer's transaction `em`; the eviction follows the commit. */
   async apply(em: EntityManager, message: BusMessage): Promise<AfterCommit> {
     const tables = tablesNamed(message);
+    if (await this.storedInUserTable(message)) return () => this.deps.schemas.evict(...tables);
     switch (message.subject) {
       case SUBJECTS.tableDeleted:
       case SUBJECTS.databaseDeleted:

@@ -17,6 +17,7 @@ import {
   notProcessed,
   tablesWithRecords,
 } from "./db/schema-changes.js";
+import { dropOrganizationTables } from "./db/user-tables/schema-changes.js";
 
 /** The durable consumer, also its name in `processed_event`. */
 export const ORG_DELETED_CONSUMER = "records_org_deleted";
@@ -57,6 +58,7 @@ export function listenForOrganizationDeletion(
     async (em, message) => {
       const event = fromBinary(OrganizationDeletedSchema, message.data);
       await markOrganizationGone(em, event.organizationId);
+      await dropOrganizationTables(em, event.organizationId);
       const chunked = before.get(message.id) ?? { tableIds: [], deleted: 0 };
       before.delete(message.id);
       const deleted =

@@ -1,8 +1,9 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   type Call,
-  query,
+  hasSqlState,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
   RECORD_LIMIT_MAX,
@@ -25,6 +26,7 @@ import {
 } from "./db/create-gate.js";
 import {
   type CountMode,
+  findHome,
   findRecord,
   findRecords,
   lockRecordsForWrite,
@@ -32,7 +34,7 @@ import {
   pageWithTotal,
   readRecordVersion,
 } from "./db/reads.js";
-import { RECORD_ROWS, RecordsTooLarge } from "./db/rows.js";
+import { RECORD_ROWS, RecordsTooLarge, type TableRows } from "./db/rows.js";
 import {
   type CheckedMark,
   notePendingWrites,
@@ -40,6 +42,7 @@ import {
   pendingTypeChanges,
 } from "./db/schema-changes.js";
 import type { TableIndexes } from "./db/user-tables/indexes.js";
+import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
   allocateRowIds,
@@ -252,6 +255,28 @@ class PendingChanges extends Error {}
 /** Tries a write makes before it gives up with Unavailable (each stale one is a race lost). */
 const WRITE_ATTEMPTS = 3;
 
+/**
+ * What PostgreSQL answers a statement built from an older schema than the table's user table:
+ * a column or table that is gone, or a value of a column's old type (undefined_column,
+ * undefined_table, datatype_mismatch, undefined_function, invalid_text_representation,
+ * invalid_datetime_format, datetime_field_overflow). Values are checked against the schema
+ * before they are sent, so within one schema none of these can happen.
+ */
+const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008"];
+
+function schemaMismatch(error: unknown): boolean {
+  return SCHEMA_MISMATCH.some((state) => hasSqlState(error, state));
+}
+
+/**
+ * Waits a little before a call retries with the schema read again: a schema change reaches the
+ * user table just before catalog commits it, so for a few milliseconds catalog still answers
+ * the schema the statement failed on.
+ */
+function beforeRetry(attempt: number): Promise<void> {
+  return sleep(25 * attempt);
+}
+
 /** Why a create's gate refused it (thrown, so that a transaction rolls back). */
 function refusedCreate(outcome: Exclude<GateOutcome, "ok">) {
   if (outcome === "stale") return new StaleSchema("the table's fields changed");
@@ -385,10 +410,36 @@ export class Records {
       files: FileValues;
       /** Lists' statements, each alone on the read pool (its `statement_timeout` bounds them). */
       read: ReadStatement;
+      /** Which storage holds each table's records. */
+      tables: StoredTables;
       /** The per-table storage's field indexes, built as lists ask for them. */
       indexes?: TableIndexes;
     },
   ) {}
+
+  /**
+   * Reads with `read` against the table's schema; when PostgreSQL answers that the statement's
+   * schema is older than the table's user table, once more with the schema read again from
+   * catalog.
+   */
+  private async reading<T>(
+    call: Call,
+    table: TableRef,
+    read: (schema: TableSchema, rows: TableRows) => Promise<T>,
+  ): Promise<T> {
+    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await read(schema, await this.deps.tables.rowsOf(schema));
+      } catch (error) {
+        if (!schemaMismatch(error) || attempt === WRITE_ATTEMPTS) throw error;
+      }
+      await beforeRetry(attempt);
+      ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read", {
+        fresh: true,
+      }));
+    }
+  }
 
   /**
    * Creates records in request order. Every bad value of every record is
@@ -411,12 +462,16 @@ export class Records {
       try {
         return await this.createWith(call, schema, inputs, batch, fresh, pending);
       } catch (error) {
-        if (!(error instanceof StaleSchema || error instanceof PendingChanges)) throw error;
+        const mismatch = schemaMismatch(error);
+        if (!(error instanceof StaleSchema || error instanceof PendingChanges || mismatch)) {
+          throw error;
+        }
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
         if (error instanceof PendingChanges) {
           pending = await pendingTypeChanges(this.deps.tx.em(), schema.tableId);
           continue;
         }
+        if (mismatch) await beforeRetry(attempt);
       }
       // The table's fields changed after `schema` was read (see the gate's `stale`, and
       // `takeAutonumbers` for a deleted autonumber field): read it again from catalog.
@@ -456,6 +511,7 @@ export class Records {
     }
     if (items.length > 0) throw validationFailed(items);
     const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
+    const rows = await this.deps.tables.rowsOf(schema);
     const datas = checked.map((values) => applyValues({}, values));
     const autonumbers = schema.fields.filter((field) => field.type === "autonumber");
     const gate = {
@@ -474,17 +530,19 @@ export class Records {
     const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
     if (autonumbers.length === 0 && marks.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
+        // Measured before row ids are taken: a refusal for size takes none.
+        rows.dataParam(datas);
         const rowIds = await allocateRowIds(changes.em, datas.length);
-        const rows = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
-        auditCreated(changes, schema, rows);
-        const created = await createRecords(
+        const created = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
+        auditCreated(changes, schema, created);
+        const outcome = await createRecords(
           changes.em,
-          { ...gate, actor: actorName(call.principal) },
-          rows,
+          { ...gate, actor: actorName(call.principal), rows },
+          created,
           changes.takeEvents(),
         ).catch(tooLarge);
-        if (created.outcome !== "ok") throw refusedCreate(created.outcome);
-        return { schema, records: created.records, files: new Map() };
+        if (outcome.outcome !== "ok") throw refusedCreate(outcome.outcome);
+        return { schema, records: outcome.records, files: new Map() };
       });
     }
 
@@ -505,6 +563,7 @@ export class Records {
           tableId: schema.tableId,
           organizationId: schema.organizationId,
           actor: actorName(call.principal),
+          rows,
         },
         datas,
       ).catch(tooLarge);
@@ -525,9 +584,11 @@ export class Records {
 
   /** A record with the fields `fields` selects, all when it is empty. */
   async get(call: Call, table: TableRef, rowId: bigint, fieldList = ""): Promise<RecordView> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const fields = selectedFields(schema, fieldList);
-    const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId);
+    const { schema, fields, record } = await this.reading(call, table, async (schema, rows) => {
+      const fields = selectedFields(schema, fieldList);
+      const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId, rows);
+      return { schema, fields, record };
+    });
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
     return { schema, record, fields, files };
@@ -539,11 +600,18 @@ export class Records {
    * more than PAGE_MAX_BYTES of values is refused: PostgreSQL never sends it.
    */
   async list(call: Call, table: TableRef, params: ListParams): Promise<ListView> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
-    const page = listQuery(schema, params, "jsonb", this.deps.indexes?.served(schema.tableId));
-    this.deps.indexes?.noteQuery(schema, page.indexCandidates);
-    const fields = selectedFields(schema, params.fields);
-    const found = await pageWithTotal(this.deps.read, page);
+    const { schema, page, fields, found } = await this.reading(
+      call,
+      table,
+      async (schema, rows) => {
+        const storage = rows === RECORD_ROWS ? "jsonb" : "columns";
+        const indexes = this.deps.indexes;
+        const page = listQuery(schema, params, storage, indexes?.served(schema.tableId));
+        indexes?.noteQuery(schema, page.indexCandidates);
+        const fields = selectedFields(schema, params.fields);
+        return { schema, page, fields, found: await pageWithTotal(this.deps.read, page) };
+      },
+    );
     if (found === "over_budget") throw pageTooLarge();
     const { records, total, estimated, hasMore } = found;
     const files = await this.deps.files.of(
@@ -576,8 +644,10 @@ export class Records {
       try {
         return await this.updateWith(call, schema, patches, batch);
       } catch (error) {
-        if (!(error instanceof StaleSchema)) throw error;
+        const mismatch = schemaMismatch(error);
+        if (!(error instanceof StaleSchema || mismatch)) throw error;
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
+        if (mismatch) await beforeRetry(attempt);
       }
       // A field the update writes was deleted after `schema` was read (`write_gate`'s `stale`):
       // read it again from catalog.
@@ -621,17 +691,27 @@ export class Records {
     // refuses the request with nothing written instead of failing after the commit.
     const rowIds = patches.map((patch) => patch.rowId);
     const files = await this.deps.files.of(schema.fields, rowIds, call.requestId);
+    const rows = await this.deps.tables.rowsOf(schema);
     if (!batch && patches.length === 1) {
-      const updated = await this.updateOneAsRead(call, schema, patches[0]!.rowId, checked[0]!);
+      const updated = await this.updateOneAsRead(
+        call,
+        schema,
+        rows,
+        patches[0]!.rowId,
+        checked[0]!,
+      );
       if (updated) return { schema, records: [updated], files };
     }
 
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const locked = await lockRecordsForWrite(em, schema.tableId, rowIds, {
-        fields: fieldsWritten(checked),
-        pendingChecked: [],
-      });
+      const locked = await lockRecordsForWrite(
+        em,
+        schema.tableId,
+        rowIds,
+        { fields: fieldsWritten(checked), pendingChecked: [] },
+        rows,
+      );
       if (locked === "over_budget") throw batchTooLarge("records", "update");
       const { records: found, outcome } = locked;
       if (found.length !== rowIds.length) throw recordNotFound();
@@ -669,9 +749,13 @@ export class Records {
       });
       const written =
         writes.length > 0
-          ? await writeRecords(em, actorName(call.principal), writes, changes.takeEvents()).catch(
-              (error) => refusedSize(error, batch, (index) => writes[index]!.index),
-            )
+          ? await writeRecords(
+              em,
+              actorName(call.principal),
+              writes,
+              changes.takeEvents(),
+              rows,
+            ).catch((error) => refusedSize(error, batch, (index) => writes[index]!.index))
           : [];
       for (const after of written) byId.set(after.rowId, after);
       return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };
@@ -691,10 +775,11 @@ export class Records {
   private async updateOneAsRead(
     call: Call,
     schema: TableSchema,
+    rows: TableRows,
     rowId: bigint,
     values: CheckedValues,
   ): Promise<StoredRecord | undefined> {
-    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId);
+    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId, rows);
     if (!read) throw recordNotFound();
     const data = applyValues(read.record.data, values);
     const changed = valueChanges(schema.fields, read.record.data, data);
@@ -708,6 +793,7 @@ export class Records {
         actor: actorName(call.principal),
         data,
         fields: fieldsWritten([values]),
+        rows,
       };
       return writeRecordIfUnchanged(changes.em, write, changes.takeEvents()).catch((error) =>
         refusedSize(error, false, (index) => index),
@@ -725,25 +811,48 @@ export class Records {
     rawRowIds: readonly bigint[],
     batch: boolean,
   ): Promise<bigint[]> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
     if (batch) {
       const problem = batchSizeProblem("row_ids", rawRowIds.length, "ids");
       if (problem) throw validationFailed([problem]);
     }
     const rowIds = [...new Set(rawRowIds)];
-    if (rowIds.length === 1 && (await this.deleteOneAsRead(call, schema, rowIds[0]!))) {
-      return rowIds;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deleteWith(call, schema, rowIds);
+      } catch (error) {
+        if (!schemaMismatch(error)) throw error;
+        if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
+      }
+      // A deleted field's column or a converted one, or the table itself, went after `schema`
+      // was read: read it again from catalog (a deleted table is then table_not_found).
+      await beforeRetry(attempt);
+      ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
+        fresh: true,
+      }));
+    }
+  }
+
+  /** `delete` against one schema. */
+  private async deleteWith(
+    call: Call,
+    schema: TableSchema,
+    rowIds: readonly bigint[],
+  ): Promise<bigint[]> {
+    const rows = await this.deps.tables.rowsOf(schema);
+    if (rowIds.length === 1 && (await this.deleteOneAsRead(call, schema, rows, rowIds[0]!))) {
+      return [...rowIds];
     }
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const found = await findRecords(em, schema.tableId, rowIds, { lock: true });
+      const found = await findRecords(em, schema.tableId, rowIds, { lock: true }, rows);
       if (found === "over_budget") throw batchTooLarge("row_ids", "delete");
       if (found.length !== rowIds.length) throw recordNotFound();
-      await deleteRecords(em, schema.tableId, rowIds);
+      await deleteRecords(em, schema.tableId, rowIds, rows);
       await this.announceDeletion(changes, schema, found);
       // Last, with the events, as in create: the usage row stays locked until the commit.
       await releaseRecords(em, schema.organizationId, found.length, changes.takeEvents());
-      return rowIds;
+      return [...rowIds];
     });
   }
 
@@ -754,8 +863,13 @@ export class Records {
    * holds the values read). False when that statement deleted nothing (the record changed or
    * went in between): `delete` then deletes in a transaction, which locks what it reads.
    */
-  private async deleteOneAsRead(call: Call, schema: TableSchema, rowId: bigint): Promise<boolean> {
-    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId);
+  private async deleteOneAsRead(
+    call: Call,
+    schema: TableSchema,
+    rows: TableRows,
+    rowId: bigint,
+  ): Promise<boolean> {
+    const read = await readRecordVersion(this.deps.tx.em(), schema.tableId, rowId, rows);
     if (!read) throw recordNotFound();
     return this.deps.tx.once(call, async (changes) => {
       await this.announceDeletion(changes, schema, [read.record]);
@@ -764,6 +878,7 @@ export class Records {
         organizationId: schema.organizationId,
         rowId,
         version: read.version,
+        rows,
       };
       return deleteRecordIfUnchanged(changes.em, target, changes.takeEvents());
     });
@@ -797,12 +912,8 @@ export class Records {
 
   /** Internal: where a record lives. */
   async resolve(rowId: bigint): Promise<{ tableId: bigint; organizationId: bigint }> {
-    const rows = await query<{ table_id: string; organization_id: string }>(
-      this.deps.tx.em(),
-      "select table_id, organization_id from record where row_id = $1",
-      [rowId],
-    );
-    if (!rows[0]) throw recordNotFound();
-    return { tableId: BigInt(rows[0].table_id), organizationId: BigInt(rows[0].organization_id) };
+    const home = await findHome(this.deps.tx.em(), rowId);
+    if (!home) throw recordNotFound();
+    return home;
   }
 }

@@ -19,6 +19,7 @@ import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
 import { TableIndexes } from "./db/user-tables/indexes.js";
+import { StoredTables } from "./db/user-tables/registry.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -76,6 +77,7 @@ export async function startRecords(
     config.FILES_GRPC_URL ? createServiceClient(FilesService, config.FILES_GRPC_URL) : undefined,
     config.INTERNAL_JWT_SECRET,
   );
+  const tables = new StoredTables(() => tx.em());
   const indexes = new TableIndexes({
     em: orm.em,
     schemaOf: (tableId) => schemas.fresh(tableId),
@@ -87,10 +89,17 @@ export async function startRecords(
     plans,
     files,
     read,
+    tables,
     indexes,
   });
-  const typeChanges = new TypeChanges(tx);
-  const catalogEvents = new CatalogEvents({ orm, schemas, typeChanges, logger: deps.logger });
+  const typeChanges = new TypeChanges(tx, tables);
+  const catalogEvents = new CatalogEvents({
+    orm,
+    schemas,
+    typeChanges,
+    tables,
+    logger: deps.logger,
+  });
   relay.start();
   return serveService(
     config,

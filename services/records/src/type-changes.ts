@@ -23,6 +23,8 @@ import {
   markTypeChangePending,
   notProcessed,
 } from "./db/schema-changes.js";
+import type { StoredTables } from "./db/user-tables/registry.js";
+import { changeUserTableField } from "./db/user-tables/schema-changes.js";
 import {
   conversionProblem,
   convertedValue,
@@ -96,7 +98,10 @@ function cellOf(row: CellRow): StoredCell {
  * use the field-type registry's `convertValue`, the one place for conversion rules.
  */
 export class TypeChanges {
-  constructor(private readonly tx: Transactions) {}
+  constructor(
+    private readonly tx: Transactions,
+    private readonly tables: StoredTables,
+  ) {}
 
   /**
    * Refuses with field_type_change_invalid when a stored value of the field does not convert to
@@ -133,6 +138,27 @@ export class TypeChanges {
     // made optional again, its marks are lifted, until the change is released.
     const converts = from.type !== to.type || !sameJson(from.options ?? {}, to.options ?? {});
     const rule: RequiredRule = !required ? "none" : field.required ? "kept" : "made";
+    const userTable = await this.tables.userTableOf(field.tableId);
+    if (userTable) {
+      // A table in its own user table is converted here, before catalog commits the change:
+      // the client's next request sees it, and a refusal leaves both unchanged. No mark holds
+      // writes: the conversion holds the table's writes itself, and a write of the old type
+      // that lands in between is refused by its column and retried with the new schema.
+      if (!converts && rule !== "made") return [];
+      const { refused } = await changeUserTableField(this.tx.em(), userTable, {
+        from: { id: field.fieldId, ...from },
+        to: { id: field.fieldId, ...to },
+        required: rule,
+      });
+      if (refused) {
+        throw fieldTypeChangeInvalid({
+          row_ids: JSON.stringify(refused.rowIds.map(Number)),
+          count: String(refused.count),
+          message: refused.message,
+        });
+      }
+      return [];
+    }
     const target = {
       tableId: field.tableId,
       fieldId: field.fieldId,

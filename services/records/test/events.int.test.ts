@@ -29,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CATALOG_CONSUMER, CatalogEvents } from "../src/catalog-events.js";
 import { Transactions } from "../src/change-set.js";
 import { clearTypeChangePending, markTypeChangePending } from "../src/db/schema-changes.js";
+import { StoredTables } from "../src/db/user-tables/registry.js";
 import { createRecordsOrm } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
 import { TypeChanges } from "../src/type-changes.js";
@@ -127,10 +128,12 @@ async function replay(messages: BusMessage[], meanwhile?: () => Promise<void>): 
       SECRET,
       h.logger,
     );
+    const tables = new StoredTables(() => orm.em.fork());
     const consumer = new CatalogEvents({
       orm,
       schemas,
-      typeChanges: new TypeChanges(tx),
+      typeChanges: new TypeChanges(tx, tables),
+      tables,
       logger: h.logger,
     });
     for (const message of messages) {

@@ -100,6 +100,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "PendingWritesAsChanged",
     "TimestampIndexes",
     "DropCreateGateOverloads",
+    "UserTables",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

@@ -6,6 +6,6 @@ export const SQL_FILES = [
   "record_count_change.sql",
   "reserve_records.sql",
   "take_records.sql",
-  "user_table_count_change.sql",
+  "user_table_rows_change.sql",
   "write_gate.sql",
 ];

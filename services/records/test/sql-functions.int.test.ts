@@ -109,7 +109,7 @@ describe("records' SQL functions", () => {
       "record_count_change()",
       "reserve_records(bigint,bigint,bigint)",
       "take_records(bigint,bigint,bigint)",
-      "user_table_count_change()",
+      "user_table_rows_change()",
       "write_gate(bigint,bigint[],bigint[])",
     ]);
     expect(fromFresh.triggers).toEqual([

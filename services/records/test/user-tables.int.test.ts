@@ -20,7 +20,7 @@ import {
 } from "../src/db/user-tables/ddl.js";
 import { fieldColumn, tableWriteLockKey, userTable } from "../src/db/user-tables/names.js";
 import { changeFieldType, type FieldTypeChange } from "../src/db/user-tables/type-change.js";
-import { numberRowsSql, removeChoicesSql } from "../src/db/user-tables/value-changes.js";
+import { keepChoicesSql, numberRowsSql } from "../src/db/user-tables/value-changes.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 // The per-table storage's DDL and value encoding against a real PostgreSQL: every field type's
@@ -501,8 +501,8 @@ describe("changes of a field's values that follow its options", () => {
     ).map((row) => [columnValue(f, row.v), row.version]);
 
   it("clears removed choices, keeping a multi select's others in order, writing only those rows", async () => {
-    await run(removeChoicesSql(organizationId, tableId, one.id, false), [["ch_a", "ch_c"]]);
-    await run(removeChoicesSql(organizationId, tableId, many.id, true), [["ch_a", "ch_c"]]);
+    await run(keepChoicesSql(organizationId, tableId, one.id, false), [["ch_b"]]);
+    await run(keepChoicesSql(organizationId, tableId, many.id, true), [["ch_b"]]);
     // Each row holding a removed choice is written once per field it held one in.
     expect(await values(one)).toEqual([
       [null, 3],

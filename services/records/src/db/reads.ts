@@ -3,7 +3,13 @@
 // answered within PAGE_MAX_BYTES.
 
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { PAGE_MAX_BYTES, query, RECORD_MAX_BYTES, type ReadStatement } from "@rowbase/kit";
+import {
+  hasSqlState,
+  PAGE_MAX_BYTES,
+  query,
+  RECORD_MAX_BYTES,
+  type ReadStatement,
+} from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
 import { type OrderTerm, orderBySql } from "../query/index.js";
 import type { WriteGate, WriteGateOutcome } from "./create-gate.js";
@@ -15,6 +21,7 @@ import {
   type TableRows,
   toStored,
 } from "./rows.js";
+import { userTable } from "./user-tables/names.js";
 
 /**
  * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
@@ -356,4 +363,41 @@ export async function readRecordVersion(
   const { sql, params, prepare } = recordVersionStatement(tableId, rowId, table);
   const [row] = await query<RecordRow & { version: string }>(em, sql, params, { prepare });
   return row && { record: toStored(row), version: row.version };
+}
+
+/**
+ * The table and organization of the record with this row id, in whichever storage holds it;
+ * undefined when there is none. A user table's row ids are found through the ranges its inserts
+ * noted (`row_range`, sql/user_table_rows_change.sql), and the row is then read, since a deleted
+ * row's range stays.
+ */
+export async function findHome(
+  em: EntityManager,
+  rowId: bigint,
+): Promise<{ tableId: bigint; organizationId: bigint } | undefined> {
+  const homes = await query<{ table_id: string; organization_id: string; stored: boolean }>(
+    em,
+    `select table_id, organization_id, true as stored from record where row_id = $1
+     union all
+     select u.table_id, u.organization_id, false from row_range r join user_table u using (table_id)
+     where r.ids @> $1::bigint`,
+    [rowId],
+    { prepare: true },
+  );
+  for (const home of homes) {
+    const found = { tableId: BigInt(home.table_id), organizationId: BigInt(home.organization_id) };
+    if (home.stored) return found;
+    try {
+      const rows = await query(
+        em,
+        `select 1 from ${userTable(found.organizationId, found.tableId)} where row_id = $1`,
+        [rowId],
+      );
+      if (rows.length > 0) return found;
+    } catch (error) {
+      // The table was dropped since its range was read.
+      if (!hasSqlState(error, "42P01")) throw error;
+    }
+  }
+  return undefined;
 }

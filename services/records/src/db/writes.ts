@@ -12,8 +12,7 @@ import {
 import type { StoredRecord } from "../domain/record-output.js";
 import {
   byRowId,
-  columnsButData,
-  dataArrayJson,
+  epochMs,
   RECORD_ROWS,
   type RecordRow,
   type Statement,
@@ -43,30 +42,46 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
 }
 
 /**
- * Inserts records in the given order; the result is in the same order (identities are assigned
- * in the order of the ordered select).
+ * Inserts records in the given order, with new row ids (`allocateRowIds`); the result is in the
+ * same order. For a create of several statements: the one-statement create is
+ * `createRecordsStatement`.
  */
 export async function insertRecords(
   em: EntityManager,
-  target: { tableId: bigint; organizationId: bigint; actor: string },
+  target: { tableId: bigint; organizationId: bigint; actor: string; rows: TableRows },
   datas: readonly JsonObject[],
 ): Promise<StoredRecord[]> {
   // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
   // array literal, escaping every quote of every record), and the data not read back: it is
-  // what was sent. Identity values are taken in the order the rows are inserted, `n`'s order,
-  // so the returned rows in row_id order are `datas` in order.
-  const rows = await query<Omit<RecordRow, "data">>(
+  // what was sent. The rows of one statement share their times (`now()`).
+  const data = target.rows.dataParam(datas);
+  const rowIds = await allocateRowIds(em, datas.length);
+  const insert = target.rows.insert({
+    tableId: "$1",
+    organizationId: "$2",
+    actor: "$3",
+    ids: "$4",
+    data: "$5",
+    condition: "true",
+  });
+  const [times] = await query<{ created_ms: number; updated_ms: number }>(
     em,
-    `insert into record (table_id, organization_id, data, created_by, updated_by)
-     select $1, $2, item.data, $3, $3
-     from jsonb_array_elements($4::jsonb) with ordinality as item(data, n)
-     order by item.n
-     returning ${columnsButData()}`,
-    [target.tableId, target.organizationId, target.actor, dataArrayJson(datas)],
+    // The ids are selected too: a user table's insert does not name them, and PostgreSQL must
+    // know every parameter's type.
+    `with inserted as (${insert})
+     select $1::bigint as table_id, $2::bigint as organization_id,
+       ${epochMs("min(created_at)")} as created_ms, ${epochMs("min(updated_at)")} as updated_ms
+     from inserted`,
+    [target.tableId, target.organizationId, target.actor, rowIds, data],
     { prepare: true },
   );
-  const stored = rows.map((row) => toStored({ ...row, data: {} })).sort(byRowId);
-  return stored.map((record, index) => ({ ...record, data: datas[index] as JsonObject }));
+  return rowIds.map((rowId, index) => ({
+    rowId,
+    tableId: target.tableId,
+    data: datas[index] as JsonObject,
+    createdAt: new Date(times!.created_ms),
+    updatedAt: new Date(times!.updated_ms),
+  }));
 }
 
 /**

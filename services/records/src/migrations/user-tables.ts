@@ -6,6 +6,10 @@ import { Migration } from "@mikro-orm/migrations";
  * than in `record`. A table gets its row in the transaction that creates its user table, and
  * keeps it until the user table is dropped: a table with no row here is still stored in
  * `record`, until the upgrade moves it.
+ *
+ * `row_range`: the row ids each user table holds, as ranges of consecutive ids (its insert
+ * trigger writes them, sql/user_table_rows_change.sql), so that a row id alone finds its table:
+ * the file routes name a record by its row id. GiST serves "which range holds this id".
  */
 export class UserTables extends Migration {
   override up() {
@@ -16,6 +20,13 @@ export class UserTables extends Migration {
         created_at timestamptz not null default now()
       );
       create index user_table_organization on user_table (organization_id);
+
+      create table row_range (
+        table_id bigint not null,
+        ids int8range not null
+      );
+      create index row_range_ids on row_range using gist (ids);
+      create index row_range_table on row_range (table_id);
     `);
   }
 }

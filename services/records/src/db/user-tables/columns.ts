@@ -139,3 +139,10 @@ export function columnFromJson(type: ColumnType, json: string): string {
       return `(${json} #>> '{}')::${type}`;
   }
 }
+
+/** SQL that holds when a column of this type holds an empty value (none, `''`, `{}`). */
+export function isEmptyColumnSql(type: ColumnType, column: string): string {
+  if (type === "text") return `(${column} is null or ${column} = '')`;
+  if (type === "text[]") return `(${column} is null or cardinality(${column}) = 0)`;
+  return `${column} is null`;
+}

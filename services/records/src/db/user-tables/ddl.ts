@@ -24,6 +24,8 @@ export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
     `drop schema if exists ${organizationSchema(organizationId)} cascade`,
     `delete from record_count where table_id in
        (select table_id from user_table where organization_id = ${idText(organizationId)})`,
+    `delete from row_range where table_id in
+       (select table_id from user_table where organization_id = ${idText(organizationId)})`,
     `delete from user_table where organization_id = ${idText(organizationId)}`,
   ];
 }
@@ -66,23 +68,24 @@ export function createTableSql(
      )`,
     `create index if not exists ${userTableIndex(tableId, "created")} on ${table} (created_at, row_id)`,
     `create index if not exists ${userTableIndex(tableId, "updated")} on ${table} (updated_at, row_id)`,
-    ...countTriggerSql(table, tableId),
+    ...rowTriggersSql(table, tableId),
   ];
 }
 
 /**
- * The two triggers that keep the table's record count (sql/user_table_count_change.sql), so that
- * an unfiltered list's exact total is read from `record_count` instead of counted.
+ * The two triggers that keep the table's record count and the ranges of its row ids
+ * (sql/user_table_rows_change.sql): an unfiltered list's exact total is read from
+ * `record_count` instead of counted, and a row id alone finds its table through `row_range`.
  */
-function countTriggerSql(table: string, tableId: bigint): string[] {
+function rowTriggersSql(table: string, tableId: bigint): string[] {
   const id = tableId.toString();
   return [
     `create or replace trigger count_insert after insert on ${table}
        referencing new table as new_rows
-       for each statement execute function user_table_count_change('${id}')`,
+       for each statement execute function user_table_rows_change('${id}')`,
     `create or replace trigger count_delete after delete on ${table}
        referencing old table as old_rows
-       for each statement execute function user_table_count_change('${id}')`,
+       for each statement execute function user_table_rows_change('${id}')`,
   ];
 }
 
@@ -92,6 +95,7 @@ export function dropTableSql(organizationId: bigint, tableId: bigint): string[] 
     cancelIndexBuildsSql(organizationId, tableId),
     `drop table if exists ${userTable(organizationId, tableId)}`,
     `delete from record_count where table_id = ${idText(tableId)}`,
+    `delete from row_range where table_id = ${idText(tableId)}`,
     `delete from user_table where table_id = ${idText(tableId)}`,
   ];
 }

@@ -6,11 +6,11 @@ import { fieldColumn, userTable } from "./names.js";
  */
 
 /**
- * Clears removed choices from a select field's values: a single select that holds one becomes
- * empty, a multi select keeps its other choices in their order. Parameter `$1`: the removed
- * choice ids (`text[]`). Only the rows holding one are written.
+ * Clears the choices a select field no longer has from its values: a single select that holds
+ * one becomes empty, a multi select keeps its other choices in their order. Parameter `$1`: the
+ * ids of the choices the field keeps (`text[]`). Only the rows holding another are written.
  */
-export function removeChoicesSql(
+export function keepChoicesSql(
   organizationId: bigint,
   tableId: bigint,
   fieldId: bigint,
@@ -21,11 +21,11 @@ export function removeChoicesSql(
   return multiple
     ? `update ${table} set ${column} = array(
          select c from unnest(${column}) with ordinality as u(c, n)
-         where c <> all ($1::text[]) order by n
+         where c = any ($1::text[]) order by n
        ), version = version + 1
-       where ${column} && $1::text[]`
+       where not (${column} <@ $1::text[])`
     : `update ${table} set ${column} = null, version = version + 1
-       where ${column} = any ($1::text[])`;
+       where ${column} <> all ($1::text[])`;
 }
 
 /**

@@ -1,0 +1,235 @@
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { query } from "@rowbase/kit";
+import { choicesOf, isSelectType } from "@rowbase/kit/field-types";
+import type { RequiredRule } from "../../domain/type-change.js";
+import { markTablesDeleted } from "../schema-changes.js";
+import { columnTypeOf, isEmptyColumnSql, type StoredField } from "./columns.js";
+import {
+  addFieldSql,
+  applyDdl,
+  createTableSql,
+  dropFieldSql,
+  dropOrganizationSchemaSql,
+  dropTableSql,
+  registerUserTableSql,
+} from "./ddl.js";
+import { fieldColumn, tableWriteLockKey, userTable } from "./names.js";
+import { type ConversionRefusal, changeFieldType } from "./type-change.js";
+import { keepChoicesSql, numberRowsSql } from "./value-changes.js";
+
+/**
+ * Catalog's schema changes as they reach a user table: each is the state to reach (a table that
+ * exists, a column of a type, a column that is gone), so applying one twice ends the same, and
+ * the copy the bus delivers after the hand-off (ApplyCatalogEvent) finds nothing left to do.
+ */
+
+/** A user table, as catalog's events name it. */
+export interface UserTableRef {
+  organizationId: bigint;
+  tableId: bigint;
+}
+
+/** Makes a new table's user table (without columns: its fields follow as FieldCreated). */
+export async function createUserTable(em: EntityManager, table: UserTableRef): Promise<void> {
+  await applyDdl(em, [
+    ...createTableSql(table.organizationId, table.tableId, []),
+    registerUserTableSql(table.organizationId, table.tableId),
+  ]);
+}
+
+/**
+ * A new field's column. A new autonumber field numbers the table's rows in creation order, in
+ * a transaction holding the table's write lock: creates wait, and the ones after it number
+ * themselves from the field's counter, which it starts. Done once: a repeat finds the counter.
+ */
+export async function addUserTableField(
+  em: EntityManager,
+  table: UserTableRef,
+  field: StoredField,
+): Promise<void> {
+  await applyDdl(em, addFieldSql(table.organizationId, table.tableId, field));
+  if (field.type !== "autonumber") return;
+  await em.transactional(async (tx) => {
+    await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      tableWriteLockKey(table.tableId),
+    ]);
+    const [started] = await query<{ count: string }>(
+      tx,
+      `insert into autonumber_counter (table_id, field_id, last_value)
+       select $1, $2, count(*) from ${userTable(table.organizationId, table.tableId)}
+       on conflict (table_id, field_id) do nothing
+       returning last_value::text as count`,
+      [table.tableId, field.id],
+    );
+    if (!started) return;
+    await query(tx, numberRowsSql(table.organizationId, table.tableId, field.id), [0]);
+  });
+}
+
+/** Drops a deleted field's column; its autonumber counter, if any, numbers no more. */
+export async function dropUserTableField(
+  em: EntityManager,
+  table: UserTableRef,
+  fieldId: bigint,
+): Promise<void> {
+  await applyDdl(em, [
+    ...dropFieldSql(table.organizationId, table.tableId, fieldId),
+    `update autonumber_counter set deleted = true
+     where table_id = ${table.tableId} and field_id = ${fieldId}`,
+  ]);
+}
+
+/**
+ * Drops the user tables of deleted tables (those of `tableIds` that have one): each is marked
+ * deleted first (under its exclusive lock, so that a create
+ * racing the deletion either committed before or finds the mark), its records are given back to
+ * the organization's usage, and its user table, count, row ranges, registry row and counters go.
+ */
+export async function dropUserTables(
+  em: EntityManager,
+  tableIds: readonly bigint[],
+): Promise<void> {
+  const registered = await query<{ table_id: string; organization_id: string }>(
+    em,
+    "select table_id, organization_id from user_table where table_id = any($1::bigint[])",
+    [tableIds],
+  );
+  for (const row of registered) {
+    const table = { organizationId: BigInt(row.organization_id), tableId: BigInt(row.table_id) };
+    await em.transactional((tx) => markTablesDeleted(tx, [table.tableId]));
+    const [count] = await query<{ records: string }>(
+      em,
+      "select coalesce(sum(delta), 0)::text as records from record_count where table_id = $1",
+      [table.tableId],
+    );
+    await applyDdl(em, [
+      `update organization_usage set records = greatest(records - ${BigInt(count!.records)}, 0)
+       where organization_id = ${table.organizationId}
+         and exists (select from user_table where table_id = ${table.tableId})`,
+      ...dropTableSql(table.organizationId, table.tableId),
+      `delete from autonumber_counter where table_id = ${table.tableId}`,
+    ]);
+  }
+}
+
+/**
+ * Drops a deleted organization's schema with every user table in it, in the caller's
+ * transaction (the deletion saga's, which also deletes its usage row).
+ */
+export async function dropOrganizationTables(
+  em: EntityManager,
+  organizationId: bigint,
+): Promise<void> {
+  await query(
+    em,
+    `delete from autonumber_counter where table_id in
+       (select table_id from user_table where organization_id = $1)`,
+    [organizationId],
+  );
+  for (const statement of dropOrganizationSchemaSql(organizationId)) await query(em, statement);
+}
+
+/** The column's PostgreSQL type now (`format_type`), undefined when it has none. */
+async function columnTypeNow(
+  em: EntityManager,
+  table: UserTableRef,
+  fieldId: bigint,
+): Promise<string | undefined> {
+  const [row] = await query<{ type: string }>(
+    em,
+    `select format_type(atttypid, atttypmod) as type from pg_attribute
+     where attrelid = to_regclass($1) and attname = $2 and not attisdropped`,
+    [userTable(table.organizationId, table.tableId), fieldColumn(fieldId)],
+  );
+  return row?.type;
+}
+
+/**
+ * A change of a field's type, options or required flag, on its user table: the values convert
+ * (`changeFieldType`) or nothing changes and the refusal names the rows that would not. A
+ * select's new options keep its values (they hold choice ids, so a renamed choice needs
+ * nothing): a removed choice that a row still holds refuses the change. Applied again (the
+ * event after the hand-off) it finds the column converted already and does nothing.
+ */
+export async function changeUserTableField(
+  em: EntityManager,
+  table: UserTableRef,
+  change: { from: StoredField; to: StoredField; required: RequiredRule },
+): Promise<{ refused?: ConversionRefusal }> {
+  const { from, to } = change;
+  const target = columnTypeOf(to.type);
+  const now = await columnTypeNow(em, table, to.id);
+  if (target && now && columnTypeOf(from.type) !== target && now === pgTypeOf(target)) return {};
+  if (from.type === to.type && isSelectType(to.type)) {
+    return selectChoicesChange(em, table, change);
+  }
+  const result = await changeFieldType(em, { ...table, ...change });
+  return "refused" in result ? { refused: result.refused } : {};
+}
+
+/** How `format_type` names a column type of columns.ts. */
+function pgTypeOf(type: string): string {
+  return type === "timestamptz" ? "timestamp with time zone" : type;
+}
+
+/**
+ * A select field's new choices: refused while a row holds a removed choice (or, when the field
+ * is made required, holds none); a value of a choice removed since the check is cleared (a
+ * write that raced the change).
+ */
+async function selectChoicesChange(
+  em: EntityManager,
+  table: UserTableRef,
+  change: { from: StoredField; to: StoredField; required: RequiredRule },
+): Promise<{ refused?: ConversionRefusal }> {
+  const { to } = change;
+  const kept = choicesOf(to.options).map((choice) => choice.id);
+  const column = fieldColumn(to.id);
+  const multiple = to.type === "multi_select";
+  const removed = await refusalWhere(
+    em,
+    table,
+    multiple ? `not (${column} <@ $1::text[])` : `${column} <> all ($1::text[])`,
+    [kept],
+    "holds a choice that is removed",
+  );
+  if (removed) return { refused: removed };
+  if (change.required === "made") {
+    const empty = await refusalWhere(
+      em,
+      table,
+      isEmptyColumnSql(columnTypeOf(to.type)!, column),
+      [],
+      "is empty, and the field is to be required",
+    );
+    if (empty) return { refused: empty };
+  }
+  await query(em, keepChoicesSql(table.organizationId, table.tableId, to.id, multiple), [kept]);
+  return {};
+}
+
+/** How many offending rows a refusal names. */
+const EXAMPLES = 5;
+
+/** A refusal naming the rows `condition` holds for, with `problem`; undefined when none does. */
+async function refusalWhere(
+  em: EntityManager,
+  table: UserTableRef,
+  condition: string,
+  params: unknown[],
+  problem: string,
+): Promise<ConversionRefusal | undefined> {
+  const relation = userTable(table.organizationId, table.tableId);
+  const [found] = await query<{ ids: string[]; count: string }>(
+    em,
+    `select (array_agg(row_id::text order by row_id))[1:${EXAMPLES}] as ids, count(*)::text as count
+     from ${relation} where ${condition}`,
+    params,
+  );
+  if (!found || found.count === "0") return undefined;
+  return {
+    rowIds: found.ids.map(BigInt),
+    count: Number(found.count),
+    message: `record ${found.ids[0]}: ${problem}`,
+  };
+}

@@ -1,0 +1,48 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { tableSchemaOf } from "@rowbase/kit";
+import { userTableRows } from "../src/db/user-tables/table-rows.js";
+import { as, type Harness, SERVICE } from "./harness.js";
+
+/** A record as its user table holds it, its values keyed by field id as the routes read them. */
+export interface StoredRow {
+  row_id: string;
+  organization_id: string;
+  data: JsonObject;
+  version: string;
+  created_by: string;
+  updated_by: string;
+}
+
+/**
+ * What the table's user table holds, oldest first (only `rowIds` when given): read with the
+ * records service's own select list (`userTableRows`), from the table's schema as catalog has
+ * it now. For tests that check what a write stored, beyond what it answered.
+ */
+export async function storedRows(
+  h: Pick<Harness, "db" | "catalog" | "logger">,
+  tableId: bigint,
+  rowIds?: readonly bigint[],
+): Promise<StoredRow[]> {
+  const schema = tableSchemaOf(
+    await h.catalog.getTableSchema({ tableId }, await as(SERVICE)),
+    h.logger,
+  );
+  const rows = userTableRows(schema.organizationId, tableId, schema.fields);
+  const columns = rows.columns(2);
+  const { rows: found } = await h.db.query(
+    `select ${columns.sql}, ${schema.organizationId}::text as organization_id, r.version::text,
+       r.created_by, r.updated_by
+     from ${rows.relation} r where $1::bigint[] is null or r.row_id = any($1::bigint[])
+     order by r.row_id`,
+    [rowIds ?? null, ...columns.params],
+  );
+  // An empty column reads as null; the routes leave such a field out of `data`.
+  return found.map((row: StoredRow) => ({
+    row_id: String(row.row_id),
+    organization_id: row.organization_id,
+    data: Object.fromEntries(Object.entries(row.data).filter(([, value]) => value !== null)),
+    version: row.version,
+    created_by: row.created_by,
+    updated_by: row.updated_by,
+  }));
+}
