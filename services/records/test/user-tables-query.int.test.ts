@@ -234,7 +234,7 @@ describe("a list's page on a table per user table", () => {
       const sql = createFieldIndexSql(ORGANIZATION, TABLE, { ...field, id: BigInt(field.id) });
       if (sql) await run(sql);
     }
-    expect([...INDEXED].sort()).toEqual(["1", "14", "3", "5", "6", "7", "9"]);
+    expect([...INDEXED].sort()).toEqual(["14", "3", "5", "6", "7", "9"]);
     const read = <R extends object>(sql: string, params: readonly unknown[]) =>
       query<R>(orm.em.fork(), sql, params);
     let pages = 0;
@@ -248,9 +248,9 @@ describe("a list's page on a table per user table", () => {
         offset: pick(random, [0, 0, integer(random, 0, 90)]),
         count: pick(random, ["exact", "estimated", "none"] as CountMode[]),
       };
-      const page = async (storage: Storage) => {
+      const page = async (storage: Storage, indexed?: ReadonlySet<string>) => {
         try {
-          return await pageWithTotal(read, listQuery(SCHEMA, params, storage));
+          return await pageWithTotal(read, listQuery(SCHEMA, params, storage, indexed));
         } catch (error) {
           // A refused parameter is refused the same way by both.
           return `refused: ${JSON.stringify(await validationOf(Promise.reject(error)))}`;
@@ -259,12 +259,7 @@ describe("a list's page on a table per user table", () => {
       const [jsonb, columns] = [await page("jsonb"), await page("columns")];
       expect({ seed, params, columns }).toEqual({ seed, params, columns: jsonb });
       // With every field's index built, the page takes its order from them where it may.
-      const indexed = await pageWithTotal(
-        read,
-        listQuery(SCHEMA, params, "columns", INDEXED),
-      ).catch(
-        async (error) => `refused: ${JSON.stringify(await validationOf(Promise.reject(error)))}`,
-      );
+      const indexed = await page("columns", INDEXED);
       expect({ seed, params, indexed }).toEqual({ seed, params, indexed: jsonb });
       if (typeof jsonb === "object" && jsonb.records.length > 0) pages += 1;
     }
