@@ -1,17 +1,29 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createLogger, query, type SchemaField } from "@rowbase/kit";
 import type { FieldTypeName } from "@rowbase/kit/field-types";
-import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
+import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CountMode, pageStatement, pageWithTotal } from "../src/db/reads.js";
 import type { StoredField } from "../src/db/user-tables/columns.js";
-import { applyDdl, createTableSql, dropFieldSql } from "../src/db/user-tables/ddl.js";
+import { addFieldSql, applyDdl, createTableSql, dropFieldSql } from "../src/db/user-tables/ddl.js";
 import { TableIndexes } from "../src/db/user-tables/indexes.js";
 import { fieldColumn, fieldIndex, userTable } from "../src/db/user-tables/names.js";
 import { changeFieldType } from "../src/db/user-tables/type-change.js";
 import { listQuery } from "../src/records.js";
 import { createRecordsOrm, migrateRecords } from "../src/service.js";
 import type { TableSchema } from "../src/table-schema.js";
+
+/** Polls `check` until it passes (or its last failure after 10 s). */
+async function eventually(check: () => Promise<void>): Promise<void> {
+  for (const started = Date.now(); ; ) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() - started > 10_000) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
 
 // The per-table storage's field indexes (docs/records-storage.md, "Index policy"): built in the
 // background when a list filters on or sorts by a field of a table of 10,000 records or more,
@@ -121,7 +133,7 @@ function indexesFor(schema: TableSchema) {
   return new TableIndexes({
     em: orm.em,
     schemaOf: async () => schema,
-    logger: createLogger("records-test", "warn"),
+    logger: createLogger("records-test", "silent"),
   });
 }
 
@@ -164,6 +176,13 @@ describe("a user table's field indexes", () => {
         })),
       );
       expect([...indexes.served(11n)].sort()).toEqual(ids.sort());
+      // The build's session lock was taken and let go on one connection.
+      expect(
+        await run(
+          `select count(*)::int as n from pg_locks where locktype = 'advisory'
+           and database = (select oid from pg_database where datname = current_database())`,
+        ),
+      ).toEqual([{ n: 0 }]);
     } finally {
       await indexes.close();
     }
@@ -239,6 +258,48 @@ describe("a user table's field indexes", () => {
       expect(index?.definition).not.toContain("UNIQUE");
     } finally {
       await indexes.close();
+    }
+  });
+
+  it("give way to a schema change: the build is cancelled, and made again later", async () => {
+    const schema = await tableOf(17n, 10_000);
+    const amount = idOf(schema, "Amount");
+    const name = fieldIndex(17n, BigInt(amount));
+    const indexes = indexesFor(schema);
+    // A transaction with an older snapshot: the build waits for it before it can finish.
+    const older = await sessionIn(url, "records");
+    try {
+      await older.query("begin isolation level repeatable read");
+      await older.query("select 1");
+      await list(indexes, schema, { where: "(Amount,gte,1)", sort: "" });
+      await eventually(async () => {
+        const [build] = await run<{ phase: string }>(
+          `select phase from pg_stat_progress_create_index where relid = to_regclass($1)`,
+          [userTable(ORGANIZATION, 17n)],
+        );
+        expect(build?.phase).toBe("waiting for old snapshots");
+      });
+      // The new column is added at the first attempt, without waiting for the build.
+      const added = stored({ ...schema.fields[0]!, id: "1799" });
+      await applyDdl(orm.em.fork(), addFieldSql(ORGANIZATION, 17n, added), {
+        lockTimeoutMs: 1_000,
+        attempts: 1,
+      });
+      await indexes.idle();
+    } finally {
+      await older.query("rollback");
+      await older.end();
+      await indexes.close();
+    }
+    expect(await indexesOf(17n)).toMatchObject([{ name, valid: false }]);
+    // A later list (here of a process started since) drops the leftover and builds it again.
+    const again = indexesFor(schema);
+    try {
+      await list(again, schema, { where: "(Amount,gte,1)", sort: "" });
+      await again.idle();
+      expect(await indexesOf(17n)).toMatchObject([{ name, valid: true }]);
+    } finally {
+      await again.close();
     }
   });
 
