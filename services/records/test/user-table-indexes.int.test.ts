@@ -129,6 +129,17 @@ async function indexesOf(tableId: bigint) {
   return rows;
 }
 
+/** Polls until the table's index build waits for an older transaction to end. */
+function buildWaiting(tableId: bigint): Promise<void> {
+  return eventually(async () => {
+    const [build] = await run<{ phase: string }>(
+      "select phase from pg_stat_progress_create_index where relid = to_regclass($1)",
+      [userTable(ORGANIZATION, tableId)],
+    );
+    expect(build?.phase).toBe("waiting for old snapshots");
+  });
+}
+
 function indexesFor(schema: TableSchema) {
   return new TableIndexes({
     em: orm.em,
@@ -272,13 +283,7 @@ describe("a user table's field indexes", () => {
       await older.query("begin isolation level repeatable read");
       await older.query("select 1");
       await list(indexes, schema, { where: "(Amount,gte,1)", sort: "" });
-      await eventually(async () => {
-        const [build] = await run<{ phase: string }>(
-          `select phase from pg_stat_progress_create_index where relid = to_regclass($1)`,
-          [userTable(ORGANIZATION, 17n)],
-        );
-        expect(build?.phase).toBe("waiting for old snapshots");
-      });
+      await buildWaiting(17n);
       // The new column is added at the first attempt, without waiting for the build.
       const added = stored({ ...schema.fields[0]!, id: "1799" });
       await applyDdl(orm.em.fork(), addFieldSql(ORGANIZATION, 17n, added), {
@@ -300,6 +305,24 @@ describe("a user table's field indexes", () => {
       expect(await indexesOf(17n)).toMatchObject([{ name, valid: true }]);
     } finally {
       await again.close();
+    }
+  });
+
+  it("are not waited for past their start when the process closes", async () => {
+    const schema = await tableOf(18n, 10_000);
+    const indexes = indexesFor(schema);
+    const older = await sessionIn(url, "records");
+    try {
+      await older.query("begin isolation level repeatable read");
+      await older.query("select 1");
+      await list(indexes, schema, { where: "(Due,eq,2026-03-01)", sort: "" });
+      await buildWaiting(18n);
+      // The build would wait for the older transaction; close cancels it instead.
+      await indexes.close();
+      expect(await indexesOf(18n)).toMatchObject([{ valid: false }]);
+    } finally {
+      await older.query("rollback");
+      await older.end();
     }
   });
 

@@ -1,5 +1,5 @@
 import type { EntityManager, Kysely } from "@mikro-orm/postgresql";
-import type { Logger, TableSchema } from "@rowbase/kit";
+import { hasSqlState, type Logger, query, type TableSchema } from "@rowbase/kit";
 import {
   EMAIL_MAX_LENGTH,
   type FieldLike,
@@ -193,6 +193,8 @@ export class TableIndexes {
   private readonly pending = new Map<bigint, Job>();
   private readonly failedUntil = new Map<string, number>();
   private working: Promise<void> | undefined;
+  /** The backend of the job under way, which `close` cancels. */
+  private backend: number | undefined;
   private closed = false;
 
   constructor(
@@ -252,10 +254,16 @@ export class TableIndexes {
     while (this.working) await this.working;
   }
 
-  /** Takes no more jobs and waits for the running one. */
+  /**
+   * Takes no more jobs, cancels the build under way (which leaves an INVALID index, built again
+   * later) rather than wait for it, and waits for its job to end.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.pending.clear();
+    if (this.backend !== undefined) {
+      await query(this.deps.em.fork(), "select pg_cancel_backend($1)", [this.backend]);
+    }
     await this.idle();
   }
 
@@ -279,12 +287,13 @@ export class TableIndexes {
   private async runJob(tableId: bigint, job: Job): Promise<void> {
     const { organizationId } = job;
     await onOneConnection(this.deps.em, async (run) => {
-      const [turn] = await run<{ ok: boolean }>(
-        "select pg_try_advisory_lock(hashtextextended($1, 0)) as ok",
+      const [turn] = await run<{ ok: boolean; backend: number }>(
+        "select pg_try_advisory_lock(hashtextextended($1, 0)) as ok, pg_backend_pid() as backend",
         [buildLockKey(tableId)],
       );
       // Another process is building this table's indexes: a later list asks again.
       if (!turn?.ok) return;
+      this.backend = turn.backend;
       try {
         await run(
           "select set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)",
@@ -296,6 +305,7 @@ export class TableIndexes {
         }
         this.setServed(tableId, existing);
       } finally {
+        this.backend = undefined;
         await run("reset lock_timeout");
         await run("reset statement_timeout");
         await run("select pg_advisory_unlock(hashtextextended($1, 0))", [buildLockKey(tableId)]);
@@ -355,9 +365,11 @@ export class TableIndexes {
         existing.set(id, true);
         built.push(storedField(field));
       } catch (error) {
-        // What is left is INVALID: the field keeps its place, and is built again later.
+        // What is left is INVALID: the field keeps its place, and is built again later; soon
+        // when a schema change cancelled the build (`cancelIndexBuildsSql`).
         existing.set(id, false);
-        this.failedUntil.set(failureKey(tableId, id), Date.now() + this.options.retryMs);
+        const wait = cancelledForChange(error) ? this.options.recheckMs : this.options.retryMs;
+        this.failedUntil.set(failureKey(tableId, id), Date.now() + wait);
         this.deps.logger.warn(
           { err: error, tableId: tableId.toString(), fieldId: id },
           "building a field's index failed",
@@ -383,6 +395,15 @@ export class TableIndexes {
       [...(existing ?? new Map<string, boolean>())].filter(([, valid]) => valid).map(([id]) => id),
     );
   }
+}
+
+/** Whether a build was cancelled by another session (a schema change), not by its timeout. */
+function cancelledForChange(error: unknown): boolean {
+  return (
+    hasSqlState(error, "57014") &&
+    error instanceof Error &&
+    !error.message.includes("statement timeout")
+  );
 }
 
 function storedField(field: TableSchema["fields"][number]): StoredField {
