@@ -78,11 +78,16 @@ export async function startRecords(
     config.INTERNAL_JWT_SECRET,
   );
   const tables = new StoredTables(() => tx.em());
-  const indexes = new TableIndexes({
-    em: orm.em,
-    schemaOf: (tableId) => schemas.fresh(tableId),
-    logger: deps.logger,
-  });
+  // A field index's build holds a connection of the ORM's pool while it lasts: with only one
+  // connection there, writes would wait for it, so no field index is built.
+  const indexes =
+    (orm.config.get("pool")?.max ?? 0) >= 2
+      ? new TableIndexes({
+          em: orm.em,
+          schemaOf: (tableId) => schemas.fresh(tableId),
+          logger: deps.logger,
+        })
+      : undefined;
   const records = new Records({
     tx,
     access: new Access(schemas, authorizer),
@@ -122,7 +127,7 @@ export async function startRecords(
           listenForOrganizationDeletion(orm, deps.bus, { cache: deps.cache, logger: deps.logger }),
       ],
       async close() {
-        await indexes.close();
+        await indexes?.close();
         await relay.stop();
         await orm.close();
         await closeLists();
