@@ -185,6 +185,9 @@ export class CatalogEvents {
           to: { id: change.fieldId, ...change.to },
           required: "none",
         });
+        if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
+          await retireCounter(em, change.scope.tableId, change.fieldId);
+        }
         if (refused) {
           this.deps.logger.error(
             { table_id: change.scope.tableId.toString(), field_id: change.fieldId.toString() },

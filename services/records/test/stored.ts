@@ -46,3 +46,18 @@ export async function storedRows(
     updated_by: row.updated_by,
   }));
 }
+
+/**
+ * The values of every record the table's user table holds, oldest first; none once the user
+ * table is gone (its registry row goes with it).
+ */
+export async function storedData(
+  h: Pick<Harness, "db" | "catalog" | "logger">,
+  tableId: bigint,
+): Promise<JsonObject[]> {
+  const { rows } = await h.db.query("select 1 from records.user_table where table_id = $1", [
+    tableId.toString(),
+  ]);
+  if (rows.length === 0) return [];
+  return (await storedRows(h, tableId)).map((row) => row.data);
+}

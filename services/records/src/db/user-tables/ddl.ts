@@ -134,15 +134,16 @@ export interface DdlLockOptions {
 export const DDL_LOCK: DdlLockOptions = { lockTimeoutMs: 2_000, attempts: 5 };
 
 /**
- * Runs DDL statements in one transaction that waits at most `lockTimeoutMs` for each lock, and
- * tries again (a little later each time) while the lock is not had in time. A DDL statement
- * needs its table's ACCESS EXCLUSIVE lock, and while it waits for it every later read of the
- * table queues behind it: so a long read delays a schema change, never the other way round.
- * Past the last attempt PostgreSQL's lock_not_available (55P03) is thrown.
+ * Runs DDL statements (or `work`, which runs its own) in one transaction that waits at most
+ * `lockTimeoutMs` for each lock, and tries again (a little later each time) while the lock is
+ * not had in time. A DDL statement needs its table's ACCESS EXCLUSIVE lock, and while it waits
+ * for it every later read of the table queues behind it: so a long read delays a schema change,
+ * never the other way round. Past the last attempt PostgreSQL's lock_not_available (55P03) is
+ * thrown.
  */
 export async function applyDdl(
   em: EntityManager,
-  statements: readonly string[],
+  work: readonly string[] | ((tx: EntityManager) => Promise<void>),
   options: DdlLockOptions = DDL_LOCK,
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -151,7 +152,8 @@ export async function applyDdl(
         await query(tx, "select set_config('lock_timeout', $1, true)", [
           String(options.lockTimeoutMs),
         ]);
-        for (const statement of statements) await query(tx, statement);
+        if (typeof work === "function") return work(tx);
+        for (const statement of work) await query(tx, statement);
       });
       return;
     } catch (error) {

@@ -49,6 +49,14 @@ export async function addUserTableField(
 ): Promise<void> {
   await applyDdl(em, addFieldSql(table.organizationId, table.tableId, field));
   if (field.type !== "autonumber") return;
+  // Looked for first without the lock: the bus's copy of a field already numbered must not
+  // queue behind the table's writes.
+  const numbered = await query(
+    em,
+    "select 1 from autonumber_counter where table_id = $1 and field_id = $2",
+    [table.tableId, field.id],
+  );
+  if (numbered.length > 0) return;
   await em.transactional(async (tx) => {
     await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
       tableWriteLockKey(table.tableId),
@@ -80,35 +88,38 @@ export async function dropUserTableField(
 }
 
 /**
- * Drops the user tables of deleted tables (those of `tableIds` that have one): each is marked
- * deleted first (under its exclusive lock, so that a create
- * racing the deletion either committed before or finds the mark), its records are given back to
- * the organization's usage, and its user table, count, row ranges, registry row and counters go.
+ * Drops the user tables of deleted tables (those of `tableIds` that have one), each in a
+ * transaction that first takes the table's exclusive lock and marks it deleted (a create
+ * racing the deletion either committed before, or finds the mark and is refused), then takes
+ * its registry row: whoever takes it gives the table's records back to the organization's
+ * usage and drops the user table with its count, row ranges and counters; a repeat (the bus's
+ * copy of a change already handed over) finds no row and does nothing.
  */
 export async function dropUserTables(
   em: EntityManager,
   tableIds: readonly bigint[],
 ): Promise<void> {
-  const registered = await query<{ table_id: string; organization_id: string }>(
-    em,
-    "select table_id, organization_id from user_table where table_id = any($1::bigint[])",
-    [tableIds],
-  );
-  for (const row of registered) {
-    const table = { organizationId: BigInt(row.organization_id), tableId: BigInt(row.table_id) };
-    await em.transactional((tx) => markTablesDeleted(tx, [table.tableId]));
-    const [count] = await query<{ records: string }>(
-      em,
-      "select coalesce(sum(delta), 0)::text as records from record_count where table_id = $1",
-      [table.tableId],
-    );
-    await applyDdl(em, [
-      `update organization_usage set records = greatest(records - ${BigInt(count!.records)}, 0)
-       where organization_id = ${table.organizationId}
-         and exists (select from user_table where table_id = ${table.tableId})`,
-      ...dropTableSql(table.organizationId, table.tableId),
-      `delete from autonumber_counter where table_id = ${table.tableId}`,
-    ]);
+  const sorted = [...tableIds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const tableId of sorted) {
+    await applyDdl(em, async (tx) => {
+      await markTablesDeleted(tx, [tableId]);
+      const [registered] = await query<{ organization_id: string }>(
+        tx,
+        "delete from user_table where table_id = $1 returning organization_id::text",
+        [tableId],
+      );
+      if (!registered) return;
+      const organizationId = BigInt(registered.organization_id);
+      await query(
+        tx,
+        `update organization_usage set records = greatest(records - (
+           select coalesce(sum(delta), 0) from record_count where table_id = $2), 0)
+         where organization_id = $1`,
+        [organizationId, tableId],
+      );
+      for (const statement of dropTableSql(organizationId, tableId)) await query(tx, statement);
+      await query(tx, "delete from autonumber_counter where table_id = $1", [tableId]);
+    });
   }
 }
 
