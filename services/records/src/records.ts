@@ -259,10 +259,11 @@ const WRITE_ATTEMPTS = 3;
  * What PostgreSQL answers a statement built from an older schema than the table's user table:
  * a column or table that is gone, or a value of a column's old type (undefined_column,
  * undefined_table, datatype_mismatch, undefined_function, invalid_text_representation,
- * invalid_datetime_format, datetime_field_overflow). Values are checked against the schema
- * before they are sent, so within one schema none of these can happen.
+ * invalid_datetime_format, datetime_field_overflow), or a text too long for the index of a
+ * field whose `max_length` was lowered since (program_limit_exceeded). Values are checked
+ * against the schema before they are sent, so within one schema none of these can happen.
  */
-const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008"];
+const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008", "54000"];
 
 function schemaMismatch(error: unknown): boolean {
   return SCHEMA_MISMATCH.some((state) => hasSqlState(error, state));
