@@ -44,6 +44,7 @@ import type { StoredTables } from "./db/user-tables/registry.js";
 import {
   addUserTableField,
   changeUserTableField,
+  confirmFieldChange,
   createUserTable,
   dropUserTableField,
   dropUserTables,
@@ -178,13 +179,19 @@ export class CatalogEvents {
       case SUBJECTS.fieldTypeChanged: {
         const change = typeChangeOf(message);
         if (!change || !(await this.deps.tables.inUserTable(change.scope.tableId))) return false;
-        // Converted by the check catalog asked for before it committed (CheckFieldTypeChange);
-        // this converts only what that did not reach.
-        const { refused } = await changeUserTableField(em, change.scope, {
-          from: { id: change.fieldId, ...change.from },
-          to: { id: change.fieldId, ...change.to },
-          required: "none",
-        });
+        // Converted by the check catalog asked for before it committed (CheckFieldTypeChange):
+        // the values from before it go. Without such a check, converted now.
+        const table = change.scope;
+        const confirmed =
+          change.changeId !== "" &&
+          (await confirmFieldChange(em, table, change.fieldId, change.changeId));
+        const { refused } = confirmed
+          ? {}
+          : await changeUserTableField(em, table, {
+              from: { id: change.fieldId, ...change.from },
+              to: { id: change.fieldId, ...change.to },
+              required: "none",
+            });
         if (change.from.type === "autonumber" && change.to.type !== "autonumber") {
           await retireCounter(em, change.scope.tableId, change.fieldId);
         }

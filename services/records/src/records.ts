@@ -531,8 +531,6 @@ export class Records {
     const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
     if (autonumbers.length === 0 && marks.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
-        // Measured before row ids are taken: a refusal for size takes none.
-        rows.dataParam(datas);
         const rowIds = await allocateRowIds(changes.em, datas.length);
         const created = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
         auditCreated(changes, schema, created);

@@ -24,7 +24,7 @@ import {
   notProcessed,
 } from "./db/schema-changes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
-import { changeUserTableField } from "./db/user-tables/schema-changes.js";
+import { changeUserTableField, undoFieldChange } from "./db/user-tables/schema-changes.js";
 import {
   conversionProblem,
   convertedValue,
@@ -145,11 +145,16 @@ export class TypeChanges {
       // writes: the conversion holds the table's writes itself, and a write of the old type
       // that lands in between is refused by its column and retried with the new schema.
       if (!converts && rule !== "made") return [];
-      const { refused } = await changeUserTableField(this.tx.em(), userTable, {
-        from: { id: field.fieldId, ...from },
-        to: { id: field.fieldId, ...to },
-        required: rule,
-      });
+      const { refused } = await changeUserTableField(
+        this.tx.em(),
+        userTable,
+        {
+          from: { id: field.fieldId, ...from },
+          to: { id: field.fieldId, ...to },
+          required: rule,
+        },
+        changeId || undefined,
+      );
       if (refused) {
         throw fieldTypeChangeInvalid({
           row_ids: JSON.stringify(refused.rowIds.map(Number)),
@@ -196,6 +201,10 @@ export class TypeChanges {
    * lifted. Only those: the marks of another change of the field, later or not, stay.
    */
   async release(tableId: bigint, ids: readonly string[], changeId = ""): Promise<void> {
+    if (changeId && (await this.tables.inUserTable(tableId))) {
+      // The conversion made for the check is taken back.
+      return undoFieldChange(this.tx.em(), changeId);
+    }
     if (ids.length === 0 && !changeId) return;
     await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>
       dropTypeChangeMarks(em, tableId, ids, changeId),

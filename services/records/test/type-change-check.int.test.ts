@@ -14,6 +14,7 @@ import {
   as,
   createTable,
   def,
+  eventually,
   failureOf,
   type Harness,
   reasonOf,
@@ -24,6 +25,7 @@ import {
   type TestTable,
   team,
 } from "./harness.js";
+import { storedRows } from "./stored.js";
 
 // Catalog asks the real records service (RecordsService.CheckFieldTypeChange, as the catalog
 // service) before it changes a field's type, and changes nothing when records refuses, fails or
@@ -73,14 +75,30 @@ async function tableWith(name: string, type: FieldType, values: JsonObject[]): P
 
 const fieldIdOf = (table: TestTable, name: string) => BigInt(table.id[name]!);
 
-/** Records' marks of a table: whether each is a required one, and whether it holds writes. */
-async function marksOf(tableId: bigint) {
+/**
+ * The table's fields whose values from before a change records made are still kept (the change
+ * neither committed by catalog nor released), with the kept column's type.
+ */
+async function keptOf(table: TestTable) {
   const { rows } = await h.db.query(
-    `select required, lifted_by is null as holds from records.pending_type_change
-     where table_id = $1 order by id`,
-    [tableId.toString()],
+    `select k.field_id::text, format_type(a.atttypid, a.atttypmod) as type
+     from records.kept_column k
+       left join pg_attribute a on a.attrelid = to_regclass($2)
+         and a.attname = 'f_' || k.field_id || '_prev' and not a.attisdropped
+     where k.table_id = $1 order by k.field_id`,
+    [table.tableId.toString(), `org_${t.organizationId}.t_${table.tableId}`],
   );
   return rows;
+}
+
+/** The PostgreSQL type of a field's column in the table's user table. */
+async function columnTypeOf(table: TestTable, name: string): Promise<string | undefined> {
+  const { rows } = await h.db.query(
+    `select format_type(atttypid, atttypmod) as type from pg_attribute
+     where attrelid = to_regclass($1) and attname = $2 and not attisdropped`,
+    [`org_${t.organizationId}.t_${table.tableId}`, `f_${table.id[name]}`],
+  );
+  return rows[0]?.type;
 }
 
 /** Runs `work` with catalog's outbox away: every change it commits fails, after the check. */
@@ -162,10 +180,7 @@ describe("type changes checked by records", () => {
       { Dirty: "2026-01-02" },
       { Dirty: "x" },
     ]);
-    const { rows } = await h.db.query(
-      "select row_id from records.record where table_id = $1 order by row_id",
-      [table.tableId.toString()],
-    );
+    const rows = await storedRows(h, table.tableId);
     const before = await catalogState(table.tableId);
     const refusal = await failureOf(
       h.catalog.updateField(
@@ -180,6 +195,25 @@ describe("type changes checked by records", () => {
     });
     expect(JSON.parse(refusal.metadata.row_ids!)).toEqual([Number(rows[1]!.row_id)]);
     expect(await catalogState(table.tableId)).toEqual(before);
+  });
+
+  it("converts the column before catalog commits, keeping the old values only until it has", async () => {
+    const table = await tableWith("Code", FieldType.TEXT, [{ Code: "12" }, { Code: " 7 " }, {}]);
+    await h.catalog.updateField(
+      { fieldId: fieldIdOf(table, "Code"), type: FieldType.NUMBER },
+      await as(t.editor),
+    );
+    // The route answered: the column is converted, and the next read sees numbers.
+    expect(await columnTypeOf(table, "Code")).toBe("numeric");
+    const { records } = await h.records.listRecords({ tableId: table.tableId }, await as(t.owner));
+    expect(records.map((r) => r.data[table.id.Code!])).toEqual([12, 7, null]);
+    // Catalog's event of the committed change drops the values kept from before it.
+    await eventually(async () => expect(await keptOf(table)).toEqual([]));
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from pg_attribute where attrelid = to_regclass($1) and attname = $2",
+      [`org_${t.organizationId}.t_${table.tableId}`, `f_${table.id.Code}_prev`],
+    );
+    expect(rows[0].n).toBe(0);
   });
 
   it("lets records go of a change it agreed to that catalog did not commit", async () => {
@@ -208,39 +242,14 @@ describe("type changes checked by records", () => {
     expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
     expect(await checksAnswered()).toBe(checked + 1);
     expect(await catalogState(tableId)).toEqual(before);
-    // Records holds no write to the change that never happened: the field may stay empty and
-    // take a text that is no number, at once rather than when the marks expire.
-    const { rows } = await h.db.query(
-      "select count(*)::int as n from records.pending_type_change where table_id = $1",
-      [tableId.toString()],
-    );
-    expect(rows[0].n).toBe(0);
+    // Records took back the conversion it had made for the change that never happened: the
+    // column holds text again, and the field may stay empty and take a text that is no number.
+    expect(await keptOf(table)).toEqual([]);
+    expect(await columnTypeOf(table, "Must")).toBe("text");
     await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
     await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
     const { records } = await h.records.listRecords({ tableId }, await as(t.owner));
     expect(records.map((r) => r.data[table.id.Must!])).toEqual(["12", null, "twelve"]);
-  });
-
-  it("holds writes to a field as required again when making it optional was not committed", async () => {
-    const table = await tableWith("Kept", FieldType.TEXT, [{ Kept: "a" }]);
-    const fieldId = fieldIdOf(table, "Kept");
-    const editor = await as(t.editor);
-    // Made required: records holds every write to it for a while (for schemas cached before).
-    await h.catalog.updateField({ fieldId, required: true }, editor);
-    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: true }]);
-    const before = await catalogState(table.tableId);
-    // Made optional again, but catalog's transaction fails after the check: the field is still
-    // required, and so is the mark.
-    const failure = await outboxAway(() =>
-      failureOf(h.catalog.updateField({ fieldId, required: false }, editor)),
-    );
-    expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
-    expect(await catalogState(table.tableId)).toEqual(before);
-    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: true }]);
-    // Committed, it lets the writes go.
-    await h.catalog.updateField({ fieldId, required: false }, editor);
-    expect(await marksOf(table.tableId)).toEqual([{ required: true, holds: false }]);
-    await h.records.createRecord({ tableId: table.tableId, data: {} }, editor);
   });
 
   it("lets records go of a change whose check's answer was lost, by the change's id", async () => {
@@ -297,7 +306,8 @@ describe("type changes checked by records", () => {
     // hangs still gets the caller catalog's answer.
     expect(releaseDeadlines).toHaveLength(1);
     expect(DEFAULT_RPC_TIMEOUT_MS + releaseDeadlines[0]!).toBeLessThan(10_000);
-    expect(await marksOf(tableId)).toEqual([]);
+    expect(await keptOf(table)).toEqual([]);
+    expect(await columnTypeOf(table, "Must")).toBe("text");
     await h.records.createRecord({ tableId, data: { Note: "no must" } }, editor);
     await h.records.createRecord({ tableId, data: { Must: "twelve" } }, editor);
     const { records } = await h.records.listRecords({ tableId }, await as(t.owner));
@@ -307,8 +317,9 @@ describe("type changes checked by records", () => {
   it("masks other records failures as Internal, changing nothing", async () => {
     const table = await tableWith("Broken", FieldType.TEXT, [{ Broken: "2026-01-02" }]);
     const before = await catalogState(table.tableId);
-    // Records' own table is away: the check fails inside records.
-    await h.db.query("alter table records.record rename to record_away");
+    // The table's user table is away: the check fails inside records.
+    const relation = `org_${t.organizationId}.t_${table.tableId}`;
+    await h.db.query(`alter table ${relation} rename to t_away`);
     let failure: Awaited<ReturnType<typeof failureOf>>;
     try {
       failure = await failureOf(
@@ -318,7 +329,7 @@ describe("type changes checked by records", () => {
         ),
       );
     } finally {
-      await h.db.query("alter table records.record_away rename to record");
+      await h.db.query(`alter table org_${t.organizationId}.t_away rename to t_${table.tableId}`);
     }
     expect(failure).toMatchObject({ code: Code.Internal, reason: undefined });
     expect(await catalogState(table.tableId)).toEqual(before);

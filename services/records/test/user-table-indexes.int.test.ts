@@ -427,4 +427,33 @@ describe("a user table's field indexes", () => {
       16n * 100000n + 1n,
     ]);
   });
+
+  it("go in a change that keeps the field's previous column to take it back", async () => {
+    const schema = await tableOf(19n, 10_000);
+    const indexes = indexesFor(schema);
+    try {
+      await list(indexes, schema, { where: "(Name,eq,x)", sort: "" });
+      await indexes.idle();
+    } finally {
+      await indexes.close();
+    }
+    const name = stored(schema.fields.find((f) => f.name === "Name")!);
+    expect(await indexesOf(19n)).toMatchObject([{ name: fieldIndex(19n, name.id), valid: true }]);
+    // The column's type stays, but the old values are kept aside in a column of their own: the
+    // index goes rather than follow them there.
+    expect(
+      await changeFieldType(
+        orm.em.fork(),
+        {
+          organizationId: ORGANIZATION,
+          tableId: 19n,
+          from: name,
+          to: { ...name, options: { max_length: 600 } },
+          required: "none",
+        },
+        { keepPrevious: true },
+      ),
+    ).toMatchObject({ converted: expect.any(Number) });
+    expect(await indexesOf(19n)).toEqual([]);
+  });
 });

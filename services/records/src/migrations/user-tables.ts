@@ -10,6 +10,11 @@ import { Migration } from "@mikro-orm/migrations";
  * `row_range`: the row ids each user table holds, as ranges of consecutive ids (its insert
  * trigger writes them, sql/user_table_rows_change.sql), so that a row id alone finds its table:
  * the file routes name a record by its row id. GiST serves "which range holds this id".
+ *
+ * `kept_column`: the type changes records has made before catalog committed them, by catalog's
+ * change id, whose field's values as they were are kept in `f_<field_id>_prev`: catalog's
+ * event of the change drops that column, a release of the change (catalog did not commit it)
+ * puts it back in the field's place.
  */
 export class UserTables extends Migration {
   override up() {
@@ -27,6 +32,15 @@ export class UserTables extends Migration {
       );
       create index row_range_ids on row_range using gist (ids);
       create index row_range_table on row_range (table_id);
+
+      create table kept_column (
+        change_id text primary key,
+        organization_id bigint not null,
+        table_id bigint not null,
+        field_id bigint not null,
+        created_at timestamptz not null default now()
+      );
+      create index kept_column_field on kept_column (table_id, field_id);
     `);
   }
 }

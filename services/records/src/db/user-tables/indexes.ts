@@ -107,8 +107,8 @@ export function dropFieldIndexConcurrentlySql(
  * expression, such as a text field whose `max_length` grows past INDEXED_TEXT_MAX_LENGTH or
  * that becomes a long text (whose values would no longer fit the index) or a single select.
  * Run in the change's transaction, which holds the table's write lock, so no write lands
- * between the change and the drop. A change through a shadow column needs nothing: dropping the
- * old column drops its indexes.
+ * between the change and the drop. A change through a shadow column drops the index as it swaps
+ * the columns.
  */
 export function fieldIndexChangeSql(
   organizationId: bigint,
@@ -117,9 +117,16 @@ export function fieldIndexChangeSql(
   to: StoredField,
 ): string[] {
   if (fieldIndexExpression(from) === fieldIndexExpression(to)) return [];
-  return [
-    `drop index if exists ${organizationSchema(organizationId)}.${fieldIndex(tableId, to.id)}`,
-  ];
+  return [dropFieldIndexSql(organizationId, tableId, to.id)];
+}
+
+/** The statement that drops a field's index in a schema change's transaction. */
+export function dropFieldIndexSql(
+  organizationId: bigint,
+  tableId: bigint,
+  fieldId: bigint,
+): string {
+  return `drop index if exists ${organizationSchema(organizationId)}.${fieldIndex(tableId, fieldId)}`;
 }
 
 /**

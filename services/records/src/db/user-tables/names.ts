@@ -35,6 +35,15 @@ export function fieldShadowColumn(fieldId: bigint): string {
 }
 
 /**
+ * The column a type change keeps the field's values of before it in, until catalog has committed
+ * the change (and it is dropped) or not (and it takes the field's place again):
+ * `f_<field_id>_prev`.
+ */
+export function fieldPreviousColumn(fieldId: bigint): string {
+  return `${fieldColumn(fieldId)}_prev`;
+}
+
+/**
  * The advisory lock of a user table's writes: every write takes it shared, a change that
  * rewrites a field's values exclusively, so that no write lands on values already converted.
  * Reads never take it.

@@ -13,7 +13,8 @@ import {
   dropTableSql,
   registerUserTableSql,
 } from "./ddl.js";
-import { fieldColumn, tableWriteLockKey, userTable } from "./names.js";
+import { cancelIndexBuildsSql } from "./indexes.js";
+import { fieldColumn, fieldPreviousColumn, idText, tableWriteLockKey, userTable } from "./names.js";
 import { type ConversionRefusal, changeFieldType } from "./type-change.js";
 import { keepChoicesSql, numberRowsSql } from "./value-changes.js";
 
@@ -166,6 +167,8 @@ export async function changeUserTableField(
   em: EntityManager,
   table: UserTableRef,
   change: { from: StoredField; to: StoredField; required: RequiredRule },
+  /** Catalog's id of a change it has not committed yet: the values before it are kept. */
+  changeId?: string,
 ): Promise<{ refused?: ConversionRefusal }> {
   const { from, to } = change;
   const target = columnTypeOf(to.type);
@@ -174,8 +177,82 @@ export async function changeUserTableField(
   if (from.type === to.type && isSelectType(to.type)) {
     return selectChoicesChange(em, table, change);
   }
-  const result = await changeFieldType(em, { ...table, ...change });
+  const result = await changeFieldType(
+    em,
+    { ...table, ...change },
+    changeId
+      ? {
+          keepPrevious: true,
+          beforeCommit: (tx) =>
+            query(
+              tx,
+              `insert into kept_column (change_id, organization_id, table_id, field_id)
+               values ($1, $2, $3, $4) on conflict (change_id) do nothing`,
+              [changeId, table.organizationId, table.tableId, to.id],
+            ).then(() => undefined),
+        }
+      : {},
+  );
   return "refused" in result ? { refused: result.refused } : {};
+}
+
+/**
+ * Catalog committed a change records made before (`changeUserTableField` with a change id): the
+ * values from before it, kept for a release, go. Whether there was such a change to confirm.
+ */
+export async function confirmFieldChange(
+  em: EntityManager,
+  table: UserTableRef,
+  fieldId: bigint,
+  changeId: string,
+): Promise<boolean> {
+  const kept = await query(em, "select 1 from kept_column where change_id = $1", [changeId]);
+  if (kept.length === 0) return false;
+  await applyDdl(em, [
+    cancelIndexBuildsSql(table.organizationId, table.tableId),
+    `alter table ${userTable(table.organizationId, table.tableId)}
+       drop column if exists ${fieldPreviousColumn(fieldId)}`,
+    `delete from kept_column where table_id = ${idText(table.tableId)}
+       and field_id = ${idText(fieldId)}`,
+  ]);
+  return true;
+}
+
+/**
+ * Catalog did not commit a change records made before it: the field's values as they were take
+ * its place again (a field that had no column, a created_at one say, loses the new column).
+ * Nothing when records made no such change, or it was confirmed.
+ */
+export async function undoFieldChange(em: EntityManager, changeId: string): Promise<void> {
+  await applyDdl(em, async (tx) => {
+    const [kept] = await query<{ organization_id: string; table_id: string; field_id: string }>(
+      tx,
+      `delete from kept_column where change_id = $1
+       returning organization_id::text, table_id::text, field_id::text`,
+      [changeId],
+    );
+    if (!kept) return;
+    const tableId = BigInt(kept.table_id);
+    const fieldId = BigInt(kept.field_id);
+    const table = userTable(BigInt(kept.organization_id), tableId);
+    await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      tableWriteLockKey(tableId),
+    ]);
+    await query(tx, cancelIndexBuildsSql(BigInt(kept.organization_id), tableId));
+    await query(tx, `alter table ${table} drop column if exists ${fieldColumn(fieldId)}`);
+    const [previous] = await query(
+      tx,
+      `select 1 from pg_attribute where attrelid = to_regclass($1) and attname = $2
+         and not attisdropped`,
+      [table, fieldPreviousColumn(fieldId)],
+    );
+    if (previous) {
+      await query(
+        tx,
+        `alter table ${table} rename column ${fieldPreviousColumn(fieldId)} to ${fieldColumn(fieldId)}`,
+      );
+    }
+  });
 }
 
 /** How `format_type` names a column type of columns.ts. */

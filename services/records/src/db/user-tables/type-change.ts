@@ -13,8 +13,14 @@ import {
   type StoredField,
 } from "./columns.js";
 import { applyDdl, DDL_LOCK, type DdlLockOptions } from "./ddl.js";
-import { cancelIndexBuildsSql, fieldIndexChangeSql } from "./indexes.js";
-import { fieldColumn, fieldShadowColumn, tableWriteLockKey, userTable } from "./names.js";
+import { cancelIndexBuildsSql, dropFieldIndexSql, fieldIndexChangeSql } from "./indexes.js";
+import {
+  fieldColumn,
+  fieldPreviousColumn,
+  fieldShadowColumn,
+  tableWriteLockKey,
+  userTable,
+} from "./names.js";
 
 /** A change of one field's type or options, in a user table. */
 export interface FieldTypeChange {
@@ -40,6 +46,14 @@ export interface TypeChangeOptions {
   lock: DdlLockOptions;
   /** Called after each chunk is written, inside the change (its progress, for metrics and tests). */
   afterChunk?: (converted: number) => Promise<void>;
+  /**
+   * Keep the values as they were in the field's previous column (`fieldPreviousColumn`), so
+   * that the change can be taken back: always through a shadow column then, even when the
+   * column's type stays.
+   */
+  keepPrevious?: boolean;
+  /** Runs last in the change's transaction, so that what it writes commits with the change. */
+  beforeCommit?: (tx: EntityManager) => Promise<void>;
 }
 
 const DEFAULTS: TypeChangeOptions = { chunk: 2_000, lock: DDL_LOCK };
@@ -90,7 +104,7 @@ export async function changeFieldType(
   if (!target) throw new Error(`a ${to.type} field has no column to convert into`);
   const source = columnTypeOf(from.type);
   const table = userTable(change.organizationId, change.tableId);
-  const inPlace = source === target;
+  const inPlace = source === target && !settings.keepPrevious;
   const shadow = fieldShadowColumn(to.id);
   if (!inPlace) {
     // A shadow column left by an attempt that failed half way is started afresh.
@@ -118,22 +132,20 @@ export async function changeFieldType(
         inPlace,
         settings,
       });
-      // The field's index goes with its old column, or when the field no longer has one on
-      // the same expression (indexes.ts); both take the table's lock only at the end.
-      const column = fieldColumn(to.id);
-      const alter = inPlace
-        ? fieldIndexChangeSql(change.organizationId, change.tableId, from, to)
-        : [
-            `alter table ${table} drop column if exists ${column}`,
-            `alter table ${table} rename column ${shadow} to ${column}`,
-          ];
-      if (alter.length > 0) {
-        await alterLast(
-          tx,
-          [cancelIndexBuildsSql(change.organizationId, change.tableId), ...alter],
-          settings.lock,
-        );
+      if (!inPlace) {
+        await swapIn(tx, table, change, settings);
+      } else {
+        // The field's index goes when the field no longer has one on the same expression
+        // (indexes.ts), taking the table's lock only at the end, as a swap does.
+        const drop = fieldIndexChangeSql(change.organizationId, change.tableId, from, to);
+        if (drop.length > 0) {
+          await lastInSavepoint(tx, settings.lock, async () => {
+            await query(tx, cancelIndexBuildsSql(change.organizationId, change.tableId));
+            for (const statement of drop) await query(tx, statement);
+          });
+        }
       }
+      await settings.beforeCommit?.(tx);
       return converted;
     });
     return { converted };
@@ -219,26 +231,54 @@ async function convertAll(
 }
 
 /**
- * The last statements of a change that need the table's ACCESS EXCLUSIVE lock (the filled
- * shadow column takes the field's place: the old column dropped, the shadow renamed; or the
- * field's index dropped), in a savepoint that waits at most `lockTimeoutMs` for the lock and is
- * tried again, so the work of the fill is kept while reads finish, and reads wait for the lock
- * only from here to the commit.
+ * The filled shadow column takes the field's place: the old column (if the field had one) is
+ * dropped, or kept as the previous one, and the shadow renamed (`lastInSavepoint`). The field's
+ * index (indexes.ts) goes first: it is on the old column's values, which a kept previous column
+ * would carry on with; a list asks for the new column's.
  */
-async function alterLast(
+async function swapIn(
   tx: EntityManager,
-  statements: readonly string[],
+  table: string,
+  change: FieldTypeChange,
+  settings: TypeChangeOptions,
+): Promise<void> {
+  const column = fieldColumn(change.to.id);
+  const previous = fieldPreviousColumn(change.to.id);
+  await lastInSavepoint(tx, settings.lock, async () => {
+    await query(tx, cancelIndexBuildsSql(change.organizationId, change.tableId));
+    await query(tx, dropFieldIndexSql(change.organizationId, change.tableId, change.to.id));
+    await query(tx, `alter table ${table} drop column if exists ${previous}`);
+    if (settings.keepPrevious && columnTypeOf(change.from.type)) {
+      await query(tx, `alter table ${table} rename column ${column} to ${previous}`);
+    } else {
+      await query(tx, `alter table ${table} drop column if exists ${column}`);
+    }
+    await query(
+      tx,
+      `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
+    );
+  });
+}
+
+/**
+ * The last statements of a change, which need the table's ACCESS EXCLUSIVE lock: in a savepoint
+ * that waits at most `lockTimeoutMs` for the lock and is tried again, so the work of the fill is
+ * kept while reads finish, and reads wait for the lock only from here to the commit.
+ */
+async function lastInSavepoint(
+  tx: EntityManager,
   lock: DdlLockOptions,
+  work: () => Promise<void>,
 ): Promise<void> {
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
   for (let attempt = 1; ; attempt++) {
-    await query(tx, "savepoint alter_last");
+    await query(tx, "savepoint last_statements");
     try {
-      for (const statement of statements) await query(tx, statement);
-      await query(tx, "release savepoint alter_last");
+      await work();
+      await query(tx, "release savepoint last_statements");
       return;
     } catch (error) {
-      await query(tx, "rollback to savepoint alter_last");
+      await query(tx, "rollback to savepoint last_statements");
       if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
     }
   }
