@@ -3,7 +3,8 @@
  * (test/bench/raw-postgres.ts), which sends these same statements straight to PostgreSQL: a
  * change here changes both sides of `rowbase / raw-postgres`. The per-table storage's DDL, names
  * and column values are here too, for test/bench/typed-storage.ts, which measures that storage
- * with these statements.
+ * with these statements, and the upgrade's move of a table out of `record`, for
+ * test/bench/move-table.ts.
  */
 export { createRecordsStatement } from "./db/create-gate.js";
 export {
@@ -17,7 +18,9 @@ export {
 export type { Statement } from "./db/rows.js";
 export { columnFromJson, columnJson, columnTypeOf } from "./db/user-tables/columns.js";
 export { createTableSql } from "./db/user-tables/ddl.js";
+export { moveTable } from "./db/user-tables/move.js";
 export { fieldColumn, userTable, userTableIndex } from "./db/user-tables/names.js";
+export { changeFieldType } from "./db/user-tables/type-change.js";
 export {
   allocateRowIdsStatement,
   writeRecordIfUnchangedStatement,
