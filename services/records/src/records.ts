@@ -42,6 +42,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
+import type { TableIndexes } from "./db/user-tables/indexes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
@@ -159,13 +160,16 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * page, compiled to SQL; a bad parameter is a 400 listing every problem of limit and offset, or
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open). `storage` says where the records are read from: the one jsonb record
- * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md).
+ * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md),
+ * whose `indexed` fields have an index (`TableIndexes.served`) that the page may take its order
+ * from, unless it counts every match of a filter exactly (it then reads them all, once).
  */
 export function listQuery(
   schema: TableSchema,
   params: Pick<ListParams, "limit" | "offset" | "where" | "sort"> &
     Partial<Pick<ListParams, "count">>,
   storage: Storage = "jsonb",
+  indexed: ReadonlySet<string> = new Set(),
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -178,9 +182,16 @@ export function listQuery(
   if (problems.length > 0) throw validationFailed(problems);
 
   const queryFields = queryFieldsOf(schema.fields);
-  const order = orderTerms(sortKeys(queryFields, params.sort), { tableAlias: "r", storage });
   const jsonb = storage === "jsonb";
-  let filter = { sql: "true", params: [] as unknown[], readsData: false };
+  const count = params.count ?? "exact";
+  const indexOrdered = !jsonb && !(params.where !== "" && count === "exact");
+  const keys = sortKeys(queryFields, params.sort);
+  const order = orderTerms(keys, {
+    tableAlias: "r",
+    storage,
+    ...(indexOrdered ? { indexed } : {}),
+  });
+  let filter = { sql: "true", params: [] as unknown[], readsData: false, fieldIds: [] as string[] };
   if (params.where !== "") {
     try {
       filter = buildWhere(params.where, queryFields, {
@@ -195,23 +206,27 @@ export function listQuery(
   }
   const page = {
     filtered: params.where !== "",
-    filterReadsData: filter.readsData,
+    // The per-table storage's filters read columns only.
+    filterReadsData: filter.readsData && !indexOrdered,
     order,
     limit,
     offset: params.offset,
-    count: params.count ?? "exact",
+    count,
   };
   if (jsonb) {
     return {
       ...page,
+      indexCandidates: [],
       rows: RECORD_ROWS,
       matching: `from record r where r.table_id = $1 and ${filter.sql}`,
       params: [schema.tableId, ...filter.params],
     };
   }
   const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
+  const sorted = keys.flatMap((key) => (key.target.kind === "field" ? [key.target.field.id] : []));
   return {
     ...page,
+    indexCandidates: [...new Set([...filter.fieldIds, ...sorted])],
     rows,
     matching: `from ${rows.relation} r where ${filter.sql}`,
     params: filter.params,
@@ -252,10 +267,21 @@ const RB_MOVED = "RB002";
  * (or for a table moved out of `record` meanwhile, RB_MOVED):
  * a column or table that is gone, or a value of a column's old type (undefined_column,
  * undefined_table, datatype_mismatch, undefined_function, invalid_text_representation,
- * invalid_datetime_format, datetime_field_overflow). Values are checked against the schema
- * before they are sent, so within one schema none of these can happen.
+ * invalid_datetime_format, datetime_field_overflow), or a text too long for the index of a
+ * field whose `max_length` was lowered since (program_limit_exceeded). Values are checked
+ * against the schema before they are sent, so within one schema none of these can happen.
  */
-const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008", RB_MOVED];
+const SCHEMA_MISMATCH = [
+  "42703",
+  "42P01",
+  "42804",
+  "42883",
+  "22P02",
+  "22007",
+  "22008",
+  "54000",
+  RB_MOVED,
+];
 
 function schemaMismatch(error: unknown): boolean {
   return SCHEMA_MISMATCH.some((state) => hasSqlState(error, state));
@@ -405,6 +431,8 @@ export class Records {
       read: ReadStatement;
       /** Which storage holds each table's records. */
       tables: StoredTables;
+      /** The per-table storage's field indexes, built as lists ask for them. */
+      indexes?: TableIndexes;
     },
   ) {}
 
@@ -624,7 +652,10 @@ export class Records {
       call,
       table,
       async (schema, rows) => {
-        const page = listQuery(schema, params, rows === RECORD_ROWS ? "jsonb" : "columns");
+        const storage = rows === RECORD_ROWS ? "jsonb" : "columns";
+        const indexes = this.deps.indexes;
+        const page = listQuery(schema, params, storage, indexes?.served(schema.tableId));
+        indexes?.noteQuery(schema, page.indexCandidates);
         const fields = selectedFields(schema, params.fields);
         return { schema, page, fields, found: await pageWithTotal(this.deps.read, page) };
       },

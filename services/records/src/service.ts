@@ -18,6 +18,7 @@ import { CatalogEvents } from "./catalog-events.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
+import { TableIndexes } from "./db/user-tables/indexes.js";
 import { StoredTables } from "./db/user-tables/registry.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
@@ -78,6 +79,16 @@ export async function startRecords(
     config.INTERNAL_JWT_SECRET,
   );
   const tables = new StoredTables(() => tx.em());
+  // A field index's build holds a connection of the ORM's pool while it lasts: with only one
+  // connection there, writes would wait for it, so no field index is built.
+  const indexes =
+    (orm.config.get("pool")?.max ?? 0) >= 2
+      ? new TableIndexes({
+          em: orm.em,
+          schemaOf: (tableId) => schemas.fresh(tableId),
+          logger: deps.logger,
+        })
+      : undefined;
   const records = new Records({
     tx,
     access: new Access(schemas, authorizer),
@@ -85,6 +96,7 @@ export async function startRecords(
     files,
     read,
     tables,
+    indexes,
   });
   const typeChanges = new TypeChanges(tx, tables);
   const catalogEvents = new CatalogEvents({
@@ -125,6 +137,7 @@ export async function startRecords(
       ],
       async close() {
         await upgrade.stop();
+        await indexes?.close();
         await relay.stop();
         await orm.close();
         await closeLists();

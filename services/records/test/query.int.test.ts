@@ -5,6 +5,7 @@ import { RecordCount } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pageStatement } from "../src/db/reads.js";
+import { fieldColumn, fieldIndex, userTable } from "../src/db/user-tables/names.js";
 import {
   type ConditionNode,
   type Literal,
@@ -19,6 +20,7 @@ import {
   as,
   createTable,
   def,
+  eventually,
   failureOf,
   type Harness,
   reasonOf,
@@ -1208,5 +1210,37 @@ describe("a list's count and has_more", () => {
     expect(await validationOf(list(table, { count: 9 as RecordCount }))).toEqual([
       { key: "count", message: "must be exact, estimated or none", source: "query" },
     ]);
+  });
+});
+
+describe("a list of a table of 10,000 records", () => {
+  it("has the index of the field it filters on built, and answers the same with it", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("N", FieldType.NUMBER)]);
+    const column = fieldColumn(BigInt(table.id.N!));
+    const relation = userTable(t.organizationId, table.tableId);
+    // Written straight into the table: 10,000 records through the API would take long.
+    await h.db.query(
+      `insert into ${relation} (row_id, created_by, updated_by, ${column})
+       select nextval(pg_get_serial_sequence('records.record', 'row_id')::regclass),
+              'system', 'system', g
+       from generate_series(1, 10000) g`,
+    );
+    await h.db.query(`analyze ${relation}`);
+    const params = { where: "(N,gte,9990)", sort: "-N", limit: 3, count: RecordCount.NONE };
+    const first = await list(table, params);
+    const values = (page: typeof first) => page.records.map((r) => r.data[table.id.N!]);
+    expect(values(first)).toEqual([10000, 9999, 9998]);
+    // Built in the background after the list answered.
+    await eventually(async () => {
+      const { rows } = await h.db.query(
+        "select indisvalid as valid from pg_index where indexrelid = to_regclass($1)",
+        [`org_${t.organizationId}.${fieldIndex(table.tableId, BigInt(table.id.N!))}`],
+      );
+      expect(rows).toEqual([{ valid: true }]);
+    });
+    // Now from the index, in its order: the same answers.
+    const again = await list(table, { ...params, offset: 10 });
+    expect(values(again)).toEqual([9990]);
+    expect(again.hasMore).toBe(false);
   });
 });

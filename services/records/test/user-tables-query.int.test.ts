@@ -13,6 +13,7 @@ import {
 } from "../src/db/reads.js";
 import { columnParam, columnTypeOf } from "../src/db/user-tables/columns.js";
 import { applyDdl, createTableSql } from "../src/db/user-tables/ddl.js";
+import { createFieldIndexSql, fieldIndexExpression } from "../src/db/user-tables/indexes.js";
 import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
 import { userTableRows } from "../src/db/user-tables/table-rows.js";
 import {
@@ -222,8 +223,18 @@ const SCHEMA: TableSchema = {
   })),
 };
 
+/** Every field that gets an index under the policy (`fieldIndexExpression`). */
+const INDEXED = new Set(
+  FIELDS.filter((f) => fieldIndexExpression({ ...f, id: BigInt(f.id) })).map((f) => f.id),
+);
+
 describe("a list's page on a table per user table", () => {
   it("answers the records, count and has_more the jsonb storage answers", async () => {
+    for (const field of FIELDS) {
+      const sql = createFieldIndexSql(ORGANIZATION, TABLE, { ...field, id: BigInt(field.id) });
+      if (sql) await run(sql);
+    }
+    expect([...INDEXED].sort()).toEqual(["14", "3", "5", "6", "7", "9"]);
     const read = <R extends object>(sql: string, params: readonly unknown[]) =>
       query<R>(orm.em.fork(), sql, params);
     let pages = 0;
@@ -237,9 +248,9 @@ describe("a list's page on a table per user table", () => {
         offset: pick(random, [0, 0, integer(random, 0, 90)]),
         count: pick(random, ["exact", "estimated", "none"] as CountMode[]),
       };
-      const page = async (storage: Storage) => {
+      const page = async (storage: Storage, indexed?: ReadonlySet<string>) => {
         try {
-          return await pageWithTotal(read, listQuery(SCHEMA, params, storage));
+          return await pageWithTotal(read, listQuery(SCHEMA, params, storage, indexed));
         } catch (error) {
           // A refused parameter is refused the same way by both.
           return `refused: ${JSON.stringify(await validationOf(Promise.reject(error)))}`;
@@ -247,6 +258,9 @@ describe("a list's page on a table per user table", () => {
       };
       const [jsonb, columns] = [await page("jsonb"), await page("columns")];
       expect({ seed, params, columns }).toEqual({ seed, params, columns: jsonb });
+      // With every field's index built, the page takes its order from them where it may.
+      const indexed = await page("columns", INDEXED);
+      expect({ seed, params, indexed }).toEqual({ seed, params, indexed: jsonb });
       if (typeof jsonb === "object" && jsonb.records.length > 0) pages += 1;
     }
     expect(pages).toBeGreaterThan(60);

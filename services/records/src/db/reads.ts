@@ -72,6 +72,11 @@ export interface PageQuery {
   limit: number;
   offset: number;
   count: CountMode;
+  /**
+   * The fields whose index could serve the list, on the per-table storage (none on the jsonb
+   * one): those the filter reads, then those the sort orders by (`TableIndexes.noteQuery`).
+   */
+  indexCandidates: readonly string[];
 }
 
 /**

@@ -69,7 +69,8 @@ export interface OrderTerm {
   rowId: boolean;
   /**
    * True for a column of the record (`row_id`, `created_at`, `updated_at`, also as a created_at
-   * or updated_at field), which an index of the table keeps in order with `row_id`.
+   * or updated_at field), which an index of the table keeps in order with `row_id`; and, on the
+   * per-table storage, for a field whose column's index keeps it in order (`indexed`).
    */
   column: boolean;
 }
@@ -83,15 +84,29 @@ export interface OrderTerm {
  */
 export function orderTerms(
   keys: readonly SortKey[],
-  options: { tableAlias?: string; storage?: Storage } = {},
+  options: {
+    tableAlias?: string;
+    storage?: Storage;
+    /**
+     * The fields whose column has an index built on what they sort by (the per-table
+     * storage's field indexes): all but a select's, which sorts by its choices' order.
+     */
+    indexed?: ReadonlySet<string>;
+  } = {},
 ): OrderTerm[] {
   const terms = keys.map((key): OrderTerm => {
     const source = valueSource(key.target, options.tableAlias, options.storage);
+    const indexed =
+      source.storage === "columns" &&
+      key.target.kind === "field" &&
+      options.indexed?.has(key.target.field.id) === true &&
+      source.kind !== "single_select" &&
+      source.kind !== "multi_select";
     return {
       value: source.sortable,
       direction: key.descending ? "DESC NULLS FIRST" : "ASC NULLS LAST",
       rowId: source.kind === "row_id",
-      column: !source.readsField,
+      column: !source.readsField || indexed,
     };
   });
   if (!terms.some((term) => term.rowId)) {

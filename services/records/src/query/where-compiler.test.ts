@@ -191,6 +191,7 @@ describe("compileWhere", () => {
         sql: "row_id = $2::bigint",
         params: ["5"],
         readsData: false,
+        fieldIds: [],
       });
     });
 
@@ -351,6 +352,7 @@ describe("compileWhere", () => {
         sql: "coalesce(upper((CASE WHEN jsonb_typeof(data->'17') = 'string' AND (data->>'17') <> '' THEN (data->>'17') END) COLLATE \"und-x-icu\") LIKE upper($2::text COLLATE \"und-x-icu\"), false)",
         params: ["%100\\%\\_a\\\\b%"],
         readsData: true,
+        fieldIds: ["17"],
       });
     });
 
@@ -359,11 +361,13 @@ describe("compileWhere", () => {
         sql: "data @> ANY($2::jsonb[])",
         params: [['{"14":["a,b"]}', '{"14":["c"]}']],
         readsData: true,
+        fieldIds: ["14"],
       });
       expect(buildWhere("(Tags,allof,a,b)", FIELDS, OPTIONS)).toEqual({
         sql: "data @> $2::jsonb",
         params: ['{"14":["a","b"]}'],
         readsData: true,
+        fieldIds: ["14"],
       });
       expect(buildWhere("(Tags,nanyof,a)", FIELDS, OPTIONS).sql).toBe(
         "(NOT data @> ANY($2::jsonb[]))",
@@ -414,6 +418,7 @@ describe("compileWhere", () => {
         sql: "data @> $2::jsonb",
         params: ['{"42":"x"}'],
         readsData: true,
+        fieldIds: ["42"],
       });
       const sort = buildWhere(`(${quote(nasty)},gt,x)`, fields, OPTIONS);
       expect(sort.sql).not.toContain(nasty);

@@ -32,9 +32,13 @@ export interface SqlFragment {
   params: unknown[];
 }
 
-/** A compiled `where`: its SQL, and whether it reads a field of `data` or only columns. */
+/**
+ * A compiled `where`: its SQL, whether it reads a field of `data` or only columns, and the ids
+ * of the fields it reads, in the order it names them first.
+ */
 export interface CompiledWhere extends SqlFragment {
   readsData: boolean;
+  fieldIds: string[];
 }
 
 const COMPARISONS: readonly Operator[] = [
@@ -122,7 +126,12 @@ export function compileWhere(
 ): CompiledWhere {
   const compiler = new WhereCompiler(fields, options);
   const sql = compiler.compile(node);
-  return { sql, params: compiler.params.values, readsData: compiler.readsData };
+  return {
+    sql,
+    params: compiler.params.values,
+    readsData: compiler.readsData,
+    fieldIds: [...compiler.fieldIds],
+  };
 }
 
 /** `parseWhere` then `compileWhere`. */
@@ -194,10 +203,24 @@ function likePattern(text: string): string {
  */
 const caseless = (text: string) => `upper(${text} COLLATE "und-x-icu")`;
 
+/**
+ * A value as `eq` and `in` compare it. A text column is compared in `COLLATE "C"`, the
+ * collation of the expression its index is built on (`fieldIndexExpression`), so that the index
+ * serves equality too; the answer is the same, since equality under a deterministic collation
+ * is equality of the text.
+ */
+function equalityOperand(source: ValueSource): string {
+  return source.storage === "columns" && source.kind === "text"
+    ? `${source.typed} COLLATE "C"`
+    : source.typed;
+}
+
 class WhereCompiler {
   readonly params: SqlParams;
   /** Whether a condition reads a field of `data` (not only `row_id` and the timestamps). */
   readsData = false;
+  /** The fields the conditions read, in the order they are first named. */
+  readonly fieldIds = new Set<string>();
 
   constructor(
     private readonly fields: readonly QueryField[],
@@ -225,6 +248,7 @@ class WhereCompiler {
     if (!target) throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position);
     const source = valueSource(target, this.options.tableAlias, this.options.storage);
     if (source.readsField) this.readsData = true;
+    if (target.kind === "field") this.fieldIds.add(target.field.id);
     if (!OPERATORS_BY_KIND[source.kind].has(node.operator)) {
       throw fail(
         `operator '${node.operator}' does not apply to ${describe(target)}`,
@@ -335,7 +359,10 @@ class WhereCompiler {
     if (source.fieldId !== undefined && scalar.json !== undefined) {
       return this.contains(source, scalar.json);
     }
-    return this.orFalse(source, `${source.typed} = ${this.params.add(scalar.value, scalar.type)}`);
+    return this.orFalse(
+      source,
+      `${equalityOperand(source)} = ${this.params.add(scalar.value, scalar.type)}`,
+    );
   }
 
   private oneOf(source: ValueSource, items: Literal[]): string {
@@ -365,7 +392,7 @@ class WhereCompiler {
       scalars.map((s) => s.value),
       type,
     );
-    return this.orFalse(source, `${source.typed} = ANY(${param})`);
+    return this.orFalse(source, `${equalityOperand(source)} = ANY(${param})`);
   }
 
   private anyOf(source: ValueSource, items: Literal[]): string {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { hasSqlState, query } from "@rowbase/kit";
 import { columnTypeOf, type StoredField } from "./columns.js";
+import { cancelIndexBuildsSql } from "./indexes.js";
 import { fieldColumn, idText, organizationSchema, userTable, userTableIndex } from "./names.js";
 
 /**
@@ -19,6 +20,7 @@ export function createOrganizationSchemaSql(organizationId: bigint): string[] {
 /** Drops an organization's schema and every table in it, with their counts and registry rows. */
 export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
   return [
+    cancelIndexBuildsSql(organizationId),
     `drop schema if exists ${organizationSchema(organizationId)} cascade`,
     `delete from record_count where table_id in
        (select table_id from user_table where organization_id = ${idText(organizationId)})`,
@@ -95,6 +97,7 @@ function rowTriggersSql(table: string, tableId: bigint): string[] {
 /** Drops a user table, with its count (the rows go without their delete trigger). */
 export function dropTableSql(organizationId: bigint, tableId: bigint): string[] {
   return [
+    cancelIndexBuildsSql(organizationId, tableId),
     `drop table if exists ${userTable(organizationId, tableId)}`,
     `delete from record_count where table_id = ${idText(tableId)}`,
     `delete from row_range where table_id = ${idText(tableId)}`,
@@ -110,13 +113,18 @@ export function addFieldSql(organizationId: bigint, tableId: bigint, field: Stor
   const type = columnTypeOf(field.type);
   if (!type) return [];
   return [
+    cancelIndexBuildsSql(organizationId, tableId),
     `alter table ${userTable(organizationId, tableId)} add column if not exists ${fieldColumn(field.id)} ${type}`,
   ];
 }
 
-/** Drops a field's column: PostgreSQL marks it dropped and rewrites no row. */
+/**
+ * Drops a field's column: PostgreSQL marks it dropped and rewrites no row. The column's index
+ * (`indexes.ts`), if it has one, goes with it.
+ */
 export function dropFieldSql(organizationId: bigint, tableId: bigint, fieldId: bigint): string[] {
   return [
+    cancelIndexBuildsSql(organizationId, tableId),
     `alter table ${userTable(organizationId, tableId)} drop column if exists ${fieldColumn(fieldId)}`,
   ];
 }

@@ -54,6 +54,11 @@ export function tableWriteLockKey(tableId: bigint): string {
 
 /** An index of a user table's; index names are unique per schema, so they carry the table id. */
 export function userTableIndex(tableId: bigint, purpose: string): string {
-  if (!/^[a-z]{1,20}$/.test(purpose)) throw new Error(`invalid index purpose ${purpose}`);
+  if (!/^[a-z][a-z0-9]{0,20}$/.test(purpose)) throw new Error(`invalid index purpose ${purpose}`);
   return `t_${idText(tableId, "table id")}_${purpose}`;
+}
+
+/** The index of a field's column that a list asked for (`indexes.ts`): `t_<table_id>_f<field_id>`. */
+export function fieldIndex(tableId: bigint, fieldId: bigint): string {
+  return userTableIndex(tableId, `f${idText(fieldId, "field id")}`);
 }

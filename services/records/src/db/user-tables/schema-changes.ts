@@ -13,6 +13,7 @@ import {
   dropTableSql,
   registerUserTableSql,
 } from "./ddl.js";
+import { cancelIndexBuildsSql } from "./indexes.js";
 import { fieldColumn, fieldPreviousColumn, idText, tableWriteLockKey, userTable } from "./names.js";
 import { type ConversionRefusal, changeFieldType } from "./type-change.js";
 import { keepChoicesSql, numberRowsSql } from "./value-changes.js";
@@ -208,6 +209,7 @@ export async function confirmFieldChange(
   const kept = await query(em, "select 1 from kept_column where change_id = $1", [changeId]);
   if (kept.length === 0) return false;
   await applyDdl(em, [
+    cancelIndexBuildsSql(table.organizationId, table.tableId),
     `alter table ${userTable(table.organizationId, table.tableId)}
        drop column if exists ${fieldPreviousColumn(fieldId)}`,
     `delete from kept_column where table_id = ${idText(table.tableId)}
@@ -236,6 +238,7 @@ export async function undoFieldChange(em: EntityManager, changeId: string): Prom
     await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
       tableWriteLockKey(tableId),
     ]);
+    await query(tx, cancelIndexBuildsSql(BigInt(kept.organization_id), tableId));
     await query(tx, `alter table ${table} drop column if exists ${fieldColumn(fieldId)}`);
     const [previous] = await query(
       tx,

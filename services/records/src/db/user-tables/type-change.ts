@@ -13,6 +13,7 @@ import {
   type StoredField,
 } from "./columns.js";
 import { applyDdl, DDL_LOCK, type DdlLockOptions } from "./ddl.js";
+import { cancelIndexBuildsSql, dropFieldIndexSql, fieldIndexChangeSql } from "./indexes.js";
 import {
   fieldColumn,
   fieldPreviousColumn,
@@ -110,6 +111,7 @@ export async function changeFieldType(
     await applyDdl(
       em,
       [
+        cancelIndexBuildsSql(change.organizationId, change.tableId),
         `alter table ${table} drop column if exists ${shadow}`,
         `alter table ${table} add column ${shadow} ${target}`,
       ],
@@ -130,7 +132,19 @@ export async function changeFieldType(
         inPlace,
         settings,
       });
-      if (!inPlace) await swapIn(tx, table, change, settings);
+      if (!inPlace) {
+        await swapIn(tx, table, change, settings);
+      } else {
+        // The field's index goes when the field no longer has one on the same expression
+        // (indexes.ts), taking the table's lock only at the end, as a swap does.
+        const drop = fieldIndexChangeSql(change.organizationId, change.tableId, from, to);
+        if (drop.length > 0) {
+          await lastInSavepoint(tx, settings.lock, async () => {
+            await query(tx, cancelIndexBuildsSql(change.organizationId, change.tableId));
+            for (const statement of drop) await query(tx, statement);
+          });
+        }
+      }
       await settings.beforeCommit?.(tx);
       return converted;
     });
@@ -220,8 +234,9 @@ async function convertAll(
 
 /**
  * The filled shadow column takes the field's place: the old column (if the field had one) is
- * dropped and the shadow renamed, in a savepoint that waits at most `lockTimeoutMs` for the
- * table's lock and is tried again, so the work of the fill is kept while reads finish.
+ * dropped, or kept as the previous one, and the shadow renamed (`lastInSavepoint`). The field's
+ * index (indexes.ts) goes first: it is on the old column's values, which a kept previous column
+ * would carry on with; a list asks for the new column's.
  */
 async function swapIn(
   tx: EntityManager,
@@ -229,27 +244,43 @@ async function swapIn(
   change: FieldTypeChange,
   settings: TypeChangeOptions,
 ): Promise<void> {
-  const { lock } = settings;
   const column = fieldColumn(change.to.id);
   const previous = fieldPreviousColumn(change.to.id);
+  await lastInSavepoint(tx, settings.lock, async () => {
+    await query(tx, cancelIndexBuildsSql(change.organizationId, change.tableId));
+    await query(tx, dropFieldIndexSql(change.organizationId, change.tableId, change.to.id));
+    await query(tx, `alter table ${table} drop column if exists ${previous}`);
+    if (settings.keepPrevious && columnTypeOf(change.from.type)) {
+      await query(tx, `alter table ${table} rename column ${column} to ${previous}`);
+    } else {
+      await query(tx, `alter table ${table} drop column if exists ${column}`);
+    }
+    await query(
+      tx,
+      `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
+    );
+  });
+}
+
+/**
+ * The last statements of a change, which need the table's ACCESS EXCLUSIVE lock: in a savepoint
+ * that waits at most `lockTimeoutMs` for the lock and is tried again, so the work of the fill is
+ * kept while reads finish, and reads wait for the lock only from here to the commit.
+ */
+async function lastInSavepoint(
+  tx: EntityManager,
+  lock: DdlLockOptions,
+  work: () => Promise<void>,
+): Promise<void> {
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
   for (let attempt = 1; ; attempt++) {
-    await query(tx, "savepoint swap_in");
+    await query(tx, "savepoint last_statements");
     try {
-      await query(tx, `alter table ${table} drop column if exists ${previous}`);
-      if (settings.keepPrevious && columnTypeOf(change.from.type)) {
-        await query(tx, `alter table ${table} rename column ${column} to ${previous}`);
-      } else {
-        await query(tx, `alter table ${table} drop column if exists ${column}`);
-      }
-      await query(
-        tx,
-        `alter table ${table} rename column ${fieldShadowColumn(change.to.id)} to ${column}`,
-      );
-      await query(tx, "release savepoint swap_in");
+      await work();
+      await query(tx, "release savepoint last_statements");
       return;
     } catch (error) {
-      await query(tx, "rollback to savepoint swap_in");
+      await query(tx, "rollback to savepoint last_statements");
       if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
     }
   }

@@ -1,0 +1,48 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { FIELD_TYPE_NAMES, type FieldTypeName } from "@rowbase/kit/field-types";
+import { describe, expect, it } from "vitest";
+import { fieldIndexChangeSql, fieldIndexExpression } from "./indexes.js";
+
+const field = (type: FieldTypeName, options: JsonObject = {}) => ({ id: 7n, type, options });
+
+describe("a field's index", () => {
+  it("is on the column, or the text in code point order, for the types a btree serves", () => {
+    const expressions = Object.fromEntries(
+      FIELD_TYPE_NAMES.map((type) => [type, fieldIndexExpression(field(type))]),
+    );
+    expect(expressions).toEqual({
+      text: undefined,
+      long_text: undefined,
+      number: "(f_7)",
+      boolean: undefined,
+      date: "(f_7)",
+      datetime: "(f_7)",
+      single_select: "(f_7)",
+      multi_select: undefined,
+      email: `((nullif(f_7, '') COLLATE "C"))`,
+      url: undefined,
+      phone: `((nullif(f_7, '') COLLATE "C"))`,
+      json: undefined,
+      file: undefined,
+      autonumber: "(f_7)",
+      created_at: undefined,
+      updated_at: undefined,
+    });
+  });
+
+  it("is on a text only when its longest value fits a btree entry", () => {
+    expect(fieldIndexExpression(field("text", { max_length: 600 }))).toBe(
+      `((nullif(f_7, '') COLLATE "C"))`,
+    );
+    expect(fieldIndexExpression(field("text", { max_length: 601 }))).toBeUndefined();
+  });
+
+  it("is dropped by a change in place that leaves it another expression or none", () => {
+    const short = field("text", { max_length: 100 });
+    expect(fieldIndexChangeSql(1n, 2n, short, field("text", { max_length: 200 }))).toEqual([]);
+    expect(fieldIndexChangeSql(1n, 2n, short, field("email"))).toEqual([]);
+    for (const to of [field("text"), field("long_text"), field("single_select")]) {
+      expect(fieldIndexChangeSql(1n, 2n, short, to)).toEqual(["drop index if exists org_1.t_2_f7"]);
+    }
+  });
+});
