@@ -5,6 +5,11 @@
 -- version, a deletion, a test). Updates never move a record to another table.
 --
 -- Each table's change is added by record_count_add.sql.
+--
+-- An insert of records of a table stored in its own table (user_table) is refused with SQLSTATE
+-- RB002: nothing reads them there. Only a create that chose the jsonb storage before the upgrade
+-- moved its table, and then waited on the table's write lock for the move to commit, can try it;
+-- it is to be sent again to the table's own storage.
 create or replace function record_count_change() returns trigger language plpgsql
 set search_path from current
 as $count$
@@ -13,6 +18,10 @@ declare
 begin
   if tg_op = 'INSERT' then
     for v_change in select table_id, count(*) as n from new_records group by table_id loop
+      if exists (select from user_table where table_id = v_change.table_id) then
+        raise exception 'table % is stored in its own table', v_change.table_id
+          using errcode = 'RB002';
+      end if;
       perform record_count_add(v_change.table_id, v_change.n);
     end loop;
   else

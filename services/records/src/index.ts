@@ -1,2 +1,8 @@
 export { type RecordsConfig, recordsEnv } from "./config.js";
-export { migrateRecords, type RunningRecords, SCHEMA, startRecords } from "./service.js";
+export {
+  createRecordsOrm,
+  migrateRecords,
+  type RunningRecords,
+  SCHEMA,
+  startRecords,
+} from "./service.js";

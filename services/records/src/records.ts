@@ -3,6 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   type Call,
+  errorInfoOf,
   hasSqlState,
   RECORD_BATCH_MAX,
   RECORD_LIMIT_DEFAULT,
@@ -241,13 +242,20 @@ class PendingChanges extends Error {}
 const WRITE_ATTEMPTS = 3;
 
 /**
- * What PostgreSQL answers a statement built from an older schema than the table's user table:
+ * What `record`'s insert trigger answers a create that chose the jsonb storage for a table the
+ * upgrade moved meanwhile (sql/record_count_change.sql).
+ */
+const RB_MOVED = "RB002";
+
+/**
+ * What PostgreSQL answers a statement built from an older schema than the table's user table
+ * (or for a table moved out of `record` meanwhile, RB_MOVED):
  * a column or table that is gone, or a value of a column's old type (undefined_column,
  * undefined_table, datatype_mismatch, undefined_function, invalid_text_representation,
  * invalid_datetime_format, datetime_field_overflow). Values are checked against the schema
  * before they are sent, so within one schema none of these can happen.
  */
-const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008"];
+const SCHEMA_MISMATCH = ["42703", "42P01", "42804", "42883", "22P02", "22007", "22008", RB_MOVED];
 
 function schemaMismatch(error: unknown): boolean {
   return SCHEMA_MISMATCH.some((state) => hasSqlState(error, state));
@@ -409,11 +417,16 @@ export class Records {
     call: Call,
     table: TableRef,
     read: (schema: TableSchema, rows: TableRows) => Promise<T>,
+    /** Whether a read found nothing: on `record`, the table may have moved meanwhile. */
+    foundNothing: (result: T) => boolean,
   ): Promise<T> {
     let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     for (let attempt = 1; ; attempt++) {
       try {
-        return await read(schema, await this.deps.tables.rowsOf(schema));
+        const rows = await this.deps.tables.rowsOf(schema);
+        const result = await read(schema, rows);
+        if (!foundNothing(result) || !(await this.movedMeanwhile(schema, rows))) return result;
+        continue;
       } catch (error) {
         if (!schemaMismatch(error) || attempt === WRITE_ATTEMPTS) throw error;
       }
@@ -422,6 +435,27 @@ export class Records {
         fresh: true,
       }));
     }
+  }
+
+  /**
+   * Whether a statement on `record` that found nothing may have missed the table's records
+   * because the upgrade moved them meanwhile (its move waits for the writes it holds up, not for
+   * reads): then the call is made again on the table's own storage.
+   */
+  private async movedMeanwhile(schema: TableSchema, rows: TableRows): Promise<boolean> {
+    return rows === RECORD_ROWS && (await this.deps.tables.inUserTable(schema.tableId));
+  }
+
+  /**
+   * Whether a write that did not find its records on `record` (`legacy`: the table was not
+   * registered when it started) missed them because the upgrade moved the table meanwhile.
+   */
+  private async missedMove(error: unknown, schema: TableSchema, legacy: boolean): Promise<boolean> {
+    return (
+      legacy &&
+      errorInfoOf(error)?.reason === "record_not_found" &&
+      (await this.deps.tables.inUserTable(schema.tableId))
+    );
   }
 
   /**
@@ -513,8 +547,6 @@ export class Records {
     const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
     if (autonumbers.length === 0 && marks.length === 0) {
       return this.deps.tx.once(call, async (changes) => {
-        // Measured before row ids are taken: a refusal for size takes none.
-        rows.dataParam(datas);
         const rowIds = await allocateRowIds(changes.em, datas.length);
         const created = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
         auditCreated(changes, schema, created);
@@ -567,11 +599,16 @@ export class Records {
 
   /** A record with the fields `fields` selects, all when it is empty. */
   async get(call: Call, table: TableRef, rowId: bigint, fieldList = ""): Promise<RecordView> {
-    const { schema, fields, record } = await this.reading(call, table, async (schema, rows) => {
-      const fields = selectedFields(schema, fieldList);
-      const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId, rows);
-      return { schema, fields, record };
-    });
+    const { schema, fields, record } = await this.reading(
+      call,
+      table,
+      async (schema, rows) => {
+        const fields = selectedFields(schema, fieldList);
+        const record = await findRecord(this.deps.tx.em(), schema.tableId, rowId, rows);
+        return { schema, fields, record };
+      },
+      (found) => !found.record,
+    );
     if (!record) throw recordNotFound();
     const files = await this.deps.files.of(fields, [record.rowId], call.requestId);
     return { schema, record, fields, files };
@@ -591,6 +628,7 @@ export class Records {
         const fields = selectedFields(schema, params.fields);
         return { schema, page, fields, found: await pageWithTotal(this.deps.read, page) };
       },
+      (read) => read.found !== "over_budget" && read.found.records.length === 0,
     );
     if (found === "over_budget") throw pageTooLarge();
     const { records, total, estimated, hasMore } = found;
@@ -621,10 +659,11 @@ export class Records {
   ): Promise<RecordsView> {
     let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
     for (let attempt = 1; ; attempt++) {
+      const legacy = !(await this.deps.tables.inUserTable(schema.tableId));
       try {
         return await this.updateWith(call, schema, patches, batch);
       } catch (error) {
-        const mismatch = schemaMismatch(error);
+        const mismatch = schemaMismatch(error) || (await this.missedMove(error, schema, legacy));
         if (!(error instanceof StaleSchema || mismatch)) throw error;
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
         if (mismatch) await beforeRetry(attempt);
@@ -798,10 +837,13 @@ export class Records {
     }
     const rowIds = [...new Set(rawRowIds)];
     for (let attempt = 1; ; attempt++) {
+      const legacy = !(await this.deps.tables.inUserTable(schema.tableId));
       try {
         return await this.deleteWith(call, schema, rowIds);
       } catch (error) {
-        if (!schemaMismatch(error)) throw error;
+        if (!(schemaMismatch(error) || (await this.missedMove(error, schema, legacy)))) {
+          throw error;
+        }
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
       }
       // A deleted field's column or a converted one, or the table itself, went after `schema`

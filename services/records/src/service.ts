@@ -27,6 +27,7 @@ import { Records } from "./records.js";
 import { createRoutes } from "./server.js";
 import { TableSchemas } from "./table-schema.js";
 import { TypeChanges } from "./type-changes.js";
+import { catalogSchemaOf, Upgrade } from "./upgrade.js";
 
 export const SCHEMA = "records";
 
@@ -93,7 +94,15 @@ export async function startRecords(
     tables,
     logger: deps.logger,
   });
+  // Tables made before the per-table storage move out of `record` in the background, one at a
+  // time, on one replica at a time (docs/records-storage.md, "Upgrade in place").
+  const upgrade = new Upgrade({
+    em: orm.em,
+    schemaOf: catalogSchemaOf(schemas),
+    logger: deps.logger,
+  });
   relay.start();
+  upgrade.start();
   return serveService(
     config,
     deps.logger,
@@ -115,6 +124,7 @@ export async function startRecords(
           listenForOrganizationDeletion(orm, deps.bus, { cache: deps.cache, logger: deps.logger }),
       ],
       async close() {
+        await upgrade.stop();
         await relay.stop();
         await orm.close();
         await closeLists();

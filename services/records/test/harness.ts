@@ -45,7 +45,10 @@ export interface CatalogReplica {
 }
 
 export interface Harness
-  extends Pick<TestStack, "db" | "databaseUrl" | "cache" | "bus" | "logger" | "events"> {
+  extends Pick<
+    TestStack,
+    "db" | "databaseUrl" | "cache" | "bus" | "logger" | "events" | "natsUrl" | "namespace"
+  > {
   /** The records service, with record values as objects (see json-records-client.ts). */
   records: JsonRecordsClient;
   files: Client<typeof FilesService>;
@@ -111,6 +114,8 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     catalog: services.client("catalog"),
     org: services.client("organization"),
     db: stack.db,
+    natsUrl: stack.natsUrl,
+    namespace: stack.namespace,
     databaseUrl: stack.databaseUrl,
     cache: stack.cache,
     bus: stack.bus,

@@ -31,11 +31,16 @@ export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
 /**
  * Marks a table as stored in its user table (`user_table`): the last statement of the
  * transaction that makes the user table hold the table's records (its creation, or the
- * upgrade's move out of `record`).
+ * upgrade's move out of `record`). Not while `record` holds records of the table: a table made
+ * before the per-table storage is registered only by the upgrade's move, which empties `record`
+ * of it first, so a late or repeated TableCreated can never hide its records behind an empty
+ * user table (the empty table it makes is replaced by the move's).
  */
 export function registerUserTableSql(organizationId: bigint, tableId: bigint): string {
   return `insert into user_table (table_id, organization_id)
-    values (${idText(tableId)}, ${idText(organizationId)}) on conflict (table_id) do nothing`;
+    select ${idText(tableId)}, ${idText(organizationId)}
+    where not exists (select from record where table_id = ${idText(tableId)})
+    on conflict (table_id) do nothing`;
 }
 
 /**
