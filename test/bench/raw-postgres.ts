@@ -17,13 +17,17 @@ import {
 import {
   allocateRowIdsStatement,
   createRecordsStatement,
+  createTableSql,
   findRecordsStatement,
   listQuery,
+  organizationSchema,
   pageStatement,
   recordVersionStatement,
   type SchemaField,
   type Statement,
+  type TableRows,
   type TableSchema,
+  userTableRows,
   writeRecordIfUnchangedStatement,
   writeRecordsStatement,
 } from "@rowbase/records/statements";
@@ -35,14 +39,18 @@ import type { Tenant } from "./seed.js";
  * PostgreSQL with `pg`, so that `rowbase / raw-postgres` says how much of what the database can
  * do the whole path (gateway, gRPC, the service) delivers. The statements are the service's own
  * (`@rowbase/records/statements`); what this file keeps in step by hand is their order and
- * transactions, as services/records/src/records.ts sends them. The benchmark also checks before
- * measuring that each read returns what Rowbase returned (same total, same rows).
+ * transactions, as services/records/src/records.ts sends them. The benchmark table is a new
+ * table, so the service keeps its records in a user table of their own (a column per field,
+ * docs/records-storage.md), and so do these statements (`benchRows`). The benchmark also checks
+ * before measuring that each read returns what Rowbase returned (same total, same rows).
  *
  * Writes must not disturb what Rowbase reads or counts: raw creates go to a table and an
- * organization id that do not exist (their records never show in the benchmark table and their
- * quota row is their own), and the outbox rows go to `bench_raw.outbox`, a copy of
- * `records.outbox` with the same indexes that no relay reads (the connection's search_path puts
- * `bench_raw` first, so the statement is the service's own).
+ * organization id that do not exist, into a user table of their own with the benchmark table's
+ * fields (`rawPool` makes it, `removeRawWrites` drops it with the counts and row ranges its
+ * triggers wrote), so their records never show in the benchmark table and their quota row is
+ * their own; the outbox rows go to `bench_raw.outbox`, a copy of `records.outbox` with the same
+ * indexes that no relay reads (the connection's search_path puts `bench_raw` first, so the
+ * statement is the service's own).
  */
 
 type Client = pg.PoolClient;
@@ -73,6 +81,19 @@ export function benchSchema(
   };
 }
 
+/** A table's records as the records service reaches them: its user table. */
+export function benchRows(schema: TableSchema): TableRows {
+  return userTableRows(schema.organizationId, schema.tableId, schema.fields);
+}
+
+/**
+ * The raw creates' own table: the benchmark table's fields under the target's made-up table and
+ * organization ids.
+ */
+export function rawWriteSchema(schema: TableSchema, target: RawWriteTarget): TableSchema {
+  return { ...schema, tableId: target.tableId, organizationId: target.organizationId };
+}
+
 /** A list's parameters, as the scenario sends them in the URL. */
 export interface ListQuery {
   limit: number;
@@ -81,15 +102,19 @@ export interface ListQuery {
   sort?: string;
 }
 
-/** Records.list: the page with the count, one statement. */
+/** Records.list of a user table: the page with the count, one statement. */
 export function listStatement(schema: TableSchema, query: ListQuery): Statement {
   return pageStatement(
-    listQuery(schema, {
-      limit: query.limit,
-      offset: query.offset,
-      where: query.where ?? "",
-      sort: query.sort ?? "",
-    }),
+    listQuery(
+      schema,
+      {
+        limit: query.limit,
+        offset: query.offset,
+        where: query.where ?? "",
+        sort: query.sort ?? "",
+      },
+      "columns",
+    ),
   );
 }
 
@@ -106,8 +131,11 @@ export async function rawList(client: Client, statement: Statement) {
 }
 
 /** Records.get (it reads outside a transaction). */
-export async function rawGet(client: Client, tableId: number, rowId: number) {
-  const found = await send(client, findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false));
+export async function rawGet(client: Client, rows: TableRows, tableId: number, rowId: number) {
+  const found = await send(
+    client,
+    findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false, undefined, rows),
+  );
   if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
 }
 
@@ -159,12 +187,18 @@ function audits(event: AuditEvent, count: number): OutboxEntry[] {
 
 /**
  * Records.create of a table without autonumber fields: row ids first (`allocateRowIds`), then
- * one statement (`createRecords`) that passes `create_checks`, inserts the records and one
- * audit event per record and counts them with `reserve_records`, outside a transaction.
+ * one statement (`createRecords`) that passes `create_checks`, inserts the records into `rows`
+ * (the target's user table, `rawWriteSchema`) and one audit event per record and counts them
+ * with `reserve_records`, outside a transaction.
  */
-export async function rawCreate(client: Client, target: RawWriteTarget, datas: JsonObject[]) {
+export async function rawCreate(
+  client: Client,
+  target: RawWriteTarget,
+  rows: TableRows,
+  datas: JsonObject[],
+) {
   const ids = await send<{ id: string }>(client, allocateRowIdsStatement(datas.length));
-  const rows = ids.rows.map((row, index) => ({ rowId: BigInt(row.id), data: datas[index]! }));
+  const records = ids.rows.map((row, index) => ({ rowId: BigInt(row.id), data: datas[index]! }));
   const created = await send<{ outcome: string }>(
     client,
     createRecordsStatement(
@@ -176,8 +210,9 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: J
         autonumberFields: [],
         fields: [...new Set(datas.flatMap((data) => Object.keys(data)))],
         pendingChecked: [],
+        rows,
       },
-      rows,
+      records,
       audits(target.createdEvent, datas.length),
     ),
   );
@@ -189,11 +224,12 @@ export async function rawCreate(client: Client, target: RawWriteTarget, datas: J
  * `write_gate`, writes the merged data if the record is still that version and takes its audit
  * event along, outside a transaction; when it wrote nothing (another writer got in between),
  * the transaction: lock it (past `write_gate`), write, the event. It updates a seeded record of
- * the benchmark table, as the Rowbase scenario does.
+ * the benchmark table (`rows`, its user table), as the Rowbase scenario does.
  */
 export async function rawPatch(
   client: Client,
   target: RawWriteTarget,
+  rows: TableRows,
   tableId: number,
   rowId: number,
   change: JsonObject,
@@ -201,7 +237,7 @@ export async function rawPatch(
   const fields = Object.keys(change);
   const read = await send<{ data: JsonObject; version: string }>(
     client,
-    recordVersionStatement(BigInt(tableId), BigInt(rowId)),
+    recordVersionStatement(BigInt(tableId), BigInt(rowId), rows),
   );
   const before = read.rows[0];
   if (!before) throw new Error(`record ${rowId} not found`);
@@ -215,6 +251,7 @@ export async function rawPatch(
         actor: target.actor,
         data: { ...before.data, ...change },
         fields,
+        rows,
       },
       audits(target.updatedEvent, 1),
     ),
@@ -223,10 +260,13 @@ export async function rawPatch(
   await transaction(client, async () => {
     const found = await send<{ data: JsonObject }>(
       client,
-      findRecordsStatement(BigInt(tableId), [BigInt(rowId)], true, {
-        fields,
-        pendingChecked: [],
-      }),
+      findRecordsStatement(
+        BigInt(tableId),
+        [BigInt(rowId)],
+        true,
+        { fields, pendingChecked: [] },
+        rows,
+      ),
     );
     const locked = found.rows[0];
     if (!locked) throw new Error(`record ${rowId} not found`);
@@ -234,24 +274,36 @@ export async function rawPatch(
       client,
       withEvents(
         audits(target.updatedEvent, 1),
-        writeRecordsStatement(target.actor, [
-          { rowId: BigInt(rowId), data: { ...locked.data, ...change } },
-        ]),
+        writeRecordsStatement(
+          target.actor,
+          [{ rowId: BigInt(rowId), data: { ...locked.data, ...change } }],
+          rows,
+        ),
       ),
     );
   });
 }
 
 /**
- * A pool of `size` connections to the records schema (raw outbox rows to `bench_raw`), and the
- * copy of the outbox they write to.
+ * A pool of `size` connections to the records schema (raw outbox rows to `bench_raw`), the copy
+ * of the outbox they write to, and the user table of `writes` (`rawWriteSchema`) that raw creates
+ * insert into, made as the service makes one (`createTableSql`).
  */
-export async function rawPool(databaseUrl: string, size: number): Promise<pg.Pool> {
-  const admin = new pg.Client({ connectionString: databaseUrl });
+export async function rawPool(
+  databaseUrl: string,
+  size: number,
+  writes: TableSchema,
+): Promise<pg.Pool> {
+  // The user table's triggers call records' `user_table_rows_change`, found on this path.
+  const admin = new pg.Client({ connectionString: databaseUrl, options: "-c search_path=records" });
   await admin.connect();
   try {
     await admin.query(`create schema if not exists bench_raw;
       create table if not exists bench_raw.outbox (like records.outbox including all)`);
+    const fields = writes.fields.map((field) => ({ ...field, id: BigInt(field.id) }));
+    for (const sql of createTableSql(writes.organizationId, writes.tableId, fields)) {
+      await admin.query(sql);
+    }
   } finally {
     await admin.end();
   }
@@ -262,12 +314,19 @@ export async function rawPool(databaseUrl: string, size: number): Promise<pg.Poo
   });
 }
 
-/** Removes what raw writes left (with BASE_URL the database is not ours to drop). */
+/**
+ * Removes what raw writes left (with BASE_URL the database is not ours to drop): their user
+ * table's schema, and the count and row ranges its triggers kept for the made-up table id (the
+ * schema goes without its delete trigger).
+ */
 export async function removeRawWrites(databaseUrl: string, target: RawWriteTarget) {
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   try {
-    await admin.query("delete from records.record where table_id = $1", [target.tableId]);
+    await admin.query(`drop schema if exists ${organizationSchema(target.organizationId)} cascade`);
+    for (const table of ["records.record_count", "records.row_range"]) {
+      await admin.query(`delete from ${table} where table_id = $1`, [target.tableId]);
+    }
     await admin.query("delete from records.organization_usage where organization_id = $1", [
       target.organizationId,
     ]);

@@ -10,7 +10,15 @@ import { type LocalSystem, repoRoot, startLocalSystem } from "./local-system.js"
 import { type ChartProcess, chartProcesses } from "./memory-limit.js";
 import type { Piece } from "./pieces.js";
 import { ProcessSampler } from "./process-sampler.js";
-import { auditSample, type RawWriteTarget, rawPool, removeRawWrites } from "./raw-postgres.js";
+import {
+  auditSample,
+  benchRows,
+  benchSchema,
+  type RawWriteTarget,
+  rawPool,
+  rawWriteSchema,
+  removeRawWrites,
+} from "./raw-postgres.js";
 import {
   describeMachine,
   markdown,
@@ -361,7 +369,8 @@ async function main(): Promise<number> {
 
     let postgresVersion: string | undefined;
     if (databaseUrl) {
-      pool = await rawPool(databaseUrl, CONNECTIONS);
+      const bench = benchSchema(tenant);
+      pool = await rawPool(databaseUrl, CONNECTIONS, rawWriteSchema(bench, rawTarget));
       postgresVersion = (
         await pool.query<{ v: string }>("select current_setting('server_version') as v")
       ).rows[0]?.v;
@@ -376,7 +385,7 @@ async function main(): Promise<number> {
       }
       if (system) {
         // Steady state: autovacuum would have analysed a table this size within a minute.
-        await pool.query("vacuum analyze records.record");
+        await pool.query(`vacuum analyze ${benchRows(bench).relation}`);
       }
     } else {
       say("  (no DATABASE_URL: the raw-postgres ceiling is left out)");

@@ -2,6 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type autocannon from "autocannon";
 import type pg from "pg";
 import {
+  benchRows,
   benchSchema,
   type ListQuery,
   listStatement,
@@ -10,6 +11,7 @@ import {
   rawGet,
   rawList,
   rawPatch,
+  rawWriteSchema,
 } from "./raw-postgres.js";
 import { type Api, random, recordData, recordsPath, type Tenant } from "./seed.js";
 
@@ -122,14 +124,15 @@ function getScenario(name: string, token: (ctx: ScenarioContext) => string, hot 
     },
     raw: (ctx) => {
       const ids = idsOf(ctx);
-      return (client) => rawGet(client, ctx.tenant.tableId, pick(ids));
+      const rows = benchRows(benchSchema(ctx.tenant));
+      return (client) => rawGet(client, rows, ctx.tenant.tableId, pick(ids));
     },
     async check(ctx, api, pool) {
       const rowId = pick(idsOf(ctx));
       await api.call("GET", `${recordsPath(ctx.tenant)}/${rowId}`, { token: token(ctx) });
       const client = await pool.connect();
       try {
-        await rawGet(client, ctx.tenant.tableId, rowId);
+        await rawGet(client, benchRows(benchSchema(ctx.tenant)), ctx.tenant.tableId, rowId);
       } finally {
         client.release();
       }
@@ -175,7 +178,8 @@ function createScenario(name: string, count: number): Scenario {
     ],
     raw: (ctx) => {
       const stored = byIds(ctx.tenant, datas);
-      return (client) => rawCreate(client, ctx.rawTarget, stored);
+      const rows = benchRows(rawWriteSchema(benchSchema(ctx.tenant), ctx.rawTarget));
+      return (client) => rawCreate(client, ctx.rawTarget, rows, stored);
     },
   };
 }
@@ -204,8 +208,11 @@ const patchScenario: Scenario = {
   raw: (ctx) => {
     const ids = ctx.tenant.rowIds;
     const amount = ctx.tenant.fieldIds.Amount;
+    const rows = benchRows(benchSchema(ctx.tenant));
     return (client) =>
-      rawPatch(client, ctx.rawTarget, ctx.tenant.tableId, pick(ids), { [amount]: newAmount() });
+      rawPatch(client, ctx.rawTarget, rows, ctx.tenant.tableId, pick(ids), {
+        [amount]: newAmount(),
+      });
   },
 };
 
