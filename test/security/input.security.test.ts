@@ -78,6 +78,9 @@ describe("where/sort/fields injection", () => {
     ["the system column organization_id", `(organization_id,eq,1)`],
     ["the system column table_id", `(table_id,neq,0)`],
     ["the system column deleted_at", `(deleted_at,blank)`],
+    ["the user table's column version", `(version,gt,0)`],
+    ["the user table's column created_by", `(created_by,notblank)`],
+    ["a user table's column name for a field", `(f_1,notblank)`],
     ["__proto__ as the reference", `(__proto__,eq,x)`],
     ["constructor as the reference", `(constructor,notblank)`],
     ["an operator smuggling SQL", `(Name,eq or 1=1,x)`],
@@ -98,11 +101,13 @@ describe("where/sort/fields injection", () => {
     ["sort with a direction keyword", { sort: "Name desc" }, "sort"],
     ["sort by a quoted identifier", { sort: '"organization_id"' }, "sort"],
     ["sort by a system column", { sort: "-organization_id" }, "sort"],
+    ["sort by the user table's column version", { sort: "-version" }, "sort"],
     ["sort by __proto__", { sort: "__proto__" }, "sort"],
     ["fields with *", { fields: "Name,*" }, "fields"],
     ["fields with SQL", { fields: "Name) from records.record --" }, "fields"],
     ["fields naming __proto__", { fields: "__proto__" }, "fields"],
     ["fields naming a system column", { fields: "table_id" }, "fields"],
+    ["fields naming the user table's column updated_by", { fields: "updated_by" }, "fields"],
   ];
 
   it.each(badRefs)("%s: 400 on the parameter", async (_name, query, key) => {

@@ -19,6 +19,7 @@ import {
   team,
   uploadMessages,
 } from "./harness.js";
+import { storedRows } from "./stored.js";
 
 // File fields show the pair's live FileInfo from the files service: one
 // ListRecordFiles call per response, null without a live file, 503 when files cannot be reached.
@@ -229,10 +230,8 @@ describe("a files service that cannot be reached", () => {
       ),
     );
     expect(failure.code).toBe(Code.Unavailable);
-    const { rows } = await h.db.query("select data from records.record where row_id = $1", [
-      rowB.toString(),
-    ]);
-    expect(rows[0].data[table.id.Name!]).toBe("B2");
+    const [row] = await storedRows(h, table.tableId, [rowB]);
+    expect(row!.data[table.id.Name!]).toBe("B2");
   });
 
   it("does not ask files when no file field is shown, nor for a create", async () => {

@@ -825,12 +825,15 @@ describe("lists in the order of the record's timestamps", () => {
     }
   });
 
-  /** The table's row ids in `order` among those matching `condition`, as plain SQL sees them. */
+  /**
+   * The table's row ids in `order` among those matching `condition`, as plain SQL sees them in
+   * the table's user table.
+   */
   async function oracle(order: string, condition: string, params: unknown[] = []) {
     const { rows } = await h.db.query<{ row_id: string }>(
-      `select row_id from records.record
-       where table_id = $1 and ${condition} order by ${order}`,
-      [table.tableId.toString(), ...params],
+      `select row_id from ${userTable(t.organizationId, table.tableId)}
+       where ${condition} order by ${order}`,
+      params,
     );
     return rows.map((r) => BigInt(r.row_id));
   }
@@ -852,9 +855,9 @@ describe("lists in the order of the record's timestamps", () => {
     ["updated_at", "updated_at asc, row_id asc"],
     ["-created_at", "created_at desc, row_id asc"],
     ["created_at", "created_at asc, row_id asc"],
-    ["-Changed,-Name", "updated_at desc, data->>'NAME' desc, row_id asc"],
+    ["-Changed,-Name", "updated_at desc, NAME desc, row_id asc"],
   ])("pages by %s, ties by row id, with the table's total", async (sort, order) => {
-    const name = table.id.Name!;
+    const name = fieldColumn(BigInt(table.id.Name!));
     const expected = await oracle(order.replace("NAME", name), "true");
     expect(await pages({ sort })).toEqual({ ids: expected, totals: [BigInt(RECORDS)] });
   });
@@ -863,13 +866,13 @@ describe("lists in the order of the record's timestamps", () => {
     const [boundary] = (
       await h.db.query<{ at: string }>(
         `select to_char(updated_at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
-         from records.record where table_id = $1 order by updated_at desc offset 3 limit 1`,
-        [table.tableId.toString()],
+         from ${userTable(t.organizationId, table.tableId)}
+         order by updated_at desc offset 3 limit 1`,
       )
     ).rows;
     const at = boundary!.at;
     // The where's datetime names its millisecond: gte takes it from its start.
-    const since = "updated_at >= $2::timestamptz";
+    const since = "updated_at >= $1::timestamptz";
     for (const [where, sort, order, condition] of [
       [`(updated_at,gte,${at})`, "-updated_at", "updated_at desc, row_id", since],
       [`(updated_at,gte,${at})`, "", "row_id", since],
@@ -886,10 +889,10 @@ describe("lists in the order of the record's timestamps", () => {
   });
 
   it("reads a page sorted or filtered by a timestamp from its index, not every record", async () => {
-    /** The most rows any scan of `record` read, running the list's own statement. */
+    /** The most rows any scan of the table's user table read, running the list's own statement. */
     async function mostRowsRead(params: { where: string; sort: string }) {
       const { sql, params: values } = pageStatement(
-        listQuery(schema, { ...params, limit: 5, offset: 0 }),
+        listQuery(schema, { ...params, limit: 5, offset: 0 }, "columns"),
       );
       const client = await h.db.connect();
       try {
@@ -903,7 +906,7 @@ describe("lists in the order of the record's timestamps", () => {
         await client.query("rollback");
         let most = 0;
         const visit = (node: Record<string, unknown>) => {
-          if (node["Relation Name"] === "record") {
+          if (node["Relation Name"] === `t_${table.tableId}`) {
             const read = Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0);
             most = Math.max(most, read * Number(node["Actual Loops"]));
           }
@@ -1110,16 +1113,18 @@ describe("a list PostgreSQL takes too long over", () => {
       expect(listed.total).toBe(1n);
       const blocker = await h.db.connect();
       try {
-        // The records' table locked whole: the list's statement waits, as a slow one would work.
+        // The table's user table locked whole: the list's statement waits, as a slow one would work.
         await blocker.query("begin");
-        await blocker.query("lock table records.record in access exclusive mode");
+        const stored = userTable(t.organizationId, table.tableId);
+        await blocker.query(`lock table ${stored} in access exclusive mode`);
         const failure = await failureOf(
           replica.records.listRecords({ tableId: table.tableId }, await as(t.viewer)),
         );
         expect(failure.code).toBe(Code.DeadlineExceeded);
         // PostgreSQL no longer works on it: nothing of the replica waits for the lock.
         const { rows } = await h.db.query(
-          "select count(*)::int as n from pg_locks where not granted and relation = 'records.record'::regclass",
+          "select count(*)::int as n from pg_locks where not granted and relation = $1::regclass",
+          [stored],
         );
         expect(rows[0].n).toBe(0);
       } finally {

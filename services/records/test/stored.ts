@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { tableSchemaOf } from "@rowbase/kit";
+import { userTable } from "../src/db/user-tables/names.js";
 import { userTableRows } from "../src/db/user-tables/table-rows.js";
 import { as, type Harness, SERVICE } from "./harness.js";
 
@@ -60,4 +61,34 @@ export async function storedData(
   ]);
   if (rows.length === 0) return [];
   return (await storedRows(h, tableId)).map((row) => row.data);
+}
+
+/**
+ * SQL that takes a new row id as the service does, from records' one sequence: for tests that
+ * insert straight into a user table, so that a row id still finds its table (`row_range`).
+ */
+export const NEXT_ROW_ID = "nextval(pg_get_serial_sequence('records.record', 'row_id'))";
+
+/**
+ * How many records the organization stores, counted row by row in each of its user tables (and
+ * in `record`, for tables stored there): the ground truth that the counts kept by triggers and
+ * the organization's usage must match, so it reads neither.
+ */
+export async function storedCount(h: Pick<Harness, "db">, organizationId: bigint): Promise<number> {
+  const { rows: tables } = await h.db.query(
+    "select table_id::text from records.user_table where organization_id = $1 order by table_id",
+    [organizationId.toString()],
+  );
+  const counts = [
+    "select count(*) as n from records.record where organization_id = $1",
+    ...tables.map(
+      (row: { table_id: string }) =>
+        `select count(*) as n from ${userTable(organizationId, BigInt(row.table_id))}`,
+    ),
+  ];
+  const { rows } = await h.db.query(
+    `select sum(n)::int as n from (${counts.join(" union all ")}) counts`,
+    [organizationId.toString()],
+  );
+  return rows[0].n;
 }

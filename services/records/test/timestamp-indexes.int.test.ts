@@ -40,6 +40,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
     expect(await migrateRecords(url)).toEqual([
       "TimestampIndexes",
       "DropCreateGateOverloads",
+      "UserTables",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(

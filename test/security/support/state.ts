@@ -12,6 +12,13 @@ import { expect } from "vitest";
 const SCHEMAS = ["identity", "organization", "catalog", "records", "files"];
 
 /**
+ * The schemas of the organizations' user tables (`org_<organization id>`), which hold the records
+ * of their tables, a table each: they come and go with organizations, tables and fields, so the
+ * snapshot's statement is built again whenever their tables or columns change.
+ */
+const USER_TABLE_SCHEMAS = "^org_[0-9]+$";
+
+/**
  * Bookkeeping that moves on its own and is not state a request may change: the outbox relay
  * publishes and prunes, consumers remember processed ids, and the daily usage statistics are
  * fed asynchronously by the API-call events (the cache counters below are compared instead).
@@ -49,7 +56,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class StateProbe {
   private readonly organizations = new Set<number>();
-  private query: string | undefined;
+  private query: { name: string; text: string; shape: string } | undefined;
+  private built = 0;
   /** The last settled snapshot, and whether a request went to the gateway since. */
   private last: Snapshot | undefined;
   private dirty = true;
@@ -74,17 +82,18 @@ export class StateProbe {
     for (const id of organizationIds) this.organizations.add(id);
   }
 
-  private async prepare(): Promise<void> {
-    if (this.query) return;
+  private async prepare(): Promise<{ name: string; text: string }> {
     const columns = await this.db.query<{ schema: string; table: string; column: string }>(
-      `select c.table_schema as schema, c.table_name as table, c.column_name as column
-         from information_schema.columns c
-         join information_schema.tables t
-           on t.table_schema = c.table_schema and t.table_name = c.table_name
-        where c.table_schema = any($1) and t.table_type = 'BASE TABLE'
-        order by c.table_schema, c.table_name, c.ordinal_position`,
-      [SCHEMAS],
+      `select n.nspname as schema, c.relname as table, a.attname as column
+         from pg_class c
+         join pg_namespace n on n.oid = c.relnamespace
+         join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+        where c.relkind in ('r', 'p') and (n.nspname = any($1) or n.nspname ~ $2)
+        order by n.nspname, c.relname, a.attnum`,
+      [SCHEMAS, USER_TABLE_SCHEMAS],
     );
+    const shape = JSON.stringify(columns.rows);
+    if (this.query?.shape === shape) return this.query;
     const tables = new Map<string, string[]>();
     for (const { schema, table, column } of columns.rows) {
       if (IGNORED_TABLES.has(table) || table.startsWith("audit_event_")) continue;
@@ -94,7 +103,7 @@ export class StateProbe {
     }
     expect(tables.size, "tables found in the service schemas").toBeGreaterThan(15);
     const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
-    this.query = [...tables]
+    let text = [...tables]
       .map(([key, cols]) => {
         const [schema, table] = key.split(".") as [string, string];
         // Row count and an order-independent sum of 64-bit row hashes: any insert, update or
@@ -113,16 +122,34 @@ export class StateProbe {
         ({ schema }) => `(select count(*) from ${ident(schema)}.outbox where published_at is null)`,
       )
       .join(" + ");
-    this.query += `\nunion all\nselect '${PENDING}', (${pending})::text`;
+    text += `\nunion all\nselect '${PENDING}', (${pending})::text`;
+    // A named statement is planned once per connection; each shape of the tables is another one.
+    this.built += 1;
+    this.query = { name: `security-snapshot-${this.built}`, text, shape };
+    return this.query;
+  }
+
+  /**
+   * The snapshot statement's rows. A user table or column dropped between reading the catalog
+   * and the snapshot (an organization, table or field deleted meanwhile) fails it: read the
+   * tables again.
+   */
+  private async snapshotRows(): Promise<pg.QueryResult<{ key: string; value: string }>> {
+    for (let attempt = 1; ; attempt++) {
+      const statement = await this.prepare();
+      try {
+        return await this.db.query<{ key: string; value: string }>(statement);
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if (attempt === 5 || (code !== "42P01" && code !== "42703" && code !== "3F000")) {
+          throw error;
+        }
+      }
+    }
   }
 
   async take(): Promise<Snapshot> {
-    await this.prepare();
-    // A named statement: planned once per connection, not on every snapshot.
-    const result = await this.db.query<{ key: string; value: string }>({
-      name: "security-snapshot",
-      text: this.query!,
-    });
+    const result = await this.snapshotRows();
     const rows = result.rows.filter((r) => r.key !== PENDING);
     const pending = Number(result.rows.find((r) => r.key === PENDING)?.value ?? 0);
     const month = new Date().toISOString().slice(0, 7);
