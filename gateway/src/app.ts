@@ -37,6 +37,8 @@ import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
 import { auditRoutes } from "./routes/audit/audit-routes.js";
 import { authRoutes } from "./routes/auth/auth-routes.js";
+import { changeRoutes } from "./routes/change/change-routes.js";
+import { ChangeStreams } from "./routes/change/change-streams.js";
 import { databaseRoutes } from "./routes/database/database-routes.js";
 import { docsPathItems, mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
@@ -96,6 +98,8 @@ export function gatewayRoutes(
   apiCalls: ApiCallTally,
   /** Where the gateway is reached: the base of the links it hands out. */
   publicBaseUrl: string,
+  /** The open change streams, which the gateway ends when it stops. */
+  streams: ChangeStreams,
 ) {
   // One API-call quota for the record and file routes: both count as public API calls.
   const quota = createApiCallQuota({
@@ -126,6 +130,12 @@ export function gatewayRoutes(
       quota,
       publicBaseUrl,
     }),
+    ...changeRoutes({
+      records: deps.records,
+      quota,
+      streams,
+      internalSecret: deps.config.INTERNAL_JWT_SECRET,
+    }),
     ...fileRoutes({
       files: deps.files,
       filesUrl: deps.config.FILES_GRPC_URL,
@@ -147,6 +157,8 @@ export interface Gateway {
   app: Koa<GatewayState>;
   /** Publishes the API calls counted since the last flush; call once no request runs. */
   close(): Promise<void>;
+  /** Ends the open change streams cleanly, first thing when the gateway stops. */
+  endStreams(): void;
 }
 
 /**
@@ -169,7 +181,12 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     { logger },
   );
   const apiCalls = new ApiCallTally(deps.bus, logger, config.USAGE_FLUSH_MS);
-  const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl);
+  const streams = new ChangeStreams(
+    cache,
+    { pollMs: config.CHANGE_STREAM_POLL_MS, heartbeatMs: config.CHANGE_STREAM_HEARTBEAT_MS },
+    logger,
+  );
+  const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl, streams);
   const router = new Router<GatewayState>(ROUTER_OPTIONS);
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
@@ -199,5 +216,5 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
   app.use(refuseQueryCredentials());
   app.use(router.routes());
   app.use(routeFallback());
-  return { app, close: () => apiCalls.close() };
+  return { app, close: () => apiCalls.close(), endStreams: () => streams.endAll() };
 }

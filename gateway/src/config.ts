@@ -112,6 +112,10 @@ export const gatewayEnv = z.object({
    * (what `api_stats` reports lags by up to this). 0 publishes after every event-loop turn.
    */
   USAGE_FLUSH_MS: wholeNumber(0, 60_000, 1_000),
+  /** How often an open change stream asks the records service for new changes (250 ms). */
+  CHANGE_STREAM_POLL_MS: wholeNumber(10, 5_000, 250),
+  /** How often an open change stream sends a comment line, so proxies keep it open (15 s). */
+  CHANGE_STREAM_HEARTBEAT_MS: wholeNumber(100, 60_000, 15_000),
   INTERNAL_JWT_SECRET: secret,
   LOG_LEVEL: logLevel,
   RATE_LIMITS: rateLimits,

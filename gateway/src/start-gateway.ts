@@ -83,6 +83,8 @@ export async function startGateway(
     port,
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Open change streams end now, so that their clients reconnect to another replica.
+      gateway.endStreams();
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
       await closed;

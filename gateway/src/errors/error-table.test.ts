@@ -55,6 +55,8 @@ const CONTRACT: Record<number, string[]> = {
     "not_found",
   ],
   405: ["method_not_allowed"],
+  /** An addition: a change cursor older than the change log's retention. */
+  410: ["cursor_expired"],
   /** An addition: headers or a body that stopped arriving (http/request-body-timeouts.ts). */
   408: ["request_timeout"],
   413: ["payload_too_large", "file_too_large"],

@@ -65,6 +65,8 @@ export const ERROR_STATUS = {
   file_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
+  /** A change cursor older than the change log's retention (records); an addition. */
+  cursor_expired: 410,
   /**
    * Headers or a body that stopped arriving, or a body far too slow
    * (gateway/src/http/request-body-timeouts.ts); an addition.

@@ -43,13 +43,20 @@ export interface ApiCallQuotaParts {
 export class ApiCallQuota {
   constructor(private readonly parts: ApiCallQuotaParts) {}
 
+  /** Charges a call on a table; answers the organization charged, the table's. */
   async charge(
     caller: SessionCaller | ApiTokenCaller,
     tableId: bigint,
     requestId: string,
-  ): Promise<void> {
+  ): Promise<bigint> {
     const organizationId = await this.organizationOf(caller, tableId, requestId);
     await this.count(caller, organizationId, "table_not_found", requestId);
+    return organizationId;
+  }
+
+  /** The organization's plan limits (`change_streams`, say), as the quota reads them. */
+  limits(organizationId: bigint, requestId: string) {
+    return this.parts.allowances.limits(organizationId, requestId, "table_not_found");
   }
 
   /**

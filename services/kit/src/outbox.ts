@@ -44,6 +44,11 @@ export interface OutboxEntry {
   payload: Uint8Array;
   /** Also the JetStream message id, which consumers deduplicate on. */
   eventId: string;
+  /**
+   * Never published: a trigger of the service's own takes the row out of the outbox as it is
+   * written (records' change log), so the bus's size limit does not apply to it.
+   */
+  local?: boolean;
 }
 
 /**
@@ -78,7 +83,7 @@ export function outboxInsert(
       condition ? `select * from (${values}) as event where ${condition}` : values
     }`,
     params: entries.flatMap((entry) => {
-      if (entry.payload.byteLength > MAX_EVENT_BYTES) {
+      if (entry.payload.byteLength > MAX_EVENT_BYTES && !entry.local) {
         throw new Error(
           `event ${entry.subject} of ${entry.payload.byteLength} bytes is over the bus's limit`,
         );

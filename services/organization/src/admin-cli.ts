@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { callAs, createServiceClient } from "@rowbase/kit";
 import { PlanLimitsSchema, PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { enterpriseLimitProblems } from "./domain/plans.js";
+import { enterpriseLimitProblems, LATER_LIMIT_DEFAULTS } from "./domain/plans.js";
 
 const USAGE = `usage: npm run admin -- set-plan <organization_id> <free|plus|business|enterprise> [limits]
 
@@ -28,7 +28,11 @@ const LIMIT_FLAGS = {
   "transfer-bytes-per-month": "transferBytesPerMonth",
   members: "members",
   "max-file-bytes": "maxFileBytes",
+  "change-streams": "changeStreams",
 } as const;
+
+/** Limits an enterprise command may leave out: they take `LATER_LIMIT_DEFAULTS`. */
+const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams"]);
 
 export interface AdminTarget {
   organizationUrl: string;
@@ -55,14 +59,15 @@ export async function runAdminCommand(args: string[], target: AdminTarget): Prom
   const given = Object.entries(values).filter(([, value]) => value !== undefined);
   if (plan !== "enterprise" && given.length > 0)
     throw new UsageError("limits can only be set for enterprise");
-  if (plan === "enterprise" && given.length !== Object.keys(LIMIT_FLAGS).length) {
+  const required = Object.keys(LIMIT_FLAGS).filter((flag) => !OPTIONAL_FLAGS.has(flag));
+  if (plan === "enterprise" && !required.every((flag) => values[flag] !== undefined)) {
     throw new UsageError(
-      `enterprise needs every limit: ${Object.keys(LIMIT_FLAGS)
-        .map((f) => `--${f}`)
-        .join(" ")}`,
+      `enterprise needs every limit: ${required.map((f) => `--${f}`).join(" ")}`,
     );
   }
-  const limits = create(PlanLimitsSchema);
+  const limits = create(PlanLimitsSchema, {
+    changeStreams: LATER_LIMIT_DEFAULTS.changeStreams ?? 0n,
+  });
   for (const [flag, value] of given) {
     if (typeof value !== "string" || !/^[0-9]{1,18}$/.test(value))
       throw new UsageError(`--${flag} must be a number`);

@@ -65,5 +65,6 @@ export function limitsFromProto(message: PlanLimitsMessage): PlanLimits {
     transferBytesPerMonth: message.transferBytesPerMonth,
     members: message.members,
     maxFileBytes: message.maxFileBytes,
+    changeStreams: message.changeStreams,
   };
 }

@@ -19,6 +19,7 @@ import {
   AuditEvent_TargetSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { ValueChange } from "./domain/audit.js";
+import { type RecordChangeEntry, recordChangesEntry } from "./domain/record-changes.js";
 
 /** Where a record lives, for its events and audit entries. */
 export interface RecordScope {
@@ -44,10 +45,12 @@ export class ChangeSet extends BaseChangeSet {
   private readonly pending: OutboxEntry[] = [];
   /** Audit events, sent together at `flush` (`batchAuditEvents`). */
   private readonly audits: AuditEvent[] = [];
+  /** Record changes for the table's change log, written together at `flush`. */
+  private recordChanges: { scope: RecordScope; changes: RecordChangeEntry[] } | undefined;
 
   /** Events added and not yet written or taken. */
   get untaken(): number {
-    return this.pending.length + this.audits.length;
+    return this.pending.length + this.audits.length + (this.recordChanges ? 1 : 0);
   }
 
   /** Adds an event; it reaches the outbox with the others at `flush`, before the commit. */
@@ -80,7 +83,30 @@ export class ChangeSet extends BaseChangeSet {
    * (kit's `queryWithOutbox`); they are the caller's to write from then on.
    */
   takeEvents(): OutboxEntry[] {
-    return [...this.pending.splice(0), ...batchAuditEvents(this.audits.splice(0))];
+    const changes = this.recordChanges;
+    this.recordChanges = undefined;
+    return [
+      ...this.pending.splice(0),
+      ...batchAuditEvents(this.audits.splice(0)),
+      ...(changes
+        ? [recordChangesEntry(changes.scope, changes.changes, this.context.principal)]
+        : []),
+    ];
+  }
+
+  /**
+   * A record created, updated or deleted, for the table's change log: the changes of one write go
+   * in one outbox row, in the order they are added, which a trigger turns into the log's rows in
+   * the write's transaction (sql/record_change_capture.sql). They carry what the write knows
+   * (the record after it, and the values before it), so the log never reads a record again.
+   */
+  recordChanged(scope: RecordScope, change: RecordChangeEntry): void {
+    if (this.recordChanges && this.recordChanges.scope.tableId !== scope.tableId) {
+      throw new Error("one write's record changes are of one table");
+    }
+    if (!this.recordChanges) this.events += 1;
+    this.recordChanges ??= { scope, changes: [] };
+    this.recordChanges.changes.push(change);
   }
 
   /**

@@ -55,6 +55,7 @@ import {
 } from "./db/writes.js";
 import { valueChanges } from "./domain/audit.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
+import { createdChange, deletedChange, updatedChange } from "./domain/record-changes.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
 import type { RecordFiles, StoredRecord } from "./domain/record-output.js";
 import { type RecordSchema, recordSchemaOf } from "./domain/record-schema.js";
@@ -407,6 +408,7 @@ function auditCreated(
       record.rowId,
       valueChanges(schema.fields, {}, record.data),
     );
+    changes.recordChanged(scopeOf(schema), createdChange(record.rowId, record.data));
   }
 }
 
@@ -795,6 +797,7 @@ export class Records {
         if (changed.length > 0) {
           writes.push({ rowId: patch.rowId, data, index });
           changes.auditRecord(scopeOf(schema), "updated", patch.rowId, changed);
+          changes.recordChanged(scopeOf(schema), updatedChange(before, data, changed));
         }
       });
       const written =
@@ -836,6 +839,7 @@ export class Records {
     if (changed.length === 0) return undefined;
     return this.deps.tx.once(call, async (changes) => {
       changes.auditRecord(scopeOf(schema), "updated", rowId, changed);
+      changes.recordChanged(scopeOf(schema), updatedChange(read.record, data, changed));
       const write = {
         tableId: schema.tableId,
         rowId,
@@ -949,6 +953,7 @@ export class Records {
         record.rowId,
         valueChanges(schema.fields, record.data, {}),
       );
+      changes.recordChanged(scopeOf(schema), deletedChange(record, schema.fields));
     }
     await changes.publish(SUBJECTS.recordsDeleted, RecordsDeletedSchema, {
       organizationId: schema.organizationId,

@@ -11,6 +11,7 @@ import {
 } from "@rowbase/kit";
 import { fieldTypeToProto } from "@rowbase/kit/field-types";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { ChangeLog } from "./change-log.js";
 import { renderTexts } from "./domain/record-output.js";
 import type { Records } from "./records.js";
 import type { TypeChanges } from "./type-changes.js";
@@ -18,6 +19,7 @@ import { countModeOf, dataOf, outputOptionsOf, toRecord, WRITE_OUTPUT } from "./
 
 export interface RecordsServerDeps {
   records: Records;
+  changeLog: ChangeLog;
   typeChanges: TypeChanges;
   /** Applies one of catalog's events, as its consumer does (ApplyCatalogEvent). */
   applyCatalogEvent(message: BusMessage): Promise<boolean>;
@@ -48,6 +50,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function createRoutes({
   records,
+  changeLog,
   typeChanges,
   usage,
   applyCatalogEvent,
@@ -108,6 +111,23 @@ export function createRoutes({
           limit: view.limit,
           offset: view.offset,
         };
+      },
+      async listChanges(req, ctx) {
+        const page = await changeLog.list(
+          callOf(ctx),
+          { tableId: req.tableId, databaseId: req.databaseId },
+          {
+            after: req.after,
+            afterSource: req.afterSource === "header" ? "header" : "query",
+            limit: req.limit,
+            types: req.types,
+            where: req.where,
+            fields: req.fieldList,
+            output: outputOptionsOf(req.responseFormat, req.richText),
+          },
+          ctx.signal,
+        );
+        return { changes: page.changes, next: page.next, hasMore: page.hasMore };
       },
       async updateRecord(req, ctx) {
         const {

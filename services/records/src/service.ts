@@ -15,6 +15,7 @@ import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/orga
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { Access } from "./access.js";
 import { CatalogEvents } from "./catalog-events.js";
+import { ChangeLog, ChangeRetention, ChangeSequencer } from "./change-log.js";
 import { Transactions } from "./change-set.js";
 import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
@@ -65,7 +66,24 @@ export async function startRecords(
     deps,
     config.LIST_TIMEOUT_MS ?? LIST_TIMEOUT_MS,
   );
-  const tx = new Transactions(orm, relay, deps.logger);
+  // A commit that wrote record changes also wakes the sequencer, which gives them positions.
+  const sequencer = new ChangeSequencer(orm, deps.logger, config.CHANGE_SEQUENCE_INTERVAL_MS);
+  const retention = new ChangeRetention(
+    orm,
+    deps.logger,
+    config.CHANGE_RETENTION_SECONDS,
+    Math.min(60_000, Math.max(1_000, config.CHANGE_RETENTION_SECONDS * 250)),
+  );
+  const tx = new Transactions(
+    orm,
+    {
+      kick() {
+        relay.kick();
+        sequencer.kick();
+      },
+    },
+    deps.logger,
+  );
   const organizations = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
   const authorizer = new Authorizer(
@@ -89,9 +107,10 @@ export async function startRecords(
           logger: deps.logger,
         })
       : undefined;
+  const access = new Access(schemas, authorizer);
   const records = new Records({
     tx,
-    access: new Access(schemas, authorizer),
+    access,
     plans,
     files,
     read,
@@ -113,14 +132,18 @@ export async function startRecords(
     schemaOf: catalogSchemaOf(schemas),
     logger: deps.logger,
   });
+  const changeLog = new ChangeLog({ orm, access, sequencer });
   relay.start();
   upgrade.start();
+  sequencer.start();
+  retention.start();
   return serveService(
     config,
     deps.logger,
     {
       routes: createRoutes({
         records,
+        changeLog,
         typeChanges,
         usage: (organizationId) => recordUsage(tx.em(), organizationId),
         applyCatalogEvent: (message) => catalogEvents.handle(message),
@@ -139,6 +162,8 @@ export async function startRecords(
         await upgrade.stop();
         await indexes?.close();
         await relay.stop();
+        await sequencer.stop();
+        await retention.stop();
         await orm.close();
         await closeLists();
       },

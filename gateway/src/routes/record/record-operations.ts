@@ -250,8 +250,8 @@ export class RecordOperations {
     return reading;
   }
 
-  private charge(target: TableTarget, { caller, ctx }: RecordCall): Promise<void> {
-    return this.deps.quota.charge(caller, target.tableId, ctx.state.requestId);
+  private async charge(target: TableTarget, { caller, ctx }: RecordCall): Promise<void> {
+    await this.deps.quota.charge(caller, target.tableId, ctx.state.requestId);
   }
 }
 

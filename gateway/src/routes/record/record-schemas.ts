@@ -326,3 +326,14 @@ export const TableOpenApiDocumentSchema = responseData(
       "An OpenAPI 3.1 document of this table's record routes with its real fields and types",
     ),
 );
+
+/** The read options a table's change feed and stream take (routes/change). */
+export const changeReadOptions = {
+  response_format: responseFormat,
+  rich_text: richText,
+  where: where.describe(
+    "A filter on the record after the change (before it, for a deletion), e.g. " +
+      "`(Status,eq,Active)`; empty or absent: every change",
+  ),
+  fields,
+};

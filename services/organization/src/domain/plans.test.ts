@@ -10,7 +10,10 @@ describe("plans", () => {
       transferBytesPerMonth: 1_000_000_000n,
       members: 3n,
       maxFileBytes: 10_000_000n,
+      changeStreams: 5n,
     });
+    expect(FIXED_PLAN_LIMITS.plus.changeStreams).toBe(25n);
+    expect(FIXED_PLAN_LIMITS.business.changeStreams).toBe(100n);
     expect(FIXED_PLAN_LIMITS.plus.fileStorageBytes).toBe(5_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.transferBytesPerMonth).toBe(250_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.members).toBe(30n);
@@ -22,6 +25,9 @@ describe("plans", () => {
     expect(stored).toMatchObject({ api_calls_per_month: 5_000_000, members: 500 });
     expect(limitsOf("enterprise", stored)).toEqual(limits);
     expect(enterpriseLimitProblems(limits)).toEqual([]);
+    // Limits stored before change_streams existed take the business plan's.
+    const { change_streams: _, ...older } = stored;
+    expect(limitsOf("enterprise", older).changeStreams).toBe(100n);
     expect(enterpriseLimitProblems({ ...limits, members: 0n, records: -1n })).toEqual([
       { key: "records", message: expect.any(String) },
       { key: "members", message: "must be at least 1" },

@@ -9,6 +9,7 @@ export const LIMIT_KEYS = [
   "transferBytesPerMonth",
   "members",
   "maxFileBytes",
+  "changeStreams",
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
@@ -27,6 +28,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     transferBytesPerMonth: 1n * GB,
     members: 3n,
     maxFileBytes: 10n * MB,
+    changeStreams: 5n,
   },
   plus: {
     records: 50_000n,
@@ -35,6 +37,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     transferBytesPerMonth: 25n * GB,
     members: 10n,
     maxFileBytes: 100n * MB,
+    changeStreams: 25n,
   },
   business: {
     records: 1_000_000n,
@@ -43,7 +46,17 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     transferBytesPerMonth: 250n * GB,
     members: 30n,
     maxFileBytes: 1n * GB,
+    changeStreams: 100n,
   },
+};
+
+/**
+ * What an enterprise organization whose stored limits predate a limit gets for it, and what the
+ * admin command sets when it is not given: the business plan's value. The first limits have
+ * always been stored, so they have none.
+ */
+export const LATER_LIMIT_DEFAULTS: Partial<Record<LimitKey, bigint>> = {
+  changeStreams: FIXED_PLAN_LIMITS.business.changeStreams,
 };
 
 /** Organizations one user may own at a time. */
@@ -57,6 +70,7 @@ export const LIMIT_NAMES: Record<LimitKey, string> = {
   transferBytesPerMonth: "transfer_bytes_per_month",
   members: "members",
   maxFileBytes: "max_file_bytes",
+  changeStreams: "change_streams",
 };
 
 /** Enterprise limits as stored in `organizations.enterprise_limits`: JSON numbers by name. */
@@ -65,8 +79,12 @@ export type StoredLimits = Record<string, number>;
 export function limitsOf(plan: Plan, enterprise: StoredLimits | null | undefined): PlanLimits {
   if (plan !== "enterprise") return FIXED_PLAN_LIMITS[plan];
   if (!enterprise) throw new Error("an enterprise organization without limits");
+  // Limits added after an organization's were set take the business plan's value until set.
   return Object.fromEntries(
-    LIMIT_KEYS.map((key) => [key, BigInt(enterprise[LIMIT_NAMES[key]] ?? 0)]),
+    LIMIT_KEYS.map((key) => {
+      const stored = enterprise[LIMIT_NAMES[key]];
+      return [key, stored === undefined ? (LATER_LIMIT_DEFAULTS[key] ?? 0n) : BigInt(stored)];
+    }),
   ) as PlanLimits;
 }
 

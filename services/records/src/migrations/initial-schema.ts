@@ -6,6 +6,7 @@ import { DropCreateGateOverloads } from "./drop-create-gate-overloads.js";
 import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
+import { RecordChanges } from "./record-changes.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { TimestampIndexes } from "./timestamp-indexes.js";
@@ -94,4 +95,5 @@ export const migrations = [
   TimestampIndexes,
   DropCreateGateOverloads,
   UserTables,
+  RecordChanges,
 ];

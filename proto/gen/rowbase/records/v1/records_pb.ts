@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/records/v1/records.proto.
  */
 export const file_rowbase_records_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSL5AgoRVGFibGVSZWNvcmRTY2hlbWESEgoKdGFibGVfbmFtZRgBIAEoCRI0CgZmaWVsZHMYAiADKAsyJC5yb3diYXNlLnJlY29yZHMudjEuVGFibGVSZWNvcmRGaWVsZBIrCgpyZWFkX2J5X2lkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxyZWFkX2J5X25hbWUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDmNyZWF0ZV9ieV9uYW1lGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxjcmVhdGVfYnlfaWQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDnVwZGF0ZV9ieV9uYW1lGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgx1cGRhdGVfYnlfaWQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0InEKEFRhYmxlUmVjb3JkRmllbGQSEAoIZmllbGRfaWQYASABKAMSDAoEbmFtZRgCIAEoCRIrCgR0eXBlGAMgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIQCghzb3J0YWJsZRgEIAEoCCplCg5SZXNwb25zZUZvcm1hdBIfChtSRVNQT05TRV9GT1JNQVRfVU5TUEVDSUZJRUQQABIXChNSRVNQT05TRV9GT1JNQVRfSURTEAESGQoVUkVTUE9OU0VfRk9STUFUX05BTUVTEAIqiAEKDlJpY2hUZXh0Rm9ybWF0EiAKHFJJQ0hfVEVYVF9GT1JNQVRfVU5TUEVDSUZJRUQQABIdChlSSUNIX1RFWFRfRk9STUFUX01BUktET1dOEAESGQoVUklDSF9URVhUX0ZPUk1BVF9IVE1MEAISGgoWUklDSF9URVhUX0ZPUk1BVF9QTEFJThADKnYKC1JlY29yZENvdW50EhwKGFJFQ09SRF9DT1VOVF9VTlNQRUNJRklFRBAAEhYKElJFQ09SRF9DT1VOVF9FWEFDVBABEhoKFlJFQ09SRF9DT1VOVF9FU1RJTUFURUQQAhIVChFSRUNPUkRfQ09VTlRfTk9ORRADYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_rowbase_catalog_v1_catalog]);
+  fileDesc("CiByb3diYXNlL3JlY29yZHMvdjEvcmVjb3Jkcy5wcm90bxIScm93YmFzZS5yZWNvcmRzLnYxIp0BCgZSZWNvcmQSDgoGcm93X2lkGAEgASgDEhAKCHRhYmxlX2lkGAIgASgDEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWRhdGFfanNvbhgFIAEoCSL5AgoRVGFibGVSZWNvcmRTY2hlbWESEgoKdGFibGVfbmFtZRgBIAEoCRI0CgZmaWVsZHMYAiADKAsyJC5yb3diYXNlLnJlY29yZHMudjEuVGFibGVSZWNvcmRGaWVsZBIrCgpyZWFkX2J5X2lkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxyZWFkX2J5X25hbWUYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDmNyZWF0ZV9ieV9uYW1lGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgxjcmVhdGVfYnlfaWQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KDnVwZGF0ZV9ieV9uYW1lGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBItCgx1cGRhdGVfYnlfaWQYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0InEKEFRhYmxlUmVjb3JkRmllbGQSEAoIZmllbGRfaWQYASABKAMSDAoEbmFtZRgCIAEoCRIrCgR0eXBlGAMgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIQCghzb3J0YWJsZRgEIAEoCCInCgtDaGFuZ2VBY3RvchIMCgR0eXBlGAEgASgJEgoKAmlkGAIgASgDItICCgxSZWNvcmRDaGFuZ2USEQoJY2hhbmdlX2lkGAEgASgJEiwKBHR5cGUYAiABKA4yHi5yb3diYXNlLnJlY29yZHMudjEuQ2hhbmdlVHlwZRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPb3JnYW5pemF0aW9uX2lkGAQgASgDEhMKC2RhdGFiYXNlX2lkGAUgASgDEhAKCHRhYmxlX2lkGAYgASgDEg4KBnJvd19pZBgHIAEoAxIuCgVhY3RvchgIIAEoCzIfLnJvd2Jhc2UucmVjb3Jkcy52MS5DaGFuZ2VBY3RvchIqCgZyZWNvcmQYCSABKAsyGi5yb3diYXNlLnJlY29yZHMudjEuUmVjb3JkEhUKDXByZXZpb3VzX2pzb24YCiABKAkSFgoOY2hhbmdlZF9maWVsZHMYCyADKAkqZQoOUmVzcG9uc2VGb3JtYXQSHwobUkVTUE9OU0VfRk9STUFUX1VOU1BFQ0lGSUVEEAASFwoTUkVTUE9OU0VfRk9STUFUX0lEUxABEhkKFVJFU1BPTlNFX0ZPUk1BVF9OQU1FUxACKogBCg5SaWNoVGV4dEZvcm1hdBIgChxSSUNIX1RFWFRfRk9STUFUX1VOU1BFQ0lGSUVEEAASHQoZUklDSF9URVhUX0ZPUk1BVF9NQVJLRE9XThABEhkKFVJJQ0hfVEVYVF9GT1JNQVRfSFRNTBACEhoKFlJJQ0hfVEVYVF9GT1JNQVRfUExBSU4QAyp2CgtSZWNvcmRDb3VudBIcChhSRUNPUkRfQ09VTlRfVU5TUEVDSUZJRUQQABIWChJSRUNPUkRfQ09VTlRfRVhBQ1QQARIaChZSRUNPUkRfQ09VTlRfRVNUSU1BVEVEEAISFQoRUkVDT1JEX0NPVU5UX05PTkUQAyp0CgpDaGFuZ2VUeXBlEhsKF0NIQU5HRV9UWVBFX1VOU1BFQ0lGSUVEEAASFwoTQ0hBTkdFX1RZUEVfQ1JFQVRFRBABEhcKE0NIQU5HRV9UWVBFX1VQREFURUQQAhIXChNDSEFOR0VfVFlQRV9ERUxFVEVEEANiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_rowbase_catalog_v1_catalog]);
 
 /**
  * A row of a table.
@@ -170,6 +170,111 @@ export const TableRecordFieldSchema: GenMessage<TableRecordField> = /*@__PURE__*
   messageDesc(file_rowbase_records_v1_records, 2);
 
 /**
+ * Who made a record change: type "user", "api_token", "form" or "system" (a change records
+ * made itself), and that principal's id (0 for the system).
+ *
+ * @generated from message rowbase.records.v1.ChangeActor
+ */
+export type ChangeActor = Message<"rowbase.records.v1.ChangeActor"> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * @generated from field: int64 id = 2;
+   */
+  id: bigint;
+};
+
+/**
+ * Describes the message rowbase.records.v1.ChangeActor.
+ * Use `create(ChangeActorSchema)` to create a new message.
+ */
+export const ChangeActorSchema: GenMessage<ChangeActor> = /*@__PURE__*/
+  messageDesc(file_rowbase_records_v1_records, 3);
+
+/**
+ * One record created, updated or deleted, as a table's change log keeps it.
+ *
+ * @generated from message rowbase.records.v1.RecordChange
+ */
+export type RecordChange = Message<"rowbase.records.v1.RecordChange"> & {
+  /**
+   * Opaque; also the cursor that reads on after this change.
+   *
+   * @generated from field: string change_id = 1;
+   */
+  changeId: string;
+
+  /**
+   * @generated from field: rowbase.records.v1.ChangeType type = 2;
+   */
+  type: ChangeType;
+
+  /**
+   * When the write that made the change began its transaction: the record's updated_at.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 3;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 organization_id = 4;
+   */
+  organizationId: bigint;
+
+  /**
+   * @generated from field: int64 database_id = 5;
+   */
+  databaseId: bigint;
+
+  /**
+   * @generated from field: int64 table_id = 6;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: int64 row_id = 7;
+   */
+  rowId: bigint;
+
+  /**
+   * @generated from field: rowbase.records.v1.ChangeActor actor = 8;
+   */
+  actor?: ChangeActor | undefined;
+
+  /**
+   * The record after the change, keyed and rendered as the request asks; absent for a deletion.
+   *
+   * @generated from field: rowbase.records.v1.Record record = 9;
+   */
+  record?: Record | undefined;
+
+  /**
+   * A JSON object keyed as record's data: on an update the old values of the changed fields, on
+   * a deletion every field; empty text on a creation.
+   *
+   * @generated from field: string previous_json = 10;
+   */
+  previousJson: string;
+
+  /**
+   * The changed fields (ids, or names with response format names); on an update only.
+   *
+   * @generated from field: repeated string changed_fields = 11;
+   */
+  changedFields: string[];
+};
+
+/**
+ * Describes the message rowbase.records.v1.RecordChange.
+ * Use `create(RecordChangeSchema)` to create a new message.
+ */
+export const RecordChangeSchema: GenMessage<RecordChange> = /*@__PURE__*/
+  messageDesc(file_rowbase_records_v1_records, 4);
+
+/**
  * How the keys of a record's data are written.
  *
  * @generated from enum rowbase.records.v1.ResponseFormat
@@ -284,4 +389,37 @@ export enum RecordCount {
  */
 export const RecordCountSchema: GenEnum<RecordCount> = /*@__PURE__*/
   enumDesc(file_rowbase_records_v1_records, 2);
+
+/**
+ * What a record change did.
+ *
+ * @generated from enum rowbase.records.v1.ChangeType
+ */
+export enum ChangeType {
+  /**
+   * @generated from enum value: CHANGE_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_CREATED = 1;
+   */
+  CREATED = 1,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_UPDATED = 2;
+   */
+  UPDATED = 2,
+
+  /**
+   * @generated from enum value: CHANGE_TYPE_DELETED = 3;
+   */
+  DELETED = 3,
+}
+
+/**
+ * Describes the enum rowbase.records.v1.ChangeType.
+ */
+export const ChangeTypeSchema: GenEnum<ChangeType> = /*@__PURE__*/
+  enumDesc(file_rowbase_records_v1_records, 3);
 
