@@ -702,6 +702,11 @@ describe("/openapi.json against the routes' answers", () => {
         200,
       ],
       ["GET", `${V1}/openapi.json`, { token: read, path }, 200],
+      ["GET", `${V1}/changes`, { token: read, path, query: { types: "record.deleted" } }, 200],
+      ["GET", `${V1}/changes`, { token: read, path, query: { after: "nope" } }, 400],
+      // An open stream never ends, so only its refusal is read whole here; the stream itself is
+      // exercised in record-changes.e2e.test.ts.
+      ["GET", `${V1}/changes/stream`, { token: read, path, query: { after: "nope" } }, 400],
     ]);
 
     const tq = { table_id: String(table.tableId) };
@@ -1244,7 +1249,11 @@ describe("a table's own OpenAPI document against its record routes", () => {
             })),
         )
         .sort((a, b) => a.operation.localeCompare(b.operation));
-    const recordPaths = Object.keys(document.paths).filter((path) => path.startsWith("/public/"));
+    // The table's document holds its record routes; its change feed and stream are in
+    // /openapi.json only.
+    const recordPaths = Object.keys(document.paths).filter(
+      (path) => path.startsWith("/public/") && !/\/changes(\/|$)/.test(path),
+    );
     expect(operations(doc)).toEqual(operations(document, new Set(recordPaths)));
   });
 

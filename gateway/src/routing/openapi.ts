@@ -97,7 +97,11 @@ export function buildOpenApiDocument(
 }
 
 function operationOf(route: Route): Record<string, unknown> {
-  const parameters = [...parametersOf(route.query, "query"), ...parametersOf(route.params, "path")];
+  const parameters = [
+    ...parametersOf(route.query, "query"),
+    ...parametersOf(route.params, "path"),
+    ...(route.eventStream ? [LAST_EVENT_ID_PARAMETER] : []),
+  ];
   return {
     operationId: route.operationId,
     summary: route.summary,
@@ -119,34 +123,36 @@ function responsesOf(route: Route): Record<string, unknown> {
   if (route.response && !dataId) {
     throw new Error(`${route.operationId}: name its response schema with responseData()`);
   }
-  const responses: Record<string, unknown> = route.binary
-    ? binaryResponses()
-    : route.redirect
-      ? {
-          302: {
-            description: "Redirect; the body is not part of the contract",
-            headers: {
-              Location: {
-                description: "Where the client sends the browser next",
-                required: true,
-                schema: { type: "string", format: "uri" },
+  const responses: Record<string, unknown> = route.eventStream
+    ? EVENT_STREAM_RESPONSES
+    : route.binary
+      ? binaryResponses()
+      : route.redirect
+        ? {
+            302: {
+              description: "Redirect; the body is not part of the contract",
+              headers: {
+                Location: {
+                  description: "Where the client sends the browser next",
+                  required: true,
+                  schema: { type: "string", format: "uri" },
+                },
               },
             },
-          },
-        }
-      : route.raw && dataId
-        ? {
-            200: {
-              description: "Success: the document itself, without an envelope",
-              content: json(ref(dataId)),
-            },
           }
-        : {
-            200: {
-              description: "Success",
-              content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
-            },
-          };
+        : route.raw && dataId
+          ? {
+              200: {
+                description: "Success: the document itself, without an envelope",
+                content: json(ref(dataId)),
+              },
+            }
+          : {
+              200: {
+                description: "Success",
+                content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+              },
+            };
   return { ...responses, ...errorResponses(route) };
 }
 
@@ -222,6 +228,27 @@ function multipartBody(part: string): Record<string, unknown> {
 }
 
 /** What a route that answers bytes documents: the whole, a range, or "not modified". */
+/** The header an event stream resumes from, which an EventSource sends when it reconnects. */
+const LAST_EVENT_ID_PARAMETER = {
+  name: "Last-Event-ID",
+  in: "header",
+  required: false,
+  description:
+    "The `id` of the last event received: the stream resumes after it (it takes the place of " +
+    "`after`). One that does not parse or names another table answers 400 on this header",
+  schema: { type: "string", maxLength: 100 },
+};
+
+/** An event stream's answer: the events, described in the route's own description. */
+const EVENT_STREAM_RESPONSES: Record<string, unknown> = {
+  200: {
+    description:
+      "Server-Sent Events, open until the client leaves or the server stops: `id`, `event` " +
+      "and `data` (JSON) per event, and comment lines between them",
+    content: { "text/event-stream": { schema: { type: "string" } } },
+  },
+};
+
 function binaryResponses(): Record<string, unknown> {
   const bytes = { "*/*": { schema: { type: "string", format: "binary" } } };
   const header = (description: string, schema: JsonSchema = { type: "string" }) => ({

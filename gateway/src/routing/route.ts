@@ -124,6 +124,11 @@ export interface RouteSpec<
    * and conditional answers). No envelope and no `response` schema; the handler returns `{}`.
    */
   binary?: boolean;
+  /**
+   * The handler answers itself with Server-Sent Events (`text/event-stream`) that stay open, as a
+   * binary route answers; the document shows the stream and the `Last-Event-ID` header it reads.
+   */
+  eventStream?: boolean;
   /** Domain errors the route can answer besides the ones every route of its kind has. */
   errors?: ErrorCode[];
   handle(input: RouteInput<A, Output<Q>, Output<B>, Output<P>>): Promise<Success<R, D>>;
@@ -149,6 +154,7 @@ export interface Route {
   raw: boolean;
   multipartFile?: string;
   binary: boolean;
+  eventStream: boolean;
   errors: ErrorCode[];
   handle(input: RouteInput<AuthMode, unknown, unknown, unknown>): Promise<unknown>;
 }
@@ -168,8 +174,8 @@ export function defineRoute<
   if (spec.raw && !spec.response) {
     throw new Error(`${spec.operationId}: a raw route documents its body with a response schema`);
   }
-  if (spec.binary && (spec.response || spec.redirect || spec.raw)) {
-    throw new Error(`${spec.operationId}: a binary route answers bytes only`);
+  if ((spec.binary || spec.eventStream) && (spec.response || spec.redirect || spec.raw)) {
+    throw new Error(`${spec.operationId}: a binary or event-stream route answers bytes only`);
   }
   if (spec.ignoresQuery && spec.query) {
     throw new Error(
@@ -184,7 +190,8 @@ export function defineRoute<
     ignoresQuery: spec.ignoresQuery ?? false,
     redirect: spec.redirect ?? false,
     raw: spec.raw ?? false,
-    binary: spec.binary ?? false,
+    binary: (spec.binary ?? false) || (spec.eventStream ?? false),
+    eventStream: spec.eventStream ?? false,
     rateLimits: spec.rateLimits ?? [],
     errors: spec.errors ?? [],
     handle: spec.handle as Route["handle"],

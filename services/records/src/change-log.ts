@@ -20,7 +20,12 @@ import {
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { Access } from "./access.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
-import { type OutputOptions, renderTexts, type StoredRecord } from "./domain/record-output.js";
+import {
+  type OutputOptions,
+  outputData,
+  renderTexts,
+  type StoredRecord,
+} from "./domain/record-output.js";
 import { buildWhere, QueryError } from "./query/index.js";
 import { selectedFields, type TableRef } from "./records.js";
 import type { SchemaField } from "./table-schema.js";
@@ -394,30 +399,13 @@ export class ChangeLog {
         rowId: record.rowId,
         actor: create(ChangeActorSchema, { type: row.actor_type, id: BigInt(row.actor_id) }),
         ...(row.type === "deleted" ? {} : { record: toRecord(record, fields, options) }),
-        previousJson: previous
-          ? JSON.stringify(
-              Object.fromEntries(
-                previousFields.map((field) => [
-                  output.keys === "ids" ? field.id : field.name,
-                  previewValue(previous, field, options),
-                ]),
-              ),
-            )
-          : "",
+        previousJson: previous ? JSON.stringify(outputData(previous, previousFields, options)) : "",
         changedFields: (row.changed_fields ?? [])
           .filter((id) => selected.has(id))
           .map((id) => (output.keys === "ids" ? id : nameOf.get(id)!)),
       }),
     );
   }
-}
-
-/** A field's old value as the request shows values (a long text rendered as asked). */
-function previewValue(record: StoredRecord, field: SchemaField, options: OutputOptions) {
-  if (field.type === "long_text" && typeof record.data[field.id] === "string") {
-    return options.rendered?.get(record)?.get(field.id) ?? record.data[field.id]!;
-  }
-  return record.data[field.id] ?? null;
 }
 
 /** A cursor before what the log still keeps: the changes after it are gone. */

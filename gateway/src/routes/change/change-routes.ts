@@ -104,7 +104,7 @@ export function changeRoutes(deps: ChangeRoutesDeps): Route[] {
       rateLimits,
       params: TablePath,
       query: StreamQuery,
-      binary: true,
+      eventStream: true,
       errors: ["table_not_found", "api_call_limit_exceeded", "too_many_requests"],
       async handle({ params, query, caller, call, ctx }) {
         const table = { tableId: params.table_id, databaseId: params.database_id };
