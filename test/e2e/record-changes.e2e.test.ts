@@ -279,7 +279,7 @@ describe("record changes", () => {
     });
   });
 
-  it("caps open streams at the plan's change_streams and counts each opening as one call", async () => {
+  it("caps open streams at the plan's change_streams across the organization", async () => {
     const table = await newTable();
     const url = `${sys.baseUrl}${changesPath(table)}/stream`;
     const open = [];
@@ -318,7 +318,8 @@ describe("record changes past the retention", () => {
   });
 
   afterAll(async () => {
-    await sys?.stop();
+    // The last test stops the system itself; stopping twice is harmless.
+    await sys?.stop().catch(() => {});
   });
 
   it("answers 410 cursor_expired on the feed and a reset event on the stream", async () => {
@@ -364,5 +365,20 @@ describe("record changes past the retention", () => {
     expect(live?.event).toBe("record.created");
     expect(JSON.parse(live!.data!).row_id).toBe(made.record.row_id);
     stream.close();
+  });
+
+  it("ends open streams cleanly when the gateway stops, so that clients reconnect elsewhere", async () => {
+    const table = await createTable(api, tenant, [{ name: "Name", type: "text" }]);
+    const stream = await openEventStream(
+      `${sys.baseUrl}${changesPath(table)}/stream?after=now`,
+      tenant.readToken,
+    );
+    expect(stream.status).toBe(200);
+    expect(await stream.next()).toEqual({ comment: "open" });
+    const stopping = sys.stop();
+    // The server ends the response (the reader is done) rather than cutting the connection
+    // after the drain timeout (the reader would fail).
+    expect(await nextEvent(stream)).toBeUndefined();
+    await stopping;
   });
 });

@@ -104,6 +104,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "TimestampIndexes",
     "DropCreateGateOverloads",
     "UserTables",
+    "RecordChanges",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

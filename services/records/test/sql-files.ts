@@ -2,6 +2,8 @@
 export const SQL_FILES = [
   "create_checks.sql",
   "create_gate.sql",
+  "record_change_capture.sql",
+  "record_change_sequence.sql",
   "record_count_add.sql",
   "record_count_change.sql",
   "reserve_records.sql",
