@@ -4,6 +4,7 @@ import path from "node:path";
 
 import type { Measured } from "./load.js";
 import type { CpuShares, RssPeaks } from "./process-sampler.js";
+import type { StreamLatency } from "./stream-latency.js";
 
 /** One line of `latest.json` (the keys issue 9 names). */
 export interface ScenarioResult {
@@ -41,7 +42,14 @@ export interface Summary {
     target: string;
   };
   scenarios: ScenarioResult[];
+  /** A change stream's latency measured next to the single creates (stream-latency.ts). */
+  stream_latency?: StreamLatency;
   rss_mb: RssPeaks;
+}
+
+/** The stream probe's result as one line of the report. */
+export function streamLatencyLine(latency: StreamLatency): string {
+  return `change stream next to create one: a change's event ${cell(latency.p50_ms, 1)} ms (p50), ${cell(latency.p99_ms, 1)} ms (p99), ${cell(latency.max_ms, 1)} ms (max) after its write's answer, over ${latency.changes} changes${latency.missing > 0 ? `; ${latency.missing} never came` : ""}`;
 }
 
 export function describeMachine(postgresVersion: string | undefined): string {
@@ -91,6 +99,7 @@ export function markdown(summary: Summary, usage: Map<string, ScenarioUsage>): s
       `batch create: ${cell(batch.rps * 1000, 0)} records/s (raw-postgres: ${batch.raw_rps === null ? "-" : cell(batch.raw_rps * 1000, 0)})`,
     );
   }
+  if (summary.stream_latency) lines.push("", streamLatencyLine(summary.stream_latency));
   const processes = Object.keys(summary.rss_mb);
   if (processes.length > 0) {
     lines.push(

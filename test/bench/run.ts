@@ -27,11 +27,13 @@ import {
   type ScenarioUsage,
   type Summary,
   scenarioLines,
+  streamLatencyLine,
   writeSummary,
 } from "./report.js";
 import { type Scenario, type ScenarioContext, scenarios } from "./scenarios.js";
 import { Api, login, seedTenant, type Tenant } from "./seed.js";
 import { settle } from "./settle.js";
+import { type StreamLatency, startStreamProbe } from "./stream-latency.js";
 
 const HELP = `npm run bench [-- options]
 
@@ -58,6 +60,9 @@ ORGANIZATION_GRPC_URL and INTERNAL_JWT_SECRET put it on the business plan; DATAB
 (its database) enables the raw-postgres ceiling.`;
 
 const CONNECTIONS = 32;
+
+/** The scenario next to which a change stream's latency is measured. */
+const STREAM_PROBE_SCENARIO = "create one";
 
 /**
  * Each process's NODE_OPTIONS and memory limit: the chart's, unless BENCH_NODE_OPTIONS (for
@@ -399,6 +404,7 @@ async function main(): Promise<number> {
     };
     const results: ScenarioResult[] = [];
     const usage = new Map<string, ScenarioUsage>();
+    let streamLatency: StreamLatency | undefined;
     const nats = system ? { url: system.natsUrl, namespace: system.namespace } : undefined;
 
     const runner: ScenarioRunner = {
@@ -418,7 +424,14 @@ async function main(): Promise<number> {
       if (scenario.name.includes("session")) {
         ctx.sessionToken = await login(api, tenant.email, tenant.password);
       }
+      // A change stream next to the single creates: how soon a subscriber sees a change.
+      const probe =
+        scenario.name === STREAM_PROBE_SCENARIO ? await startStreamProbe(api, tenant) : undefined;
       const { result, measured, raw, used } = await runScenario(scenario, runner);
+      if (probe) {
+        streamLatency = await probe.stop();
+        say(streamLatencyLine(streamLatency));
+      }
       results.push(result);
       if (used) usage.set(scenario.name, used);
       for (const line of scenarioLines(result, measured, raw, used)) say(line);
@@ -437,6 +450,7 @@ async function main(): Promise<number> {
           : `one process per service${args.source ? " (from sources)" : ""}, ${limitsText(system?.memoryCgroups ?? null)}, loopback`,
       },
       scenarios: results,
+      ...(streamLatency ? { stream_latency: streamLatency } : {}),
       rss_mb: sampler ? await sampler.peaks() : {},
     };
     await writeSummary(out, summary);

@@ -50,6 +50,7 @@ describe("plan changes by an operator", () => {
       transfer_bytes_per_month: 250_000_000_000,
       members: 30,
       max_file_bytes: 1_000_000_000,
+      change_streams: 100,
     });
 
     await runAdminCommand(
@@ -72,7 +73,8 @@ describe("plan changes by an operator", () => {
     });
     expect(enterprise.body.data).toMatchObject({
       plan: "enterprise",
-      limits: { records: 5_000_000, members: 500 },
+      // A limit the command leaves out takes the business plan's.
+      limits: { records: 5_000_000, members: 500, change_streams: 100 },
     });
 
     await expect(

@@ -132,6 +132,7 @@ describe("organizations", () => {
           transfer_bytes_per_month: 1_000_000_000,
           members: 3,
           max_file_bytes: 10_000_000,
+          change_streams: 5,
         },
         usage: {
           records: 0,

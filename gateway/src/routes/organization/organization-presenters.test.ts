@@ -144,6 +144,7 @@ describe("organization presenters", () => {
           transferBytesPerMonth: 1_000_000_000n,
           members: 3n,
           maxFileBytes: 10_000_000n,
+          changeStreams: 5n,
         }),
         usage: create(PlanUsageMessage, {
           records: 12n,
@@ -163,6 +164,7 @@ describe("organization presenters", () => {
         transfer_bytes_per_month: 1_000_000_000,
         members: 3,
         max_file_bytes: 10_000_000,
+        change_streams: 5,
       },
       usage: {
         records: 12,

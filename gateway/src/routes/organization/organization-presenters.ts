@@ -72,6 +72,7 @@ function presentPlanLimits(limits: PlanLimits): z.output<typeof PlanLimitsSchema
     transfer_bytes_per_month: countOf(limits.transferBytesPerMonth),
     members: countOf(limits.members),
     max_file_bytes: countOf(limits.maxFileBytes),
+    change_streams: countOf(limits.changeStreams),
   };
 }
 

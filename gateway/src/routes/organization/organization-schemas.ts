@@ -199,6 +199,7 @@ export const PlanLimitsSchema = responseData(
     transfer_bytes_per_month: count,
     members: count.describe("The owner counts as a member"),
     max_file_bytes: count,
+    change_streams: count.describe("Change streams of the organization's tables open at once"),
   }),
 );
 
