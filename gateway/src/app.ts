@@ -52,7 +52,7 @@ import { tableRoutes } from "./routes/table/table-routes.js";
 import { buildOpenApiDocument } from "./routing/openapi.js";
 import { ROUTER_OPTIONS } from "./routing/path-pattern.js";
 import type { Route } from "./routing/route.js";
-import { mountRoutes } from "./routing/route-pipeline.js";
+import { callerOf, mountRoutes } from "./routing/route-pipeline.js";
 
 /** What the gateway is built from; the caller owns these and closes them. */
 export interface GatewayDeps {
@@ -181,20 +181,24 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     { logger },
   );
   const apiCalls = new ApiCallTally(deps.bus, logger, config.USAGE_FLUSH_MS);
+  const authenticator = new SessionAuthenticator(verifier, cache);
+  const apiTokens = new ApiTokenAuthenticator(
+    organizationTokenLookup(deps.organization, config.INTERNAL_JWT_SECRET),
+    cache,
+  );
   const streams = new ChangeStreams(
     cache,
     { pollMs: config.CHANGE_STREAM_POLL_MS, heartbeatMs: config.CHANGE_STREAM_HEARTBEAT_MS },
     logger,
+    // An open stream checks its credential again with every heartbeat, as a new request would.
+    (ctx) => callerOf({ auth: "session_or_token" }, ctx, { authenticator, apiTokens }),
   );
   const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl, streams);
   const router = new Router<GatewayState>(ROUTER_OPTIONS);
   mountRoutes(router, routes, {
     rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
-    authenticator: new SessionAuthenticator(verifier, cache),
-    apiTokens: new ApiTokenAuthenticator(
-      organizationTokenLookup(deps.organization, config.INTERNAL_JWT_SECRET),
-      cache,
-    ),
+    authenticator,
+    apiTokens,
     clientIp: clientIpResolver(config.TRUSTED_PROXIES),
     internalSecret: config.INTERNAL_JWT_SECRET,
     jsonBodies: new JsonBodyBudget(),

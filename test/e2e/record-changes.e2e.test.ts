@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { nextEvent, openEventStream } from "./support/event-stream.js";
 import { client } from "./support/http.js";
 import {
+  createApiToken,
   createTable,
   createTenant,
   RECORD_TEST_RATE_LIMITS,
@@ -279,8 +280,33 @@ describe("record changes", () => {
     });
   });
 
-  it("caps open streams at the plan's change_streams across the organization", async () => {
+  it("ends a stream whose API token is revoked", async () => {
     const table = await newTable();
+    const token = await createApiToken(api, tenant.owner, tenant.orgId, "read");
+    const stream = await openEventStream(`${sys.baseUrl}${changesPath(table)}/stream`, token);
+    expect(stream.status).toBe(200);
+    const tokens = await api("GET", "/api_token/list", {
+      token: tenant.owner.token,
+      query: { organization_id: String(tenant.orgId) },
+    });
+    const id = tokens.body.data.api_tokens.find((t: { token_id: number; token_prefix: string }) =>
+      token.startsWith(t.token_prefix),
+    ).token_id;
+    const revoked = await api("POST", "/api_token/revoke", {
+      token: tenant.owner.token,
+      query: { organization_id: String(tenant.orgId), token_id: String(id) },
+    });
+    expect(revoked.status, revoked.text).toBe(200);
+    // The next heartbeat finds the token gone and ends the stream.
+    expect(await nextEvent(stream)).toBeUndefined();
+    const again = await api("GET", `${changesPath(table)}/stream`, { token });
+    expect(again.status).toBe(401);
+  });
+
+  it("caps open streams at the plan's change_streams across the organization", async () => {
+    // An organization of its own: the other tests' streams give their slots back as they end.
+    const tenant = await createTenant(sys, api);
+    const table = await createTable(api, tenant, [{ name: "Name", type: "text" }]);
     const url = `${sys.baseUrl}${changesPath(table)}/stream`;
     const open = [];
     for (let i = 0; i < 5; i++) {

@@ -137,7 +137,7 @@ export function changeRoutes(deps: ChangeRoutesDeps): Route[] {
           call: () => callerOptions(deps.internalSecret, ctx, caller),
           release,
           closed,
-          requestId: ctx.state.requestId,
+          ctx,
         });
         return {};
       },

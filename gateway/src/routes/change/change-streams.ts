@@ -3,6 +3,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import { type Cache, Code, domainError, errorInfoOf, type Logger } from "@rowbase/kit";
 import type { ListChangesResponse } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { RETRY_AFTER_METADATA } from "../../errors/error-table.js";
+import type { GatewayContext } from "../../gateway-context.js";
 import { changeJson, changeTypeName } from "./change-presenters.js";
 
 /** How often an open stream asks for new changes, and how often it sends a comment. */
@@ -28,6 +29,12 @@ export class ChangeStreams {
     private readonly cache: Cache,
     private readonly timing: ChangeStreamTiming,
     private readonly logger: Logger,
+    /**
+     * Authenticates the stream's request again (its `Authorization` header); throws when the
+     * credential no longer holds (a revoked token, an expired or revoked session), which ends
+     * the stream: the client's reconnect then gets the 401.
+     */
+    private readonly reauthenticate: (ctx: GatewayContext) => Promise<unknown>,
   ) {}
 
   /** A slot's life: three heartbeats, so a live stream never loses it. */
@@ -68,8 +75,9 @@ export class ChangeStreams {
     call: () => Promise<CallOptions>;
     release: () => Promise<void>;
     closed: Promise<void>;
-    requestId: string;
+    ctx: GatewayContext;
   }): PassThrough {
+    const requestId = options.ctx.state.requestId;
     const body = new PassThrough();
     // Sent at once, so that the headers go out and the client knows the stream is open.
     body.write(": open\n\n");
@@ -82,7 +90,18 @@ export class ChangeStreams {
     };
     this.open.add(end);
     void options.closed.then(end);
-    const heartbeat = setInterval(() => body.write(": keep-alive\n\n"), this.timing.heartbeatMs);
+    const heartbeat = setInterval(() => {
+      this.reauthenticate(options.ctx).then(
+        () => body.write(": keep-alive\n\n"),
+        (error: unknown) => {
+          this.logger.info(
+            { err: error, request_id: requestId },
+            "change stream ended: credential",
+          );
+          end();
+        },
+      );
+    }, this.timing.heartbeatMs);
     heartbeat.unref();
     const pause = (ms: number) =>
       new Promise<void>((resolve) => {
@@ -135,17 +154,14 @@ export class ChangeStreams {
           } else if (reason === "table_not_found" || reason === "unauthorized") {
             break;
           } else {
-            this.logger.warn(
-              { err: error, request_id: options.requestId },
-              "change stream page failed",
-            );
+            this.logger.warn({ err: error, request_id: requestId }, "change stream page failed");
           }
         }
       }
     };
     run()
       .catch((error: unknown) =>
-        this.logger.warn({ err: error, request_id: options.requestId }, "change stream failed"),
+        this.logger.warn({ err: error, request_id: requestId }, "change stream failed"),
       )
       .finally(async () => {
         ended = true;
