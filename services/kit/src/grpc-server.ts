@@ -22,6 +22,7 @@ import type { Logger } from "./logger.js";
 import { type MetricsRegistry, processMetricsRegistry } from "./metrics.js";
 import {
   cachedPrincipalVerifier,
+  POLL_HEADER,
   PRINCIPAL_HEADER,
   type PrincipalSecrets,
   principalKey,
@@ -120,7 +121,9 @@ export function callContextInterceptor(
     const procedure = `${req.service.typeName}/${req.method.name}`;
     try {
       const res = await next(req);
-      logger.info({ procedure, status: "ok", ms: elapsed(started), request_id: requestId }, "rpc");
+      const ok = { procedure, status: "ok", ms: elapsed(started), request_id: requestId };
+      if (req.header.get(POLL_HEADER)) logger.debug(ok, "rpc");
+      else logger.info(ok, "rpc");
       return res;
     } catch (error) {
       const line = { procedure, ms: elapsed(started), request_id: requestId };

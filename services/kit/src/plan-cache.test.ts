@@ -25,6 +25,7 @@ const free = create(PlanLimitsSchema, {
   transferBytesPerMonth: 1_000_000_000n,
   members: 3n,
   maxFileBytes: 10_000_000n,
+  changeStreams: 5n,
 });
 
 const lowered = create(PlanLimitsSchema, { ...free, fileStorageBytes: 5_000n });
@@ -38,6 +39,7 @@ describe("the cached plan entry", () => {
       transferBytesPerMonth: "1000000000",
       members: "3",
       maxFileBytes: "10000000",
+      changeStreams: "5",
     });
   });
 

@@ -6,6 +6,12 @@ import { LocalCache } from "./local-cache.js";
 /** The header that carries the signed principal from the gateway to the services. */
 export const PRINCIPAL_HEADER = "x-rowbase-principal";
 export const REQUEST_ID_HEADER = "x-request-id";
+/**
+ * Set on a call its caller repeats on a timer (an open change stream asking for new changes
+ * four times a second): the service logs its successful answers at debug, not one info line
+ * per poll.
+ */
+export const POLL_HEADER = "x-rowbase-poll";
 
 /**
  * Who is calling, as the gateway authenticated it. A user acts through a session; an API token

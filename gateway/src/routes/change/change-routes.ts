@@ -1,5 +1,5 @@
 import type { CallOptions, Client } from "@connectrpc/connect";
-import { errorInfoOf } from "@rowbase/kit";
+import { errorInfoOf, POLL_HEADER } from "@rowbase/kit";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
@@ -145,12 +145,17 @@ export function changeRoutes(deps: ChangeRoutesDeps): Route[] {
   ];
 }
 
-function callerOptions(
+/** A stream's call options for each poll, marked as a poll (logged at debug by the service). */
+async function callerOptions(
   secret: string,
   ctx: GatewayContext,
   caller: SessionCaller | ApiTokenCaller,
 ): Promise<CallOptions> {
-  return downstreamCallOptions(secret, ctx.state.requestId, caller);
+  const options = await downstreamCallOptions(secret, ctx.state.requestId, caller);
+  return {
+    ...options,
+    headers: { ...(options.headers as Record<string, string>), [POLL_HEADER]: "1" },
+  };
 }
 
 /** The `Last-Event-ID` header, when sent; too long a one is a 400 on the header. */
