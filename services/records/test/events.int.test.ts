@@ -471,9 +471,19 @@ describe("catalog changes", () => {
     const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
     await seed(table, [{}, {}, {}, {}]);
     const before = await usageOf(t.organizationId);
+    const changes = async () =>
+      (
+        await h.db.query(
+          "select count(*)::int as n from records.record_change where table_id = $1",
+          [table.tableId.toString()],
+        )
+      ).rows[0].n;
+    expect(await changes()).toBe(4);
     await h.catalog.deleteTable({ tableId: table.tableId }, await as(t.owner));
     await eventually(async () => expect(await stored(table.tableId)).toEqual([]));
     expect(await usageOf(t.organizationId)).toBe(before - 4n);
+    // Its change log goes too: no route reads it any more.
+    expect(await changes()).toBe(0);
     expect(
       await reasonOf(
         h.records.createRecord({ tableId: table.tableId, data: {} }, await as(t.editor)),

@@ -584,6 +584,7 @@ export async function deleteTablesRecords(
     [tableIds],
   );
   await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tableIds]);
+  await forgetChanges(em, tableIds);
   await query(em, "delete from deleted_field where table_id = any($1::bigint[])", [tableIds]);
   await query(em, "delete from pending_type_change where table_id = any($1::bigint[])", [tableIds]);
   return Number(rows[0]?.deleted ?? 0);
@@ -600,13 +601,14 @@ export async function deleteOrganizationRecords(
   organizationId: bigint,
   tableIds: readonly bigint[] = [],
 ): Promise<number> {
-  await query(
+  const withRecords = await query<{ table_id: string }>(
     em,
-    `delete from autonumber_counter where table_id = any($2::bigint[]) or table_id in (
-       select distinct table_id from record where organization_id = $1
-     )`,
-    [organizationId, tableIds],
+    "select distinct table_id::text from record where organization_id = $1",
+    [organizationId],
   );
+  const tables = [...tableIds, ...withRecords.map((row) => BigInt(row.table_id))];
+  await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tables]);
+  await forgetChanges(em, tables);
   const rows = await query<{ deleted: string }>(
     em,
     `with gone as (delete from record where organization_id = $1 returning 1)
@@ -615,6 +617,16 @@ export async function deleteOrganizationRecords(
   );
   await query(em, "delete from organization_usage where organization_id = $1", [organizationId]);
   return Number(rows[0]?.deleted ?? 0);
+}
+
+/**
+ * Deletes the change logs of deleted tables (docs/changes.md): no route can read them any more,
+ * and retention would keep them for days.
+ */
+export async function forgetChanges(em: EntityManager, tableIds: readonly bigint[]): Promise<void> {
+  if (tableIds.length === 0) return;
+  await query(em, "delete from record_change where table_id = any($1::bigint[])", [tableIds]);
+  await query(em, "delete from record_change_trim where table_id = any($1::bigint[])", [tableIds]);
 }
 
 /** Whether a consumer has not applied an event yet (without marking it). */

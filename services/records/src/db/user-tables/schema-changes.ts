@@ -2,7 +2,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { query } from "@rowbase/kit";
 import { choicesOf, isSelectType } from "@rowbase/kit/field-types";
 import type { RequiredRule } from "../../domain/type-change.js";
-import { markTablesDeleted } from "../schema-changes.js";
+import { forgetChanges, markTablesDeleted } from "../schema-changes.js";
 import { columnTypeOf, isEmptyColumnSql, type StoredField } from "./columns.js";
 import {
   addFieldSql,
@@ -120,6 +120,7 @@ export async function dropUserTables(
       );
       for (const statement of dropTableSql(organizationId, tableId)) await query(tx, statement);
       await query(tx, "delete from autonumber_counter where table_id = $1", [tableId]);
+      await forgetChanges(tx, [tableId]);
     });
   }
 }
@@ -132,12 +133,14 @@ export async function dropOrganizationTables(
   em: EntityManager,
   organizationId: bigint,
 ): Promise<void> {
-  await query(
+  const tables = await query<{ table_id: string }>(
     em,
-    `delete from autonumber_counter where table_id in
-       (select table_id from user_table where organization_id = $1)`,
+    "select table_id::text from user_table where organization_id = $1",
     [organizationId],
   );
+  const tableIds = tables.map((row) => BigInt(row.table_id));
+  await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tableIds]);
+  await forgetChanges(em, tableIds);
   for (const statement of dropOrganizationSchemaSql(organizationId)) await query(em, statement);
 }
 
