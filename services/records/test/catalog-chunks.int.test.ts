@@ -1,5 +1,5 @@
 import { type Orm, query } from "@rowbase/kit";
-import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { sessionIn } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { numberReserved, reserveAutonumbers } from "../src/db/autonumbers.js";
 import {
@@ -15,7 +15,8 @@ import {
   renamesRepeatable,
   sweepDeletedField,
 } from "../src/db/schema-changes.js";
-import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+import { SCHEMA } from "../src/service.js";
+import { openRecordsDatabase } from "./database.js";
 
 // Catalog changes that rewrite a table's records a chunk per statement, without the table's
 // lock: a deleted field's values dropped (`sweepDeletedField`, after `markFieldDeleted`), a
@@ -27,7 +28,7 @@ import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 
 let orm: Orm;
 let url: string;
-let drop: () => Promise<void>;
+let close: () => Promise<void>;
 
 /** Records of `tableId` with `data`, in order; returns their row ids. */
 async function insert(tableId: number, datas: object[]): Promise<string[]> {
@@ -85,17 +86,10 @@ async function withPatchUnderWay(
 }
 
 beforeAll(async () => {
-  const db = await createTestDatabase((await testInfra()).databaseUrl);
-  url = db.url;
-  drop = db.drop;
-  await migrateRecords(url);
-  orm = await createRecordsOrm(url);
+  ({ url, orm, close } = await openRecordsDatabase());
 });
 
-afterAll(async () => {
-  await orm?.close();
-  await drop?.();
-});
+afterAll(() => close?.());
 
 describe("a deleted field's sweep", () => {
   it("drops the field's values of every record of its table, a chunk at a time", async () => {

@@ -3,7 +3,6 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import { createLogger, hasSqlState, query, type SchemaField, type TableSchema } from "@rowbase/kit";
-import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CreateTarget, createRecords, lockForCreate } from "../src/db/create-gate.js";
 import { readRecordVersion } from "../src/db/reads.js";
@@ -18,9 +17,10 @@ import {
   writeRecordIfUnchanged,
   writeRecords,
 } from "../src/db/writes.js";
-import { createRecordsOrm, migrateRecords } from "../src/service.js";
+import { createRecordsOrm } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
 import { catalogSchemaOf, Upgrade, type UpgradeRound } from "../src/upgrade.js";
+import { openRecordsDatabase } from "./database.js";
 import {
   ALL_TYPES,
   as,
@@ -39,24 +39,16 @@ import {
 // their own and read back through `userTableRows` as they were, with their counts; writes racing
 // a move are neither lost nor written twice.
 
-let url: string;
-let drop: () => Promise<void>;
+let close: () => Promise<void>;
 let orm: Awaited<ReturnType<typeof createRecordsOrm>>;
 const em = () => orm.em.fork() as EntityManager;
 const logger = createLogger("records", "silent");
 
 beforeAll(async () => {
-  const db = await createTestDatabase((await testInfra()).databaseUrl);
-  url = db.url;
-  drop = db.drop;
-  await migrateRecords(url);
-  orm = await createRecordsOrm(url);
+  ({ orm, close } = await openRecordsDatabase());
 });
 
-afterAll(async () => {
-  await orm?.close();
-  await drop?.();
-});
+afterAll(() => close?.());
 
 const CHOICES = {
   choices: [

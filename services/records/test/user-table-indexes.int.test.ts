@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createLogger, query, type SchemaField } from "@rowbase/kit";
 import type { FieldTypeName } from "@rowbase/kit/field-types";
-import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { sessionIn } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CountMode, pageStatement, pageWithTotal } from "../src/db/reads.js";
 import type { StoredField } from "../src/db/user-tables/columns.js";
@@ -10,8 +10,9 @@ import { TableIndexes } from "../src/db/user-tables/indexes.js";
 import { fieldColumn, fieldIndex, userTable } from "../src/db/user-tables/names.js";
 import { changeFieldType } from "../src/db/user-tables/type-change.js";
 import { listQuery } from "../src/records.js";
-import { createRecordsOrm, migrateRecords } from "../src/service.js";
+import type { createRecordsOrm } from "../src/service.js";
 import type { TableSchema } from "../src/table-schema.js";
+import { openRecordsDatabase } from "./database.js";
 
 /** Polls `check` until it passes (or its last failure after 10 s). */
 async function eventually(check: () => Promise<void>): Promise<void> {
@@ -33,24 +34,17 @@ async function eventually(check: () => Promise<void>): Promise<void> {
 const ORGANIZATION = 9n;
 
 let url: string;
-let drop: () => Promise<void>;
+let close: () => Promise<void>;
 let orm: Awaited<ReturnType<typeof createRecordsOrm>>;
 
 const run = <R extends object = Record<string, unknown>>(sql: string, params: unknown[] = []) =>
   query<R>(orm.em.fork(), sql, params);
 
 beforeAll(async () => {
-  const db = await createTestDatabase((await testInfra()).databaseUrl);
-  url = db.url;
-  drop = db.drop;
-  await migrateRecords(url);
-  orm = await createRecordsOrm(url);
+  ({ url, orm, close } = await openRecordsDatabase());
 });
 
-afterAll(async () => {
-  await orm?.close();
-  await drop?.();
-});
+afterAll(() => close?.());
 
 const CHOICES = {
   choices: [

@@ -1,7 +1,7 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { query } from "@rowbase/kit";
 import type { FieldTypeName } from "@rowbase/kit/field-types";
-import { createTestDatabase, sessionIn, testInfra } from "@rowbase/kit/testing";
+import { sessionIn } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   columnParam,
@@ -21,7 +21,8 @@ import {
 import { fieldColumn, tableWriteLockKey, userTable } from "../src/db/user-tables/names.js";
 import { changeFieldType, type FieldTypeChange } from "../src/db/user-tables/type-change.js";
 import { keepChoicesSql, numberRowsSql } from "../src/db/user-tables/value-changes.js";
-import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
+import { type createRecordsOrm, SCHEMA } from "../src/service.js";
+import { openRecordsDatabase } from "./database.js";
 
 // The per-table storage's DDL and value encoding against a real PostgreSQL: every field type's
 // column holds what the registry stores and reads it back as it was written, schema changes
@@ -29,21 +30,14 @@ import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 // longer than its lock timeout.
 
 let url: string;
-let drop: () => Promise<void>;
+let close: () => Promise<void>;
 let orm: Awaited<ReturnType<typeof createRecordsOrm>>;
 
 beforeAll(async () => {
-  const db = await createTestDatabase((await testInfra()).databaseUrl);
-  url = db.url;
-  drop = db.drop;
-  await migrateRecords(url);
-  orm = await createRecordsOrm(url);
+  ({ url, orm, close } = await openRecordsDatabase());
 });
 
-afterAll(async () => {
-  await orm?.close();
-  await drop?.();
-});
+afterAll(() => close?.());
 
 const CHOICES = {
   choices: [
