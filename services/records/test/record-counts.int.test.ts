@@ -61,6 +61,7 @@ beforeAll(async () => {
     "TimestampIndexes",
     "DropCreateGateOverloads",
     "UserTables",
+    "RecordChanges",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

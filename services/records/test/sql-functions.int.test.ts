@@ -83,6 +83,7 @@ beforeAll(async () => {
   expect(await migrateRecords(existing.url)).toEqual([
     "DropCreateGateOverloads",
     "UserTables",
+    "RecordChanges",
     ...SQL_FILES,
   ]);
 });
@@ -105,6 +106,8 @@ describe("records' SQL functions", () => {
     expect(fromFresh.functions.map((f) => f.signature)).toEqual([
       "create_checks(bigint,bigint,bigint,bigint,bigint[],bigint[],bigint[])",
       "create_gate(bigint,bigint,bigint,bigint,bigint[],bigint[],bigint[])",
+      "record_change_capture()",
+      "record_change_sequence(integer)",
       "record_count_add(bigint,bigint)",
       "record_count_change()",
       "reserve_records(bigint,bigint,bigint)",
@@ -113,6 +116,11 @@ describe("records' SQL functions", () => {
       "write_gate(bigint,bigint[],bigint[])",
     ]);
     expect(fromFresh.triggers).toEqual([
+      {
+        name: "record_change_capture",
+        definition:
+          "CREATE TRIGGER record_change_capture BEFORE INSERT ON records.outbox FOR EACH ROW WHEN ((new.subject = 'records.changes'::text)) EXECUTE FUNCTION record_change_capture()",
+      },
       {
         name: "record_count_delete",
         definition:

@@ -41,6 +41,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
       "TimestampIndexes",
       "DropCreateGateOverloads",
       "UserTables",
+      "RecordChanges",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(
