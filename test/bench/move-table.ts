@@ -2,9 +2,10 @@ import { parseArgs } from "node:util";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { createTestDatabase, testInfra } from "@rowbase/kit/testing";
 import { createRecordsOrm, migrateRecords } from "@rowbase/records";
-import { moveTable, type SchemaField } from "@rowbase/records/statements";
+import { moveTable } from "@rowbase/records/statements";
 import pg from "pg";
-import { FIELDS, type FieldName, random, recordData } from "./seed.js";
+import { SCHEMA_FIELDS } from "./bench-fields.js";
+import { type FieldName, random, recordData } from "./seed.js";
 
 /**
  * How long the upgrade's move of one table out of `record` into its own table holds that
@@ -25,36 +26,6 @@ const BATCH = 1000;
 const ORGANIZATION = 1n;
 const TABLE = 1n;
 const OTHER = 2n;
-
-const CHOICE_IDS: Record<string, string> = {
-  Open: "ch_open",
-  Won: "ch_won",
-  Lost: "ch_lost",
-  red: "ch_red",
-  green: "ch_green",
-  blue: "ch_blue",
-  urgent: "ch_urgent",
-};
-
-/** The benchmark's 8 fields with ids 11-18 and choices with ids, as catalog describes them. */
-const SCHEMA_FIELDS: SchemaField[] = FIELDS.map((field, index) => {
-  const options: Record<string, JsonValue> = {};
-  if ("options" in field) {
-    const given: { decimals?: number; choices?: readonly { name: string }[] } = field.options;
-    if (given.decimals !== undefined) options.decimals = given.decimals;
-    if (given.choices) {
-      options.choices = given.choices.map((c) => ({ id: CHOICE_IDS[c.name]!, name: c.name }));
-    }
-  }
-  return {
-    id: String(11 + index),
-    name: field.name,
-    type: field.type as SchemaField["type"],
-    options,
-    required: false,
-    description: "",
-  };
-});
 
 const started = Date.now();
 const say = (line: string) =>

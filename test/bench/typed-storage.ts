@@ -13,13 +13,13 @@ import {
   type PageQuery,
   pageStatement,
   pageWithTotal,
-  type SchemaField,
   type TableSchema,
   userTable,
   userTableIndex,
 } from "@rowbase/records/statements";
 import pg from "pg";
-import { FIELDS, type FieldName, random, recordData } from "./seed.js";
+import { SCHEMA_FIELDS } from "./bench-fields.js";
+import { type FieldName, random, recordData } from "./seed.js";
 
 /**
  * What the per-table storage (a PostgreSQL table per user table, a typed column per field) gives
@@ -54,35 +54,6 @@ const WRITE_ROWS = 10_000;
 const ORGANIZATION = 1n;
 const TABLE = 1n;
 
-const CHOICE_IDS: Record<string, string> = {
-  Open: "ch_open",
-  Won: "ch_won",
-  Lost: "ch_lost",
-  red: "ch_red",
-  green: "ch_green",
-  blue: "ch_blue",
-  urgent: "ch_urgent",
-};
-
-/** The benchmark's 8 fields with ids 11-18, choices with ids, as the records service sees them. */
-const SCHEMA_FIELDS: SchemaField[] = FIELDS.map((field, index) => {
-  const options: Record<string, JsonValue> = {};
-  if ("options" in field) {
-    const given: { decimals?: number; choices?: readonly { name: string }[] } = field.options;
-    if (given.decimals !== undefined) options.decimals = given.decimals;
-    if (given.choices) {
-      options.choices = given.choices.map((c) => ({ id: CHOICE_IDS[c.name]!, name: c.name }));
-    }
-  }
-  return {
-    id: String(11 + index),
-    name: field.name,
-    type: field.type as SchemaField["type"],
-    options,
-    required: false,
-    description: "",
-  };
-});
 const SCHEMA: TableSchema = {
   tableId: TABLE,
   databaseId: 1n,
