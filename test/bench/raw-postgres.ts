@@ -16,8 +16,10 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
   allocateRowIdsStatement,
+  type CountMode,
   createRecordsStatement,
   createTableSql,
+  fieldIndexKeyOf,
   findRecordsStatement,
   listQuery,
   organizationSchema,
@@ -27,6 +29,7 @@ import {
   type Statement,
   type TableRows,
   type TableSchema,
+  userTable,
   userTableRows,
   writeRecordIfUnchangedStatement,
   writeRecordsStatement,
@@ -100,10 +103,18 @@ export interface ListQuery {
   offset: number;
   where?: string;
   sort?: string;
+  count?: CountMode;
 }
 
-/** Records.list of a user table: the page with the count, one statement. */
-export function listStatement(schema: TableSchema, query: ListQuery): Statement {
+/**
+ * Records.list of a user table: the page with the count, one statement, built as the service
+ * builds it when the table's field indexes are `indexed` (`servedFieldIndexes`).
+ */
+export function listStatement(
+  schema: TableSchema,
+  query: ListQuery,
+  indexed: ReadonlySet<string>,
+): Statement {
   return pageStatement(
     listQuery(
       schema,
@@ -112,10 +123,46 @@ export function listStatement(schema: TableSchema, query: ListQuery): Statement 
         offset: query.offset,
         where: query.where ?? "",
         sort: query.sort ?? "",
+        count: query.count ?? "exact",
       },
       "columns",
+      indexed,
     ),
   );
+}
+
+/**
+ * The table's valid field indexes as the records service knows them (`TableIndexes.served`),
+ * read from PostgreSQL's catalog; with `waitMs`, first waits until the service's builds of them
+ * are done (none under way for a second), which a list's first request sets off.
+ */
+export async function servedFieldIndexes(
+  pool: pg.Pool,
+  schema: TableSchema,
+  waitMs = 0,
+): Promise<Set<string>> {
+  const table = userTable(schema.organizationId, schema.tableId);
+  const building = async () =>
+    Number(
+      (
+        await pool.query<{ n: string }>(
+          "select count(*) as n from pg_stat_progress_create_index where relid = to_regclass($1)",
+          [table],
+        )
+      ).rows[0]?.n,
+    );
+  const deadline = Date.now() + waitMs;
+  let quiet = 0;
+  while (Date.now() < deadline && quiet < 4) {
+    quiet = (await building()) === 0 ? quiet + 1 : 0;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const { rows } = await pool.query<{ name: string }>(
+    `select c.relname as name from pg_index i join pg_class c on c.oid = i.indexrelid
+     where i.indrelid = to_regclass($1) and i.indisvalid`,
+    [table],
+  );
+  return new Set(rows.flatMap((row) => fieldIndexKeyOf(schema.tableId, row.name) ?? []));
 }
 
 /**
@@ -124,8 +171,9 @@ export function listStatement(schema: TableSchema, query: ListQuery): Statement 
  */
 export async function rawList(client: Client, statement: Statement) {
   const page = await send<{ row_id: string; total: string }>(client, statement);
+  const total = page.rows[0]?.total;
   return {
-    total: Number(page.rows[0]?.total ?? 0),
+    total: total === null || total === undefined ? null : Number(total),
     rowIds: page.rows.map((r) => Number(r.row_id)),
   };
 }

@@ -401,6 +401,7 @@ async function main(): Promise<number> {
       deepOffset: settings.deepOffset,
       sessionToken: tenant.sessionToken,
       rawTarget,
+      indexed: new Set(),
     };
     const results: ScenarioResult[] = [];
     const usage = new Map<string, ScenarioUsage>();

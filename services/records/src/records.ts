@@ -42,7 +42,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
-import type { TableIndexes } from "./db/user-tables/indexes.js";
+import { indexKeysOf, keyText, type TableIndexes } from "./db/user-tables/indexes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
@@ -72,6 +72,7 @@ import type { FileValues } from "./file-values.js";
 import type { Plans } from "./plans.js";
 import {
   buildWhere,
+  type CompiledWhere,
   orderTerms,
   parseFields,
   parseSort,
@@ -162,8 +163,9 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * the first of `where` and `sort`. An absent `where` matches every record; a blank one is a 400
  * (it never fails open). `storage` says where the records are read from: the one jsonb record
  * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md),
- * whose `indexed` fields have an index (`TableIndexes.served`) that the page may take its order
- * from, unless it counts every match of a filter exactly (it then reads them all, once).
+ * whose `indexed` field indexes (`TableIndexes.served`) the page may take its order from, unless
+ * it counts every match of a filter exactly and no index serves the filter (it then reads the
+ * matches all, once, to count and sort them).
  */
 export function listQuery(
   schema: TableSchema,
@@ -185,14 +187,14 @@ export function listQuery(
   const queryFields = queryFieldsOf(schema.fields);
   const jsonb = storage === "jsonb";
   const count = params.count ?? "exact";
-  const indexOrdered = !jsonb && !(params.where !== "" && count === "exact");
   const keys = sortKeys(queryFields, params.sort);
-  const order = orderTerms(keys, {
-    tableAlias: "r",
-    storage,
-    ...(indexOrdered ? { indexed } : {}),
-  });
-  let filter = { sql: "true", params: [] as unknown[], readsData: false, fieldIds: [] as string[] };
+  let filter: CompiledWhere = {
+    sql: "true",
+    params: [],
+    readsData: false,
+    fieldIds: [],
+    conjuncts: { equalities: [], ranges: [] },
+  };
   if (params.where !== "") {
     try {
       filter = buildWhere(params.where, queryFields, {
@@ -205,6 +207,18 @@ export function listQuery(
       queryProblem(error);
     }
   }
+  const sorted = keys.flatMap((key) => (key.target.kind === "field" ? [key.target.field.id] : []));
+  const candidates = jsonb ? undefined : indexKeysOf(schema, filter, sorted);
+  const filterServed =
+    candidates !== undefined &&
+    candidates.filter.length > 0 &&
+    candidates.filter.every((key) => indexed.has(keyText(key)));
+  const indexOrdered = !jsonb && (params.where === "" || count !== "exact" || filterServed);
+  const order = orderTerms(keys, {
+    tableAlias: "r",
+    storage,
+    ...(indexOrdered ? { indexed } : {}),
+  });
   const page = {
     filtered: params.where !== "",
     // The per-table storage's filters read columns only.
@@ -224,10 +238,9 @@ export function listQuery(
     };
   }
   const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
-  const sorted = keys.flatMap((key) => (key.target.kind === "field" ? [key.target.field.id] : []));
   return {
     ...page,
-    indexCandidates: [...new Set([...filter.fieldIds, ...sorted])],
+    indexCandidates: candidates ? [...candidates.filter, ...candidates.sort] : [],
     rows,
     matching: `from ${rows.relation} r where ${filter.sql}`,
     params: filter.params,

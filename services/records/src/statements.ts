@@ -19,6 +19,7 @@ export {
 export type { Statement, TableRows } from "./db/rows.js";
 export { columnFromJson, columnJson, columnTypeOf } from "./db/user-tables/columns.js";
 export { createTableSql } from "./db/user-tables/ddl.js";
+export { fieldIndexKeyOf } from "./db/user-tables/indexes.js";
 export { moveTable } from "./db/user-tables/move.js";
 export {
   fieldColumn,

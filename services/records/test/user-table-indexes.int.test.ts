@@ -379,7 +379,7 @@ describe("a user table's field indexes", () => {
     const schema = await tableOf(16n, 10_000);
     const indexes = indexesFor(schema);
     try {
-      await list(indexes, schema, { where: "(Amount,gte,1)~and(Name,eq,x)", sort: "Due" });
+      await list(indexes, schema, { where: "(Amount,gte,1)~or(Name,eq,x)", sort: "Due" });
       await indexes.idle();
       expect(await indexesOf(16n)).toHaveLength(3);
     } finally {
@@ -420,6 +420,61 @@ describe("a user table's field indexes", () => {
       "x".repeat(10_000),
       16n * 100000n + 1n,
     ]);
+  });
+
+  it("of two fields serve an equality ANDed with a range, count its matches, and go with either", async () => {
+    const schema = await tableOf(20n, 10_000);
+    const [name, amount, due] = ["Name", "Amount", "Due"].map((n) => BigInt(idOf(schema, n))) as [
+      bigint,
+      bigint,
+      bigint,
+    ];
+    const params = {
+      where: "(Amount,gte,100)~and(Name,eq,name 5)",
+      sort: "-Due",
+      count: "exact" as const,
+    };
+    const indexes = indexesFor(schema);
+    try {
+      // Without the filter's index, an exact count reads the matches once, to count and sort them.
+      expect((await list(indexes, schema, params)).order[0]?.column).toBe(false);
+      await indexes.idle();
+      expect(await indexesOf(20n)).toMatchObject([
+        { name: fieldIndex(20n, name, amount), valid: true },
+        { name: fieldIndex(20n, due), valid: true },
+      ]);
+      expect([...indexes.served(20n)].sort()).toEqual([`${name},${amount}`, `${due}`].sort());
+      // With it, the page takes its order from the sort's index, and the count comes from the
+      // filter's; the answer is the one a plain statement gives.
+      const page = await list(indexes, schema, params);
+      expect(page.order[0]?.column).toBe(true);
+      const answer = await pageWithTotal(read, page);
+      const [expected] = await run<{ n: string }>(
+        `select count(*)::text as n from ${userTable(ORGANIZATION, 20n)}
+         where f_${amount} >= 100 and f_${name} = 'name 5'`,
+      );
+      expect(answer === "over_budget" ? answer : answer.total).toBe(BigInt(expected!.n));
+      expect(BigInt(expected!.n)).toBeGreaterThan(20n);
+      const plan = await run<{ "QUERY PLAN": string }>(`explain select count(*) ${page.matching}`, [
+        ...page.params,
+      ]);
+      expect(plan.map((line) => line["QUERY PLAN"]).join("\n")).toContain(
+        fieldIndex(20n, name, amount),
+      );
+    } finally {
+      await indexes.close();
+    }
+    // A change of one of the two fields that keeps its column, after which it may no longer
+    // have an index, takes the two fields' index with it too.
+    const field = stored(schema.fields.find((f) => f.name === "Name")!);
+    await changeFieldType(orm.em.fork(), {
+      organizationId: ORGANIZATION,
+      tableId: 20n,
+      from: field,
+      to: { ...field, options: {} },
+      required: "none",
+    });
+    expect((await indexesOf(20n)).map((index) => index.name)).toEqual([fieldIndex(20n, due)]);
   });
 
   it("go in a change that keeps the field's previous column to take it back", async () => {

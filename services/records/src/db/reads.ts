@@ -21,6 +21,7 @@ import {
   type TableRows,
   toStored,
 } from "./rows.js";
+import type { IndexKey } from "./user-tables/indexes.js";
 import { userTable } from "./user-tables/names.js";
 
 /**
@@ -73,10 +74,11 @@ export interface PageQuery {
   offset: number;
   count: CountMode;
   /**
-   * The fields whose index could serve the list, on the per-table storage (none on the jsonb
-   * one): those the filter reads, then those the sort orders by (`TableIndexes.noteQuery`).
+   * The field indexes that could serve the list, on the per-table storage (none on the jsonb
+   * one): the filter's, then those of the fields the sort orders by (`indexKeysOf`,
+   * `TableIndexes.noteQuery`).
    */
-  indexCandidates: readonly string[];
+  indexCandidates: readonly IndexKey[];
 }
 
 /**

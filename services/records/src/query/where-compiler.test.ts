@@ -192,6 +192,7 @@ describe("compileWhere", () => {
         params: ["5"],
         readsData: false,
         fieldIds: [],
+        conjuncts: { equalities: [], ranges: [] },
       });
     });
 
@@ -353,6 +354,7 @@ describe("compileWhere", () => {
         params: ["%100\\%\\_a\\\\b%"],
         readsData: true,
         fieldIds: ["17"],
+        conjuncts: { equalities: [], ranges: [] },
       });
     });
 
@@ -362,12 +364,14 @@ describe("compileWhere", () => {
         params: [['{"14":["a,b"]}', '{"14":["c"]}']],
         readsData: true,
         fieldIds: ["14"],
+        conjuncts: { equalities: [], ranges: [] },
       });
       expect(buildWhere("(Tags,allof,a,b)", FIELDS, OPTIONS)).toEqual({
         sql: "data @> $2::jsonb",
         params: ['{"14":["a","b"]}'],
         readsData: true,
         fieldIds: ["14"],
+        conjuncts: { equalities: [], ranges: [] },
       });
       expect(buildWhere("(Tags,nanyof,a)", FIELDS, OPTIONS).sql).toBe(
         "(NOT data @> ANY($2::jsonb[]))",
@@ -419,6 +423,7 @@ describe("compileWhere", () => {
         params: ['{"42":"x"}'],
         readsData: true,
         fieldIds: ["42"],
+        conjuncts: { equalities: ["42"], ranges: [] },
       });
       const sort = buildWhere(`(${quote(nasty)},gt,x)`, fields, OPTIONS);
       expect(sort.sql).not.toContain(nasty);
@@ -443,5 +448,24 @@ describe("compileWhere", () => {
         buildWhere("(Age,eq,1)", FIELDS, { ...OPTIONS, now: new Date(Number.NaN) }),
       ).toThrow(/now must be a valid Date/);
     });
+  });
+});
+
+describe("the conjuncts of a where", () => {
+  const conjuncts = (where: string) => buildWhere(where, FIELDS, OPTIONS).conjuncts;
+  it("lists the fields ANDed at the top level by equality and by range, in the order named", () => {
+    expect(conjuncts("(Age,gte,3)~and(Name,eq,x)~and((Name,in,a,b)~and(Age,btw,1,2))")).toEqual({
+      equalities: ["17", "17"],
+      ranges: ["12", "12"],
+    });
+  });
+  it("leaves out what one btree cannot serve: ORs, NOTs, negations, like, blanks, checks", () => {
+    for (const where of [
+      "(Name,eq,x)~or(Age,gt,1)",
+      "~not(Name,eq,x)",
+      "(Name,neq,x)~and(Name,like,y)~and(Name,blank)~and(Vip,checked)",
+    ]) {
+      expect(conjuncts(where)).toEqual({ equalities: [], ranges: [] });
+    }
   });
 });

@@ -39,6 +39,30 @@ export interface SqlFragment {
 export interface CompiledWhere extends SqlFragment {
   readsData: boolean;
   fieldIds: string[];
+  /**
+   * The fields that conditions ANDed at the top level compare for equality (`eq`, `in`) and
+   * by range (`gt`, `gte`, `lt`, `lte`, `btw`), in the order named: what one index of two
+   * columns can serve (`indexes.ts`). Empty for a filter whose top level is an OR or a NOT.
+   */
+  conjuncts: { equalities: string[]; ranges: string[] };
+}
+
+const EQUALITIES: ReadonlySet<Operator> = new Set(["eq", "in"]);
+const RANGES: ReadonlySet<Operator> = new Set(["gt", "gte", "lt", "lte", "btw"]);
+
+/** `CompiledWhere.conjuncts` of a parsed, compiled `where`. */
+function conjunctsOf(node: WhereNode, fields: readonly QueryField[]): CompiledWhere["conjuncts"] {
+  const conjuncts = { equalities: [] as string[], ranges: [] as string[] };
+  const visit = (at: WhereNode) => {
+    if (at.kind === "and") for (const operand of at.operands) visit(operand);
+    if (at.kind !== "condition") return;
+    const target = resolveReference(at.ref.text, fields, { systemColumns: true });
+    if (target?.kind !== "field") return;
+    if (EQUALITIES.has(at.operator)) conjuncts.equalities.push(target.field.id);
+    else if (RANGES.has(at.operator)) conjuncts.ranges.push(target.field.id);
+  };
+  visit(node);
+  return conjuncts;
 }
 
 const COMPARISONS: readonly Operator[] = [
@@ -131,6 +155,7 @@ export function compileWhere(
     params: compiler.params.values,
     readsData: compiler.readsData,
     fieldIds: [...compiler.fieldIds],
+    conjuncts: conjunctsOf(node, fields),
   };
 }
 

@@ -1,7 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { FIELD_TYPE_NAMES, type FieldTypeName } from "@rowbase/kit/field-types";
 import { describe, expect, it } from "vitest";
-import { fieldIndexChangeSql, fieldIndexExpression } from "./indexes.js";
+import {
+  dropFieldIndexSql,
+  fieldIndexChangeSql,
+  fieldIndexExpression,
+  indexKeysOf,
+} from "./indexes.js";
 
 const field = (type: FieldTypeName, options: JsonObject = {}) => ({ id: 7n, type, options });
 
@@ -42,7 +47,49 @@ describe("a field's index", () => {
     expect(fieldIndexChangeSql(1n, 2n, short, field("text", { max_length: 200 }))).toEqual([]);
     expect(fieldIndexChangeSql(1n, 2n, short, field("email"))).toEqual([]);
     for (const to of [field("text"), field("long_text"), field("single_select")]) {
-      expect(fieldIndexChangeSql(1n, 2n, short, to)).toEqual(["drop index if exists org_1.t_2_f7"]);
+      expect(fieldIndexChangeSql(1n, 2n, short, to)).toEqual([dropFieldIndexSql(1n, 2n, 7n)]);
     }
+  });
+});
+
+describe("the indexes a list could use", () => {
+  const schema = {
+    tableId: 1n,
+    databaseId: 1n,
+    organizationId: 1n,
+    name: "T",
+    fields: (
+      [
+        ["1", "single_select"],
+        ["2", "number"],
+        ["3", "date"],
+        ["4", "boolean"],
+        ["5", "long_text"],
+      ] as const
+    ).map(([id, type]) => ({
+      id,
+      name: `F${id}`,
+      type,
+      options: {},
+      required: false,
+      description: "",
+    })),
+  };
+  const keys = (
+    equalities: string[],
+    ranges: string[],
+    fieldIds: string[],
+    sorted: string[] = [],
+  ) => indexKeysOf(schema, { fieldIds, conjuncts: { equalities, ranges } }, sorted);
+
+  it("takes one index of an equality's field and a second condition's, the equality's first", () => {
+    expect(keys(["1"], ["2"], ["2", "1"], ["3"])).toEqual({ filter: [["1", "2"]], sort: [["3"]] });
+    expect(keys(["2", "1"], ["3"], ["2", "1", "3"])).toEqual({ filter: [["2", "1"]], sort: [] });
+  });
+
+  it("takes one per field otherwise, and none for a field that gets no index", () => {
+    expect(keys([], ["2", "3"], ["2", "3"])).toEqual({ filter: [["2"], ["3"]], sort: [] });
+    expect(keys(["4"], ["2"], ["4", "2"], ["5"])).toEqual({ filter: [["2"]], sort: [] });
+    expect(keys(["1", "1"], [], ["1"], ["1", "3"])).toEqual({ filter: [["1"]], sort: [["3"]] });
   });
 });

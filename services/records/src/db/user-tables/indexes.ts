@@ -13,7 +13,9 @@ import { fieldColumn, fieldIndex, idText, organizationSchema, userTable } from "
  * The index policy of the per-table storage (docs/records-storage.md, "Index policy"): the
  * first time a list filters on a field or sorts by it, a btree on the expression the query
  * compiler reads the field by is built in the background, with `CREATE INDEX CONCURRENTLY`, on a
- * table of at least MIN_RECORDS records, for at most MAX_FIELD_INDEXES fields of a table.
+ * table of at least MIN_RECORDS records, at most MAX_FIELD_INDEXES of them per table. A filter
+ * that ANDs an equality with a second condition gets one btree of both fields' columns instead
+ * (`indexKeysOf`), from which its exact count is read without touching the table.
  *
  * What exists is read from PostgreSQL's own catalog (`pg_index`, by the indexes' names), so a
  * restart, or another records process, sees the same indexes and the same count towards the
@@ -23,8 +25,50 @@ import { fieldColumn, fieldIndex, idText, organizationSchema, userTable } from "
 /** Below this many records a page reads the whole table in a few milliseconds: no field index. */
 export const MIN_RECORDS = 10_000;
 
-/** How many fields of a table get an index: the first ones asked for. */
+/** How many field indexes a table gets: the first ones asked for. */
 export const MAX_FIELD_INDEXES = 3;
+
+/**
+ * The fields of one field index, in its columns' order: one field, or two (an equality's field
+ * first). Its text form (`keyText`) is the ids joined by commas, a single field's being its id.
+ */
+export type IndexKey = readonly [string] | readonly [string, string];
+
+export function keyText(key: IndexKey): string {
+  return key.join(",");
+}
+
+/**
+ * The indexes a list could use, under the policy: for a filter that ANDs at its top level an
+ * equality (`eq`, `in`) on an indexed field with a second equality or a range on another, one
+ * index of the two (the equality's first), which serves both conditions and counts the matches
+ * from the index alone; for any other filter, one per field it reads (`filter`). Then one per
+ * field the sort orders by that the filter's do not hold already (`sort`). Fields that get no
+ * index (`fieldIndexExpression`) are left out.
+ */
+export function indexKeysOf(
+  schema: TableSchema,
+  filter: { fieldIds: readonly string[]; conjuncts: { equalities: string[]; ranges: string[] } },
+  sortedFieldIds: readonly string[],
+): { filter: IndexKey[]; sort: IndexKey[] } {
+  const indexed = (id: string) => {
+    const field = schema.fields.find((f) => f.id === id);
+    return field !== undefined && fieldIndexExpression(storedField(field)) !== undefined;
+  };
+  const equalities = [...new Set(filter.conjuncts.equalities.filter(indexed))];
+  const [first] = equalities;
+  const second = equalities[1] ?? filter.conjuncts.ranges.find((id) => indexed(id) && id !== first);
+  const filterKeys: IndexKey[] =
+    first !== undefined && second !== undefined
+      ? [[first, second]]
+      : filter.fieldIds.filter(indexed).map((id): IndexKey => [id]);
+  const sortKeys: IndexKey[] = [];
+  for (const id of new Set(sortedFieldIds)) {
+    const held = filterKeys.some((key) => key.length === 1 && key[0] === id);
+    if (indexed(id) && !held) sortKeys.push([id]);
+  }
+  return { filter: filterKeys, sort: sortKeys };
+}
 
 /**
  * The longest text (in characters) a field may hold for its column to get an index: a btree
@@ -80,25 +124,36 @@ export function fieldIndexExpression(field: StoredField): string | undefined {
   }
 }
 
-/** The statement that builds a field's index, or undefined for a field that gets none. */
+/**
+ * The statement that builds the index of one field, or of two (`IndexKey`), or undefined when
+ * one of them gets none.
+ */
 export function createFieldIndexSql(
   organizationId: bigint,
   tableId: bigint,
-  field: StoredField,
+  fields: readonly [StoredField] | readonly [StoredField, StoredField],
 ): string | undefined {
-  const expression = fieldIndexExpression(field);
-  if (!expression) return undefined;
-  return `create index concurrently if not exists ${fieldIndex(tableId, field.id)}
-    on ${userTable(organizationId, tableId)} ${expression}`;
+  const expressions = fields.map(fieldIndexExpression);
+  if (expressions.some((expression) => expression === undefined)) return undefined;
+  return `create index concurrently if not exists ${indexName(
+    tableId,
+    fields.map((f) => f.id),
+  )}
+    on ${userTable(organizationId, tableId)} (${expressions.join(", ")})`;
 }
 
-/** The statement that drops a field's index without blocking the table's reads and writes. */
+function indexName(tableId: bigint, fieldIds: readonly bigint[]): string {
+  const [first, second] = fieldIds as [bigint, bigint?];
+  return second === undefined ? fieldIndex(tableId, first) : fieldIndex(tableId, first, second);
+}
+
+/** The statement that drops a field index without blocking the table's reads and writes. */
 export function dropFieldIndexConcurrentlySql(
   organizationId: bigint,
   tableId: bigint,
-  fieldId: bigint,
+  key: IndexKey,
 ): string {
-  return `drop index concurrently if exists ${organizationSchema(organizationId)}.${fieldIndex(tableId, fieldId)}`;
+  return `drop index concurrently if exists ${organizationSchema(organizationId)}.${indexName(tableId, key.map(BigInt))}`;
 }
 
 /**
@@ -120,13 +175,31 @@ export function fieldIndexChangeSql(
   return [dropFieldIndexSql(organizationId, tableId, to.id)];
 }
 
-/** The statement that drops a field's index in a schema change's transaction. */
+/**
+ * The statement that drops, in a schema change's transaction, every field index that reads a
+ * field's column: its own and those of two fields it is one of (found through the indexes'
+ * dependencies on the column, `pg_depend`).
+ */
 export function dropFieldIndexSql(
   organizationId: bigint,
   tableId: bigint,
   fieldId: bigint,
 ): string {
-  return `drop index if exists ${organizationSchema(organizationId)}.${fieldIndex(tableId, fieldId)}`;
+  const schema = organizationSchema(organizationId);
+  const prefix = `${fieldIndex(tableId, 1n).slice(0, -1).replaceAll("_", "\\_")}%`;
+  return `do $drop$ declare name text; begin
+    for name in
+      select distinct c.relname from pg_index i
+        join pg_class c on c.oid = i.indexrelid
+        join pg_depend d on d.classid = 'pg_class'::regclass and d.objid = i.indexrelid
+          and d.refclassid = 'pg_class'::regclass and d.refobjid = i.indrelid
+        join pg_attribute a on a.attrelid = i.indrelid and a.attnum = d.refobjsubid
+      where i.indrelid = to_regclass('${userTable(organizationId, tableId)}')
+        and a.attname = '${fieldColumn(fieldId)}' and c.relname like '${prefix}'
+    loop
+      execute format('drop index %I.%I', '${schema}', name);
+    end loop;
+  end $drop$`;
 }
 
 /**
@@ -170,18 +243,18 @@ const DEFAULTS: TableIndexesOptions = {
 
 /** What this process knows of a table's field indexes. */
 interface TableState {
-  /** The fields with a valid index, as last read from the catalog. */
+  /** The valid indexes (`keyText`), as last read from the catalog. */
   served: Set<string>;
   /** When the catalog was last read (or asked to be). */
   checkedAt: number;
-  /** Fields asked for, and until when they are not looked at again. */
+  /** Indexes asked for (`keyText`), and until when they are not looked at again. */
   quietUntil: Map<string, number>;
 }
 
-/** A table whose fields' indexes are to be looked at, and built where the policy says. */
+/** A table whose field indexes are to be looked at, and built where the policy says. */
 interface Job {
   organizationId: bigint;
-  fields: Set<string>;
+  keys: Map<string, IndexKey>;
 }
 
 type Run = <R extends object = Record<string, unknown>>(
@@ -217,39 +290,43 @@ export class TableIndexes {
   }
 
   /**
-   * The fields of a table whose index exists and is valid, as last read from the catalog: a
-   * list's page may take its order from them (`listQuery`). Stale knowledge costs only speed:
-   * the page's answer is the same with or without an index.
+   * The table's valid field indexes (`keyText`: a field's id, or two ids joined by a comma), as
+   * last read from the catalog: a list's page may take its order from a field's, and count a
+   * filter's matches from the filter's (`listQuery`). Stale knowledge costs only speed: the
+   * page's answer is the same with or without an index.
    */
   served(tableId: bigint): ReadonlySet<string> {
     return this.tables.get(tableId)?.served ?? new Set();
   }
 
   /**
-   * Notes that a list of the table filters on or sorts by these fields (ids): those that get
-   * an index under the policy and have none are built in the background. Returns at once.
+   * Notes that a list of the table could use these indexes (`indexKeysOf`): those that get an
+   * index under the policy and have none are built in the background. Returns at once.
    */
-  noteQuery(schema: TableSchema, fieldIds: readonly string[]): void {
-    if (this.closed || fieldIds.length === 0) return;
+  noteQuery(schema: TableSchema, keys: readonly IndexKey[]): void {
+    if (this.closed || keys.length === 0) return;
     const now = Date.now();
     let state = this.tables.get(schema.tableId);
     if (!state) {
       state = { served: new Set(), checkedAt: 0, quietUntil: new Map() };
       this.tables.set(schema.tableId, state);
     }
-    const wanted = fieldIds.filter((id) => {
-      if (state.served.has(id) || (state.quietUntil.get(id) ?? 0) > now) return false;
-      const field = schema.fields.find((f) => f.id === id);
-      return field !== undefined && fieldIndexExpression(storedField(field)) !== undefined;
+    const wanted = keys.filter((key) => {
+      const text = keyText(key);
+      if (state.served.has(text) || (state.quietUntil.get(text) ?? 0) > now) return false;
+      return key.every((id) => {
+        const field = schema.fields.find((f) => f.id === id);
+        return field !== undefined && fieldIndexExpression(storedField(field)) !== undefined;
+      });
     });
     if (wanted.length === 0 && now - state.checkedAt < this.options.recheckMs) return;
     state.checkedAt = now;
-    for (const id of wanted) state.quietUntil.set(id, now + this.options.recheckMs);
+    for (const key of wanted) state.quietUntil.set(keyText(key), now + this.options.recheckMs);
     const job = this.pending.get(schema.tableId) ?? {
       organizationId: schema.organizationId,
-      fields: new Set<string>(),
+      keys: new Map<string, IndexKey>(),
     };
-    for (const id of wanted) job.fields.add(id);
+    for (const key of wanted) job.keys.set(keyText(key), key);
     this.pending.set(schema.tableId, job);
     this.working ??= this.work().finally(() => {
       this.working = undefined;
@@ -320,14 +397,14 @@ export class TableIndexes {
     });
   }
 
-  /** Whether a field of the job lacks its valid index, and the table is large enough for one. */
+  /** Whether an index of the job is missing or invalid, and the table is large enough for one. */
   private async wantsIndexes(
     run: Run,
     existing: Map<string, boolean>,
     job: Job,
     tableId: bigint,
   ): Promise<boolean> {
-    if ([...job.fields].every((id) => existing.get(id) === true)) return false;
+    if ([...job.keys.keys()].every((text) => existing.get(text) === true)) return false;
     const [count] = await run<{ n: string }>(
       "select coalesce(sum(delta), 0)::text as n from record_count where table_id = $1",
       [tableId],
@@ -336,10 +413,10 @@ export class TableIndexes {
   }
 
   /**
-   * Builds the job's fields' indexes, first come, while the table has fewer than the cap (an
-   * INVALID leftover, of a build that failed or was cancelled, keeps its field's place: it is
-   * dropped and built again). The field is read from catalog just before, and again after, so
-   * that a field changed meanwhile (to a long text, say) does not keep an index it must not have.
+   * Builds the job's indexes, first come, while the table has fewer than the cap (an INVALID
+   * leftover, of a build that failed or was cancelled, keeps its place: it is dropped and built
+   * again). The fields are read from catalog just before, and again after, so that a field
+   * changed meanwhile (to a long text, say) does not keep an index it must not have.
    */
   private async build(
     run: Run,
@@ -349,49 +426,51 @@ export class TableIndexes {
     job: Job,
   ): Promise<void> {
     const now = Date.now();
-    const fields = [...job.fields].filter(
-      (id) =>
-        existing.get(id) !== true && (this.failedUntil.get(failureKey(tableId, id)) ?? 0) <= now,
+    const keys = [...job.keys].filter(
+      ([text]) =>
+        existing.get(text) !== true &&
+        (this.failedUntil.get(failureKey(tableId, text)) ?? 0) <= now,
     );
-    if (fields.length === 0) return;
+    if (keys.length === 0) return;
     const schema = await this.deps.schemaOf(tableId);
     if (!schema) return;
-    const built: StoredField[] = [];
-    for (const id of fields) {
-      const invalid = existing.get(id) === false;
+    const built: { key: IndexKey; fields: readonly StoredField[] }[] = [];
+    for (const [text, key] of keys) {
+      const invalid = existing.get(text) === false;
       if (!invalid && existing.size >= this.options.maxFieldIndexes) continue;
-      const field = schema.fields.find((f) => f.id === id);
+      const fields = fieldsOf(schema, key);
       if (invalid) {
-        await run(dropFieldIndexConcurrentlySql(organizationId, tableId, BigInt(id)));
-        existing.delete(id);
+        await run(dropFieldIndexConcurrentlySql(organizationId, tableId, key));
+        existing.delete(text);
       }
-      const sql = field && createFieldIndexSql(organizationId, tableId, storedField(field));
-      if (!field || !sql) continue;
+      const sql = fields && createFieldIndexSql(organizationId, tableId, fields);
+      if (!fields || !sql) continue;
       try {
         await run(sql);
-        existing.set(id, true);
-        built.push(storedField(field));
+        existing.set(text, true);
+        built.push({ key, fields });
       } catch (error) {
-        // What is left is INVALID: the field keeps its place, and is built again later; soon
+        // What is left is INVALID: the index keeps its place, and is built again later; soon
         // when a schema change cancelled the build (`cancelIndexBuildsSql`).
-        existing.set(id, false);
+        existing.set(text, false);
         const wait = cancelledForChange(error) ? this.options.recheckMs : this.options.retryMs;
-        this.failedUntil.set(failureKey(tableId, id), Date.now() + wait);
+        this.failedUntil.set(failureKey(tableId, text), Date.now() + wait);
         this.deps.logger.warn(
-          { err: error, tableId: tableId.toString(), fieldId: id },
-          "building a field's index failed",
+          { err: error, tableId: tableId.toString(), fields: text },
+          "building a field index failed",
         );
       }
     }
     if (built.length === 0) return;
     const after = await this.deps.schemaOf(tableId);
-    for (const field of built) {
-      const current = after?.fields.find((f) => f.id === field.id.toString());
-      if (current && fieldIndexExpression(storedField(current)) === fieldIndexExpression(field)) {
-        continue;
-      }
-      await run(dropFieldIndexConcurrentlySql(organizationId, tableId, field.id));
-      existing.delete(field.id.toString());
+    for (const { key, fields } of built) {
+      const current = after && fieldsOf(after, key);
+      const same = current?.every(
+        (field, i) => fieldIndexExpression(field) === fieldIndexExpression(fields[i]!),
+      );
+      if (same) continue;
+      await run(dropFieldIndexConcurrentlySql(organizationId, tableId, key));
+      existing.delete(keyText(key));
     }
   }
 
@@ -417,8 +496,18 @@ function storedField(field: TableSchema["fields"][number]): StoredField {
   return { id: BigInt(field.id), type: field.type, options: field.options };
 }
 
-function failureKey(tableId: bigint, fieldId: string): string {
-  return `${tableId}:${fieldId}`;
+/** The key's fields as the schema has them, or undefined when one is no longer there. */
+function fieldsOf(
+  schema: TableSchema,
+  key: IndexKey,
+): readonly [StoredField] | readonly [StoredField, StoredField] | undefined {
+  const fields = key.map((id) => schema.fields.find((f) => f.id === id));
+  if (fields.some((field) => field === undefined)) return undefined;
+  return fields.map((field) => storedField(field!)) as [StoredField] | [StoredField, StoredField];
+}
+
+function failureKey(tableId: bigint, key: string): string {
+  return `${tableId}:${key}`;
 }
 
 /** The advisory lock a table's index builds take in turn, across records processes. */
@@ -427,8 +516,9 @@ function buildLockKey(tableId: bigint): string {
 }
 
 /**
- * The table's field indexes from PostgreSQL's catalog, by field id, valid or not (a build that
- * failed, or one under way); undefined when the table has no user table.
+ * The table's field indexes from PostgreSQL's catalog, by `keyText` (read back from their names,
+ * `fieldIndex`), valid or not (a build that failed, or one under way); undefined when the table
+ * has no user table.
  */
 async function fieldIndexesOf(
   run: Run,
@@ -445,13 +535,19 @@ async function fieldIndexesOf(
      where i.indrelid = $1::oid`,
     [table.oid],
   );
-  const prefix = fieldIndex(tableId, 1n).slice(0, -1);
   const indexes = new Map<string, boolean>();
   for (const row of rows) {
-    const id = row.name.startsWith(prefix) ? row.name.slice(prefix.length) : "";
-    if (/^[0-9]{1,19}$/.test(id)) indexes.set(id, row.valid);
+    const key = fieldIndexKeyOf(tableId, row.name);
+    if (key !== undefined) indexes.set(key, row.valid);
   }
   return indexes;
+}
+
+/** The `keyText` of a field index named `name` (`fieldIndex`), or undefined for another index. */
+export function fieldIndexKeyOf(tableId: bigint, name: string): string | undefined {
+  const prefix = fieldIndex(tableId, 1n).slice(0, -1);
+  const ids = name.startsWith(prefix) ? name.slice(prefix.length) : "";
+  return /^[0-9]{1,19}(_f[0-9]{1,19})?$/.test(ids) ? ids.replace("_f", ",") : undefined;
 }
 
 /**

@@ -58,7 +58,13 @@ export function userTableIndex(tableId: bigint, purpose: string): string {
   return `t_${idText(tableId, "table id")}_${purpose}`;
 }
 
-/** The index of a field's column that a list asked for (`indexes.ts`): `t_<table_id>_f<field_id>`. */
-export function fieldIndex(tableId: bigint, fieldId: bigint): string {
-  return userTableIndex(tableId, `f${idText(fieldId, "field id")}`);
+/**
+ * The index of a field's column that a list asked for (`indexes.ts`): `t_<table_id>_f<field_id>`;
+ * of two fields' columns, `t_<table_id>_f<field_id>_f<field_id>` (at most 63 characters, the
+ * longest name PostgreSQL keeps).
+ */
+export function fieldIndex(tableId: bigint, ...fieldIds: [bigint, ...bigint[]]): string {
+  if (fieldIds.length > 2) throw new Error("a field index has at most two fields");
+  const fields = fieldIds.map((id) => `_f${idText(id, "field id")}`).join("");
+  return `t_${idText(tableId, "table id")}${fields}`;
 }
