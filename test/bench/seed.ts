@@ -127,7 +127,7 @@ export interface SeedOptions {
   password?: string;
   /** An existing organization to use instead of creating one. */
   organizationId?: number;
-  /** Puts the organization on the business plan as an operator (runAdminCommand). */
+  /** Puts the organization on `benchPlan`'s plan as an operator (runAdminCommand). */
   admin?: { organizationUrl: string; internalSecret: string };
   say(line: string): void;
 }
@@ -153,8 +153,35 @@ async function signUp(api: Api, mail: MailCatcher) {
   return { email, password, sessionToken: verified.access_token };
 }
 
+/** Records the write scenarios may add to the seeded ones (their guard stops them before). */
+const WRITES_ROOM = 500_000;
+
 /**
- * An organization on the business plan with an API token, a database, the 8-field table and
+ * The plan the benchmark's organization is put on: business, whose limits a run stays within,
+ * unless the seeded records and the write scenarios' would pass its million records; then
+ * enterprise, with business's limits but room for `records` and the writes.
+ */
+export function benchPlan(records: number): { name: string; args: string[] } {
+  if (records + WRITES_ROOM <= 1_000_000) return { name: "business", args: ["business"] };
+  const limits = {
+    records: records + WRITES_ROOM,
+    "api-calls-per-month": 5_000_000,
+    "file-storage-bytes": 50 * 2 ** 30,
+    "transfer-bytes-per-month": 250 * 2 ** 30,
+    members: 30,
+    "max-file-bytes": 2 ** 30,
+  };
+  return {
+    name: "enterprise",
+    args: [
+      "enterprise",
+      ...Object.entries(limits).flatMap(([flag, n]) => [`--${flag}`, String(n)]),
+    ],
+  };
+}
+
+/**
+ * An organization on `benchPlan`'s plan with an API token, a database, the 8-field table and
  * `records` records created through the batch route, 1000 per call.
  */
 export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant> {
@@ -183,10 +210,13 @@ export async function seedTenant(api: Api, options: SeedOptions): Promise<Tenant
   if (options.admin) {
     // Its commit writes the new plan into the shared cache entry (kit plan-cache.ts): the
     // measured requests read it from there as soon as the seed is done.
-    await runAdminCommand(["set-plan", String(organizationId), "business"], {
-      organizationUrl: options.admin.organizationUrl,
-      internalSecret: options.admin.internalSecret,
-    });
+    await runAdminCommand(
+      ["set-plan", String(organizationId), ...benchPlan(options.records).args],
+      {
+        organizationUrl: options.admin.organizationUrl,
+        internalSecret: options.admin.internalSecret,
+      },
+    );
   } else {
     options.say("  (no ORGANIZATION_GRPC_URL/INTERNAL_JWT_SECRET: the plan is left as it is)");
   }
