@@ -235,6 +235,7 @@ export function createRoutes({
           req.newOptions,
           req.newRequired,
           req.changeId,
+          ctx.signal,
         );
         return { markIds: marks.map(BigInt) };
       },

@@ -113,7 +113,8 @@ export class TypeChanges {
    * for `PENDING_SECONDS`, or until the field is made optional again
    * (migrations/required-marks.ts). The marks carry `changeId`, catalog's id of this attempt at
    * the change (migrations/change-ids.ts). Returns the ids of the marks it left; `release`
-   * takes them, or the change id, when catalog does not commit the change.
+   * takes them, or the change id, when catalog does not commit the change. A user table's
+   * conversion stops and rolls back once `signal` aborts (catalog gave up waiting).
    */
   async check(
     field: Field,
@@ -121,6 +122,7 @@ export class TypeChanges {
     newOptions: JsonObject | undefined,
     required = false,
     changeId = "",
+    signal?: AbortSignal,
   ): Promise<string[]> {
     const from = fieldLikeOf(field);
     const toType = fieldTypeFromProto(newType);
@@ -154,6 +156,7 @@ export class TypeChanges {
           required: rule,
         },
         changeId || undefined,
+        signal ? { signal } : {},
       );
       if (refused) {
         throw fieldTypeChangeInvalid({
@@ -203,7 +206,7 @@ export class TypeChanges {
   async release(tableId: bigint, ids: readonly string[], changeId = ""): Promise<void> {
     if (changeId && (await this.tables.inUserTable(tableId))) {
       // The conversion made for the check is taken back.
-      return undoFieldChange(this.tx.em(), changeId);
+      return undoFieldChange(this.tx.em(), tableId, changeId);
     }
     if (ids.length === 0 && !changeId) return;
     await this.tx.run({ principal: undefined, requestId: "" }, ({ em }) =>

@@ -19,6 +19,7 @@ import {
   dropTableSql,
 } from "../src/db/user-tables/ddl.js";
 import { fieldColumn, tableWriteLockKey, userTable } from "../src/db/user-tables/names.js";
+import { changeUserTableField, undoFieldChange } from "../src/db/user-tables/schema-changes.js";
 import { changeFieldType, type FieldTypeChange } from "../src/db/user-tables/type-change.js";
 import { keepChoicesSql, numberRowsSql } from "../src/db/user-tables/value-changes.js";
 import { type createRecordsOrm, SCHEMA } from "../src/service.js";
@@ -368,6 +369,65 @@ describe("a field's type change", () => {
       ).toEqual({ converted: 25 });
       expect(await valuesOf(tableId, { ...to, id: f.id })).toEqual(texts.map(Number));
     }
+  });
+
+  it("rolls back whole when its caller gives up (the signal aborts) between chunks", async () => {
+    const f = field("text");
+    const texts = Array.from({ length: 12 }, (_, i) => String(i + 1));
+    const tableId = await tableOf(f, texts);
+    const caller = new AbortController();
+    const changing = changeUserTableField(
+      orm.em.fork(),
+      { organizationId, tableId },
+      { from: f, to: { id: f.id, type: "number", options: {} }, required: "none" },
+      "given-up",
+      { chunk: 4, signal: caller.signal, afterChunk: async () => caller.abort() },
+    );
+    await expect(changing).rejects.toThrow();
+    expect((await columnsOf(organizationId, tableId))[fieldColumn(f.id)]).toBe("text");
+    expect(await valuesOf(tableId, f)).toEqual(texts);
+    expect(await run("select 1 from kept_column where change_id = 'given-up'")).toEqual([]);
+  });
+
+  it("is taken back by a release that came while it converted, once it has committed", async () => {
+    const f = field("text");
+    const texts = Array.from({ length: 12 }, (_, i) => String(i + 1));
+    const tableId = await tableOf(f, texts);
+    let converting!: () => void;
+    const started = new Promise<void>((resolve) => {
+      converting = resolve;
+    });
+    let finish!: () => void;
+    const held = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const changing = changeUserTableField(
+      orm.em.fork(),
+      { organizationId, tableId },
+      { from: f, to: { id: f.id, type: "number", options: {} }, required: "none" },
+      "released-early",
+      {
+        chunk: 4,
+        afterChunk: async () => {
+          converting();
+          await held;
+        },
+      },
+    );
+    await started;
+    // Catalog gave up and released the change before records committed it.
+    let undone = false;
+    const undoing = undoFieldChange(orm.em.fork(), tableId, "released-early").then(() => {
+      undone = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(undone).toBe(false);
+    finish();
+    await changing;
+    await undoing;
+    expect((await columnsOf(organizationId, tableId))[fieldColumn(f.id)]).toBe("text");
+    expect(await valuesOf(tableId, f)).toEqual(texts);
+    expect(await run("select 1 from kept_column where change_id = 'released-early'")).toEqual([]);
   });
 
   it("refuses a change some value cannot take, naming the rows, and changes nothing", async () => {

@@ -15,7 +15,7 @@ import {
 } from "./ddl.js";
 import { cancelIndexBuildsSql } from "./indexes.js";
 import { fieldColumn, fieldPreviousColumn, idText, tableWriteLockKey, userTable } from "./names.js";
-import { type ConversionRefusal, changeFieldType } from "./type-change.js";
+import { type ConversionRefusal, changeFieldType, type TypeChangeOptions } from "./type-change.js";
 import { keepChoicesSql, numberRowsSql } from "./value-changes.js";
 
 /**
@@ -172,6 +172,8 @@ export async function changeUserTableField(
   change: { from: StoredField; to: StoredField; required: RequiredRule },
   /** Catalog's id of a change it has not committed yet: the values before it are kept. */
   changeId?: string,
+  /** The conversion's own settings (`changeFieldType`): the caller's abort signal, say. */
+  settings: Partial<TypeChangeOptions> = {},
 ): Promise<{ refused?: ConversionRefusal }> {
   const { from, to } = change;
   const target = columnTypeOf(to.type);
@@ -185,6 +187,7 @@ export async function changeUserTableField(
     { ...table, ...change },
     changeId
       ? {
+          ...settings,
           keepPrevious: true,
           beforeCommit: (tx) =>
             query(
@@ -194,7 +197,7 @@ export async function changeUserTableField(
               [changeId, table.organizationId, table.tableId, to.id],
             ).then(() => undefined),
         }
-      : {},
+      : settings,
   );
   return "refused" in result ? { refused: result.refused } : {};
 }
@@ -224,23 +227,28 @@ export async function confirmFieldChange(
 /**
  * Catalog did not commit a change records made before it: the field's values as they were take
  * its place again (a field that had no column, a created_at one say, loses the new column).
- * Nothing when records made no such change, or it was confirmed.
+ * Nothing when records made no such change, or it was confirmed. The table's write lock comes
+ * first: a release sent while the change still converts (its caller gave up waiting) waits for
+ * it to commit, and then takes it back, or to roll back.
  */
-export async function undoFieldChange(em: EntityManager, changeId: string): Promise<void> {
+export async function undoFieldChange(
+  em: EntityManager,
+  tableId: bigint,
+  changeId: string,
+): Promise<void> {
   await applyDdl(em, async (tx) => {
-    const [kept] = await query<{ organization_id: string; table_id: string; field_id: string }>(
-      tx,
-      `delete from kept_column where change_id = $1
-       returning organization_id::text, table_id::text, field_id::text`,
-      [changeId],
-    );
-    if (!kept) return;
-    const tableId = BigInt(kept.table_id);
-    const fieldId = BigInt(kept.field_id);
-    const table = userTable(BigInt(kept.organization_id), tableId);
     await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
       tableWriteLockKey(tableId),
     ]);
+    const [kept] = await query<{ organization_id: string; field_id: string }>(
+      tx,
+      `delete from kept_column where change_id = $1 and table_id = $2
+       returning organization_id::text, field_id::text`,
+      [changeId, tableId],
+    );
+    if (!kept) return;
+    const fieldId = BigInt(kept.field_id);
+    const table = userTable(BigInt(kept.organization_id), tableId);
     await query(tx, cancelIndexBuildsSql(BigInt(kept.organization_id), tableId));
     await query(tx, `alter table ${table} drop column if exists ${fieldColumn(fieldId)}`);
     const [previous] = await query(

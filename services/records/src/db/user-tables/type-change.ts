@@ -54,6 +54,11 @@ export interface TypeChangeOptions {
   keepPrevious?: boolean;
   /** Runs last in the change's transaction, so that what it writes commits with the change. */
   beforeCommit?: (tx: EntityManager) => Promise<void>;
+  /**
+   * The caller's: once aborted (its deadline passed, say), the change stops before its next
+   * chunk and rolls back whole, rather than commit a change its caller no longer waits for.
+   */
+  signal?: AbortSignal;
 }
 
 const DEFAULTS: TypeChangeOptions = { chunk: 2_000, lock: DDL_LOCK };
@@ -185,6 +190,7 @@ async function convertAll(
   let message = "";
   let converted = 0;
   for (let after = "0"; ; ) {
+    plan.settings.signal?.throwIfAborted();
     const rows = await query<CellRow>(
       tx,
       // Ordered by the column, qualified: `order by row_id` would sort by the select list's
