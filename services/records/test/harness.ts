@@ -105,6 +105,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "DropCreateGateOverloads",
     "UserTables",
     "RecordChanges",
+    "RowIdSequence",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
