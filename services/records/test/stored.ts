@@ -71,8 +71,8 @@ export const NEXT_ROW_ID = "nextval('records.row_id_seq')";
 
 /**
  * How many records the organization stores, counted row by row in each of its user tables (and
- * in `record`, for tables stored there, while the upgrade has not dropped it): the ground truth that the counts kept by triggers and
- * the organization's usage must match, so it reads neither.
+ * in `record`, for tables stored there, until the upgrade drops it): the ground truth that the
+ * counts kept by triggers and the organization's usage must match, so it reads neither.
  */
 export async function storedCount(h: Pick<Harness, "db">, organizationId: bigint): Promise<number> {
   const { rows: tables } = await h.db.query(
@@ -83,17 +83,18 @@ export async function storedCount(h: Pick<Harness, "db">, organizationId: bigint
     "select to_regclass('records.record') is not null as kept",
   );
   const counts = [
-    legacy[0].kept
-      ? "select count(*) as n from records.record where organization_id = $1"
-      : "select count(*) as n from (select $1::bigint) none where false",
+    ...(legacy[0].kept
+      ? ["select count(*) as n from records.record where organization_id = $1"]
+      : []),
     ...tables.map(
       (row: { table_id: string }) =>
         `select count(*) as n from ${userTable(organizationId, BigInt(row.table_id))}`,
     ),
   ];
+  if (counts.length === 0) return 0;
   const { rows } = await h.db.query(
     `select sum(n)::int as n from (${counts.join(" union all ")}) counts`,
-    [organizationId.toString()],
+    legacy[0].kept ? [organizationId.toString()] : [],
   );
   return rows[0].n;
 }
