@@ -118,7 +118,10 @@ export class Upgrade {
 
   constructor(private readonly deps: UpgradeDeps) {}
 
-  /** Runs rounds in the background until stopped, pausing when there is nothing to do. */
+  /**
+   * Runs rounds in the background, pausing when there is nothing to do, until stopped or the
+   * upgrade is finished (`record` dropped).
+   */
   start(): void {
     if (this.running) return;
     const stopping = new AbortController();
