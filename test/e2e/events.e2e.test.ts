@@ -173,9 +173,16 @@ async function count(sql: string, params: unknown[]): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+/** `count` of a statement on `record`: none once the records service's upgrade dropped it. */
+async function countInRecord(sql: string, params: unknown[]): Promise<number> {
+  const { rows } = await db.query("select to_regclass('records.record') is not null as kept");
+  return rows[0]?.kept ? count(sql, params) : 0;
+}
+
 /**
  * The records an organization stores, counted row by row: in every table of its schema
- * (`org_<id>`, a user table per table), and in `record` for tables still stored there.
+ * (`org_<id>`, a user table per table), and in `record` for tables still stored there (while
+ * the upgrade has not dropped it).
  */
 async function organizationRecords(orgId: number): Promise<number> {
   const { rows: tables } = await db.query<{ relation: string }>(
@@ -184,9 +191,10 @@ async function organizationRecords(orgId: number): Promise<number> {
       where n.nspname = $1 and c.relkind = 'r'`,
     [`org_${orgId}`],
   );
-  let n = await count("select count(*) as n from records.record where organization_id = $1", [
-    orgId,
-  ]);
+  let n = await countInRecord(
+    "select count(*) as n from records.record where organization_id = $1",
+    [orgId],
+  );
   for (const { relation } of tables) n += await count(`select count(*) as n from ${relation}`, []);
   return n;
 }
@@ -197,7 +205,7 @@ async function organizationRecords(orgId: number): Promise<number> {
  */
 async function tableRecords(orgId: number, tableId: number, fieldId?: number): Promise<number> {
   const condition = fieldId === undefined ? "true" : `f_${fieldId} is not null`;
-  const legacy = await count(
+  const legacy = await countInRecord(
     `select count(*) as n from records.record where table_id = $1 ${fieldId === undefined ? "" : "and data ? $2"}`,
     fieldId === undefined ? [tableId] : [tableId, String(fieldId)],
   );

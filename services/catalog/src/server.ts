@@ -35,8 +35,8 @@ function callOf(ctx: HandlerContext): Call {
 
 /**
  * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (never an
- * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema and
- * ResolveField answer other services only, GetDatabase answers them too.
+ * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema,
+ * ResolveField and ListTableIds answer other services only, GetDatabase answers them too.
  */
 export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
   return (router: ConnectRouter) =>
@@ -140,6 +140,10 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
       async resolveField(req, ctx) {
         requireService(ctx);
         return fields.home(req.fieldId);
+      },
+      async listTableIds(req, ctx) {
+        requireService(ctx);
+        return { tableIds: await tables.ids(req.afterTableId, req.limit) };
       },
     });
 }

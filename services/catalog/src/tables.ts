@@ -39,6 +39,9 @@ import { invalidFieldOptions, requiredDescription, requiredName } from "./domain
 import { fieldNameTaken, tableLimitExceeded, tableNameTaken } from "./errors.js";
 import { fieldValues } from "./fields.js";
 
+/** The most table ids one page of `Tables.ids` answers. */
+export const TABLE_IDS_PAGE = 1000;
+
 export interface TableView {
   table: TableRow;
   fields: FieldRow[];
@@ -188,6 +191,25 @@ export class Tables {
       organizationId: BigInt(rows[0].organization_id),
       schemaVersion: BigInt(rows[0].schema_version),
     };
+  }
+
+  /**
+   * Internal: the ids of every organization's tables after `afterTableId`, ascending, at most
+   * `limit` (1 to TABLE_IDS_PAGE; 0 means TABLE_IDS_PAGE). A deleted table is no longer here.
+   */
+  async ids(afterTableId: bigint, limit: number): Promise<bigint[]> {
+    if (limit < 0 || limit > TABLE_IDS_PAGE) {
+      throw validationFailed([
+        { key: "limit", message: `must be between 1 and ${TABLE_IDS_PAGE}`, source: "body" },
+      ]);
+    }
+    const rows = await this.deps.tx
+      .em()
+      .execute<{ id: string }[]>(
+        "select t.id::text as id from tables t where t.id > ? order by t.id limit ?",
+        [afterTableId, limit || TABLE_IDS_PAGE],
+      );
+    return rows.map((row) => BigInt(row.id));
   }
 
   /** The database's tables, oldest first. */

@@ -539,3 +539,63 @@ describe("ResolveField", () => {
     }
   });
 });
+
+describe("ListTableIds", () => {
+  it("pages through every table's id in order, without deleted tables, for services only", async () => {
+    const { database: other } = await h.catalog.createDatabase(
+      { organizationId: t.organizationId, name: "Listed elsewhere", description: "" },
+      await as(t.owner),
+    );
+    const made = [];
+    for (const name of ["Listed 1", "Listed 2", "Listed 3"])
+      made.push((await newTable(name)).table!);
+    const elsewhere = (
+      await h.catalog.createTable(
+        { databaseId: other!.databaseId, name: "Listed 4", description: "", fields: [] },
+        await as(t.editor),
+      )
+    ).table!;
+    await h.catalog.deleteTable({ tableId: made[1]!.tableId }, await as(t.editor));
+
+    // Other tests of the file may have made more tables than one page holds.
+    const pages = async (limit: number) => {
+      const ids: bigint[] = [];
+      for (let after = 0n; ; ) {
+        const { tableIds } = await h.catalog.listTableIds(
+          { afterTableId: after, limit },
+          await as(SERVICE),
+        );
+        expect(tableIds.length).toBeLessThanOrEqual(limit || 1000);
+        ids.push(...tableIds);
+        if (tableIds.length < (limit || 1000)) return ids;
+        after = tableIds.at(-1)!;
+      }
+    };
+    const all = await pages(0);
+    expect(all).toEqual([...all].sort((a, b) => (a < b ? -1 : 1)));
+    expect(new Set(all).size).toBe(all.length);
+    expect(all).toEqual(
+      expect.arrayContaining([made[0]!.tableId, made[2]!.tableId, elsewhere.tableId]),
+    );
+    expect(all).not.toContain(made[1]!.tableId);
+
+    const paged = await pages(7);
+    expect(paged).toEqual(all);
+    expect(
+      (await h.catalog.listTableIds({ afterTableId: all.at(-1)! }, await as(SERVICE))).tableIds,
+    ).toEqual([]);
+  });
+
+  it("refuses users and a limit past a page", async () => {
+    expect(await failureOf(h.catalog.listTableIds({}, await as(t.owner)))).toMatchObject({
+      code: 7,
+      reason: "internal_only",
+    });
+    expect(await reasonOf(h.catalog.listTableIds({}))).toBe("unauthorized");
+    for (const limit of [-1, 1001]) {
+      expect(await validationOf(h.catalog.listTableIds({ limit }, await as(SERVICE)))).toEqual([
+        { key: "limit", message: "must be between 1 and 1000", source: "body" },
+      ]);
+    }
+  });
+});

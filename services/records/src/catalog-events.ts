@@ -132,6 +132,8 @@ export class CatalogEvents {
     this.renamedUpTo.delete(message.id);
     await this.deps.schemas.evict(...tablesNamed(message));
     if (await this.applyToUserTables(message)) return;
+    // Without `record`, a table not registered has nothing stored (it does not exist).
+    if (await this.deps.tables.recordGone()) return;
     if (message.subject === SUBJECTS.fieldDeleted) return this.dropDeletedField(message);
     if (message.subject === SUBJECTS.fieldCreated) return this.numberExistingRecords(message);
     if (message.subject === SUBJECTS.fieldChoicesRenamed) return this.renameInChunks(message);
@@ -232,6 +234,13 @@ export class CatalogEvents {
   async apply(em: EntityManager, message: BusMessage): Promise<AfterCommit> {
     const tables = tablesNamed(message);
     if (await this.storedInUserTable(message)) return () => this.deps.schemas.evict(...tables);
+    const deletion =
+      message.subject === SUBJECTS.tableDeleted || message.subject === SUBJECTS.databaseDeleted;
+    // Without `record`, a table not registered has nothing stored but its marks and counts,
+    // which a deletion removes.
+    if (!deletion && (await this.deps.tables.recordGone())) {
+      return () => this.deps.schemas.evict(...tables);
+    }
     switch (message.subject) {
       case SUBJECTS.tableDeleted:
       case SUBJECTS.databaseDeleted:

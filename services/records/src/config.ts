@@ -26,6 +26,13 @@ export const recordsEnv = z.object({
    * sequencer (a writer that went away first); 250 ms.
    */
   CHANGE_SEQUENCE_INTERVAL_MS: wholeNumber(10, 60_000, 250),
+  /**
+   * Whether this replica runs the upgrade of the storage, which moves the tables still stored in
+   * `record` into their own tables and then drops `record` (docs/records-storage.md, step 6):
+   * `on` (one replica at a time runs it), or `off` to hold it, say until a quiet hour (a table's
+   * writes wait while it moves).
+   */
+  STORAGE_UPGRADE: z.enum(["on", "off"]).default("on"),
 });
 
 export type RecordsConfig = z.output<typeof recordsEnv>;

@@ -27,7 +27,6 @@ import {
 } from "./db/create-gate.js";
 import {
   type CountMode,
-  findHome,
   findRecord,
   findRecords,
   lockRecordsForWrite,
@@ -983,7 +982,7 @@ export class Records {
 
   /** Internal: where a record lives. */
   async resolve(rowId: bigint): Promise<{ tableId: bigint; organizationId: bigint }> {
-    const home = await findHome(this.deps.tx.em(), rowId);
+    const home = await this.deps.tables.homeOf(rowId);
     if (!home) throw recordNotFound();
     return home;
   }

@@ -29,7 +29,7 @@ import { Records } from "./records.js";
 import { createRoutes } from "./server.js";
 import { TableSchemas } from "./table-schema.js";
 import { TypeChanges } from "./type-changes.js";
-import { catalogSchemaOf, Upgrade } from "./upgrade.js";
+import { catalogSchemaOf, catalogTableIds, Upgrade } from "./upgrade.js";
 
 export const SCHEMA = "records";
 
@@ -126,15 +126,17 @@ export async function startRecords(
     logger: deps.logger,
   });
   // Tables made before the per-table storage move out of `record` in the background, one at a
-  // time, on one replica at a time (docs/records-storage.md, "Upgrade in place").
+  // time, on one replica at a time, and then `record` is dropped (docs/records-storage.md,
+  // step 6); unless this replica is told not to run it.
   const upgrade = new Upgrade({
     em: orm.em,
     schemaOf: catalogSchemaOf(schemas),
+    tableIdsAfter: catalogTableIds(catalog, config.INTERNAL_JWT_SECRET),
     logger: deps.logger,
   });
   const changeLog = new ChangeLog({ orm, access, sequencer });
   relay.start();
-  upgrade.start();
+  if (config.STORAGE_UPGRADE === "on") upgrade.start();
   sequencer.start();
   retention.start();
   return serveService(

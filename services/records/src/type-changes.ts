@@ -167,6 +167,8 @@ export class TypeChanges {
       }
       return [];
     }
+    // Without `record`, a table not registered stores no value to check (it does not exist).
+    if (await this.tables.recordGone()) return [];
     const target = {
       tableId: field.tableId,
       fieldId: field.fieldId,

@@ -79,12 +79,18 @@ export const SERVICE: Principal = { kind: "service", service: "test" };
 
 /**
  * The real identity, organization, catalog, records and files services against one fresh
- * database (of `databaseLocale` when given, else of the server's default), Redis under a unique
- * prefix, NATS under a unique namespace, a mail catcher for codes and the files' bytes in a
- * temporary directory. Organization asks records and files for usage, catalog asks records
+ * database (of `databaseLocale` when given, else of the server's default; records with `env`
+ * over its environment when given), Redis under a unique prefix, NATS under a unique
+ * namespace, a mail catcher for codes and the files' bytes in a temporary directory. Organization asks records and files for usage, catalog asks records
  * about type changes and records asks files for file fields, as deployed.
  */
-export async function startHarness(options: { databaseLocale?: string } = {}): Promise<Harness> {
+export async function startHarness(
+  options: {
+    databaseLocale?: string;
+    /** Environment over the records service's (its replicas' too). */
+    env?: { records?: Record<string, string> };
+  } = {},
+): Promise<Harness> {
   const services = await startTestServices({
     through: "files",
     record: ["CATALOG", "ORG", "AUDIT", "RECORDS"],
@@ -105,6 +111,7 @@ export async function startHarness(options: { databaseLocale?: string } = {}): P
     "DropCreateGateOverloads",
     "UserTables",
     "RecordChanges",
+    "RowIdSequence",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

@@ -1226,7 +1226,7 @@ describe("a list of a table of 10,000 records", () => {
     // Written straight into the table: 10,000 records through the API would take long.
     await h.db.query(
       `insert into ${relation} (row_id, created_by, updated_by, ${column})
-       select nextval(pg_get_serial_sequence('records.record', 'row_id')::regclass),
+       select nextval('records.row_id_seq'),
               'system', 'system', g
        from generate_series(1, 10000) g`,
     );

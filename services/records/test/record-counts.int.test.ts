@@ -62,6 +62,7 @@ beforeAll(async () => {
     "DropCreateGateOverloads",
     "UserTables",
     "RecordChanges",
+    "RowIdSequence",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

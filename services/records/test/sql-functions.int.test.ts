@@ -84,6 +84,7 @@ beforeAll(async () => {
     "DropCreateGateOverloads",
     "UserTables",
     "RecordChanges",
+    "RowIdSequence",
     ...SQL_FILES,
   ]);
 });

@@ -42,6 +42,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
       "DropCreateGateOverloads",
       "UserTables",
       "RecordChanges",
+      "RowIdSequence",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(

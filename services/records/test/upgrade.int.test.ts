@@ -2,13 +2,27 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
-import { createLogger, hasSqlState, query, type SchemaField, type TableSchema } from "@rowbase/kit";
+import {
+  createLogger,
+  errorInfoOf,
+  hasSqlState,
+  query,
+  type SchemaField,
+  type TableSchema,
+} from "@rowbase/kit";
+import { createTestDatabase, migrateBefore, testInfra } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CreateTarget, createRecords, lockForCreate } from "../src/db/create-gate.js";
 import { readRecordVersion } from "../src/db/reads.js";
 import { RECORD_ROWS, type RecordRow, type TableRows, toStored } from "../src/db/rows.js";
+import {
+  deleteOrganizationRecords,
+  deleteTablesRecords,
+  tablesWithRecords,
+} from "../src/db/schema-changes.js";
 import { moveTable } from "../src/db/user-tables/move.js";
 import { userTable } from "../src/db/user-tables/names.js";
+import { StoredTables } from "../src/db/user-tables/registry.js";
 import { createUserTable } from "../src/db/user-tables/schema-changes.js";
 import { userTableRows } from "../src/db/user-tables/table-rows.js";
 import {
@@ -17,9 +31,10 @@ import {
   writeRecordIfUnchanged,
   writeRecords,
 } from "../src/db/writes.js";
-import { createRecordsOrm } from "../src/service.js";
+import { migrations } from "../src/migrations/initial-schema.js";
+import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
 import { TableSchemas } from "../src/table-schema.js";
-import { catalogSchemaOf, Upgrade, type UpgradeRound } from "../src/upgrade.js";
+import { catalogSchemaOf, catalogTableIds, Upgrade, type UpgradeRound } from "../src/upgrade.js";
 import { openRecordsDatabase } from "./database.js";
 import {
   ALL_TYPES,
@@ -28,24 +43,28 @@ import {
   eventually,
   type Harness,
   type Replica,
+  reasonOf,
   SECRET,
   startHarness,
   type Team,
   team,
 } from "./harness.js";
+import { SQL_FILES } from "./sql-files.js";
 
 // The upgrade in place on a database that the jsonb storage's code made and filled: every
 // table's records, written through the jsonb statements (`RECORD_ROWS`), move into tables of
 // their own and read back through `userTableRows` as they were, with their counts; writes racing
-// a move are neither lost nor written twice.
+// a move are neither lost nor written twice; tables without records are registered from
+// catalog's list, and then `record` is dropped, for good.
 
+let url: string;
 let close: () => Promise<void>;
 let orm: Awaited<ReturnType<typeof createRecordsOrm>>;
 const em = () => orm.em.fork() as EntityManager;
 const logger = createLogger("records", "silent");
 
 beforeAll(async () => {
-  ({ orm, close } = await openRecordsDatabase());
+  ({ url, orm, close } = await openRecordsDatabase());
 });
 
 afterAll(() => close?.());
@@ -211,6 +230,25 @@ async function upgradeAll(upgrade: Upgrade): Promise<UpgradeRound[]> {
   throw new Error(`no end of rounds: ${JSON.stringify(rounds.slice(-3), String)}`);
 }
 
+/** Runs rounds, past the idle ones, until the upgrade is finished; returns them but the idle. */
+async function upgradeToEnd(upgrade: Upgrade): Promise<UpgradeRound[]> {
+  const rounds: UpgradeRound[] = [];
+  for (let i = 0; i < 50; i++) {
+    const round = await upgrade.runOnce();
+    if (round.kind !== "idle") rounds.push(round);
+    if (round.kind === "dropped" || round.kind === "done") return rounds;
+  }
+  throw new Error(`no end of rounds: ${JSON.stringify(rounds.slice(-3), String)}`);
+}
+
+async function recordExists(): Promise<boolean> {
+  const [row] = await query<{ kept: boolean }>(
+    em(),
+    "select to_regclass('record') is not null as kept",
+  );
+  return row!.kept;
+}
+
 /**
  * Polls until PostgreSQL shows `n` lock waits of the kind in this database (other tests share
  * the server): the racing statements are queued.
@@ -260,8 +298,23 @@ describe("the upgrade of a filled jsonb database", () => {
   const tables = [a1, a2, b1, b2];
   const before = new Map<bigint, Awaited<ReturnType<typeof readAll>>>();
   const counts = new Map<bigint, string>();
+  // Catalog's tables, as the upgrade pages through them: unavailable until the last tests, so
+  // that the rounds before stop where `record` holds nothing (they would go on to drop it).
+  let catalogUp = false;
+  const tableIdsAfter = async (after: bigint, limit: number) => {
+    if (!catalogUp) throw new Error("catalog unavailable");
+    return [...schemas.keys()]
+      .filter((id) => id > after)
+      .sort((a, b) => (a < b ? -1 : 1))
+      .slice(0, limit);
+  };
   const upgradeOf = () =>
-    new Upgrade({ em: orm.em, schemaOf: async (tableId) => schemas.get(tableId), logger });
+    new Upgrade({
+      em: orm.em,
+      schemaOf: async (tableId) => schemas.get(tableId),
+      tableIdsAfter,
+      logger,
+    });
 
   beforeAll(async () => {
     const sizes = new Map([
@@ -315,7 +368,8 @@ describe("the upgrade of a filled jsonb database", () => {
       expect(await keptCount(table.tableId)).toBe(counts.get(table.tableId));
       expect(await recordRows(table.tableId)).toBe(0);
     }
-    // The table without records has no rows to move: it stays where it is until it gets some.
+    // The table without records has no rows to move: the pass over `record` does not find it
+    // (the pass over catalog's tables does, below).
     expect(before.get(b2.tableId)).toEqual([]);
     expect(await registered()).toEqual(["101/1001", "101/1002", "202/2001"]);
     const [stamps] = await query<{ versions: string[]; actors: string[] }>(
@@ -348,7 +402,9 @@ describe("the upgrade of a filled jsonb database", () => {
           .map((t) => readAll(userTableRows(t.organizationId, t.tableId, t.fields), t.tableId)),
       );
     const was = await snapshot();
-    expect(await upgradeAll(upgradeOf())).toEqual([]);
+    // With no row left in `record`, the round goes on to catalog's tables: unreachable here, the
+    // round fails, and changes nothing.
+    await expect(upgradeOf().runOnce()).rejects.toThrow("catalog unavailable");
     expect(await moveTable(em(), a1)).toEqual({ outcome: "registered" });
     expect(await snapshot()).toEqual(was);
     expect(await registered()).toEqual(["101/1001", "101/1002", "202/2001"]);
@@ -383,7 +439,8 @@ describe("the upgrade of a filled jsonb database", () => {
     expect(await upgradeOf().runOnce()).toEqual({ kind: "busy" });
     held.resolve();
     await holder;
-    expect(await upgradeOf().runOnce()).toEqual({ kind: "idle" });
+    // Past the lock, up to catalog's tables (unreachable here).
+    await expect(upgradeOf().runOnce()).rejects.toThrow("catalog unavailable");
   });
 
   it("refuses a table whose records hold values of a field its schema does not have", async () => {
@@ -397,6 +454,7 @@ describe("the upgrade of a filled jsonb database", () => {
     const staleUpgrade = new Upgrade({
       em: orm.em,
       schemaOf: async (tableId) => (tableId === table.tableId ? stale : schemas.get(tableId)),
+      tableIdsAfter,
       logger,
     });
     expect(await staleUpgrade.runOnce()).toMatchObject({
@@ -459,6 +517,7 @@ describe("the upgrade of a filled jsonb database", () => {
       em: orm.em,
       schemaOf: async (tableId) =>
         tableId === table.tableId && asked++ === 0 ? before : schemas.get(tableId),
+      tableIdsAfter,
       logger,
     });
     const longText = table.fields[1]!.id;
@@ -500,6 +559,7 @@ describe("the upgrade of a filled jsonb database", () => {
     const background = new Upgrade({
       em: orm.em,
       schemaOf: async (tableId) => schemas.get(tableId),
+      tableIdsAfter,
       logger,
       idleMs: 10,
     });
@@ -637,6 +697,165 @@ describe("the upgrade of a filled jsonb database", () => {
     expect(first.at(-1)?.data[text]).toBe("early");
     expect(await keptCount(table.tableId)).toBe("31");
   });
+
+  it("registers a table without records under its lock: a create racing it is moved or sent to its table", async () => {
+    const table = schema(101n, 1009n, 1400);
+    const text = table.fields[0]!.id;
+    const serial = table.fields[12]!.id;
+    catalogUp = true;
+    // A create that chose `record` and holds the table's write lock when the round starts: the
+    // registration waits for it and moves its record.
+    const commitEarly = deferred();
+    const earlyTaken = deferred();
+    const [earlyId] = await allocateRowIds(em(), 1);
+    const early = em().transactional(async (tx) => {
+      await lockForCreate(tx, table.tableId, table.organizationId);
+      earlyTaken.resolve();
+      const created = await createRecords(
+        tx,
+        targetOf(table),
+        [{ rowId: earlyId!, data: { [text]: "early", [serial]: 1 } }],
+        [],
+      );
+      await commitEarly.promise;
+      return created;
+    });
+    await earlyTaken.promise;
+    // Catalog lists it before the other table without records (b2).
+    const round = upgradeOf().runOnce();
+    await waitingOn("advisory", 1);
+    // One that chose `record` too and comes after: it queues behind the registration's lock.
+    const [lateId] = await allocateRowIds(em(), 1);
+    const lateData = { [text]: "late", [serial]: 2 };
+    const late = createRecords(
+      em(),
+      targetOf(table),
+      [{ rowId: lateId!, data: lateData }],
+      [],
+    ).catch((error: unknown) => error);
+    await waitingOn("advisory", 2);
+    commitEarly.resolve();
+    expect((await early).outcome).toBe("ok");
+    expect(await round).toEqual({ kind: "registered", tableId: table.tableId, records: 1 });
+    // Refused in `record` (RB002), and sent again to the table's own storage, as the routes do.
+    expect(hasSqlState(await late, "RB002")).toBe(true);
+    const rows = userTableRows(table.organizationId, table.tableId, table.fields);
+    const again = await createRecords(
+      em(),
+      targetOf(table, rows),
+      [{ rowId: lateId!, data: lateData }],
+      [],
+    );
+    expect(again.outcome).toBe("ok");
+    const stored = await readAll(rows, table.tableId);
+    expect(stored.map((r) => [r.rowId, r.data[text], r.data[serial]])).toEqual([
+      [earlyId, "early", 1],
+      [lateId, "late", 2],
+    ]);
+    expect(await recordRows(table.tableId)).toBe(0);
+    expect(await keptCount(table.tableId)).toBe("2");
+  });
+
+  it("registers every table catalog has, then drops record, and does nothing after", async () => {
+    catalogUp = true;
+    const upgrade = upgradeOf();
+    expect(await upgrade.runOnce()).toEqual({
+      kind: "registered",
+      tableId: b2.tableId,
+      records: 0,
+    });
+    // While a transaction that read `record` is open, its drop is left for a later round.
+    const reading = deferred();
+    const release = deferred();
+    const reader = em().transactional(async (tx) => {
+      await query(tx, "select count(*) from record");
+      reading.resolve();
+      await release.promise;
+    });
+    await reading.promise;
+    expect(await upgrade.runOnce()).toEqual({ kind: "idle" });
+    expect(await recordExists()).toBe(true);
+    release.resolve();
+    await reader;
+    expect(await upgradeToEnd(upgrade)).toEqual([{ kind: "dropped" }]);
+    expect(await upgrade.runOnce()).toEqual({ kind: "done" });
+    expect(await upgradeOf().runOnce()).toEqual({ kind: "done" });
+
+    // Every table catalog has is in its own table, its kept count its rows' count.
+    const all = [...schemas.values()].sort((a, b) => (a.tableId < b.tableId ? -1 : 1));
+    expect(await registered()).toEqual(all.map((t) => `${t.organizationId}/${t.tableId}`));
+    for (const table of all) {
+      const [row] = await query<{ n: string }>(
+        em(),
+        `select count(*)::text as n from ${userTable(table.organizationId, table.tableId)}`,
+      );
+      expect(await keptCount(table.tableId)).toBe(row!.n);
+    }
+    expect(await keptCount(a1.tableId)).toBe("1200");
+    // The moved records as they were read from `record` before the upgrade.
+    expect(
+      await readAll(userTableRows(a2.organizationId, a2.tableId, a2.fields), a2.tableId),
+    ).toEqual(before.get(a2.tableId));
+
+    // `record` is gone, with its trigger function; the row ids' sequence goes on.
+    expect(await recordExists()).toBe(false);
+    const functions = await query<{ name: string }>(
+      em(),
+      "select proname as name from pg_proc where pronamespace = $1::regnamespace order by 1",
+      [SCHEMA],
+    );
+    expect(functions.map((f) => f.name)).not.toContain("record_count_change");
+    expect(functions.map((f) => f.name)).toContain("record_count_add");
+    const [last] = await query<{ id: string }>(
+      em(),
+      `select max(row_id)::text as id from ${userTable(a1.organizationId, a1.tableId)}`,
+    );
+    const [next] = await allocateRowIds(em(), 1);
+    expect(next! > BigInt(last!.id)).toBe(true);
+
+    // Every registered table is read from its own table; one that is not is a table that does
+    // not exist (nothing reads `record` any more).
+    const stored = new StoredTables(em);
+    expect(await stored.rowsOf(b2)).not.toBe(RECORD_ROWS);
+    expect(await stored.homeOf(next!)).toBeUndefined();
+    const [firstOfA1] = before.get(a1.tableId)!;
+    expect(await stored.homeOf(firstOfA1!.rowId)).toEqual({
+      tableId: a1.tableId,
+      organizationId: a1.organizationId,
+    });
+    const missing = await stored.rowsOf(gone).catch((error: unknown) => error);
+    expect(errorInfoOf(missing)?.reason).toBe("table_not_found");
+    // The deletions of the jsonb storage find nothing to delete there.
+    expect(await tablesWithRecords(em(), a1.organizationId)).toEqual([]);
+    expect(await em().transactional((tx) => deleteTablesRecords(tx, [gone.tableId]))).toBe(0);
+    expect(await em().transactional((tx) => deleteOrganizationRecords(tx, 303n))).toBe(0);
+  });
+
+  it("migrates the upgraded database again, its SQL files included", async () => {
+    expect(await recordExists()).toBe(false);
+    expect(await migrateRecords(url)).toEqual([]);
+    // As when the files change: each is applied again.
+    await query(em(), "delete from repeatable_sql");
+    expect(await migrateRecords(url)).toEqual(SQL_FILES);
+    expect(await recordExists()).toBe(false);
+    const [made] = await query<{ functions: number; triggers: number }>(
+      em(),
+      `select (select count(*)::int from pg_proc where proname = 'record_count_change') as functions,
+         (select count(*)::int from pg_trigger where tgname like 'record_count_%') as triggers`,
+    );
+    expect(made).toEqual({ functions: 0, triggers: 0 });
+    // And the user tables' writes still count, through their own triggers.
+    const rows = userTableRows(a2.organizationId, a2.tableId, a2.fields);
+    const ids = await allocateRowIds(em(), 2);
+    const created = await createRecords(
+      em(),
+      targetOf(a2, rows),
+      ids.map((rowId, i) => ({ rowId, data: dataOf(a2.fields, 100 + i) })),
+      [],
+    );
+    expect(created.outcome).toBe("ok");
+    expect(await keptCount(a2.tableId)).toBe("9");
+  });
 });
 
 /** Waits until catalog's outbox is relayed and records' catalog consumer has every event. */
@@ -657,38 +876,88 @@ async function caughtUp(h: Harness): Promise<void> {
   }
 }
 
+describe("the row ids' sequence", () => {
+  it("goes on from record's identity on a database migrated before it", async () => {
+    const db = await createTestDatabase((await testInfra()).databaseUrl);
+    let upgraded: Awaited<ReturnType<typeof createRecordsOrm>> | undefined;
+    try {
+      await migrateBefore(
+        { url: db.url, schema: SCHEMA, entities: [], migrations },
+        "RowIdSequence",
+        (old) =>
+          query(
+            old.em.fork() as EntityManager,
+            `insert into record (table_id, organization_id, data, created_by, updated_by)
+             select 7, 1, '{}', 'system', 'system' from generate_series(1, 5)`,
+          ),
+      );
+      expect(await migrateRecords(db.url)).toEqual(["RowIdSequence", ...SQL_FILES]);
+      upgraded = await createRecordsOrm(db.url);
+      const tx = upgraded.em.fork() as EntityManager;
+      expect(await allocateRowIds(tx, 2)).toEqual([6n, 7n]);
+      // What the previous version's replicas ask for, and `record`'s own default.
+      expect(
+        await query(tx, "select pg_get_serial_sequence('record', 'row_id') as sequence"),
+      ).toEqual([{ sequence: `${SCHEMA}.row_id_seq` }]);
+      expect(
+        await query(
+          tx,
+          `insert into record (table_id, organization_id, data, created_by, updated_by)
+           values (7, 1, '{}', 'system', 'system') returning row_id::int`,
+        ),
+      ).toEqual([{ row_id: 8 }]);
+    } finally {
+      await upgraded?.close();
+      await db.drop();
+    }
+  });
+});
+
 describe("the upgrade while the service serves", () => {
   let h: Harness;
   let t: Team;
   let replica: Replica | undefined;
+  let again: Replica | undefined;
   let served: Awaited<ReturnType<typeof createRecordsOrm>> | undefined;
 
   beforeAll(async () => {
-    h = await startHarness();
+    // The upgrade is left to the test: each records process is started without it.
+    h = await startHarness({ env: { records: { STORAGE_UPGRADE: "off" } } });
     t = await team(h);
   }, 120_000);
 
   afterAll(async () => {
+    await again?.stop();
     await replica?.stop();
     await served?.close();
     await h?.stop();
   });
 
-  it("moves a table the jsonb routes filled, and the routes then serve it from its own table", async () => {
+  it("moves the tables the jsonb routes served, drops record, and the routes serve them from their own tables", async () => {
     const table = await createTable(
       h,
       t.owner,
       t.organizationId,
       ALL_TYPES.filter((f) => f.name !== "Seq"),
     );
+    // A table that never got a record.
+    const empty = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      ALL_TYPES.filter((f) => ["Name", "Age", "Status"].includes(f.name)),
+      "Empty",
+    );
     // Once catalog's TableCreated has come through the bus too (its delivery makes the user
     // table again, as ApplyCatalogEvent did).
     await caughtUp(h);
-    // As a table made before the per-table storage: no user table, not registered. A replica
-    // started now has not seen it, so it stores and reads the table's records in `record`.
-    await h.db.query(`drop table org_${t.organizationId}.t_${table.tableId}`);
-    for (const relation of ["record_count", "row_range", "user_table"]) {
-      await h.db.query(`delete from records.${relation} where table_id = $1`, [table.tableId]);
+    // As tables made before the per-table storage: no user table, not registered. A replica
+    // started now has not seen them, so it stores and reads their records in `record`.
+    for (const made of [table, empty]) {
+      await h.db.query(`drop table org_${t.organizationId}.t_${made.tableId}`);
+      for (const relation of ["record_count", "row_range", "user_table"]) {
+        await h.db.query(`delete from records.${relation} where table_id = $1`, [made.tableId]);
+      }
     }
     replica = await h.replica();
     const call = await as(t.editor);
@@ -732,13 +1001,19 @@ describe("the upgrade while the service serves", () => {
       [table.id.Meta!]: { k: [1, "x", null] },
     });
     expect(before.records[1]?.data[table.id.Status!]).toBe("Done");
+    expect((await replica.records.listRecords({ tableId: empty.tableId }, call)).records).toEqual(
+      [],
+    );
 
     served = await createRecordsOrm(h.databaseUrl);
-    const upgrade = new Upgrade({
-      em: served.em,
-      schemaOf: catalogSchemaOf(new TableSchemas(h.catalog, h.cache, SECRET, h.logger)),
-      logger: h.logger,
-    });
+    const upgradeOf = () =>
+      new Upgrade({
+        em: served!.em,
+        schemaOf: catalogSchemaOf(new TableSchemas(h.catalog, h.cache, SECRET, h.logger)),
+        tableIdsAfter: catalogTableIds(h.catalog, SECRET),
+        logger: h.logger,
+      });
+    const upgrade = upgradeOf();
     expect(await upgradeAll(upgrade)).toMatchObject([
       { kind: "moved", tableId: table.tableId, records: 3 },
     ]);
@@ -761,5 +1036,108 @@ describe("the upgrade while the service serves", () => {
        where f_${table.id.Name} = 'Cy' and version = 2`,
     );
     expect(written).toEqual([{ n: 1 }]);
+
+    // Then the table without records, from catalog's list, and `record` is dropped.
+    expect(await upgradeToEnd(upgrade)).toEqual([
+      { kind: "registered", tableId: empty.tableId, records: 0 },
+      { kind: "dropped" },
+    ]);
+    const { rows: relations } = await h.db.query(
+      `select to_regclass('records.record') as record,
+         (select count(*)::int from records.user_table where table_id = any($1::bigint[])) as registered`,
+      [[table.tableId, empty.tableId]],
+    );
+    expect(relations).toEqual([{ record: null, registered: 2 }]);
+
+    // Both processes serve both tables from their own tables: create, read, update, delete.
+    for (const [records, name] of [
+      [replica.records, "Dee"],
+      [h.records, "Eve"],
+    ] as const) {
+      for (const target of [table, empty]) {
+        const { record: created } = await records.createRecord(
+          { tableId: target.tableId, data: { Name: name, Age: 7 } },
+          call,
+        );
+        const rowId = created!.rowId;
+        expect(
+          (await records.getRecord({ tableId: target.tableId, rowId }, call)).record?.data,
+        ).toMatchObject({ [target.id.Name!]: name, [target.id.Age!]: 7 });
+        const { record: updated } = await records.updateRecord(
+          { tableId: target.tableId, rowId, data: { Age: 8 } },
+          call,
+        );
+        expect(updated?.data[target.id.Age!]).toBe(8);
+        await records.deleteRecord({ tableId: target.tableId, rowId }, call);
+        expect(await reasonOf(records.getRecord({ tableId: target.tableId, rowId }, call))).toBe(
+          "record_not_found",
+        );
+      }
+    }
+    const { record: kept } = await h.records.createRecord(
+      { tableId: empty.tableId, data: { Name: "Fay" } },
+      call,
+    );
+    const listed = await h.records.listRecords({ tableId: empty.tableId }, call);
+    expect(listed.records.map((r) => r.rowId)).toEqual([kept!.rowId]);
+    expect(listed.total).toBe(1n);
+    expect((await h.records.listRecords({ tableId: table.tableId }, call)).total).toBe(3n);
+
+    // A records process started again on the database, the upgrade on: it has nothing to do,
+    // and serves; so does a table made and one deleted since.
+    again = await h.replica({ STORAGE_UPGRADE: "on" });
+    expect(await upgradeOf().runOnce()).toEqual({ kind: "done" });
+    expect(await again.records.listRecords({ tableId: table.tableId }, call)).toMatchObject({
+      total: 3n,
+    });
+    const later = await createTable(
+      h,
+      t.owner,
+      t.organizationId,
+      ALL_TYPES.filter((f) => f.name === "Name"),
+      "Later",
+    );
+    const { record: first } = await again.records.createRecord(
+      { tableId: later.tableId, data: { Name: "Gus" } },
+      call,
+    );
+    expect(first?.data[later.id.Name!]).toBe("Gus");
+    await h.catalog.deleteTable({ tableId: later.tableId }, await as(t.owner));
+    await caughtUp(h);
+    expect(await reasonOf(again.records.listRecords({ tableId: later.tableId }, call))).toBe(
+      "table_not_found",
+    );
+    expect(await migrateRecords(h.databaseUrl)).toEqual([]);
+    const { rows: gone } = await h.db.query("select to_regclass('records.record') as record");
+    expect(gone).toEqual([{ record: null }]);
+  });
+});
+
+describe("a new deployment", () => {
+  let h: Harness;
+
+  beforeAll(async () => {
+    h = await startHarness();
+  }, 120_000);
+
+  afterAll(async () => {
+    await h?.stop();
+  });
+
+  it("has nothing to move: the records service drops record once it started", async () => {
+    const t = await team(h);
+    await eventually(async () => {
+      const { rows } = await h.db.query("select to_regclass('records.record') as record");
+      expect(rows).toEqual([{ record: null }]);
+    });
+    const table = await createTable(h, t.owner, t.organizationId, ALL_TYPES.slice(0, 1));
+    const call = await as(t.editor);
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "Ada" } },
+      call,
+    );
+    expect((await h.records.listRecords({ tableId: table.tableId }, call)).records).toEqual([
+      record,
+    ]);
   });
 });

@@ -458,6 +458,7 @@ export async function sweepDeletedField(
   fieldId: bigint,
   chunk = RECORD_CHUNK,
 ): Promise<number> {
+  if (!(await recordKept(em))) return 0;
   return inChunks(
     em,
     `with chunk as materialized (
@@ -507,11 +508,24 @@ export async function markOrganizationGone(
   );
 }
 
-/** The tables the organization has records in. */
+/**
+ * Whether the jsonb storage's `record` is still there: the upgrade drops it once every table has
+ * moved out (src/upgrade.ts), and the deletions below then find no record of a table there.
+ */
+export async function recordKept(em: EntityManager): Promise<boolean> {
+  const [row] = await query<{ kept: boolean }>(
+    em,
+    "select to_regclass('record') is not null as kept",
+  );
+  return row?.kept === true;
+}
+
+/** The tables the organization has records in, in `record`. */
 export async function tablesWithRecords(
   em: EntityManager,
   organizationId: bigint,
 ): Promise<bigint[]> {
+  if (!(await recordKept(em))) return [];
   const rows = await query<{ table_id: string }>(
     em,
     "select distinct table_id from record where organization_id = $1 order by table_id",
@@ -533,6 +547,7 @@ export async function deleteRecordsInChunks(
   tableId: bigint,
   chunk = RECORD_CHUNK,
 ): Promise<number> {
+  if (!(await recordKept(em))) return 0;
   return inChunks(
     em,
     `with chunk as materialized (
@@ -553,27 +568,30 @@ export async function deleteRecordsInChunks(
 }
 
 /**
- * Deletes every record of the tables and gives their count back to each organization's usage;
- * their rows of `record_count` go too. Returns how many it deleted.
+ * Deletes every record of the tables in `record` and gives their count back to each
+ * organization's usage; their rows of `record_count` (of either storage), counters, change logs
+ * and marks go too. Returns how many it deleted from `record`.
  */
 export async function deleteTablesRecords(
   em: EntityManager,
   tableIds: readonly bigint[],
 ): Promise<number> {
   if (tableIds.length === 0) return 0;
-  const rows = await query<{ deleted: string }>(
-    em,
-    `with gone as (
-       delete from record where table_id = any($1::bigint[]) returning organization_id
-     ), counted as (
-       select organization_id, count(*) as n from gone group by organization_id
-     ), released as (
-       update organization_usage u set records = greatest(u.records - counted.n, 0)
-       from counted where u.organization_id = counted.organization_id
-     )
-     select coalesce(sum(n), 0) as deleted from counted`,
-    [tableIds],
-  );
+  const rows = !(await recordKept(em))
+    ? []
+    : await query<{ deleted: string }>(
+        em,
+        `with gone as (
+           delete from record where table_id = any($1::bigint[]) returning organization_id
+         ), counted as (
+           select organization_id, count(*) as n from gone group by organization_id
+         ), released as (
+           update organization_usage u set records = greatest(u.records - counted.n, 0)
+           from counted where u.organization_id = counted.organization_id
+         )
+         select coalesce(sum(n), 0) as deleted from counted`,
+        [tableIds],
+      );
   // Their counts (record_count), but for a row a writer holds: it counts nothing that can be
   // listed, and waiting on it could close a cycle with that writer.
   await query(
@@ -601,20 +619,25 @@ export async function deleteOrganizationRecords(
   organizationId: bigint,
   tableIds: readonly bigint[] = [],
 ): Promise<number> {
-  const withRecords = await query<{ table_id: string }>(
-    em,
-    "select distinct table_id::text from record where organization_id = $1",
-    [organizationId],
-  );
+  const kept = await recordKept(em);
+  const withRecords = kept
+    ? await query<{ table_id: string }>(
+        em,
+        "select distinct table_id::text from record where organization_id = $1",
+        [organizationId],
+      )
+    : [];
   const tables = [...tableIds, ...withRecords.map((row) => BigInt(row.table_id))];
   await query(em, "delete from autonumber_counter where table_id = any($1::bigint[])", [tables]);
   await forgetChanges(em, tables);
-  const rows = await query<{ deleted: string }>(
-    em,
-    `with gone as (delete from record where organization_id = $1 returning 1)
-     select count(*) as deleted from gone`,
-    [organizationId],
-  );
+  const rows = kept
+    ? await query<{ deleted: string }>(
+        em,
+        `with gone as (delete from record where organization_id = $1 returning 1)
+         select count(*) as deleted from gone`,
+        [organizationId],
+      )
+    : [];
   await query(em, "delete from organization_usage where organization_id = $1", [organizationId]);
   return Number(rows[0]?.deleted ?? 0);
 }

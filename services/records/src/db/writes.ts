@@ -21,14 +21,12 @@ import {
 } from "./rows.js";
 
 /**
- * Takes `count` new row ids, ascending (column `id`). The sequence is looked up once, in a
- * sub-select: `pg_get_serial_sequence` in the select list runs for every id and makes a batch's
- * 1000 ids cost five times as much.
+ * Takes `count` new row ids, ascending (column `id`), from records' one sequence of row ids
+ * (migrations/row-id-sequence.ts).
  */
 export function allocateRowIdsStatement(count: number): Statement {
   return {
-    sql: `select nextval((select pg_get_serial_sequence('record', 'row_id')::regclass)) as id
-     from generate_series(1, $1::int) order by 1`,
+    sql: "select nextval('row_id_seq') as id from generate_series(1, $1::int) order by 1",
     params: [count],
     prepare: true,
   };

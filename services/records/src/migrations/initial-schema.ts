@@ -9,6 +9,7 @@ import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { RecordChanges } from "./record-changes.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
+import { RowIdSequence } from "./row-id-sequence.js";
 import { TimestampIndexes } from "./timestamp-indexes.js";
 import { UserTables } from "./user-tables.js";
 import { WriteGate } from "./write-gate.js";
@@ -96,4 +97,5 @@ export const migrations = [
   DropCreateGateOverloads,
   UserTables,
   RecordChanges,
+  RowIdSequence,
 ];

@@ -36,13 +36,22 @@ export function dropOrganizationSchemaSql(organizationId: bigint): string[] {
  * upgrade's move out of `record`). Not while `record` holds records of the table: a table made
  * before the per-table storage is registered only by the upgrade's move, which empties `record`
  * of it first, so a late or repeated TableCreated can never hide its records behind an empty
- * user table (the empty table it makes is replaced by the move's).
+ * user table (the empty table it makes is replaced by the move's). Once the upgrade has dropped
+ * `record` (or while the statement waited for it to), there is nothing to look at there.
  */
 export function registerUserTableSql(organizationId: bigint, tableId: bigint): string {
-  return `insert into user_table (table_id, organization_id)
-    select ${idText(tableId)}, ${idText(organizationId)}
-    where not exists (select from record where table_id = ${idText(tableId)})
-    on conflict (table_id) do nothing`;
+  const insert = `insert into user_table (table_id, organization_id)
+      select ${idText(tableId)}, ${idText(organizationId)}`;
+  return `do $register$
+    begin
+      ${insert}
+      where not exists (select from record where table_id = ${idText(tableId)})
+      on conflict (table_id) do nothing;
+    exception when undefined_table then
+      ${insert}
+      on conflict (table_id) do nothing;
+    end
+    $register$`;
 }
 
 /**
