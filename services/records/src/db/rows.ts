@@ -176,6 +176,14 @@ export interface TableRows {
    * numbered from `firstParam`: they follow every other parameter of the statement.
    */
   columns(firstParam: number): { sql: string; params: unknown[] };
+  /**
+   * A record's select list over `r` without parameters, for reads of one record: the head, then
+   * the values as the storage holds them, which `dataOf` turns into the record's `data` (the
+   * same `data` as `columns` builds in the statement).
+   */
+  values: string;
+  /** The `data` of a row read through `values`. */
+  dataOf(row: Record<string, unknown>): JsonObject;
   /** SQL counting every record of the table, over the table id's placeholder `$1` when it needs it. */
   count: string;
   /** The insert of new records, returning each one's created_at and updated_at. */
@@ -192,6 +200,8 @@ export const RECORD_ROWS: TableRows = {
   ofTable: (tableId) => `r.table_id = ${tableId}`,
   head: columnsButData("r"),
   columns: () => ({ sql: recordColumns("r"), params: [] }),
+  values: recordColumns("r"),
+  dataOf: (row) => row.data as JsonObject,
   count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
   insert: (
     p,
