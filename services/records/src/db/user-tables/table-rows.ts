@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SchemaField } from "@rowbase/kit";
 import { choicesOf } from "@rowbase/kit/field-types";
-import { dataArrayJson, epochMs, type TableRows } from "../rows.js";
+import { checkDataSizes, epochMs, type TableRows } from "../rows.js";
 import { columnFromJson, columnJson, columnRead, columnTypeOf, columnValue } from "./columns.js";
 import { fieldColumn, userTable } from "./names.js";
 
@@ -93,7 +93,7 @@ export function userTableRows(
         "version = r.version + 1",
       ].join(", "),
     dataParam(datas) {
-      dataArrayJson(datas);
+      checkDataSizes(datas);
       const rows = datas.map((data) => {
         const row: Record<string, JsonValue> = {};
         for (const field of stored) {
