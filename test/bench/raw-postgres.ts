@@ -20,6 +20,7 @@ import {
   createRecordsStatement,
   createTableSql,
   fieldIndexKeyOf,
+  findRecordStatement,
   findRecordsStatement,
   listQuery,
   organizationSchema,
@@ -180,11 +181,9 @@ export async function rawList(client: Client, statement: Statement) {
 
 /** Records.get (it reads outside a transaction). */
 export async function rawGet(client: Client, rows: TableRows, tableId: number, rowId: number) {
-  const found = await send(
-    client,
-    findRecordsStatement(BigInt(tableId), [BigInt(rowId)], false, undefined, rows),
-  );
+  const found = await send(client, findRecordStatement(BigInt(tableId), BigInt(rowId), rows));
   if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
+  rows.dataOf(found.rows[0]!);
 }
 
 /** Where raw writes go, and the audit events they store (copies of the service's). */
@@ -283,12 +282,13 @@ export async function rawPatch(
   change: JsonObject,
 ) {
   const fields = Object.keys(change);
-  const read = await send<{ data: JsonObject; version: string }>(
+  const read = await send<{ version: string }>(
     client,
     recordVersionStatement(BigInt(tableId), BigInt(rowId), rows),
   );
-  const before = read.rows[0];
-  if (!before) throw new Error(`record ${rowId} not found`);
+  const row = read.rows[0];
+  if (!row) throw new Error(`record ${rowId} not found`);
+  const before = { data: rows.dataOf(row), version: row.version };
   const written = await send<{ gate: string; row_id: string | null }>(
     client,
     writeRecordIfUnchangedStatement(

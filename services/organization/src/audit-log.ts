@@ -7,6 +7,7 @@ import {
   type BusMessage,
   Code,
   domainError,
+  jsonArrayText,
   type Logger,
   query,
   type ReadStatement,
@@ -156,8 +157,9 @@ export class AuditLog {
    * them) that `consumer` has not stored yet, in one statement: their ids claimed in
    * `processed_event` and the rows of the claimed ones inserted, atomically (see
    * `consumeClaimed`), from one JSON parameter (a real parameter: `em.execute` would quote it
-   * into the SQL text, which cost more than the insert). Events already past the retention
-   * (delivered more than 90 days late) are not stored. Returns how many events it offered.
+   * into the SQL text, which cost more than the insert; written as bytes, `jsonArrayText`).
+   * Events already past the retention (delivered more than 90 days late) are not stored.
+   * Returns how many events it offered.
    */
   async apply(
     em: EntityManager,
@@ -185,13 +187,13 @@ export class AuditLog {
        select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
          e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes::jsonb,
          e.request_id
-       from jsonb_to_recordset($3::jsonb) as e(message_id text, event_id text, at timestamptz,
+       from jsonb_to_recordset($3::text::jsonb) as e(message_id text, event_id text, at timestamptz,
          organization_id bigint, database_id bigint, table_id bigint, actor_type text,
          actor_id bigint, action text, target_type text, target_id bigint,
          target_field_id bigint, changes text, request_id text)
        where e.message_id in (select event_id from claimed)
        on conflict do nothing`,
-      [consumer, [...new Set(messages.map((m) => m.id))], `[${rows.join(",")}]`],
+      [consumer, [...new Set(messages.map((m) => m.id))], jsonArrayText(rows)],
       { prepare: true },
     );
     return rows.length;

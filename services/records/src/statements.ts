@@ -10,6 +10,7 @@
 export { createRecordsStatement } from "./db/create-gate.js";
 export {
   type CountMode,
+  findRecordStatement,
   findRecordsStatement,
   type PageQuery,
   pageStatement,

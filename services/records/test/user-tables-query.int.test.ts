@@ -421,6 +421,14 @@ describe("a create on a table per user table", () => {
       // Another table's id never reaches these rows.
       expect(await findRecord(em, tableId + 100n, ids[8]!, table)).toBeUndefined();
       const after = await all(tableId, storage);
+      // A read of one record builds its data apart from a page's (TableRows.values, dataOf):
+      // the same values, keys in the same order.
+      for (const record of after.records.slice(0, 20)) {
+        const one = await findRecord(em, tableId, record.rowId, table);
+        expect(JSON.stringify(one?.data)).toBe(JSON.stringify(record.data));
+        const versioned = await readRecordVersion(em, tableId, record.rowId, table);
+        expect(JSON.stringify(versioned?.record.data)).toBe(JSON.stringify(record.data));
+      }
       results[storage] = {
         total: after.total,
         datas: after.records.map((r) => r.data),

