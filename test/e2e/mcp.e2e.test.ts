@@ -291,6 +291,43 @@ describe("every tool", () => {
     expect(deleted).toEqual({ deleted_ids: [zed?.row_id, yan?.row_id] });
     const gone = await call(reader, "get_record", { table_id: table.tableId, row_id: zed?.row_id });
     expect(errorTextOf(gone)).toContain("record_not_found");
+
+    // Audited as the token's writes, marked as made through MCP; the REST writes are not.
+    const events = async () => {
+      const response = await api("GET", "/audit/list", {
+        token: tenant.owner.token,
+        query: q({ table_id: table.tableId, limit: 1000 }),
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      return response.body.data.events as {
+        action: string;
+        actor: { type: string };
+        target: { id: number };
+        via?: string;
+      }[];
+    };
+    await expect
+      .poll(async () => (await events()).filter((e) => e.via === "mcp").length, {
+        timeout: 30_000,
+      })
+      .toBe(5);
+    const audited = await events();
+    const viaMcp = audited.filter((e) => e.via === "mcp");
+    expect(viaMcp.map((e) => `${e.action} ${e.target.id}`).sort()).toEqual(
+      [
+        `record.created ${zed?.row_id}`,
+        `record.created ${yan?.row_id}`,
+        `record.updated ${zed?.row_id}`,
+        `record.deleted ${zed?.row_id}`,
+        `record.deleted ${yan?.row_id}`,
+      ].sort(),
+    );
+    expect(viaMcp.every((e) => e.actor.type === "api_token")).toBe(true);
+    const seeded = audited.filter(
+      (e) => e.action === "record.created" && e.target.id === rows[0]?.row_id,
+    );
+    expect(seeded).toHaveLength(1);
+    expect(seeded[0]).not.toHaveProperty("via");
   });
 
   it("creates all or nothing: one bad value refuses the whole batch", async () => {

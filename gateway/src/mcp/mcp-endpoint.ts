@@ -70,7 +70,9 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
       for (let i = toolCalls(message); i > 0; i--) {
         await deps.rateLimits.consume("records_token", caller.tokenId.toString());
       }
-      const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
+      // The services see the token acting through MCP: its writes are audited with `via`.
+      const viaMcp = { ...caller, via: "mcp" } as const;
+      const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, viaMcp);
       const server = mcpServer(deps, { caller, call, ctx });
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
