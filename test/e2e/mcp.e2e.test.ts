@@ -177,6 +177,12 @@ describe("tools per access level", () => {
     });
     expect(response.status).toBe(401);
     expect(response.body).toEqual({ message: "unauthorized", data: {} });
+    // Stateless: no stream to open with GET and no session to end with DELETE.
+    for (const method of ["GET", "DELETE"]) {
+      const refused = await api(method, "/mcp", { token: tenant.readToken });
+      expect(refused.status).toBe(405);
+      expect(refused.headers.get("allow")).toBe("POST, OPTIONS");
+    }
   });
 });
 
@@ -522,6 +528,9 @@ describe("fuzzed arguments", () => {
           const text = errorTextOf(result);
           expect(text).not.toContain("internal_error");
           expect(text).not.toContain("service_unavailable");
+          // Nor the SDK's own refusals: every argument reaches the REST schemas, and every
+          // answer fits the tool's output schema.
+          expect(text).not.toMatch(/validation error/i);
         }
       }),
       { numRuns: 150 },

@@ -249,6 +249,11 @@ function advertised(schema: z.ZodType): z.ZodObject {
   return z.looseObject({}).meta(json);
 }
 
+/** Each tool's advertised arguments, converted once. */
+const ADVERTISED = Object.fromEntries(
+  (Object.keys(ARGS) as ToolName[]).map((name) => [name, advertised(ARGS[name])]),
+) as Record<ToolName, z.ZodObject>;
+
 /**
  * A server for one request of one API token (the endpoint is stateless): the tools of its
  * access, each bound to the token's organization by the services' own checks.
@@ -271,7 +276,7 @@ export function mcpServer(deps: McpToolDeps, request: McpRequest): McpServer {
       {
         title: spec.title,
         description: spec.description,
-        inputSchema: advertised(ARGS[name]),
+        inputSchema: ADVERTISED[name],
         outputSchema: spec.output,
         annotations: { title: spec.title, ...spec.annotations },
       },
