@@ -221,6 +221,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     jsonBodies,
     internalSecret: config.INTERNAL_JWT_SECRET,
     publicBaseUrl,
+    extraHosts: config.MCP_ALLOWED_HOSTS,
   });
   mountDocsRoutes(router, () =>
     buildOpenApiDocument(routes, {

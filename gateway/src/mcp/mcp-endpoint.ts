@@ -17,6 +17,8 @@ export interface McpEndpointDeps extends McpToolDeps {
   internalSecret: string;
   /** PUBLIC_BASE_URL: its host and origin are the ones the endpoint answers (DNS rebinding). */
   publicBaseUrl: string;
+  /** MCP_ALLOWED_HOSTS: other `Host` values it answers (in-cluster names). */
+  extraHosts: readonly string[];
 }
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
@@ -24,12 +26,15 @@ const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
 /**
  * The `Host` values the endpoint answers, against DNS rebinding: a page on another site whose
  * name is made to point at this server sends its own name as Host. That of PUBLIC_BASE_URL; a
- * loopback base also under the other loopback names, as a local client may spell it.
+ * loopback base also under the other loopback names, as a local client may spell it; and
+ * those the operator lists (MCP_ALLOWED_HOSTS).
  */
-export function allowedHosts(publicBaseUrl: string): string[] {
+export function allowedHosts(publicBaseUrl: string, extraHosts: readonly string[] = []): string[] {
   const url = new URL(publicBaseUrl);
-  if (!LOOPBACK_NAMES.includes(url.hostname)) return [url.host];
-  return LOOPBACK_NAMES.map((name) => (url.port ? `${name}:${url.port}` : name));
+  const own = LOOPBACK_NAMES.includes(url.hostname)
+    ? LOOPBACK_NAMES.map((name) => (url.port ? `${name}:${url.port}` : name))
+    : [url.host];
+  return [...new Set([...own, ...extraHosts])];
 }
 
 /** The `Origin` a browser may send: PUBLIC_BASE_URL's (and loopback spellings of it). */
@@ -58,7 +63,7 @@ function toolCalls(message: unknown): number {
  * server would use for its streams and sessions, answer 405.
  */
 export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpointDeps): void {
-  const hosts = allowedHosts(deps.publicBaseUrl);
+  const hosts = allowedHosts(deps.publicBaseUrl, deps.extraHosts);
   const origins = allowedOrigins(deps.publicBaseUrl);
   router.post(MCP_PATH, async (ctx) => {
     const credential = bearerOf(ctx.get("authorization") || undefined);
