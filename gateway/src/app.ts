@@ -22,6 +22,8 @@ import { errorMiddleware } from "./errors/error-middleware.js";
 import type { GatewayState } from "./gateway-context.js";
 import { clientIpResolver } from "./http/client-ip.js";
 import { JsonBodyBudget } from "./http/json-body.js";
+import { mcpPathItems } from "./mcp/mcp-docs.js";
+import { mountMcpEndpoint } from "./mcp/mcp-endpoint.js";
 import { accessLog } from "./middleware/access-log.js";
 import { httpMetrics } from "./middleware/http-metrics.js";
 import { normalizePath } from "./middleware/normalize-path.js";
@@ -31,7 +33,7 @@ import { requestId } from "./middleware/request-id.js";
 import { requestTrace } from "./middleware/request-trace.js";
 import { responseHeaders } from "./middleware/response-headers.js";
 import { routeFallback } from "./middleware/route-fallback.js";
-import { createApiCallQuota } from "./quota/api-call-quota.js";
+import { type ApiCallQuota, createApiCallQuota } from "./quota/api-call-quota.js";
 import { ApiCallTally } from "./quota/api-call-tally.js";
 import { RateLimits } from "./rate-limit/rate-limits.js";
 import { apiTokenRoutes } from "./routes/api-token/api-token-routes.js";
@@ -47,9 +49,10 @@ import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.j
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { apiStatsRoutes } from "./routes/organization/api-stats-routes.js";
 import { organizationRoutes } from "./routes/organization/organization-routes.js";
+import { RecordOperations } from "./routes/record/record-operations.js";
 import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
-import { buildOpenApiDocument } from "./routing/openapi.js";
+import { API_VERSION, buildOpenApiDocument } from "./routing/openapi.js";
 import { ROUTER_OPTIONS } from "./routing/path-pattern.js";
 import type { Route } from "./routing/route.js";
 import { callerOf, mountRoutes } from "./routing/route-pipeline.js";
@@ -95,20 +98,13 @@ export function gatewayRoutes(
     | "files"
     | "healthTargets"
   >,
-  apiCalls: ApiCallTally,
+  /** One API-call quota for the record and file routes: both count as public API calls. */
+  quota: ApiCallQuota,
   /** Where the gateway is reached: the base of the links it hands out. */
   publicBaseUrl: string,
   /** The open change streams, which the gateway ends when it stops. */
   streams: ChangeStreams,
 ) {
-  // One API-call quota for the record and file routes: both count as public API calls.
-  const quota = createApiCallQuota({
-    cache: deps.cache,
-    tally: apiCalls,
-    organization: deps.organization,
-    catalog: deps.catalog,
-    internalSecret: deps.config.INTERNAL_JWT_SECRET,
-  });
   return [
     ...authRoutes({
       identity: deps.identity,
@@ -193,18 +189,45 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     // An open stream checks its credential again with every heartbeat, as a new request would.
     (ctx) => callerOf({ auth: "session_or_token" }, ctx, { authenticator, apiTokens }),
   );
-  const routes = gatewayRoutes(deps, apiCalls, publicBaseUrl, streams);
+  // One API-call quota for the record and file routes and the MCP tools: all count as public
+  // API calls.
+  const quota = createApiCallQuota({
+    cache,
+    tally: apiCalls,
+    organization: deps.organization,
+    catalog: deps.catalog,
+    internalSecret: config.INTERNAL_JWT_SECRET,
+  });
+  const routes = gatewayRoutes(deps, quota, publicBaseUrl, streams);
   const router = new Router<GatewayState>(ROUTER_OPTIONS);
+  const rateLimits = new RateLimits(config.RATE_LIMITS, cache, metrics);
+  const jsonBodies = new JsonBodyBudget();
   mountRoutes(router, routes, {
-    rateLimits: new RateLimits(config.RATE_LIMITS, cache, metrics),
+    rateLimits,
     authenticator,
     apiTokens,
     clientIp: clientIpResolver(config.TRUSTED_PROXIES),
     internalSecret: config.INTERNAL_JWT_SECRET,
-    jsonBodies: new JsonBodyBudget(),
+    jsonBodies,
+  });
+  mountMcpEndpoint(router, {
+    catalog: deps.catalog,
+    records: deps.records,
+    operations: new RecordOperations({ records: deps.records, quota }),
+    quota,
+    version: API_VERSION,
+    apiTokens,
+    rateLimits,
+    jsonBodies,
+    internalSecret: config.INTERNAL_JWT_SECRET,
+    publicBaseUrl,
+    extraHosts: config.MCP_ALLOWED_HOSTS,
   });
   mountDocsRoutes(router, () =>
-    buildOpenApiDocument(routes, { serverUrl: publicBaseUrl, paths: docsPathItems() }),
+    buildOpenApiDocument(routes, {
+      serverUrl: publicBaseUrl,
+      paths: { ...docsPathItems(), ...mcpPathItems() },
+    }),
   );
 
   const app = new Koa<GatewayState>();

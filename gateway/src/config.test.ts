@@ -33,6 +33,7 @@ describe("gateway configuration", () => {
     expect(config.FILES_GRPC_URL).toBe("http://127.0.0.1:50055");
     expect(config.FILE_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
     expect(config.TRUSTED_PROXIES).toEqual([]);
+    expect(config.MCP_ALLOWED_HOSTS).toEqual([]);
     expect(config.REDIS_URL).toBeUndefined();
     expect(config.NATS_URL).toBeUndefined();
     expect(config.LOG_LEVEL).toBe("info");
@@ -88,6 +89,7 @@ describe("gateway configuration", () => {
       PORT: "0",
       PUBLIC_BASE_URL: "https://api.example.com/",
       TRUSTED_PROXIES: "10.0.0.0/8, 127.0.0.1,loopback",
+      MCP_ALLOWED_HOSTS: "rowbase-gateway:8080, Rowbase.internal",
       REDIS_URL: "redis://127.0.0.1:6379",
       NATS_URL: "nats://127.0.0.1:4222",
       LOG_LEVEL: "warn",
@@ -97,6 +99,7 @@ describe("gateway configuration", () => {
     expect(config.PORT).toBe(0);
     expect(config.PUBLIC_BASE_URL).toBe("https://api.example.com");
     expect(config.TRUSTED_PROXIES).toEqual(["10.0.0.0/8", "127.0.0.1", "loopback"]);
+    expect(config.MCP_ALLOWED_HOSTS).toEqual(["rowbase-gateway:8080", "rowbase.internal"]);
     expect(config.REDIS_URL).toBe("redis://127.0.0.1:6379");
     expect(config.NATS_URL).toBe("nats://127.0.0.1:4222");
     expect(config.RATE_LIMITS.auth_login_ip).toEqual({ points: 1, seconds: 1 });

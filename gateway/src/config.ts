@@ -47,6 +47,26 @@ const trustedProxies = z
     return entries;
   });
 
+/**
+ * Comma-separated `Host` values (`name` or `name:port`, lower case) that /mcp answers besides
+ * PUBLIC_BASE_URL's host: the names clients inside a cluster reach the gateway by.
+ */
+const mcpAllowedHosts = z
+  .string()
+  .default("")
+  .transform((raw, ctx) => {
+    const hosts = raw
+      .split(",")
+      .map((entry) => entry.trim().toLowerCase())
+      .filter((entry) => entry !== "");
+    for (const host of hosts) {
+      if (!/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:[0-9]{1,5})?$/.test(host)) {
+        ctx.addIssue({ code: "custom", message: `'${host}' is not a host or host:port` });
+      }
+    }
+    return hosts;
+  });
+
 const rateLimits = z
   .string()
   .optional()
@@ -67,6 +87,8 @@ export const gatewayEnv = z.object({
    */
   PUBLIC_BASE_URL: publicBaseUrl,
   TRUSTED_PROXIES: trustedProxies,
+  /** Hosts the MCP endpoint answers besides PUBLIC_BASE_URL's (DNS-rebinding check). */
+  MCP_ALLOWED_HOSTS: mcpAllowedHosts,
   IDENTITY_GRPC_URL: z.url(),
   ORGANIZATION_GRPC_URL: z.url(),
   CATALOG_GRPC_URL: z.url(),

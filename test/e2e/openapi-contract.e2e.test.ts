@@ -188,6 +188,52 @@ describe("/openapi.json against the routes' answers", () => {
     await expectStatus(call("GET", "/docs/{file}", { path: { file: "nope.js" } }), 404);
   });
 
+  it("the MCP endpoint", async () => {
+    const accept = { accept: "application/json, text/event-stream" };
+    const list = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+    const listed = await call("POST", "/mcp", {
+      token: tenant.readToken,
+      headers: accept,
+      body: list,
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.body.result.tools.length).toBeGreaterThan(0);
+    await expectStatuses(call, [
+      ["POST", "/mcp", { headers: accept, body: list }, 401],
+      [
+        "POST",
+        "/mcp",
+        {
+          token: tenant.readToken,
+          headers: { ...accept, "content-type": "application/json" },
+          rawBody: "{",
+        },
+        400,
+      ],
+      [
+        "POST",
+        "/mcp",
+        {
+          token: tenant.readToken,
+          headers: { ...accept, origin: "https://evil.example" },
+          body: list,
+        },
+        403,
+      ],
+      ["POST", "/mcp", { token: tenant.readToken, body: list }, 406],
+      [
+        "POST",
+        "/mcp",
+        {
+          token: tenant.readToken,
+          headers: accept,
+          body: { jsonrpc: "2.0", method: "notifications/initialized" },
+        },
+        202,
+      ],
+    ]);
+  });
+
   it("accounts", async () => {
     const email = newEmail("doc");
     const before = sys.mail.messages.length;

@@ -38,6 +38,9 @@ const STATUS_TEXT: Record<number, string> = {
   503: "A service the gateway depends on cannot be reached",
 };
 
+/** The version of the API this gateway serves (the document's, and the MCP server's). */
+export const API_VERSION = "1.0.0";
+
 /**
  * The OpenAPI 3.1 document of the given routes, generated from the zod schemas the pipeline
  * validates with (zod's JSON Schema output is draft 2020-12, which OpenAPI 3.1 uses as is).
@@ -56,7 +59,7 @@ export function buildOpenApiDocument(
     openapi: "3.1.0",
     info: {
       title: "Rowbase API",
-      version: "1.0.0",
+      version: API_VERSION,
       description:
         "REST interface of Rowbase. Every response carries `X-Request-Id`. Credentials go in " +
         "`Authorization: Bearer`, never in the query string. `Host`, `Authorization` and " +

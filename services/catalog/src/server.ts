@@ -20,12 +20,12 @@ export interface CatalogServerDeps {
 }
 
 /**
- * The caller of a public RPC. Every one of them serves a management route, and management
- * routes take a session, never an API token (tokens reach records and files only): the
- * gateway answers a token there 401 `unauthorized` before it calls, and catalog refuses one the
- * same way (as kit's `requireUser` does), before anything is read or written. Kit's Authorizer
- * treats a `read_write` token as an editor, as records and files need; without this, a token's
- * principal that reached catalog through a new route or a bug could change schemas.
+ * The caller of a public RPC that changes the schema. Management routes take a session, never
+ * an API token (tokens write records and files only): the gateway answers a token there 401
+ * `unauthorized` before it calls, and catalog refuses one the same way (as kit's `requireUser`
+ * does), before anything is read or written. Kit's Authorizer treats a `read_write` token as an
+ * editor, as records and files need; without this, a token's principal that reached catalog
+ * through a new route or a bug could change schemas.
  */
 function callOf(ctx: HandlerContext): Call {
   const principal = requirePrincipal(ctx);
@@ -34,9 +34,25 @@ function callOf(ctx: HandlerContext): Call {
 }
 
 /**
+<<<<<<< HEAD
  * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (never an
  * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema,
  * ResolveField and ListTableIds answer other services only, GetDatabase answers them too.
+=======
+ * The caller of a public RPC that reads the schema: a session, or an API token of either
+ * access, which may read its own organization's databases, tables and fields (so that an
+ * integration, or an AI agent through /mcp, can discover its tables). Kit's Authorizer keeps the
+ * token inside its organization: any other's resources are its 404.
+ */
+function readCallOf(ctx: HandlerContext): Call {
+  return { principal: requirePrincipal(ctx), requestId: requestIdOf(ctx) };
+}
+
+/**
+ * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (writes never
+ * for an API token, see `callOf`; reads for one too, see `readCallOf`) and authorize through kit's Authorizer; GetTableSchema and
+ * ResolveField answer other services only, GetDatabase answers them too.
+>>>>>>> i39-mcp
  */
 export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
   return (router: ConnectRouter) =>
@@ -51,10 +67,10 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
         return { database: toDatabase(database) };
       },
       async getDatabase(req, ctx) {
-        return { database: toDatabase(await databases.get(callOf(ctx), req.databaseId)) };
+        return { database: toDatabase(await databases.get(readCallOf(ctx), req.databaseId)) };
       },
       async listDatabases(req, ctx) {
-        const rows = await databases.list(callOf(ctx), req.organizationId);
+        const rows = await databases.list(readCallOf(ctx), req.organizationId);
         return { databases: rows.map(toDatabase) };
       },
       async updateDatabase(req, ctx) {
@@ -80,11 +96,11 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
         return { table: toTable(view.table), fields: view.fields.map(toField) };
       },
       async getTable(req, ctx) {
-        const view = await tables.get(callOf(ctx), req.tableId);
+        const view = await tables.get(readCallOf(ctx), req.tableId);
         return { table: toTable(view.table), fields: view.fields.map(toField) };
       },
       async listTables(req, ctx) {
-        return { tables: (await tables.list(callOf(ctx), req.databaseId)).map(toTable) };
+        return { tables: (await tables.list(readCallOf(ctx), req.databaseId)).map(toTable) };
       },
       async updateTable(req, ctx) {
         const table = await tables.update(callOf(ctx), req.tableId, {
@@ -109,7 +125,7 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
         return { field: toField(await fields.create(callOf(ctx), req.tableId, definition)) };
       },
       async listFields(req, ctx) {
-        return { fields: (await fields.list(callOf(ctx), req.tableId)).map(toField) };
+        return { fields: (await fields.list(readCallOf(ctx), req.tableId)).map(toField) };
       },
       async updateField(req, ctx) {
         const field = await fields.update(callOf(ctx), req.fieldId, {

@@ -148,9 +148,9 @@ describe("CreateDatabase", () => {
     ).toBe("organization_not_found");
   });
 
-  it("refuses API tokens on every RPC, as the gateway does on management routes, writing nothing", async () => {
+  it("refuses API tokens every write, as the gateway does on management routes, writing nothing", async () => {
     // A read_write token is an editor to kit's Authorizer (records and files need that); the
-    // API lets no token change or even read schemas: tokens reach records and files only.
+    // API lets no token change schemas: tokens write records and files only.
     const database = await newDatabase("Not by tokens");
     const { table, fields } = await h.catalog.createTable(
       {
@@ -191,17 +191,68 @@ describe("CreateDatabase", () => {
         () => h.catalog.createField({ tableId, field }, token),
         () => h.catalog.updateField({ fieldId, name: "By token", type: FieldType.NUMBER }, token),
         () => h.catalog.deleteField({ fieldId }, token),
-        () => h.catalog.getDatabase({ databaseId }, token),
-        () => h.catalog.listDatabases({ organizationId: t.organizationId }, token),
-        () => h.catalog.getTable({ tableId }, token),
-        () => h.catalog.listTables({ databaseId }, token),
-        () => h.catalog.listFields({ tableId }, token),
       ];
       for (const call of calls) {
         expect(await failureOf(call())).toMatchObject({ code: 16, reason: "unauthorized" });
       }
     }
     expect(await stateOf(h.db, t.organizationId)).toEqual(before);
+  });
+
+  it("lets an API token read its own organization's schema, and no other's", async () => {
+    const database = await newDatabase("Read by tokens");
+    const { table } = await h.catalog.createTable(
+      {
+        databaseId: database.databaseId,
+        name: "Readable",
+        description: "",
+        fields: [{ name: "Name", type: FieldType.TEXT, required: false, description: "" }],
+      },
+      await as(t.editor),
+    );
+    const tableId = table!.tableId;
+    const { databaseId } = database;
+    for (const access of ["read_write", "read"] as const) {
+      const own = await as({
+        kind: "api_token",
+        tokenId: 1n,
+        organizationId: t.organizationId,
+        access,
+      });
+      expect((await h.catalog.getDatabase({ databaseId }, own)).database?.name).toBe(
+        "Read by tokens",
+      );
+      const { databases } = await h.catalog.listDatabases(
+        { organizationId: t.organizationId },
+        own,
+      );
+      expect(databases.map((d) => d.databaseId)).toContain(databaseId);
+      expect((await h.catalog.getTable({ tableId }, own)).fields.map((f) => f.name)).toEqual([
+        "Name",
+      ]);
+      expect(
+        (await h.catalog.listTables({ databaseId }, own)).tables.map((x) => x.tableId),
+      ).toEqual([tableId]);
+      expect((await h.catalog.listFields({ tableId }, own)).fields).toHaveLength(1);
+
+      const foreign = await as({
+        kind: "api_token",
+        tokenId: 2n,
+        organizationId: t.organizationId + 1_000_000n,
+        access,
+      });
+      expect(await reasonOf(h.catalog.getDatabase({ databaseId }, foreign))).toBe(
+        "database_not_found",
+      );
+      expect(
+        await reasonOf(h.catalog.listDatabases({ organizationId: t.organizationId }, foreign)),
+      ).toBe("organization_not_found");
+      expect(await reasonOf(h.catalog.getTable({ tableId }, foreign))).toBe("table_not_found");
+      expect(await reasonOf(h.catalog.listTables({ databaseId }, foreign))).toBe(
+        "database_not_found",
+      );
+      expect(await reasonOf(h.catalog.listFields({ tableId }, foreign))).toBe("table_not_found");
+    }
   });
 
   it.each([

@@ -160,6 +160,7 @@ function eventMeta(context: EventContext) {
     actor: actorOf(context.principal),
     requestId: context.requestId ?? "",
     traceparent: activeTraceparent(),
+    via: (context.principal?.kind === "api_token" && context.principal.via) || "",
   });
 }
 

@@ -10,6 +10,9 @@ describe("signed principal", () => {
     const token = { kind: "api_token", tokenId: 9n, organizationId: 3n, access: "read" } as const;
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, user))).toEqual(user);
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, token))).toEqual(token);
+    // A token acting through the MCP endpoint says so, for the audit log.
+    const viaMcp = { ...token, via: "mcp" } as const;
+    expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, viaMcp))).toEqual(viaMcp);
     const service = { kind: "service", service: "gateway" } as const;
     const operator = { kind: "operator", name: "admin-cli" } as const;
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, service))).toEqual(service);

@@ -13,13 +13,23 @@ export const REQUEST_ID_HEADER = "x-request-id";
  */
 export const POLL_HEADER = "x-rowbase-poll";
 
+/** How a caller reached the API when not through the REST routes: the MCP endpoint. */
+export type Via = "mcp";
+
 /**
  * Who is calling, as the gateway authenticated it. A user acts through a session; an API token
  * acts inside its own organization with its access level.
  */
 export type Principal =
   | { kind: "user"; userId: bigint; sessionId: string }
-  | { kind: "api_token"; tokenId: bigint; organizationId: bigint; access: "read" | "read_write" }
+  | {
+      kind: "api_token";
+      tokenId: bigint;
+      organizationId: bigint;
+      access: "read" | "read_write";
+      /** Set when the token acts through the MCP endpoint: its writes are audited so. */
+      via?: Via;
+    }
   /** Another Rowbase process calling an internal RPC (GetMembership, ResolveApiToken, ...). */
   | { kind: "service"; service: string }
   /** A person operating the installation through the admin CLI (plan changes). */
@@ -51,7 +61,12 @@ function claimsOf(principal: Principal): [string, Record<string, string>] {
     case "api_token":
       return [
         principal.tokenId.toString(),
-        { k: "api_token", org: principal.organizationId.toString(), acc: principal.access },
+        {
+          k: "api_token",
+          org: principal.organizationId.toString(),
+          acc: principal.access,
+          ...(principal.via ? { via: principal.via } : {}),
+        },
       ];
     case "service":
       return [principal.service, { k: "service" }];
@@ -133,6 +148,7 @@ function principalOf(payload: JWTPayload): Principal | undefined {
       tokenId: subject,
       organizationId: BigInt(payload.org),
       access: payload.acc,
+      ...(payload.via === "mcp" ? { via: payload.via } : {}),
     };
   }
   return undefined;

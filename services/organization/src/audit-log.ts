@@ -46,6 +46,8 @@ export interface AuditEntry {
   action: string;
   target: { type: string; id: bigint; fieldId: bigint | null };
   changes: AuditChange[];
+  /** How the change came in when not through the REST API ("mcp"), else null. */
+  via: string | null;
 }
 
 export type AuditScope =
@@ -76,6 +78,7 @@ interface AuditRow {
   target_id: string;
   target_field_id: string | null;
   changes: AuditChange[];
+  via: string | null;
 }
 
 /** A row of the list's answer: an event, or all nulls when the page is empty. */
@@ -122,6 +125,7 @@ function rowJson(event: AuditEvent, messageId: string, at: Date): string {
     target_field_id: nullIfZero(event.target?.fieldId ?? 0n)?.toString() ?? null,
     changes: event.changesJson || "[]",
     request_id: event.meta?.requestId || null,
+    via: event.meta?.via || null,
   });
 }
 
@@ -183,14 +187,14 @@ export class AuditLog {
        )
        insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
-         request_id)
+         request_id, via)
        select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
          e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes::jsonb,
-         e.request_id
+         e.request_id, e.via
        from jsonb_to_recordset($3::text::jsonb) as e(message_id text, event_id text, at timestamptz,
          organization_id bigint, database_id bigint, table_id bigint, actor_type text,
          actor_id bigint, action text, target_type text, target_id bigint,
-         target_field_id bigint, changes text, request_id text)
+         target_field_id bigint, changes text, request_id text, via text)
        where e.message_id in (select event_id from claimed)
        on conflict do nothing`,
       [consumer, [...new Set(messages.map((m) => m.id))], jsonArrayText(rows)],
@@ -254,7 +258,7 @@ export class AuditLog {
       `select t.total, e.event_id, e.at,
          to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
          e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
-         e.target_type, e.target_id, e.target_field_id, e.changes
+         e.target_type, e.target_id, e.target_field_id, e.changes, e.via
        from (select (${parts.join(" + ")})::bigint as total) t
        left join lateral (
          select event_id, at from audit_event
@@ -404,5 +408,6 @@ function toEntry(row: AuditRow): AuditEntry {
       fieldId: bigintOrNull(row.target_field_id),
     },
     changes: row.changes,
+    via: row.via,
   };
 }

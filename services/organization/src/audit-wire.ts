@@ -46,6 +46,7 @@ export function toAuditLogEntry(entry: AuditEntry): AuditLogEntry {
         newValue: "new" in change ? fromJson(ValueSchema, change.new ?? null) : undefined,
       }),
     ),
+    via: entry.via ?? "",
   });
 }
 

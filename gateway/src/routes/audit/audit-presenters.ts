@@ -46,7 +46,8 @@ export function presentAuditChange(
 
 /**
  * One AuditEvent of `GET /audit/list`. `database_id` and `table_id` appear only for targets inside
- * a database or table (0 on the wire means none), `target.field_id` only for files.
+ * a database or table (0 on the wire means none), `target.field_id` only for files, `via` only
+ * for changes that came in through the MCP endpoint.
  */
 export function presentAuditEvent(entry: AuditLogEntry): z.output<typeof AuditEventSchema> {
   const actor = required(entry.actor, "actor");
@@ -65,6 +66,7 @@ export function presentAuditEvent(entry: AuditLogEntry): z.output<typeof AuditEv
       ...(target.fieldId !== 0n ? { field_id: idOf(target.fieldId) } : {}),
     },
     changes: entry.changes.map(presentAuditChange),
+    ...(entry.via === "mcp" ? { via: entry.via } : {}),
   };
 }
 

@@ -147,6 +147,10 @@ export const AuditEventSchema = responseData(
       .describe(
         "For updates, each changed key; for creates and deletes, the values set or removed",
       ),
+    via: z
+      .literal("mcp")
+      .optional()
+      .describe("Present when the change came in through the MCP endpoint (`/mcp`)"),
   }),
 );
 

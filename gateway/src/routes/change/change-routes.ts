@@ -41,28 +41,52 @@ type StreamOptions = z.output<typeof ChangeStreamQuery>;
 const LAST_EVENT_ID_MAX = 100;
 
 /**
+ * A table's changes after a cursor, as the records service's ListChanges answers them: the
+ * page the feed route (and the MCP `list_changes` tool) answers, and each poll of a stream.
+ */
+export function changePages(
+  records: Client<typeof RecordsService>,
+  table: { tableId: bigint; databaseId: bigint },
+  options: StreamOptions,
+  afterSource: string,
+) {
+  return (after: string, call: CallOptions, limit = 0) =>
+    records.listChanges(
+      {
+        ...table,
+        after,
+        afterSource,
+        limit,
+        types: options.types.map(changeTypeValue),
+        where: options.where,
+        fieldList: options.fields,
+        responseFormat: responseFormatValue(options.response_format),
+        richText: richTextValue(options.rich_text),
+      },
+      call,
+    );
+}
+
+/** A page of changes as the feed answers it: `{changes, next, has_more}` as JSON text. */
+export function changesPageJson(
+  page: Awaited<ReturnType<ReturnType<typeof changePages>>>,
+): JsonText<z.output<typeof ChangesPageSchema>> {
+  return new JsonText(
+    `{"changes":[${page.changes.map(changeJson).join(",")}],"next":${JSON.stringify(page.next)},"has_more":${page.hasMore}}`,
+  );
+}
+
+/**
  * A table's change log through two routes: a page after a cursor (`/changes`), and the same as
  * Server-Sent Events that stay open (`/changes/stream`). Both read the records service's
  * ListChanges; the stream asks again every `pollMs` (docs/changes.md).
  */
 export function changeRoutes(deps: ChangeRoutesDeps): Route[] {
-  const pages =
-    (table: { tableId: bigint; databaseId: bigint }, options: StreamOptions, afterSource: string) =>
-    (after: string, call: CallOptions, limit = 0) =>
-      deps.records.listChanges(
-        {
-          ...table,
-          after,
-          afterSource,
-          limit,
-          types: options.types.map(changeTypeValue),
-          where: options.where,
-          fieldList: options.fields,
-          responseFormat: responseFormatValue(options.response_format),
-          richText: richTextValue(options.rich_text),
-        },
-        call,
-      );
+  const pages = (
+    table: { tableId: bigint; databaseId: bigint },
+    options: StreamOptions,
+    afterSource: string,
+  ) => changePages(deps.records, table, options, afterSource);
 
   return [
     defineRoute({
@@ -82,9 +106,7 @@ export function changeRoutes(deps: ChangeRoutesDeps): Route[] {
         const table = { tableId: params.table_id, databaseId: params.database_id };
         await deps.quota.charge(caller, table.tableId, ctx.state.requestId);
         const page = await pages(table, query, "query")(query.after, call, query.limit);
-        return new JsonText<z.output<typeof ChangesPageSchema>>(
-          `{"changes":[${page.changes.map(changeJson).join(",")}],"next":${JSON.stringify(page.next)},"has_more":${page.hasMore}}`,
-        );
+        return changesPageJson(page);
       },
     }),
     defineRoute({

@@ -45,9 +45,21 @@ const count = z
       "makes no count (`total` is null), the cheapest page",
   );
 
-const responseFormat = z
-  .preprocess(once, oneOf(RESPONSE_FORMATS).default("ids"))
-  .describe('Keys of `data`: field ids as decimal strings (`"12"`, the default) or field names');
+/**
+ * `response_format` with its default: ids on the REST routes; the MCP tools read names by
+ * default, which a model reads without looking the ids up.
+ */
+export function responseFormatParameter(fallback: ResponseFormatName) {
+  return z
+    .preprocess(once, oneOf(RESPONSE_FORMATS).default(fallback))
+    .describe(
+      fallback === "ids"
+        ? 'Keys of `data`: field ids as decimal strings (`"12"`, the default) or field names'
+        : 'Keys of `data`: field names (the default) or field ids as decimal strings (`"12"`)',
+    );
+}
+
+const responseFormat = responseFormatParameter("ids");
 
 const richText = z
   .preprocess(once, oneOf(RICH_TEXT_FORMATS).optional())

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/envelope.proto.
  */
 export const file_rowbase_events_v1_envelope: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEikgEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAyKgAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAkSEwoLdHJhY2VwYXJlbnQYBSABKAliBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEikgEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAyKtAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAkSEwoLdHJhY2VwYXJlbnQYBSABKAkSCwoDdmlhGAYgASgJYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Who caused an event.
@@ -109,6 +109,14 @@ export type EventMeta = Message<"rowbase.events.v1.EventMeta"> & {
    * @generated from field: string traceparent = 5;
    */
   traceparent: string;
+
+  /**
+   * How the change came in, when not through the REST API: "mcp" for a tool of the MCP
+   * endpoint. Empty for the REST routes and for work of the services themselves.
+   *
+   * @generated from field: string via = 6;
+   */
+  via: string;
 };
 
 /**

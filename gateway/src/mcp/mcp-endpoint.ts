@@ -1,0 +1,124 @@
+import type { Router } from "@koa/router";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
+import { bearerOf, unauthorized } from "../auth/authenticate.js";
+import { downstreamCallOptions } from "../auth/downstream-call.js";
+import type { GatewayContext, GatewayState } from "../gateway-context.js";
+import { type JsonBodyBudget, parseJsonBody, receiveJsonBody } from "../http/json-body.js";
+import type { RateLimits } from "../rate-limit/rate-limits.js";
+import { type McpToolDeps, mcpServer } from "./mcp-tools.js";
+
+export const MCP_PATH = "/mcp";
+
+export interface McpEndpointDeps extends McpToolDeps {
+  apiTokens: ApiTokenAuthenticator;
+  rateLimits: RateLimits;
+  jsonBodies: JsonBodyBudget;
+  internalSecret: string;
+  /** PUBLIC_BASE_URL: its host and origin are the ones the endpoint answers (DNS rebinding). */
+  publicBaseUrl: string;
+  /** MCP_ALLOWED_HOSTS: other `Host` values it answers (in-cluster names). */
+  extraHosts: readonly string[];
+}
+
+const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
+
+/**
+ * The `Host` values the endpoint answers, against DNS rebinding: a page on another site whose
+ * name is made to point at this server sends its own name as Host. That of PUBLIC_BASE_URL; a
+ * loopback base also under the other loopback names, as a local client may spell it; and
+ * those the operator lists (MCP_ALLOWED_HOSTS).
+ */
+export function allowedHosts(publicBaseUrl: string, extraHosts: readonly string[] = []): string[] {
+  const url = new URL(publicBaseUrl);
+  const own = LOOPBACK_NAMES.includes(url.hostname)
+    ? LOOPBACK_NAMES.map((name) => (url.port ? `${name}:${url.port}` : name))
+    : [url.host];
+  return [...new Set([...own, ...extraHosts])];
+}
+
+/** The `Origin` a browser may send: PUBLIC_BASE_URL's (and loopback spellings of it). */
+function allowedOrigins(publicBaseUrl: string): string[] {
+  const { protocol } = new URL(publicBaseUrl);
+  return allowedHosts(publicBaseUrl).map((host) => `${protocol}//${host}`);
+}
+
+/** The JSON-RPC messages of a body that call a tool: each is one API call under the limits. */
+function toolCalls(message: unknown): number {
+  const messages = Array.isArray(message) ? message : [message];
+  return messages.filter(
+    (item) =>
+      typeof item === "object" &&
+      item !== null &&
+      (item as { method?: unknown }).method === "tools/call",
+  ).length;
+}
+
+/**
+ * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless (no session; each
+ * request gets its own server and transport, as the SDK requires) and answered as JSON. Only
+ * an API token is taken (401 otherwise, as the REST routes answer). Each `tools/call` takes one
+ * from the token's record-route rate limit before anything runs (429 with Retry-After, as a
+ * record route); `initialize` and `tools/list` are free. GET and DELETE, which a stateful
+ * server would use for its streams and sessions, answer 405.
+ */
+export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpointDeps): void {
+  const hosts = allowedHosts(deps.publicBaseUrl, deps.extraHosts);
+  const origins = allowedOrigins(deps.publicBaseUrl);
+  router.post(MCP_PATH, async (ctx) => {
+    const credential = bearerOf(ctx.get("authorization") || undefined);
+    if (credential === undefined || !isApiTokenFormat(credential)) throw unauthorized();
+    const caller = await deps.apiTokens.authenticate(credential, ctx.state.requestId);
+    const received = await receiveJsonBody(ctx);
+    await deps.jsonBodies.run(received, async () => {
+      const message = parseJsonBody(received);
+      for (let i = toolCalls(message); i > 0; i--) {
+        await deps.rateLimits.consume("records_token", caller.tokenId.toString());
+      }
+      // The services see the token acting through MCP: its writes are audited with `via`.
+      const viaMcp = { ...caller, via: "mcp" } as const;
+      const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, viaMcp);
+      const server = mcpServer(deps, { caller, call, ctx });
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+        enableDnsRebindingProtection: true,
+        allowedHosts: hosts,
+        allowedOrigins: origins,
+      });
+      try {
+        await server.connect(transport);
+        const response = await transport.handleRequest(webRequest(ctx), { parsedBody: message });
+        await answerWith(ctx, response);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+}
+
+/** The request as the SDK's web-standard transport reads it (its body is passed parsed). */
+function webRequest(ctx: GatewayContext): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(ctx.req.headers)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
+  }
+  return new Request(new URL(ctx.originalUrl, "http://gateway.invalid"), {
+    method: ctx.method,
+    headers,
+  });
+}
+
+/**
+ * Answers the transport's response through Koa, so the gateway's middleware sees its status.
+ * In JSON mode the transport has the whole answer before it returns.
+ */
+async function answerWith(ctx: GatewayContext, response: Response): Promise<void> {
+  const text = await response.text();
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length") ctx.set(name, value);
+  });
+  ctx.body = text === "" ? null : text;
+  ctx.status = response.status;
+}
