@@ -17,6 +17,7 @@ import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import {
   grpcUrlsOf,
   type RunningServices,
@@ -98,6 +99,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       FILE_URL_SECRET: options.fileUrlSecret,
       FILES_DIR: options.env.FILES_DIR ?? options.filesDir,
     },
+    webhooks: {},
   };
   const start = <K extends ServiceName>(name: K): Promise<RunningServices[K]> => {
     const piece = SERVICES[name];
@@ -123,6 +125,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       CATALOG_GRPC_URL: urls.catalog,
       RECORDS_GRPC_URL: urls.records,
       FILES_GRPC_URL: urls.files,
+      WEBHOOKS_GRPC_URL: urls.webhooks,
     }),
     logger: processLogger("gateway"),
     cache,
@@ -131,6 +134,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     catalog: createServiceClient(CatalogService, urls.catalog),
     records: createServiceClient(RecordsService, urls.records),
     files: createServiceClient(FilesService, urls.files),
+    webhooks: createServiceClient(WebhooksService, urls.webhooks),
     bus,
     healthTargets: SERVICE_NAMES.map((name) => ({ name, url: urls[name] })),
   });

@@ -1,3 +1,4 @@
+export { type WebhooksConfig, webhooksEnv } from "./config.js";
 export {
   ANSWER_READ_MAX_BYTES,
   type AttemptOutcome,
@@ -12,3 +13,4 @@ export {
 } from "./domain/retry-schedule.js";
 export { isSecret, newSecret, signedHeaders } from "./domain/signature.js";
 export { WEBHOOK_URL_MAX_LENGTH, webhookUrlProblem } from "./domain/webhook-url.js";
+export { migrateWebhooks, type RunningWebhooks, SCHEMA, startWebhooks } from "./service.js";
