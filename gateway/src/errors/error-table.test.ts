@@ -55,6 +55,7 @@ const CONTRACT: Record<number, string[]> = {
     "record_not_found",
     "file_not_found",
     "webhook_not_found",
+    "delivery_not_found",
     "not_found",
   ],
   405: ["method_not_allowed"],

@@ -68,6 +68,7 @@ export const ERROR_STATUS = {
   record_not_found: 404,
   file_not_found: 404,
   webhook_not_found: 404,
+  delivery_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
   /** A change cursor older than the change log's retention (records); an addition. */

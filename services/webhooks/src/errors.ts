@@ -18,3 +18,8 @@ export function webhookUrlForbidden(): ConnectError {
 export function webhookLimitExceeded(): ConnectError {
   return domainError(Code.ResourceExhausted, "webhook_limit_exceeded");
 }
+
+/** A delivery that does not exist, or one of another organization's webhook. */
+export function deliveryNotFound(): ConnectError {
+  return domainError(Code.NotFound, "delivery_not_found");
+}

@@ -2,7 +2,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import { type Call, requestIdOf, requireUser } from "@rowbase/kit";
 import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import type { Webhooks } from "./webhooks.js";
-import { toWebhook } from "./wire.js";
+import { statusFromProto, toDelivery, toWebhook } from "./wire.js";
 
 export interface WebhooksServerDeps {
   webhooks: Webhooks;
@@ -56,6 +56,23 @@ export function createRoutes({ webhooks }: WebhooksServerDeps) {
       async rotateWebhookSecret(req, ctx) {
         const { webhook, secret } = await webhooks.rotateSecret(callOf(ctx), req.webhookId);
         return { webhook: toWebhook(webhook), secret };
+      },
+
+      async testWebhook(req, ctx) {
+        return { delivery: toDelivery(await webhooks.test(callOf(ctx), req.webhookId)) };
+      },
+
+      async listDeliveries(req, ctx) {
+        const page = await webhooks.deliveries(callOf(ctx), req.webhookId, {
+          limit: req.limit,
+          offset: req.offset,
+          status: statusFromProto(req.status),
+        });
+        return { deliveries: page.deliveries.map(toDelivery), total: BigInt(page.total) };
+      },
+
+      async redeliver(req, ctx) {
+        return { delivery: toDelivery(await webhooks.redeliver(callOf(ctx), req.deliveryId)) };
       },
     });
 }

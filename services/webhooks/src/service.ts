@@ -7,10 +7,14 @@ import {
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
+import { createMailer } from "@rowbase/kit/mailer";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import { Transactions } from "./change-set.js";
 import type { WebhooksConfig } from "./config.js";
+import { Deliverer, stopWebhook } from "./delivery/deliverer.js";
+import { Follower } from "./delivery/follower.js";
+import { Notifier } from "./delivery/notifier.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { createRoutes } from "./server.js";
 import { Upstream } from "./upstream.js";
@@ -30,8 +34,8 @@ export type RunningWebhooks = RunningService;
 
 /**
  * Starts the webhooks service on its gRPC port with the given shared pieces: the relay of its
- * outbox (audit events) and the membership cache evictions. The caller owns (and closes) the
- * cache and the bus.
+ * outbox (audit events), the membership cache evictions, the follower of the webhooks' change
+ * logs and the deliverer. The caller owns (and closes) the cache and the bus.
  */
 export async function startWebhooks(
   config: WebhooksConfig,
@@ -57,13 +61,47 @@ export async function startWebhooks(
     deps.cache,
     deps.logger,
   );
+  const mailer = createMailer(config.SMTP_URL, config.MAIL_FROM, deps.logger);
+  const notifier = new Notifier({
+    organizations: upstream.organizations,
+    internalSecret: config.INTERNAL_JWT_SECRET,
+    mailer,
+    logger: deps.logger,
+  });
+  const deliverer = new Deliverer({
+    orm,
+    logger: deps.logger,
+    allowed: config.WEBHOOK_ALLOWED_TARGETS,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    schedule: config.WEBHOOK_RETRY_SCHEDULE,
+    pollMs: config.WEBHOOK_POLL_MS,
+    retentionSeconds: config.CHANGE_RETENTION_SECONDS,
+    stopped: (webhook) => notifier.webhookStopped(webhook),
+  });
+  const follower = new Follower({
+    orm,
+    upstream,
+    logger: deps.logger,
+    pollMs: config.WEBHOOK_POLL_MS,
+    queued: () => deliverer.wake(),
+    async broken(webhookId) {
+      const stopped = await orm.em
+        .fork()
+        .transactional((em) => stopWebhook(em, webhookId, "failures"));
+      if (stopped) await notifier.webhookStopped(stopped);
+    },
+  });
   const webhooks = new Webhooks({
     tx,
     authorizer,
     upstream,
     allowed: config.WEBHOOK_ALLOWED_TARGETS,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    queued: () => deliverer.wake(),
   });
   relay.start();
+  follower.start();
+  deliverer.start();
   return serveService(
     config,
     deps.logger,
@@ -71,6 +109,9 @@ export async function startWebhooks(
     {
       consumers: [() => authorizer.listen(deps.bus, "webhooks_membership")],
       async close() {
+        await follower.stop();
+        await deliverer.stop();
+        mailer.close();
         await relay.stop();
         await orm.close();
       },

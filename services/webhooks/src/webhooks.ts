@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import {
   type Authorizer,
   type Call,
@@ -11,9 +12,16 @@ import {
   valuesSet,
 } from "@rowbase/kit";
 import type { Transactions } from "./change-set.js";
+import {
+  DELIVERY_COLUMNS,
+  type DeliveryRow,
+  type DeliveryStatus,
+  deliveriesOf,
+} from "./db/delivery-row.js";
 import { WEBHOOK_COLUMNS, type WebhookRow, webhookById, webhooksOf } from "./db/webhook-row.js";
+import { attemptDelivery } from "./delivery/attempt.js";
 import type { AllowedTargets } from "./domain/address-policy.js";
-import { newSecret } from "./domain/signature.js";
+import { newSecret, signedHeaders } from "./domain/signature.js";
 import {
   descriptionOf,
   type EventType,
@@ -22,7 +30,12 @@ import {
   whereOf,
 } from "./domain/webhook-input.js";
 import { webhookUrlProblem } from "./domain/webhook-url.js";
-import { webhookLimitExceeded, webhookNotFound, webhookUrlForbidden } from "./errors.js";
+import {
+  deliveryNotFound,
+  webhookLimitExceeded,
+  webhookNotFound,
+  webhookUrlForbidden,
+} from "./errors.js";
 import type { Upstream } from "./upstream.js";
 
 /** How long the previous secret keeps signing after a rotation. */
@@ -83,6 +96,9 @@ export class Webhooks {
       authorizer: Authorizer;
       upstream: Upstream;
       allowed: AllowedTargets;
+      timeoutMs: number;
+      /** New deliveries were queued (wakes the deliverer). */
+      queued: () => void;
     },
   ) {}
 
@@ -286,5 +302,111 @@ export class Webhooks {
       return rotated!;
     });
     return { webhook, secret };
+  }
+
+  /**
+   * Sends a `webhook.test` event once, before answering, and never again; its delivery is in
+   * the log like any other. It changes nothing of the webhook (its failures count, its state).
+   */
+  async test(call: Call, webhookId: bigint): Promise<DeliveryRow> {
+    const em = this.deps.tx.em();
+    const webhook = await this.access(call, await webhookById(em, webhookId), "manage");
+    const messageId = `msg_test_${randomUUID()}`;
+    const body = JSON.stringify({
+      type: "webhook.test",
+      webhook_id: Number(webhook.id),
+      at: new Date().toISOString(),
+    });
+    const outcome = await attemptDelivery({
+      url: webhook.url,
+      body,
+      headers: signedHeaders(webhook.secrets, messageId, Math.floor(Date.now() / 1000), body),
+      allowed: this.deps.allowed,
+      timeoutMs: this.deps.timeoutMs,
+    });
+    const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    const [delivery] = await deliveriesOf(
+      em,
+      `insert into delivery (webhook_id, message_id, event, payload, status, attempts,
+         response_status, error, duration_ms, finished_at)
+       values ($1, $2, 'webhook.test', $3, $4, 1, $5, $6, $7, now())
+       returning ${DELIVERY_COLUMNS}`,
+      [
+        webhookId,
+        messageId,
+        body,
+        succeeded ? "succeeded" : "failed",
+        outcome.status ?? null,
+        outcome.error ?? null,
+        outcome.durationMs,
+      ],
+    );
+    return delivery!;
+  }
+
+  /** A webhook's deliveries, newest first, with their total. */
+  async deliveries(
+    call: Call,
+    webhookId: bigint,
+    page: { limit: number; offset: number; status: DeliveryStatus | undefined },
+  ): Promise<{ deliveries: DeliveryRow[]; total: number }> {
+    const problems: ValidationItem[] = [];
+    const limit = page.limit === 0 ? 20 : page.limit;
+    if (limit < 1 || limit > 100) {
+      problems.push({ key: "limit", message: "must be 1-100", source: "query" });
+    }
+    if (page.offset < 0) {
+      problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+    }
+    refuse(problems);
+    const em = this.deps.tx.em();
+    await this.access(call, await webhookById(em, webhookId), "read");
+    const status = page.status ?? null;
+    const deliveries = await deliveriesOf(
+      em,
+      `select ${DELIVERY_COLUMNS} from delivery
+       where webhook_id = $1 and ($2::text is null or status = $2)
+       order by id desc limit $3 offset $4`,
+      [webhookId, status, limit, page.offset],
+    );
+    const [count] = await query<{ n: string }>(
+      em,
+      "select count(*) as n from delivery where webhook_id = $1 and ($2::text is null or status = $2)",
+      [webhookId, status],
+    );
+    return { deliveries, total: Number(count!.n) };
+  }
+
+  /**
+   * A new delivery of a delivery's change (or test event): the same body and `webhook-id`,
+   * queued now, after the pending deliveries of the same record.
+   */
+  async redeliver(call: Call, deliveryId: bigint): Promise<DeliveryRow> {
+    const em = this.deps.tx.em();
+    const [found] = await query<{ webhook_id: string }>(
+      em,
+      "select webhook_id from delivery where id = $1",
+      [deliveryId],
+    );
+    const webhook = found ? await webhookById(em, BigInt(found.webhook_id)) : undefined;
+    if (!webhook) throw deliveryNotFound();
+    await this.deps.authorizer.authorize(
+      call.principal,
+      webhook.organizationId,
+      "manage",
+      "delivery_not_found",
+    );
+    const [delivery] = await deliveriesOf(
+      em,
+      `insert into delivery (webhook_id, message_id, change_id, event, row_id, payload,
+         next_attempt_at)
+       select webhook_id, message_id, change_id, event, row_id, payload, now()
+       from delivery where id = $1
+       returning ${DELIVERY_COLUMNS}`,
+      [deliveryId],
+    );
+    if (!delivery) throw deliveryNotFound();
+    this.deps.queued();
+    return delivery;
   }
 }

@@ -1,7 +1,17 @@
-import { DisabledReason, type Webhook } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_pb";
+import {
+  type Delivery,
+  DeliveryStatus,
+  DisabledReason,
+  type Webhook,
+} from "@rowbase/proto/rowbase/webhooks/v1/webhooks_pb";
 import type { z } from "zod";
 import { idOf, optionalTimeOf, required, timeOf } from "../../presentation/wire-values.js";
-import type { WEBHOOK_EVENTS, WebhookSchema } from "./webhook-schemas.js";
+import type {
+  DELIVERY_STATUSES,
+  DeliverySchema,
+  WEBHOOK_EVENTS,
+  WebhookSchema,
+} from "./webhook-schemas.js";
 
 const REASONS = {
   [DisabledReason.UNSPECIFIED]: null,
@@ -27,5 +37,44 @@ export function presentWebhook(webhook: Webhook | undefined): z.output<typeof We
     last_delivery_at: optionalTimeOf(w.lastDeliveryAt),
     created_at: timeOf(w.createdAt),
     updated_at: timeOf(w.updatedAt),
+  };
+}
+
+const STATUSES: Record<DeliveryStatus, (typeof DELIVERY_STATUSES)[number] | undefined> = {
+  [DeliveryStatus.UNSPECIFIED]: undefined,
+  [DeliveryStatus.PENDING]: "pending",
+  [DeliveryStatus.SUCCEEDED]: "succeeded",
+  [DeliveryStatus.FAILED]: "failed",
+};
+
+const STATUS_VALUES = {
+  pending: DeliveryStatus.PENDING,
+  succeeded: DeliveryStatus.SUCCEEDED,
+  failed: DeliveryStatus.FAILED,
+} as const;
+
+/** The status a list asks for, as the service takes it. */
+export function deliveryStatusValue(
+  name: (typeof DELIVERY_STATUSES)[number] | undefined,
+): DeliveryStatus {
+  return name === undefined ? DeliveryStatus.UNSPECIFIED : STATUS_VALUES[name];
+}
+
+export function presentDelivery(delivery: Delivery | undefined): z.output<typeof DeliverySchema> {
+  const d = required(delivery, "delivery");
+  const status = STATUSES[d.status];
+  if (!status) throw new Error(`a delivery of unknown status ${d.status}`);
+  return {
+    delivery_id: idOf(d.deliveryId),
+    webhook_id: idOf(d.webhookId),
+    change_id: d.changeId ?? null,
+    event: d.event as z.output<typeof DeliverySchema>["event"],
+    status,
+    attempts: d.attempts,
+    response_status: d.responseStatus ?? null,
+    error: d.error ?? null,
+    duration_ms: d.durationMs ?? null,
+    created_at: timeOf(d.createdAt),
+    next_attempt_at: optionalTimeOf(d.nextAttemptAt),
   };
 }

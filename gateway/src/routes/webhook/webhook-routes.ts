@@ -1,8 +1,13 @@
 import type { Client } from "@connectrpc/connect";
 import type { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
+import { countOf } from "../../presentation/wire-values.js";
 import { defineRoute, type Route } from "../../routing/route.js";
-import { presentWebhook } from "./webhook-presenters.js";
+import { deliveryStatusValue, presentDelivery, presentWebhook } from "./webhook-presenters.js";
 import {
+  DeliveryGetSchema,
+  DeliveryIdQuery,
+  DeliveryListQuery,
+  DeliveryListSchema,
   WebhookCreateSchema,
   WebhookGetSchema,
   WebhookIdQuery,
@@ -141,6 +146,69 @@ export function webhookRoutes({ webhooks }: WebhookRoutesDeps): Route[] {
       async handle({ query, call }) {
         const response = await webhooks.rotateWebhookSecret({ webhookId: query.webhook_id }, call);
         return { webhook: presentWebhook(response.webhook), secret: response.secret };
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/webhook/test",
+      operationId: "webhookTest",
+      summary: "Send a webhook.test event once, and answer its delivery",
+      description:
+        "One attempt, made before the answer and never retried; it changes nothing of the " +
+        'webhook. The body is `{"type": "webhook.test", "webhook_id", "at"}`, signed as ' +
+        "every delivery is.",
+      tags,
+      auth: "session",
+      query: WebhookIdQuery,
+      response: DeliveryGetSchema,
+      errors: ["webhook_not_found", "organization_forbidden"],
+      async handle({ query, call }) {
+        const response = await webhooks.testWebhook({ webhookId: query.webhook_id }, call);
+        return { delivery: presentDelivery(response.delivery) };
+      },
+    }),
+    defineRoute({
+      method: "GET",
+      path: "/webhook/deliveries",
+      operationId: "webhookDeliveries",
+      summary: "A webhook's deliveries, newest first, kept as long as the table's changes",
+      tags,
+      auth: "session",
+      query: DeliveryListQuery,
+      response: DeliveryListSchema,
+      errors: ["webhook_not_found"],
+      async handle({ query, call }) {
+        const response = await webhooks.listDeliveries(
+          {
+            webhookId: query.webhook_id,
+            limit: query.limit,
+            offset: query.offset,
+            status: deliveryStatusValue(query.status),
+          },
+          call,
+        );
+        return {
+          deliveries: response.deliveries.map((delivery) => presentDelivery(delivery)),
+          total: countOf(response.total),
+        };
+      },
+    }),
+    defineRoute({
+      method: "POST",
+      path: "/webhook/redeliver",
+      operationId: "webhookRedeliver",
+      summary: "Send a delivery's change again, with the same webhook-id",
+      description:
+        "A new delivery, queued now after the pending deliveries of the same record, with the " +
+        "same body and `webhook-id` (receivers that keep the ids they saw can drop it).",
+      tags,
+      auth: "session",
+      query: DeliveryIdQuery,
+      response: DeliveryGetSchema,
+      errors: ["delivery_not_found", "organization_forbidden"],
+      async handle({ query, call }) {
+        const response = await webhooks.redeliver({ deliveryId: query.delivery_id }, call);
+        return { delivery: presentDelivery(response.delivery) };
       },
     }),
   ];

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
-import { description, queryId } from "../../validation/fields.js";
+import { description, oneOf, queryId } from "../../validation/fields.js";
+import { once, queryInteger } from "../../validation/query-values.js";
 
 /** The change types a webhook may be sent. */
 export const WEBHOOK_EVENTS = ["record.created", "record.updated", "record.deleted"] as const;
@@ -15,6 +16,23 @@ export const WebhookTableQuery = z.strictObject({
 });
 
 export const WebhookIdQuery = z.strictObject({ webhook_id: queryId.describe("The webhook") });
+
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
+
+/** ListDeliveriesRequest.offset is an int32. */
+const OFFSET_MAX = 2_147_483_647;
+
+export const DeliveryListQuery = z.strictObject({
+  webhook_id: queryId.describe("The webhook"),
+  limit: queryInteger(1, 100, 20).describe("Deliveries in the page"),
+  offset: queryInteger(0, OFFSET_MAX, 0).describe("Deliveries to skip, newest first"),
+  status: z
+    .preprocess(once, oneOf(DELIVERY_STATUSES))
+    .optional()
+    .describe("Only deliveries in this status"),
+});
+
+export const DeliveryIdQuery = z.strictObject({ delivery_id: queryId.describe("The delivery") });
 
 /** Request bodies, under their published schema names. */
 
@@ -118,5 +136,56 @@ export const WebhookSecretSchema = responseData(
     secret: z
       .string()
       .describe("The signing secret, `whsec_` and the base64 of 32 random bytes; shown only here"),
+  }),
+);
+
+export const DeliverySchema = responseData(
+  "Delivery",
+  z.object({
+    delivery_id: id,
+    webhook_id: id,
+    change_id: z.string().nullable().describe("The change's cursor; null for a test event"),
+    event: z
+      .enum([...WEBHOOK_EVENTS, "webhook.test"])
+      .describe("The change's type, or `webhook.test`"),
+    status: z
+      .enum(DELIVERY_STATUSES)
+      .describe(
+        "`pending` until an attempt got a 2xx answer (`succeeded`) or the last retry failed " +
+          "(`failed`); a delivery of a webhook that stopped fails too",
+      ),
+    attempts: z.number().int(),
+    response_status: z
+      .number()
+      .int()
+      .nullable()
+      .describe("The last attempt's HTTP status; null when no answer came"),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        "Why the last attempt got no answer: `address_forbidden`, `timeout`, " +
+          "`connection_failed` or `invalid_url`; `webhook_disabled` when its webhook stopped",
+      ),
+    duration_ms: z.number().int().nullable().describe("The last attempt's duration"),
+    created_at: time,
+    next_attempt_at: time.nullable().describe("When the next attempt is due; null once finished"),
+  }),
+);
+
+export const DeliveryGetSchema = responseData(
+  "DeliveryGet",
+  z.object({ delivery: DeliverySchema }),
+);
+
+export const DeliveryListSchema = responseData(
+  "DeliveryList",
+  z.object({
+    deliveries: z.array(DeliverySchema).describe("Newest first"),
+    total: z
+      .number()
+      .int()
+      .min(0)
+      .describe("Every delivery that matches, ignoring limit and offset"),
   }),
 );

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { Deliveries } from "./deliveries.js";
 
 /**
  * Webhook definitions:
@@ -49,4 +50,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema];
+export const migrations = [InitialSchema, Deliveries];

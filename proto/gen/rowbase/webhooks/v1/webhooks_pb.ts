@@ -12,11 +12,91 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/webhooks/v1/webhooks.proto.
  */
 export const file_rowbase_webhooks_v1_webhooks: GenFile = /*@__PURE__*/
-  fileDesc("CiJyb3diYXNlL3dlYmhvb2tzL3YxL3dlYmhvb2tzLnByb3RvEhNyb3diYXNlLndlYmhvb2tzLnYxIq8DCgdXZWJob29rEhIKCndlYmhvb2tfaWQYASABKAMSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEgsKA3VybBgFIAEoCRIOCgZldmVudHMYBiADKAkSEgoFd2hlcmUYByABKAlIAIgBARITCgtkZXNjcmlwdGlvbhgIIAEoCRIOCgZhY3RpdmUYCSABKAgSPAoPZGlzYWJsZWRfcmVhc29uGAogASgOMiMucm93YmFzZS53ZWJob29rcy52MS5EaXNhYmxlZFJlYXNvbhIcChRjb25zZWN1dGl2ZV9mYWlsdXJlcxgLIAEoBRI0ChBsYXN0X2RlbGl2ZXJ5X2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpjcmVhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIICgZfd2hlcmUqaQoORGlzYWJsZWRSZWFzb24SHwobRElTQUJMRURfUkVBU09OX1VOU1BFQ0lGSUVEEAASHAoYRElTQUJMRURfUkVBU09OX0ZBSUxVUkVTEAESGAoURElTQUJMRURfUkVBU09OX0dPTkUQAmIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("CiJyb3diYXNlL3dlYmhvb2tzL3YxL3dlYmhvb2tzLnByb3RvEhNyb3diYXNlLndlYmhvb2tzLnYxIo4DCghEZWxpdmVyeRITCgtkZWxpdmVyeV9pZBgBIAEoAxISCgp3ZWJob29rX2lkGAIgASgDEhYKCWNoYW5nZV9pZBgDIAEoCUgAiAEBEg0KBWV2ZW50GAQgASgJEjMKBnN0YXR1cxgFIAEoDjIjLnJvd2Jhc2Uud2ViaG9va3MudjEuRGVsaXZlcnlTdGF0dXMSEAoIYXR0ZW1wdHMYBiABKAUSHAoPcmVzcG9uc2Vfc3RhdHVzGAcgASgFSAGIAQESEgoFZXJyb3IYCCABKAlIAogBARIYCgtkdXJhdGlvbl9tcxgJIAEoBUgDiAEBEi4KCmNyZWF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD25leHRfYXR0ZW1wdF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDAoKX2NoYW5nZV9pZEISChBfcmVzcG9uc2Vfc3RhdHVzQggKBl9lcnJvckIOCgxfZHVyYXRpb25fbXMirwMKB1dlYmhvb2sSEgoKd2ViaG9va19pZBgBIAEoAxIXCg9vcmdhbml6YXRpb25faWQYAiABKAMSEwoLZGF0YWJhc2VfaWQYAyABKAMSEAoIdGFibGVfaWQYBCABKAMSCwoDdXJsGAUgASgJEg4KBmV2ZW50cxgGIAMoCRISCgV3aGVyZRgHIAEoCUgAiAEBEhMKC2Rlc2NyaXB0aW9uGAggASgJEg4KBmFjdGl2ZRgJIAEoCBI8Cg9kaXNhYmxlZF9yZWFzb24YCiABKA4yIy5yb3diYXNlLndlYmhvb2tzLnYxLkRpc2FibGVkUmVhc29uEhwKFGNvbnNlY3V0aXZlX2ZhaWx1cmVzGAsgASgFEjQKEGxhc3RfZGVsaXZlcnlfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmNyZWF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl93aGVyZSppCg5EaXNhYmxlZFJlYXNvbhIfChtESVNBQkxFRF9SRUFTT05fVU5TUEVDSUZJRUQQABIcChhESVNBQkxFRF9SRUFTT05fRkFJTFVSRVMQARIYChRESVNBQkxFRF9SRUFTT05fR09ORRACKokBCg5EZWxpdmVyeVN0YXR1cxIfChtERUxJVkVSWV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdERUxJVkVSWV9TVEFUVVNfUEVORElORxABEh0KGURFTElWRVJZX1NUQVRVU19TVUNDRUVERUQQAhIaChZERUxJVkVSWV9TVEFUVVNfRkFJTEVEEANiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
- * A URL that is sent a table's record changes. Never carries its secret.
+ * One change (or test event) sent to one webhook, with its attempts' outcome.
  *
+ * @generated from message rowbase.webhooks.v1.Delivery
+ */
+export type Delivery = Message<"rowbase.webhooks.v1.Delivery"> & {
+  /**
+   * @generated from field: int64 delivery_id = 1;
+   */
+  deliveryId: bigint;
+
+  /**
+   * @generated from field: int64 webhook_id = 2;
+   */
+  webhookId: bigint;
+
+  /**
+   * The change's cursor; absent for a test event.
+   *
+   * @generated from field: optional string change_id = 3;
+   */
+  changeId?: string | undefined;
+
+  /**
+   * record.created, record.updated, record.deleted or webhook.test.
+   *
+   * @generated from field: string event = 4;
+   */
+  event: string;
+
+  /**
+   * @generated from field: rowbase.webhooks.v1.DeliveryStatus status = 5;
+   */
+  status: DeliveryStatus;
+
+  /**
+   * @generated from field: int32 attempts = 6;
+   */
+  attempts: number;
+
+  /**
+   * The last attempt's answer; absent when none came.
+   *
+   * @generated from field: optional int32 response_status = 7;
+   */
+  responseStatus?: number | undefined;
+
+  /**
+   * Why the last attempt failed without an answer (address_forbidden, timeout,
+   * connection_failed, invalid_url), or webhook_disabled.
+   *
+   * @generated from field: optional string error = 8;
+   */
+  error?: string | undefined;
+
+  /**
+   * The last attempt's duration.
+   *
+   * @generated from field: optional int32 duration_ms = 9;
+   */
+  durationMs?: number | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 10;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * When the next attempt is due; absent once the delivery is finished.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_at = 11;
+   */
+  nextAttemptAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.Delivery.
+ * Use `create(DeliverySchema)` to create a new message.
+ */
+export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks, 0);
+
+/**
  * @generated from message rowbase.webhooks.v1.Webhook
  */
 export type Webhook = Message<"rowbase.webhooks.v1.Webhook"> & {
@@ -104,7 +184,7 @@ export type Webhook = Message<"rowbase.webhooks.v1.Webhook"> & {
  * Use `create(WebhookSchema)` to create a new message.
  */
 export const WebhookSchema: GenMessage<Webhook> = /*@__PURE__*/
-  messageDesc(file_rowbase_webhooks_v1_webhooks, 0);
+  messageDesc(file_rowbase_webhooks_v1_webhooks, 1);
 
 /**
  * Why a webhook stopped on its own.
@@ -139,4 +219,44 @@ export enum DisabledReason {
  */
 export const DisabledReasonSchema: GenEnum<DisabledReason> = /*@__PURE__*/
   enumDesc(file_rowbase_webhooks_v1_webhooks, 0);
+
+/**
+ * A URL that is sent a table's record changes. Never carries its secret.
+ * Where a delivery stands.
+ *
+ * @generated from enum rowbase.webhooks.v1.DeliveryStatus
+ */
+export enum DeliveryStatus {
+  /**
+   * @generated from enum value: DELIVERY_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Waiting for its next attempt (or for the delivery of an earlier change of its record).
+   *
+   * @generated from enum value: DELIVERY_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * A 2xx answer came.
+   *
+   * @generated from enum value: DELIVERY_STATUS_SUCCEEDED = 2;
+   */
+  SUCCEEDED = 2,
+
+  /**
+   * Its last attempt failed, or its webhook stopped.
+   *
+   * @generated from enum value: DELIVERY_STATUS_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum rowbase.webhooks.v1.DeliveryStatus.
+ */
+export const DeliveryStatusSchema: GenEnum<DeliveryStatus> = /*@__PURE__*/
+  enumDesc(file_rowbase_webhooks_v1_webhooks, 1);
 

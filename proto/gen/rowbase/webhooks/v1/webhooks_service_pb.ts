@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Webhook } from "./webhooks_pb.js";
+import type { Delivery, DeliveryStatus, Webhook } from "./webhooks_pb.js";
 import { file_rowbase_webhooks_v1_webhooks } from "./webhooks_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/webhooks/v1/webhooks_service.proto.
  */
 export const file_rowbase_webhooks_v1_webhooks_service: GenFile = /*@__PURE__*/
-  fileDesc("Cipyb3diYXNlL3dlYmhvb2tzL3YxL3dlYmhvb2tzX3NlcnZpY2UucHJvdG8SE3Jvd2Jhc2Uud2ViaG9va3MudjEimAEKFENyZWF0ZVdlYmhvb2tSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEgsKA3VybBgCIAEoCRIOCgZldmVudHMYAyADKAkSEgoFd2hlcmUYBCABKAlIAIgBARITCgtkZXNjcmlwdGlvbhgFIAEoCRITCgZhY3RpdmUYBiABKAhIAYgBAUIICgZfd2hlcmVCCQoHX2FjdGl2ZSJWChVDcmVhdGVXZWJob29rUmVzcG9uc2USLQoHd2ViaG9vaxgBIAEoCzIcLnJvd2Jhc2Uud2ViaG9va3MudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiJwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyJGChRMaXN0V2ViaG9va3NSZXNwb25zZRIuCgh3ZWJob29rcxgBIAMoCzIcLnJvd2Jhc2Uud2ViaG9va3MudjEuV2ViaG9vayInChFHZXRXZWJob29rUmVxdWVzdBISCgp3ZWJob29rX2lkGAEgASgDIkMKEkdldFdlYmhvb2tSZXNwb25zZRItCgd3ZWJob29rGAEgASgLMhwucm93YmFzZS53ZWJob29rcy52MS5XZWJob29rItIBChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgp3ZWJob29rX2lkGAEgASgDEhAKA3VybBgCIAEoCUgAiAEBEg4KBmV2ZW50cxgDIAMoCRIUCgxldmVudHNfZ2l2ZW4YBCABKAgSEgoFd2hlcmUYBSABKAlIAYgBARIYCgtkZXNjcmlwdGlvbhgGIAEoCUgCiAEBEhMKBmFjdGl2ZRgHIAEoCEgDiAEBQgYKBF91cmxCCAoGX3doZXJlQg4KDF9kZXNjcmlwdGlvbkIJCgdfYWN0aXZlIkYKFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRItCgd3ZWJob29rGAEgASgLMhwucm93YmFzZS53ZWJob29rcy52MS5XZWJob29rIioKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIjAKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMiXAobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEi0KB3dlYmhvb2sYASABKAsyHC5yb3diYXNlLndlYmhvb2tzLnYxLldlYmhvb2sSDgoGc2VjcmV0GAIgASgJMocFCg9XZWJob29rc1NlcnZpY2USZgoNQ3JlYXRlV2ViaG9vaxIpLnJvd2Jhc2Uud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1JlcXVlc3QaKi5yb3diYXNlLndlYmhvb2tzLnYxLkNyZWF0ZVdlYmhvb2tSZXNwb25zZRJjCgxMaXN0V2ViaG9va3MSKC5yb3diYXNlLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1JlcXVlc3QaKS5yb3diYXNlLndlYmhvb2tzLnYxLkxpc3RXZWJob29rc1Jlc3BvbnNlEl0KCkdldFdlYmhvb2sSJi5yb3diYXNlLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXF1ZXN0Gicucm93YmFzZS53ZWJob29rcy52MS5HZXRXZWJob29rUmVzcG9uc2USZgoNVXBkYXRlV2ViaG9vaxIpLnJvd2Jhc2Uud2ViaG9va3MudjEuVXBkYXRlV2ViaG9va1JlcXVlc3QaKi5yb3diYXNlLndlYmhvb2tzLnYxLlVwZGF0ZVdlYmhvb2tSZXNwb25zZRJmCg1EZWxldGVXZWJob29rEikucm93YmFzZS53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVxdWVzdBoqLnJvd2Jhc2Uud2ViaG9va3MudjEuRGVsZXRlV2ViaG9va1Jlc3BvbnNlEngKE1JvdGF0ZVdlYmhvb2tTZWNyZXQSLy5yb3diYXNlLndlYmhvb2tzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0GjAucm93YmFzZS53ZWJob29rcy52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2ViBnByb3RvMw", [file_rowbase_webhooks_v1_webhooks]);
+  fileDesc("Cipyb3diYXNlL3dlYmhvb2tzL3YxL3dlYmhvb2tzX3NlcnZpY2UucHJvdG8SE3Jvd2Jhc2Uud2ViaG9va3MudjEimAEKFENyZWF0ZVdlYmhvb2tSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEgsKA3VybBgCIAEoCRIOCgZldmVudHMYAyADKAkSEgoFd2hlcmUYBCABKAlIAIgBARITCgtkZXNjcmlwdGlvbhgFIAEoCRITCgZhY3RpdmUYBiABKAhIAYgBAUIICgZfd2hlcmVCCQoHX2FjdGl2ZSJWChVDcmVhdGVXZWJob29rUmVzcG9uc2USLQoHd2ViaG9vaxgBIAEoCzIcLnJvd2Jhc2Uud2ViaG9va3MudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkiJwoTTGlzdFdlYmhvb2tzUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyJGChRMaXN0V2ViaG9va3NSZXNwb25zZRIuCgh3ZWJob29rcxgBIAMoCzIcLnJvd2Jhc2Uud2ViaG9va3MudjEuV2ViaG9vayInChFHZXRXZWJob29rUmVxdWVzdBISCgp3ZWJob29rX2lkGAEgASgDIkMKEkdldFdlYmhvb2tSZXNwb25zZRItCgd3ZWJob29rGAEgASgLMhwucm93YmFzZS53ZWJob29rcy52MS5XZWJob29rItIBChRVcGRhdGVXZWJob29rUmVxdWVzdBISCgp3ZWJob29rX2lkGAEgASgDEhAKA3VybBgCIAEoCUgAiAEBEg4KBmV2ZW50cxgDIAMoCRIUCgxldmVudHNfZ2l2ZW4YBCABKAgSEgoFd2hlcmUYBSABKAlIAYgBARIYCgtkZXNjcmlwdGlvbhgGIAEoCUgCiAEBEhMKBmFjdGl2ZRgHIAEoCEgDiAEBQgYKBF91cmxCCAoGX3doZXJlQg4KDF9kZXNjcmlwdGlvbkIJCgdfYWN0aXZlIkYKFVVwZGF0ZVdlYmhvb2tSZXNwb25zZRItCgd3ZWJob29rGAEgASgLMhwucm93YmFzZS53ZWJob29rcy52MS5XZWJob29rIioKFERlbGV0ZVdlYmhvb2tSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMiFwoVRGVsZXRlV2ViaG9va1Jlc3BvbnNlIjAKGlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMiKAoSVGVzdFdlYmhvb2tSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMiRgoTVGVzdFdlYmhvb2tSZXNwb25zZRIvCghkZWxpdmVyeRgBIAEoCzIdLnJvd2Jhc2Uud2ViaG9va3MudjEuRGVsaXZlcnkifwoVTGlzdERlbGl2ZXJpZXNSZXF1ZXN0EhIKCndlYmhvb2tfaWQYASABKAMSDQoFbGltaXQYAiABKAUSDgoGb2Zmc2V0GAMgASgFEjMKBnN0YXR1cxgEIAEoDjIjLnJvd2Jhc2Uud2ViaG9va3MudjEuRGVsaXZlcnlTdGF0dXMiWgoWTGlzdERlbGl2ZXJpZXNSZXNwb25zZRIxCgpkZWxpdmVyaWVzGAEgAygLMh0ucm93YmFzZS53ZWJob29rcy52MS5EZWxpdmVyeRINCgV0b3RhbBgCIAEoAyInChBSZWRlbGl2ZXJSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgDIkQKEVJlZGVsaXZlclJlc3BvbnNlEi8KCGRlbGl2ZXJ5GAEgASgLMh0ucm93YmFzZS53ZWJob29rcy52MS5EZWxpdmVyeSJcChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USLQoHd2ViaG9vaxgBIAEoCzIcLnJvd2Jhc2Uud2ViaG9va3MudjEuV2ViaG9vaxIOCgZzZWNyZXQYAiABKAkysAcKD1dlYmhvb2tzU2VydmljZRJmCg1DcmVhdGVXZWJob29rEikucm93YmFzZS53ZWJob29rcy52MS5DcmVhdGVXZWJob29rUmVxdWVzdBoqLnJvd2Jhc2Uud2ViaG9va3MudjEuQ3JlYXRlV2ViaG9va1Jlc3BvbnNlEmMKDExpc3RXZWJob29rcxIoLnJvd2Jhc2Uud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVxdWVzdBopLnJvd2Jhc2Uud2ViaG9va3MudjEuTGlzdFdlYmhvb2tzUmVzcG9uc2USXQoKR2V0V2ViaG9vaxImLnJvd2Jhc2Uud2ViaG9va3MudjEuR2V0V2ViaG9va1JlcXVlc3QaJy5yb3diYXNlLndlYmhvb2tzLnYxLkdldFdlYmhvb2tSZXNwb25zZRJmCg1VcGRhdGVXZWJob29rEikucm93YmFzZS53ZWJob29rcy52MS5VcGRhdGVXZWJob29rUmVxdWVzdBoqLnJvd2Jhc2Uud2ViaG9va3MudjEuVXBkYXRlV2ViaG9va1Jlc3BvbnNlEmYKDURlbGV0ZVdlYmhvb2sSKS5yb3diYXNlLndlYmhvb2tzLnYxLkRlbGV0ZVdlYmhvb2tSZXF1ZXN0Gioucm93YmFzZS53ZWJob29rcy52MS5EZWxldGVXZWJob29rUmVzcG9uc2USeAoTUm90YXRlV2ViaG9va1NlY3JldBIvLnJvd2Jhc2Uud2ViaG9va3MudjEuUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QaMC5yb3diYXNlLndlYmhvb2tzLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJgCgtUZXN0V2ViaG9vaxInLnJvd2Jhc2Uud2ViaG9va3MudjEuVGVzdFdlYmhvb2tSZXF1ZXN0Gigucm93YmFzZS53ZWJob29rcy52MS5UZXN0V2ViaG9va1Jlc3BvbnNlEmkKDkxpc3REZWxpdmVyaWVzEioucm93YmFzZS53ZWJob29rcy52MS5MaXN0RGVsaXZlcmllc1JlcXVlc3QaKy5yb3diYXNlLndlYmhvb2tzLnYxLkxpc3REZWxpdmVyaWVzUmVzcG9uc2USWgoJUmVkZWxpdmVyEiUucm93YmFzZS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXF1ZXN0GiYucm93YmFzZS53ZWJob29rcy52MS5SZWRlbGl2ZXJSZXNwb25zZWIGcHJvdG8z", [file_rowbase_webhooks_v1_webhooks]);
 
 /**
  * @generated from message rowbase.webhooks.v1.CreateWebhookRequest
@@ -268,6 +268,132 @@ export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretReq
   messageDesc(file_rowbase_webhooks_v1_webhooks_service, 10);
 
 /**
+ * @generated from message rowbase.webhooks.v1.TestWebhookRequest
+ */
+export type TestWebhookRequest = Message<"rowbase.webhooks.v1.TestWebhookRequest"> & {
+  /**
+   * @generated from field: int64 webhook_id = 1;
+   */
+  webhookId: bigint;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.TestWebhookRequest.
+ * Use `create(TestWebhookRequestSchema)` to create a new message.
+ */
+export const TestWebhookRequestSchema: GenMessage<TestWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 11);
+
+/**
+ * @generated from message rowbase.webhooks.v1.TestWebhookResponse
+ */
+export type TestWebhookResponse = Message<"rowbase.webhooks.v1.TestWebhookResponse"> & {
+  /**
+   * @generated from field: rowbase.webhooks.v1.Delivery delivery = 1;
+   */
+  delivery?: Delivery | undefined;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.TestWebhookResponse.
+ * Use `create(TestWebhookResponseSchema)` to create a new message.
+ */
+export const TestWebhookResponseSchema: GenMessage<TestWebhookResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 12);
+
+/**
+ * @generated from message rowbase.webhooks.v1.ListDeliveriesRequest
+ */
+export type ListDeliveriesRequest = Message<"rowbase.webhooks.v1.ListDeliveriesRequest"> & {
+  /**
+   * @generated from field: int64 webhook_id = 1;
+   */
+  webhookId: bigint;
+
+  /**
+   * 1-100.
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: int32 offset = 3;
+   */
+  offset: number;
+
+  /**
+   * Only deliveries in this status; unspecified: all.
+   *
+   * @generated from field: rowbase.webhooks.v1.DeliveryStatus status = 4;
+   */
+  status: DeliveryStatus;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.ListDeliveriesRequest.
+ * Use `create(ListDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListDeliveriesRequestSchema: GenMessage<ListDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 13);
+
+/**
+ * @generated from message rowbase.webhooks.v1.ListDeliveriesResponse
+ */
+export type ListDeliveriesResponse = Message<"rowbase.webhooks.v1.ListDeliveriesResponse"> & {
+  /**
+   * @generated from field: repeated rowbase.webhooks.v1.Delivery deliveries = 1;
+   */
+  deliveries: Delivery[];
+
+  /**
+   * @generated from field: int64 total = 2;
+   */
+  total: bigint;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.ListDeliveriesResponse.
+ * Use `create(ListDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListDeliveriesResponseSchema: GenMessage<ListDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 14);
+
+/**
+ * @generated from message rowbase.webhooks.v1.RedeliverRequest
+ */
+export type RedeliverRequest = Message<"rowbase.webhooks.v1.RedeliverRequest"> & {
+  /**
+   * @generated from field: int64 delivery_id = 1;
+   */
+  deliveryId: bigint;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.RedeliverRequest.
+ * Use `create(RedeliverRequestSchema)` to create a new message.
+ */
+export const RedeliverRequestSchema: GenMessage<RedeliverRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 15);
+
+/**
+ * @generated from message rowbase.webhooks.v1.RedeliverResponse
+ */
+export type RedeliverResponse = Message<"rowbase.webhooks.v1.RedeliverResponse"> & {
+  /**
+   * @generated from field: rowbase.webhooks.v1.Delivery delivery = 1;
+   */
+  delivery?: Delivery | undefined;
+};
+
+/**
+ * Describes the message rowbase.webhooks.v1.RedeliverResponse.
+ * Use `create(RedeliverResponseSchema)` to create a new message.
+ */
+export const RedeliverResponseSchema: GenMessage<RedeliverResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 16);
+
+/**
  * @generated from message rowbase.webhooks.v1.RotateWebhookSecretResponse
  */
 export type RotateWebhookSecretResponse = Message<"rowbase.webhooks.v1.RotateWebhookSecretResponse"> & {
@@ -287,7 +413,7 @@ export type RotateWebhookSecretResponse = Message<"rowbase.webhooks.v1.RotateWeb
  * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
  */
 export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
-  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 11);
+  messageDesc(file_rowbase_webhooks_v1_webhooks_service, 17);
 
 /**
  * Webhooks of tables. Managing them (create, update, delete, rotate) needs the owner or admin
@@ -357,6 +483,36 @@ export const WebhooksService: GenService<{
     methodKind: "unary";
     input: typeof RotateWebhookSecretRequestSchema;
     output: typeof RotateWebhookSecretResponseSchema;
+  },
+  /**
+   * Sends a webhook.test event once, before answering, and never again.
+   *
+   * @generated from rpc rowbase.webhooks.v1.WebhooksService.TestWebhook
+   */
+  testWebhook: {
+    methodKind: "unary";
+    input: typeof TestWebhookRequestSchema;
+    output: typeof TestWebhookResponseSchema;
+  },
+  /**
+   * A webhook's deliveries, newest first (kept as long as the table's changes).
+   *
+   * @generated from rpc rowbase.webhooks.v1.WebhooksService.ListDeliveries
+   */
+  listDeliveries: {
+    methodKind: "unary";
+    input: typeof ListDeliveriesRequestSchema;
+    output: typeof ListDeliveriesResponseSchema;
+  },
+  /**
+   * A new delivery of a delivery's change (or test event), with the same webhook-id.
+   *
+   * @generated from rpc rowbase.webhooks.v1.WebhooksService.Redeliver
+   */
+  redeliver: {
+    methodKind: "unary";
+    input: typeof RedeliverRequestSchema;
+    output: typeof RedeliverResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rowbase_webhooks_v1_webhooks_service, 0);
