@@ -1,3 +1,4 @@
+import { processMetricsRegistry } from "@rowbase/kit";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
@@ -266,6 +267,25 @@ describe("webhook deliveries", () => {
     expect(failedAttempts).toBe(25);
     expect((await getWebhook(webhook.webhook_id)).active).toBe(true);
     receiver.answer(() => 200);
+
+    // The metrics of this process (every service runs in it here) saw the attempts and the queue.
+    const metrics = processMetricsRegistry();
+    const attempts = await metrics
+      .getSingleMetric("rowbase_webhook_delivery_attempts_total")!
+      .get();
+    const count = (outcome: string) =>
+      attempts.values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+    expect(count("retry")).toBeGreaterThanOrEqual(25);
+    expect(count("succeeded")).toBeGreaterThanOrEqual(32);
+    const latency = await metrics.getSingleMetric("rowbase_webhook_attempt_seconds")!.get();
+    const timed = latency.values
+      .filter((v) => (v as { metricName?: string }).metricName?.endsWith("_count"))
+      .reduce((sum, v) => sum + v.value, 0);
+    expect(timed).toBeGreaterThanOrEqual(57);
+    const gauge = async (name: string) =>
+      (await metrics.getSingleMetric(name)!.get()).values[0]?.value;
+    expect(await gauge("rowbase_webhook_pending_deliveries")).toBe(0);
+    expect(await gauge("rowbase_webhook_oldest_pending_age_seconds")).toBe(0);
   });
 
   it("signs with both secrets for a day after a rotation", async () => {

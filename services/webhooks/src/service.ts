@@ -14,6 +14,7 @@ import { Transactions } from "./change-set.js";
 import type { WebhooksConfig } from "./config.js";
 import { Deliverer, stopWebhook } from "./delivery/deliverer.js";
 import { Follower } from "./delivery/follower.js";
+import { deliveryMetrics } from "./delivery/metrics.js";
 import { Notifier } from "./delivery/notifier.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { createRoutes } from "./server.js";
@@ -77,6 +78,7 @@ export async function startWebhooks(
     pollMs: config.WEBHOOK_POLL_MS,
     retentionSeconds: config.CHANGE_RETENTION_SECONDS,
     stopped: (webhook) => notifier.webhookStopped(webhook),
+    metrics: deliveryMetrics(orm),
   });
   const follower = new Follower({
     orm,

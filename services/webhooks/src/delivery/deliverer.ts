@@ -5,6 +5,7 @@ import type { AllowedTargets } from "../domain/address-policy.js";
 import { retryDelayMs } from "../domain/retry-schedule.js";
 import { signedHeaders } from "../domain/signature.js";
 import { type AttemptOutcome, attemptDelivery } from "./attempt.js";
+import type { DeliveryMetrics } from "./metrics.js";
 import type { StoppedWebhook } from "./notifier.js";
 
 /** Deliveries in flight to one webhook at most, over every replica. */
@@ -97,6 +98,7 @@ export interface DelivererOptions {
   retentionSeconds: number;
   /** A webhook stopped after failures (its owner and admins are told). */
   stopped: (webhook: StoppedWebhook) => Promise<void>;
+  metrics: DeliveryMetrics;
 }
 
 /**
@@ -251,6 +253,8 @@ export class Deliverer {
     });
     const attempts = claimed.attempts + 1;
     const verdict = verdictOf(outcome, attempts, this.o.schedule);
+    this.o.metrics.attempts.inc({ outcome: verdict.kind });
+    this.o.metrics.duration.observe({ outcome: verdict.kind }, outcome.durationMs / 1000);
     const stopped = await this.o.orm.em.fork().transactional(async (em) => {
       const [webhook] = await query<{ consecutive_failures: number }>(
         em,
