@@ -301,9 +301,13 @@ export const RELAXED_RATE_LIMITS = [
  */
 export async function startTestSystem(
   env: Record<string, string> = {},
-  options: { logs?: LogDestination } = {},
+  options: {
+    logs?: LogDestination;
+    /** A NATS server of the test's own (one it stops) instead of the shared one. */
+    natsUrl?: string;
+  } = {},
 ): Promise<TestSystem> {
-  const stack = await startTestStack("e2e");
+  const stack = await startTestStack("e2e", options.natsUrl ? { natsUrl: options.natsUrl } : {});
   const signingKeys = [await generateSigningKey()];
   const internalJwtSecret = randomBytes(32).toString("base64url");
   const fileUrlSecret = randomBytes(32).toString("base64url");

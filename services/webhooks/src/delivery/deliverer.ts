@@ -102,10 +102,11 @@ export interface DelivererOptions {
 }
 
 /**
- * Sends due deliveries. A delivery is claimed with a lease in a transaction that locks its
- * webhook's row (`for update skip locked`, so that replicas share the webhooks between them)
- * and counts the leases the webhook holds: at most MAX_IN_FLIGHT_PER_WEBHOOK are in flight per
- * webhook, over every replica. A delivery is not claimed while an earlier one of the same record
+ * Sends due deliveries. Deliveries are claimed with a lease in a transaction that holds the
+ * webhook's claim lock (an advisory lock that only claims take, tried, so that replicas share
+ * the webhooks between them and an outcome being written never holds a claim up) and counts
+ * the leases the webhook holds: at most MAX_IN_FLIGHT_PER_WEBHOOK are in flight per webhook,
+ * over every replica. The claimed rows are locked `for update skip locked`. A delivery is not claimed while an earlier one of the same record
  * is pending: a record's changes reach a webhook in their order. The outcome is written under
  * the same lease; a worker that died mid-attempt leaves its lease to expire, and the delivery is
  * tried again (at least once).
@@ -196,25 +197,31 @@ export class Deliverer {
              select 1 from delivery d
              where d.webhook_id = w.id and d.status = 'pending' and d.next_attempt_at <= now()
                and (d.lease_until is null or d.lease_until < now()))
+             and pg_try_advisory_xact_lock(hashtextextended('webhooks.claim:' || w.id, 0))
            order by w.id
-           for update of w skip locked
            limit 100
          ),
-         candidates as (
-           select d.id, row_number() over (partition by d.webhook_id order by d.id) as n,
-             (select count(*) from delivery f
-              where f.webhook_id = d.webhook_id and f.status = 'pending'
-                and f.lease_until >= now()) as in_flight
-           from delivery d join hooks h on h.id = d.webhook_id
-           where d.status = 'pending' and d.next_attempt_at <= now()
-             and (d.lease_until is null or d.lease_until < now())
-             and not exists (
-               select 1 from delivery e
-               where e.webhook_id = d.webhook_id and e.status = 'pending'
-                 and e.row_id = d.row_id and e.id < d.id)
+         room as (
+           select h.id, $3 - (select count(*) from delivery f
+             where f.webhook_id = h.id and f.status = 'pending' and f.lease_until >= now()) as free
+           from hooks h
          ),
          chosen as (
-           select id from candidates where n <= $3 - in_flight order by id limit $4
+           select d.id from room r
+           cross join lateral (
+             select d.id from delivery d
+             where d.webhook_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
+               and (d.lease_until is null or d.lease_until < now())
+               and not exists (
+                 select 1 from delivery e
+                 where e.webhook_id = d.webhook_id and e.status = 'pending'
+                   and e.row_id = d.row_id and e.id < d.id)
+             order by d.id
+             limit greatest(r.free, 0)
+             for update of d skip locked
+           ) d
+           order by d.id
+           limit $4
          )
          update delivery d
          set lease = $1, lease_until = now() + make_interval(secs => $2::double precision / 1000)
@@ -256,12 +263,6 @@ export class Deliverer {
     this.o.metrics.attempts.inc({ outcome: verdict.kind });
     this.o.metrics.duration.observe({ outcome: verdict.kind }, outcome.durationMs / 1000);
     const stopped = await this.o.orm.em.fork().transactional(async (em) => {
-      const [webhook] = await query<{ consecutive_failures: number }>(
-        em,
-        "select consecutive_failures from webhook where id = $1 for update",
-        [claimed.webhookId],
-      );
-      if (!webhook) return undefined;
       const written = await query(
         em,
         `update delivery set attempts = $3, response_status = $4, error = $5, duration_ms = $6,
@@ -288,12 +289,15 @@ export class Deliverer {
       );
       // Another worker took the delivery after this lease expired: its outcome counts.
       if (written.length === 0) return undefined;
-      const failures = verdict.kind === "succeeded" ? 0 : Number(webhook.consecutive_failures) + 1;
-      await query(
+      const [webhook] = await query<{ consecutive_failures: number }>(
         em,
-        `update webhook set consecutive_failures = $2, last_delivery_at = now() where id = $1`,
-        [claimed.webhookId, failures],
+        `update webhook set last_delivery_at = now(),
+           consecutive_failures = case when $2 then 0 else consecutive_failures + 1 end
+         where id = $1 returning consecutive_failures`,
+        [claimed.webhookId, verdict.kind === "succeeded"],
       );
+      if (!webhook) return undefined;
+      const failures = Number(webhook.consecutive_failures);
       if (verdict.kind === "gone") {
         await stopWebhook(em, claimed.webhookId, "gone");
         return undefined;

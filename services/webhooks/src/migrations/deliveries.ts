@@ -35,6 +35,7 @@ export class Deliveries extends Migration {
       );
       create index delivery_by_webhook on delivery (webhook_id, id desc);
       create index delivery_pending on delivery (webhook_id, id) where status = 'pending';
+      create index delivery_pending_row on delivery (webhook_id, row_id, id) where status = 'pending';
       create index delivery_due on delivery (next_attempt_at) where status = 'pending';
       create index delivery_finished on delivery (finished_at) where status <> 'pending';
     `);
