@@ -1,5 +1,6 @@
 import { processMetricsRegistry } from "@rowbase/kit";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SignedUpUser, signUp } from "./support/accounts.js";
 import { client } from "./support/http.js";
@@ -460,6 +461,53 @@ describe("webhook deliveries", () => {
         sys.mail.messages
           .slice(mails)
           .filter((m) => m.subject.includes("webhook"))
+          .flatMap((m) => m.to)
+          .sort(),
+      )
+      .toEqual([admin.email, tenant.owner.email].sort());
+    receiver.answer(() => 200);
+  });
+});
+
+describe("failures in a row", () => {
+  it("stops a webhook at its 50th failed attempt in a row, and fails what it had pending", async () => {
+    const table = await newTable();
+    const path = `/streak-${table.tableId}`;
+    receiver.answer(({ path: at }) => (at === path ? 500 : 200));
+    const { webhook } = await createWebhook(table, { url: receiver.url(path) });
+    // 49 attempts failed in a row already (as over many deliveries): the next failure is the 50th.
+    const db = new pg.Client({ connectionString: sys.databaseUrl });
+    await db.connect();
+    try {
+      await db.query("update webhooks.webhook set consecutive_failures = 49 where id = $1", [
+        webhook.webhook_id,
+      ]);
+    } finally {
+      await db.end();
+    }
+    const mails = sys.mail.messages.length;
+    await write("POST", v1(table.databaseId, table.tableId).records, { data: { Name: "x" } });
+    await expect
+      .poll(async () => (await getWebhook(webhook.webhook_id)).disabled_reason, EVENTUALLY)
+      .toBe("failures");
+    expect(await getWebhook(webhook.webhook_id)).toMatchObject({
+      active: false,
+      consecutive_failures: 50,
+    });
+    expect(receiver.at(path)).toHaveLength(1);
+    // Its delivery had retries left; the stop failed it.
+    const [delivery] = (await deliveries(webhook.webhook_id)).deliveries;
+    expect(delivery).toMatchObject({
+      status: "failed",
+      attempts: 1,
+      response_status: 500,
+      error: "webhook_disabled",
+      next_attempt_at: null,
+    });
+    await expect
+      .poll(() =>
+        sys.mail.messages
+          .slice(mails)
           .flatMap((m) => m.to)
           .sort(),
       )
