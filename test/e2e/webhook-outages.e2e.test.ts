@@ -1,3 +1,6 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
 import { type NatsServerProcess, startNatsServer } from "@rowbase/kit/testing";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
@@ -15,9 +18,10 @@ import {
 import { startReceiver, verified } from "./support/webhook-receiver.js";
 
 /**
- * Nothing a webhook matched is lost when the webhooks service goes away in the middle of a
- * burst of changes, when a worker dies holding a delivery, or when NATS is down: the receiver
- * (on loopback, every signature checked with the reference library) gets every change.
+ * Nothing a webhook matched is lost when the webhooks service stops in the middle of a burst of
+ * changes, when its process is killed (SIGKILL) there, when a worker dies holding a delivery, or
+ * when NATS is down: the receiver (on loopback, every signature checked with the reference
+ * library) gets every change.
  */
 
 type Api = ReturnType<typeof client>;
@@ -153,6 +157,110 @@ describe("the webhooks service away mid-burst", () => {
       await db.end();
     }
   });
+});
+
+/** The repository's root, where the service's own entry point runs from. */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/**
+ * The webhooks service as a process of its own (its main.ts, as Kubernetes runs it), pointed at
+ * the system's database and services, on the port the gateway calls; resolves once it listens.
+ * It keeps its cache in memory and has no bus: it needs neither to deliver.
+ */
+async function startWebhooksProcess(sys: TestSystem, env: Record<string, string>) {
+  const urls = sys.system.grpcUrls;
+  // One process (tsx as a loader, not its CLI, which would run the service in a child of its own
+  // that a kill would leave behind).
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--conditions=@rowbase/source", "services/webhooks/src/main.ts"],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        DATABASE_URL: sys.databaseUrl,
+        DATABASE_POOL_MAX: "4",
+        INTERNAL_JWT_SECRET: sys.internalJwtSecret,
+        GRPC_HOST: "127.0.0.1",
+        GRPC_PORT: new URL(urls.webhooks).port,
+        ORGANIZATION_GRPC_URL: urls.organization,
+        CATALOG_GRPC_URL: urls.catalog,
+        RECORDS_GRPC_URL: urls.records,
+        METRICS_PORT: "0",
+        LOG_LEVEL: "info",
+        ...env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  const listening = new Promise<void>((resolve, reject) => {
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("webhooks listening")) resolve();
+    };
+    child.stdout!.on("data", read);
+    child.stderr!.on("data", read);
+    child.once("exit", (code) => reject(new Error(`webhooks exited (${code}): ${output}`)));
+  });
+  await listening;
+  return child;
+}
+
+async function kill(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGKILL");
+  await exited;
+}
+
+describe("the webhooks process killed mid-burst", () => {
+  let sys: TestSystem;
+  let api: Api;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let child: ChildProcess | undefined;
+  const env = () => ({
+    WEBHOOK_ALLOWED_TARGETS: `127.0.0.1:${receiver.port}`,
+    WEBHOOK_RETRY_SCHEDULE: "1,1,1",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WEBHOOK_POLL_MS: "50",
+  });
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS, ...env() });
+    api = client(sys.baseUrl);
+    // The process below takes the in-process service's place, on its port.
+    await sys.system.stopService("webhooks");
+    child = await startWebhooksProcess(sys, env());
+  }, 60_000);
+
+  afterAll(async () => {
+    await kill(child);
+    await sys?.stop();
+    await receiver?.close();
+  });
+
+  it(
+    "delivers every change of a burst of 1,000 when the process is killed (SIGKILL) in its middle",
+    async () => {
+      const { tenant, table } = await setUp(sys, api);
+      const path = `/killed-${table.tableId}`;
+      const { secret } = await createWebhook(api, tenant, table, receiver.url(path));
+      await burst(api, tenant, table, 0, BURST / 2);
+      await expect.poll(() => receiver.at(path).length, EVENTUALLY).toBeGreaterThan(0);
+      // No goodbye: whatever it held (a page being queued, attempts in flight) is left as it was.
+      await kill(child);
+      expect(delivered(receiver, path, secret).size).toBeLessThan(BURST);
+      await burst(api, tenant, table, BURST / 2, BURST / 2);
+      child = await startWebhooksProcess(sys, env());
+      await expect.poll(() => delivered(receiver, path, secret).size, EVENTUALLY).toBe(BURST);
+      expect([...delivered(receiver, path, secret)].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: BURST }, (_, i) => i),
+      );
+    },
+    SLOW,
+  );
 });
 
 describe("NATS down mid-burst", () => {
