@@ -12,6 +12,7 @@ import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service
 import type { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import type { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import type { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import Koa from "koa";
 import { ApiTokenAuthenticator } from "./auth/api-token-authenticator.js";
 import { SessionAuthenticator } from "./auth/authenticate.js";
@@ -53,6 +54,7 @@ import { RecordOperations } from "./routes/record/record-operations.js";
 import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
 import { API_VERSION, buildOpenApiDocument } from "./routing/openapi.js";
+import { webhookRoutes } from "./routes/webhook/webhook-routes.js";
 import { ROUTER_OPTIONS } from "./routing/path-pattern.js";
 import type { Route } from "./routing/route.js";
 import { callerOf, mountRoutes } from "./routing/route-pipeline.js";
@@ -78,6 +80,8 @@ export interface GatewayDeps {
   records: Client<typeof RecordsService>;
   /** Files of records: uploads, serving, signed URLs (streams through the gateway). */
   files: Client<typeof FilesService>;
+  /** Webhooks of tables (WEBHOOKS_GRPC_URL); absent, no /webhook route is served. */
+  webhooks?: Client<typeof WebhooksService>;
   /** The services /health/ready checks over grpc.health.v1. */
   healthTargets: HealthTarget[];
   /** Where request counts and rate-limit refusals go; the process's registry when absent. */
@@ -96,6 +100,7 @@ export function gatewayRoutes(
     | "catalog"
     | "records"
     | "files"
+    | "webhooks"
     | "healthTargets"
   >,
   /** One API-call quota for the record and file routes: both count as public API calls. */
@@ -144,6 +149,7 @@ export function gatewayRoutes(
       publicBaseUrl,
       uploadMaxBytes: deps.config.FILE_UPLOAD_MAX_BYTES,
     }),
+    ...(deps.webhooks ? webhookRoutes({ webhooks: deps.webhooks }) : []),
     ...healthRoutes(deps.healthTargets),
   ] satisfies Route[];
 }

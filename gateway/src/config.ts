@@ -94,6 +94,8 @@ export const gatewayEnv = z.object({
   CATALOG_GRPC_URL: z.url(),
   RECORDS_GRPC_URL: z.url(),
   FILES_GRPC_URL: z.url(),
+  /** The webhooks service; unset, the gateway serves no /webhook route. */
+  WEBHOOKS_GRPC_URL: optionalUrl,
   /**
    * The absolute ceiling of one upload, whatever the plan says (below it the plan's
    * `max_file_bytes` is the ceiling; the files service also enforces the field's `max_size`):

@@ -12,6 +12,7 @@ import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import { loadGatewayConfig } from "./config.js";
 import { startGateway } from "./start-gateway.js";
 
@@ -27,6 +28,9 @@ async function main() {
   const catalog = createServiceClient(CatalogService, config.CATALOG_GRPC_URL);
   const records = createServiceClient(RecordsService, config.RECORDS_GRPC_URL);
   const files = createServiceClient(FilesService, config.FILES_GRPC_URL);
+  const webhooks = config.WEBHOOKS_GRPC_URL
+    ? createServiceClient(WebhooksService, config.WEBHOOKS_GRPC_URL)
+    : undefined;
   const gateway = await startGateway({
     config,
     logger,
@@ -37,12 +41,14 @@ async function main() {
     catalog,
     records,
     files,
+    ...(webhooks ? { webhooks } : {}),
     healthTargets: [
       { name: "identity", url: config.IDENTITY_GRPC_URL },
       { name: "organization", url: config.ORGANIZATION_GRPC_URL },
       { name: "catalog", url: config.CATALOG_GRPC_URL },
       { name: "records", url: config.RECORDS_GRPC_URL },
       { name: "files", url: config.FILES_GRPC_URL },
+      ...(config.WEBHOOKS_GRPC_URL ? [{ name: "webhooks", url: config.WEBHOOKS_GRPC_URL }] : []),
     ],
   });
   logger.info({ port: gateway.port }, "gateway listening");

@@ -9,6 +9,7 @@ import { gatewayEnv } from "@rowbase/gateway";
 import { identityEnv } from "@rowbase/identity";
 import { organizationEnv } from "@rowbase/organization";
 import { recordsEnv } from "@rowbase/records";
+import { webhooksEnv } from "@rowbase/webhooks";
 import { Ajv } from "ajv";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { HorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
@@ -108,7 +109,15 @@ const SETUPS = [
 ];
 
 /** Every process, each run by its own Deployment in every setup. */
-const PROCESSES = ["gateway", "identity", "organization", "catalog", "records", "files"];
+const PROCESSES = [
+  "gateway",
+  "identity",
+  "organization",
+  "catalog",
+  "records",
+  "files",
+  "webhooks",
+];
 
 /**
  * The environment schema each process parses at start (its src/config.ts): a Deployment's
@@ -121,6 +130,7 @@ const ENV_SCHEMAS = {
   catalog: catalogEnv,
   records: recordsEnv,
   files: filesEnv,
+  webhooks: webhooksEnv,
 };
 type EnvSchema = (typeof ENV_SCHEMAS)[keyof typeof ENV_SCHEMAS];
 function envSchemaOf(name: string): EnvSchema {
@@ -524,14 +534,33 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         .map((peer: Manifest) => peer.podSelector.matchLabels["app.kubernetes.io/component"])
         .sort();
     expect(allowedCallers("identity")).toEqual(["gateway", "organization"]);
-    expect(allowedCallers("organization")).toEqual(["catalog", "files", "gateway", "records"]);
-    expect(allowedCallers("catalog")).toEqual(["files", "gateway", "organization", "records"]);
-    expect(allowedCallers("records")).toEqual(["catalog", "files", "gateway", "organization"]);
+    expect(allowedCallers("organization")).toEqual([
+      "catalog",
+      "files",
+      "gateway",
+      "records",
+      "webhooks",
+    ]);
+    expect(allowedCallers("catalog")).toEqual([
+      "files",
+      "gateway",
+      "organization",
+      "records",
+      "webhooks",
+    ]);
+    expect(allowedCallers("records")).toEqual([
+      "catalog",
+      "files",
+      "gateway",
+      "organization",
+      "webhooks",
+    ]);
     expect(allowedCallers("files")).toEqual(["gateway", "organization", "records"]);
+    expect(allowedCallers("webhooks")).toEqual(["gateway"]);
 
     const egressPorts = (component: string) =>
       named(manifests, "NetworkPolicy", `rowbase-${component}`)!
-        .spec.egress.flatMap((rule: Manifest) => rule.ports.map((p: Manifest) => p.port))
+        .spec.egress.flatMap((rule: Manifest) => (rule.ports ?? []).map((p: Manifest) => p.port))
         .sort();
     // The gateway has no database but publishes usage events; every service has one.
     expect(egressPorts("gateway")).not.toContain(5432);
@@ -546,6 +575,11 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     );
     expect(egressPorts("records")).toEqual(expect.arrayContaining([50052, 50053, 50055]));
     expect(egressPorts("files")).toEqual(expect.arrayContaining([50052, 50053, 50054]));
+    // Webhook receivers are anywhere: the service checks each connection's address itself.
+    const webhooksEgress = named(manifests, "NetworkPolicy", "rowbase-webhooks")!.spec.egress;
+    expect(webhooksEgress).toContainEqual({
+      to: [{ ipBlock: { cidr: "0.0.0.0/0" } }, { ipBlock: { cidr: "::/0" } }],
+    });
     // Every egress to a process goes to the pods of a process it calls, on that port.
     for (const policy of ofKind(manifests, "NetworkPolicy")) {
       for (const rule of policy.spec.egress) {
@@ -562,7 +596,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     const s3 = render("deploy/ci-values/s3.yaml");
     const s3Ports = (component: string) =>
       named(s3, "NetworkPolicy", `rowbase-${component}`)!.spec.egress.flatMap((rule: Manifest) =>
-        rule.ports.map((p: Manifest) => p.port),
+        (rule.ports ?? []).map((p: Manifest) => p.port),
       );
     expect(s3Ports("files")).toContain(9000);
     expect(s3Ports("records")).not.toContain(9000);
@@ -576,7 +610,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       "networkPolicy.enabled=true",
     ]);
     const externalPorts = named(external, "NetworkPolicy", "rowbase-catalog")!.spec.egress.flatMap(
-      (rule: Manifest) => rule.ports.map((p: Manifest) => p.port),
+      (rule: Manifest) => (rule.ports ?? []).map((p: Manifest) => p.port),
     );
     expect(externalPorts).toEqual(expect.arrayContaining([5432, 6380, 4222]));
     expect(externalPorts).not.toContain(6379);
@@ -585,7 +619,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
   it("lets mail, OpenID sign-in and traces out on the ports of their URLs, with NetworkPolicies on", () => {
     const egressPorts = (manifests: Manifest[], component: string) =>
       named(manifests, "NetworkPolicy", `rowbase-${component}`)!.spec.egress.flatMap(
-        (rule: Manifest) => rule.ports.map((p: Manifest) => p.port),
+        (rule: Manifest) => (rule.ports ?? []).map((p: Manifest) => p.port),
       );
     const given = helmTemplate(chart, "rowbase", [
       "-f",
@@ -703,7 +737,9 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         ],
       });
       expect(
-        policy.spec.egress.flatMap((rule: Manifest) => rule.ports.map((p: Manifest) => p.port)),
+        policy.spec.egress.flatMap((rule: Manifest) =>
+          (rule.ports ?? []).map((p: Manifest) => p.port),
+        ),
       ).toContain(4318);
     }
   });
@@ -1051,20 +1087,21 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       const deployment = named(s3, "Deployment", `rowbase-${process}`)!;
       const env = environmentOf(s3, deployment.spec.template.spec.containers[0]);
       const parsed = envSchemaOf(process).parse(env) as { DATABASE_POOL_MAX?: number };
-      const expected = process === "gateway" ? undefined : process === "files" ? 4 : 8;
+      const expected =
+        process === "gateway" ? undefined : process === "files" || process === "webhooks" ? 4 : 8;
       expect(parsed.DATABASE_POOL_MAX, process).toBe(expected);
     }
-    // Five services of one replica with pools of 8 hold 40, and during a rolling update each
-    // but files (ReadWriteOnce, recreated) starts a surge pod beside its replica: 72, which fits
-    // PostgreSQL's default 100 less 10 kept.
+    // Five services of one replica with pools of 8 and webhooks with 4 hold 44, and during a
+    // rolling update each but files (ReadWriteOnce, recreated) starts a surge pod beside its
+    // replica: 80, which fits PostgreSQL's default 100 less 10 kept.
     expect(run().status).toBe(0);
     const surging = run("--set", "postgresql.maxConnections=81");
     expect(surging.status).not.toBe(0);
     expect(surging.stderr).toContain(
-      "may open 72 PostgreSQL connections during a rolling update, 40 of the running pods and 32 of the surge pods",
+      "may open 80 PostgreSQL connections during a rolling update, 44 of the running pods and 36 of the surge pods",
     );
     expect(surging.stderr).toContain("identity (1+1) x 8");
-    expect(surging.stderr).toContain("files 1 x 8)");
+    expect(surging.stderr).toContain("files 1 x 8, webhooks (1+1) x 4)");
     expect(surging.stderr).toContain("more than the 71 of postgresql.maxConnections (81)");
     // (files stays at one replica: its ReadWriteOnce volume allows no more)
     const tripled = ["--set", "serviceDefaults.replicaCount=3", "--set", "files.replicaCount=1"];
@@ -1072,15 +1109,15 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(crowded.status).not.toBe(0);
     expect(crowded.stderr).toContain("postgresql.maxConnections");
     // A quarter of three replicas, rounded up as Kubernetes does: one surge pod each.
-    expect(crowded.stderr).toContain("may open 136 PostgreSQL connections");
+    expect(crowded.stderr).toContain("may open 152 PostgreSQL connections");
     expect(crowded.stderr).toContain("records (3+1) x 8");
-    expect(run(...tripled, "--set", "postgresql.maxConnections=146").status).toBe(0);
+    expect(run(...tripled, "--set", "postgresql.maxConnections=162").status).toBe(0);
     // Autoscaling counts its most replicas and their surge; smaller pools make room for them.
     const scaled = run("--set", "records.autoscaling.enabled=true");
     expect(scaled.status).not.toBe(0);
     expect(scaled.stderr).toContain("records (6+2) x 8");
     expect(
-      run("--set", "records.autoscaling.enabled=true", "--set", "records.databasePoolMax=4").status,
+      run("--set", "records.autoscaling.enabled=true", "--set", "records.databasePoolMax=3").status,
     ).toBe(0);
     // The gateway holds no PostgreSQL connection, however far it scales.
     expect(

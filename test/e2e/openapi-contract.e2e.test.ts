@@ -1079,6 +1079,47 @@ describe("/openapi.json against the routes' answers", () => {
     );
   });
 
+  it("webhooks", async () => {
+    const token = owner.token;
+    const onTable = q({ table_id: table.tableId });
+    const created = await call("POST", "/webhook/create", {
+      token,
+      query: onTable,
+      // A name on loopback: taken at create, refused when an attempt connects, so that
+      // nothing leaves the machine.
+      body: { url: "http://localhost:1/doc", events: ["record.created"] },
+    });
+    expect(created.status, created.text).toBe(200);
+    const one = q({ webhook_id: created.body.data.webhook.webhook_id });
+    const tested = await call("POST", "/webhook/test", { token, query: one });
+    expect(tested.status, tested.text).toBe(200);
+    expect(tested.body.data.delivery.error).toBe("address_forbidden");
+    const delivery = q({ delivery_id: tested.body.data.delivery.delivery_id });
+    await expectStatuses(call, [
+      ["POST", "/webhook/create", { token, query: onTable, body: { url: "ftp://x" } }, 400],
+      [
+        "POST",
+        "/webhook/create",
+        { token, query: onTable, body: { url: "http://10.0.0.1/x" } },
+        400,
+      ],
+      ["GET", "/webhook/list", { token, query: onTable }, 200],
+      ["GET", "/webhook/list", { token, query: q({ table_id: 999999 }) }, 404],
+      ["GET", "/webhook/get", { token, query: one }, 200],
+      ["POST", "/webhook/update", { token, query: one, body: { where: "(Text,eq,x)" } }, 200],
+      ["POST", "/webhook/update", { token, query: one, body: { events: [] } }, 400],
+      ["POST", "/webhook/rotate_secret", { token, query: one }, 200],
+      ["GET", "/webhook/deliveries", { token, query: { ...one, status: "failed" } }, 200],
+      ["GET", "/webhook/deliveries", { token, query: { ...one, limit: "0" } }, 400],
+      ["POST", "/webhook/redeliver", { token, query: delivery }, 200],
+      ["POST", "/webhook/redeliver", { token, query: q({ delivery_id: 999999 }) }, 404],
+      ["POST", "/webhook/test", { token, query: q({ webhook_id: 999999 }) }, 404],
+      ["POST", "/webhook/delete", { token, query: one }, 200],
+      ["GET", "/webhook/get", { token, query: one }, 404],
+      ["GET", "/webhook/list", { token: tenant.readToken, query: onTable }, 401],
+    ]);
+  });
+
   it("called every documented operation", () => {
     const documented = Object.entries(document.paths).flatMap(([path, item]) =>
       Object.keys(item)

@@ -25,6 +25,7 @@ const CONTRACT: Record<number, string[]> = {
     "already_member",
     /** An addition: a request Node's HTTP parser refuses (http/client-error.ts). */
     "malformed_request",
+    "webhook_url_forbidden",
   ],
   401: ["unauthorized", "invalid_credentials", "invalid_refresh_token"],
   403: [
@@ -41,6 +42,7 @@ const CONTRACT: Record<number, string[]> = {
     "table_limit_exceeded",
     /** An addition: a table has at most 500 fields (catalog). */
     "field_limit_exceeded",
+    "webhook_limit_exceeded",
   ],
   404: [
     "api_token_not_found",
@@ -52,6 +54,8 @@ const CONTRACT: Record<number, string[]> = {
     "table_not_found",
     "record_not_found",
     "file_not_found",
+    "webhook_not_found",
+    "delivery_not_found",
     "not_found",
   ],
   405: ["method_not_allowed"],

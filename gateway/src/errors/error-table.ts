@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   field_type_change_invalid: 400,
   field_not_file_type: 400,
   already_member: 400,
+  /** A webhook URL naming an address webhooks may not reach (webhooks service). */
+  webhook_url_forbidden: 400,
   /**
    * A request Node's HTTP parser refuses: a malformed request line, bad header characters, a
    * bad Content-Length or Transfer-Encoding (gateway/src/http/client-error.ts); an addition.
@@ -54,6 +56,8 @@ export const ERROR_STATUS = {
   /** A table has at most 500 fields (catalog); an addition. */
   field_limit_exceeded: 403,
   transfer_limit_exceeded: 403,
+  /** Past the plan's `webhooks` (webhooks service). */
+  webhook_limit_exceeded: 403,
   api_token_not_found: 404,
   database_not_found: 404,
   field_not_found: 404,
@@ -63,6 +67,8 @@ export const ERROR_STATUS = {
   table_not_found: 404,
   record_not_found: 404,
   file_not_found: 404,
+  webhook_not_found: 404,
+  delivery_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
   /** A change cursor older than the change log's retention (records); an addition. */

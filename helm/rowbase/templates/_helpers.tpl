@@ -75,7 +75,8 @@ values: these are facts of the code, not settings.
   kind     grpc (a service) or http (the gateway)
   main     the compiled entry point, relative to the image's working directory
   needs    the secrets, stores and settings it reads (fileStorage: FILES_DIR or S3_*;
-           internalJwtSecretPrevious: the services verify principals, the gateway only signs)
+           internalJwtSecretPrevious: the services verify principals, the gateway only signs;
+           webhookTargets: it connects to URLs anywhere, networkPolicy.webhookEgress)
   calls    the services whose <NAME>_GRPC_URL it gets (when they are enabled)
   requires the services it cannot start without (a required <NAME>_GRPC_URL)
   migrates whether `main migrate` applies migrations
@@ -85,7 +86,7 @@ values: these are facts of the code, not settings.
   kind: http
   main: gateway/dist/src/main.js
   needs: [redis, nats, internalJwtSecret]
-  calls: [identity, organization, catalog, records, files]
+  calls: [identity, organization, catalog, records, files, webhooks]
   requires: [identity, organization, catalog, records, files]
   migrates: false
 - name: identity
@@ -120,6 +121,13 @@ values: these are facts of the code, not settings.
   kind: grpc
   main: services/files/dist/src/main.js
   needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious, fileUrlSecret, fileStorage]
+  calls: [organization, catalog, records]
+  requires: [organization, catalog, records]
+  migrates: true
+- name: webhooks
+  kind: grpc
+  main: services/webhooks/dist/src/main.js
+  needs: [database, redis, nats, internalJwtSecret, internalJwtSecretPrevious, mail, webhookTargets]
   calls: [organization, catalog, records]
   requires: [organization, catalog, records]
   migrates: true
@@ -278,6 +286,11 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $_ := set $data "FILES_DIR" $files.storage.directory.path }}
 {{- end }}
 {{- end }}
+{{- if eq .name "webhooks" }}
+{{- with $own.allowedTargets }}{{ $_ := set $data "WEBHOOK_ALLOWED_TARGETS" . }}{{ end }}
+{{- with $own.retrySchedule }}{{ $_ := set $data "WEBHOOK_RETRY_SCHEDULE" . }}{{ end }}
+{{- $_ := set $data "WEBHOOK_TIMEOUT_MS" (toString (int $own.timeoutMs)) }}
+{{- end }}
 {{- range $c.calls }}
 {{- if (index $root.Values .).enabled }}
 {{- $_ := set $data (printf "%s_GRPC_URL" (upper .)) (include "rowbase.grpcUrl" (dict "root" $root "name" .)) }}
@@ -365,7 +378,8 @@ Call with (dict "root" $ "name" "identity").
     "fileUrlSecret" (list "FILE_URL_SECRET")
     "fileStorage" (list "S3_ACCESS_KEY_ID" "S3_SECRET_ACCESS_KEY")
     "mail" (list "SMTP_URL")
-    "oidc" (list "OIDC_CLIENT_SECRET")) .) }}
+    "oidc" (list "OIDC_CLIENT_SECRET")
+    "webhookTargets" (list)) .) }}
 {{- end }}
 {{- range $vars }}
 {{- $ref := include "rowbase.secretRef" (dict "root" $.root "component" $.name "var" .) | fromYaml }}

@@ -10,6 +10,7 @@ const USAGE = `usage: npm run admin -- set-plan <organization_id> <free|plus|bus
 Limits (required for enterprise, refused otherwise):
   --records N  --api-calls-per-month N  --file-storage-bytes N
   --transfer-bytes-per-month N  --members N  --max-file-bytes N
+Optional for enterprise (default: the business plan's): --change-streams N  --webhooks N
 
 Environment: ORGANIZATION_GRPC_URL (default http://127.0.0.1:50052) and INTERNAL_JWT_SECRET
 (default: the secret of the local installation in $DATA_DIR/secrets.json, as npm start keeps it).`;
@@ -29,10 +30,11 @@ const LIMIT_FLAGS = {
   members: "members",
   "max-file-bytes": "maxFileBytes",
   "change-streams": "changeStreams",
+  webhooks: "webhooks",
 } as const;
 
 /** Limits an enterprise command may leave out: they take `LATER_LIMIT_DEFAULTS`. */
-const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams"]);
+const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams", "webhooks"]);
 
 export interface AdminTarget {
   organizationUrl: string;
@@ -67,6 +69,7 @@ export async function runAdminCommand(args: string[], target: AdminTarget): Prom
   }
   const limits = create(PlanLimitsSchema, {
     changeStreams: LATER_LIMIT_DEFAULTS.changeStreams ?? 0n,
+    webhooks: LATER_LIMIT_DEFAULTS.webhooks ?? 0n,
   });
   for (const [flag, value] of given) {
     if (typeof value !== "string" || !/^[0-9]{1,18}$/.test(value))

@@ -71,12 +71,26 @@ export class Members {
 
   /** Every member, in the order they joined; any member may list them. */
   async list(call: UserCall, organizationId: bigint): Promise<MemberView[]> {
+    await authorize(
+      this.deps.tx.em(),
+      organizationId,
+      call.userId,
+      "read",
+      "organization_not_found",
+    );
+    return this.listOf(organizationId, call.requestId);
+  }
+
+  /**
+   * An organization's members for another service, without a role check (the webhooks service
+   * mails the owner and admins when a webhook stops); none for an organization that is gone.
+   */
+  async listOf(organizationId: bigint, requestId: string): Promise<MemberView[]> {
     const em = this.deps.tx.em();
-    await authorize(em, organizationId, call.userId, "read", "organization_not_found");
     const members = await em.find(Member, { organizationId }, { orderBy: { id: "asc" } });
     const users = await this.deps.directory.users(
       members.map((m) => m.userId),
-      call.requestId,
+      requestId,
     );
     return members.map((member) => ({
       member,

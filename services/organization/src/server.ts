@@ -4,6 +4,7 @@ import type { ConnectRouter, HandlerContext } from "@connectrpc/connect";
 import {
   requestIdOf,
   requireOperator,
+  requirePrincipal,
   requireService,
   requireUser,
   roleFromProto,
@@ -210,9 +211,11 @@ export function createRoutes({
       },
 
       async listMembers(req, ctx) {
-        return {
-          members: (await members.list(userCall(ctx), req.organizationId)).map(toMember),
-        };
+        const listed =
+          requirePrincipal(ctx).kind === "service"
+            ? await members.listOf(req.organizationId, requestIdOf(ctx))
+            : await members.list(userCall(ctx), req.organizationId);
+        return { members: listed.map(toMember) };
       },
       async updateMember(req, ctx) {
         await members.update(

@@ -72,6 +72,22 @@ describe("list", () => {
       "organization_not_found",
     );
   });
+
+  it("answers another service without a role check (webhooks mails owners and admins)", async () => {
+    const { id, owner, admin } = await team(h);
+    const service = await as({ kind: "service", service: "webhooks" });
+    const { members } = await h.org.listMembers({ organizationId: id }, service);
+    expect(
+      members.filter((m) => m.role === Role.OWNER || m.role === Role.ADMIN).map((m) => m.email),
+    ).toEqual([owner.email, admin.email]);
+    expect((await h.org.listMembers({ organizationId: 987_654_321n }, service)).members).toEqual(
+      [],
+    );
+    const token = { kind: "api_token", tokenId: 1n, organizationId: id, access: "read" } as const;
+    expect(await reasonOf(h.org.listMembers({ organizationId: id }, await as(token)))).toBe(
+      "unauthorized",
+    );
+  });
 });
 
 describe("update", () => {

@@ -19,6 +19,18 @@ export class Access {
     private readonly authorizer: Authorizer,
   ) {}
 
+  /**
+   * A table's schema for another service (a service principal), which reads any table without a
+   * role: the webhooks service follows the change logs of the tables its webhooks belong to,
+   * having authorized their creators itself.
+   */
+  async tableForService(call: Call, tableId: bigint, databaseId: bigint): Promise<TableSchema> {
+    if (call.principal.kind !== "service") throw tableNotFound();
+    const schema = await this.schemas.get(tableId, call.requestId);
+    if (databaseId !== 0n && schema.databaseId !== databaseId) throw tableNotFound();
+    return schema;
+  }
+
   async table(
     call: Call,
     tableId: bigint,

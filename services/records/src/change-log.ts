@@ -257,7 +257,10 @@ export class ChangeLog {
     params: ChangesParams,
     signal: AbortSignal,
   ): Promise<ChangesPage> {
-    const { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
+    const schema =
+      call.principal.kind === "service"
+        ? await this.deps.access.tableForService(call, table.tableId, table.databaseId)
+        : (await this.deps.access.table(call, table.tableId, table.databaseId, "read")).schema;
     const problems: ValidationItem[] = [];
     const limit = params.limit === 0 ? CHANGES_LIMIT_DEFAULT : params.limit;
     if (limit < 1 || limit > CHANGES_LIMIT_MAX) {

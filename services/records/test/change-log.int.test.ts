@@ -8,6 +8,7 @@ import {
   def,
   eventually,
   type Harness,
+  reasonOf,
   startHarness,
   type Team,
   team,
@@ -107,5 +108,24 @@ describe("the change log", () => {
     expect(after.changes).toEqual([]);
     const before = await h.records.listChanges({ tableId: table.tableId }, call);
     expect(before.changes.map((c) => c.rowId)).toEqual(made.records.map((r) => r.rowId));
+  });
+
+  it("lets another service read any table's changes, and no one outside the organization", async () => {
+    const table = await createTable(h, t.owner, t.organizationId, [def("Name", FieldType.TEXT)]);
+    const made = await h.records.createRecord(
+      { tableId: table.tableId, data: { [table.id.Name!]: "x" } },
+      await as(t.owner),
+    );
+    const service = await as({ kind: "service", service: "webhooks" });
+    const page = await h.records.listChanges({ tableId: table.tableId }, service);
+    expect(page.changes.map((c) => c.rowId)).toEqual([made.record!.rowId]);
+    expect(
+      await reasonOf(
+        h.records.listChanges({ tableId: table.tableId, databaseId: 999_999_999n }, service),
+      ),
+    ).toBe("table_not_found");
+    expect(
+      await reasonOf(h.records.listChanges({ tableId: table.tableId }, await as({ id: 424242n }))),
+    ).toBe("table_not_found");
   });
 });

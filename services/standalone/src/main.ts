@@ -37,6 +37,7 @@ async function main() {
             catalog: config.GRPC_BASE_PORT + 2,
             records: config.GRPC_BASE_PORT + 3,
             files: config.GRPC_BASE_PORT + 4,
+            webhooks: config.GRPC_BASE_PORT + 5,
           },
     logger,
   });

@@ -34,9 +34,23 @@ import {
   recordsEnv,
   startRecords,
 } from "@rowbase/records";
+import {
+  migrateWebhooks,
+  type RunningWebhooks,
+  startWebhooks,
+  type WebhooksConfig,
+  webhooksEnv,
+} from "@rowbase/webhooks";
 
 /** The services, each after those it cannot start without (records needs catalog's URL, say). */
-export const SERVICE_NAMES = ["identity", "organization", "catalog", "records", "files"] as const;
+export const SERVICE_NAMES = [
+  "identity",
+  "organization",
+  "catalog",
+  "records",
+  "files",
+  "webhooks",
+] as const;
 
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -46,6 +60,7 @@ export interface ServiceConfigs {
   catalog: CatalogConfig;
   records: RecordsConfig;
   files: FilesConfig;
+  webhooks: WebhooksConfig;
 }
 
 export interface RunningServices {
@@ -54,6 +69,7 @@ export interface RunningServices {
   catalog: RunningCatalog;
   records: RunningRecords;
   files: RunningFiles;
+  webhooks: RunningWebhooks;
 }
 
 /** How one service is configured, migrated and started, and which others it calls. */
@@ -100,6 +116,16 @@ export const SERVICES: {
     env: filesEnv,
     migrate: migrateFiles,
     start: startFiles,
+    calls: {
+      organization: "ORGANIZATION_GRPC_URL",
+      catalog: "CATALOG_GRPC_URL",
+      records: "RECORDS_GRPC_URL",
+    },
+  },
+  webhooks: {
+    env: webhooksEnv,
+    migrate: migrateWebhooks,
+    start: startWebhooks,
     calls: {
       organization: "ORGANIZATION_GRPC_URL",
       catalog: "CATALOG_GRPC_URL",

@@ -17,6 +17,7 @@ import { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
 import { IdentityService } from "@rowbase/proto/rowbase/identity/v1/identity_service_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import {
   grpcUrlsOf,
   type RunningServices,
@@ -54,6 +55,8 @@ export interface RunningSystem {
   grpcUrls: Record<ServiceName, string>;
   cache: Cache;
   bus: EventBus;
+  /** Stops one service ahead of the rest (a test of what its absence does). */
+  stopService(name: ServiceName): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -98,6 +101,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       FILE_URL_SECRET: options.fileUrlSecret,
       FILES_DIR: options.env.FILES_DIR ?? options.filesDir,
     },
+    webhooks: {},
   };
   const start = <K extends ServiceName>(name: K): Promise<RunningServices[K]> => {
     const piece = SERVICES[name];
@@ -111,8 +115,8 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
   };
 
   for (const name of SERVICE_NAMES) await SERVICES[name].migrate(options.databaseUrl);
-  const running: { stop(): Promise<void> }[] = [];
-  for (const name of SERVICE_NAMES) running.push(await start(name));
+  const running = new Map<ServiceName, { stop(): Promise<void> }>();
+  for (const name of SERVICE_NAMES) running.set(name, await start(name));
 
   const gateway = await startGateway({
     config: gatewayEnv.parse({
@@ -123,6 +127,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
       CATALOG_GRPC_URL: urls.catalog,
       RECORDS_GRPC_URL: urls.records,
       FILES_GRPC_URL: urls.files,
+      WEBHOOKS_GRPC_URL: urls.webhooks,
     }),
     logger: processLogger("gateway"),
     cache,
@@ -131,6 +136,7 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     catalog: createServiceClient(CatalogService, urls.catalog),
     records: createServiceClient(RecordsService, urls.records),
     files: createServiceClient(FilesService, urls.files),
+    webhooks: createServiceClient(WebhooksService, urls.webhooks),
     bus,
     healthTargets: SERVICE_NAMES.map((name) => ({ name, url: urls[name] })),
   });
@@ -141,9 +147,14 @@ export async function startSystem(options: SystemOptions): Promise<RunningSystem
     grpcUrls: urls,
     cache,
     bus,
+    async stopService(name) {
+      const service = running.get(name);
+      running.delete(name);
+      await service?.stop();
+    },
     async stop() {
       await gateway.close();
-      for (const service of running.reverse()) await service.stop();
+      for (const service of [...running.values()].reverse()) await service.stop();
       await bus.close();
       await cache.close();
     },

@@ -22,6 +22,7 @@ import {
 } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
 import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
+import { WebhooksService } from "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb";
 import {
   grpcUrlsOf,
   type RunningServices,
@@ -43,6 +44,7 @@ const DESCRIPTORS = {
   catalog: CatalogService,
   records: RecordsService,
   files: FilesService,
+  webhooks: WebhooksService,
 };
 
 /** One instance of a service started by a test. */
@@ -121,6 +123,7 @@ function serveOn(stack: TestStack, urls: Partial<Record<ServiceName, string>>, o
     catalog: {},
     records: {},
     files: { FILES_DIR: o.filesDir, FILE_URL_SECRET: o.fileUrlSecret },
+    webhooks: {},
   };
   return <K extends ServiceName>(name: K, env: Record<string, string> = {}) =>
     stack.serve(SERVICES[name].env, SERVICES[name].start, {
@@ -298,9 +301,13 @@ export const RELAXED_RATE_LIMITS = [
  */
 export async function startTestSystem(
   env: Record<string, string> = {},
-  options: { logs?: LogDestination } = {},
+  options: {
+    logs?: LogDestination;
+    /** A NATS server of the test's own (one it stops) instead of the shared one. */
+    natsUrl?: string;
+  } = {},
 ): Promise<TestSystem> {
-  const stack = await startTestStack("e2e");
+  const stack = await startTestStack("e2e", options.natsUrl ? { natsUrl: options.natsUrl } : {});
   const signingKeys = [await generateSigningKey()];
   const internalJwtSecret = randomBytes(32).toString("base64url");
   const fileUrlSecret = randomBytes(32).toString("base64url");

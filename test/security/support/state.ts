@@ -9,7 +9,7 @@ import { expect } from "vitest";
  * files and records; and the quota counters the gateway keeps in the shared cache.
  */
 
-const SCHEMAS = ["identity", "organization", "catalog", "records", "files"];
+const SCHEMAS = ["identity", "organization", "catalog", "records", "files", "webhooks"];
 
 /**
  * The schemas of the organizations' user tables (`org_<organization id>`), which hold the records

@@ -1291,6 +1291,9 @@ export const OrganizationService: GenService<{
     output: typeof DeclineInviteResponseSchema;
   },
   /**
+   * Also answers service principals (the webhooks service mails an organization's owner and
+   * admins when a webhook stops).
+   *
    * @generated from rpc rowbase.organization.v1.OrganizationService.ListMembers
    */
   listMembers: {

@@ -1042,7 +1042,8 @@ export const RecordsService: GenService<{
    * A table's record changes after a cursor, oldest first, in the order they committed (the
    * table's change log, kept CHANGE_RETENTION_SECONDS); any read access. A cursor that does not
    * parse or names another table fails with InvalidArgument on `after` (or the header it came
-   * from); one older than the retention with cursor_expired.
+   * from); one older than the retention with cursor_expired. A service principal (the webhooks
+   * service following its webhooks' tables) reads any table.
    *
    * @generated from rpc rowbase.records.v1.RecordsService.ListChanges
    */
