@@ -43,6 +43,7 @@ import { databaseRoutes } from "./routes/database/database-routes.js";
 import { docsPathItems, mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
 import { fileRoutes } from "./routes/file/file-routes.js";
+import { formRoutes } from "./routes/form/form-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { apiStatsRoutes } from "./routes/organization/api-stats-routes.js";
@@ -124,6 +125,7 @@ export function gatewayRoutes(
     ...databaseRoutes({ catalog: deps.catalog }),
     ...tableRoutes({ catalog: deps.catalog }),
     ...fieldRoutes({ catalog: deps.catalog }),
+    ...formRoutes({ catalog: deps.catalog }),
     ...auditRoutes({ organization: deps.organization }),
     ...recordRoutes({
       records: deps.records,

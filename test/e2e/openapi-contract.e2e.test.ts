@@ -1007,6 +1007,35 @@ describe("/openapi.json against the routes' answers", () => {
     expect(found).toEqual([]);
   });
 
+  it("forms", async () => {
+    const token = owner.token;
+    const created = await call("POST", "/form/create", {
+      token,
+      query: q({ table_id: table.tableId }),
+      body: { name: "Contact", fields: [table.fields[0]!.field_id], success_message: "Thanks" },
+    });
+    expect(created.status, created.text).toBe(200);
+    const formId = created.body.data.form.form_id as number;
+    await expectStatuses(call, [
+      ["GET", "/form/get", { token, query: q({ form_id: formId }) }, 200],
+      ["GET", "/form/list", { token, query: q({ table_id: table.tableId }) }, 200],
+      [
+        "POST",
+        "/form/update",
+        { token, query: q({ form_id: formId }), body: { active: false } },
+        200,
+      ],
+      [
+        "POST",
+        "/form/create",
+        { token, query: q({ table_id: table.tableId }), body: { name: "X", fields: [] } },
+        400,
+      ],
+      ["GET", "/form/get", { token, query: q({ form_id: 999999999 }) }, 404],
+      ["POST", "/form/delete", { token, query: q({ form_id: formId }) }, 200],
+    ]);
+  });
+
   it("audit", async () => {
     const token = owner.token;
     await expectStatus(

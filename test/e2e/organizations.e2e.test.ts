@@ -133,6 +133,7 @@ describe("organizations", () => {
           members: 3,
           max_file_bytes: 10_000_000,
           change_streams: 5,
+          forms: 3,
         },
         usage: {
           records: 0,

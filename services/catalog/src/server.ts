@@ -10,13 +10,15 @@ import {
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { Databases } from "./databases.js";
 import type { Fields } from "./fields.js";
+import type { Forms } from "./forms.js";
 import type { Tables } from "./tables.js";
-import { toDatabase, toField, toTable } from "./wire.js";
+import { toDatabase, toField, toForm, toTable } from "./wire.js";
 
 export interface CatalogServerDeps {
   databases: Databases;
   tables: Tables;
   fields: Fields;
+  forms: Forms;
 }
 
 /**
@@ -38,7 +40,7 @@ function callOf(ctx: HandlerContext): Call {
  * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema and
  * ResolveField answer other services only, GetDatabase answers them too.
  */
-export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
+export function createRoutes({ databases, tables, fields, forms }: CatalogServerDeps) {
   return (router: ConnectRouter) =>
     router.service(CatalogService, {
       async createDatabase(req, ctx) {
@@ -140,6 +142,39 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
       async resolveField(req, ctx) {
         requireService(ctx);
         return fields.home(req.fieldId);
+      },
+
+      async createForm(req, ctx) {
+        const form = await forms.create(callOf(ctx), req.tableId, {
+          name: req.name,
+          fields: req.fields,
+          required: req.required,
+          successMessage: req.successMessage,
+          redirectUrl: req.redirectUrl,
+          active: req.active,
+        });
+        return { form: toForm(form) };
+      },
+      async getForm(req, ctx) {
+        return { form: toForm(await forms.get(callOf(ctx), req.formId)) };
+      },
+      async listForms(req, ctx) {
+        return { forms: (await forms.list(callOf(ctx), req.tableId)).map(toForm) };
+      },
+      async updateForm(req, ctx) {
+        const form = await forms.update(callOf(ctx), req.formId, {
+          name: req.name,
+          fields: req.fields?.references,
+          required: req.required?.references,
+          successMessage: req.successMessage,
+          redirectUrl: req.redirectUrl,
+          active: req.active,
+        });
+        return { form: toForm(form) };
+      },
+      async deleteForm(req, ctx) {
+        await forms.delete(callOf(ctx), req.formId);
+        return {};
       },
     });
 }

@@ -26,6 +26,7 @@ const free = create(PlanLimitsSchema, {
   members: 3n,
   maxFileBytes: 10_000_000n,
   changeStreams: 5n,
+  forms: 3n,
 });
 
 const lowered = create(PlanLimitsSchema, { ...free, fileStorageBytes: 5_000n });
@@ -40,6 +41,7 @@ describe("the cached plan entry", () => {
       members: "3",
       maxFileBytes: "10000000",
       changeStreams: "5",
+      forms: "3",
     });
   });
 

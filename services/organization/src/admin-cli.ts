@@ -29,10 +29,11 @@ const LIMIT_FLAGS = {
   members: "members",
   "max-file-bytes": "maxFileBytes",
   "change-streams": "changeStreams",
+  forms: "forms",
 } as const;
 
 /** Limits an enterprise command may leave out: they take `LATER_LIMIT_DEFAULTS`. */
-const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams"]);
+const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams", "forms"]);
 
 export interface AdminTarget {
   organizationUrl: string;
@@ -67,6 +68,7 @@ export async function runAdminCommand(args: string[], target: AdminTarget): Prom
   }
   const limits = create(PlanLimitsSchema, {
     changeStreams: LATER_LIMIT_DEFAULTS.changeStreams ?? 0n,
+    forms: LATER_LIMIT_DEFAULTS.forms ?? 0n,
   });
   for (const [flag, value] of given) {
     if (typeof value !== "string" || !/^[0-9]{1,18}$/.test(value))

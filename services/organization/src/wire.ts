@@ -66,5 +66,6 @@ export function limitsFromProto(message: PlanLimitsMessage): PlanLimits {
     members: message.members,
     maxFileBytes: message.maxFileBytes,
     changeStreams: message.changeStreams,
+    forms: message.forms,
   };
 }

@@ -137,7 +137,7 @@ export const AuditEventSchema = responseData(
       type: z
         .string()
         .describe(
-          "organization, member, invite, api_token, database, table, field, record or file",
+          "organization, member, invite, api_token, database, table, field, form, record or file",
         ),
       id: id.describe("The target's id; for a file, its record's row_id"),
       field_id: id.optional().describe("For a file: its field"),

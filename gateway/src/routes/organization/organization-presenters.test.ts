@@ -145,6 +145,7 @@ describe("organization presenters", () => {
           members: 3n,
           maxFileBytes: 10_000_000n,
           changeStreams: 5n,
+          forms: 3n,
         }),
         usage: create(PlanUsageMessage, {
           records: 12n,
@@ -165,6 +166,7 @@ describe("organization presenters", () => {
         members: 3,
         max_file_bytes: 10_000_000,
         change_streams: 5,
+        forms: 3,
       },
       usage: {
         records: 12,

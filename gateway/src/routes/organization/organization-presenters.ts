@@ -73,6 +73,7 @@ function presentPlanLimits(limits: PlanLimits): z.output<typeof PlanLimitsSchema
     members: countOf(limits.members),
     max_file_bytes: countOf(limits.maxFileBytes),
     change_streams: countOf(limits.changeStreams),
+    forms: countOf(limits.forms),
   };
 }
 

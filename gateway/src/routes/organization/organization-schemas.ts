@@ -200,6 +200,7 @@ export const PlanLimitsSchema = responseData(
     members: count.describe("The owner counts as a member"),
     max_file_bytes: count,
     change_streams: count.describe("Change streams of the organization's tables open at once"),
+    forms: count.describe("Forms across the organization's tables"),
   }),
 );
 

@@ -11,9 +11,12 @@ describe("plans", () => {
       members: 3n,
       maxFileBytes: 10_000_000n,
       changeStreams: 5n,
+      forms: 3n,
     });
     expect(FIXED_PLAN_LIMITS.plus.changeStreams).toBe(25n);
     expect(FIXED_PLAN_LIMITS.business.changeStreams).toBe(100n);
+    expect(FIXED_PLAN_LIMITS.plus.forms).toBe(20n);
+    expect(FIXED_PLAN_LIMITS.business.forms).toBe(100n);
     expect(FIXED_PLAN_LIMITS.plus.fileStorageBytes).toBe(5_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.transferBytesPerMonth).toBe(250_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.members).toBe(30n);
@@ -28,6 +31,8 @@ describe("plans", () => {
     // Limits stored before change_streams existed take the business plan's.
     const { change_streams: _, ...older } = stored;
     expect(limitsOf("enterprise", older).changeStreams).toBe(100n);
+    const { forms: __, ...beforeForms } = stored;
+    expect(limitsOf("enterprise", beforeForms).forms).toBe(100n);
     expect(enterpriseLimitProblems({ ...limits, members: 0n, records: -1n })).toEqual([
       { key: "records", message: expect.any(String) },
       { key: "members", message: "must be at least 1" },

@@ -10,6 +10,7 @@ export const LIMIT_KEYS = [
   "members",
   "maxFileBytes",
   "changeStreams",
+  "forms",
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
@@ -29,6 +30,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     members: 3n,
     maxFileBytes: 10n * MB,
     changeStreams: 5n,
+    forms: 3n,
   },
   plus: {
     records: 50_000n,
@@ -38,6 +40,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     members: 10n,
     maxFileBytes: 100n * MB,
     changeStreams: 25n,
+    forms: 20n,
   },
   business: {
     records: 1_000_000n,
@@ -47,6 +50,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     members: 30n,
     maxFileBytes: 1n * GB,
     changeStreams: 100n,
+    forms: 100n,
   },
 };
 
@@ -57,6 +61,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
  */
 export const LATER_LIMIT_DEFAULTS: Partial<Record<LimitKey, bigint>> = {
   changeStreams: FIXED_PLAN_LIMITS.business.changeStreams,
+  forms: FIXED_PLAN_LIMITS.business.forms,
 };
 
 /** Organizations one user may own at a time. */
@@ -71,6 +76,7 @@ export const LIMIT_NAMES: Record<LimitKey, string> = {
   members: "members",
   maxFileBytes: "max_file_bytes",
   changeStreams: "change_streams",
+  forms: "forms",
 };
 
 /** Enterprise limits as stored in `organizations.enterprise_limits`: JSON numbers by name. */
