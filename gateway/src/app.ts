@@ -44,6 +44,7 @@ import { docsPathItems, mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
 import { fileRoutes } from "./routes/file/file-routes.js";
 import { formRoutes } from "./routes/form/form-routes.js";
+import { publicFormRoutes } from "./routes/form/public-form-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { apiStatsRoutes } from "./routes/organization/api-stats-routes.js";
@@ -87,6 +88,7 @@ export function gatewayRoutes(
   deps: Pick<
     GatewayDeps,
     | "config"
+    | "logger"
     | "cache"
     | "bus"
     | "identity"
@@ -126,6 +128,12 @@ export function gatewayRoutes(
     ...tableRoutes({ catalog: deps.catalog }),
     ...fieldRoutes({ catalog: deps.catalog }),
     ...formRoutes({ catalog: deps.catalog }),
+    ...publicFormRoutes({
+      catalog: deps.catalog,
+      records: deps.records,
+      internalSecret: deps.config.INTERNAL_JWT_SECRET,
+      logger: deps.logger,
+    }),
     ...auditRoutes({ organization: deps.organization }),
     ...recordRoutes({
       records: deps.records,

@@ -1032,6 +1032,26 @@ describe("/openapi.json against the routes' answers", () => {
         400,
       ],
       ["GET", "/form/get", { token, query: q({ form_id: 999999999 }) }, 404],
+    ]);
+    const key = created.body.data.form.form_key as string;
+    await api("POST", "/form/update", {
+      token,
+      query: q({ form_id: formId }),
+      body: { active: true },
+    });
+    const path = { form_key: key };
+    await expectStatuses(call, [
+      ["GET", "/forms/{form_key}/schema", { path }, 200],
+      ["POST", "/forms/{form_key}/submit", { path, body: { data: {} } }, 200],
+      ["POST", "/forms/{form_key}/submit", { path, body: { data: { Nope: 1 } } }, 400],
+      ["GET", "/forms/{form_key}/schema", { path: { form_key: "unknown" } }, 404],
+    ]);
+    // The page is HTML, not JSON.
+    const page = await api("GET", `/forms/${key}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    called.add("GET /forms/{form_key}");
+    await expectStatuses(call, [
       ["POST", "/form/delete", { token, query: q({ form_id: formId }) }, 200],
     ]);
   });

@@ -3,8 +3,13 @@ import { type Call, changesBetween, type JsonValue, valuesRemoved, valuesSet } f
 import { type Access, notFound, scopeOf, type TableAccess } from "./access.js";
 import type { Transactions } from "./change-set.js";
 import { countUnderLock } from "./db/constraints.js";
-import { Database, Field, Form, type FormRow, Table } from "./db/entities.js";
-import { checkFormInput, type FormInput, newFormKey } from "./domain/form-definition.js";
+import { Database, Field, type FieldRow, Form, type FormRow, Table } from "./db/entities.js";
+import {
+  checkFormInput,
+  type FormInput,
+  formAllowsType,
+  newFormKey,
+} from "./domain/form-definition.js";
 import { formLimitExceeded } from "./errors.js";
 
 /** How many forms an organization's plan allows (organization's GetPlan, through the cache). */
@@ -143,6 +148,31 @@ export class Forms {
         valuesRemoved(formValues(form)),
       );
     });
+  }
+
+  /**
+   * An active form by its key with the fields it shows, in its order, for the public routes
+   * (no role check: the caller is the gateway). Fields whose type changed to one a form cannot
+   * hold are left out. Unknown or inactive: form_not_found.
+   */
+  async publicForm(formKey: string): Promise<{ form: FormRow; fields: FieldRow[] }> {
+    const em = this.deps.tx.em();
+    const form = await em.findOne(Form, { formKey });
+    if (!form?.active) throw notFound("form_not_found");
+    const byId = new Map(
+      (await candidatesOf(em, form.tableId)).map((field) => [Number(field.id), field]),
+    );
+    const fields = form.fields
+      .map((id) => byId.get(id))
+      .filter((field): field is FieldRow => field !== undefined && formAllowsType(field.type));
+    return { form, fields };
+  }
+
+  /** Counts one record submitted through the form; a form deleted meanwhile is no error. */
+  async countSubmission(formId: bigint): Promise<void> {
+    await this.deps.tx
+      .em()
+      .execute("update forms set submissions = submissions + 1 where id = ?", [formId]);
   }
 
   /**

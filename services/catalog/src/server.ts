@@ -176,5 +176,15 @@ export function createRoutes({ databases, tables, fields, forms }: CatalogServer
         await forms.delete(callOf(ctx), req.formId);
         return {};
       },
+      async getPublicForm(req, ctx) {
+        requireService(ctx);
+        const { form, fields } = await forms.publicForm(req.formKey);
+        return { form: toForm(form), fields: fields.map(toField) };
+      },
+      async countFormSubmission(req, ctx) {
+        requireService(ctx);
+        await forms.countSubmission(req.formId);
+        return {};
+      },
     });
 }

@@ -81,6 +81,7 @@ export async function startHarness(
     "AuditLogAndUsage",
     "PlanVersion",
     "AuditCounts",
+    "FormActor",
   ]);
   const { service, config } = services.service("organization");
   return {

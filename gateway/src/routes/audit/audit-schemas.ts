@@ -10,7 +10,7 @@ export const AUDIT_OFFSET_MAX = 2_147_483_647;
 /** Actions are `<target type>.<verb>`; anything longer cannot be one. */
 export const AUDIT_ACTION_MAX_LENGTH = 100;
 
-export const AUDIT_ACTOR_TYPES = ["user", "api_token", "system"] as const;
+export const AUDIT_ACTOR_TYPES = ["user", "api_token", "system", "form"] as const;
 export type AuditActorTypeName = (typeof AUDIT_ACTOR_TYPES)[number];
 
 /** The query parameters that each name a scope; exactly one is given. */

@@ -2,6 +2,7 @@ import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditCounts } from "./audit-counts.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
+import { FormActor } from "./form-actor.js";
 import { PlanVersion } from "./plan-version.js";
 
 /**
@@ -132,4 +133,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion, AuditCounts];
+export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion, AuditCounts, FormActor];
