@@ -1,15 +1,11 @@
 import { type EntityManager, LockMode } from "@mikro-orm/postgresql";
 import { type Call, changesBetween, type JsonValue, valuesRemoved, valuesSet } from "@rowbase/kit";
+import { formAllowsType } from "@rowbase/kit/field-types";
 import { type Access, notFound, scopeOf, type TableAccess } from "./access.js";
 import type { Transactions } from "./change-set.js";
 import { countUnderLock } from "./db/constraints.js";
 import { Database, Field, type FieldRow, Form, type FormRow, Table } from "./db/entities.js";
-import {
-  checkFormInput,
-  type FormInput,
-  formAllowsType,
-  newFormKey,
-} from "./domain/form-definition.js";
+import { checkFormInput, type FormInput, newFormKey } from "./domain/form-definition.js";
 import { formLimitExceeded } from "./errors.js";
 
 /** How many forms an organization's plan allows (organization's GetPlan, through the cache). */

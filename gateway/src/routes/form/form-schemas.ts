@@ -1,19 +1,18 @@
-import { DESCRIPTION_MAX_LENGTH } from "@rowbase/kit/field-types";
+import {
+  DESCRIPTION_MAX_LENGTH,
+  MAX_FORM_FIELDS,
+  MAX_REDIRECT_URL_LENGTH,
+  redirectUrlProblem,
+} from "@rowbase/kit/field-types";
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
-import { description, name, queryId } from "../../validation/fields.js";
+import { description, name, queryId, refusing } from "../../validation/fields.js";
 
 /** Query parameters of the /form routes. */
 
 export const FormTableQuery = z.strictObject({ table_id: queryId.describe("The form's table") });
 
 export const FormIdQuery = z.strictObject({ form_id: queryId.describe("The form") });
-
-/** The most fields one form shows. */
-export const MAX_FORM_FIELDS = 100;
-
-/** The longest `redirect_url`. */
-export const MAX_REDIRECT_URL_LENGTH = 2_048;
 
 /** A field reference in a form's body: its id (a number or digits) or its name. */
 const fieldReference = z
@@ -40,7 +39,9 @@ const formKeys = {
   ),
   redirect_url: z
     .string()
-    .max(MAX_REDIRECT_URL_LENGTH, `must be at most ${MAX_REDIRECT_URL_LENGTH} characters`)
+    .trim()
+    .superRefine(refusing(redirectUrlProblem))
+    .meta({ maxLength: MAX_REDIRECT_URL_LENGTH })
     .describe(
       "Where the page sends the browser after a submission (303) instead of the thank-you page: " +
         "an absolute https URL (http only on localhost). An empty string clears it.",

@@ -4,16 +4,12 @@ import {
   descriptionProblem,
   type FieldTypeName,
   foldName,
-  isReadOnlyType,
+  formAllowsType,
+  MAX_FORM_FIELDS,
   nameProblem,
+  redirectUrlProblem,
 } from "@rowbase/kit/field-types";
 import { formFieldNotAllowed } from "../errors.js";
-
-/** The most fields one form shows. */
-export const MAX_FORM_FIELDS = 100;
-
-/** The longest `redirect_url`. */
-export const MAX_REDIRECT_URL_LENGTH = 2_048;
 
 /**
  * A new form key: 128 random bits as base64url, 22 characters that need no escaping in a URL.
@@ -21,36 +17,6 @@ export const MAX_REDIRECT_URL_LENGTH = 2_048;
  */
 export function newFormKey(): string {
   return randomBytes(16).toString("base64url");
-}
-
-/** A form key as logs show it: its first 6 characters, enough to tell forms apart. */
-export function shortFormKey(key: string): string {
-  return `${key.slice(0, 6)}…`;
-}
-
-/** Whether a field of this type may be in a form: not read-only, and not a file. */
-export function formAllowsType(type: FieldTypeName): boolean {
-  return !isReadOnlyType(type) && type !== "file";
-}
-
-const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/**
- * What is wrong with a redirect address: it must be absolute `https`, or `http` on the local
- * machine (for development), at most MAX_REDIRECT_URL_LENGTH characters, without credentials.
- */
-export function redirectUrlProblem(raw: string): string | undefined {
-  if (raw.length > MAX_REDIRECT_URL_LENGTH) {
-    return `must be at most ${MAX_REDIRECT_URL_LENGTH} characters`;
-  }
-  if (!URL.canParse(raw)) return "must be an absolute URL";
-  const url = new URL(raw);
-  const local = LOCAL_HOSTS.has(url.hostname);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && local)) {
-    return "must be https (or http on localhost)";
-  }
-  if (url.username || url.password) return "must not carry a user name or password";
-  return undefined;
 }
 
 /** A field of the table, as form references resolve against it. */
@@ -182,7 +148,7 @@ export function checkFormInput(
   }
   if (input.redirectUrl !== undefined) {
     const url = input.redirectUrl.trim();
-    const problem = url === "" ? undefined : redirectUrlProblem(url);
+    const problem = redirectUrlProblem(url);
     if (problem) items.push({ key: "redirect_url", message: problem, source: "body" });
     checked.redirectUrl = url;
   }
