@@ -274,20 +274,21 @@ describe("submitting", () => {
     expectValidation(await submitJson(api, form.form_key, { Text: "x" }), [
       { key: "data.Email", source: "body" },
     ]);
-    expectValidation(await submitHtml(api, form.form_key, [[table.id("Email"), " "]]), [
-      { key: "data.Email", source: "body" },
-    ]);
+    // From the page, the refusal is a page that names the field to correct.
+    const blank = await submitHtml(api, form.form_key, [[table.id("Email"), " "]]);
+    expect(blank.status).toBe(400);
+    expect(blank.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(blank.text).toContain("<li>Email: is required</li>");
     // Values of the wrong type, as the record routes refuse them.
     expectValidation(await submitJson(api, form.form_key, { ...ok, Number: "many" }), [
       { key: table.id("Number"), source: "body" },
     ]);
-    expectValidation(
-      await submitHtml(api, form.form_key, [
-        [table.id("Email"), "a@example.com"],
-        [table.id("Number"), "many"],
-      ]),
-      [{ key: table.id("Number"), source: "body" }],
-    );
+    const wrong = await submitHtml(api, form.form_key, [
+      [table.id("Email"), "a@example.com"],
+      [table.id("Number"), "many"],
+    ]);
+    expect(wrong.status).toBe(400);
+    expect(wrong.text).toMatch(/<li>Number: [^<]+<\/li>/);
     expectValidation(await submitJson(api, form.form_key, { Email: "not an address" }), [
       { key: table.id("Email"), source: "body" },
     ]);
@@ -354,6 +355,9 @@ describe("submitting", () => {
       403,
       "record_limit_exceeded",
     );
+    const page = await submitHtml(api, form.form_key, [[table.id("Email"), "d@example.com"]]);
+    expect(page.status).toBe(403);
+    expect(page.text).toContain("cannot take answers right now");
     expect(await total(tenant, table)).toBe(2);
   });
 });

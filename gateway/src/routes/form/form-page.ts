@@ -218,6 +218,28 @@ export function thankYouPage(ctx: GatewayContext, form: PageForm): void {
   sendPage(ctx, 200, form.name, body);
 }
 
+/**
+ * The answer to the page's post when it is refused (a value that does not fit, the plan's
+ * record limit): what to correct, by field name, and the way back, which keeps the answers.
+ */
+export function refusedPage(
+  ctx: GatewayContext,
+  form: PageForm,
+  status: number,
+  problems: string[],
+): void {
+  const list = problems.length
+    ? `<ul>${problems.map((problem) => `<li>${escapeHtml(problem)}</li>`).join("")}</ul>`
+    : "";
+  const body = `<div class="card" role="alert">
+<h1>${escapeHtml(form.name)}</h1>
+<p>${status === 400 ? "Some answers need a correction:" : "This form cannot take answers right now. Please try again later."}</p>
+${list}
+<p class="hint">Use your browser's back button to return to the form with your answers.</p>
+</div>`;
+  sendPage(ctx, status, form.name, body);
+}
+
 /** The page's answer to a key of no active form. */
 export function notFoundPage(ctx: GatewayContext): void {
   const body = `<div class="card done">

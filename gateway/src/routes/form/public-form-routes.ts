@@ -4,12 +4,13 @@ import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_s
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { z } from "zod";
 import { RPC_TIMEOUT_MS } from "../../auth/downstream-call.js";
+import { httpErrorOf } from "../../errors/error-table.js";
 import type { GatewayContext } from "../../gateway-context.js";
 import { URL_ENCODED } from "../../http/json-body.js";
 import { idOf, required } from "../../presentation/wire-values.js";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { Answered, defineRoute, type Route } from "../../routing/route.js";
-import { formPage, notFoundPage, thankYouPage } from "./form-page.js";
+import { formPage, notFoundPage, refusedPage, thankYouPage } from "./form-page.js";
 import { checkSubmission, type FormField, formFieldsOf } from "./form-submission.js";
 
 export interface PublicFormRoutesDeps {
@@ -201,33 +202,14 @@ export function publicFormRoutes(deps: PublicFormRoutesDeps): Route[] {
         const { requestId } = ctx.state;
         const form = await publicForm(deps, params.form_key, requestId);
         const html = fromPage(ctx);
-        const submission = checkSubmission(form.fields, body.data, html);
-        if (!submission.bot) {
-          await deps.records.createRecord(
-            { tableId: form.tableId, dataJson: JSON.stringify(submission.data) },
-            {
-              ...(await callAs(
-                deps.internalSecret,
-                {
-                  kind: "form",
-                  formId: form.formId,
-                  organizationId: form.organizationId,
-                  tableId: form.tableId,
-                },
-                requestId,
-              )),
-              timeoutMs: RPC_TIMEOUT_MS,
-            },
-          );
-          // The record is in: a count that fails to be kept is logged, not the submitter's error.
-          await deps.catalog
-            .countFormSubmission(
-              { formId: form.formId },
-              await callAs(deps.internalSecret, { kind: "service", service: "gateway" }, requestId),
-            )
-            .catch((error: unknown) =>
-              deps.logger.warn({ err: error, form_id: String(form.formId) }, "form count failed"),
-            );
+        try {
+          await submit(form, body.data, html, requestId);
+        } catch (error) {
+          // A person on the page reads what to correct on a page, not in JSON.
+          const refused = html ? refusalOf(error, ctx, form.fields) : undefined;
+          if (!refused) throw error;
+          refusedPage(ctx, form, refused.status, refused.problems);
+          return new Answered();
         }
         if (!html) return { submitted: true as const };
         if (form.redirectUrl) {
@@ -241,4 +223,67 @@ export function publicFormRoutes(deps: PublicFormRoutesDeps): Route[] {
       },
     }),
   ];
+
+  /** Checks a submission and writes its record as the form; a bot's is dropped. */
+  async function submit(
+    form: PublicForm,
+    data: Record<string, unknown>,
+    html: boolean,
+    requestId: string,
+  ): Promise<void> {
+    const submission = checkSubmission(form.fields, data, html);
+    if (!submission.bot) {
+      await deps.records.createRecord(
+        { tableId: form.tableId, dataJson: JSON.stringify(submission.data) },
+        {
+          ...(await callAs(
+            deps.internalSecret,
+            {
+              kind: "form",
+              formId: form.formId,
+              organizationId: form.organizationId,
+              tableId: form.tableId,
+            },
+            requestId,
+          )),
+          timeoutMs: RPC_TIMEOUT_MS,
+        },
+      );
+      // The record is in: a count that fails to be kept is logged, not the submitter's error.
+      await deps.catalog
+        .countFormSubmission(
+          { formId: form.formId },
+          await callAs(deps.internalSecret, { kind: "service", service: "gateway" }, requestId),
+        )
+        .catch((error: unknown) =>
+          deps.logger.warn({ err: error, form_id: String(form.formId) }, "form count failed"),
+        );
+    }
+  }
+}
+
+/**
+ * A refusal of the page's post as the page shows it: its status, and each problem with the
+ * field's name. Only the client's refusals (4xx); anything else goes to the error middleware.
+ */
+function refusalOf(
+  error: unknown,
+  ctx: GatewayContext,
+  fields: readonly FormField[],
+): { status: number; problems: string[] } | undefined {
+  const { status, body } = httpErrorOf(error, {
+    method: ctx.method,
+    path: ctx.path,
+    requestId: ctx.state.requestId,
+  });
+  if (status !== 400 && status !== 403) return undefined;
+  const items = "extra" in body ? body.extra : [];
+  const nameOf = (key: string) => {
+    const reference = key.replace(/^data\./, "");
+    return fields.find((field) => field.id.toString() === reference)?.name ?? reference;
+  };
+  return {
+    status,
+    problems: items.map((item) => `${nameOf(item.key)}: ${item.message}`),
+  };
 }
