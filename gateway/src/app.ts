@@ -46,6 +46,8 @@ import { databaseRoutes } from "./routes/database/database-routes.js";
 import { docsPathItems, mountDocsRoutes } from "./routes/docs/docs-routes.js";
 import { fieldRoutes } from "./routes/field/field-routes.js";
 import { fileRoutes } from "./routes/file/file-routes.js";
+import { formRoutes } from "./routes/form/form-routes.js";
+import { publicFormRoutes } from "./routes/form/public-form-routes.js";
 import { type HealthTarget, healthRoutes } from "./routes/health/health-routes.js";
 import { oauthRoutes } from "./routes/oauth/oauth-routes.js";
 import { apiStatsRoutes } from "./routes/organization/api-stats-routes.js";
@@ -53,8 +55,8 @@ import { organizationRoutes } from "./routes/organization/organization-routes.js
 import { RecordOperations } from "./routes/record/record-operations.js";
 import { recordRoutes } from "./routes/record/record-routes.js";
 import { tableRoutes } from "./routes/table/table-routes.js";
-import { API_VERSION, buildOpenApiDocument } from "./routing/openapi.js";
 import { webhookRoutes } from "./routes/webhook/webhook-routes.js";
+import { API_VERSION, buildOpenApiDocument } from "./routing/openapi.js";
 import { ROUTER_OPTIONS } from "./routing/path-pattern.js";
 import type { Route } from "./routing/route.js";
 import { callerOf, mountRoutes } from "./routing/route-pipeline.js";
@@ -93,6 +95,7 @@ export function gatewayRoutes(
   deps: Pick<
     GatewayDeps,
     | "config"
+    | "logger"
     | "cache"
     | "bus"
     | "identity"
@@ -125,6 +128,13 @@ export function gatewayRoutes(
     ...databaseRoutes({ catalog: deps.catalog }),
     ...tableRoutes({ catalog: deps.catalog }),
     ...fieldRoutes({ catalog: deps.catalog }),
+    ...formRoutes({ catalog: deps.catalog }),
+    ...publicFormRoutes({
+      catalog: deps.catalog,
+      records: deps.records,
+      internalSecret: deps.config.INTERNAL_JWT_SECRET,
+      logger: deps.logger,
+    }),
     ...auditRoutes({ organization: deps.organization }),
     ...recordRoutes({
       records: deps.records,

@@ -1053,6 +1053,55 @@ describe("/openapi.json against the routes' answers", () => {
     expect(found).toEqual([]);
   });
 
+  it("forms", async () => {
+    const token = owner.token;
+    const created = await call("POST", "/form/create", {
+      token,
+      query: q({ table_id: table.tableId }),
+      body: { name: "Contact", fields: [table.fields[0]!.field_id], success_message: "Thanks" },
+    });
+    expect(created.status, created.text).toBe(200);
+    const formId = created.body.data.form.form_id as number;
+    await expectStatuses(call, [
+      ["GET", "/form/get", { token, query: q({ form_id: formId }) }, 200],
+      ["GET", "/form/list", { token, query: q({ table_id: table.tableId }) }, 200],
+      [
+        "POST",
+        "/form/update",
+        { token, query: q({ form_id: formId }), body: { active: false } },
+        200,
+      ],
+      [
+        "POST",
+        "/form/create",
+        { token, query: q({ table_id: table.tableId }), body: { name: "X", fields: [] } },
+        400,
+      ],
+      ["GET", "/form/get", { token, query: q({ form_id: 999999999 }) }, 404],
+    ]);
+    const key = created.body.data.form.form_key as string;
+    await api("POST", "/form/update", {
+      token,
+      query: q({ form_id: formId }),
+      body: { active: true },
+    });
+    const path = { form_key: key };
+    await expectStatuses(call, [
+      ["GET", "/forms/{form_key}/schema", { path }, 200],
+      ["POST", "/forms/{form_key}/submit", { path, body: { data: {} } }, 200],
+      ["POST", "/forms/{form_key}/submit", { path, body: { data: { Nope: 1 } } }, 400],
+      ["GET", "/forms/{form_key}/schema", { path: { form_key: "unknown" } }, 404],
+    ]);
+    // The page is HTML, not JSON.
+    const page = await api("GET", `/forms/${key}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    called.add("GET /forms/{form_key}");
+    await expectStatuses(call, [
+      ["POST", "/form/delete", { token, query: q({ form_id: formId }) }, 200],
+    ]);
+  });
+
   it("audit", async () => {
     const token = owner.token;
     await expectStatus(

@@ -52,6 +52,7 @@ describe("plan changes by an operator", () => {
       max_file_bytes: 1_000_000_000,
       change_streams: 100,
       webhooks: 100,
+      forms: 100,
     });
 
     await runAdminCommand(
@@ -75,7 +76,13 @@ describe("plan changes by an operator", () => {
     expect(enterprise.body.data).toMatchObject({
       plan: "enterprise",
       // A limit the command leaves out takes the business plan's.
-      limits: { records: 5_000_000, members: 500, change_streams: 100, webhooks: 100 },
+      limits: {
+        records: 5_000_000,
+        members: 500,
+        change_streams: 100,
+        webhooks: 100,
+        forms: 100,
+      },
     });
 
     await expect(

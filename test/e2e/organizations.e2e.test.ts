@@ -134,6 +134,7 @@ describe("organizations", () => {
           max_file_bytes: 10_000_000,
           change_streams: 5,
           webhooks: 5,
+          forms: 3,
         },
         usage: {
           records: 0,

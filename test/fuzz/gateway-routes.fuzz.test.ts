@@ -38,6 +38,7 @@ const FAMILIES: { name: string; runs: number; match: (op: Operation) => boolean 
   { name: "databases", runs: 50, match: (op) => op.path.startsWith("/database/") },
   { name: "tables", runs: 50, match: (op) => op.path.startsWith("/table/") },
   { name: "fields", runs: 60, match: (op) => op.path.startsWith("/field/") },
+  { name: "forms", runs: 60, match: (op) => /^\/forms?\//.test(op.path) },
   { name: "audit", runs: 80, match: (op) => op.path.startsWith("/audit/") },
   { name: "records (v1)", runs: 100, match: (op) => op.path.startsWith("/public/v1/") },
   { name: "records (query form)", runs: 100, match: (op) => op.path.startsWith("/public/record/") },

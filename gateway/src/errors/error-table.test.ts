@@ -23,6 +23,7 @@ const CONTRACT: Record<number, string[]> = {
     "field_type_change_invalid",
     "field_not_file_type",
     "already_member",
+    "form_field_not_allowed",
     /** An addition: a request Node's HTTP parser refuses (http/client-error.ts). */
     "malformed_request",
     "webhook_url_forbidden",
@@ -36,6 +37,7 @@ const CONTRACT: Record<number, string[]> = {
     "storage_limit_exceeded",
     "member_limit_exceeded",
     "transfer_limit_exceeded",
+    "form_limit_exceeded",
     /** An addition: an organization holds at most 1000 databases (catalog). */
     "database_limit_exceeded",
     /** An addition: a database holds at most 1000 tables (catalog). */
@@ -56,6 +58,7 @@ const CONTRACT: Record<number, string[]> = {
     "file_not_found",
     "webhook_not_found",
     "delivery_not_found",
+    "form_not_found",
     "not_found",
   ],
   405: ["method_not_allowed"],

@@ -32,6 +32,7 @@ export const ERROR_STATUS = {
   invalid_field_options: 400,
   field_type_change_invalid: 400,
   field_not_file_type: 400,
+  form_field_not_allowed: 400,
   already_member: 400,
   /** A webhook URL naming an address webhooks may not reach (webhooks service). */
   webhook_url_forbidden: 400,
@@ -47,6 +48,7 @@ export const ERROR_STATUS = {
   organization_forbidden: 403,
   token_read_only: 403,
   record_limit_exceeded: 403,
+  form_limit_exceeded: 403,
   storage_limit_exceeded: 403,
   member_limit_exceeded: 403,
   /** An organization holds at most 1000 databases (catalog); an addition. */
@@ -61,6 +63,7 @@ export const ERROR_STATUS = {
   api_token_not_found: 404,
   database_not_found: 404,
   field_not_found: 404,
+  form_not_found: 404,
   organization_not_found: 404,
   invite_not_found: 404,
   member_not_found: 404,

@@ -85,6 +85,35 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
   if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
     return { problem: ValidationFailed.of("header", "content-type", "charset must be utf-8") };
   }
+  return readUtf8Body(ctx);
+}
+
+/** An HTML form's post. */
+export const URL_ENCODED = "application/x-www-form-urlencoded";
+
+/**
+ * Reads an `application/x-www-form-urlencoded` body (an HTML form's post, always UTF-8 from a
+ * page that says so) as the JSON text of an object holding its pairs under `key`: a name sent
+ * once is a string, a name sent again an array of its values in order. The result is then
+ * validated as a JSON body is, with the same limits.
+ */
+export async function receiveUrlEncodedBody(ctx: Context, key: string): Promise<ReceivedBody> {
+  const received = await readUtf8Body(ctx);
+  if (!received || !("text" in received)) return received;
+  const pairs = new Map<string, string | string[]>();
+  for (const [name, value] of new URLSearchParams(received.text)) {
+    const held = pairs.get(name);
+    pairs.set(
+      name,
+      held === undefined ? value : Array.isArray(held) ? [...held, value] : [held, value],
+    );
+  }
+  // fromEntries defines own properties: a "__proto__" name stays a key, refused as in JSON.
+  return { text: JSON.stringify({ [key]: Object.fromEntries(pairs) }) };
+}
+
+/** The request body as UTF-8 text, within JSON_BODY_LIMIT_BYTES, or why it cannot be read. */
+async function readUtf8Body(ctx: Context): Promise<ReceivedBody> {
   // As bytes: decoded leniently, bytes that are not UTF-8 would become U+FFFD and be stored
   // as a text the client never sent (RFC 8259 8.1: JSON is UTF-8).
   const reading = coBody.text(ctx, {

@@ -10,4 +10,11 @@ describe("loggablePath", () => {
       "/public/v1/databases/1/tables/2/records/3",
     );
   });
+
+  it("shortens a public form's key to its first six characters", () => {
+    const key = "AbCdEf0123456789_-xyzQ";
+    expect(loggablePath(`/forms/${key}`)).toBe("/forms/AbCdEf…");
+    expect(loggablePath(`/forms/${key}/submit`)).toBe("/forms/AbCdEf…/submit");
+    expect(loggablePath("/form/list")).toBe("/form/list");
+  });
 });

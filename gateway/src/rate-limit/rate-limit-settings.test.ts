@@ -31,6 +31,9 @@ describe("parseRateLimits", () => {
         "records_token",
         // The addition: record routes called with a member's session, per user.
         "records_user",
+        "form_submit_ip",
+        // An addition: submissions to one form, whatever their IP.
+        "form_submit_form",
       ].sort(),
     );
   });

@@ -4,7 +4,7 @@
  */
 
 /** What a limit counts per: the client IP, the e-mail in the body, the user, the API token. */
-export type RateLimitKeyKind = "ip" | "email" | "user" | "token";
+export type RateLimitKeyKind = "ip" | "email" | "user" | "token" | "form";
 
 /** Every limit name an operator may set; the suffix says what it is keyed by. */
 export const RATE_LIMIT_KEYS = {
@@ -30,6 +30,10 @@ export const RATE_LIMIT_KEYS = {
   records_token: "token",
   /** Record routes called with a member's session, per user, as `records_token` per token. */
   records_user: "user",
+  /** Submissions to the public forms per client IP. */
+  form_submit_ip: "ip",
+  /** Submissions to one public form (by its key), whatever their IP. */
+  form_submit_form: "form",
 } as const satisfies Record<string, RateLimitKeyKind>;
 
 export type RateLimitName = keyof typeof RATE_LIMIT_KEYS;
@@ -64,6 +68,8 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   org_write_user: { points: 30, seconds: 60 },
   records_token: { points: 40, seconds: 2 },
   records_user: { points: 40, seconds: 2 },
+  form_submit_ip: { points: 10, seconds: 60 },
+  form_submit_form: { points: 600, seconds: 60 },
 };
 
 export type RateLimitParseResult =

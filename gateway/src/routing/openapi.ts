@@ -113,7 +113,25 @@ function operationOf(route: Route): Record<string, unknown> {
     security: SECURITY[route.auth],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body
-      ? { requestBody: { required: true, content: json(schemaOf(route.body, "input")) } }
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              ...json(schemaOf(route.body, "input")),
+              ...(route.urlEncodedAs
+                ? {
+                    "application/x-www-form-urlencoded": {
+                      schema: {
+                        type: "object",
+                        description: `An HTML form's fields, read as the JSON body's \`${route.urlEncodedAs}\``,
+                        additionalProperties: true,
+                      },
+                    },
+                  }
+                : {}),
+            },
+          },
+        }
       : route.multipartFile
         ? { requestBody: multipartBody(route.multipartFile) }
         : {}),
@@ -128,34 +146,36 @@ function responsesOf(route: Route): Record<string, unknown> {
   }
   const responses: Record<string, unknown> = route.eventStream
     ? EVENT_STREAM_RESPONSES
-    : route.binary
-      ? binaryResponses()
-      : route.redirect
-        ? {
-            302: {
-              description: "Redirect; the body is not part of the contract",
-              headers: {
-                Location: {
-                  description: "Where the client sends the browser next",
-                  required: true,
-                  schema: { type: "string", format: "uri" },
+    : route.htmlPage
+      ? HTML_PAGE_RESPONSES
+      : route.binary
+        ? binaryResponses()
+        : route.redirect
+          ? {
+              302: {
+                description: "Redirect; the body is not part of the contract",
+                headers: {
+                  Location: {
+                    description: "Where the client sends the browser next",
+                    required: true,
+                    schema: { type: "string", format: "uri" },
+                  },
                 },
               },
-            },
-          }
-        : route.raw && dataId
-          ? {
-              200: {
-                description: "Success: the document itself, without an envelope",
-                content: json(ref(dataId)),
-              },
             }
-          : {
-              200: {
-                description: "Success",
-                content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
-              },
-            };
+          : route.raw && dataId
+            ? {
+                200: {
+                  description: "Success: the document itself, without an envelope",
+                  content: json(ref(dataId)),
+                },
+              }
+            : {
+                200: {
+                  description: "Success",
+                  content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
+                },
+              };
   return { ...responses, ...errorResponses(route) };
 }
 
@@ -240,6 +260,18 @@ const LAST_EVENT_ID_PARAMETER = {
     "The `id` of the last event received: the stream resumes after it (it takes the place of " +
     "`after`). One that does not parse or names another table answers 400 on this header",
   schema: { type: "string", maxLength: 100 },
+};
+
+/** An HTML page's answers: the page, or a page that says it does not exist. */
+const HTML_PAGE_RESPONSES: Record<string, unknown> = {
+  200: {
+    description: "The page (HTML, no script, its style inline)",
+    content: { "text/html": { schema: { type: "string" } } },
+  },
+  404: {
+    description: "A page that says the form does not exist or no longer takes answers",
+    content: { "text/html": { schema: { type: "string" } } },
+  },
 };
 
 /** An event stream's answer: the events, described in the route's own description. */

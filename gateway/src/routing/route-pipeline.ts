@@ -21,11 +21,13 @@ import {
   parseJsonBody,
   type ReceivedBody,
   receiveJsonBody,
+  receiveUrlEncodedBody,
+  URL_ENCODED,
 } from "../http/json-body.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
-import { JsonText, Redirect, type Route } from "./route.js";
+import { Answered, JsonText, Redirect, type Route } from "./route.js";
 
 export interface PipelineDeps {
   rateLimits: RateLimits;
@@ -73,6 +75,7 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
   const userLimits = limits("user");
   const emailLimits = limits("email");
   const tokenLimits = limits("token");
+  const formLimits = limits("form");
   if (tokenLimits.length > 0 && route.auth !== "session_or_token") {
     throw new Error(`${route.operationId}: per-token limits need API-token authentication`);
   }
@@ -82,6 +85,11 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
 
   return async (ctx) => {
     await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
+    // Per form, by the key in the path (the public form routes).
+    if (formLimits.length > 0) {
+      const { form_key: formKey } = (ctx as { params?: { form_key?: string } }).params ?? {};
+      await consumeAll(deps, formLimits, formKey ?? "");
+    }
     const caller = await callerOf(route, ctx, deps);
     if (caller?.kind === "user") await consumeAll(deps, userLimits, caller.userId.toString());
     if (caller?.kind === "api_token") {
@@ -89,7 +97,12 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     }
     // The body is read before it takes a share of the budget (see JsonBodyBudget). An upload
     // reads its own.
-    const body = route.multipartFile === undefined ? await receiveJsonBody(ctx) : undefined;
+    const body =
+      route.multipartFile !== undefined
+        ? undefined
+        : route.urlEncodedAs !== undefined && ctx.request.is(URL_ENCODED)
+          ? await receiveUrlEncodedBody(ctx, route.urlEncodedAs)
+          : await receiveJsonBody(ctx);
     const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
     await deps.jsonBodies.run(body, answer);
   };
@@ -109,7 +122,7 @@ async function answerCall(
   const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
   const data = await route.handle({ ctx, ...input, caller, call });
   // The handler has set the status, the headers and the body (bytes) itself.
-  if (route.binary) return;
+  if (route.binary || data instanceof Answered) return;
   if (route.redirect) {
     if (!(data instanceof Redirect)) throw new Error(`${route.operationId}: no redirect target`);
     // A redirect can carry one-time values (an OAuth state): no cache may keep it.

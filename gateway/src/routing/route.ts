@@ -42,13 +42,20 @@ export class JsonText<T> {
 }
 
 /**
+ * What a handler returns when it has answered itself (status, headers, body) for this request
+ * only: a form submitted from its HTML page gets a 303 or a thank-you page, the same route's
+ * JSON callers the success envelope.
+ */
+export class Answered {}
+
+/**
  * A redirect route's handler returns a Redirect; any other returns the success `data`, as a
  * value or as its JSON text.
  */
 type Success<R, D> = D extends true
   ? Redirect
   : R extends z.ZodType
-    ? z.output<R> | JsonText<z.output<R>>
+    ? z.output<R> | JsonText<z.output<R>> | Answered
     : Record<string, never>;
 
 /** What a route's handler receives once rate limits, authentication and validation passed. */
@@ -105,6 +112,12 @@ export interface RouteSpec<
   params?: P;
   /** A strict object schema named with `requestBody`; its presence makes the body required. */
   body?: B;
+  /**
+   * The body may also come as `application/x-www-form-urlencoded` (an HTML form's post): its
+   * pairs are read as an object under this key of the body (a repeated name as an array of its
+   * values), and validated with the same schema as JSON.
+   */
+  urlEncodedAs?: string;
   /** The success envelope's `data`, named with `responseData`; without it, empty success. */
   response?: R;
   /** Answers 302 to where the handler says instead of a success envelope (no `response`). */
@@ -124,6 +137,11 @@ export interface RouteSpec<
    * and conditional answers). No envelope and no `response` schema; the handler returns `{}`.
    */
   binary?: boolean;
+  /**
+   * The handler answers itself with an HTML page (a public form), as a binary route answers; the
+   * document shows `text/html`.
+   */
+  htmlPage?: boolean;
   /**
    * The handler answers itself with Server-Sent Events (`text/event-stream`) that stay open, as a
    * binary route answers; the document shows the stream and the `Last-Event-ID` header it reads.
@@ -149,11 +167,13 @@ export interface Route {
   ignoresQuery: boolean;
   params?: z.ZodType;
   body?: z.ZodType;
+  urlEncodedAs?: string;
   response?: z.ZodType;
   redirect: boolean;
   raw: boolean;
   multipartFile?: string;
   binary: boolean;
+  htmlPage: boolean;
   eventStream: boolean;
   errors: ErrorCode[];
   handle(input: RouteInput<AuthMode, unknown, unknown, unknown>): Promise<unknown>;
@@ -190,7 +210,8 @@ export function defineRoute<
     ignoresQuery: spec.ignoresQuery ?? false,
     redirect: spec.redirect ?? false,
     raw: spec.raw ?? false,
-    binary: (spec.binary ?? false) || (spec.eventStream ?? false),
+    binary: (spec.binary ?? false) || (spec.eventStream ?? false) || (spec.htmlPage ?? false),
+    htmlPage: spec.htmlPage ?? false,
     eventStream: spec.eventStream ?? false,
     rateLimits: spec.rateLimits ?? [],
     errors: spec.errors ?? [],

@@ -20,7 +20,8 @@ export type NotFoundReason =
   | "organization_not_found"
   | "database_not_found"
   | "table_not_found"
-  | "field_not_found";
+  | "field_not_found"
+  | "form_not_found";
 
 export function notFound(reason: NotFoundReason) {
   return domainError(Code.NotFound, reason);
@@ -61,13 +62,9 @@ export class Access {
     principal: Principal,
     organizationId: bigint,
     permission: Permission,
+    notFoundReason: NotFoundReason = "organization_not_found",
   ): Promise<Role> {
-    return this.authorizer.authorize(
-      principal,
-      organizationId,
-      permission,
-      "organization_not_found",
-    );
+    return this.authorizer.authorize(principal, organizationId, permission, notFoundReason);
   }
 
   async database(

@@ -22,7 +22,9 @@ import {
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { RecordsApply } from "./records-apply.js";
 
-export type AuditTargetType = "database" | "table" | "field";
+export type AuditTargetType = "database" | "table" | "field" | "form";
+
+const FORM_AUDIT_PREFIX = SUBJECTS.audit("form.");
 
 /** Where an audited target lives; `tableId` is absent for a database. */
 export interface AuditScope {
@@ -73,7 +75,9 @@ export class ChangeSet extends BaseChangeSet {
       this.forRecords.push(entry);
     }
     // Every catalog event that names tables announces a change of them: their cached schemas
-    // (records, files) must go once this commits.
+    // (records, files) must go once this commits. A form is not part of its table's schema:
+    // its audit events change no schema version (and take no lock on the table row).
+    if (subject.startsWith(FORM_AUDIT_PREFIX)) return entry;
     const named = init as { tableId?: unknown; tableIds?: unknown };
     if (typeof named.tableId === "bigint" && named.tableId !== 0n) {
       this.changedTables.add(named.tableId);

@@ -27,3 +27,13 @@ export function databaseLimitExceeded() {
 export function tableLimitExceeded() {
   return domainError(Code.ResourceExhausted, "table_limit_exceeded");
 }
+
+/** A form names a field of a read-only or file type, which no submission can write. */
+export function formFieldNotAllowed() {
+  return domainError(Code.InvalidArgument, "form_field_not_allowed");
+}
+
+/** The organization holds as many forms as its plan allows (`forms`). */
+export function formLimitExceeded() {
+  return domainError(Code.ResourceExhausted, "form_limit_exceeded");
+}

@@ -52,6 +52,7 @@ import {
   requiredName,
 } from "./domain/validation.js";
 import { fieldLimitExceeded, fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
+import { removeFromForms } from "./forms.js";
 import type { TypeChangeCheck } from "./type-change-check.js";
 import { toField } from "./wire.js";
 
@@ -329,6 +330,7 @@ export class Fields {
         "update fields set position = position - 1 where table_id = ? and position > ?",
         [field.tableId, field.position],
       );
+      await removeFromForms(em, field.tableId, fieldId);
       const scope = scopeOf(access);
       await changes.publish(SUBJECTS.fieldDeleted, FieldDeletedSchema, {
         ...scope,

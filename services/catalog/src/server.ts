@@ -10,13 +10,15 @@ import {
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { Databases } from "./databases.js";
 import type { Fields } from "./fields.js";
+import type { Forms } from "./forms.js";
 import type { Tables } from "./tables.js";
-import { toDatabase, toField, toTable } from "./wire.js";
+import { toDatabase, toField, toForm, toTable } from "./wire.js";
 
 export interface CatalogServerDeps {
   databases: Databases;
   tables: Tables;
   fields: Fields;
+  forms: Forms;
 }
 
 /**
@@ -34,11 +36,9 @@ function callOf(ctx: HandlerContext): Call {
 }
 
 /**
-<<<<<<< HEAD
  * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (never an
  * API token, see `callOf`) and authorize through kit's Authorizer; GetTableSchema,
  * ResolveField and ListTableIds answer other services only, GetDatabase answers them too.
-=======
  * The caller of a public RPC that reads the schema: a session, or an API token of either
  * access, which may read its own organization's databases, tables and fields (so that an
  * integration, or an AI agent through /mcp, can discover its tables). Kit's Authorizer keeps the
@@ -52,9 +52,8 @@ function readCallOf(ctx: HandlerContext): Call {
  * The catalog handlers: proto in, rule, proto out. Public RPCs act for the signed user (writes never
  * for an API token, see `callOf`; reads for one too, see `readCallOf`) and authorize through kit's Authorizer; GetTableSchema and
  * ResolveField answer other services only, GetDatabase answers them too.
->>>>>>> i39-mcp
  */
-export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
+export function createRoutes({ databases, tables, fields, forms }: CatalogServerDeps) {
   return (router: ConnectRouter) =>
     router.service(CatalogService, {
       async createDatabase(req, ctx) {
@@ -160,6 +159,48 @@ export function createRoutes({ databases, tables, fields }: CatalogServerDeps) {
       async listTableIds(req, ctx) {
         requireService(ctx);
         return { tableIds: await tables.ids(req.afterTableId, req.limit) };
+      },
+      async createForm(req, ctx) {
+        const form = await forms.create(callOf(ctx), req.tableId, {
+          name: req.name,
+          fields: req.fields,
+          required: req.required,
+          successMessage: req.successMessage,
+          redirectUrl: req.redirectUrl,
+          active: req.active,
+        });
+        return { form: toForm(form) };
+      },
+      async getForm(req, ctx) {
+        return { form: toForm(await forms.get(callOf(ctx), req.formId)) };
+      },
+      async listForms(req, ctx) {
+        return { forms: (await forms.list(callOf(ctx), req.tableId)).map(toForm) };
+      },
+      async updateForm(req, ctx) {
+        const form = await forms.update(callOf(ctx), req.formId, {
+          name: req.name,
+          fields: req.fields?.references,
+          required: req.required?.references,
+          successMessage: req.successMessage,
+          redirectUrl: req.redirectUrl,
+          active: req.active,
+        });
+        return { form: toForm(form) };
+      },
+      async deleteForm(req, ctx) {
+        await forms.delete(callOf(ctx), req.formId);
+        return {};
+      },
+      async getPublicForm(req, ctx) {
+        requireService(ctx);
+        const { form, fields } = await forms.publicForm(req.formKey);
+        return { form: toForm(form), fields: fields.map(toField) };
+      },
+      async countFormSubmission(req, ctx) {
+        requireService(ctx);
+        await forms.countSubmission(req.formId);
+        return {};
       },
     });
 }

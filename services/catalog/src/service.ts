@@ -1,5 +1,7 @@
 import {
   Authorizer,
+  cachedPlan,
+  callAs,
   createServiceClient,
   organizationMembershipLookup,
   type RunningService,
@@ -15,6 +17,7 @@ import type { CatalogConfig } from "./config.js";
 import { Databases } from "./databases.js";
 import { entities } from "./db/entities.js";
 import { Fields } from "./fields.js";
+import { Forms } from "./forms.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-deletion.js";
 import { recordsApply } from "./records-apply.js";
@@ -50,12 +53,9 @@ export async function startCatalog(
       ? recordsApply(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
   );
+  const organization = createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL);
   const authorizer = new Authorizer(
-    organizationMembershipLookup(
-      createServiceClient(OrganizationService, config.ORGANIZATION_GRPC_URL),
-      config.INTERNAL_JWT_SECRET,
-      "catalog",
-    ),
+    organizationMembershipLookup(organization, config.INTERNAL_JWT_SECRET, "catalog"),
     deps.cache,
   );
   const access = new Access(authorizer);
@@ -68,11 +68,33 @@ export async function startCatalog(
       ? recordsTypeChangeCheck(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
       : undefined,
   });
+  // The plan's `forms`, through the plan entry the gateway, records and files share.
+  const forms = new Forms({
+    tx,
+    access,
+    allowance: async (organizationId, requestId) => {
+      const limits = await cachedPlan(
+        deps.cache,
+        organizationId,
+        async () =>
+          organization.getPlan(
+            { organizationId },
+            await callAs(
+              config.INTERNAL_JWT_SECRET,
+              { kind: "service", service: "catalog" },
+              requestId,
+            ),
+          ),
+        { logger: deps.logger },
+      );
+      return limits.forms;
+    },
+  });
   relay.start();
   return serveService(
     config,
     deps.logger,
-    { routes: createRoutes({ databases, tables, fields }), services: [CatalogService] },
+    { routes: createRoutes({ databases, tables, fields, forms }), services: [CatalogService] },
     {
       consumers: [
         () => authorizer.listen(deps.bus, "catalog_membership"),

@@ -6,10 +6,12 @@ import {
   DatabaseSchema,
   type Field,
   FieldSchema,
+  type Form,
+  FormSchema,
   type Table,
   TableSchema,
 } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
-import type { DatabaseRow, FieldRow, TableRow } from "./db/entities.js";
+import type { DatabaseRow, FieldRow, FormRow, TableRow } from "./db/entities.js";
 
 export function toDatabase(row: DatabaseRow): Database {
   return create(DatabaseSchema, {
@@ -43,6 +45,25 @@ export function toField(row: FieldRow): Field {
     required: row.required,
     description: row.description,
     position: row.position,
+    createdAt: timestampFromDate(row.createdAt),
+    updatedAt: timestampFromDate(row.updatedAt),
+  });
+}
+
+export function toForm(row: FormRow): Form {
+  return create(FormSchema, {
+    formId: row.id,
+    formKey: row.formKey,
+    organizationId: row.organizationId,
+    databaseId: row.databaseId,
+    tableId: row.tableId,
+    name: row.name,
+    fields: row.fields.map(BigInt),
+    required: row.required.map(BigInt),
+    successMessage: row.successMessage,
+    redirectUrl: row.redirectUrl,
+    active: row.active,
+    submissions: BigInt(row.submissions),
     createdAt: timestampFromDate(row.createdAt),
     updatedAt: timestampFromDate(row.updatedAt),
   });

@@ -90,6 +90,7 @@ export async function startHarness(): Promise<Harness> {
     "ProcessedEvents",
     "NameKeys",
     "SchemaVersion",
+    "Forms",
   ]);
   expect(await migrateCatalog(stack.databaseUrl)).toEqual([]);
   return {

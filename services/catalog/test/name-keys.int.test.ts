@@ -32,7 +32,7 @@ beforeAll(async () => {
     `),
   );
   expect(applied).toEqual(["InitialSchema", "ProcessedEvents"]);
-  expect(await migrateCatalog(url)).toEqual(["NameKeys", "SchemaVersion"]);
+  expect(await migrateCatalog(url)).toEqual(["NameKeys", "SchemaVersion", "Forms"]);
   orm = await createOrm({ url, schema: SCHEMA, entities, migrations });
 });
 

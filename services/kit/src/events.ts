@@ -125,6 +125,9 @@ export function actorOf(principal: Principal | undefined): Actor {
   if (principal?.kind === "api_token") {
     return create(ActorSchema, { type: Actor_Type.API_TOKEN, id: principal.tokenId });
   }
+  if (principal?.kind === "form") {
+    return create(ActorSchema, { type: Actor_Type.FORM, id: principal.formId });
+  }
   return create(ActorSchema, { type: Actor_Type.SYSTEM, id: 0n });
 }
 

@@ -27,6 +27,7 @@ const free = create(PlanLimitsSchema, {
   maxFileBytes: 10_000_000n,
   changeStreams: 5n,
   webhooks: 5n,
+  forms: 3n,
 });
 
 const lowered = create(PlanLimitsSchema, { ...free, fileStorageBytes: 5_000n });
@@ -42,6 +43,7 @@ describe("the cached plan entry", () => {
       maxFileBytes: "10000000",
       changeStreams: "5",
       webhooks: "5",
+      forms: "3",
     });
   });
 

@@ -17,6 +17,8 @@ describe("signed principal", () => {
     const operator = { kind: "operator", name: "admin-cli" } as const;
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, service))).toEqual(service);
     expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, operator))).toEqual(operator);
+    const form = { kind: "form", formId: 4n, organizationId: 3n, tableId: 12n } as const;
+    expect(await verifyPrincipal(SECRET, await signPrincipal(SECRET, form))).toEqual(form);
   });
 
   it("refuses another secret, tampering, expiry and other algorithms", async () => {

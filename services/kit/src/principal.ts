@@ -33,7 +33,12 @@ export type Principal =
   /** Another Rowbase process calling an internal RPC (GetMembership, ResolveApiToken, ...). */
   | { kind: "service"; service: string }
   /** A person operating the installation through the admin CLI (plan changes). */
-  | { kind: "operator"; name: string };
+  | { kind: "operator"; name: string }
+  /**
+   * A public form's submission, signed by the gateway once it checked the form and the values:
+   * it may create records in the form's table and nothing else (not a member of anything).
+   */
+  | { kind: "form"; formId: bigint; organizationId: bigint; tableId: bigint };
 
 const ISSUER = "rowbase-gateway";
 const LIFETIME_SECONDS = 60;
@@ -72,6 +77,15 @@ function claimsOf(principal: Principal): [string, Record<string, string>] {
       return [principal.service, { k: "service" }];
     case "operator":
       return [principal.name, { k: "operator" }];
+    case "form":
+      return [
+        principal.formId.toString(),
+        {
+          k: "form",
+          org: principal.organizationId.toString(),
+          tbl: principal.tableId.toString(),
+        },
+      ];
   }
 }
 
@@ -137,6 +151,14 @@ function principalOf(payload: JWTPayload): Principal | undefined {
   const subject = BigInt(payload.sub ?? "");
   if (payload.k === "user" && typeof payload.sid === "string") {
     return { kind: "user", userId: subject, sessionId: payload.sid };
+  }
+  if (payload.k === "form" && typeof payload.org === "string" && typeof payload.tbl === "string") {
+    return {
+      kind: "form",
+      formId: subject,
+      organizationId: BigInt(payload.org),
+      tableId: BigInt(payload.tbl),
+    };
   }
   if (
     payload.k === "api_token" &&

@@ -31,10 +31,11 @@ const LIMIT_FLAGS = {
   "max-file-bytes": "maxFileBytes",
   "change-streams": "changeStreams",
   webhooks: "webhooks",
+  forms: "forms",
 } as const;
 
 /** Limits an enterprise command may leave out: they take `LATER_LIMIT_DEFAULTS`. */
-const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams", "webhooks"]);
+const OPTIONAL_FLAGS: ReadonlySet<string> = new Set(["change-streams", "webhooks", "forms"]);
 
 export interface AdminTarget {
   organizationUrl: string;
@@ -70,6 +71,7 @@ export async function runAdminCommand(args: string[], target: AdminTarget): Prom
   const limits = create(PlanLimitsSchema, {
     changeStreams: LATER_LIMIT_DEFAULTS.changeStreams ?? 0n,
     webhooks: LATER_LIMIT_DEFAULTS.webhooks ?? 0n,
+    forms: LATER_LIMIT_DEFAULTS.forms ?? 0n,
   });
   for (const [flag, value] of given) {
     if (typeof value !== "string" || !/^[0-9]{1,18}$/.test(value))

@@ -33,7 +33,7 @@ import {
   utcLiteral,
 } from "./domain/audit-retention.js";
 
-export type ActorType = "user" | "api_token" | "system";
+export type ActorType = "user" | "api_token" | "system" | "form";
 
 /** One stored audit event. Ids of "no database"/"no table" are null here, 0 on the wire. */
 export interface AuditEntry {
@@ -87,6 +87,7 @@ type PageRow = AuditRow | { [K in keyof AuditRow]: null };
 const ACTOR_TYPES: Partial<Record<Actor_Type, ActorType>> = {
   [Actor_Type.USER]: "user",
   [Actor_Type.API_TOKEN]: "api_token",
+  [Actor_Type.FORM]: "form",
 };
 
 /** Serializes partition changes between replicas (creating and dropping). */

@@ -19,6 +19,7 @@ const ACTOR_TYPES: Record<ActorType, AuditLogEntry_Actor_Type> = {
   user: AuditLogEntry_Actor_Type.USER,
   api_token: AuditLogEntry_Actor_Type.API_TOKEN,
   system: AuditLogEntry_Actor_Type.SYSTEM,
+  form: AuditLogEntry_Actor_Type.FORM,
 };
 
 export function toAuditLogEntry(entry: AuditEntry): AuditLogEntry {

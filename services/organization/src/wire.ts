@@ -67,5 +67,6 @@ export function limitsFromProto(message: PlanLimitsMessage): PlanLimits {
     maxFileBytes: message.maxFileBytes,
     changeStreams: message.changeStreams,
     webhooks: message.webhooks,
+    forms: message.forms,
   };
 }

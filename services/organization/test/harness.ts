@@ -82,6 +82,7 @@ export async function startHarness(
     "PlanVersion",
     "AuditCounts",
     "AuditVia",
+    "FormActor",
   ]);
   const { service, config } = services.service("organization");
   return {

@@ -12,6 +12,8 @@ export interface TableAccess {
  * a missing table, one outside the named database and one of another organization are the same
  * 404 `table_not_found`; a read token writing gets `token_read_only`, a viewer
  * `organization_forbidden`. `fresh`: the schema is read from catalog, not from the caches.
+ * A public form's principal passes only for `create` in the form's own table; anything else it
+ * asks for is the same 404.
  */
 export class Access {
   constructor(
@@ -36,12 +38,19 @@ export class Access {
     tableId: bigint,
     databaseId: bigint,
     permission: Permission,
-    options: { fresh?: boolean } = {},
+    options: { fresh?: boolean; create?: boolean } = {},
   ): Promise<TableAccess> {
     const schema = options.fresh
       ? await this.schemas.fresh(tableId, call.requestId)
       : await this.schemas.get(tableId, call.requestId);
     if (databaseId !== 0n && schema.databaseId !== databaseId) throw tableNotFound();
+    const { principal } = call;
+    if (principal.kind === "form") {
+      const own =
+        principal.tableId === schema.tableId && principal.organizationId === schema.organizationId;
+      if (!options.create || !own) throw tableNotFound();
+      return { schema, role: "editor" };
+    }
     const role = await this.authorizer.authorize(
       call.principal,
       schema.organizationId,

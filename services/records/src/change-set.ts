@@ -32,6 +32,7 @@ export interface RecordScope {
 export function actorName(principal: Principal | undefined): string {
   if (principal?.kind === "user") return `user:${principal.userId}`;
   if (principal?.kind === "api_token") return `api_token:${principal.tokenId}`;
+  if (principal?.kind === "form") return `form:${principal.formId}`;
   return "system";
 }
 

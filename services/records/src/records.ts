@@ -514,7 +514,9 @@ export class Records {
       const problem = batchSizeProblem("records", inputs.length, "records");
       if (problem) throw validationFailed([problem]);
     }
-    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write");
+    let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
+      create: true,
+    });
     let fresh = false;
     let pending: PendingTypeChange[] = [];
     for (let attempt = 1; ; attempt++) {
@@ -536,6 +538,7 @@ export class Records {
       // `takeAutonumbers` for a deleted autonumber field): read it again from catalog.
       ({ schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "write", {
         fresh: true,
+        create: true,
       }));
       fresh = true;
     }

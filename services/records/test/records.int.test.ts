@@ -247,6 +247,30 @@ describe("creating a record", () => {
     );
     expect(byName(record!.data).Name).toBe("in db");
   });
+
+  it("lets a form's principal create in its own table, and nothing else anywhere", async () => {
+    const form = {
+      kind: "form",
+      formId: 77n,
+      organizationId: t.organizationId,
+      tableId: table.tableId,
+    } as const;
+    const { record } = await h.records.createRecord(
+      { tableId: table.tableId, data: { Name: "from a form" } },
+      await as(form),
+    );
+    expect(byName(record!.data).Name).toBe("from a form");
+    const rowId = record!.rowId;
+    const call = await as(form);
+    for (const refused of [
+      () => h.records.createRecord({ tableId: other.tableId, data: {} }, call),
+      () => h.records.getRecord({ tableId: table.tableId, rowId }, call),
+      () => h.records.updateRecord({ tableId: table.tableId, rowId, data: { Name: "x" } }, call),
+      () => h.records.deleteRecord({ tableId: table.tableId, rowId }, call),
+    ]) {
+      expect(await reasonOf(refused())).toBe("table_not_found");
+    }
+  });
 });
 
 describe("reading a record", () => {

@@ -105,6 +105,7 @@ export const DESTRUCTIVE = new Set([
   "POST /api_token/revoke",
   "POST /database/delete",
   "POST /table/delete",
+  "POST /form/delete",
   "POST /field/delete",
   "DELETE /public/v1/databases/{database_id}/tables/{table_id}/records/{row_id}",
   "POST /public/v1/databases/{database_id}/tables/{table_id}/records/batch_delete",
@@ -127,6 +128,7 @@ function idPools(op: Operation, w: World): Record<string, number[]> {
     member_id: [w.memberId],
     invite_id: [w.inviteId],
     token_id: w.doomedTokenIds,
+    form_id: [w.formId],
   };
   const p = op.path;
   if (p === "/organization/delete") pools.organization_id = [w.doomedOrgId];
@@ -134,6 +136,7 @@ function idPools(op: Operation, w: World): Record<string, number[]> {
   if (p.startsWith("/organization/my_invite/")) pools.invite_id = w.myInviteIds;
   if (p === "/database/delete") pools.database_id = w.doomedDatabaseIds;
   if (p === "/table/delete") pools.table_id = w.doomedTableIds;
+  if (p === "/form/delete") pools.form_id = w.doomedFormIds;
   if (p.startsWith("/field/")) {
     pools.table_id = [w.scratch.tableId];
     pools.field_id = w.scratch.fields.map((f) => f.field_id);
@@ -407,6 +410,7 @@ function contextOf(
         if (name === "token" && op.path.startsWith("/file/signed")) {
           return often(fc.constant(w.signedToken), schema, context);
         }
+        if (name === "form_key") return often(fc.constant(w.formKey), schema, context);
       }
       if (name === "data" && schema.type === "object") return recordData(w, clean);
       if (name === "options" && schema.type === "object") return FIELD_OPTIONS;
@@ -773,8 +777,16 @@ export function contractProblem(op: Operation, response: FuzzResponse): string |
   // Files, and the Swagger UI page and its files, answer in their own types.
   const binary =
     op.path === "/file/serve" || op.path.startsWith("/file/signed/") || op.path.startsWith("/docs");
+  // A form's page, and the pages its post answers, are HTML for people.
+  const page =
+    response.contentType.startsWith("text/html") &&
+    (op.path === "/forms/{form_key}"
+      ? status === 200 || status === 404
+      : op.path === "/forms/{form_key}/submit" && [200, 400, 403].includes(status));
+  if (page) return undefined;
   if (status < 400) {
     if (op.path === "/oauth/idp" && status === 302) return undefined;
+    if (op.path === "/forms/{form_key}/submit" && status === 303) return undefined;
     if (binary && (status === 200 || status === 206 || status === 304)) return undefined;
     if (op.path.endsWith("/changes/stream") && status === 200) {
       return response.contentType.startsWith("text/event-stream")

@@ -40,6 +40,10 @@ export interface World {
   fileRowId: number;
   fileFieldId: number;
   signedToken: string;
+  /** A form of `table` (all its writable fields) and its key; forms only delete aims at. */
+  formId: number;
+  formKey: string;
+  doomedFormIds: number[];
   memberId: number;
   doomedMemberId: number;
   memberEmail: string;
@@ -152,6 +156,20 @@ export async function buildWorld(): Promise<World> {
     );
     doomedTableIds.push(t.tableId);
   }
+  const forms: { form_id: number; form_key: string }[] = [];
+  for (let i = 0; i < 3; i++) {
+    const response = await api("POST", "/form/create", {
+      token: owner.token,
+      query: q({ table_id: table.tableId }),
+      body: {
+        name: `Form ${i}`,
+        fields: ["Text", "Long", "Number", "Flag", "Day", "Moment", "Status", "Tags", "Email"],
+        required: ["Email"],
+      },
+    });
+    expect(response.status, response.text).toBe(200);
+    forms.push(response.body.data.form);
+  }
   const doomedTokenIds: number[] = [];
   for (let i = 0; i < 2; i++) {
     const token = await createApiToken(api, owner, tenant.orgId, "read");
@@ -192,6 +210,9 @@ export async function buildWorld(): Promise<World> {
     fileRowId,
     fileFieldId,
     signedToken,
+    formId: forms[0]!.form_id,
+    formKey: forms[0]!.form_key,
+    doomedFormIds: forms.slice(1).map((form) => form.form_id),
     memberId,
     doomedMemberId,
     memberEmail: member.email,

@@ -20,6 +20,7 @@ const ACTOR_TYPE_NAMES: Record<AuditLogEntry_Actor_Type, AuditActorTypeName | un
   [AuditLogEntry_Actor_Type.USER]: "user",
   [AuditLogEntry_Actor_Type.API_TOKEN]: "api_token",
   [AuditLogEntry_Actor_Type.SYSTEM]: "system",
+  [AuditLogEntry_Actor_Type.FORM]: "form",
 };
 
 function actorTypeName(type: AuditLogEntry_Actor_Type): AuditActorTypeName {

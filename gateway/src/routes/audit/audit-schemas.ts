@@ -10,7 +10,7 @@ export const AUDIT_OFFSET_MAX = 2_147_483_647;
 /** Actions are `<target type>.<verb>`; anything longer cannot be one. */
 export const AUDIT_ACTION_MAX_LENGTH = 100;
 
-export const AUDIT_ACTOR_TYPES = ["user", "api_token", "system"] as const;
+export const AUDIT_ACTOR_TYPES = ["user", "api_token", "system", "form"] as const;
 export type AuditActorTypeName = (typeof AUDIT_ACTOR_TYPES)[number];
 
 /** The query parameters that each name a scope; exactly one is given. */
@@ -137,7 +137,7 @@ export const AuditEventSchema = responseData(
       type: z
         .string()
         .describe(
-          "organization, member, invite, api_token, database, table, field, record or file",
+          "organization, member, invite, api_token, database, table, field, form, record or file",
         ),
       id: id.describe("The target's id; for a file, its record's row_id"),
       field_id: id.optional().describe("For a file: its field"),

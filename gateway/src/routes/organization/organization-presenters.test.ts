@@ -146,6 +146,7 @@ describe("organization presenters", () => {
           maxFileBytes: 10_000_000n,
           changeStreams: 5n,
           webhooks: 5n,
+          forms: 3n,
         }),
         usage: create(PlanUsageMessage, {
           records: 12n,
@@ -167,6 +168,7 @@ describe("organization presenters", () => {
         max_file_bytes: 10_000_000,
         change_streams: 5,
         webhooks: 5,
+        forms: 3,
       },
       usage: {
         records: 12,

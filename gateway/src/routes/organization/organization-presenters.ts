@@ -74,6 +74,7 @@ function presentPlanLimits(limits: PlanLimits): z.output<typeof PlanLimitsSchema
     max_file_bytes: countOf(limits.maxFileBytes),
     change_streams: countOf(limits.changeStreams),
     webhooks: countOf(limits.webhooks),
+    forms: countOf(limits.forms),
   };
 }
 

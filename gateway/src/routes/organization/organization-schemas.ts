@@ -201,6 +201,7 @@ export const PlanLimitsSchema = responseData(
     max_file_bytes: count,
     change_streams: count.describe("Change streams of the organization's tables open at once"),
     webhooks: count.describe("Webhooks of the organization's tables"),
+    forms: count.describe("Forms across the organization's tables"),
   }),
 );
 

@@ -77,7 +77,7 @@ export async function organizationFull(
  * A count taken under an advisory lock on `lockKey` held to the end of the transaction: two
  * transactions that count and then add under the same key cannot both see room for one more.
  */
-async function countUnderLock(
+export async function countUnderLock(
   em: EntityManager,
   lockKey: string,
   countSql: string,

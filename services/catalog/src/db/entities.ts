@@ -72,8 +72,37 @@ export const Field = defineEntity({
   },
 });
 
-export const entities = [Database, Table, Field];
+/** A public form of a table (migration Forms). */
+export const Form = defineEntity({
+  name: "Form",
+  tableName: "forms",
+  properties: {
+    id: p.bigint().primary().autoincrement().columnType("bigint"),
+    /** The public address: 128 random bits, base64url (22 characters). */
+    formKey: p.text(),
+    organizationId: p.bigint().columnType("bigint"),
+    databaseId: p.bigint().columnType("bigint"),
+    tableId: p.bigint().columnType("bigint"),
+    name: p.text(),
+    /** Field ids (JSON numbers) in the order the form shows them. */
+    fields: p.json<number[]>().columnType("jsonb"),
+    /** Field ids a submission must fill, each also in `fields`. */
+    required: p.json<number[]>().columnType("jsonb"),
+    successMessage: p.text().default(""),
+    redirectUrl: p.text().default(""),
+    active: p.boolean().default(true),
+    submissions: p.bigint().columnType("bigint").default(0),
+    createdAt: p.datetime().onCreate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
+  },
+});
+
+export const entities = [Database, Table, Field, Form];
 
 export type DatabaseRow = InferEntity<typeof Database>;
 export type TableRow = InferEntity<typeof Table>;
 export type FieldRow = InferEntity<typeof Field>;
+export type FormRow = InferEntity<typeof Form>;

@@ -1,5 +1,6 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
+import { Forms } from "./forms.js";
 import { NameKeys } from "./name-keys.js";
 import { ProcessedEvents } from "./processed-events.js";
 import { SchemaVersion } from "./schema-version.js";
@@ -76,4 +77,4 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, ProcessedEvents, NameKeys, SchemaVersion];
+export const migrations = [InitialSchema, ProcessedEvents, NameKeys, SchemaVersion, Forms];

@@ -11,6 +11,7 @@ import { FIELD_TYPE_NAMES, type FieldTypeName, fieldTypeToProto, isReadOnlyType 
 export * from "./conversions.js";
 export * from "./descriptions.js";
 export * from "./emails.js";
+export * from "./forms.js";
 export * from "./json-schema.js";
 export * from "./names.js";
 export * from "./options.js";

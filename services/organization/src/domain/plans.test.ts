@@ -12,11 +12,14 @@ describe("plans", () => {
       maxFileBytes: 10_000_000n,
       changeStreams: 5n,
       webhooks: 5n,
+      forms: 3n,
     });
     expect(FIXED_PLAN_LIMITS.plus.changeStreams).toBe(25n);
     expect(FIXED_PLAN_LIMITS.business.changeStreams).toBe(100n);
     expect(FIXED_PLAN_LIMITS.plus.webhooks).toBe(25n);
     expect(FIXED_PLAN_LIMITS.business.webhooks).toBe(100n);
+    expect(FIXED_PLAN_LIMITS.plus.forms).toBe(20n);
+    expect(FIXED_PLAN_LIMITS.business.forms).toBe(100n);
     expect(FIXED_PLAN_LIMITS.plus.fileStorageBytes).toBe(5_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.transferBytesPerMonth).toBe(250_000_000_000n);
     expect(FIXED_PLAN_LIMITS.business.members).toBe(30n);
@@ -33,6 +36,8 @@ describe("plans", () => {
     expect(limitsOf("enterprise", older).changeStreams).toBe(100n);
     const { webhooks: __, ...beforeWebhooks } = stored;
     expect(limitsOf("enterprise", beforeWebhooks).webhooks).toBe(100n);
+    const { forms: ___, ...beforeForms } = stored;
+    expect(limitsOf("enterprise", beforeForms).forms).toBe(100n);
     expect(enterpriseLimitProblems({ ...limits, members: 0n, records: -1n })).toEqual([
       { key: "records", message: expect.any(String) },
       { key: "members", message: "must be at least 1" },

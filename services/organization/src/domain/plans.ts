@@ -11,6 +11,7 @@ export const LIMIT_KEYS = [
   "maxFileBytes",
   "changeStreams",
   "webhooks",
+  "forms",
 ] as const;
 export type LimitKey = (typeof LIMIT_KEYS)[number];
 
@@ -31,6 +32,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     maxFileBytes: 10n * MB,
     changeStreams: 5n,
     webhooks: 5n,
+    forms: 3n,
   },
   plus: {
     records: 50_000n,
@@ -41,6 +43,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     maxFileBytes: 100n * MB,
     changeStreams: 25n,
     webhooks: 25n,
+    forms: 20n,
   },
   business: {
     records: 1_000_000n,
@@ -51,6 +54,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
     maxFileBytes: 1n * GB,
     changeStreams: 100n,
     webhooks: 100n,
+    forms: 100n,
   },
 };
 
@@ -62,6 +66,7 @@ export const FIXED_PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, PlanLimits> 
 export const LATER_LIMIT_DEFAULTS: Partial<Record<LimitKey, bigint>> = {
   changeStreams: FIXED_PLAN_LIMITS.business.changeStreams,
   webhooks: FIXED_PLAN_LIMITS.business.webhooks,
+  forms: FIXED_PLAN_LIMITS.business.forms,
 };
 
 /** Organizations one user may own at a time. */
@@ -77,6 +82,7 @@ export const LIMIT_NAMES: Record<LimitKey, string> = {
   maxFileBytes: "max_file_bytes",
   changeStreams: "change_streams",
   webhooks: "webhooks",
+  forms: "forms",
 };
 
 /** Enterprise limits as stored in `organizations.enterprise_limits`: JSON numbers by name. */

@@ -3,6 +3,7 @@ import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditCounts } from "./audit-counts.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 import { AuditVia } from "./audit-via.js";
+import { FormActor } from "./form-actor.js";
 import { PlanVersion } from "./plan-version.js";
 
 /**
@@ -133,4 +134,11 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, AuditLogAndUsage, PlanVersion, AuditCounts, AuditVia];
+export const migrations = [
+  InitialSchema,
+  AuditLogAndUsage,
+  PlanVersion,
+  AuditCounts,
+  AuditVia,
+  FormActor,
+];

@@ -67,6 +67,7 @@ function actorOf(principal: Principal | undefined): { type: string; id: string }
   if (principal?.kind === "api_token") {
     return { type: "api_token", id: principal.tokenId.toString() };
   }
+  if (principal?.kind === "form") return { type: "form", id: principal.formId.toString() };
   return { type: "system", id: "0" };
 }
 

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/catalog/v1/catalog.proto.
  */
 export const file_rowbase_catalog_v1_catalog: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxIScm93YmFzZS5jYXRhbG9nLnYxIrsBCghEYXRhYmFzZRITCgtkYXRhYmFzZV9pZBgBIAEoAxIXCg9vcmdhbml6YXRpb25faWQYAiABKAMSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKxAQoFVGFibGUSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpAgoFRmllbGQSEAoIZmllbGRfaWQYASABKAMSEAoIdGFibGVfaWQYAiABKAMSDAoEbmFtZRgDIAEoCRIrCgR0eXBlGAQgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIoCgdvcHRpb25zGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghyZXF1aXJlZBgGIAEoCBITCgtkZXNjcmlwdGlvbhgHIAEoCRIQCghwb3NpdGlvbhgIIAEoBRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKdAQoPRmllbGREZWZpbml0aW9uEgwKBG5hbWUYASABKAkSKwoEdHlwZRgCIAEoDjIdLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZFR5cGUSKAoHb3B0aW9ucxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIcmVxdWlyZWQYBCABKAgSEwoLZGVzY3JpcHRpb24YBSABKAkqqQMKCUZpZWxkVHlwZRIaChZGSUVMRF9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPRklFTERfVFlQRV9URVhUEAESGAoURklFTERfVFlQRV9MT05HX1RFWFQQAhIVChFGSUVMRF9UWVBFX05VTUJFUhADEhYKEkZJRUxEX1RZUEVfQk9PTEVBThAEEhMKD0ZJRUxEX1RZUEVfREFURRAFEhcKE0ZJRUxEX1RZUEVfREFURVRJTUUQBhIcChhGSUVMRF9UWVBFX1NJTkdMRV9TRUxFQ1QQBxIbChdGSUVMRF9UWVBFX01VTFRJX1NFTEVDVBAIEhQKEEZJRUxEX1RZUEVfRU1BSUwQCRISCg5GSUVMRF9UWVBFX1VSTBAKEhQKEEZJRUxEX1RZUEVfUEhPTkUQCxITCg9GSUVMRF9UWVBFX0pTT04QDBITCg9GSUVMRF9UWVBFX0ZJTEUQDRIZChVGSUVMRF9UWVBFX0FVVE9OVU1CRVIQDhIZChVGSUVMRF9UWVBFX0NSRUFURURfQVQQDxIZChVGSUVMRF9UWVBFX1VQREFURURfQVQQEGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL2NhdGFsb2cvdjEvY2F0YWxvZy5wcm90bxIScm93YmFzZS5jYXRhbG9nLnYxIrsBCghEYXRhYmFzZRITCgtkYXRhYmFzZV9pZBgBIAEoAxIXCg9vcmdhbml6YXRpb25faWQYAiABKAMSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKxAQoFVGFibGUSEAoIdGFibGVfaWQYASABKAMSEwoLZGF0YWJhc2VfaWQYAiABKAMSDAoEbmFtZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpAgoFRmllbGQSEAoIZmllbGRfaWQYASABKAMSEAoIdGFibGVfaWQYAiABKAMSDAoEbmFtZRgDIAEoCRIrCgR0eXBlGAQgASgOMh0ucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkVHlwZRIoCgdvcHRpb25zGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghyZXF1aXJlZBgGIAEoCBITCgtkZXNjcmlwdGlvbhgHIAEoCRIQCghwb3NpdGlvbhgIIAEoBRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKdAQoPRmllbGREZWZpbml0aW9uEgwKBG5hbWUYASABKAkSKwoEdHlwZRgCIAEoDjIdLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZFR5cGUSKAoHb3B0aW9ucxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIcmVxdWlyZWQYBCABKAgSEwoLZGVzY3JpcHRpb24YBSABKAkizQIKBEZvcm0SDwoHZm9ybV9pZBgBIAEoAxIQCghmb3JtX2tleRgCIAEoCRIXCg9vcmdhbml6YXRpb25faWQYAyABKAMSEwoLZGF0YWJhc2VfaWQYBCABKAMSEAoIdGFibGVfaWQYBSABKAMSDAoEbmFtZRgGIAEoCRIOCgZmaWVsZHMYByADKAMSEAoIcmVxdWlyZWQYCCADKAMSFwoPc3VjY2Vzc19tZXNzYWdlGAkgASgJEhQKDHJlZGlyZWN0X3VybBgKIAEoCRIOCgZhY3RpdmUYCyABKAgSEwoLc3VibWlzc2lvbnMYDCABKAMSLgoKY3JlYXRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJQoPRmllbGRSZWZlcmVuY2VzEhIKCnJlZmVyZW5jZXMYASADKAkqqQMKCUZpZWxkVHlwZRIaChZGSUVMRF9UWVBFX1VOU1BFQ0lGSUVEEAASEwoPRklFTERfVFlQRV9URVhUEAESGAoURklFTERfVFlQRV9MT05HX1RFWFQQAhIVChFGSUVMRF9UWVBFX05VTUJFUhADEhYKEkZJRUxEX1RZUEVfQk9PTEVBThAEEhMKD0ZJRUxEX1RZUEVfREFURRAFEhcKE0ZJRUxEX1RZUEVfREFURVRJTUUQBhIcChhGSUVMRF9UWVBFX1NJTkdMRV9TRUxFQ1QQBxIbChdGSUVMRF9UWVBFX01VTFRJX1NFTEVDVBAIEhQKEEZJRUxEX1RZUEVfRU1BSUwQCRISCg5GSUVMRF9UWVBFX1VSTBAKEhQKEEZJRUxEX1RZUEVfUEhPTkUQCxITCg9GSUVMRF9UWVBFX0pTT04QDBITCg9GSUVMRF9UWVBFX0ZJTEUQDRIZChVGSUVMRF9UWVBFX0FVVE9OVU1CRVIQDhIZChVGSUVMRF9UWVBFX0NSRUFURURfQVQQDxIZChVGSUVMRF9UWVBFX1VQREFURURfQVQQEGIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * A database: a named group of tables inside an organization.
@@ -212,6 +212,121 @@ export type FieldDefinition = Message<"rowbase.catalog.v1.FieldDefinition"> & {
  */
 export const FieldDefinitionSchema: GenMessage<FieldDefinition> = /*@__PURE__*/
   messageDesc(file_rowbase_catalog_v1_catalog, 3);
+
+/**
+ * A public form: anyone who knows its key may submit one record into its table, with values
+ * for its fields only (see CatalogService.CreateForm).
+ *
+ * @generated from message rowbase.catalog.v1.Form
+ */
+export type Form = Message<"rowbase.catalog.v1.Form"> & {
+  /**
+   * @generated from field: int64 form_id = 1;
+   */
+  formId: bigint;
+
+  /**
+   * The form's public address: 22 URL-safe characters (128 random bits). Not a credential:
+   * members read it back, and it only lets its holder submit.
+   *
+   * @generated from field: string form_key = 2;
+   */
+  formKey: string;
+
+  /**
+   * @generated from field: int64 organization_id = 3;
+   */
+  organizationId: bigint;
+
+  /**
+   * @generated from field: int64 database_id = 4;
+   */
+  databaseId: bigint;
+
+  /**
+   * @generated from field: int64 table_id = 5;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: string name = 6;
+   */
+  name: string;
+
+  /**
+   * Field ids, in the order the form shows them.
+   *
+   * @generated from field: repeated int64 fields = 7;
+   */
+  fields: bigint[];
+
+  /**
+   * Field ids a submission must fill; a subset of fields.
+   *
+   * @generated from field: repeated int64 required = 8;
+   */
+  required: bigint[];
+
+  /**
+   * @generated from field: string success_message = 9;
+   */
+  successMessage: string;
+
+  /**
+   * Empty: the thank-you page.
+   *
+   * @generated from field: string redirect_url = 10;
+   */
+  redirectUrl: string;
+
+  /**
+   * @generated from field: bool active = 11;
+   */
+  active: boolean;
+
+  /**
+   * Records submitted through the form.
+   *
+   * @generated from field: int64 submissions = 12;
+   */
+  submissions: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 13;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 14;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.Form.
+ * Use `create(FormSchema)` to create a new message.
+ */
+export const FormSchema: GenMessage<Form> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog, 4);
+
+/**
+ * Field references (an id as digits, or a name), as a form's request names them.
+ *
+ * @generated from message rowbase.catalog.v1.FieldReferences
+ */
+export type FieldReferences = Message<"rowbase.catalog.v1.FieldReferences"> & {
+  /**
+   * @generated from field: repeated string references = 1;
+   */
+  references: string[];
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.FieldReferences.
+ * Use `create(FieldReferencesSchema)` to create a new message.
+ */
+export const FieldReferencesSchema: GenMessage<FieldReferences> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog, 5);
 
 /**
  * The type of a field, which decides the values it stores and the options it takes.

@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { Database, Field, FieldDefinition, FieldType, Table } from "./catalog_pb.js";
+import type { Database, Field, FieldDefinition, FieldReferences, FieldType, Form, Table } from "./catalog_pb.js";
 import { file_rowbase_catalog_v1_catalog } from "./catalog_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/catalog/v1/catalog_service.proto.
  */
 export const file_rowbase_catalog_v1_catalog_service: GenFile = /*@__PURE__*/
-  fileDesc("Cihyb3diYXNlL2NhdGFsb2cvdjEvY2F0YWxvZ19zZXJ2aWNlLnByb3RvEhJyb3diYXNlLmNhdGFsb2cudjEiUwoVQ3JlYXRlRGF0YWJhc2VSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIkgKFkNyZWF0ZURhdGFiYXNlUmVzcG9uc2USLgoIZGF0YWJhc2UYASABKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UiKQoSR2V0RGF0YWJhc2VSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDIkUKE0dldERhdGFiYXNlUmVzcG9uc2USLgoIZGF0YWJhc2UYASABKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UiLwoUTGlzdERhdGFiYXNlc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgDIkgKFUxpc3REYXRhYmFzZXNSZXNwb25zZRIvCglkYXRhYmFzZXMYASADKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UicgoVVXBkYXRlRGF0YWJhc2VSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiJIChZVcGRhdGVEYXRhYmFzZVJlc3BvbnNlEi4KCGRhdGFiYXNlGAEgASgLMhwucm93YmFzZS5jYXRhbG9nLnYxLkRhdGFiYXNlIiwKFURlbGV0ZURhdGFiYXNlUmVxdWVzdBITCgtkYXRhYmFzZV9pZBgBIAEoAyIsChZEZWxldGVEYXRhYmFzZVJlc3BvbnNlEhIKCmRlbGV0ZWRfaWQYASABKAMigQEKEkNyZWF0ZVRhYmxlUmVxdWVzdBITCgtkYXRhYmFzZV9pZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjMKBmZpZWxkcxgEIAMoCzIjLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZERlZmluaXRpb24iagoTQ3JlYXRlVGFibGVSZXNwb25zZRIoCgV0YWJsZRgBIAEoCzIZLnJvd2Jhc2UuY2F0YWxvZy52MS5UYWJsZRIpCgZmaWVsZHMYAiADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQiIwoPR2V0VGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDImcKEEdldFRhYmxlUmVzcG9uc2USKAoFdGFibGUYASABKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuVGFibGUSKQoGZmllbGRzGAIgAygLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIigKEUxpc3RUYWJsZXNSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDIj8KEkxpc3RUYWJsZXNSZXNwb25zZRIpCgZ0YWJsZXMYASADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuVGFibGUibAoSVXBkYXRlVGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiI/ChNVcGRhdGVUYWJsZVJlc3BvbnNlEigKBXRhYmxlGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLlRhYmxlIiYKEkRlbGV0ZVRhYmxlUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyIpChNEZWxldGVUYWJsZVJlc3BvbnNlEhIKCmRlbGV0ZWRfaWQYASABKAMiWgoSQ3JlYXRlRmllbGRSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjIKBWZpZWxkGAIgASgLMiMucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkRGVmaW5pdGlvbiI/ChNDcmVhdGVGaWVsZFJlc3BvbnNlEigKBWZpZWxkGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIiUKEUxpc3RGaWVsZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDIj8KEkxpc3RGaWVsZHNSZXNwb25zZRIpCgZmaWVsZHMYASADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQimQIKElVwZGF0ZUZpZWxkUmVxdWVzdBIQCghmaWVsZF9pZBgBIAEoAxIRCgRuYW1lGAIgASgJSACIAQESMAoEdHlwZRgDIAEoDjIdLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZFR5cGVIAYgBARIoCgdvcHRpb25zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIVCghyZXF1aXJlZBgFIAEoCEgCiAEBEhgKC2Rlc2NyaXB0aW9uGAYgASgJSAOIAQESFQoIcG9zaXRpb24YByABKAVIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUILCglfcmVxdWlyZWRCDgoMX2Rlc2NyaXB0aW9uQgsKCV9wb3NpdGlvbiI/ChNVcGRhdGVGaWVsZFJlc3BvbnNlEigKBWZpZWxkGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIiYKEkRlbGV0ZUZpZWxkUmVxdWVzdBIQCghmaWVsZF9pZBgBIAEoAyIVChNEZWxldGVGaWVsZFJlc3BvbnNlIikKFUdldFRhYmxlU2NoZW1hUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyKeAQoWR2V0VGFibGVTY2hlbWFSZXNwb25zZRIoCgV0YWJsZRgBIAEoCzIZLnJvd2Jhc2UuY2F0YWxvZy52MS5UYWJsZRIpCgZmaWVsZHMYAiADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQSFwoPb3JnYW5pemF0aW9uX2lkGAMgASgDEhYKDnNjaGVtYV92ZXJzaW9uGAQgASgDIicKE1Jlc29sdmVGaWVsZFJlcXVlc3QSEAoIZmllbGRfaWQYASABKAMiQQoUUmVzb2x2ZUZpZWxkUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDIjwKE0xpc3RUYWJsZUlkc1JlcXVlc3QSFgoOYWZ0ZXJfdGFibGVfaWQYASABKAMSDQoFbGltaXQYAiABKAUiKQoUTGlzdFRhYmxlSWRzUmVzcG9uc2USEQoJdGFibGVfaWRzGAEgAygDMpENCg5DYXRhbG9nU2VydmljZRJnCg5DcmVhdGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlRGF0YWJhc2VSZXNwb25zZRJeCgtHZXREYXRhYmFzZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXREYXRhYmFzZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuR2V0RGF0YWJhc2VSZXNwb25zZRJkCg1MaXN0RGF0YWJhc2VzEigucm93YmFzZS5jYXRhbG9nLnYxLkxpc3REYXRhYmFzZXNSZXF1ZXN0Gikucm93YmFzZS5jYXRhbG9nLnYxLkxpc3REYXRhYmFzZXNSZXNwb25zZRJnCg5VcGRhdGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlRGF0YWJhc2VSZXNwb25zZRJnCg5EZWxldGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlRGF0YWJhc2VSZXNwb25zZRJeCgtDcmVhdGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlVGFibGVSZXNwb25zZRJVCghHZXRUYWJsZRIjLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXRUYWJsZVJlcXVlc3QaJC5yb3diYXNlLmNhdGFsb2cudjEuR2V0VGFibGVSZXNwb25zZRJbCgpMaXN0VGFibGVzEiUucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RUYWJsZXNSZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RUYWJsZXNSZXNwb25zZRJeCgtVcGRhdGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlVGFibGVSZXNwb25zZRJeCgtEZWxldGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlVGFibGVSZXNwb25zZRJeCgtDcmVhdGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlRmllbGRSZXNwb25zZRJbCgpMaXN0RmllbGRzEiUucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RGaWVsZHNSZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RGaWVsZHNSZXNwb25zZRJeCgtVcGRhdGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlRmllbGRSZXNwb25zZRJeCgtEZWxldGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlRmllbGRSZXNwb25zZRJnCg5HZXRUYWJsZVNjaGVtYRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXRUYWJsZVNjaGVtYVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuR2V0VGFibGVTY2hlbWFSZXNwb25zZRJhCgxSZXNvbHZlRmllbGQSJy5yb3diYXNlLmNhdGFsb2cudjEuUmVzb2x2ZUZpZWxkUmVxdWVzdBooLnJvd2Jhc2UuY2F0YWxvZy52MS5SZXNvbHZlRmllbGRSZXNwb25zZRJhCgxMaXN0VGFibGVJZHMSJy5yb3diYXNlLmNhdGFsb2cudjEuTGlzdFRhYmxlSWRzUmVxdWVzdBooLnJvd2Jhc2UuY2F0YWxvZy52MS5MaXN0VGFibGVJZHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_rowbase_catalog_v1_catalog]);
+  fileDesc("Cihyb3diYXNlL2NhdGFsb2cvdjEvY2F0YWxvZ19zZXJ2aWNlLnByb3RvEhJyb3diYXNlLmNhdGFsb2cudjEiUwoVQ3JlYXRlRGF0YWJhc2VSZXF1ZXN0EhcKD29yZ2FuaXphdGlvbl9pZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIkgKFkNyZWF0ZURhdGFiYXNlUmVzcG9uc2USLgoIZGF0YWJhc2UYASABKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UiKQoSR2V0RGF0YWJhc2VSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDIkUKE0dldERhdGFiYXNlUmVzcG9uc2USLgoIZGF0YWJhc2UYASABKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UiLwoUTGlzdERhdGFiYXNlc1JlcXVlc3QSFwoPb3JnYW5pemF0aW9uX2lkGAEgASgDIkgKFUxpc3REYXRhYmFzZXNSZXNwb25zZRIvCglkYXRhYmFzZXMYASADKAsyHC5yb3diYXNlLmNhdGFsb2cudjEuRGF0YWJhc2UicgoVVXBkYXRlRGF0YWJhc2VSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiJIChZVcGRhdGVEYXRhYmFzZVJlc3BvbnNlEi4KCGRhdGFiYXNlGAEgASgLMhwucm93YmFzZS5jYXRhbG9nLnYxLkRhdGFiYXNlIiwKFURlbGV0ZURhdGFiYXNlUmVxdWVzdBITCgtkYXRhYmFzZV9pZBgBIAEoAyIsChZEZWxldGVEYXRhYmFzZVJlc3BvbnNlEhIKCmRlbGV0ZWRfaWQYASABKAMigQEKEkNyZWF0ZVRhYmxlUmVxdWVzdBITCgtkYXRhYmFzZV9pZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEjMKBmZpZWxkcxgEIAMoCzIjLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZERlZmluaXRpb24iagoTQ3JlYXRlVGFibGVSZXNwb25zZRIoCgV0YWJsZRgBIAEoCzIZLnJvd2Jhc2UuY2F0YWxvZy52MS5UYWJsZRIpCgZmaWVsZHMYAiADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQiIwoPR2V0VGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDImcKEEdldFRhYmxlUmVzcG9uc2USKAoFdGFibGUYASABKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuVGFibGUSKQoGZmllbGRzGAIgAygLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIigKEUxpc3RUYWJsZXNSZXF1ZXN0EhMKC2RhdGFiYXNlX2lkGAEgASgDIj8KEkxpc3RUYWJsZXNSZXNwb25zZRIpCgZ0YWJsZXMYASADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuVGFibGUibAoSVXBkYXRlVGFibGVSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEhEKBG5hbWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBQgcKBV9uYW1lQg4KDF9kZXNjcmlwdGlvbiI/ChNVcGRhdGVUYWJsZVJlc3BvbnNlEigKBXRhYmxlGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLlRhYmxlIiYKEkRlbGV0ZVRhYmxlUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyIpChNEZWxldGVUYWJsZVJlc3BvbnNlEhIKCmRlbGV0ZWRfaWQYASABKAMiWgoSQ3JlYXRlRmllbGRSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDEjIKBWZpZWxkGAIgASgLMiMucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkRGVmaW5pdGlvbiI/ChNDcmVhdGVGaWVsZFJlc3BvbnNlEigKBWZpZWxkGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIiUKEUxpc3RGaWVsZHNSZXF1ZXN0EhAKCHRhYmxlX2lkGAEgASgDIj8KEkxpc3RGaWVsZHNSZXNwb25zZRIpCgZmaWVsZHMYASADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQimQIKElVwZGF0ZUZpZWxkUmVxdWVzdBIQCghmaWVsZF9pZBgBIAEoAxIRCgRuYW1lGAIgASgJSACIAQESMAoEdHlwZRgDIAEoDjIdLnJvd2Jhc2UuY2F0YWxvZy52MS5GaWVsZFR5cGVIAYgBARIoCgdvcHRpb25zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIVCghyZXF1aXJlZBgFIAEoCEgCiAEBEhgKC2Rlc2NyaXB0aW9uGAYgASgJSAOIAQESFQoIcG9zaXRpb24YByABKAVIBIgBAUIHCgVfbmFtZUIHCgVfdHlwZUILCglfcmVxdWlyZWRCDgoMX2Rlc2NyaXB0aW9uQgsKCV9wb3NpdGlvbiI/ChNVcGRhdGVGaWVsZFJlc3BvbnNlEigKBWZpZWxkGAEgASgLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIiYKEkRlbGV0ZUZpZWxkUmVxdWVzdBIQCghmaWVsZF9pZBgBIAEoAyIVChNEZWxldGVGaWVsZFJlc3BvbnNlIikKFUdldFRhYmxlU2NoZW1hUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyKeAQoWR2V0VGFibGVTY2hlbWFSZXNwb25zZRIoCgV0YWJsZRgBIAEoCzIZLnJvd2Jhc2UuY2F0YWxvZy52MS5UYWJsZRIpCgZmaWVsZHMYAiADKAsyGS5yb3diYXNlLmNhdGFsb2cudjEuRmllbGQSFwoPb3JnYW5pemF0aW9uX2lkGAMgASgDEhYKDnNjaGVtYV92ZXJzaW9uGAQgASgDIicKE1Jlc29sdmVGaWVsZFJlcXVlc3QSEAoIZmllbGRfaWQYASABKAMiQQoUUmVzb2x2ZUZpZWxkUmVzcG9uc2USEAoIdGFibGVfaWQYASABKAMSFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDIjwKE0xpc3RUYWJsZUlkc1JlcXVlc3QSFgoOYWZ0ZXJfdGFibGVfaWQYASABKAMSDQoFbGltaXQYAiABKAUiKQoUTGlzdFRhYmxlSWRzUmVzcG9uc2USEQoJdGFibGVfaWRzGAEgAygDIqQBChFDcmVhdGVGb3JtUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAxIMCgRuYW1lGAIgASgJEg4KBmZpZWxkcxgDIAMoCRIQCghyZXF1aXJlZBgEIAMoCRIXCg9zdWNjZXNzX21lc3NhZ2UYBSABKAkSFAoMcmVkaXJlY3RfdXJsGAYgASgJEhMKBmFjdGl2ZRgHIAEoCEgAiAEBQgkKB19hY3RpdmUiPAoSQ3JlYXRlRm9ybVJlc3BvbnNlEiYKBGZvcm0YASABKAsyGC5yb3diYXNlLmNhdGFsb2cudjEuRm9ybSIhCg5HZXRGb3JtUmVxdWVzdBIPCgdmb3JtX2lkGAEgASgDIjkKD0dldEZvcm1SZXNwb25zZRImCgRmb3JtGAEgASgLMhgucm93YmFzZS5jYXRhbG9nLnYxLkZvcm0iJAoQTGlzdEZvcm1zUmVxdWVzdBIQCgh0YWJsZV9pZBgBIAEoAyI8ChFMaXN0Rm9ybXNSZXNwb25zZRInCgVmb3JtcxgBIAMoCzIYLnJvd2Jhc2UuY2F0YWxvZy52MS5Gb3JtIqoCChFVcGRhdGVGb3JtUmVxdWVzdBIPCgdmb3JtX2lkGAEgASgDEhEKBG5hbWUYAiABKAlIAIgBARIzCgZmaWVsZHMYAyABKAsyIy5yb3diYXNlLmNhdGFsb2cudjEuRmllbGRSZWZlcmVuY2VzEjUKCHJlcXVpcmVkGAQgASgLMiMucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkUmVmZXJlbmNlcxIcCg9zdWNjZXNzX21lc3NhZ2UYBSABKAlIAYgBARIZCgxyZWRpcmVjdF91cmwYBiABKAlIAogBARITCgZhY3RpdmUYByABKAhIA4gBAUIHCgVfbmFtZUISChBfc3VjY2Vzc19tZXNzYWdlQg8KDV9yZWRpcmVjdF91cmxCCQoHX2FjdGl2ZSI8ChJVcGRhdGVGb3JtUmVzcG9uc2USJgoEZm9ybRgBIAEoCzIYLnJvd2Jhc2UuY2F0YWxvZy52MS5Gb3JtIiQKEURlbGV0ZUZvcm1SZXF1ZXN0Eg8KB2Zvcm1faWQYASABKAMiFAoSRGVsZXRlRm9ybVJlc3BvbnNlIigKFEdldFB1YmxpY0Zvcm1SZXF1ZXN0EhAKCGZvcm1fa2V5GAEgASgJImoKFUdldFB1YmxpY0Zvcm1SZXNwb25zZRImCgRmb3JtGAEgASgLMhgucm93YmFzZS5jYXRhbG9nLnYxLkZvcm0SKQoGZmllbGRzGAIgAygLMhkucm93YmFzZS5jYXRhbG9nLnYxLkZpZWxkIi0KGkNvdW50Rm9ybVN1Ym1pc3Npb25SZXF1ZXN0Eg8KB2Zvcm1faWQYASABKAMiHQobQ291bnRGb3JtU3VibWlzc2lvblJlc3BvbnNlMrQSCg5DYXRhbG9nU2VydmljZRJnCg5DcmVhdGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlRGF0YWJhc2VSZXNwb25zZRJeCgtHZXREYXRhYmFzZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXREYXRhYmFzZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuR2V0RGF0YWJhc2VSZXNwb25zZRJkCg1MaXN0RGF0YWJhc2VzEigucm93YmFzZS5jYXRhbG9nLnYxLkxpc3REYXRhYmFzZXNSZXF1ZXN0Gikucm93YmFzZS5jYXRhbG9nLnYxLkxpc3REYXRhYmFzZXNSZXNwb25zZRJnCg5VcGRhdGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlRGF0YWJhc2VSZXNwb25zZRJnCg5EZWxldGVEYXRhYmFzZRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVEYXRhYmFzZVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlRGF0YWJhc2VSZXNwb25zZRJeCgtDcmVhdGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlVGFibGVSZXNwb25zZRJVCghHZXRUYWJsZRIjLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXRUYWJsZVJlcXVlc3QaJC5yb3diYXNlLmNhdGFsb2cudjEuR2V0VGFibGVSZXNwb25zZRJbCgpMaXN0VGFibGVzEiUucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RUYWJsZXNSZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RUYWJsZXNSZXNwb25zZRJeCgtVcGRhdGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlVGFibGVSZXNwb25zZRJeCgtEZWxldGVUYWJsZRImLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVUYWJsZVJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlVGFibGVSZXNwb25zZRJeCgtDcmVhdGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5DcmVhdGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuQ3JlYXRlRmllbGRSZXNwb25zZRJbCgpMaXN0RmllbGRzEiUucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RGaWVsZHNSZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkxpc3RGaWVsZHNSZXNwb25zZRJeCgtVcGRhdGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5VcGRhdGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuVXBkYXRlRmllbGRSZXNwb25zZRJeCgtEZWxldGVGaWVsZBImLnJvd2Jhc2UuY2F0YWxvZy52MS5EZWxldGVGaWVsZFJlcXVlc3QaJy5yb3diYXNlLmNhdGFsb2cudjEuRGVsZXRlRmllbGRSZXNwb25zZRJnCg5HZXRUYWJsZVNjaGVtYRIpLnJvd2Jhc2UuY2F0YWxvZy52MS5HZXRUYWJsZVNjaGVtYVJlcXVlc3QaKi5yb3diYXNlLmNhdGFsb2cudjEuR2V0VGFibGVTY2hlbWFSZXNwb25zZRJhCgxSZXNvbHZlRmllbGQSJy5yb3diYXNlLmNhdGFsb2cudjEuUmVzb2x2ZUZpZWxkUmVxdWVzdBooLnJvd2Jhc2UuY2F0YWxvZy52MS5SZXNvbHZlRmllbGRSZXNwb25zZRJhCgxMaXN0VGFibGVJZHMSJy5yb3diYXNlLmNhdGFsb2cudjEuTGlzdFRhYmxlSWRzUmVxdWVzdBooLnJvd2Jhc2UuY2F0YWxvZy52MS5MaXN0VGFibGVJZHNSZXNwb25zZRJbCgpDcmVhdGVGb3JtEiUucm93YmFzZS5jYXRhbG9nLnYxLkNyZWF0ZUZvcm1SZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkNyZWF0ZUZvcm1SZXNwb25zZRJSCgdHZXRGb3JtEiIucm93YmFzZS5jYXRhbG9nLnYxLkdldEZvcm1SZXF1ZXN0GiMucm93YmFzZS5jYXRhbG9nLnYxLkdldEZvcm1SZXNwb25zZRJYCglMaXN0Rm9ybXMSJC5yb3diYXNlLmNhdGFsb2cudjEuTGlzdEZvcm1zUmVxdWVzdBolLnJvd2Jhc2UuY2F0YWxvZy52MS5MaXN0Rm9ybXNSZXNwb25zZRJbCgpVcGRhdGVGb3JtEiUucm93YmFzZS5jYXRhbG9nLnYxLlVwZGF0ZUZvcm1SZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLlVwZGF0ZUZvcm1SZXNwb25zZRJbCgpEZWxldGVGb3JtEiUucm93YmFzZS5jYXRhbG9nLnYxLkRlbGV0ZUZvcm1SZXF1ZXN0GiYucm93YmFzZS5jYXRhbG9nLnYxLkRlbGV0ZUZvcm1SZXNwb25zZRJkCg1HZXRQdWJsaWNGb3JtEigucm93YmFzZS5jYXRhbG9nLnYxLkdldFB1YmxpY0Zvcm1SZXF1ZXN0Gikucm93YmFzZS5jYXRhbG9nLnYxLkdldFB1YmxpY0Zvcm1SZXNwb25zZRJ2ChNDb3VudEZvcm1TdWJtaXNzaW9uEi4ucm93YmFzZS5jYXRhbG9nLnYxLkNvdW50Rm9ybVN1Ym1pc3Npb25SZXF1ZXN0Gi8ucm93YmFzZS5jYXRhbG9nLnYxLkNvdW50Rm9ybVN1Ym1pc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_rowbase_catalog_v1_catalog]);
 
 /**
  * @generated from message rowbase.catalog.v1.CreateDatabaseRequest
@@ -733,6 +733,313 @@ export const ListTableIdsResponseSchema: GenMessage<ListTableIdsResponse> = /*@_
   messageDesc(file_rowbase_catalog_v1_catalog_service, 33);
 
 /**
+ * @generated from message rowbase.catalog.v1.CreateFormRequest
+ */
+export type CreateFormRequest = Message<"rowbase.catalog.v1.CreateFormRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * References of the fields the form shows, in order (1-100).
+   *
+   * @generated from field: repeated string fields = 3;
+   */
+  fields: string[];
+
+  /**
+   * References of the fields a submission must fill; each also in fields.
+   *
+   * @generated from field: repeated string required = 4;
+   */
+  required: string[];
+
+  /**
+   * @generated from field: string success_message = 5;
+   */
+  successMessage: string;
+
+  /**
+   * @generated from field: string redirect_url = 6;
+   */
+  redirectUrl: string;
+
+  /**
+   * Unset: active.
+   *
+   * @generated from field: optional bool active = 7;
+   */
+  active?: boolean | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.CreateFormRequest.
+ * Use `create(CreateFormRequestSchema)` to create a new message.
+ */
+export const CreateFormRequestSchema: GenMessage<CreateFormRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 34);
+
+/**
+ * @generated from message rowbase.catalog.v1.CreateFormResponse
+ */
+export type CreateFormResponse = Message<"rowbase.catalog.v1.CreateFormResponse"> & {
+  /**
+   * @generated from field: rowbase.catalog.v1.Form form = 1;
+   */
+  form?: Form | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.CreateFormResponse.
+ * Use `create(CreateFormResponseSchema)` to create a new message.
+ */
+export const CreateFormResponseSchema: GenMessage<CreateFormResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 35);
+
+/**
+ * @generated from message rowbase.catalog.v1.GetFormRequest
+ */
+export type GetFormRequest = Message<"rowbase.catalog.v1.GetFormRequest"> & {
+  /**
+   * @generated from field: int64 form_id = 1;
+   */
+  formId: bigint;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.GetFormRequest.
+ * Use `create(GetFormRequestSchema)` to create a new message.
+ */
+export const GetFormRequestSchema: GenMessage<GetFormRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 36);
+
+/**
+ * @generated from message rowbase.catalog.v1.GetFormResponse
+ */
+export type GetFormResponse = Message<"rowbase.catalog.v1.GetFormResponse"> & {
+  /**
+   * @generated from field: rowbase.catalog.v1.Form form = 1;
+   */
+  form?: Form | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.GetFormResponse.
+ * Use `create(GetFormResponseSchema)` to create a new message.
+ */
+export const GetFormResponseSchema: GenMessage<GetFormResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 37);
+
+/**
+ * @generated from message rowbase.catalog.v1.ListFormsRequest
+ */
+export type ListFormsRequest = Message<"rowbase.catalog.v1.ListFormsRequest"> & {
+  /**
+   * @generated from field: int64 table_id = 1;
+   */
+  tableId: bigint;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.ListFormsRequest.
+ * Use `create(ListFormsRequestSchema)` to create a new message.
+ */
+export const ListFormsRequestSchema: GenMessage<ListFormsRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 38);
+
+/**
+ * @generated from message rowbase.catalog.v1.ListFormsResponse
+ */
+export type ListFormsResponse = Message<"rowbase.catalog.v1.ListFormsResponse"> & {
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated rowbase.catalog.v1.Form forms = 1;
+   */
+  forms: Form[];
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.ListFormsResponse.
+ * Use `create(ListFormsResponseSchema)` to create a new message.
+ */
+export const ListFormsResponseSchema: GenMessage<ListFormsResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 39);
+
+/**
+ * @generated from message rowbase.catalog.v1.UpdateFormRequest
+ */
+export type UpdateFormRequest = Message<"rowbase.catalog.v1.UpdateFormRequest"> & {
+  /**
+   * @generated from field: int64 form_id = 1;
+   */
+  formId: bigint;
+
+  /**
+   * Each unset key keeps its current value.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: rowbase.catalog.v1.FieldReferences fields = 3;
+   */
+  fields?: FieldReferences | undefined;
+
+  /**
+   * @generated from field: rowbase.catalog.v1.FieldReferences required = 4;
+   */
+  required?: FieldReferences | undefined;
+
+  /**
+   * @generated from field: optional string success_message = 5;
+   */
+  successMessage?: string | undefined;
+
+  /**
+   * @generated from field: optional string redirect_url = 6;
+   */
+  redirectUrl?: string | undefined;
+
+  /**
+   * @generated from field: optional bool active = 7;
+   */
+  active?: boolean | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.UpdateFormRequest.
+ * Use `create(UpdateFormRequestSchema)` to create a new message.
+ */
+export const UpdateFormRequestSchema: GenMessage<UpdateFormRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 40);
+
+/**
+ * @generated from message rowbase.catalog.v1.UpdateFormResponse
+ */
+export type UpdateFormResponse = Message<"rowbase.catalog.v1.UpdateFormResponse"> & {
+  /**
+   * @generated from field: rowbase.catalog.v1.Form form = 1;
+   */
+  form?: Form | undefined;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.UpdateFormResponse.
+ * Use `create(UpdateFormResponseSchema)` to create a new message.
+ */
+export const UpdateFormResponseSchema: GenMessage<UpdateFormResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 41);
+
+/**
+ * @generated from message rowbase.catalog.v1.DeleteFormRequest
+ */
+export type DeleteFormRequest = Message<"rowbase.catalog.v1.DeleteFormRequest"> & {
+  /**
+   * @generated from field: int64 form_id = 1;
+   */
+  formId: bigint;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.DeleteFormRequest.
+ * Use `create(DeleteFormRequestSchema)` to create a new message.
+ */
+export const DeleteFormRequestSchema: GenMessage<DeleteFormRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 42);
+
+/**
+ * @generated from message rowbase.catalog.v1.DeleteFormResponse
+ */
+export type DeleteFormResponse = Message<"rowbase.catalog.v1.DeleteFormResponse"> & {
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.DeleteFormResponse.
+ * Use `create(DeleteFormResponseSchema)` to create a new message.
+ */
+export const DeleteFormResponseSchema: GenMessage<DeleteFormResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 43);
+
+/**
+ * @generated from message rowbase.catalog.v1.GetPublicFormRequest
+ */
+export type GetPublicFormRequest = Message<"rowbase.catalog.v1.GetPublicFormRequest"> & {
+  /**
+   * @generated from field: string form_key = 1;
+   */
+  formKey: string;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.GetPublicFormRequest.
+ * Use `create(GetPublicFormRequestSchema)` to create a new message.
+ */
+export const GetPublicFormRequestSchema: GenMessage<GetPublicFormRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 44);
+
+/**
+ * @generated from message rowbase.catalog.v1.GetPublicFormResponse
+ */
+export type GetPublicFormResponse = Message<"rowbase.catalog.v1.GetPublicFormResponse"> & {
+  /**
+   * @generated from field: rowbase.catalog.v1.Form form = 1;
+   */
+  form?: Form | undefined;
+
+  /**
+   * The form's fields, in its order.
+   *
+   * @generated from field: repeated rowbase.catalog.v1.Field fields = 2;
+   */
+  fields: Field[];
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.GetPublicFormResponse.
+ * Use `create(GetPublicFormResponseSchema)` to create a new message.
+ */
+export const GetPublicFormResponseSchema: GenMessage<GetPublicFormResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 45);
+
+/**
+ * @generated from message rowbase.catalog.v1.CountFormSubmissionRequest
+ */
+export type CountFormSubmissionRequest = Message<"rowbase.catalog.v1.CountFormSubmissionRequest"> & {
+  /**
+   * @generated from field: int64 form_id = 1;
+   */
+  formId: bigint;
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.CountFormSubmissionRequest.
+ * Use `create(CountFormSubmissionRequestSchema)` to create a new message.
+ */
+export const CountFormSubmissionRequestSchema: GenMessage<CountFormSubmissionRequest> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 46);
+
+/**
+ * @generated from message rowbase.catalog.v1.CountFormSubmissionResponse
+ */
+export type CountFormSubmissionResponse = Message<"rowbase.catalog.v1.CountFormSubmissionResponse"> & {
+};
+
+/**
+ * Describes the message rowbase.catalog.v1.CountFormSubmissionResponse.
+ * Use `create(CountFormSubmissionResponseSchema)` to create a new message.
+ */
+export const CountFormSubmissionResponseSchema: GenMessage<CountFormSubmissionResponse> = /*@__PURE__*/
+  messageDesc(file_rowbase_catalog_v1_catalog_service, 47);
+
+/**
  * Databases, tables and fields. Public RPCs act for the caller of the signed principal:
  * any member reads, owner/admin/editor write; a caller outside the owning organization gets
  * the resource's not-found error. Changes are announced on `catalog.>` for the caches in
@@ -905,6 +1212,73 @@ export const CatalogService: GenService<{
     methodKind: "unary";
     input: typeof ListTableIdsRequestSchema;
     output: typeof ListTableIdsResponseSchema;
+  },
+  /**
+   * Forms of a table. Owner, admin and editor manage them; past the plan's `forms` per
+   * organization: form_limit_exceeded; a field of a read-only or file type:
+   * form_field_not_allowed.
+   *
+   * @generated from rpc rowbase.catalog.v1.CatalogService.CreateForm
+   */
+  createForm: {
+    methodKind: "unary";
+    input: typeof CreateFormRequestSchema;
+    output: typeof CreateFormResponseSchema;
+  },
+  /**
+   * @generated from rpc rowbase.catalog.v1.CatalogService.GetForm
+   */
+  getForm: {
+    methodKind: "unary";
+    input: typeof GetFormRequestSchema;
+    output: typeof GetFormResponseSchema;
+  },
+  /**
+   * @generated from rpc rowbase.catalog.v1.CatalogService.ListForms
+   */
+  listForms: {
+    methodKind: "unary";
+    input: typeof ListFormsRequestSchema;
+    output: typeof ListFormsResponseSchema;
+  },
+  /**
+   * @generated from rpc rowbase.catalog.v1.CatalogService.UpdateForm
+   */
+  updateForm: {
+    methodKind: "unary";
+    input: typeof UpdateFormRequestSchema;
+    output: typeof UpdateFormResponseSchema;
+  },
+  /**
+   * @generated from rpc rowbase.catalog.v1.CatalogService.DeleteForm
+   */
+  deleteForm: {
+    methodKind: "unary";
+    input: typeof DeleteFormRequestSchema;
+    output: typeof DeleteFormResponseSchema;
+  },
+  /**
+   * Internal: an active form by its key, with the fields it shows (in its order; fields whose
+   * type no longer fits a form left out), for the gateway's public form routes. Answers
+   * service principals only; an unknown or inactive key: form_not_found.
+   *
+   * @generated from rpc rowbase.catalog.v1.CatalogService.GetPublicForm
+   */
+  getPublicForm: {
+    methodKind: "unary";
+    input: typeof GetPublicFormRequestSchema;
+    output: typeof GetPublicFormResponseSchema;
+  },
+  /**
+   * Internal: counts a record submitted through the form (its `submissions`). Answers service
+   * principals only; a form deleted meanwhile is no error.
+   *
+   * @generated from rpc rowbase.catalog.v1.CatalogService.CountFormSubmission
+   */
+  countFormSubmission: {
+    methodKind: "unary";
+    input: typeof CountFormSubmissionRequestSchema;
+    output: typeof CountFormSubmissionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_rowbase_catalog_v1_catalog_service, 0);

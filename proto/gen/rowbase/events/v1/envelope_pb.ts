@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/envelope.proto.
  */
 export const file_rowbase_events_v1_envelope: GenFile = /*@__PURE__*/
-  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEikgEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAyKtAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAkSEwoLdHJhY2VwYXJlbnQYBSABKAkSCwoDdmlhGAYgASgJYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CiByb3diYXNlL2V2ZW50cy92MS9lbnZlbG9wZS5wcm90bxIRcm93YmFzZS5ldmVudHMudjEioQEKBUFjdG9yEisKBHR5cGUYASABKA4yHS5yb3diYXNlLmV2ZW50cy52MS5BY3Rvci5UeXBlEgoKAmlkGAIgASgDIl8KBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg0KCVRZUEVfVVNFUhABEhIKDlRZUEVfQVBJX1RPS0VOEAISDwoLVFlQRV9TWVNURU0QAxINCglUWVBFX0ZPUk0QBCKtAQoJRXZlbnRNZXRhEhAKCGV2ZW50X2lkGAEgASgJEi8KC29jY3VycmVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgVhY3RvchgDIAEoCzIYLnJvd2Jhc2UuZXZlbnRzLnYxLkFjdG9yEhIKCnJlcXVlc3RfaWQYBCABKAkSEwoLdHJhY2VwYXJlbnQYBSABKAkSCwoDdmlhGAYgASgJYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Who caused an event.
@@ -61,6 +61,13 @@ export enum Actor_Type {
    * @generated from enum value: TYPE_SYSTEM = 3;
    */
   SYSTEM = 3,
+
+  /**
+   * A public form's submission; id is the form's id.
+   *
+   * @generated from enum value: TYPE_FORM = 4;
+   */
+  FORM = 4,
 }
 
 /**
