@@ -43,6 +43,8 @@ const FAMILIES: { name: string; runs: number; match: (op: Operation) => boolean 
   { name: "records (v1)", runs: 100, match: (op) => op.path.startsWith("/public/v1/") },
   { name: "records (query form)", runs: 100, match: (op) => op.path.startsWith("/public/record/") },
   { name: "files", runs: 50, match: (op) => op.path.startsWith("/file/") },
+  { name: "webhooks", runs: 50, match: (op) => op.path.startsWith("/webhook/") },
+  { name: "MCP", runs: 30, match: (op) => op.path === "/mcp" },
 ];
 
 let world: World;

@@ -784,6 +784,13 @@ export function contractProblem(op: Operation, response: FuzzResponse): string |
       ? status === 200 || status === 404
       : op.path === "/forms/{form_key}/submit" && [200, 400, 403].includes(status));
   if (page) return undefined;
+  // The MCP endpoint speaks JSON-RPC: its results and its own protocol errors (a request it
+  // cannot accept) come in JSON-RPC's shapes, never an internal error (-32603); what the
+  // gateway refuses before it (credentials, a body that is no JSON) in its own envelopes.
+  if (op.path === "/mcp") {
+    const problem = jsonRpcProblem(response);
+    if (problem !== "not JSON-RPC") return problem;
+  }
   if (status < 400) {
     if (op.path === "/oauth/idp" && status === 302) return undefined;
     if (op.path === "/forms/{form_key}/submit" && status === 303) return undefined;
@@ -855,4 +862,21 @@ export function describeFailure(
     `${problem}: ${request.method} ${request.url.slice(0, 600)} as ${request.credential}, headers ${JSON.stringify(request.headers).slice(0, 300)}, ${body}`,
     `-> ${response.status} ${response.contentType} ${response.text.slice(0, 600)}`,
   ].join("\n");
+}
+
+/**
+ * What is wrong with an answer of `/mcp` in JSON-RPC (a result, an error other than an internal
+ * one, or a notification's empty 202), or "not JSON-RPC" for an answer in another shape.
+ */
+function jsonRpcProblem(response: FuzzResponse): string | undefined {
+  if (response.status === 202 && response.text === "") return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(response.text);
+  } catch {
+    return "not JSON-RPC";
+  }
+  if (!isPlainObject(body) || body.jsonrpc !== "2.0") return "not JSON-RPC";
+  if (isPlainObject(body.error) && body.error.code === -32603) return "a JSON-RPC internal error";
+  return undefined;
 }
