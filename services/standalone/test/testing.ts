@@ -275,6 +275,9 @@ export interface TestSystem {
    */
   replica<K extends ServiceName>(name: K, env?: Record<string, string>): Promise<TestService<K>>;
   databaseUrl: string;
+  /** The system's NATS, and the namespace of its streams (`<namespace>_<stream>`). */
+  natsUrl: string;
+  namespace: string;
   internalJwtSecret: string;
   /**
    * Where the files service keeps bytes: FILES_DIR when the test sets it, else a directory of
@@ -344,6 +347,8 @@ export async function startTestSystem(
     signingKeys,
     replica,
     databaseUrl: stack.databaseUrl,
+    natsUrl: stack.natsUrl,
+    namespace: stack.namespace,
     internalJwtSecret,
     filesDir: env.FILES_DIR ?? filesDir,
     stop: () => stack.stop(),

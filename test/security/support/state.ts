@@ -1,3 +1,6 @@
+import { type JetStreamManager, jetstreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { STREAMS } from "@rowbase/kit";
 import type { TestSystem } from "@rowbase/standalone/testing";
 import pg from "pg";
 import { expect } from "vitest";
@@ -39,7 +42,7 @@ export interface Snapshot {
   tables: Record<string, string>;
   /** `api-calls:<org>` / `transfer:<org>` -> the month's counter */
   counters: Record<string, number>;
-  /** Events not yet published by any outbox (the system is settled when none are). */
+  /** Events not yet published by any outbox or handled by every consumer (settled: none). */
   pending: number;
 }
 
@@ -65,16 +68,40 @@ export class StateProbe {
   private constructor(
     private readonly sys: TestSystem,
     private readonly db: pg.Client,
+    private readonly nats: NatsConnection,
+    private readonly jsm: JetStreamManager,
   ) {}
 
   static async open(sys: TestSystem): Promise<StateProbe> {
     const db = new pg.Client({ connectionString: sys.databaseUrl });
     await db.connect();
-    return new StateProbe(sys, db);
+    const nats = await connect({ servers: sys.natsUrl });
+    return new StateProbe(sys, db, nats, await jetstreamManager(nats));
   }
 
   async close(): Promise<void> {
     await this.db.end();
+    await this.nats.close();
+  }
+
+  /**
+   * Events published but not yet handled by every durable consumer of the system's streams
+   * (the audit log's writer among them): the outboxes can be empty while an event is on its way.
+   */
+  private async unconsumed(): Promise<number> {
+    let n = 0;
+    for (const stream of STREAMS) {
+      try {
+        for await (const consumer of this.jsm.consumers.list(
+          `${this.sys.namespace}_${stream.name}`,
+        )) {
+          n += consumer.num_pending + consumer.num_ack_pending;
+        }
+      } catch {
+        // A stream no service of this system created.
+      }
+    }
+    return n;
   }
 
   /** Organizations whose quota counters are part of the snapshot. */
@@ -151,7 +178,8 @@ export class StateProbe {
   async take(): Promise<Snapshot> {
     const result = await this.snapshotRows();
     const rows = result.rows.filter((r) => r.key !== PENDING);
-    const pending = Number(result.rows.find((r) => r.key === PENDING)?.value ?? 0);
+    const pending =
+      Number(result.rows.find((r) => r.key === PENDING)?.value ?? 0) + (await this.unconsumed());
     const month = new Date().toISOString().slice(0, 7);
     const keys = [...this.organizations].flatMap((org) =>
       ["api-calls", "transfer"].map((counter) => `${counter}:${org}`),
