@@ -34,6 +34,7 @@ describe("DATABASE_POOL_MAX", () => {
       catalog: 3,
       records: 3,
       files: 3,
+      webhooks: 3,
     });
   });
 });

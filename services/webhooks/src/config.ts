@@ -37,7 +37,7 @@ export const webhooksEnv = z.object({
   /** How often the webhooks' tables are asked for new changes, and due deliveries looked for. */
   WEBHOOK_POLL_MS: wholeNumber(10, 60_000, 250),
   /** How long finished deliveries are kept: as long as the tables' changes. */
-  CHANGE_RETENTION_SECONDS: wholeNumber(60, 31_536_000, 604_800),
+  CHANGE_RETENTION_SECONDS: wholeNumber(1, 366 * 24 * 3600, 604_800),
   /** Mail to the owner and admins when a webhook stops after failures. */
   SMTP_URL: optionalUrl,
   MAIL_FROM: z.string().default("Rowbase <no-reply@rowbase.local>"),
