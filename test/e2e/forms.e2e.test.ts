@@ -207,6 +207,35 @@ describe("/form routes", () => {
       redirect_url: "http://localhost:3000/thanks",
     });
     expect(local.status, JSON.stringify(local.body)).toBe(200);
+
+    // Once the table requires a field, a form must show it: without it no submission could
+    // ever add a record.
+    const madeRequired = await api("POST", "/field/update", {
+      token: tenant.owner.token,
+      query: q({ field_id: table.f.Email!.field_id }),
+      body: { required: true },
+    });
+    expect(madeRequired.status, JSON.stringify(madeRequired.body)).toBe(200);
+    expectValidation(await createForm(tenant, table, { name: "G", fields: ["Text"] }), [
+      { key: "fields", source: "body" },
+    ]);
+    const formId = local.body.data.form.form_id;
+    expectValidation(
+      await api("POST", "/form/update", {
+        token: tenant.owner.token,
+        query: q({ form_id: formId }),
+        body: { fields: ["Text", "Number"] },
+      }),
+      [{ key: "fields", source: "body" }],
+    );
+    expect((await formsOf(tenant, table)).map((form) => [form.name, form.fields])).toEqual([
+      ["F", [Number(table.id("Text"))]],
+    ]);
+    const withEmail = await createForm(tenant, table, {
+      name: "G",
+      fields: ["Text", "Email"],
+    });
+    expect(withEmail.status, JSON.stringify(withEmail.body)).toBe(200);
   });
 
   it("let editors manage forms, viewers only read them, and other organizations see none", async () => {

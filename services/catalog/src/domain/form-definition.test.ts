@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { checkFormInput, type FormFieldCandidate, newFormKey } from "./form-definition.js";
 
 const FIELDS: FormFieldCandidate[] = [
-  { id: 10n, name: "Name", type: "text" },
-  { id: 11n, name: "Email", type: "email" },
-  { id: 12n, name: "Serial", type: "autonumber" },
-  { id: 13n, name: "Photo", type: "file" },
+  { id: 10n, name: "Name", type: "text", required: false },
+  { id: 11n, name: "Email", type: "email", required: false },
+  { id: 12n, name: "Serial", type: "autonumber", required: false },
+  { id: 13n, name: "Photo", type: "file", required: false },
 ];
 
 function reasonOf(run: () => unknown): string {
@@ -48,5 +48,20 @@ describe("form definitions", () => {
     expect(
       reasonOf(() => checkFormInput({ redirectUrl: "http://example.com/" }, FIELDS)),
     ).toContain("validation_failed");
+  });
+
+  it("refuse a form without a field its table requires, whether created or changed", () => {
+    const fields = FIELDS.map((field) => ({ ...field, required: field.id === 11n }));
+    expect(reasonOf(() => checkFormInput({ name: "Lead", fields: ["Name"] }, fields))).toContain(
+      "validation_failed",
+    );
+    expect(reasonOf(() => checkFormInput({ fields: ["Name"] }, fields, [10, 11]))).toContain(
+      "validation_failed",
+    );
+    expect(checkFormInput({ fields: ["Email", "Name"] }, fields, [11])).toMatchObject({
+      fields: [11, 10],
+    });
+    // Changes that leave the shown fields alone are not checked again.
+    expect(checkFormInput({ name: "Leads" }, fields, [10])).toEqual({ name: "Leads" });
   });
 });

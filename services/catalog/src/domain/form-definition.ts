@@ -24,6 +24,8 @@ export interface FormFieldCandidate {
   id: bigint;
   name: string;
   type: FieldTypeName;
+  /** Required by the table: every record needs a value, so every form must ask for one. */
+  required: boolean;
 }
 
 /** What a form's request names, checked against its table's fields. */
@@ -92,7 +94,7 @@ function resolveAll(
  * Checks what a create or update sets, against the table's fields; `current` is the form's
  * field ids before an update (a `required` alone is checked against them). Every bad key is
  * listed in one validation failure; a field of a read-only or file type is
- * form_field_not_allowed.
+ * form_field_not_allowed. The fields a form shows must include every field its table requires.
  */
 export function checkFormInput(
   input: FormInput,
@@ -122,6 +124,16 @@ export function checkFormInput(
     }
     checked.fields = fields.map(({ field }) => Number(field.id));
     shown = checked.fields;
+    // A form without a field the table requires could never add a record.
+    for (const field of candidates) {
+      if (field.required && !shown.includes(Number(field.id))) {
+        items.push({
+          key: "fields",
+          message: `must include "${field.name}" (${field.id}): the table requires it`,
+          source: "body",
+        });
+      }
+    }
   }
   if (input.required !== undefined) {
     const required = resolveAll(candidates, input.required, "required", items);
