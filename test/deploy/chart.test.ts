@@ -775,16 +775,19 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(records.SHARED).toBe("2");
   });
 
-  it("routes the Ingress to the gateway Service and derives PUBLIC_BASE_URL from its host", () => {
+  it("routes the Ingress to the gateway Service, derives PUBLIC_BASE_URL from its host, lets /mcp answer the names listed", () => {
     const manifests = render("deploy/ci-values/ingress.yaml");
     const [ingress] = ofKind(manifests, "Ingress");
     const backend = ingress!.spec.rules[0].http.paths[0].backend.service;
     const gateway = named(manifests, "Service", backend.name);
     expect(gateway?.spec.selector["app.kubernetes.io/component"]).toBe("gateway");
     expect(backend.port.number).toBe(gateway!.spec.ports[0].port);
-    expect(named(manifests, "ConfigMap", "rowbase-gateway")!.data.PUBLIC_BASE_URL).toBe(
-      "https://api.rowbase.example.com",
-    );
+    const gatewayConfig = named(manifests, "ConfigMap", "rowbase-gateway")!.data;
+    expect(gatewayConfig.PUBLIC_BASE_URL).toBe("https://api.rowbase.example.com");
+    expect(gatewayConfig.MCP_ALLOWED_HOSTS).toBe("rowbase-gateway:8080");
+    expect(
+      named(render("deploy/ci-values/external.yaml"), "ConfigMap", "rowbase-gateway")!.data,
+    ).not.toHaveProperty("MCP_ALLOWED_HOSTS");
   });
 
   it("lets ingress-nginx stream bodies to the gateway, within the gateway's own limits", () => {

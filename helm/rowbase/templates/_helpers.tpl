@@ -251,6 +251,7 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- if eq $c.kind "http" }}
 {{- $_ := set $data "PORT" (toString (int $own.port)) }}
 {{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}
+{{- with $own.mcpAllowedHosts }}{{ $_ := set $data "MCP_ALLOWED_HOSTS" . }}{{ end }}
 {{- with $own.rateLimits }}{{ $_ := set $data "RATE_LIMITS" . }}{{ end }}
 {{- /* The Ingress's proxy limits are derived from these two (rowbase.ingressAnnotations). */}}
 {{- $_ := set $data "FILE_UPLOAD_MAX_BYTES" (toString (int64 $own.fileUploadMaxBytes)) }}
