@@ -56,6 +56,28 @@ describe("a schema change and the next read", () => {
     }
   });
 
+  it("reads and lists a converted field on connections that read it before the change", async () => {
+    const table = await createTable(api, tenant, [{ name: "Amount", type: "text" }]);
+    const [record] = await seed(api, tenant.writeToken, table, [{ Amount: "42" }]);
+    const routes = v1(table.databaseId, table.tableId);
+    const readAll = () =>
+      Promise.all(
+        Array.from({ length: 24 }, (_, n) =>
+          api("GET", n % 2 ? routes.record(record!.row_id) : routes.records, {
+            token: tenant.readToken,
+          }),
+        ),
+      );
+    // Parallel reads use many of the pool's connections, each preparing the table's statements.
+    for (const read of await readAll()) expect(read.status).toBe(200);
+    await updateField(table.f.Amount!.field_id, { type: "number" });
+    for (const read of await readAll()) {
+      expect(read.status, JSON.stringify(read.body)).toBe(200);
+      const data = read.body.data.record?.data ?? read.body.data.records[0].data;
+      expect(data).toEqual({ [table.id("Amount")]: 42 });
+    }
+  });
+
   it("shows renamed choices and a deleted field's values gone at once", async () => {
     const table = await createTable(api, tenant, [
       { name: "Status", type: "single_select", options: { choices: [{ name: "Open" }] } },

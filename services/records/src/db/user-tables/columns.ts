@@ -76,7 +76,11 @@ function choiceId(field: FieldLike, name: string): string {
 
 /**
  * SQL that reads a field's column as `columnValue` decodes it: dates and datetimes as the text
- * of their stored forms (`YYYY-MM-DD`, UTC with milliseconds), whatever the session's settings.
+ * of their stored forms (`YYYY-MM-DD`, UTC with milliseconds), whatever the session's settings;
+ * any other column cast to its own type (which costs nothing). The cast puts the column's type in
+ * the statement's text: a statement prepared on a connection before the field's type changed
+ * has another text, hence another name, than the one built after. Reusing the old name would
+ * fail with "cached plan must not change result type" on every connection that prepared it.
  */
 export function columnRead(type: ColumnType, column: string): string {
   switch (type) {
@@ -85,7 +89,7 @@ export function columnRead(type: ColumnType, column: string): string {
     case "timestamptz":
       return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
     default:
-      return column;
+      return `${column}::${type}`;
   }
 }
 
