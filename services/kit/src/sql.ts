@@ -94,22 +94,35 @@ export async function withStatementTimeout<T>(
   });
 }
 
-/** Statement texts sent as named prepared statements, with their names. */
+/**
+ * Statement texts sent as named prepared statements, with their names, the most recently named
+ * last. Per-table statements make one text per table (and per schema), so the map keeps the
+ * last `PREPARED_TEXTS_MAX`: a text dropped from it is sent unprepared until its next
+ * `preparedName`, which names it again, as before (the name is a hash of the text).
+ */
 const preparedNames = new Map<string, string>();
+export const PREPARED_TEXTS_MAX = 5_000;
 
 /**
  * The name under which a statement text is prepared, from a hash of the text; the text is sent
  * as that prepared statement on kit's pools from now on (`prepareNamedStatements`).
  * PostgreSQL then parses and plans it once per connection rather than on every call: measured
  * here, a record lookup by id cost it 73 µs of CPU instead of 95, a one-record insert 163
- * instead of 283.
+ * instead of 283. A connection keeps what it prepared until it closes: the pools close theirs
+ * after `CONNECTION_LIFETIME_SECONDS` (db.ts), so a process that reads many tables does not
+ * keep a plan of each on every connection.
  */
 export function preparedName(sql: string): string {
   let name = preparedNames.get(sql);
   if (name === undefined) {
     name = `rb_${createHash("sha256").update(sql).digest("hex").slice(0, 32)}`;
-    preparedNames.set(sql, name);
+    if (preparedNames.size >= PREPARED_TEXTS_MAX) {
+      preparedNames.delete(preparedNames.keys().next().value as string);
+    }
+  } else {
+    preparedNames.delete(sql);
   }
+  preparedNames.set(sql, name);
   return name;
 }
 
