@@ -307,6 +307,11 @@ describe("submitting", () => {
     });
     expectError(await submitJson(api, form.form_key, ok), 404, "form_not_found");
     expectError(await api("GET", `/forms/${form.form_key}/schema`), 404, "form_not_found");
+    // The page's own post (a person's) gets a page.
+    const gone = await submitHtml(api, form.form_key, [[table.id("Email"), "a@example.com"]]);
+    expect(gone.status).toBe(404);
+    expect(gone.headers.get("content-type")).toContain("text/html");
+    expect(gone.text).toContain("Form not found");
     await api("POST", "/form/delete", {
       token: tenant.owner.token,
       query: q({ form_id: form.form_id }),
@@ -387,6 +392,14 @@ describe("the form_submit_ip rate limit", () => {
     expect(eleventh.status).toBe(429);
     expect(eleventh.body).toEqual({ message: "too_many_requests", data: {} });
     expect(Number(eleventh.headers.get("retry-after"))).toBeGreaterThan(0);
+    // From the page, a person reads it on a page, with the same Retry-After.
+    const fromPage = await submitHtml(limitedApi, form.form_key, [
+      [table.id("Email"), "12@example.com"],
+    ]);
+    expect(fromPage.status).toBe(429);
+    expect(fromPage.headers.get("content-type")).toContain("text/html");
+    expect(fromPage.text).toContain("Too many submissions");
+    expect(Number(fromPage.headers.get("retry-after"))).toBeGreaterThan(0);
     const { total: held } = await list(limitedApi, tenant.readToken, table, { limit: 1 });
     expect(held).toBe(10);
   });

@@ -9,6 +9,7 @@ import {
   type SessionCaller,
 } from "../auth/authenticate.js";
 import { downstreamCallOptions } from "../auth/downstream-call.js";
+import { httpErrorOf } from "../errors/error-table.js";
 import {
   itemsFromIssues,
   ValidationFailed,
@@ -65,8 +66,8 @@ export function mountRoutes(
  * rate limit (per IP) -> authenticate -> rate limit (per user or token) -> read the JSON body
  * and wait for its share of the budget (routes with a body) -> validate -> rate limit (per e-mail) -> call -> present. A
  * limit runs as soon as its key is known, so floods are counted before any work, yet a per-e-mail
- * limit can read the validated address. Errors are not caught here: they travel to the one
- * error middleware.
+ * limit can read the validated address. Errors travel to the one error middleware, but for
+ * the refusals a route answers itself (`refusalPage`).
  */
 export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddleware<GatewayState> {
   const limits = (kind: RateLimitKeyKind) =>
@@ -83,7 +84,7 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
     throw new Error(`${route.operationId}: a per-user limit needs an authenticated route`);
   }
 
-  return async (ctx) => {
+  const run: RouterMiddleware<GatewayState> = async (ctx) => {
     await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
     // Per form, by the key in the path (the public form routes).
     if (formLimits.length > 0) {
@@ -105,6 +106,22 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
           : await receiveJsonBody(ctx);
     const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
     await deps.jsonBodies.run(body, answer);
+  };
+  const { refusalPage } = route;
+  if (!refusalPage) return run;
+  return async (ctx, next) => {
+    try {
+      await run(ctx, next);
+    } catch (error) {
+      if (ctx.headerSent) throw error;
+      const refusal = httpErrorOf(error, {
+        method: ctx.method,
+        path: ctx.path,
+        requestId: ctx.state.requestId,
+      });
+      if (refusal.status >= 500 || !refusalPage(ctx, refusal)) throw error;
+      ctx.set(refusal.headers);
+    }
   };
 }
 

@@ -1,7 +1,7 @@
 import type { CallOptions } from "@connectrpc/connect";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../auth/authenticate.js";
-import type { ErrorCode } from "../errors/error-table.js";
+import type { ErrorCode, HttpErrorResponse } from "../errors/error-table.js";
 import type { GatewayContext } from "../gateway-context.js";
 import type { RateLimitName } from "../rate-limit/rate-limit-settings.js";
 
@@ -149,6 +149,12 @@ export interface RouteSpec<
   eventStream?: boolean;
   /** Domain errors the route can answer besides the ones every route of its kind has. */
   errors?: ErrorCode[];
+  /**
+   * Answers a refusal (a 4xx from any step: a rate limit, validation, the handler) itself, say
+   * as a page for a person, and returns true; false leaves it to the error middleware's
+   * envelope. The refusal's headers (`Retry-After`) are sent either way.
+   */
+  refusalPage?: (ctx: GatewayContext, refusal: HttpErrorResponse) => boolean;
   handle(input: RouteInput<A, Output<Q>, Output<B>, Output<P>>): Promise<Success<R, D>>;
 }
 
@@ -176,6 +182,7 @@ export interface Route {
   htmlPage: boolean;
   eventStream: boolean;
   errors: ErrorCode[];
+  refusalPage?: (ctx: GatewayContext, refusal: HttpErrorResponse) => boolean;
   handle(input: RouteInput<AuthMode, unknown, unknown, unknown>): Promise<unknown>;
 }
 

@@ -242,9 +242,24 @@ ${list}
 
 /** The page's answer to a key of no active form. */
 export function notFoundPage(ctx: GatewayContext): void {
-  const body = `<div class="card done">
-<h1>Form not found</h1>
-<p>This form does not exist or no longer takes answers.</p>
+  messagePage(ctx, 404, "Form not found", "This form does not exist or no longer takes answers.");
+}
+
+/** The page's answer to a post past the submission limits (the caller sets `Retry-After`). */
+export function tooManyPage(ctx: GatewayContext, retryAfterSeconds: number): void {
+  const wait = retryAfterSeconds > 1 ? `in ${retryAfterSeconds} seconds` : "in a moment";
+  messagePage(
+    ctx,
+    429,
+    "Too many submissions",
+    `This form has taken many answers just now. Please use your browser's back button and send yours again ${wait}.`,
+  );
+}
+
+function messagePage(ctx: GatewayContext, status: number, title: string, text: string): void {
+  const body = `<div class="card done" role="alert">
+<h1>${escapeHtml(title)}</h1>
+<p>${escapeHtml(text)}</p>
 </div>`;
-  sendPage(ctx, 404, "Form not found", body);
+  sendPage(ctx, status, title, body);
 }

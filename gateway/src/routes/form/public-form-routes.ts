@@ -10,7 +10,7 @@ import { URL_ENCODED } from "../../http/json-body.js";
 import { idOf, required } from "../../presentation/wire-values.js";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { Answered, defineRoute, type Route } from "../../routing/route.js";
-import { formPage, notFoundPage, refusedPage, thankYouPage } from "./form-page.js";
+import { formPage, notFoundPage, refusedPage, thankYouPage, tooManyPage } from "./form-page.js";
 import { checkSubmission, type FormField, formFieldsOf } from "./form-submission.js";
 
 export interface PublicFormRoutesDeps {
@@ -198,6 +198,15 @@ export function publicFormRoutes(deps: PublicFormRoutesDeps): Route[] {
       urlEncodedAs: "data",
       response: FormSubmittedSchema,
       errors: ["form_not_found", "record_limit_exceeded"],
+      // The page's post is a person's: a form gone or a limit reached is a page too (refusals
+      // of the answers themselves are the handler's, which knows the form's fields).
+      refusalPage(ctx, refusal) {
+        if (!fromPage(ctx)) return false;
+        if (refusal.status === 404) notFoundPage(ctx);
+        else if (refusal.status === 429) tooManyPage(ctx, Number(refusal.headers["retry-after"]));
+        else return false;
+        return true;
+      },
       async handle({ ctx, params, body }) {
         const { requestId } = ctx.state;
         const form = await publicForm(deps, params.form_key, requestId);
