@@ -186,6 +186,12 @@ describe("/openapi.json against the routes' answers", () => {
     const file = await call("GET", "/docs/{file}", { path: { file: "swagger-ui.css" } });
     expect(file.headers.get("content-type")).toMatch(/^text\/css/);
     await expectStatus(call("GET", "/docs/{file}", { path: { file: "nope.js" } }), 404);
+    for (const file of ["table-page.js", "table-page.css"]) {
+      await expectStatus(call("GET", "/docs/{file}", { path: { file } }), 200);
+    }
+    const page = await call("GET", "/docs/tables/{table_id}", { path: { table_id: 12 } });
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    await expectStatus(call("GET", "/docs/tables/{table_id}", { path: { table_id: "x" } }), 404);
   });
 
   it("the MCP endpoint", async () => {
