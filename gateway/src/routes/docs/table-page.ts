@@ -258,6 +258,13 @@ export const TABLE_PAGE_SCRIPT = String.raw`"use strict";
       },
     ];
     api.appendChild(el("h2", { text: "Routes" }));
+    api.appendChild(
+      el("p", {}, [
+        "The same records answer the query-form routes (",
+        el("code", { text: "/public/record/list?database_id=" + table.database_id + "&table_id=" + table.table_id }),
+        " and the others), which the OpenAPI document describes too.",
+      ]),
+    );
     routes.forEach(function (route) {
       api.appendChild(routeCard(route, base));
     });
