@@ -129,17 +129,15 @@ export function docsPathItems(): Record<string, Record<string, unknown>> {
     },
     "/docs/tables/{table_id}": {
       get: {
-        ...operation(
-          "getTableDocs",
-          'This table\'s API in the browser: its fields, routes, examples, curl and fetch snippets, and a "Try it" for each route. The page asks for an API token or a session token and keeps it in the page only (never in the address, storage or cookies); it reads the table with `/table/get` and its OpenAPI document (`response_format=names`) with that token',
-          {
-            200: {
-              description: "The page (the same for any id: the table is read with the token)",
-              content: { "text/html": { schema: { type: "string" } } },
-            },
-            404: NOT_FOUND,
+        ...operation("getTableDocs", "A table's API in the browser, with its own fields", {
+          200: {
+            description: "The page (the same for any id: the table is read with the token)",
+            content: { "text/html": { schema: { type: "string" } } },
           },
-        ),
+          404: NOT_FOUND,
+        }),
+        description:
+          'The page lists the table\'s fields, then each record route with an example request and answer, curl and fetch snippets and a "Try it". It asks for an API token or a session token and keeps it in the page only (never in the address, storage or cookies); it reads the table with `/table/get` and its OpenAPI document (`response_format=names`) with that token.',
         parameters: [
           {
             name: "table_id",
@@ -152,7 +150,7 @@ export function docsPathItems(): Record<string, Record<string, unknown>> {
     },
     "/docs/{file}": {
       get: {
-        ...operation("getDocsFile", "A file of the Swagger UI page", {
+        ...operation("getDocsFile", "A file of the docs pages (Swagger UI, the table page)", {
           200: {
             description: "The file, with its own content type",
             content: { "*/*": { schema: { type: "string", format: "binary" } } },

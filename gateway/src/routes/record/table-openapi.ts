@@ -203,7 +203,7 @@ function components(schema: TableRecordSchema, format: ResponseFormatName): Json
       },
     },
     schemas: {
-      Record: record("RecordData", "field id (what writes answer)"),
+      Record: record("RecordData", byName ? "field id (what writes answer)" : "field id"),
       RecordData: withExample(schema.readById),
       ...(byName
         ? {
