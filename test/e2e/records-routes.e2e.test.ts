@@ -314,7 +314,8 @@ describe("v1 routes", () => {
       { name: "Customer name", type: "text" },
       { name: "Lifetime value", type: "number" },
     ]);
-    const doc = await api("GET", v1(t.databaseId, t.tableId).openapi, { token: tenant.readToken });
+    const byNames = { token: tenant.readToken, query: { response_format: "names" } };
+    const doc = await api("GET", v1(t.databaseId, t.tableId).openapi, byNames);
     expect(doc.status, doc.text.slice(0, 300)).toBe(200);
     expect(doc.body.openapi).toMatch(/^3\.1/);
     expect(Object.keys(doc.body.paths).join(" ")).toContain("/records");
@@ -323,6 +324,16 @@ describe("v1 routes", () => {
         names.every((name) => Object.hasOwn(properties, name)),
       );
     expect(hasFieldSchema(["Customer name", "Lifetime value"])).toBe(true);
+    // The default document is keyed by field id throughout.
+    const byIds = await api("GET", v1(t.databaseId, t.tableId).openapi, {
+      token: tenant.readToken,
+    });
+    expect(byIds.body.components.schemas.RecordData.properties).toHaveProperty(
+      t.id("Customer name"),
+    );
+    expect(schemasWithProperties(byIds.body).some((p) => Object.hasOwn(p, "Customer name"))).toBe(
+      false,
+    );
 
     const added = await api("POST", "/field/create", {
       token: tenant.owner.token,
@@ -330,10 +341,9 @@ describe("v1 routes", () => {
       body: { name: "Renewal date", type: "date" },
     });
     expect(added.status).toBe(200);
-    const again = await api("GET", v1(t.databaseId, t.tableId).openapi, {
-      token: tenant.readToken,
-    });
+    const again = await api("GET", v1(t.databaseId, t.tableId).openapi, byNames);
     expect(again.status).toBe(200);
+    expect(again.body.info.version).not.toBe(doc.body.info.version);
     const properties = schemasWithProperties(again.body);
     expect(
       properties.some((p) =>
