@@ -176,7 +176,22 @@ function responsesOf(route: Route): Record<string, unknown> {
                   content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
                 },
               };
-  return { ...responses, ...errorResponses(route) };
+  return { ...(route.etag ? withEtag(responses) : responses), ...errorResponses(route) };
+}
+
+/** The 200 with its `ETag` header, and the 304 that `If-None-Match` gets while it holds. */
+function withEtag(responses: Record<string, unknown>): Record<string, unknown> {
+  const etag = {
+    description: "The version of this answer, quoted: it changes when the answer does",
+    schema: { type: "string" },
+  };
+  return {
+    200: { ...(responses[200] as object), headers: { ETag: etag } },
+    304: {
+      description: "`If-None-Match` names the current ETag: the answer has not changed",
+      headers: { ETag: etag },
+    },
+  };
 }
 
 /**

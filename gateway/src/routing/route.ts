@@ -128,6 +128,11 @@ export interface RouteSpec<
    */
   raw?: boolean;
   /**
+   * The handler sends an `ETag` with its answer and answers 304 (returning Answered) when
+   * `If-None-Match` names it; the document shows both.
+   */
+  etag?: boolean;
+  /**
    * The body is multipart/form-data with one binary part of this name, which the handler reads
    * as a stream itself (the pipeline reads no JSON body); the document shows it so.
    */
@@ -177,6 +182,7 @@ export interface Route {
   response?: z.ZodType;
   redirect: boolean;
   raw: boolean;
+  etag: boolean;
   multipartFile?: string;
   binary: boolean;
   htmlPage: boolean;
@@ -217,6 +223,7 @@ export function defineRoute<
     ignoresQuery: spec.ignoresQuery ?? false,
     redirect: spec.redirect ?? false,
     raw: spec.raw ?? false,
+    etag: spec.etag ?? false,
     binary: (spec.binary ?? false) || (spec.eventStream ?? false) || (spec.htmlPage ?? false),
     htmlPage: spec.htmlPage ?? false,
     eventStream: spec.eventStream ?? false,

@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import type { Router } from "@koa/router";
 import { Code, domainError } from "@rowbase/kit";
 import type { GatewayState } from "../../gateway-context.js";
+import { TABLE_PAGE, TABLE_PAGE_SCRIPT, TABLE_PAGE_STYLE } from "./table-page.js";
 
 /** Swagger UI's files, served from the swagger-ui-dist package: no CDN, works offline. */
 const SWAGGER_UI_DIR = dirname(
@@ -55,8 +56,18 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
   "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'";
 
-/** Names Swagger UI's page loads from /docs/{file}. */
-const DOCS_FILES = [...ASSETS.keys(), "initializer.js"];
+/** Files of our own: Swagger UI's initializer and the per-table page's script and style. */
+const OWN_FILES = new Map([
+  ["initializer.js", { type: "text/javascript; charset=utf-8", body: INITIALIZER }],
+  ["table-page.js", { type: "text/javascript; charset=utf-8", body: TABLE_PAGE_SCRIPT }],
+  ["table-page.css", { type: "text/css; charset=utf-8", body: TABLE_PAGE_STYLE }],
+]);
+
+/** Names the pages load from /docs/{file}. */
+const DOCS_FILES = [...ASSETS.keys(), ...OWN_FILES.keys()];
+
+/** A table id in the page's path: what every id is, digits below 2^53. */
+const TABLE_ID = /^[1-9][0-9]{0,15}$/;
 
 const schemaRef = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 
@@ -69,6 +80,19 @@ const DOCS_ERRORS = {
   500: {
     description: "Unexpected failure",
     content: { "application/json": { schema: schemaRef("InternalError") } },
+  },
+};
+
+const NOT_FOUND = {
+  description: "No such page: `not_found`",
+  content: {
+    "application/json": {
+      schema: {
+        type: "object",
+        required: ["message", "data"],
+        properties: { message: { const: "not_found" }, data: { type: "object" } },
+      },
+    },
   },
 };
 
@@ -103,25 +127,35 @@ export function docsPathItems(): Record<string, Record<string, unknown>> {
         200: { description: "The page", content: { "text/html": { schema: { type: "string" } } } },
       }),
     },
+    "/docs/tables/{table_id}": {
+      get: {
+        ...operation("getTableDocs", "A table's API in the browser, with its own fields", {
+          200: {
+            description: "The page (the same for any id: the table is read with the token)",
+            content: { "text/html": { schema: { type: "string" } } },
+          },
+          404: NOT_FOUND,
+        }),
+        description:
+          'The page lists the table\'s fields, then each record route with an example request and answer, curl and fetch snippets and a "Try it". It asks for an API token or a session token and keeps it in the page only (never in the address, storage or cookies); it reads the table with `/table/get` and its OpenAPI document (`response_format=names`) with that token.',
+        parameters: [
+          {
+            name: "table_id",
+            in: "path",
+            required: true,
+            schema: { type: "string", pattern: TABLE_ID.source },
+          },
+        ],
+      },
+    },
     "/docs/{file}": {
       get: {
-        ...operation("getDocsFile", "A file of the Swagger UI page", {
+        ...operation("getDocsFile", "A file of the docs pages (Swagger UI, the table page)", {
           200: {
             description: "The file, with its own content type",
             content: { "*/*": { schema: { type: "string", format: "binary" } } },
           },
-          404: {
-            description: "No such file: `not_found`",
-            content: {
-              "application/json": {
-                schema: {
-                  type: "object",
-                  required: ["message", "data"],
-                  properties: { message: { const: "not_found" }, data: { type: "object" } },
-                },
-              },
-            },
-          },
+          404: { ...NOT_FOUND, description: "No such file: `not_found`" },
         }),
         parameters: [
           {
@@ -137,8 +171,9 @@ export function docsPathItems(): Record<string, Record<string, unknown>> {
 }
 
 /**
- * GET /openapi.json (the document, built once) and GET /docs (Swagger UI over it): plain
- * routes outside the JSON pipeline, listed in the document by `docsPathItems`.
+ * GET /openapi.json (the document, built once), GET /docs (Swagger UI over it) and GET
+ * /docs/tables/{table_id} (a table's own API, see table-page.ts): plain routes outside the JSON
+ * pipeline, listed in the document by `docsPathItems`.
  */
 export function mountDocsRoutes(
   router: Router<GatewayState>,
@@ -154,12 +189,20 @@ export function mountDocsRoutes(
     ctx.type = "text/html; charset=utf-8";
     ctx.body = PAGE;
   });
+  router.get("/docs/tables/:table_id", (ctx) => {
+    if (!TABLE_ID.test(ctx.params.table_id ?? "")) throw domainError(Code.NotFound, "not_found");
+    ctx.set("Content-Security-Policy", CSP);
+    ctx.set("Referrer-Policy", "no-referrer");
+    ctx.type = "text/html; charset=utf-8";
+    ctx.body = TABLE_PAGE;
+  });
   router.get("/docs/:file", (ctx) => {
     const file = ctx.params.file ?? "";
     ctx.set("Cache-Control", "public, max-age=3600");
-    if (file === "initializer.js") {
-      ctx.type = "text/javascript; charset=utf-8";
-      ctx.body = INITIALIZER;
+    const own = OWN_FILES.get(file);
+    if (own) {
+      ctx.type = own.type;
+      ctx.body = own.body;
       return;
     }
     const type = ASSETS.get(file);

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
 import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
@@ -5,7 +6,8 @@ import type { z } from "zod";
 import type { ErrorCode } from "../../errors/error-table.js";
 import type { ApiCallQuota } from "../../quota/api-call-quota.js";
 import type { RateLimitName } from "../../rate-limit/rate-limit-settings.js";
-import { defineRoute, type Route, type RouteInput } from "../../routing/route.js";
+import { Answered, defineRoute, type Route, type RouteInput } from "../../routing/route.js";
+import { ifNoneMatchHits } from "../file/file-serving.js";
 import { type RecordCall, RecordOperations } from "./record-operations.js";
 import {
   PublicBatchCreateBody,
@@ -24,8 +26,10 @@ import {
   PublicTableQuery,
   PublicUpdateBody,
   RecordPath,
+  type ResponseFormatName,
   ROW_ID_PATTERN,
   TableOpenApiDocumentSchema,
+  TableOpenApiQuery,
   TablePath,
   V1GetQuery,
   V1ListQuery,
@@ -78,8 +82,8 @@ function recordCall(input: RouteInput<"session_or_token", unknown, unknown, unkn
 export function recordRoutes(deps: RecordRoutesDeps): Route[] {
   const records = new RecordOperations(deps);
   const routes: Route[] = [
-    ...v1Routes(records, (schema, table) =>
-      tableOpenApi(schema, table, routes, deps.publicBaseUrl),
+    ...v1Routes(records, (schema, table, format) =>
+      tableOpenApi(schema, table, routes, deps.publicBaseUrl, format),
     ),
     ...queryFormRoutes(records),
   ];
@@ -90,6 +94,7 @@ export function recordRoutes(deps: RecordRoutesDeps): Route[] {
 type TableDocument = (
   schema: TableRecordSchema,
   table: DocumentedTable,
+  format: ResponseFormatName,
 ) => z.output<typeof TableOpenApiDocumentSchema>;
 
 function v1Routes(records: RecordOperations, tableDocument: TableDocument): Route[] {
@@ -266,17 +271,30 @@ function v1Routes(records: RecordOperations, tableDocument: TableDocument): Rout
       summary: "An OpenAPI document of this table's record routes, with its real fields",
       description:
         `${AUTH_DESCRIPTION} The document itself is the body (no envelope), ready for code ` +
-        "generators and API tools; its server is this gateway's public base URL.",
+        "generators and API tools; its server is this gateway's public base URL. Its " +
+        "`info.version` and `ETag` change whenever the table's schema does; `If-None-Match` " +
+        "with the ETag held answers 304 while the document is unchanged.",
       tags: v1Tags,
       auth: "session_or_token",
       rateLimits,
       params: TablePath,
+      query: TableOpenApiQuery,
       response: TableOpenApiDocumentSchema,
       raw: true,
+      etag: true,
       errors: COMMON,
       handle: async (input) => {
         const table = { tableId: input.params.table_id, databaseId: input.params.database_id };
-        return tableDocument(await records.recordSchema(table, recordCall(input)), table);
+        const schema = await records.recordSchema(table, recordCall(input));
+        const document = tableDocument(schema, table, input.query.response_format);
+        const { ctx } = input;
+        const etag = `"${createHash("sha256").update(JSON.stringify(document)).digest("base64url")}"`;
+        ctx.set("ETag", etag);
+        // Revalidated on every use: the schema can change at any time.
+        ctx.set("Cache-Control", "private, no-cache");
+        if (!ifNoneMatchHits(ctx.get("if-none-match") || undefined, etag)) return document;
+        ctx.status = 304;
+        return new Answered();
       },
     }),
   ];

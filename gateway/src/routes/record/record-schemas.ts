@@ -329,6 +329,14 @@ export const PublicBatchDeleteSchema = responseData(
   z.object({ deleted_ids: z.array(id).describe("In request order") }),
 );
 
+/** The per-table OpenAPI document's query: which keys its reads and request bodies use. */
+export const TableOpenApiQuery = z.strictObject({
+  response_format: responseFormatParameter("ids").describe(
+    "`names`: a document whose reads and request bodies are keyed by field name (writes still " +
+      "answer keyed by id); `ids` (the default): keyed by field id",
+  ),
+});
+
 /** The per-table OpenAPI document, served as is (no envelope). */
 export const TableOpenApiDocumentSchema = responseData(
   "TableOpenApiDocument",

@@ -25,8 +25,13 @@ const api = buildOpenApiDocument(routes, {
 
 const data = (key: string): JsonObject => ({
   type: "object",
-  properties: { [key]: { type: ["string", "null"] } },
+  properties: { [key]: { type: ["string", "null"], examples: ["Ada"] } },
   additionalProperties: false,
+});
+/** The same with the example record the document adds. */
+const withExample = (schema: JsonObject, key: string): JsonObject => ({
+  ...schema,
+  examples: [{ [key]: "Ada" }],
 });
 const schema = create(TableRecordSchemaSchema, {
   tableName: "Customers",
@@ -48,6 +53,21 @@ const document = tableOpenApi(
   routes,
   "https://api.example.com",
 ) as unknown as Document;
+const byNames = tableOpenApi(
+  schema,
+  table,
+  routes,
+  "https://api.example.com",
+  "names",
+) as unknown as Document;
+const V1 = "/public/v1/databases/{database_id}/tables/{table_id}";
+
+/** The schema of an operation's success answer's `data`. */
+const answerOf = (doc: Document, path: string, method: string) => {
+  const ok = (doc.paths[path]![method]!.responses as Record<string, Json>)["200"]!;
+  const content = ok.content as Record<string, { schema: { properties: { data: Json } } }>;
+  return content["application/json"]!.schema.properties.data;
+};
 
 /** `METHOD /path/{param}` of every operation of a document. */
 const operationsOf = (doc: Document, only: (path: string) => boolean = () => true) =>
@@ -68,9 +88,11 @@ const errorsOf = (operation: Json) =>
   );
 
 describe("a table's OpenAPI document", () => {
-  it("is a valid OpenAPI 3.1 document", async () => {
-    const result = await new Validator().validate(structuredClone(document) as never);
-    expect(result.errors).toBeUndefined();
+  it("is a valid OpenAPI 3.1 document, in both forms", async () => {
+    for (const doc of [document, byNames]) {
+      const result = await new Validator().validate(structuredClone(doc) as never);
+      expect(result.errors).toBeUndefined();
+    }
   });
 
   it("documents exactly the record routes the gateway serves", () => {
@@ -132,12 +154,19 @@ describe("a table's OpenAPI document", () => {
 
   it("carries the records service's data schemas and pins the table's ids", () => {
     const schemas = document.components.schemas;
-    expect(schemas.RecordData).toEqual(data("11"));
-    expect(schemas.RecordDataByName).toEqual(data("Name"));
-    expect(schemas.RecordCreateData).toEqual({ ...data("Name"), required: ["Name"] });
-    expect(schemas.RecordCreateDataById).toEqual({ ...data("11"), required: ["11"] });
-    expect(schemas.RecordUpdateData).toEqual(data("Name"));
-    expect(schemas.RecordUpdateDataById).toEqual(data("11"));
+    expect(schemas.RecordData).toEqual(withExample(data("11"), "11"));
+    expect(schemas.RecordCreateData).toEqual(
+      withExample({ ...data("11"), required: ["11"] }, "11"),
+    );
+    expect(schemas.RecordUpdateData).toEqual(withExample(data("11"), "11"));
+    expect(schemas).not.toHaveProperty("RecordDataByName");
+    const named = byNames.components.schemas;
+    expect(named.RecordData).toEqual(withExample(data("11"), "11"));
+    expect(named.RecordDataByName).toEqual(withExample(data("Name"), "Name"));
+    expect(named.RecordCreateData).toEqual(
+      withExample({ ...data("Name"), required: ["Name"] }, "Name"),
+    );
+    expect(named.RecordUpdateData).toEqual(withExample(data("Name"), "Name"));
     const pinned = document.paths["/public/v1/databases/{database_id}/tables/{table_id}/records"]!
       .parameters as unknown as { name: string; schema: Json }[];
     expect(pinned.map((p) => [p.name, p.schema.enum])).toEqual([
@@ -147,6 +176,46 @@ describe("a table's OpenAPI document", () => {
     expect(document.info.title).toBe("Rowbase table Customers");
     expect(document.info.description).toContain("Name (text, id 11), Meta (json, id 12)");
     expect(document.servers).toEqual([{ url: "https://api.example.com" }]);
+  });
+
+  it("keys each answer one way: reads as the document's form says, writes by id", () => {
+    const record = (ref: string) => ({ record: { $ref: `#/components/schemas/${ref}` } });
+    for (const [doc, read] of [
+      [document, "Record"],
+      [byNames, "RecordByName"],
+    ] as const) {
+      expect(answerOf(doc, `${V1}/records/{row_id}`, "get").properties).toEqual(record(read));
+      expect(answerOf(doc, "/public/record/get", "get").properties).toEqual(record(read));
+      expect((answerOf(doc, `${V1}/records`, "get").properties as Json).records).toEqual({
+        type: "array",
+        items: { $ref: `#/components/schemas/${read}` },
+      });
+      for (const [path, method] of [
+        [`${V1}/records`, "post"],
+        [`${V1}/records/{row_id}`, "patch"],
+        ["/public/record/create", "post"],
+        ["/public/record/update", "put"],
+      ]) {
+        expect(answerOf(doc, path!, method!).properties, `${method} ${path}`).toEqual(
+          record("Record"),
+        );
+      }
+      const get = doc.paths[`${V1}/records/{row_id}`]!.get!.parameters as Json[];
+      const format = get.find((p) => p.name === "response_format")!;
+      expect(format.schema).toMatchObject({
+        enum: [doc === byNames ? "names" : "ids"],
+      });
+      expect(format.required ?? false).toBe(doc === byNames);
+    }
+  });
+
+  it("changes its version when the table's schema changes", () => {
+    const renamed = create(TableRecordSchemaSchema, { ...schema, tableName: "Clients" });
+    const version = (s: typeof schema) =>
+      (tableOpenApi(s, table, routes, "") as unknown as Document).info.version;
+    expect(version(schema)).toMatch(/^1\.0\.0\+[0-9a-f]{12}$/);
+    expect(version(schema)).toBe(byNames.info.version);
+    expect(version(renamed)).not.toBe(version(schema));
   });
 
   it("offers only the sortable fields to sort by", () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   mebibytes,
@@ -17,6 +18,7 @@ import { fieldTypeName } from "../../presentation/field-types.js";
 import { errorResponses, errorSchemas } from "../../routing/openapi.js";
 import type { HttpMethod, Route } from "../../routing/route.js";
 import { MAX_ID } from "../../validation/fields.js";
+import type { ResponseFormatName } from "./record-schemas.js";
 
 /** The table a document describes: the ids its paths are pinned to. */
 export interface DocumentedTable {
@@ -71,15 +73,34 @@ const ROW_ID_PARAMETER = (location: "path" | "query"): JsonObject => ({
   schema: ROW_ID,
 });
 
-function readParameters(schema: TableRecordSchema): JsonObject[] {
+/**
+ * `response_format`, fixed to the document's: its reads are described keyed one way only, so
+ * that a generated client reads `data` without a cast. The names form is required, since a read
+ * without it answers keyed by id.
+ */
+function responseFormatParameter(format: ResponseFormatName): JsonObject {
+  return format === "names"
+    ? {
+        name: "response_format",
+        in: "query",
+        required: true,
+        description:
+          "Keys of `data`: field names. This document is the one asked for with `response_format=names`; the default document describes reads keyed by field id.",
+        schema: { type: "string", enum: ["names"] },
+      }
+    : {
+        name: "response_format",
+        in: "query",
+        description:
+          "Keys of `data`: field ids as decimal strings. The document asked for with `response_format=names` describes reads keyed by field name.",
+        schema: { type: "string", enum: ["ids"], default: "ids" },
+      };
+}
+
+function readParameters(schema: TableRecordSchema, format: ResponseFormatName): JsonObject[] {
   const names = schema.fields.map((f) => f.name);
   return [
-    {
-      name: "response_format",
-      in: "query",
-      description: "Keys of `data`: field ids (`ids`) or field names (`names`).",
-      schema: { type: "string", enum: ["ids", "names"], default: "ids" },
-    },
+    responseFormatParameter(format),
     {
       name: "rich_text",
       in: "query",
@@ -96,7 +117,7 @@ function readParameters(schema: TableRecordSchema): JsonObject[] {
   ];
 }
 
-function listParameters(schema: TableRecordSchema): JsonObject[] {
+function listParameters(schema: TableRecordSchema, format: ResponseFormatName): JsonObject[] {
   const sortable = schema.fields.filter((f) => f.sortable).map((f) => f.name);
   return [
     {
@@ -139,13 +160,30 @@ function listParameters(schema: TableRecordSchema): JsonObject[] {
       description: `Comma-separated references, \`-\` before one for descending; ties break by row_id; nulls last ascending, first descending. Sortable: ${[...sortable, "row_id", "created_at", "updated_at"].join(", ")}.`,
       schema: { type: "string", maxLength: REFERENCE_LIST_MAX_LENGTH },
     },
-    ...readParameters(schema),
+    ...readParameters(schema, format),
   ];
 }
 
-function components(schema: TableRecordSchema): JsonObject {
-  const record = (data: string): JsonObject => ({
+/**
+ * A data schema with an example record beside its fields' own examples (the records service
+ * gives each field one), which documentation pages and tools show as a sample.
+ */
+function withExample(data: JsonObject | undefined): JsonObject {
+  if (!data) return {};
+  const example: JsonObject = {};
+  for (const [key, value] of Object.entries((data.properties ?? {}) as JsonObject)) {
+    const examples = (value as JsonObject | null)?.examples;
+    if (Array.isArray(examples) && examples.length > 0) {
+      Object.defineProperty(example, key, { value: examples[0], enumerable: true });
+    }
+  }
+  return { ...data, examples: [example] };
+}
+
+function components(schema: TableRecordSchema, format: ResponseFormatName): JsonObject {
+  const record = (data: string, keyed: string): JsonObject => ({
     type: "object",
+    description: `A record, its values keyed by ${keyed}.`,
     required: ["row_id", "table_id", "created_at", "updated_at", "data"],
     properties: {
       row_id: { type: "integer", format: "int64" },
@@ -155,6 +193,7 @@ function components(schema: TableRecordSchema): JsonObject {
       data: ref(data),
     },
   });
+  const byName = format === "names";
   return {
     securitySchemes: {
       bearer: {
@@ -164,44 +203,55 @@ function components(schema: TableRecordSchema): JsonObject {
       },
     },
     schemas: {
-      Record: record("RecordData"),
-      RecordByName: record("RecordDataByName"),
-      RecordData: schema.readById ?? {},
-      RecordDataByName: schema.readByName ?? {},
-      RecordCreateData: schema.createByName ?? {},
-      RecordCreateDataById: schema.createById ?? {},
-      RecordUpdateData: schema.updateByName ?? {},
-      RecordUpdateDataById: schema.updateById ?? {},
+      Record: record("RecordData", byName ? "field id (what writes answer)" : "field id"),
+      RecordData: withExample(schema.readById),
+      ...(byName
+        ? {
+            RecordByName: record("RecordDataByName", "field name (what reads answer)"),
+            RecordDataByName: withExample(schema.readByName),
+          }
+        : {}),
+      RecordCreateData: withExample(byName ? schema.createByName : schema.createById),
+      RecordUpdateData: withExample(byName ? schema.updateByName : schema.updateById),
       ...(errorSchemas() as JsonObject),
+    },
+    headers: {
+      ETag: {
+        description: "The document's version, quoted: it changes when the document does.",
+        schema: { type: "string" },
+      },
     },
   };
 }
 
-/** A write's `data`: keyed by names or by ids. */
-const CREATE_DATA: JsonObject = {
-  anyOf: [ref("RecordCreateData"), ref("RecordCreateDataById")],
-};
-const UPDATE_DATA: JsonObject = {
-  anyOf: [ref("RecordUpdateData"), ref("RecordUpdateDataById")],
-};
-
-/** anyOf: a record can fit both, as one with no fields in `data` does. */
-const RECORD_OUT: JsonObject = {
-  anyOf: [ref("Record"), ref("RecordByName")],
-  description: "Keyed as response_format says.",
-};
+/**
+ * What the document says of the table, as a version: it changes whenever a field is added,
+ * renamed, retyped or given other options, or the table renamed, so that a client generated
+ * from it can tell that its types are stale.
+ */
+export function schemaVersion(schema: TableRecordSchema): string {
+  const described = JSON.stringify(schema, (_key, value: unknown) =>
+    typeof value === "bigint" ? value.toString() : value,
+  );
+  return `1.0.0+${createHash("sha256").update(described).digest("hex").slice(0, 12)}`;
+}
 
 /**
  * An OpenAPI 3.1 document of one table's record routes, both families (the v1 paths and the
  * query form), with the table's real field names and value schemas as the records service
  * describes them, read-only fields marked, and the list parameters. Each operation answers the
  * errors its route in `routes` answers, as /openapi.json gives them.
+ *
+ * Every schema is keyed one way, so that a generated client reads values without a cast: by
+ * field id (`format` ids), or (`names`) reads and request bodies by field name. Writes answer
+ * keyed by field id in both, as the routes do.
  */
 export function tableOpenApi(
   schema: TableRecordSchema,
   table: DocumentedTable,
   routes: readonly Route[],
   baseUrl: string,
+  format: ResponseFormatName = "ids",
 ): JsonObject {
   const v1 = `/public/v1/databases/{database_id}/tables/{table_id}`;
   const responses = (method: HttpMethod, template: string, ok: JsonObject): JsonObject => {
@@ -227,7 +277,7 @@ export function tableOpenApi(
       type: "object",
       required: [key],
       additionalProperties: false,
-      properties: { [key]: CREATE_DATA },
+      properties: { [key]: ref("RecordCreateData") },
     }),
   });
   const updateBody: JsonObject = {
@@ -236,7 +286,7 @@ export function tableOpenApi(
       type: "object",
       required: ["data"],
       additionalProperties: false,
-      properties: { data: UPDATE_DATA },
+      properties: { data: ref("RecordUpdateData") },
     }),
   };
   const batchBody = (key: string, items: JsonObject): JsonObject => ({
@@ -250,17 +300,18 @@ export function tableOpenApi(
       },
     }),
   });
-  const recordAnswer = (description: string) =>
+  const readRecord = ref(format === "names" ? "RecordByName" : "Record");
+  const recordAnswer = (description: string, record = ref("Record")) =>
     success(description, {
       type: "object",
       required: ["record"],
-      properties: { record: RECORD_OUT },
+      properties: { record },
     });
   const listAnswer = success("A page of records", {
     type: "object",
     required: ["records", "total", "has_more", "limit", "offset"],
     properties: {
-      records: { type: "array", items: RECORD_OUT },
+      records: { type: "array", items: readRecord },
       total: {
         type: ["integer", "null"],
         description: "Every record that matches `where`; null with `count=none`.",
@@ -290,8 +341,8 @@ export function tableOpenApi(
     openapi: "3.1.0",
     info: {
       title: `Rowbase table ${schema.tableName}`,
-      version: "1.0.0",
-      description: `The record routes of table ${table.tableId} (database ${table.databaseId}) with its fields: ${schema.fields.map((f) => `${f.name} (${fieldTypeName(f.type)}, id ${f.fieldId})`).join(", ")}. A method not listed for a path answers 405 \`method_not_allowed\`: PUT does not replace records, PATCH changes them. The rules behind these routes (the query language, limits, errors) are in the API reference, \`docs/routes/records.md\` in the project.`,
+      version: schemaVersion(schema),
+      description: `${format === "names" ? "Reads and request bodies keyed by field name; writes answer keyed by field id." : "Values keyed by field id (decimal strings); the document asked for with `response_format=names` keys reads and request bodies by field name."} \`info.version\` changes whenever the table's schema does. The record routes of table ${table.tableId} (database ${table.databaseId}) with its fields: ${schema.fields.map((f) => `${f.name} (${fieldTypeName(f.type)}, id ${f.fieldId})`).join(", ")}. A method not listed for a path answers 405 \`method_not_allowed\`: PUT does not replace records, PATCH changes them. The rules behind these routes (the query language, limits, errors) are in the API reference, \`docs/routes/records.md\` in the project.`,
     },
     ...(baseUrl ? { servers: [{ url: baseUrl }] } : {}),
     security,
@@ -301,7 +352,7 @@ export function tableOpenApi(
         get: op({
           operationId: "listRecords",
           summary: "List records",
-          parameters: listParameters(schema),
+          parameters: listParameters(schema, format),
           responses: responses("GET", `${v1}/records`, listAnswer),
         }),
         post: op({
@@ -320,8 +371,12 @@ export function tableOpenApi(
         get: op({
           operationId: "getRecord",
           summary: "Get a record",
-          parameters: readParameters(schema),
-          responses: responses("GET", `${v1}/records/{row_id}`, recordAnswer("The record")),
+          parameters: readParameters(schema, format),
+          responses: responses(
+            "GET",
+            `${v1}/records/{row_id}`,
+            recordAnswer("The record", readRecord),
+          ),
         }),
         patch: op({
           operationId: "updateRecord",
@@ -348,7 +403,7 @@ export function tableOpenApi(
             type: "object",
             required: ["data"],
             additionalProperties: false,
-            properties: { data: CREATE_DATA },
+            properties: { data: ref("RecordCreateData") },
           }),
           responses: responses(
             "POST",
@@ -363,7 +418,7 @@ export function tableOpenApi(
             type: "object",
             required: ["row_id", "data"],
             additionalProperties: false,
-            properties: { row_id: ROW_ID, data: UPDATE_DATA },
+            properties: { row_id: ROW_ID, data: ref("RecordUpdateData") },
           }),
           responses: responses(
             "PATCH",
@@ -396,14 +451,31 @@ export function tableOpenApi(
         get: op({
           operationId: "getTableOpenApi",
           summary: "This document",
-          responses: responses("GET", `${v1}/openapi.json`, {
-            description: "An OpenAPI 3.1 document, without an envelope",
-            ...json({
-              type: "object",
-              required: ["openapi", "info", "paths"],
-              properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+          parameters: [
+            {
+              name: "response_format",
+              in: "query",
+              description:
+                "`names`: the document whose reads and request bodies are keyed by field name.",
+              schema: { type: "string", enum: ["ids", "names"], default: "ids" },
+            },
+          ],
+          responses: {
+            ...responses("GET", `${v1}/openapi.json`, {
+              description: "An OpenAPI 3.1 document, without an envelope",
+              headers: { ETag: { $ref: "#/components/headers/ETag" } },
+              ...json({
+                type: "object",
+                required: ["openapi", "info", "paths"],
+                properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+              }),
             }),
-          }),
+            "304": {
+              description:
+                "`If-None-Match` names the document's ETag: it has not changed (no body)",
+              headers: { ETag: { $ref: "#/components/headers/ETag" } },
+            },
+          },
         }),
       },
       "/public/record/create": {
@@ -427,16 +499,16 @@ export function tableOpenApi(
             queryTable,
             ROW_ID_PARAMETER("query"),
             queryDatabase(false),
-            ...readParameters(schema),
+            ...readParameters(schema, format),
           ],
-          responses: responses("GET", "/public/record/get", recordAnswer("The record")),
+          responses: responses("GET", "/public/record/get", recordAnswer("The record", readRecord)),
         }),
       },
       "/public/record/list": {
         get: op({
           operationId: "publicListRecords",
           summary: "List records (query form)",
-          parameters: [queryDatabase(true), queryTable, ...listParameters(schema)],
+          parameters: [queryDatabase(true), queryTable, ...listParameters(schema, format)],
           responses: responses("GET", "/public/record/list", listAnswer),
         }),
       },
@@ -468,6 +540,6 @@ export function tableOpenApi(
         }),
       },
     },
-    components: components(schema),
+    components: components(schema, format),
   };
 }

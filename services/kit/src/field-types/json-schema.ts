@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { choicesOf, type FieldLike, numberSettingsOf, textLimitOf } from "./options.js";
 import { isReadOnlyType } from "./types.js";
 import {
@@ -72,26 +72,6 @@ function numberSchema(field: FieldLike, direction: SchemaDirection): JsonObject 
 }
 
 /**
- * The choice names regardless of case, with the blanks around them that a write may send (the
- * server trims them): a client that checks a value against it sends only what is accepted.
- */
-function choicePattern(names: readonly string[]): string {
-  // No choices: no string is one.
-  if (names.length === 0) return "[^\\s\\S]";
-  const anyCase = (name: string) =>
-    [...name]
-      .map((char) => {
-        const lower = char.toLowerCase();
-        const upper = char.toUpperCase();
-        return lower !== upper && [...lower].length === 1 && [...upper].length === 1
-          ? `[${lower}${upper}]`
-          : char.replace(/[\^$\\.*+?()[\]{}|/]/g, "\\$&");
-      })
-      .join("");
-  return `^\\s*(?:${names.map(anyCase).join("|")})\\s*$`;
-}
-
-/**
  * The JSON Schema (2020-12, as OpenAPI 3.1 uses it) of a field's value: the type and the limits
  * its options set, `readOnly` for the values the system writes, null for an empty cell. The one
  * description of values besides `validateValue`, for documents such as a table's OpenAPI.
@@ -140,6 +120,8 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
         description: "RFC 3339; returned in UTC with milliseconds.",
       };
       break;
+    // A write names the choices as an enum too, so that a typed client cannot misspell one;
+    // the server also takes them in any case with blanks around, which only the description says.
     case "single_select": {
       const names = choicesOf(field.options).map((c) => c.name);
       schema =
@@ -147,8 +129,8 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
           ? { type: "string", enum: names }
           : {
               type: "string",
-              pattern: choicePattern(names),
-              description: `One of: ${names.join(", ")} (any case).`,
+              enum: names,
+              description: `One of: ${names.join(", ")} (any case is accepted).`,
             };
       break;
     }
@@ -156,12 +138,9 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       const names = choicesOf(field.options).map((c) => c.name);
       schema = {
         type: "array",
-        items:
-          direction === "output"
-            ? { type: "string", enum: names }
-            : { type: "string", pattern: choicePattern(names) },
+        items: { type: "string", enum: names },
         uniqueItems: direction === "output",
-        description: `Choice names from: ${names.join(", ")}.`,
+        description: `Choice names from: ${names.join(", ")}${direction === "input" ? " (any case is accepted)" : ""}.`,
       };
       break;
     }
@@ -192,7 +171,10 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       };
       break;
     case "json":
-      return { description: `Any JSON value of at most ${JSON_MAX_BYTES} bytes.` };
+      return {
+        description: `Any JSON value of at most ${JSON_MAX_BYTES} bytes.`,
+        examples: [exampleValueOf(field)],
+      };
     case "file":
       schema = { ...FILE_INFO, description: "Written through the /file routes." };
       break;
@@ -210,6 +192,64 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
       };
       break;
   }
-  const result = nullable(schema);
+  const result = { ...nullable(schema), examples: [exampleValueOf(field)] };
   return readOnly ? { ...result, readOnly: true } : result;
+}
+
+const EXAMPLE_TIME = "2026-01-15T09:30:00.000Z";
+
+/**
+ * A value the field holds and a write may send (read-only fields: one as records return it),
+ * for documents and generated clients: within the field's limits, its first choice.
+ */
+export function exampleValueOf(field: FieldLike): JsonValue {
+  switch (field.type) {
+    case "text":
+      return "Example".slice(0, textLimitOf(field));
+    case "long_text":
+      return "Some **bold** text";
+    case "number": {
+      const { decimals, min, max } = numberSettingsOf(field);
+      const scale = 10 ** decimals;
+      if (min !== undefined && min > 42) return Math.ceil(min * scale) / scale;
+      if (max !== undefined && max < 42) return Math.floor(max * scale) / scale;
+      return 42;
+    }
+    case "boolean":
+      return true;
+    case "date":
+      return EXAMPLE_TIME.slice(0, 10);
+    case "datetime":
+    case "created_at":
+    case "updated_at":
+      return EXAMPLE_TIME;
+    case "single_select":
+      return choicesOf(field.options)[0]?.name ?? null;
+    case "multi_select":
+      return choicesOf(field.options)
+        .slice(0, 1)
+        .map((c) => c.name);
+    case "email":
+      return "ada@example.com";
+    case "url":
+      return "https://example.com/";
+    case "phone":
+      return "+1 555 0100";
+    case "json":
+      return { key: "value" };
+    case "file":
+      return {
+        row_id: 1,
+        field_id: 1,
+        file_name: "report.pdf",
+        content_type: "application/pdf",
+        size: 1024,
+        sha256: "0".repeat(64),
+        created_at: EXAMPLE_TIME,
+        updated_at: EXAMPLE_TIME,
+        deleted_at: null,
+      };
+    case "autonumber":
+      return 1;
+  }
 }
