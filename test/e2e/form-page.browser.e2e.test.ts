@@ -1,9 +1,7 @@
-import { mkdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, screenshotPath } from "./support/browser.js";
 import { client } from "./support/http.js";
 import { q } from "./support/organizations.js";
 import {
@@ -18,11 +16,10 @@ import {
 /**
  * A form's page in a real browser: Debian's Chromium, headless, driven through playwright-core,
  * against the gateway on the real services. The browser reaches nothing but the loopback
- * gateway. Also writes the README's screenshot (docs/images/form-page.png).
+ * gateway. Its screenshot is the README's with UPDATE_SCREENSHOTS=1 (support/browser.ts).
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SCREENSHOT = join(dirname(fileURLToPath(import.meta.url)), "../../docs/images/form-page.png");
+const SCREENSHOT = screenshotPath("form-page.png");
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -33,16 +30,7 @@ beforeAll(async () => {
     RATE_LIMITS: `${RECORD_TEST_RATE_LIMITS},form_submit_ip=100000/60`,
   });
   api = client(sys.baseUrl);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -111,7 +99,6 @@ describe("a form's page in Chromium", () => {
     await page.getByLabel("Automations").check();
     await page.getByLabel("How can we help?").fill("We collect leads from three sites.");
     await page.getByLabel("Send me product news").check();
-    await mkdir(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     // On a phone's width the page still reads without zooming or scrolling sideways.
     await page.setViewportSize({ width: 390, height: 844 });

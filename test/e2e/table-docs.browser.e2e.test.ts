@@ -1,23 +1,18 @@
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium, screenshotPath } from "./support/browser.js";
 import { client } from "./support/http.js";
 import { createTable, createTenant, RECORD_TEST_RATE_LIMITS, v1 } from "./support/records.js";
 
 /**
  * A table's docs page (`/docs/tables/{table_id}`) in a real browser: Debian's Chromium,
  * headless, driven through playwright-core, against the gateway on the real services. The
- * browser reaches nothing but the loopback gateway. Also writes the README's screenshot
- * (docs/images/table-docs.png).
+ * browser reaches nothing but the loopback gateway. Its screenshot is the README's with
+ * UPDATE_SCREENSHOTS=1 (support/browser.ts).
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SCREENSHOT = join(
-  dirname(fileURLToPath(import.meta.url)),
-  "../../docs/images/table-docs.png",
-);
+const SCREENSHOT = screenshotPath("table-docs.png");
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -26,16 +21,7 @@ let browser: Browser;
 beforeAll(async () => {
   sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
   api = client(sys.baseUrl);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
