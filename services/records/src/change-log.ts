@@ -35,7 +35,7 @@ import { toRecord } from "./wire.js";
 export const CHANGES_LIMIT_DEFAULT = 100;
 export const CHANGES_LIMIT_MAX = 1000;
 
-/** Changes one sequencing gives positions to; more wait for the next round. */
+/** Writes one sequencing gives positions to (each its block); more wait for the next round. */
 const SEQUENCE_BATCH = 10_000;
 
 export type ChangeTypeName = "created" | "updated" | "deleted";
@@ -146,7 +146,9 @@ export class ChangeSequencer {
 /**
  * Deletes changes sequenced more than `retentionSeconds` ago, every `intervalMs`, noting per
  * table the last position removed (`record_change_trim`), before which a cursor has expired.
- * Positions are given in the order of `sequenced_at`, so what goes is a prefix of each log.
+ * Positions are given in the order of `sequenced_at`, so what goes is a prefix of each log. A
+ * write's changes go together (they were sequenced together): a cursor inside a removed write
+ * is before its last position, so it has expired, as the changes after it are gone.
  */
 export class ChangeRetention {
   private timer: NodeJS.Timeout | undefined;
@@ -180,17 +182,17 @@ export class ChangeRetention {
     const [row] = await query<{ removed: string }>(
       this.orm.em.fork(),
       `with gone as (
-         delete from record_change
-         where position is not null
+         delete from record_change_write
+         where last_position is not null
            and sequenced_at < clock_timestamp() - $1 * interval '1 second'
-         returning table_id, position
+         returning table_id, last_position, size
        ), trimmed as (
          insert into record_change_trim (table_id, through)
-         select table_id, max(position) from gone group by table_id
+         select table_id, max(last_position) from gone group by table_id
          on conflict (table_id) do update
            set through = greatest(record_change_trim.through, excluded.through)
        )
-       select count(*)::text as removed from gone`,
+       select coalesce(sum(size), 0)::text as removed from gone`,
       [this.retentionSeconds],
     );
     return Number(row?.removed ?? 0);
@@ -318,7 +320,10 @@ export class ChangeLog {
         queryProblem(error);
       }
     }
-    // One statement, so one snapshot: the present end, the table's trim and the page agree.
+    // One statement, so one snapshot: the present end, the table's trim and the page agree (a
+    // sequencing commits its positions and the end together, so every change seen is behind
+    // the end seen). The log's order is the writes' (`write_position`, from the index) then
+    // each write's own (`ordinal`): PostgreSQL so expands only the writes the page reaches.
     const [read] = await query<{ last: string; through: string; changes: ChangeRow[] }>(
       this.deps.orm.em.fork(),
       `select l.last_position::text as last, coalesce(t.through, 0)::text as through,
@@ -331,9 +336,9 @@ export class ChangeLog {
               (extract(epoch from r.updated_at) * 1000)::float8 as updated_ms,
               (extract(epoch from r.at) * 1000)::float8 as at_ms
             from record_change r
-            where r.table_id = $1 and r.position > $2 and r.position <= l.last_position
+            where r.table_id = $1 and r.write_position > $2 and r.position > $2
               and ${typeFilter} and ${filter}
-            order by r.position limit $3
+            order by r.write_position, r.ordinal limit $3
          ) c) as changes
        from record_change_log l
        left join record_change_trim t on t.table_id = $1`,

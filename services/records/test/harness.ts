@@ -112,6 +112,7 @@ export async function startHarness(
     "UserTables",
     "RecordChanges",
     "RowIdSequence",
+    "RecordChangeWrites",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

@@ -63,6 +63,7 @@ beforeAll(async () => {
     "UserTables",
     "RecordChanges",
     "RowIdSequence",
+    "RecordChangeWrites",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

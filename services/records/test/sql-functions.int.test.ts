@@ -85,6 +85,7 @@ beforeAll(async () => {
     "UserTables",
     "RecordChanges",
     "RowIdSequence",
+    "RecordChangeWrites",
     ...SQL_FILES,
   ]);
 });

@@ -43,6 +43,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
       "UserTables",
       "RecordChanges",
       "RowIdSequence",
+      "RecordChangeWrites",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(

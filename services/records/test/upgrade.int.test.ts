@@ -891,7 +891,11 @@ describe("the row ids' sequence", () => {
              select 7, 1, '{}', 'system', 'system' from generate_series(1, 5)`,
           ),
       );
-      expect(await migrateRecords(db.url)).toEqual(["RowIdSequence", ...SQL_FILES]);
+      expect(await migrateRecords(db.url)).toEqual([
+        "RowIdSequence",
+        "RecordChangeWrites",
+        ...SQL_FILES,
+      ]);
       upgraded = await createRecordsOrm(db.url);
       const tx = upgraded.em.fork() as EntityManager;
       expect(await allocateRowIds(tx, 2)).toEqual([6n, 7n]);

@@ -648,7 +648,7 @@ export async function deleteOrganizationRecords(
  */
 export async function forgetChanges(em: EntityManager, tableIds: readonly bigint[]): Promise<void> {
   if (tableIds.length === 0) return;
-  await query(em, "delete from record_change where table_id = any($1::bigint[])", [tableIds]);
+  await query(em, "delete from record_change_write where table_id = any($1::bigint[])", [tableIds]);
   await query(em, "delete from record_change_trim where table_id = any($1::bigint[])", [tableIds]);
 }
 

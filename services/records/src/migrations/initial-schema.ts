@@ -6,6 +6,7 @@ import { DropCreateGateOverloads } from "./drop-create-gate-overloads.js";
 import { IcuCollation } from "./icu-collation.js";
 import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
+import { RecordChangeWrites } from "./record-change-writes.js";
 import { RecordChanges } from "./record-changes.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
@@ -98,4 +99,5 @@ export const migrations = [
   UserTables,
   RecordChanges,
   RowIdSequence,
+  RecordChangeWrites,
 ];
