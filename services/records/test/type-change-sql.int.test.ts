@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   canChangeType,
-  conversionLaterals,
+  conversionFrom,
   conversionSql,
   convertValue,
   FIELD_TYPE_NAMES,
@@ -374,9 +374,14 @@ async function compare({ from, to }: Case): Promise<{ compared: number; inNode: 
       ? selectColumnValues(from)
       : storedValues(from).map((v) => columnParam(from, v))
     : ROW_TIMES;
-  const conversion = conversionSql(from, to, "s.src");
+  const conversion = conversionSql(from, to, "src");
   const target = columnTypeOf(to.type)!;
-  const { rows } = await client
+  const rows = conversionFrom(
+    conversion,
+    `(select input.i::int as i, ${fromJson(type, "input.raw")} as src
+      from unnest($1::jsonb[]) with ordinality as input(raw, i))`,
+  );
+  const { rows: converted } = await client
     .query<{
       i: number;
       node_source: unknown;
@@ -386,14 +391,11 @@ async function compare({ from, to }: Case): Promise<{ compared: number; inNode: 
       source_empty: boolean;
       value_empty: boolean;
     }>(
-      `select s.i, ${columnRead(type, "s.src")} as node_source,
-            ${columnRead(target, conversion.value)} as value, ${conversion.problem} as problem,
-            ${conversion.inNode} as in_node, ${conversion.sourceEmpty} as source_empty,
-            ${conversion.valueEmpty} as value_empty
-     from unnest($1::jsonb[]) with ordinality as input(raw, i)
-     cross join lateral (select ${fromJson(type, "input.raw")} as src, input.i::int as i) as s
-     ${conversionLaterals(conversion)}
-     order by s.i`,
+      `select i, ${columnRead(type, "src")} as node_source,
+              ${columnRead(target, conversion.value)} as value, ${conversion.problem} as problem,
+              ${conversion.inNode} as in_node, ${conversion.sourceEmpty} as source_empty,
+              ${conversion.valueEmpty} as value_empty
+       from ${rows} as converted order by i`,
       [raws.map((raw) => JSON.stringify(raw))],
     )
     .catch((error: Error) => {
@@ -403,7 +405,7 @@ async function compare({ from, to }: Case): Promise<{ compared: number; inNode: 
     });
   let compared = 0;
   let inNode = 0;
-  for (const row of rows) {
+  for (const row of converted) {
     const source =
       from.type === "created_at" || from.type === "updated_at"
         ? new Date(row.node_source as string).toISOString()

@@ -35,9 +35,8 @@ import {
  */
 export interface ConversionSql {
   /**
-   * Named steps, in order: each an SQL expression over the ones before it, the first being the
-   * source value itself. `conversionLaterals` makes them FROM items; an expression names a
-   * step's result as `<name>.v`.
+   * Named steps, in order: each an SQL expression over the ones before it (by name), the first
+   * being the source value itself. `conversionFrom` makes them columns.
    */
   steps: readonly (readonly [name: string, sql: string])[];
   /** The converted value, of the target column's type (null when refused or left to Node). */
@@ -52,11 +51,17 @@ export interface ConversionSql {
   valueEmpty: string;
 }
 
-/** The steps as FROM items (`cross join lateral`), after the source's table. */
-export function conversionLaterals(conversion: ConversionSql): string {
-  return conversion.steps
-    .map(([name, sql]) => `cross join lateral (select ${sql} as v) as ${name}`)
-    .join("\n");
+/**
+ * The rows of `rows` (a FROM item holding the columns the source expression names) with each
+ * step as a column: a subquery per step, each fenced (`offset 0`) so that PostgreSQL computes a
+ * step once per row rather than copying its expression into every later one.
+ */
+export function conversionFrom(conversion: ConversionSql, rows: string): string {
+  let from = rows;
+  for (const [name, sql] of conversion.steps) {
+    from = `(select s.*, ${sql} as ${name} from ${from} as s offset 0)`;
+  }
+  return from;
 }
 
 /** An SQL string literal (standard_conforming_strings, PostgreSQL's default). */
@@ -77,11 +82,11 @@ const asciiLower = (text: string) =>
 /** Builds the steps of one conversion. */
 class Steps {
   readonly steps: [string, string][] = [];
-  /** A step: returns how later expressions name its value. */
+  /** A step: returns its name, how later expressions refer to its value. */
   add(sql: string): string {
     const name = `c${this.steps.length}`;
     this.steps.push([name, sql]);
-    return `${name}.v`;
+    return name;
   }
 }
 

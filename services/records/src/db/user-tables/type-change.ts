@@ -4,7 +4,7 @@ import { hasSqlState, query, sameJson } from "@rowbase/kit";
 import {
   type ConversionSql,
   canChangeType,
-  conversionLaterals,
+  conversionFrom,
   conversionSql,
   convertValue,
   type FieldLike,
@@ -55,7 +55,10 @@ export interface ConversionRefusal {
 }
 
 export interface TypeChangeOptions {
-  /** Rows read and written per statement. */
+  /**
+   * Rows converted per statement: the caller's abort is seen between two, so a chunk's time
+   * (some 0.1-0.3 s at 10,000 rows) is how late a change gives up past its caller's deadline.
+   */
   chunk: number;
   lock: DdlLockOptions;
   /** Called after each chunk is written, inside the change (its progress, for metrics and tests). */
@@ -75,7 +78,7 @@ export interface TypeChangeOptions {
   signal?: AbortSignal;
 }
 
-const DEFAULTS: TypeChangeOptions = { chunk: 2_000, lock: DDL_LOCK };
+const DEFAULTS: TypeChangeOptions = { chunk: 10_000, lock: DDL_LOCK };
 
 /** How many offending rows a refusal names. */
 const EXAMPLES = 5;
@@ -211,7 +214,12 @@ async function convertAll(
   const { from, to, required } = change;
   // A double's text is its shortest form, the digits JavaScript writes (the SQL relies on it).
   await query(tx, "select set_config('extra_float_digits', '1', true)");
-  const conversion = conversionSql(from, to, `r.${plan.read}`);
+  const conversion = conversionSql(from, to, "src");
+  const rows = conversionFrom(
+    conversion,
+    `(select r.row_id, r.${plan.read} as src from ${plan.table} as r
+      where r.row_id > $1::bigint and r.row_id <= $2::bigint)`,
+  );
   const problem = `(case when ${conversion.inNode} then null else coalesce(${conversion.problem}, ${requiredProblemSql(conversion, to, required)}) end)`;
   const write = plan.inPlace ? `t.${plan.write} is distinct from c.value` : "c.value is not null";
   const offending: bigint[] = [];
@@ -239,11 +247,9 @@ async function convertAll(
     }>(
       tx,
       `with c as (
-         select r.row_id, ${conversion.value} as value, ${problem} as problem,
+         select row_id, ${conversion.value} as value, ${problem} as problem,
                 ${conversion.inNode} as in_node
-         from ${plan.table} as r
-         ${conversionLaterals(conversion)}
-         where r.row_id > $1::bigint and r.row_id <= $2::bigint
+         from ${rows} as converted
        ), written as (
          update ${plan.table} as t set ${plan.write} = c.value from c
          where t.row_id > $1::bigint and t.row_id <= $2::bigint and t.row_id = c.row_id
