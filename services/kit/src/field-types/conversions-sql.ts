@@ -19,8 +19,9 @@ import {
 /**
  * `convertValue` as SQL, so that records converts a column of a million values in PostgreSQL
  * rather than one value at a time in Node: the same rules, value for value and refusal for
- * refusal (conversions-sql.test.ts holds them together on real PostgreSQL, for every pair the
- * type-change table allows).
+ * refusal, each written here beside its Node form's place in conversions.ts and values.ts
+ * (services/records/test/type-change-sql.int.test.ts holds the two together on PostgreSQL, for
+ * every pair the type-change table allows). A change of a rule there is made here too.
  *
  * Values are in records' columns (services/records/src/db/user-tables/columns.ts): text for the
  * text types, numeric, boolean, date, timestamptz (datetime, and a record's own times for
@@ -29,9 +30,10 @@ import {
  *
  * A few values only Node judges exactly: text with characters beyond ASCII becoming a boolean,
  * select, e-mail, URL or phone (JavaScript's case rules, Unicode letter classes), a URL that is
- * not of the plain form `http(s)://host.name[:port][/...]` (the WHATWG URL parser's), and a json
- * object or array shown as text (JavaScript's JSON text). `inNode` holds for those; the caller
- * converts them with `convertValue`. Everything else is decided here.
+ * not of the plain form `http(s)://host.name[:port][/...]` (the WHATWG URL parser's), a json
+ * object or array shown as text (JavaScript's JSON text), a number shown as text whose `toFixed`
+ * digits go past what a double holds. `inNode` holds for those; the caller converts them with
+ * `convertValue`. Everything else is decided here.
  */
 export interface ConversionSql {
   /**

@@ -99,8 +99,8 @@ class Refused extends Error {
 }
 
 /**
- * Changes a field's type or options: every value converts under kit's field-type registry (the
- * same `convertValue` that checks a change and validates writes, so a rule is written once), or
+ * Changes a field's type or options: every value converts under kit's field-type registry, in
+ * SQL (`conversionSql`, which a test holds to `convertValue`, the rules that check writes), or
  * nothing changes and the refusal names the rows that would not.
  *
  * Reads are never held up beyond a moment: when the column's type stays, the values are
