@@ -64,6 +64,8 @@ async function main() {
     max: WRITERS + READERS + 1,
     options: "-c search_path=records",
   });
+  // Dropping the database at the end ends the pool's last connections, maybe before they close.
+  pool.on("error", () => {});
   const orm = await createRecordsOrm(db.url);
   try {
     await migrateRecords(db.url);
