@@ -10,9 +10,10 @@ import pg from "pg";
  * change as records makes it for catalog's check (`changeFieldType` keeping the previous
  * values), while writers update random records as the record routes do (the table's write lock
  * taken shared, then the row) and readers read random records by id. Not part of `npm test`;
- * test/bench/README.md ("A type change's wait").
+ * README.md ("Decisions worth knowing": the type change paragraph holds its figures).
  *
- *   npx tsx test/bench/type-change-wait.ts [--records N] [--writers W] [--readers R]
+ *   npx tsx --conditions=@rowbase/source test/bench/type-change-wait.ts [--records N]
+ *     [--writers W] [--readers R]
  */
 
 const { values: args } = parseArgs({
@@ -63,6 +64,8 @@ async function main() {
     max: WRITERS + READERS + 1,
     options: "-c search_path=records",
   });
+  // Dropping the database at the end ends the pool's last connections, maybe before they close.
+  pool.on("error", () => {});
   const orm = await createRecordsOrm(db.url);
   try {
     await migrateRecords(db.url);

@@ -447,6 +447,41 @@ describe("a field's type change", () => {
     expect(await valuesOf(tableId, f)).toEqual(["1", "one", "2", "two", "3"]);
   });
 
+  it("leaves to Node the values SQL cannot judge, its refusals counted in row order", async () => {
+    const f = field("text");
+    const url = { type: "url" as const };
+    // "ftp://x.com" and the host in Japanese are Node's to judge (the WHATWG URL parser's). The
+    // previous values kept, every value is written into the new column, in SQL or from Node.
+    const refusing = await tableOf(f, [
+      "https://example.com",
+      "ftp://x.com",
+      "has space",
+      "https://\u4f8b\u3048.jp",
+    ]);
+    // One chunk: the refusal of row 2 (Node) comes before that of row 3 (SQL).
+    expect(await changeFieldType(orm.em.fork(), change(refusing, f, url), { chunk: 4 })).toEqual({
+      refused: {
+        rowIds: [2n, 3n],
+        count: 2,
+        message: "record 2: must be an absolute http or https URL",
+      },
+    });
+    const converting = await tableOf(f, ["https://example.com", "https://\u4f8b\u3048.jp", null]);
+    expect(
+      await changeFieldType(orm.em.fork(), change(converting, f, url), {
+        chunk: 2,
+        keepPrevious: true,
+      }),
+    ).toEqual({
+      converted: 2,
+    });
+    expect(await valuesOf(converting, { ...url, id: f.id })).toEqual([
+      "https://example.com",
+      "https://\u4f8b\u3048.jp",
+      null,
+    ]);
+  });
+
   it("refuses to make a field required while a record leaves it empty", async () => {
     const f = field("text");
     const tableId = await tableOf(f, ["a", null]);

@@ -75,8 +75,15 @@ export function valueAsText(field: FieldLike, value: JsonValue): string {
   return JSON.stringify(value);
 }
 
-const TRUE_WORDS = new Set(["true", "yes", "y", "1", "on", "checked"]);
-const FALSE_WORDS = new Set(["false", "no", "n", "0", "off", "unchecked"]);
+export const TRUE_WORDS: ReadonlySet<string> = new Set(["true", "yes", "y", "1", "on", "checked"]);
+export const FALSE_WORDS: ReadonlySet<string> = new Set([
+  "false",
+  "no",
+  "n",
+  "0",
+  "off",
+  "unchecked",
+]);
 
 /**
  * The name in `to` of the choice `name` was in `from` (followed by its id), undefined when that

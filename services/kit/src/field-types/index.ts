@@ -9,6 +9,7 @@ import { OPTION_SCHEMAS } from "./options.js";
 import { FIELD_TYPE_NAMES, type FieldTypeName, fieldTypeToProto, isReadOnlyType } from "./types.js";
 
 export * from "./conversions.js";
+export * from "./conversions-sql.js";
 export * from "./descriptions.js";
 export * from "./emails.js";
 export * from "./forms.js";

@@ -46,9 +46,14 @@ export function conversionProblem(
   const result = convertValue(from, to, source);
   if (!result.ok) return result.message;
   if (required === "none" || !isEmptyValue(result.value)) return undefined;
-  if (!isEmptyValue(source)) return `would be empty as ${to.type}, and the field is required`;
-  return required === "made" ? "is empty, and the field is to be required" : undefined;
+  if (!isEmptyValue(source)) return emptiedProblem(to);
+  return required === "made" ? EMPTY_MADE_REQUIRED : undefined;
 }
+
+/** Why a required field's value cannot be emptied by a change (also said in SQL, type-change.ts). */
+export const emptiedProblem = (to: FieldLike) =>
+  `would be empty as ${to.type}, and the field is required`;
+export const EMPTY_MADE_REQUIRED = "is empty, and the field is to be required";
 
 /**
  * The value a cell holds after a field's type changed (FieldTypeChanged, after the change). A
