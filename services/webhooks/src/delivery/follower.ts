@@ -1,8 +1,15 @@
-import { errorInfoOf, type Logger, type Orm, query, VALIDATION_REASON } from "@rowbase/kit";
+import {
+  changeJson,
+  changeTypeName,
+  errorInfoOf,
+  type Logger,
+  type Orm,
+  query,
+  VALIDATION_REASON,
+} from "@rowbase/kit";
 import type { ListChangesResponse } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { EventType } from "../domain/webhook-input.js";
 import type { Upstream } from "../upstream.js";
-import { changeBody, eventOf } from "./change-body.js";
 
 /** Changes asked for at once, and pages read for one webhook in one round. */
 const PAGE_SIZE = 200;
@@ -147,9 +154,9 @@ export class Follower {
           webhook.id,
           page.changes.map((change) => messageIdOf(webhook.id, change.changeId)),
           page.changes.map((change) => change.changeId),
-          page.changes.map(eventOf),
+          page.changes.map(changeTypeName),
           page.changes.map((change) => change.rowId),
-          page.changes.map(changeBody),
+          page.changes.map(changeJson),
         ],
       );
       return true;
