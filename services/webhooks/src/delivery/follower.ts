@@ -11,10 +11,10 @@ import type { ListChangesResponse } from "@rowbase/proto/rowbase/records/v1/reco
 import type { EventType } from "../domain/webhook-input.js";
 import type { Upstream } from "../upstream.js";
 
-/** Changes asked for at once, and pages read for one webhook in one round. */
+/** Changes asked for at once, and pages read for one group of webhooks in one round. */
 const PAGE_SIZE = 200;
 const PAGES_PER_ROUND = 10;
-/** Webhooks followed at once. */
+/** Groups of webhooks followed at once. */
 const CONCURRENCY = 4;
 
 interface Followed {
@@ -31,8 +31,24 @@ export function messageIdOf(webhookId: bigint, changeId: string): string {
 }
 
 /**
+ * The webhooks that read the same pages: of one table, with the same events and `where`, at
+ * the same cursor (every webhook that has caught up with its table, and any that started
+ * together).
+ */
+function groupKey(webhook: Followed): string {
+  return JSON.stringify([
+    webhook.tableId.toString(),
+    webhook.events,
+    webhook.where,
+    webhook.cursor,
+  ]);
+}
+
+/**
  * Follows the change logs of the tables of active webhooks through records' ListChanges (the
- * same cursors as the feed), filtered by each webhook's events and `where`. A page of changes
+ * same cursors as the feed), filtered by each webhook's events and `where`. The webhooks that
+ * would read the same page (`groupKey`) read it once, and each queues it on its own: a table's
+ * webhooks cost one ListChanges a round, not one each, while they keep up. A page of changes
  * becomes pending deliveries in the transaction that moves the webhook's cursor past them, and
  * only if the cursor is still where the page was read from: a change is queued once, whichever
  * replica read it, and a crash before the commit leaves the cursor where it was, to be read
@@ -87,20 +103,26 @@ export class Follower {
       this.deps.orm.em.fork(),
       "select id, table_id, events, where_filter, change_cursor from webhook where active order by id",
     );
-    const followed: Followed[] = rows.map((row) => ({
-      id: BigInt(row.id),
-      tableId: BigInt(row.table_id),
-      events: row.events,
-      where: row.where_filter,
-      cursor: row.change_cursor,
-    }));
+    const groups = new Map<string, Followed[]>();
+    for (const row of rows) {
+      const webhook: Followed = {
+        id: BigInt(row.id),
+        tableId: BigInt(row.table_id),
+        events: row.events,
+        where: row.where_filter,
+        cursor: row.change_cursor,
+      };
+      const key = groupKey(webhook);
+      groups.set(key, [...(groups.get(key) ?? []), webhook]);
+    }
+    const followed = [...groups.values()];
     let next = 0;
     const worker = async () => {
       while (!this.stopped && next < followed.length) {
-        const webhook = followed[next++]!;
-        await this.follow(webhook).catch((error: unknown) =>
+        const group = followed[next++]!;
+        await this.follow(group).catch((error: unknown) =>
           this.deps.logger.warn(
-            { err: error, webhookId: webhook.id.toString() },
+            { err: error, webhookIds: group.map((webhook) => webhook.id.toString()) },
             "webhook follow failed",
           ),
         );
@@ -109,23 +131,38 @@ export class Follower {
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   }
 
-  private async follow(webhook: Followed): Promise<void> {
+  /**
+   * Reads a group's pages once and queues each page for every webhook of the group; a webhook
+   * whose cursor another replica moved meanwhile leaves the group (it is regrouped next round).
+   */
+  private async follow(group: Followed[]): Promise<void> {
+    const { tableId, events, where } = group[0]!;
+    let members = group;
+    let cursor = group[0]!.cursor;
     for (let pages = 0; pages < PAGES_PER_ROUND && !this.stopped; pages++) {
       let page: ListChangesResponse;
       try {
-        page = await this.deps.upstream.changes(
-          webhook.tableId,
-          webhook.cursor,
-          webhook,
-          PAGE_SIZE,
-        );
+        page = await this.deps.upstream.changes(tableId, cursor, { events, where }, PAGE_SIZE);
       } catch (error) {
-        await this.refused(webhook, error);
+        for (const webhook of members) {
+          await this.refused(webhook, error).catch((failure: unknown) =>
+            this.deps.logger.warn(
+              { err: failure, webhookId: webhook.id.toString() },
+              "webhook follow failed",
+            ),
+          );
+        }
         return;
       }
-      if (page.changes.length === 0 && page.next === webhook.cursor) return;
-      if (!(await this.queue(webhook, page))) return;
-      webhook.cursor = page.next;
+      if (page.changes.length === 0 && page.next === cursor) return;
+      const queued: Followed[] = [];
+      for (const webhook of members) {
+        if (await this.queue(webhook, page)) queued.push(webhook);
+      }
+      members = queued;
+      if (members.length === 0) return;
+      cursor = page.next;
+      for (const webhook of members) webhook.cursor = cursor;
       if (page.changes.length > 0) this.deps.queued();
       if (!page.hasMore) return;
     }
