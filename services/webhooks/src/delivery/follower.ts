@@ -17,6 +17,15 @@ const PAGES_PER_ROUND = 10;
 /** Groups of webhooks followed at once. */
 const CONCURRENCY = 4;
 
+/** A page of changes as the deliveries of every webhook of a group take it, presented once. */
+interface Page {
+  next: string;
+  changeIds: string[];
+  events: string[];
+  rowIds: bigint[];
+  bodies: string[];
+}
+
 interface Followed {
   id: bigint;
   tableId: bigint;
@@ -47,8 +56,9 @@ function groupKey(webhook: Followed): string {
 /**
  * Follows the change logs of the tables of active webhooks through records' ListChanges (the
  * same cursors as the feed), filtered by each webhook's events and `where`. The webhooks that
- * would read the same page (`groupKey`) read it once, and each queues it on its own: a table's
- * webhooks cost one ListChanges a round, not one each, while they keep up. A page of changes
+ * would read the same page (`groupKey`) read it once, and each queues it on its own: the webhooks
+ * of a table that share a filter cost one ListChanges a round, not one each, while they keep
+ * up. A page of changes
  * becomes pending deliveries in the transaction that moves the webhook's cursor past them, and
  * only if the cursor is still where the page was read from: a change is queued once, whichever
  * replica read it, and a crash before the commit leaves the cursor where it was, to be read
@@ -155,9 +165,16 @@ export class Follower {
         return;
       }
       if (page.changes.length === 0 && page.next === cursor) return;
+      const read: Page = {
+        next: page.next,
+        changeIds: page.changes.map((change) => change.changeId),
+        events: page.changes.map(changeTypeName),
+        rowIds: page.changes.map((change) => change.rowId),
+        bodies: page.changes.map(changeJson),
+      };
       const queued: Followed[] = [];
       for (const webhook of members) {
-        if (await this.queue(webhook, page)) queued.push(webhook);
+        if (await this.queue(webhook, read)) queued.push(webhook);
       }
       members = queued;
       if (members.length === 0) return;
@@ -169,7 +186,7 @@ export class Follower {
   }
 
   /** Queues a page's deliveries and moves the cursor, in one transaction; false if it moved. */
-  private async queue(webhook: Followed, page: ListChangesResponse): Promise<boolean> {
+  private async queue(webhook: Followed, page: Page): Promise<boolean> {
     return this.deps.orm.em.fork().transactional(async (em) => {
       const moved = await query(
         em,
@@ -178,7 +195,7 @@ export class Follower {
         [webhook.id, page.next, webhook.cursor],
       );
       if (moved.length === 0) return false;
-      if (page.changes.length === 0) return true;
+      if (page.changeIds.length === 0) return true;
       await query(
         em,
         `insert into delivery (webhook_id, message_id, change_id, event, row_id, payload,
@@ -189,11 +206,11 @@ export class Follower {
          order by c.n`,
         [
           webhook.id,
-          page.changes.map((change) => messageIdOf(webhook.id, change.changeId)),
-          page.changes.map((change) => change.changeId),
-          page.changes.map(changeTypeName),
-          page.changes.map((change) => change.rowId),
-          page.changes.map(changeJson),
+          page.changeIds.map((changeId) => messageIdOf(webhook.id, changeId)),
+          page.changeIds,
+          page.events,
+          page.rowIds,
+          page.bodies,
         ],
       );
       return true;
