@@ -19,6 +19,7 @@ const PACKAGE_DIR: Record<Piece, string> = {
   catalog: "services/catalog",
   records: "services/records",
   files: "services/files",
+  webhooks: "services/webhooks",
   gateway: "gateway",
 };
 
@@ -52,6 +53,11 @@ export interface LocalSystemOptions {
   servers?: { databaseUrl?: string; redisUrl?: string; natsUrl?: string };
   /** The gateway's `RATE_LIMITS` (default `off`). */
   rateLimits?: string;
+  /**
+   * WEBHOOK_ALLOWED_TARGETS of the webhooks service: a receiver of the benchmark's on loopback
+   * (webhooks reach public addresses only by default).
+   */
+  webhookTargets?: string;
 }
 
 export interface LocalSystem {
@@ -294,6 +300,16 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         FILE_URL_SECRET: randomBytes(32).toString("base64url"),
         FILES_DIR: path.join(dir, "files"),
       },
+      webhooks: {
+        GRPC_PORT: String(ports.webhooks),
+        ORGANIZATION_GRPC_URL: url("organization"),
+        CATALOG_GRPC_URL: url("catalog"),
+        RECORDS_GRPC_URL: url("records"),
+        // The chart's webhooks.databasePoolMax.
+        DATABASE_POOL_MAX: "4",
+        SMTP_URL: mail.url,
+        ...(options.webhookTargets ? { WEBHOOK_ALLOWED_TARGETS: options.webhookTargets } : {}),
+      },
       gateway: {
         PORT: String(ports.gateway),
         PUBLIC_BASE_URL: url("gateway"),
@@ -302,6 +318,7 @@ export async function startLocalSystem(options: LocalSystemOptions): Promise<Loc
         CATALOG_GRPC_URL: url("catalog"),
         RECORDS_GRPC_URL: url("records"),
         FILES_GRPC_URL: url("files"),
+        WEBHOOKS_GRPC_URL: url("webhooks"),
         RATE_LIMITS: options.rateLimits ?? "off",
       },
     };

@@ -5,6 +5,7 @@ export const PIECES = [
   "catalog",
   "records",
   "files",
+  "webhooks",
   "gateway",
 ] as const;
 export type Piece = (typeof PIECES)[number];
@@ -16,4 +17,5 @@ export const MIGRATED: readonly Piece[] = [
   "catalog",
   "records",
   "files",
+  "webhooks",
 ];

@@ -5,6 +5,7 @@ import path from "node:path";
 import type { Measured } from "./load.js";
 import type { CpuShares, RssPeaks } from "./process-sampler.js";
 import type { StreamLatency } from "./stream-latency.js";
+import type { WebhookDelivery } from "./webhook-delivery.js";
 
 /** One line of `latest.json` (the keys issue 9 names). */
 export interface ScenarioResult {
@@ -44,12 +45,19 @@ export interface Summary {
   scenarios: ScenarioResult[];
   /** A change stream's latency measured next to the single creates (stream-latency.ts). */
   stream_latency?: StreamLatency;
+  /** A webhook on the benchmark table next to the creates (webhook-delivery.ts), per scenario. */
+  webhook_delivery?: WebhookDelivery[];
   rss_mb: RssPeaks;
 }
 
 /** The stream probe's result as one line of the report. */
 export function streamLatencyLine(latency: StreamLatency): string {
   return `change stream next to create one: a change's event ${cell(latency.p50_ms, 1)} ms (p50), ${cell(latency.p99_ms, 1)} ms (p99), ${cell(latency.max_ms, 1)} ms (max) after its write's answer, over ${latency.changes} changes${latency.missing > 0 ? `; ${latency.missing} never came` : ""}`;
+}
+
+/** A webhook probe's result as one line of the report. */
+export function webhookDeliveryLine(d: WebhookDelivery): string {
+  return `webhook next to ${d.scenario}: ${cell(d.per_second, 0)} deliveries/s (${d.deliveries} in ${d.seconds} s); a change delivered ${cell(d.p50_ms, 1)} ms (p50), ${cell(d.p99_ms, 1)} ms (p99), ${cell(d.max_ms, 1)} ms (max) after its write's answer, over ${d.changes} probe writes${d.missing > 0 ? `; ${d.missing} not delivered within 10 s` : ""}`;
 }
 
 export function describeMachine(postgresVersion: string | undefined): string {
@@ -100,6 +108,9 @@ export function markdown(summary: Summary, usage: Map<string, ScenarioUsage>): s
     );
   }
   if (summary.stream_latency) lines.push("", streamLatencyLine(summary.stream_latency));
+  for (const delivered of summary.webhook_delivery ?? []) {
+    lines.push("", webhookDeliveryLine(delivered));
+  }
   const processes = Object.keys(summary.rss_mb);
   if (processes.length > 0) {
     lines.push(

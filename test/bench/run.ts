@@ -28,12 +28,19 @@ import {
   type Summary,
   scenarioLines,
   streamLatencyLine,
+  webhookDeliveryLine,
   writeSummary,
 } from "./report.js";
 import { type Scenario, type ScenarioContext, scenarios } from "./scenarios.js";
 import { Api, benchPlan, login, seedTenant, type Tenant } from "./seed.js";
 import { settle } from "./settle.js";
 import { type StreamLatency, startStreamProbe } from "./stream-latency.js";
+import {
+  type BenchReceiver,
+  startBenchReceiver,
+  startWebhookProbe,
+  type WebhookDelivery,
+} from "./webhook-delivery.js";
 
 const HELP = `npm run bench [-- options]
 
@@ -63,6 +70,9 @@ const CONNECTIONS = 32;
 
 /** The scenario next to which a change stream's latency is measured. */
 const STREAM_PROBE_SCENARIO = "create one";
+
+/** The scenarios next to which a webhook on the benchmark table delivers their changes. */
+const webhookProbed = (name: string) => name === "create one" || name.startsWith("batch create");
 
 /**
  * Each process's NODE_OPTIONS and memory limit: the chart's, unless BENCH_NODE_OPTIONS (for
@@ -171,8 +181,11 @@ async function callsBeforeLimit(runner: ScenarioRunner, creates: number): Promis
   return calls;
 }
 
-/** Warm-up, the measured run with autocannon, then the raw-postgres ceiling of one scenario. */
-async function runScenario(scenario: Scenario, runner: ScenarioRunner) {
+/**
+ * Warm-up, the measured run with autocannon, then the raw-postgres ceiling of one scenario;
+ * `loadEnded` is called as the measured run ends.
+ */
+async function runScenario(scenario: Scenario, runner: ScenarioRunner, loadEnded?: () => void) {
   const { api, pool, sampler, abort, check, ctx, settings } = runner;
   if (pool && scenario.check) await scenario.check(ctx, api, pool);
   const requests = scenario.requests(ctx);
@@ -196,6 +209,7 @@ async function runScenario(scenario: Scenario, runner: ScenarioRunner) {
   await load(settings.warmup);
   await sampler?.begin();
   const measured = await load(settings.seconds);
+  loadEnded?.();
   const used: ScenarioUsage | undefined = sampler ? await sampler.end() : undefined;
 
   let raw: Measured | undefined;
@@ -293,6 +307,7 @@ async function main(): Promise<number> {
 
   const started = Date.now();
   let system: LocalSystem | undefined;
+  let receiver: BenchReceiver | undefined;
   let pool: pg.Pool | undefined;
   let sampler: ProcessSampler | undefined;
   let api: Api | undefined;
@@ -327,7 +342,9 @@ async function main(): Promise<number> {
       }
     } else {
       say("- starting Rowbase: one process per service and the gateway");
+      receiver = await startBenchReceiver();
       system = await startLocalSystem({
+        webhookTargets: receiver.target,
         source: args.source,
         logLevel: env.BENCH_LOG_LEVEL ?? "info",
         ...processSettings(await chartProcesses(repoRoot())),
@@ -407,6 +424,7 @@ async function main(): Promise<number> {
     const results: ScenarioResult[] = [];
     const usage = new Map<string, ScenarioUsage>();
     let streamLatency: StreamLatency | undefined;
+    const webhookDelivery: WebhookDelivery[] = [];
     const nats = system ? { url: system.natsUrl, namespace: system.namespace } : undefined;
 
     const runner: ScenarioRunner = {
@@ -429,10 +447,22 @@ async function main(): Promise<number> {
       // A change stream next to the single creates: how soon a subscriber sees a change.
       const probe =
         scenario.name === STREAM_PROBE_SCENARIO ? await startStreamProbe(api, tenant) : undefined;
-      const { result, measured, raw, used } = await runScenario(scenario, runner);
+      // A webhook on the table the creates write to: how many deliveries a second, how soon.
+      const hook =
+        receiver && webhookProbed(scenario.name)
+          ? await startWebhookProbe(api, tenant, receiver, scenario.name)
+          : undefined;
+      const { result, measured, raw, used } = await runScenario(scenario, runner, () =>
+        hook?.loadEnded(),
+      );
       if (probe) {
         streamLatency = await probe.stop();
         say(streamLatencyLine(streamLatency));
+      }
+      if (hook) {
+        const delivered = await hook.stop();
+        webhookDelivery.push(delivered);
+        say(webhookDeliveryLine(delivered));
       }
       results.push(result);
       if (used) usage.set(scenario.name, used);
@@ -453,6 +483,7 @@ async function main(): Promise<number> {
       },
       scenarios: results,
       ...(streamLatency ? { stream_latency: streamLatency } : {}),
+      ...(webhookDelivery.length > 0 ? { webhook_delivery: webhookDelivery } : {}),
       rss_mb: sampler ? await sampler.peaks() : {},
     };
     await writeSummary(out, summary);
@@ -474,6 +505,7 @@ async function main(): Promise<number> {
     if (pool) await pool.end().catch(() => {});
     if (system) {
       await system.stop({ keepLogs: failed });
+      await receiver?.close();
       if (failed) say(`  the processes' logs are kept in ${system.logsDir}`);
     } else if (api && tenant) {
       // BASE_URL: remove what the run added to someone else's system.

@@ -24,7 +24,7 @@ import { PIECES, type Piece } from "./pieces.js";
  * process imports only its own piece, as its `main.ts` does, so that its memory is what a pod's
  * would be.
  *
- * Usage: `node service-process.js <identity|organization|catalog|records|files|gateway>`,
+ * Usage: `node service-process.js <identity|organization|catalog|records|files|webhooks|gateway>`,
  * started by the benchmark with an IPC channel: it answers `{type: "ready"}` once listening and
  * stops when the benchmark goes away.
  */
@@ -102,6 +102,14 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       const service = await startFiles(config, { ...parts, bus });
       return finish(parts, () => service.stop(), bus);
     }
+    case "webhooks": {
+      const { webhooksEnv, startWebhooks } = await import("@rowbase/webhooks");
+      const config = parseConfig(webhooksEnv, env);
+      const parts = await withCache(config, config);
+      const bus = await busFor(config.NATS_URL, parts.logger);
+      const service = await startWebhooks(config, { ...parts, bus });
+      return finish(parts, () => service.stop(), bus);
+    }
     case "gateway": {
       const { loadGatewayConfig, startGateway } = await import("@rowbase/gateway");
       const { CatalogService } = await import(
@@ -117,6 +125,9 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
       const { RecordsService } = await import(
         "@rowbase/proto/rowbase/records/v1/records_service_pb"
       );
+      const { WebhooksService } = await import(
+        "@rowbase/proto/rowbase/webhooks/v1/webhooks_service_pb"
+      );
       const config = loadGatewayConfig(env);
       const parts = await withCache(config, config);
       const bus = await busFor(config.NATS_URL, parts.logger);
@@ -131,12 +142,18 @@ async function start(piece: Piece, env: NodeJS.ProcessEnv, namespace: string): P
           catalog: createServiceClient(CatalogService, config.CATALOG_GRPC_URL),
           records: createServiceClient(RecordsService, config.RECORDS_GRPC_URL),
           files: createServiceClient(FilesService, config.FILES_GRPC_URL),
+          ...(config.WEBHOOKS_GRPC_URL
+            ? { webhooks: createServiceClient(WebhooksService, config.WEBHOOKS_GRPC_URL) }
+            : {}),
           healthTargets: [
             { name: "identity", url: config.IDENTITY_GRPC_URL },
             { name: "organization", url: config.ORGANIZATION_GRPC_URL },
             { name: "catalog", url: config.CATALOG_GRPC_URL },
             { name: "records", url: config.RECORDS_GRPC_URL },
             { name: "files", url: config.FILES_GRPC_URL },
+            ...(config.WEBHOOKS_GRPC_URL
+              ? [{ name: "webhooks", url: config.WEBHOOKS_GRPC_URL }]
+              : []),
           ],
         },
         { host: "127.0.0.1" },

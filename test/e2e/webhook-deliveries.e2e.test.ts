@@ -198,6 +198,56 @@ describe("webhook deliveries", () => {
     expect(after.last_delivery_at).toEqual(expect.stringMatching(/Z$/));
   });
 
+  it("sends every change to each of two webhooks on one table, the second from its creation on", async () => {
+    const table = await newTable();
+    const paths = v1(table.databaseId, table.tableId);
+    const first = await createWebhook(table, { url: receiver.url(`/pair-a-${table.tableId}`) });
+    const startA = await presentEnd(table);
+    const batch = async (from: number) =>
+      (
+        await write("POST", paths.batch, {
+          records: Array.from({ length: 30 }, (_, i) => ({ data: { Name: `r${from + i}` } })),
+        })
+      ).records.map((record: Payload) => record.row_id as number);
+    const early = await batch(0);
+    // The second starts at the present end, while the first may still be reading behind it;
+    // once both have caught up they read the table's pages together.
+    const second = await createWebhook(table, { url: receiver.url(`/pair-b-${table.tableId}`) });
+    const startB = await presentEnd(table);
+    const late = await batch(30);
+    await write("PATCH", paths.batch, {
+      records: [...early, ...late].map((rowId, i) => ({ row_id: rowId, data: { Age: i } })),
+    });
+    await write("DELETE", paths.record(late[0]!));
+
+    for (const [hook, start, changes] of [
+      [first, startA, 30 + 30 + 60 + 1],
+      [second, startB, 30 + 60 + 1],
+    ] as const) {
+      const path = `/pair-${hook === first ? "a" : "b"}-${table.tableId}`;
+      const expected = await feed(table, start);
+      expect(expected).toHaveLength(changes);
+      await expect.poll(() => receiver.at(path).length, EVENTUALLY).toBeGreaterThanOrEqual(changes);
+      const got = payloadsAt(path, hook.secret);
+      const ids = new Set(got.map(({ request }) => request.headers["webhook-id"]));
+      expect(ids.size).toBe(changes);
+      for (const id of ids) expect(id).toMatch(new RegExp(`^msg_${hook.webhook.webhook_id}_`));
+      // Each change once (at least once: duplicates would share a webhook-id), each record's in
+      // its order.
+      const firstOf = new Map(
+        got.map(({ request, payload }) => [request.headers["webhook-id"], payload]),
+      );
+      expect([...firstOf.values()].sort(byChange)).toEqual([...expected].sort(byChange));
+      for (const rowId of new Set(expected.map((change) => change.row_id))) {
+        expect(
+          [...firstOf.values()]
+            .filter((payload) => payload.row_id === rowId)
+            .map((payload) => payload.change_id),
+        ).toEqual(expected.filter((c) => c.row_id === rowId).map((c) => c.change_id));
+      }
+    }
+  });
+
   it("delivers every change through a receiver that fails for a while, each record in order", async () => {
     const table = await newTable();
     const path = `/faulty-${table.tableId}`;

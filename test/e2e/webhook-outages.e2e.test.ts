@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import net from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { type NatsServerProcess, startNatsServer } from "@rowbase/kit/testing";
 import { startTestSystem, type TestSystem } from "@rowbase/standalone/testing";
@@ -19,9 +21,9 @@ import { startReceiver, verified } from "./support/webhook-receiver.js";
 
 /**
  * Nothing a webhook matched is lost when the webhooks service stops in the middle of a burst of
- * changes, when its process is killed (SIGKILL) there, when a worker dies holding a delivery, or
- * when NATS is down: the receiver (on loopback, every signature checked with the reference
- * library) gets every change.
+ * changes, when its process is killed (SIGKILL) there, when a worker dies holding a delivery,
+ * when NATS is down, or when its PostgreSQL is: the receiver (on loopback, every signature
+ * checked with the reference library) gets every change.
  */
 
 type Api = ReturnType<typeof client>;
@@ -304,6 +306,165 @@ describe("NATS down mid-burst", () => {
       expect([...delivered(receiver, path, secret)].sort((a, b) => a - b)).toEqual(
         Array.from({ length: BURST }, (_, i) => i),
       );
+    },
+    SLOW,
+  );
+});
+
+/**
+ * A TCP relay on loopback to `target` (host:port) that can be cut: `down()` drops every
+ * connection through it (a query in flight ends with its connection, a transaction with it) and
+ * refuses the new ones until `up()`. Only the process pointed at it loses its database; the
+ * server and everyone else's connections go on.
+ */
+async function startCuttableRelay(target: URL) {
+  const sockets = new Set<net.Socket>();
+  let cut = false;
+  const server = net.createServer((client) => {
+    if (cut) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    /** `url` with its host and port replaced by the relay's. */
+    through(url: string) {
+      const relayed = new URL(url);
+      relayed.hostname = "127.0.0.1";
+      relayed.port = String(port);
+      return relayed.toString();
+    },
+    down() {
+      cut = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    up() {
+      cut = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("PostgreSQL away from the webhooks service mid-burst", () => {
+  let sys: TestSystem;
+  let api: Api;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let relay: Awaited<ReturnType<typeof startCuttableRelay>>;
+  let child: ChildProcess | undefined;
+  const env = () => ({
+    DATABASE_URL: relay.through(sys.databaseUrl),
+    WEBHOOK_ALLOWED_TARGETS: `127.0.0.1:${receiver.port}`,
+    WEBHOOK_RETRY_SCHEDULE: "1,1,1",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    WEBHOOK_POLL_MS: "50",
+  });
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    sys = await startTestSystem({
+      RATE_LIMITS: RECORD_TEST_RATE_LIMITS,
+      WEBHOOK_ALLOWED_TARGETS: `127.0.0.1:${receiver.port}`,
+    });
+    api = client(sys.baseUrl);
+    relay = await startCuttableRelay(new URL(sys.databaseUrl));
+    // The process below takes the in-process service's place, on its port, with its database
+    // through the relay: only it loses PostgreSQL.
+    await sys.system.stopService("webhooks");
+    child = await startWebhooksProcess(sys, env());
+  }, 60_000);
+
+  afterAll(async () => {
+    await kill(child);
+    await relay?.close();
+    await sys?.stop();
+    await receiver?.close();
+  });
+
+  it(
+    "delivers every one of 1,000 changes, each record's in order, across two database outages",
+    async () => {
+      const { tenant, table } = await setUp(sys, api);
+      const path = `/postgres-${table.tableId}`;
+      const { secret } = await createWebhook(api, tenant, table, receiver.url(path));
+      const quarter = BURST / 4;
+      const rows: number[] = [];
+      const create = async (from: number) => {
+        const response = await api("POST", v1(table.databaseId, table.tableId).batch, {
+          token: tenant.writeToken,
+          body: { records: Array.from({ length: quarter }, (_, k) => ({ data: { N: from + k } })) },
+        });
+        expect(response.status, response.text).toBe(200);
+        rows.push(...response.body.data.records.map((record: Payload) => record.row_id));
+      };
+      /** Each of `rows`, N moved by BURST / 2: a record's second change. */
+      const update = async (some: number[]) => {
+        const response = await api("PATCH", v1(table.databaseId, table.tableId).batch, {
+          token: tenant.writeToken,
+          body: {
+            records: some.map((rowId) => ({
+              row_id: rowId,
+              data: { N: rows.indexOf(rowId) + BURST / 2 },
+            })),
+          },
+        });
+        expect(response.status, response.text).toBe(200);
+      };
+      await create(0);
+      await create(quarter);
+      // Cut while it is following and delivering: its pages, claims and outcomes in flight fail.
+      await expect.poll(() => receiver.at(path).length, EVENTUALLY).toBeGreaterThan(0);
+      relay.down();
+      await update(rows.slice(0, quarter));
+      await sleep(3000);
+      relay.up();
+      const afterFirst = receiver.at(path).length;
+      await expect.poll(() => receiver.at(path).length, EVENTUALLY).toBeGreaterThan(afterFirst);
+      relay.down();
+      await update(rows.slice(quarter, 2 * quarter));
+      await sleep(3000);
+      relay.up();
+
+      await expect.poll(() => delivered(receiver, path, secret).size, EVENTUALLY).toBe(BURST);
+      expect([...delivered(receiver, path, secret)].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: BURST }, (_, i) => i),
+      );
+      // The process rode the outages out: it never exited.
+      expect(child!.exitCode).toBeNull();
+      expect(child!.signalCode).toBeNull();
+      // Each record's creation reached the receiver (every time it did) before its update did.
+      const arrivals = new Map<number, string[]>();
+      for (const request of receiver.at(path)) {
+        const payload = verified(secret, request) as Payload;
+        const seen = arrivals.get(payload.row_id) ?? [];
+        seen.push(payload.type);
+        arrivals.set(payload.row_id, seen);
+      }
+      expect(arrivals.size).toBe(BURST / 2);
+      for (const [rowId, types] of arrivals) {
+        const lastCreated = types.lastIndexOf("record.created");
+        const firstUpdated = types.indexOf("record.updated");
+        expect({ rowId, ordered: lastCreated >= 0 && lastCreated < firstUpdated }).toEqual({
+          rowId,
+          ordered: true,
+        });
+      }
     },
     SLOW,
   );

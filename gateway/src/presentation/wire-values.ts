@@ -1,27 +1,11 @@
-import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timeOf } from "@rowbase/kit";
 
 /**
- * How protobuf values are written in REST responses: int64 ids as JSON numbers
- * (ids stay below 2^53), times as RFC 3339 UTC with milliseconds.
+ * How protobuf values are written in REST responses: int64 ids as JSON numbers (ids stay below
+ * 2^53), times as RFC 3339 UTC with milliseconds. Kit writes them, for webhooks' deliveries too.
  */
-export function idOf(id: bigint): number {
-  if (id > BigInt(Number.MAX_SAFE_INTEGER) || id < BigInt(Number.MIN_SAFE_INTEGER)) {
-    throw new Error(`id ${id} does not fit a JSON number`);
-  }
-  return Number(id);
-}
-
-/** The last time `timeOf` wrote: the records of one batch share created_at and updated_at. */
-let lastTime: { seconds: bigint; nanos: number; text: string } | undefined;
-
-export function timeOf(timestamp: Timestamp | undefined): string {
-  if (!timestamp) throw new Error("a required timestamp is missing from the service's answer");
-  const { seconds, nanos } = timestamp;
-  if (lastTime?.seconds === seconds && lastTime.nanos === nanos) return lastTime.text;
-  const text = timestampDate(timestamp).toISOString();
-  lastTime = { seconds, nanos, text };
-  return text;
-}
+export { idOf, timeOf } from "@rowbase/kit";
 
 /** A message field the contract always fills; its absence is a service bug (500, logged). */
 export function required<T>(value: T | undefined, what: string): T {

@@ -1,7 +1,6 @@
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import {
   type Cache,
-  Code,
   cachedPlan,
   callAs,
   createServiceClient,
@@ -11,6 +10,7 @@ import {
   planCacheKey,
   type TableSchema,
   TableSchemaCache,
+  upstreamFailure,
 } from "@rowbase/kit";
 import {
   CatalogService,
@@ -22,20 +22,6 @@ import { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_servic
 import { recordNotFound } from "./access.js";
 
 const SERVICE = { kind: "service", service: "files" } as const;
-
-/**
- * A failed call to another service, as this service's caller should see it: the other service
- * unreachable is Unavailable (503), anything unexpected an internal error with the cause logged.
- */
-function upstreamFailure(what: string, error: unknown): Error {
-  if (
-    error instanceof ConnectError &&
-    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
-  ) {
-    return new ConnectError(`${what}: service unavailable`, Code.Unavailable);
-  }
-  return new Error(`${what} failed`, { cause: error });
-}
 
 /** Where a record lives. */
 export interface RecordHome {

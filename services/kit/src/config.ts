@@ -56,6 +56,13 @@ export function optionalWholeNumber(min: number, max: number) {
  */
 export const databasePoolMax = optionalWholeNumber(1, 500);
 
+/**
+ * CHANGE_RETENTION_SECONDS: how long a table's record changes are kept (7 days; 1 s to a year).
+ * Records keeps its change log that long for the feed, the stream and webhooks; webhooks keeps
+ * its finished deliveries as long. One setting, read by both.
+ */
+export const changeRetentionSeconds = wholeNumber(1, 366 * 24 * 3600, 604_800);
+
 /** A TCP port, 0 meaning "any free port". */
 export const port = (fallback: number) => wholeNumber(0, 65535, fallback);
 

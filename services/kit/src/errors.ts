@@ -66,3 +66,18 @@ export function errorInfoOf(error: unknown): ErrorInfo | undefined {
   if (!(error instanceof ConnectError)) return undefined;
   return error.findDetails(ErrorInfoSchema).find((info) => info.domain === ERROR_DOMAIN);
 }
+
+/**
+ * A failed call to another service, as this service's caller should see it: the other service
+ * unreachable (or past its deadline) is Unavailable (503), anything unexpected an internal error
+ * with the cause logged.
+ */
+export function upstreamFailure(what: string, error: unknown): Error {
+  if (
+    error instanceof ConnectError &&
+    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
+  ) {
+    return new ConnectError(`${what}: service unavailable`, Code.Unavailable);
+  }
+  return new Error(`${what} failed`, { cause: error });
+}

@@ -2,6 +2,7 @@ export * from "./audit-changes.js";
 export * from "./authorization.js";
 export * from "./bus.js";
 export * from "./cache.js";
+export * from "./change-json.js";
 export * from "./change-set.js";
 export * from "./config.js";
 export * from "./consume-once.js";

@@ -1,4 +1,11 @@
-import { optionalUrl, optionalWholeNumber, port, serviceEnv, wholeNumber } from "@rowbase/kit";
+import {
+  changeRetentionSeconds,
+  optionalUrl,
+  optionalWholeNumber,
+  port,
+  serviceEnv,
+  wholeNumber,
+} from "@rowbase/kit";
 import { z } from "zod";
 
 export const recordsEnv = z.object({
@@ -19,8 +26,7 @@ export const recordsEnv = z.object({
    * gateway's deadline, past which nobody waits for the answer.
    */
   LIST_TIMEOUT_MS: optionalWholeNumber(1, 600_000),
-  /** How long a table's record changes are kept for the feed and the stream (7 days). */
-  CHANGE_RETENTION_SECONDS: wholeNumber(1, 366 * 24 * 3600, 604_800),
+  CHANGE_RETENTION_SECONDS: changeRetentionSeconds,
   /**
    * How often committed changes are given their positions when no write of this process woke the
    * sequencer (a writer that went away first); 250 ms.

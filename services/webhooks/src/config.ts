@@ -1,4 +1,4 @@
-import { optionalUrl, port, serviceEnv, wholeNumber } from "@rowbase/kit";
+import { changeRetentionSeconds, optionalUrl, port, serviceEnv, wholeNumber } from "@rowbase/kit";
 import { z } from "zod";
 import { AllowedTargets } from "./domain/address-policy.js";
 import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from "./domain/retry-schedule.js";
@@ -36,8 +36,7 @@ export const webhooksEnv = z.object({
   WEBHOOK_TIMEOUT_MS: wholeNumber(1, 600_000, 10_000),
   /** How often the webhooks' tables are asked for new changes, and due deliveries looked for. */
   WEBHOOK_POLL_MS: wholeNumber(10, 60_000, 250),
-  /** How long finished deliveries are kept: as long as the tables' changes. */
-  CHANGE_RETENTION_SECONDS: wholeNumber(1, 366 * 24 * 3600, 604_800),
+  CHANGE_RETENTION_SECONDS: changeRetentionSeconds,
   /** Mail to the owner and admins when a webhook stops after failures. */
   SMTP_URL: optionalUrl,
   MAIL_FROM: z.string().default("Rowbase <no-reply@rowbase.local>"),

@@ -1,12 +1,14 @@
-import { type Client, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import {
   type Cache,
-  Code,
+  type ChangeTypeName,
   cachedPlan,
   callAs,
+  changeTypeValue,
   createServiceClient,
   errorInfoOf,
   type Logger,
+  upstreamFailure,
   VALIDATION_REASON,
   type ValidationItem,
   validationFailed,
@@ -14,7 +16,6 @@ import {
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { PlanLimits } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
 import { OrganizationService } from "@rowbase/proto/rowbase/organization/v1/organization_service_pb";
-import { ChangeType } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import {
   type ListChangesResponse,
   RecordsService,
@@ -22,26 +23,6 @@ import {
 import { tableNotFound } from "./errors.js";
 
 const SERVICE = { kind: "service", service: "webhooks" } as const;
-
-/** The change types by the names webhooks use. */
-export const CHANGE_TYPES = {
-  "record.created": ChangeType.CREATED,
-  "record.updated": ChangeType.UPDATED,
-  "record.deleted": ChangeType.DELETED,
-} as const;
-
-export type ChangeTypeName = keyof typeof CHANGE_TYPES;
-
-/** A failed call to another service: unreachable is Unavailable (503), the rest internal. */
-export function upstreamFailure(what: string, error: unknown): Error {
-  if (
-    error instanceof ConnectError &&
-    (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded)
-  ) {
-    return new ConnectError(`${what}: service unavailable`, Code.Unavailable);
-  }
-  return new Error(`${what} failed`, { cause: error });
-}
 
 /** Where a table lives. */
 export interface TableHome {
@@ -123,7 +104,7 @@ export class Upstream {
         tableId,
         after,
         limit,
-        types: filter.events.map((name) => CHANGE_TYPES[name]),
+        types: filter.events.map(changeTypeValue),
         where: filter.where ?? "",
       },
       await this.options(requestId),

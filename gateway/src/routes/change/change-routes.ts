@@ -1,5 +1,5 @@
 import type { CallOptions, Client } from "@connectrpc/connect";
-import { errorInfoOf, POLL_HEADER } from "@rowbase/kit";
+import { changeJson, changeTypeValue, errorInfoOf, POLL_HEADER } from "@rowbase/kit";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { z } from "zod";
 import type { ApiTokenCaller, SessionCaller } from "../../auth/authenticate.js";
@@ -12,7 +12,6 @@ import { defineRoute, JsonText, type Route } from "../../routing/route.js";
 import { responseFormatValue, richTextValue } from "../record/record-presenters.js";
 import { V1_TABLE_PATH } from "../record/record-routes.js";
 import { TablePath } from "../record/record-schemas.js";
-import { changeJson, changeTypeValue } from "./change-presenters.js";
 import {
   type ChangeStreamQuery,
   ChangesPageSchema,

@@ -1,12 +1,10 @@
+import { CHANGE_TYPES, type ChangeTypeName } from "@rowbase/kit";
 import { z } from "zod";
 import { responseData } from "../../routing/api-schemas.js";
 import { once, queryInteger, queryText } from "../../validation/query-values.js";
 import { changeReadOptions, RecordSchema } from "../record/record-schemas.js";
 
 /** Parameters and answers of a table's change feed and stream (docs/changes.md). */
-
-export const CHANGE_TYPES = ["record.created", "record.updated", "record.deleted"] as const;
-export type ChangeTypeName = (typeof CHANGE_TYPES)[number];
 
 export const CHANGES_LIMIT_DEFAULT = 100;
 export const CHANGES_LIMIT_MAX = 1000;

@@ -1,10 +1,17 @@
 import { PassThrough } from "node:stream";
 import type { CallOptions } from "@connectrpc/connect";
-import { type Cache, Code, domainError, errorInfoOf, type Logger } from "@rowbase/kit";
+import {
+  type Cache,
+  Code,
+  changeJson,
+  changeTypeName,
+  domainError,
+  errorInfoOf,
+  type Logger,
+} from "@rowbase/kit";
 import type { ListChangesResponse } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import { RETRY_AFTER_METADATA } from "../../errors/error-table.js";
 import type { GatewayContext } from "../../gateway-context.js";
-import { changeJson, changeTypeName } from "./change-presenters.js";
 
 /** How often an open stream asks for new changes, and how often it sends a comment. */
 export interface ChangeStreamTiming {

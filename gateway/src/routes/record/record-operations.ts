@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { CallOptions, Client } from "@connectrpc/connect";
+import { recordJson } from "@rowbase/kit";
 import type { TableRecordSchema } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import type { RecordsService } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { z } from "zod";
@@ -10,7 +11,6 @@ import type { ApiCallQuota } from "../../quota/api-call-quota.js";
 import { JsonText } from "../../routing/route.js";
 import {
   countValue,
-  recordJson,
   recordsJson,
   responseFormatValue,
   richTextValue,

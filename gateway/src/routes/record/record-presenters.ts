@@ -1,21 +1,11 @@
+import { recordJson } from "@rowbase/kit";
 import type { Record as RecordMessage } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import {
   RecordCount,
   ResponseFormat,
   RichTextFormat,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
-import { idOf, required, timeOf } from "../../presentation/wire-values.js";
 import type { CountModeName, ResponseFormatName, RichTextFormatName } from "./record-schemas.js";
-
-/**
- * A record as the REST API writes it, as JSON text. `data` arrives as JSON text of an object,
- * already keyed as the response format says and with the values as the contract writes them,
- * and goes into the answer as it is.
- */
-export function recordJson(record: RecordMessage | undefined): string {
-  const r = required(record, "record");
-  return `{"row_id":${idOf(r.rowId)},"table_id":${idOf(r.tableId)},"created_at":${JSON.stringify(timeOf(r.createdAt))},"updated_at":${JSON.stringify(timeOf(r.updatedAt))},"data":${r.dataJson === "" ? "{}" : r.dataJson}}`;
-}
 
 /** Records as a JSON array (`recordJson` each). */
 export function recordsJson(records: readonly RecordMessage[]): string {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { type Logger, type Orm, query } from "@rowbase/kit";
+import { isUnreachableDependency, type Logger, type Orm, query } from "@rowbase/kit";
 import type { AllowedTargets } from "../domain/address-policy.js";
 import { retryDelayMs } from "../domain/retry-schedule.js";
 import { signedHeaders } from "../domain/signature.js";
@@ -16,6 +17,25 @@ export const MAX_CONSECUTIVE_FAILURES = 50;
 const MAX_IN_FLIGHT = 64;
 /** How long a claimed attempt may take past its timeout before another worker takes it again. */
 const LEASE_MARGIN_MS = 30_000;
+/**
+ * Pauses before writing an attempt's outcome again while PostgreSQL cannot be reached (about
+ * 8 s in all): an outcome left unwritten holds its lease, one of the webhook's 4 places and its
+ * record's next change until the lease runs out, and the delivery is then sent again.
+ */
+const OUTCOME_RETRY_MS = [250, 500, 1_000, 2_000, 4_000];
+
+/**
+ * An attempt's outcome on its delivery ($7 its new status, $8 the pause before the next attempt
+ * in ms), under the lease it was claimed with: another worker's outcome, after the lease ran
+ * out, counts instead.
+ */
+const WRITE_OUTCOME = `update delivery set attempts = $3, response_status = $4, error = $5,
+    duration_ms = $6, status = $7,
+    next_attempt_at = case when $7 = 'pending'
+      then now() + make_interval(secs => $8::double precision / 1000) end,
+    finished_at = case when $7 = 'pending' then null else now() end,
+    lease = null, lease_until = null
+  where id = $1 and lease = $2 and status = 'pending'`;
 
 /** A claimed delivery with what its attempt needs. */
 interface Claimed {
@@ -179,19 +199,19 @@ export class Deliverer {
 
   private async claim(room: number): Promise<Claimed[]> {
     const lease = randomUUID();
-    const rows = await this.o.orm.em.fork().transactional((em) =>
-      query<{
-        id: string;
-        webhook_id: string;
-        message_id: string;
-        payload: string;
-        attempts: number;
-        url: string;
-        secret: string;
-        previous_secret: string | null;
-      }>(
-        em,
-        `with hooks as (
+    // One statement, its own transaction: the claim locks last as long as it does.
+    const rows = await query<{
+      id: string;
+      webhook_id: string;
+      message_id: string;
+      payload: string;
+      attempts: number;
+      url: string;
+      secret: string;
+      previous_secret: string | null;
+    }>(
+      this.o.orm.em.fork(),
+      `with hooks as (
            select w.id from webhook w
            where w.active and exists (
              select 1 from delivery d
@@ -230,8 +250,7 @@ export class Deliverer {
          returning d.id, d.webhook_id, d.message_id, d.payload, d.attempts, w.url, w.secret,
            case when w.previous_secret_expires_at > now() then w.previous_secret end
              as previous_secret`,
-        [lease, this.o.timeoutMs + LEASE_MARGIN_MS, MAX_IN_FLIGHT_PER_WEBHOOK, room],
-      ),
+      [lease, this.o.timeoutMs + LEASE_MARGIN_MS, MAX_IN_FLIGHT_PER_WEBHOOK, room],
     );
     return rows.map((row) => ({
       id: BigInt(row.id),
@@ -262,52 +281,71 @@ export class Deliverer {
     const verdict = verdictOf(outcome, attempts, this.o.schedule);
     this.o.metrics.attempts.inc({ outcome: verdict.kind });
     this.o.metrics.duration.observe({ outcome: verdict.kind }, outcome.durationMs / 1000);
-    const stopped = await this.o.orm.em.fork().transactional(async (em) => {
-      const written = await query(
-        em,
-        `update delivery set attempts = $3, response_status = $4, error = $5, duration_ms = $6,
-           status = $7,
-           next_attempt_at = case when $7 = 'pending'
-             then now() + make_interval(secs => $8::double precision / 1000) end,
-           finished_at = case when $7 = 'pending' then null else now() end,
-           lease = null, lease_until = null
-         where id = $1 and lease = $2 and status = 'pending' returning id`,
-        [
-          claimed.id,
-          claimed.lease,
-          attempts,
-          outcome.status ?? null,
-          outcome.error ?? null,
-          outcome.durationMs,
-          verdict.kind === "succeeded"
-            ? "succeeded"
-            : verdict.kind === "retry"
-              ? "pending"
-              : "failed",
-          verdict.kind === "retry" ? verdict.delayMs : 0,
-        ],
+    const outcomeParams = [
+      claimed.id,
+      claimed.lease,
+      attempts,
+      outcome.status ?? null,
+      outcome.error ?? null,
+      outcome.durationMs,
+      verdict.kind === "succeeded" ? "succeeded" : verdict.kind === "retry" ? "pending" : "failed",
+      verdict.kind === "retry" ? verdict.delayMs : 0,
+    ];
+    if (verdict.kind === "succeeded") {
+      // A success stops nothing: the outcome and the webhook's reset in one statement, one round
+      // trip (most attempts succeed, and each round trip is a place of 4 held that much longer).
+      await this.outcomeWritten(() =>
+        query(
+          this.o.orm.em.fork(),
+          `with written as (${WRITE_OUTCOME} returning webhook_id)
+           update webhook set last_delivery_at = now(), consecutive_failures = 0
+           where id = (select webhook_id from written)`,
+          outcomeParams,
+        ),
       );
-      // Another worker took the delivery after this lease expired: its outcome counts.
-      if (written.length === 0) return undefined;
-      const [webhook] = await query<{ consecutive_failures: number }>(
-        em,
-        `update webhook set last_delivery_at = now(),
-           consecutive_failures = case when $2 then 0 else consecutive_failures + 1 end
-         where id = $1 returning consecutive_failures`,
-        [claimed.webhookId, verdict.kind === "succeeded"],
-      );
-      if (!webhook) return undefined;
-      const failures = Number(webhook.consecutive_failures);
-      if (verdict.kind === "gone") {
-        await stopWebhook(em, claimed.webhookId, "gone");
+      return;
+    }
+    const stopped = await this.outcomeWritten(() =>
+      this.o.orm.em.fork().transactional(async (em) => {
+        const written = await query(em, `${WRITE_OUTCOME} returning id`, outcomeParams);
+        // Another worker took the delivery after this lease expired: its outcome counts.
+        if (written.length === 0) return undefined;
+        const [webhook] = await query<{ consecutive_failures: number }>(
+          em,
+          `update webhook set last_delivery_at = now(), consecutive_failures = consecutive_failures + 1
+           where id = $1 returning consecutive_failures`,
+          [claimed.webhookId],
+        );
+        if (!webhook) return undefined;
+        const failures = Number(webhook.consecutive_failures);
+        if (verdict.kind === "gone") {
+          await stopWebhook(em, claimed.webhookId, "gone");
+          return undefined;
+        }
+        if (verdict.kind === "failed" || failures >= MAX_CONSECUTIVE_FAILURES) {
+          return stopWebhook(em, claimed.webhookId, "failures");
+        }
         return undefined;
-      }
-      if (verdict.kind === "failed" || failures >= MAX_CONSECUTIVE_FAILURES) {
-        return stopWebhook(em, claimed.webhookId, "failures");
-      }
-      return undefined;
-    });
+      }),
+    );
     if (stopped) await this.o.stopped(stopped);
+  }
+
+  /**
+   * Writes an outcome, again after a pause while PostgreSQL is away (OUTCOME_RETRY_MS). A write
+   * that committed although its answer was lost is not made twice: the write is conditional on
+   * the lease, which it cleared (a stop it made is then not mailed, the one thing lost).
+   */
+  private async outcomeWritten<T>(write: () => Promise<T>): Promise<T> {
+    for (const pause of OUTCOME_RETRY_MS) {
+      try {
+        return await write();
+      } catch (error) {
+        if (this.stopped || !isUnreachableDependency(error)) throw error;
+        await sleep(pause);
+      }
+    }
+    return write();
   }
 
   /** Drops finished deliveries older than the changes' retention, once a minute. */

@@ -1,14 +1,30 @@
-import { errorInfoOf, type Logger, type Orm, query, VALIDATION_REASON } from "@rowbase/kit";
+import {
+  changeJson,
+  changeTypeName,
+  errorInfoOf,
+  type Logger,
+  type Orm,
+  query,
+  VALIDATION_REASON,
+} from "@rowbase/kit";
 import type { ListChangesResponse } from "@rowbase/proto/rowbase/records/v1/records_service_pb";
 import type { EventType } from "../domain/webhook-input.js";
 import type { Upstream } from "../upstream.js";
-import { changeBody, eventOf } from "./change-body.js";
 
-/** Changes asked for at once, and pages read for one webhook in one round. */
+/** Changes asked for at once, and pages read for one group of webhooks in one round. */
 const PAGE_SIZE = 200;
 const PAGES_PER_ROUND = 10;
-/** Webhooks followed at once. */
+/** Groups of webhooks followed at once. */
 const CONCURRENCY = 4;
+
+/** A page of changes as the deliveries of every webhook of a group take it, presented once. */
+interface Page {
+  next: string;
+  changeIds: string[];
+  events: string[];
+  rowIds: bigint[];
+  bodies: string[];
+}
 
 interface Followed {
   id: bigint;
@@ -24,8 +40,25 @@ export function messageIdOf(webhookId: bigint, changeId: string): string {
 }
 
 /**
+ * The webhooks that read the same pages: of one table, with the same events and `where`, at
+ * the same cursor (every webhook that has caught up with its table, and any that started
+ * together).
+ */
+function groupKey(webhook: Followed): string {
+  return JSON.stringify([
+    webhook.tableId.toString(),
+    webhook.events,
+    webhook.where,
+    webhook.cursor,
+  ]);
+}
+
+/**
  * Follows the change logs of the tables of active webhooks through records' ListChanges (the
- * same cursors as the feed), filtered by each webhook's events and `where`. A page of changes
+ * same cursors as the feed), filtered by each webhook's events and `where`. The webhooks that
+ * would read the same page (`groupKey`) read it once, and each queues it on its own: the webhooks
+ * of a table that share a filter cost one ListChanges a round, not one each, while they keep
+ * up. A page of changes
  * becomes pending deliveries in the transaction that moves the webhook's cursor past them, and
  * only if the cursor is still where the page was read from: a change is queued once, whichever
  * replica read it, and a crash before the commit leaves the cursor where it was, to be read
@@ -80,20 +113,26 @@ export class Follower {
       this.deps.orm.em.fork(),
       "select id, table_id, events, where_filter, change_cursor from webhook where active order by id",
     );
-    const followed: Followed[] = rows.map((row) => ({
-      id: BigInt(row.id),
-      tableId: BigInt(row.table_id),
-      events: row.events,
-      where: row.where_filter,
-      cursor: row.change_cursor,
-    }));
+    const groups = new Map<string, Followed[]>();
+    for (const row of rows) {
+      const webhook: Followed = {
+        id: BigInt(row.id),
+        tableId: BigInt(row.table_id),
+        events: row.events,
+        where: row.where_filter,
+        cursor: row.change_cursor,
+      };
+      const key = groupKey(webhook);
+      groups.set(key, [...(groups.get(key) ?? []), webhook]);
+    }
+    const followed = [...groups.values()];
     let next = 0;
     const worker = async () => {
       while (!this.stopped && next < followed.length) {
-        const webhook = followed[next++]!;
-        await this.follow(webhook).catch((error: unknown) =>
+        const group = followed[next++]!;
+        await this.follow(group).catch((error: unknown) =>
           this.deps.logger.warn(
-            { err: error, webhookId: webhook.id.toString() },
+            { err: error, webhookIds: group.map((webhook) => webhook.id.toString()) },
             "webhook follow failed",
           ),
         );
@@ -102,30 +141,52 @@ export class Follower {
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   }
 
-  private async follow(webhook: Followed): Promise<void> {
+  /**
+   * Reads a group's pages once and queues each page for every webhook of the group; a webhook
+   * whose cursor another replica moved meanwhile leaves the group (it is regrouped next round).
+   */
+  private async follow(group: Followed[]): Promise<void> {
+    const { tableId, events, where } = group[0]!;
+    let members = group;
+    let cursor = group[0]!.cursor;
     for (let pages = 0; pages < PAGES_PER_ROUND && !this.stopped; pages++) {
       let page: ListChangesResponse;
       try {
-        page = await this.deps.upstream.changes(
-          webhook.tableId,
-          webhook.cursor,
-          webhook,
-          PAGE_SIZE,
-        );
+        page = await this.deps.upstream.changes(tableId, cursor, { events, where }, PAGE_SIZE);
       } catch (error) {
-        await this.refused(webhook, error);
+        for (const webhook of members) {
+          await this.refused(webhook, error).catch((failure: unknown) =>
+            this.deps.logger.warn(
+              { err: failure, webhookId: webhook.id.toString() },
+              "webhook follow failed",
+            ),
+          );
+        }
         return;
       }
-      if (page.changes.length === 0 && page.next === webhook.cursor) return;
-      if (!(await this.queue(webhook, page))) return;
-      webhook.cursor = page.next;
+      if (page.changes.length === 0 && page.next === cursor) return;
+      const read: Page = {
+        next: page.next,
+        changeIds: page.changes.map((change) => change.changeId),
+        events: page.changes.map(changeTypeName),
+        rowIds: page.changes.map((change) => change.rowId),
+        bodies: page.changes.map(changeJson),
+      };
+      const queued: Followed[] = [];
+      for (const webhook of members) {
+        if (await this.queue(webhook, read)) queued.push(webhook);
+      }
+      members = queued;
+      if (members.length === 0) return;
+      cursor = page.next;
+      for (const webhook of members) webhook.cursor = cursor;
       if (page.changes.length > 0) this.deps.queued();
       if (!page.hasMore) return;
     }
   }
 
   /** Queues a page's deliveries and moves the cursor, in one transaction; false if it moved. */
-  private async queue(webhook: Followed, page: ListChangesResponse): Promise<boolean> {
+  private async queue(webhook: Followed, page: Page): Promise<boolean> {
     return this.deps.orm.em.fork().transactional(async (em) => {
       const moved = await query(
         em,
@@ -134,7 +195,7 @@ export class Follower {
         [webhook.id, page.next, webhook.cursor],
       );
       if (moved.length === 0) return false;
-      if (page.changes.length === 0) return true;
+      if (page.changeIds.length === 0) return true;
       await query(
         em,
         `insert into delivery (webhook_id, message_id, change_id, event, row_id, payload,
@@ -145,11 +206,11 @@ export class Follower {
          order by c.n`,
         [
           webhook.id,
-          page.changes.map((change) => messageIdOf(webhook.id, change.changeId)),
-          page.changes.map((change) => change.changeId),
-          page.changes.map(eventOf),
-          page.changes.map((change) => change.rowId),
-          page.changes.map(changeBody),
+          page.changeIds.map((changeId) => messageIdOf(webhook.id, changeId)),
+          page.changeIds,
+          page.events,
+          page.rowIds,
+          page.bodies,
         ],
       );
       return true;

@@ -1,9 +1,9 @@
-import type { ValidationItem } from "@rowbase/kit";
+import { CHANGE_TYPES, type ChangeTypeName, type ValidationItem } from "@rowbase/kit";
 import { descriptionProblem } from "@rowbase/kit/field-types";
 
 /** The change types a webhook may be sent, in the order a webhook lists them. */
-export const EVENT_TYPES = ["record.created", "record.updated", "record.deleted"] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export const EVENT_TYPES = CHANGE_TYPES;
+export type EventType = ChangeTypeName;
 
 export const WHERE_MAX_LENGTH = 4000;
 
