@@ -681,17 +681,25 @@ describe("the gateway over HTTP", () => {
         .setSubject("1")
         .setExpirationTime("5m")
         .sign(new TextEncoder().encode("test-secret-test-secret-test-secret"));
-      const headers: (Record<string, string> | undefined)[] = [
-        undefined,
-        { authorization: "" },
-        { authorization: "Basic YTpi" },
-        { authorization: "Bearer" },
-        { authorization: "Bearer not-a-jwt" },
-        { authorization: `Bearer rb_${"a".repeat(40)}` },
-        { authorization: `Bearer ${none}` },
-        { authorization: `Bearer ${hs256}` },
+      const missing = 'Bearer realm="rowbase", error_description="send a credential';
+      const malformed = 'Bearer realm="rowbase", error="invalid_request"';
+      const invalid =
+        'Bearer realm="rowbase", error="invalid_token", error_description="the session token is malformed';
+      // Each refusal says why in WWW-Authenticate; the body is the same.
+      const headers: [Record<string, string> | undefined, string][] = [
+        [undefined, missing],
+        [{ authorization: "" }, missing],
+        [{ authorization: "Basic YTpi" }, malformed],
+        [{ authorization: "Bearer" }, malformed],
+        [{ authorization: "Bearer not-a-jwt" }, invalid],
+        [
+          { authorization: `Bearer rb_${"a".repeat(40)}` },
+          'Bearer realm="rowbase", error="invalid_token", error_description="API tokens are not accepted on this route',
+        ],
+        [{ authorization: `Bearer ${none}` }, invalid],
+        [{ authorization: `Bearer ${hs256}` }, invalid],
       ];
-      for (const header of headers) {
+      for (const [header, reason] of headers) {
         for (const [method, path] of [
           ["GET", "/auth/current"],
           ["POST", "/auth/logout"],
@@ -700,7 +708,7 @@ describe("the gateway over HTTP", () => {
           const response = await call(gw, path ?? "", { method, headers: header, body });
           expect({ header, path, status: response.status }).toEqual({ header, path, status: 401 });
           expect(response.body).toEqual({ message: "unauthorized", data: {} });
-          expect(response.headers.get("www-authenticate")).toBe('Bearer realm="rowbase"');
+          expect(response.headers.get("www-authenticate")).toContain(reason);
         }
       }
     });
@@ -711,7 +719,7 @@ describe("the gateway over HTTP", () => {
         ["GET", "/organization/list"],
         ["GET", "/api_token/list?organization_id=1"],
         ["POST", "/api_token/create?organization_id=1"],
-        ["GET", "/database/list?organization_id=1"],
+        ["POST", "/database/create?organization_id=1"],
         ["POST", "/field/create?table_id=1"],
       ] as const) {
         const response = await call(gw, path, {
@@ -720,6 +728,9 @@ describe("the gateway over HTTP", () => {
         });
         expect({ path, status: response.status }).toEqual({ path, status: 401 });
         expect(response.body).toEqual({ message: "unauthorized", data: {} });
+        expect(response.headers.get("www-authenticate")).toBe(
+          'Bearer realm="rowbase", error="invalid_token", error_description="API tokens are not accepted on this route; it takes a session token"',
+        );
       }
     });
 
@@ -1108,7 +1119,10 @@ describe("the gateway over HTTP", () => {
       for (const [method, path, parameters, body, data] of operations) {
         const operation = document.paths[path]?.[method];
         expect(operation, `${method} ${path}`).toBeDefined();
-        expect(operation?.security).toEqual([{ bearerAuth: [] }]);
+        // The schema reads take an API token too.
+        expect(operation?.security).toEqual(
+          method === "get" ? [{ bearerAuth: [] }, { apiToken: [] }] : [{ bearerAuth: [] }],
+        );
         const documented = ((operation?.parameters ?? []) as Record<string, unknown>[]).map(
           (parameter) => {
             expect(parameter).toMatchObject({

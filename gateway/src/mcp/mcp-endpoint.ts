@@ -1,7 +1,7 @@
 import type { Router } from "@koa/router";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
-import { bearerOf, unauthorized } from "../auth/authenticate.js";
+import type { ApiTokenAuthenticator } from "../auth/api-token-authenticator.js";
+import { API_TOKEN_PREFIX, bearerOf, unauthorized } from "../auth/authenticate.js";
 import { downstreamCallOptions } from "../auth/downstream-call.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { type JsonBodyBudget, parseJsonBody, receiveJsonBody } from "../http/json-body.js";
@@ -66,8 +66,10 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
   const hosts = allowedHosts(deps.publicBaseUrl, deps.extraHosts);
   const origins = allowedOrigins(deps.publicBaseUrl);
   router.post(MCP_PATH, async (ctx) => {
-    const credential = bearerOf(ctx.get("authorization") || undefined);
-    if (credential === undefined || !isApiTokenFormat(credential)) throw unauthorized();
+    const authorization = ctx.get("authorization") || undefined;
+    const credential = bearerOf(authorization);
+    if (credential === undefined) throw unauthorized(authorization ? "malformed" : "missing");
+    if (!credential.startsWith(API_TOKEN_PREFIX)) throw unauthorized("session_refused");
     const caller = await deps.apiTokens.authenticate(credential, ctx.state.requestId);
     const received = await receiveJsonBody(ctx);
     await deps.jsonBodies.run(received, async () => {

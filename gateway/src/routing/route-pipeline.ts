@@ -1,8 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import type { Layer, Router, RouterMiddleware } from "@koa/router";
 import { z } from "zod";
-import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
+import type { ApiTokenAuthenticator } from "../auth/api-token-authenticator.js";
 import {
+  API_TOKEN_PREFIX,
   type ApiTokenCaller,
   bearerOf,
   type SessionAuthenticator,
@@ -142,8 +143,8 @@ async function answerCall(
 
 /**
  * The caller by the route's auth mode, or 401 `unauthorized`. On a `session_or_token` route a
- * bearer of the API-token form is resolved as one; anything else must be a session JWT. A
- * `session` route never resolves API tokens: they fail the JWT check like any other non-JWT.
+ * bearer starting `rb_` is resolved as an API token; anything else must be a session JWT. A
+ * `session` route never resolves API tokens: it refuses them, saying so in `WWW-Authenticate`.
  */
 export async function callerOf(
   route: Pick<Route, "auth">,
@@ -158,7 +159,7 @@ export async function callerOf(
       return deps.authenticator.authenticate(authorization);
     case "session_or_token": {
       const credential = bearerOf(authorization);
-      if (credential !== undefined && isApiTokenFormat(credential)) {
+      if (credential?.startsWith(API_TOKEN_PREFIX)) {
         return deps.apiTokens.authenticate(credential, ctx.state.requestId);
       }
       return deps.authenticator.authenticate(authorization);

@@ -55,7 +55,7 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
       operationId: "fieldList",
       summary: "The table's fields in position order",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: FieldTableQuery,
       response: FieldListSchema,
       errors: ["table_not_found"],
