@@ -20,7 +20,7 @@ export interface DatabaseRoutesDeps {
 const tags = ["Databases"];
 
 /**
- * Databases, for a signed-in member (any member reads; owner, admin and editor write, enforced
+ * Databases, for a signed-in member (any member reads, and so does an API token of the organization; owner, admin and editor write, enforced
  * by the catalog service). Creating and deleting share `org_write_user` with the other routes
  * that create and delete what an organization holds, so that no user can flood them.
  */

@@ -22,7 +22,7 @@ export interface TableRoutesDeps {
 const tags = ["Tables"];
 
 /**
- * The tables of a database, for a signed-in member (any member reads; owner,
+ * The tables of a database, for a signed-in member (any member reads, and so does an API token of the organization; owner,
  * admin and editor write, enforced by the catalog service).
  */
 export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
