@@ -1515,6 +1515,11 @@ describe("rate limits over HTTP", () => {
       expect(statuses).toEqual([400, 400, 429]);
       expect(last?.body).toEqual({ message: "too_many_requests", data: {} });
       expect(Number(last?.headers.get("retry-after"))).toBeGreaterThan(0);
+      // The IETF RateLimit fields: the policy, and nothing left until the window ends.
+      expect(last?.headers.get("ratelimit-policy")).toBe('"auth_register_ip";q=2;w=60');
+      expect(last?.headers.get("ratelimit")).toBe(
+        `"auth_register_ip";r=0;t=${last?.headers.get("retry-after")}`,
+      );
       // Other limits keep their own count.
       expect((await call(gw, "/auth/resend_code", { method: "POST", json: {} })).status).toBe(400);
     } finally {
@@ -1534,7 +1539,11 @@ describe("rate limits over HTTP", () => {
           headers: { "x-forwarded-for": ip },
           json: { email, password: "12345678" },
         });
-      expect((await login("198.51.100.1", "ann@example.com")).status).toBe(503);
+      const first = await login("198.51.100.1", "ann@example.com");
+      expect(first.status).toBe(503);
+      // Every limit the request was counted under, each one a member of the lists.
+      expect(first.headers.get("ratelimit-policy")).toBe('"auth_login_email";q=1;w=60');
+      expect(first.headers.get("ratelimit")).toMatch(/^"auth_login_email";r=0;t=(60|59)$/);
       const second = await login("198.51.100.2", " ANN@example.com");
       expect(second.status).toBe(429);
       expect((await login("198.51.100.2", "bob@example.com")).status).toBe(503);
@@ -1559,6 +1568,7 @@ describe("rate limits over HTTP", () => {
       expect((await verify("198.51.100.2", "Ann@Example.com")).status).toBe(503);
       const third = await verify("198.51.100.3", "ann@example.com");
       expect(third.status).toBe(429);
+      expect(third.headers.get("ratelimit-policy")).toBe('"auth_verify_email";q=2;w=3600');
       expect(third.body).toEqual({ message: "too_many_requests", data: {} });
       expect((await verify("198.51.100.3", "bob@example.com")).status).toBe(503);
     } finally {

@@ -5,6 +5,7 @@ import { API_TOKEN_PREFIX, bearerOf, unauthorized } from "../auth/authenticate.j
 import { downstreamCallOptions } from "../auth/downstream-call.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { type JsonBodyBudget, parseJsonBody, receiveJsonBody } from "../http/json-body.js";
+import { reportRateLimits } from "../rate-limit/rate-limit-headers.js";
 import type { RateLimits } from "../rate-limit/rate-limits.js";
 import { type McpToolDeps, mcpServer } from "./mcp-tools.js";
 
@@ -74,8 +75,9 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
     const received = await receiveJsonBody(ctx);
     await deps.jsonBodies.run(received, async () => {
       const message = parseJsonBody(received);
+      const report = reportRateLimits(ctx);
       for (let i = toolCalls(message); i > 0; i--) {
-        await deps.rateLimits.consume("records_token", caller.tokenId.toString());
+        await deps.rateLimits.consume("records_token", caller.tokenId.toString(), report);
       }
       // The services see the token acting through MCP: its writes are audited with `via`.
       const viaMcp = { ...caller, via: "mcp" } as const;

@@ -25,6 +25,7 @@ import {
   receiveUrlEncodedBody,
   URL_ENCODED,
 } from "../http/json-body.js";
+import { reportRateLimits } from "../rate-limit/rate-limit-headers.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
@@ -85,16 +86,20 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
   }
 
   return async (ctx) => {
-    await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
+    const consumeAll = async (names: RateLimitName[], key: string) => {
+      for (const name of names) await deps.rateLimits.consume(name, key, report);
+    };
+    const report = reportRateLimits(ctx);
+    await consumeAll(ipLimits, deps.clientIp(ctx.req));
     // Per form, by the key in the path (the public form routes).
     if (formLimits.length > 0) {
       const { form_key: formKey } = (ctx as { params?: { form_key?: string } }).params ?? {};
-      await consumeAll(deps, formLimits, formKey ?? "");
+      await consumeAll(formLimits, formKey ?? "");
     }
     const caller = await callerOf(route, ctx, deps);
-    if (caller?.kind === "user") await consumeAll(deps, userLimits, caller.userId.toString());
+    if (caller?.kind === "user") await consumeAll(userLimits, caller.userId.toString());
     if (caller?.kind === "api_token") {
-      await consumeAll(deps, tokenLimits, caller.tokenId.toString());
+      await consumeAll(tokenLimits, caller.tokenId.toString());
     }
     // The body is read before it takes a share of the budget (see JsonBodyBudget). An upload
     // reads its own.
@@ -104,7 +109,10 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
         : route.urlEncodedAs !== undefined && ctx.request.is(URL_ENCODED)
           ? await receiveUrlEncodedBody(ctx, route.urlEncodedAs)
           : await receiveJsonBody(ctx);
-    const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
+    const answer = () =>
+      answerCall(route, deps, ctx, caller, body, async (validated) => {
+        if (emailLimits.length > 0) await consumeAll(emailLimits, emailOf(validated));
+      });
     await deps.jsonBodies.run(body, answer);
   };
 }
@@ -115,11 +123,11 @@ async function answerCall(
   deps: PipelineDeps,
   ctx: GatewayContext,
   caller: SessionCaller | ApiTokenCaller | undefined,
-  emailLimits: RateLimitName[],
   received: ReceivedBody,
+  consumeEmailLimits: (body: unknown) => Promise<void>,
 ): Promise<void> {
   const input = validate(ctx, route, received);
-  if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
+  await consumeEmailLimits(input.body);
   const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
   const data = await route.handle({ ctx, ...input, caller, call });
   // The handler has set the status, the headers and the body (bytes) itself.
@@ -165,10 +173,6 @@ export async function callerOf(
       return deps.authenticator.authenticate(authorization);
     }
   }
-}
-
-async function consumeAll(deps: PipelineDeps, names: RateLimitName[], key: string) {
-  for (const name of names) await deps.rateLimits.consume(name, key);
 }
 
 /** A per-e-mail limit keys on the body's validated (lower-cased) `email`. */
