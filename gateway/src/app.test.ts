@@ -797,6 +797,32 @@ describe("the gateway over HTTP", () => {
       document = response.body as typeof document;
     });
 
+    it("tells the two 429s apart and documents the RateLimit headers of rate-limited routes", () => {
+      type Response = { description: string; headers?: Record<string, { description: string }> };
+      const responses = (path: string, method: string) =>
+        document.paths[path]?.[method]?.responses as Record<string, Response>;
+      const list = responses("/public/v1/databases/{database_id}/tables/{table_id}/records", "get");
+      const tooMany = list["429"];
+      expect(tooMany?.description).toContain("`too_many_requests`: throttled by a rate limit");
+      expect(tooMany?.description).toContain(
+        "`api_call_limit_exceeded`: the organization used its plan's monthly API calls",
+      );
+      expect(tooMany?.headers?.["Retry-After"]?.description).toContain("next month");
+      for (const status of ["200", "400", "401", "404", "429", "500"]) {
+        expect(Object.keys(list[status]?.headers ?? {}), status).toEqual(
+          expect.arrayContaining(["RateLimit-Policy", "RateLimit"]),
+        );
+      }
+      // Throttled only: login.
+      const login = responses("/auth/login", "post");
+      expect(login["429"]?.description).not.toContain("api_call_limit_exceeded");
+      expect(login["200"]?.headers?.RateLimit).toBeDefined();
+      // No rate limit, no RateLimit headers.
+      const databases = responses("/database/get", "get");
+      expect(databases["200"]?.headers?.RateLimit).toBeUndefined();
+      expect(databases["429"]).toBeUndefined();
+    });
+
     it("is a valid OpenAPI 3.1 document, version 1.0.0", async () => {
       expect(document.openapi).toBe("3.1.0");
       expect(document.info.version).toBe("1.0.0");

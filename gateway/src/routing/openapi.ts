@@ -176,7 +176,10 @@ function responsesOf(route: Route): Record<string, unknown> {
                   content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
                 },
               };
-  return { ...responses, ...errorResponses(route) };
+  return {
+    ...(route.rateLimits.length > 0 ? withRateLimitHeaders(responses) : responses),
+    ...errorResponses(route),
+  };
 }
 
 /**
@@ -203,13 +206,9 @@ export function errorResponses(route: Route): Record<string, unknown> {
           ? { oneOf: [ref("ValidationError"), domain] }
           : ref("ValidationError");
     responses[status] = {
-      description: describeStatus(status, codes),
+      description: status === 429 ? describeTooMany(codes) : describeStatus(status, codes),
       ...(status === 429
-        ? {
-            headers: {
-              "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
-            },
-          }
+        ? { headers: { "Retry-After": retryAfterHeader(codes) } }
         : status === 416
           ? {
               headers: {
@@ -227,7 +226,69 @@ export function errorResponses(route: Route): Record<string, unknown> {
     description: "Unexpected failure, with the request's id",
     content: json(ref("InternalError")),
   };
-  return responses;
+  return route.rateLimits.length > 0 ? withRateLimitHeaders(responses) : responses;
+}
+
+/**
+ * What each 429 means, side by side, so that retry middleware can tell them apart: throttling
+ * passes in seconds, the monthly allowance only when the month ends.
+ */
+const TOO_MANY: Partial<Record<ErrorCode, { description: string; retryAfter: string }>> = {
+  too_many_requests: {
+    description:
+      "`too_many_requests`: throttled by a rate limit (the `RateLimit` header shows `r=0` for " +
+      "it); retry after `Retry-After` seconds",
+    retryAfter: "`too_many_requests`: seconds until the rate limit's window starts again",
+  },
+  api_call_limit_exceeded: {
+    description:
+      "`api_call_limit_exceeded`: the organization used its plan's monthly API calls; do not " +
+      "retry before `Retry-After`, the start of next month (UTC)",
+    retryAfter: "`api_call_limit_exceeded`: seconds until 00:00 UTC on the first day of next month",
+  },
+};
+
+function describeTooMany(codes: ErrorCode[]): string {
+  const meanings = codes.map((code) => TOO_MANY[code]?.description ?? `\`${code}\``);
+  return `${STATUS_TEXT[429]}. ${meanings.join(". ")}`;
+}
+
+function retryAfterHeader(codes: ErrorCode[]) {
+  const meanings = codes.flatMap((code) => TOO_MANY[code]?.retryAfter ?? []);
+  return {
+    description: `Seconds to wait. ${meanings.join(". ")}`,
+    required: true,
+    schema: { type: "integer", minimum: 1 },
+  };
+}
+
+/**
+ * The IETF RateLimit fields every answer of a rate-limited route carries (docs/limits.md),
+ * written out in each response so that a document holding only some routes needs no shared
+ * component.
+ */
+export const RATE_LIMIT_HEADERS = {
+  "RateLimit-Policy": {
+    description:
+      'The limits the request was counted under: `"<name>";q=<requests>;w=<seconds>` each, ' +
+      "comma separated (draft-ietf-httpapi-ratelimit-headers)",
+    schema: { type: "string", examples: ['"records_token";q=40;w=2'] },
+  },
+  RateLimit: {
+    description:
+      'Where each of those limits stands: `"<name>";r=<requests left>;t=<seconds until the ' +
+      "window starts again>`, comma separated",
+    schema: { type: "string", examples: ['"records_token";r=37;t=1'] },
+  },
+};
+
+function withRateLimitHeaders(responses: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]) => {
+      const { headers, ...rest } = response as { headers?: Record<string, unknown> };
+      return [status, { ...rest, headers: { ...headers, ...RATE_LIMIT_HEADERS } }];
+    }),
+  );
 }
 
 /** One binary part, and nothing else, in a multipart/form-data body. */
