@@ -826,6 +826,11 @@ describe("the gateway over HTTP", () => {
     it("is a valid OpenAPI 3.1 document, version 1.0.0", async () => {
       expect(document.openapi).toBe("3.1.0");
       expect(document.info.version).toBe("1.0.0");
+      // Every group of routes says what it is for (Redocly's tag-description).
+      for (const tag of (document as unknown as { tags: { name: string; description?: string }[] })
+        .tags) {
+        expect(tag.description, tag.name).toMatch(/\S/);
+      }
       const result = await new Validator().validate(document);
       expect(result.errors).toBeUndefined();
       expect(result.valid).toBe(true);

@@ -76,7 +76,7 @@ export function buildOpenApiDocument(
           Object.values(item).flatMap((operation) => (operation as { tags?: string[] }).tags ?? []),
         ),
       ]),
-    ].map((name) => ({ name })),
+    ].map(tagOf),
     paths,
     components: {
       schemas: { ...registrySchemas(), ...envelopeSchemas(routes) },
@@ -97,6 +97,43 @@ export function buildOpenApiDocument(
       },
     },
   };
+}
+
+/**
+ * What each group of routes is for, shown above the group in the documentation. A tag missing
+ * here fails the document's build, so that no group goes undescribed.
+ */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Accounts:
+    "Registration, e-mail verification, login, token refresh and logout; the signed-in user.",
+  Organizations:
+    "Organizations, their plan limits and usage, API-call statistics and owner transfer.",
+  Invites: "Invitations to join an organization, sent by e-mail and accepted by the invitee.",
+  Members: "The members of an organization and their roles.",
+  "API tokens":
+    "An organization's API tokens (`read` or `read_write`) for integrations; the secret is shown once.",
+  Databases: "An organization's databases, which hold its tables.",
+  Tables: "A database's tables, with their fields.",
+  Fields: "A table's typed fields (columns): create, rename, retype, reorder, delete.",
+  Forms: "Public forms that add one record to a table, and their pages.",
+  Audit: "Who changed what in an organization, kept 90 days.",
+  "Records (v1)":
+    "A table's records by REST paths: list with filters, sort and paging; get, create, update, delete, in batches too.",
+  "Records (query form)":
+    "The same record operations with the table and row named in the query string.",
+  "Record changes":
+    "A table's changes as a feed to page through and as a live Server-Sent Events stream.",
+  Files: "Files in file fields: upload, serve, signed links, storage checks.",
+  Webhooks: "Signed HTTP calls to your endpoint for each change of a table, with retries.",
+  Health: "Liveness and readiness of the gateway and the services behind it.",
+  docs: "This document and the pages that render it.",
+  MCP: "The Model Context Protocol endpoint through which AI agents use a table with an API token.",
+};
+
+function tagOf(name: string): { name: string; description: string } {
+  const description = TAG_DESCRIPTIONS[name];
+  if (!description) throw new Error(`the tag "${name}" has no description (TAG_DESCRIPTIONS)`);
+  return { name, description };
 }
 
 function operationOf(route: Route): Record<string, unknown> {
