@@ -328,7 +328,9 @@ describe("the gateway over HTTP", () => {
       const hostless = parsed(await request("GET /health HTTP/1.1", ""));
       expect(hostless.status).toBe(400);
       expect(hostless.body).toEqual(
-        validation("GET", "/health", [{ key: "host", message: "is required", source: "header" }]),
+        validation("GET", "/health", [
+          { key: "host", message: "is required", source: "header", code: "required" },
+        ]),
       );
       expect(hostless.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
       expect(parsed(await request("GET /health HTTP/1.0", "")).status).toBe(200);
@@ -383,7 +385,12 @@ describe("the gateway over HTTP", () => {
           line,
           status: 400,
           body: validation(line.split(" ")[0] ?? "", path, [
-            { key: key ?? "authorization", message: "must be sent once", source: "header" },
+            {
+              key: key ?? "authorization",
+              message: "must be sent once",
+              source: "header",
+              code: "invalid_value",
+            },
           ]),
         });
         expect(answer.headers.get("x-request-id"), line).toMatch(/^[0-9a-f-]{36}$/);
@@ -426,6 +433,7 @@ describe("the gateway over HTTP", () => {
               message:
                 "credentials are not accepted in the query string; use the Authorization header",
               source: "query",
+              code: "invalid_value",
             },
           ]),
         );
@@ -449,10 +457,20 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(400);
       expect(response.body).toEqual(
         validation("POST", "/auth/register", [
-          { key: "email", message: "must be a valid e-mail address", source: "body" },
-          { key: "password", message: "must be 8-128 characters", source: "body" },
-          { key: "name", message: "must be 1-100 characters", source: "body" },
-          { key: "admin", message: "is not allowed", source: "body" },
+          {
+            key: "email",
+            message: "must be a valid e-mail address",
+            source: "body",
+            code: "invalid_value",
+          },
+          {
+            key: "password",
+            message: "must be 8-128 characters",
+            source: "body",
+            code: "too_short",
+          },
+          { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+          { key: "admin", message: "is not allowed", source: "body", code: "unknown_key" },
         ]),
       );
     });
@@ -463,16 +481,30 @@ describe("the gateway over HTTP", () => {
           "/auth/register",
           { email: "a@example.com", password: "x".repeat(129), name: "Ann\u0007" },
           [
-            { key: "password", message: "must be 8-128 characters", source: "body" },
-            { key: "name", message: "must not contain control characters", source: "body" },
+            {
+              key: "password",
+              message: "must be 8-128 characters",
+              source: "body",
+              code: "too_long",
+            },
+            {
+              key: "name",
+              message: "must not contain control characters",
+              source: "body",
+              code: "invalid_value",
+            },
           ],
         ],
         [
           "/auth/verify_email",
           { email: "a@example.com", code: "12345a" },
-          [{ key: "code", message: "must be 6 digits", source: "body" }],
+          [{ key: "code", message: "must be 6 digits", source: "body", code: "invalid_value" }],
         ],
-        ["/auth/resend_code", {}, [{ key: "email", message: "is required", source: "body" }]],
+        [
+          "/auth/resend_code",
+          {},
+          [{ key: "email", message: "is required", source: "body", code: "required" }],
+        ],
         [
           // RFC 5321: at most 64 characters before the '@'.
           "/auth/register",
@@ -482,28 +514,43 @@ describe("the gateway over HTTP", () => {
               key: "email",
               message: "must have at most 64 characters before the @",
               source: "body",
+              code: "too_long",
             },
           ],
         ],
         [
           "/auth/resend_code",
           { email: `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}` },
-          [{ key: "email", message: "must be at most 254 characters", source: "body" }],
+          [
+            {
+              key: "email",
+              message: "must be at most 254 characters",
+              source: "body",
+              code: "too_long",
+            },
+          ],
         ],
         [
           "/auth/login",
           { email: 5, password: "12345678" },
-          [{ key: "email", message: "must be a string", source: "body" }],
+          [{ key: "email", message: "must be a string", source: "body", code: "invalid_type" }],
         ],
         [
           "/auth/refresh",
           { refresh_token: "" },
-          [{ key: "refresh_token", message: "is required", source: "body" }],
+          [{ key: "refresh_token", message: "is required", source: "body", code: "too_short" }],
         ],
         [
           "/auth/refresh",
           { refresh_token: "r".repeat(201) },
-          [{ key: "refresh_token", message: "must be at most 200 characters", source: "body" }],
+          [
+            {
+              key: "refresh_token",
+              message: "must be at most 200 characters",
+              source: "body",
+              code: "too_long",
+            },
+          ],
         ],
       ];
       for (const [path, json, extra] of cases) {
@@ -520,24 +567,41 @@ describe("the gateway over HTTP", () => {
       const cases: [RequestInit, unknown[]][] = [
         [
           { body: '{"email": ', headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "is not valid JSON", source: "body" }],
+          [{ key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" }],
         ],
         [
           {
             body: "email=a@example.com",
             headers: { "content-type": "application/x-www-form-urlencoded" },
           },
-          [{ key: "content-type", message: "must be application/json", source: "header" }],
+          [
+            {
+              key: "content-type",
+              message: "must be application/json",
+              source: "header",
+              code: "invalid_value",
+            },
+          ],
         ],
         [
           { body: "[1,2]", headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "must be a JSON object", source: "body" }],
+          [{ key: "body", message: "must be a JSON object", source: "body", code: "invalid_type" }],
         ],
         [
           { body: '"a string"', headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "is not valid JSON", source: "body" }],
+          [{ key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" }],
         ],
-        [{}, [{ key: "body", message: "a JSON object body is required", source: "body" }]],
+        [
+          {},
+          [
+            {
+              key: "body",
+              message: "a JSON object body is required",
+              source: "body",
+              code: "required",
+            },
+          ],
+        ],
       ];
       for (const [init, extra] of cases) {
         const response = await call(gw, "/auth/login", { method: "POST", ...init });
@@ -559,16 +623,17 @@ describe("the gateway over HTTP", () => {
       expect(envelope.extra).toHaveLength(100);
       // In the order they were found: the query's first, then the body's.
       expect(envelope.extra.slice(0, 5)).toEqual([
-        { key: "a", message: "is not allowed", source: "query" },
-        { key: "b", message: "is not allowed", source: "query" },
-        { key: "email", message: "is required", source: "body" },
-        { key: "password", message: "is required", source: "body" },
-        { key: "k0", message: "is not allowed", source: "body" },
+        { key: "a", message: "is not allowed", source: "query", code: "unknown_key" },
+        { key: "b", message: "is not allowed", source: "query", code: "unknown_key" },
+        { key: "email", message: "is required", source: "body", code: "required" },
+        { key: "password", message: "is required", source: "body", code: "required" },
+        { key: "k0", message: "is not allowed", source: "body", code: "unknown_key" },
       ]);
       expect(envelope.extra.at(-1)).toEqual({
         key: key(95),
         message: "is not allowed",
         source: "body",
+        code: "unknown_key",
       });
       expect(response.text.length).toBeLessThan(10_000);
     });
@@ -581,7 +646,7 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(400);
       expect(response.body).toEqual(
         validation("POST", "/auth/login", [
-          { key: "limt", message: "is not allowed", source: "query" },
+          { key: "limt", message: "is not allowed", source: "query", code: "unknown_key" },
         ]),
       );
     });
@@ -617,7 +682,12 @@ describe("the gateway over HTTP", () => {
         expect(response.status).toBe(400);
         expect(response.body).toEqual(
           validation("POST", "/auth/login", [
-            { key: "email", message: "must be a valid e-mail address", source: "body" },
+            {
+              key: "email",
+              message: "must be a valid e-mail address",
+              source: "body",
+              code: "invalid_value",
+            },
           ]),
         );
       } finally {
@@ -634,7 +704,12 @@ describe("the gateway over HTTP", () => {
       });
       expect(gzipped.body).toEqual(
         validation("POST", "/auth/login", [
-          { key: "email", message: "must be a valid e-mail address", source: "body" },
+          {
+            key: "email",
+            message: "must be a valid e-mail address",
+            source: "body",
+            code: "invalid_value",
+          },
         ]),
       );
       const unknown = await call(gw, "/auth/login", {
@@ -649,6 +724,7 @@ describe("the gateway over HTTP", () => {
             key: "content-encoding",
             message: "must be gzip, deflate, br or identity",
             source: "header",
+            code: "invalid_value",
           },
         ]),
       );
@@ -768,6 +844,7 @@ describe("the gateway over HTTP", () => {
             message:
               "credentials are not accepted in the query string; use the Authorization header",
             source: "query",
+            code: "invalid_value",
           },
         ]),
       );

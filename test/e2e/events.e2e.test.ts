@@ -500,11 +500,13 @@ describe("the audit log", () => {
           key: "organization_id",
           message: "give only one of organization_id, database_id and table_id",
           source: "query",
+          code: "invalid_value",
         },
         {
           key: "table_id",
           message: "give only one of organization_id, database_id and table_id",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });

@@ -209,7 +209,7 @@ describe("the error table", () => {
 
   it("writes the exact validation envelope for the gateway's and the services' refusals", () => {
     const own = httpErrorOf(
-      ValidationFailed.of("body", "email", "must be a valid e-mail"),
+      ValidationFailed.of("body", "email", "must be a valid e-mail", "invalid_value"),
       request,
     );
     expect(own).toMatchObject({
@@ -217,17 +217,26 @@ describe("the error table", () => {
       body: {
         status_code: 400,
         detail: "Validation failed for POST /auth/login",
-        extra: [{ key: "email", message: "must be a valid e-mail", source: "body" }],
+        extra: [
+          {
+            key: "email",
+            message: "must be a valid e-mail",
+            source: "body",
+            code: "invalid_value",
+          },
+        ],
       },
     });
     const fromService = httpErrorOf(
-      validationFailed([{ key: "12", message: "must be a number", source: "body" }]),
+      validationFailed([
+        { key: "12", message: "must be a number", source: "body", code: "invalid_type" },
+      ]),
       request,
     );
     expect(fromService.body).toEqual({
       status_code: 400,
       detail: "Validation failed for POST /auth/login",
-      extra: [{ key: "12", message: "must be a number", source: "body" }],
+      extra: [{ key: "12", message: "must be a number", source: "body", code: "invalid_type" }],
     });
   });
 

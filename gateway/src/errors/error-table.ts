@@ -7,6 +7,7 @@ import {
 } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import {
+  isValidationCode,
   type ValidationEnvelope,
   ValidationFailed,
   type ValidationItem,
@@ -266,13 +267,14 @@ function parseItems(raw: string | undefined): ValidationItem[] {
     if (!Array.isArray(parsed)) return [];
     return parsed.flatMap((item: unknown) => {
       if (typeof item !== "object" || item === null) return [];
-      const { key, message, source } = item as Record<string, unknown>;
+      const { key, message, source, code } = item as Record<string, unknown>;
       if (typeof key !== "string" || typeof message !== "string") return [];
       return [
         {
           key,
           message,
           source: typeof source === "string" && SOURCES.has(source) ? source : "body",
+          code: isValidationCode(code) ? code : "invalid_value",
         } as ValidationItem,
       ];
     });

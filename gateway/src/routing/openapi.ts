@@ -1,4 +1,4 @@
-import { mebibytes } from "@rowbase/kit";
+import { mebibytes, VALIDATION_CODES } from "@rowbase/kit";
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
 import { VALIDATION_ITEMS_MAX } from "../errors/validation-failed.js";
@@ -514,11 +514,21 @@ export function errorSchemas(): Record<string, JsonSchema> {
           maxItems: VALIDATION_ITEMS_MAX,
           items: {
             type: "object",
-            required: ["key", "message", "source"],
+            required: ["key", "message", "source", "code"],
             properties: {
               key: { type: "string" },
-              message: { type: "string" },
+              message: { type: "string", description: "What is wrong, for people" },
               source: { enum: ["body", "query", "path", "header"] },
+              code: {
+                enum: [...VALIDATION_CODES],
+                description:
+                  "What kind of problem, for programs: `required`, `unknown_key`, " +
+                  "`invalid_type` (wrong JSON type), `invalid_value` (right type, value not " +
+                  "allowed), `too_short`/`too_long` (a text or list), `out_of_range` (a number " +
+                  "or date), `invalid_syntax` (`where`, `sort`, `fields` or a body that does " +
+                  "not parse), `not_found` (a field named that the table does not have), " +
+                  "`read_only` (a value the system writes)",
+              },
             },
           },
         },
