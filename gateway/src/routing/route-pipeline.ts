@@ -86,10 +86,11 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
   }
 
   return async (ctx) => {
+    // Every limit the request is counted under shows in its RateLimit headers, a 429 included.
+    const report = reportRateLimits(ctx);
     const consumeAll = async (names: RateLimitName[], key: string) => {
       for (const name of names) await deps.rateLimits.consume(name, key, report);
     };
-    const report = reportRateLimits(ctx);
     await consumeAll(ipLimits, deps.clientIp(ctx.req));
     // Per form, by the key in the path (the public form routes).
     if (formLimits.length > 0) {
