@@ -328,7 +328,9 @@ describe("the gateway over HTTP", () => {
       const hostless = parsed(await request("GET /health HTTP/1.1", ""));
       expect(hostless.status).toBe(400);
       expect(hostless.body).toEqual(
-        validation("GET", "/health", [{ key: "host", message: "is required", source: "header" }]),
+        validation("GET", "/health", [
+          { key: "host", message: "is required", source: "header", code: "required" },
+        ]),
       );
       expect(hostless.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
       expect(parsed(await request("GET /health HTTP/1.0", "")).status).toBe(200);
@@ -383,7 +385,12 @@ describe("the gateway over HTTP", () => {
           line,
           status: 400,
           body: validation(line.split(" ")[0] ?? "", path, [
-            { key: key ?? "authorization", message: "must be sent once", source: "header" },
+            {
+              key: key ?? "authorization",
+              message: "must be sent once",
+              source: "header",
+              code: "invalid_value",
+            },
           ]),
         });
         expect(answer.headers.get("x-request-id"), line).toMatch(/^[0-9a-f-]{36}$/);
@@ -426,6 +433,7 @@ describe("the gateway over HTTP", () => {
               message:
                 "credentials are not accepted in the query string; use the Authorization header",
               source: "query",
+              code: "invalid_value",
             },
           ]),
         );
@@ -449,10 +457,20 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(400);
       expect(response.body).toEqual(
         validation("POST", "/auth/register", [
-          { key: "email", message: "must be a valid e-mail address", source: "body" },
-          { key: "password", message: "must be 8-128 characters", source: "body" },
-          { key: "name", message: "must be 1-100 characters", source: "body" },
-          { key: "admin", message: "is not allowed", source: "body" },
+          {
+            key: "email",
+            message: "must be a valid e-mail address",
+            source: "body",
+            code: "invalid_value",
+          },
+          {
+            key: "password",
+            message: "must be 8-128 characters",
+            source: "body",
+            code: "too_short",
+          },
+          { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+          { key: "admin", message: "is not allowed", source: "body", code: "unknown_key" },
         ]),
       );
     });
@@ -463,16 +481,30 @@ describe("the gateway over HTTP", () => {
           "/auth/register",
           { email: "a@example.com", password: "x".repeat(129), name: "Ann\u0007" },
           [
-            { key: "password", message: "must be 8-128 characters", source: "body" },
-            { key: "name", message: "must not contain control characters", source: "body" },
+            {
+              key: "password",
+              message: "must be 8-128 characters",
+              source: "body",
+              code: "too_long",
+            },
+            {
+              key: "name",
+              message: "must not contain control characters",
+              source: "body",
+              code: "invalid_value",
+            },
           ],
         ],
         [
           "/auth/verify_email",
           { email: "a@example.com", code: "12345a" },
-          [{ key: "code", message: "must be 6 digits", source: "body" }],
+          [{ key: "code", message: "must be 6 digits", source: "body", code: "invalid_value" }],
         ],
-        ["/auth/resend_code", {}, [{ key: "email", message: "is required", source: "body" }]],
+        [
+          "/auth/resend_code",
+          {},
+          [{ key: "email", message: "is required", source: "body", code: "required" }],
+        ],
         [
           // RFC 5321: at most 64 characters before the '@'.
           "/auth/register",
@@ -482,28 +514,43 @@ describe("the gateway over HTTP", () => {
               key: "email",
               message: "must have at most 64 characters before the @",
               source: "body",
+              code: "too_long",
             },
           ],
         ],
         [
           "/auth/resend_code",
           { email: `${"a".repeat(64)}@${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}` },
-          [{ key: "email", message: "must be at most 254 characters", source: "body" }],
+          [
+            {
+              key: "email",
+              message: "must be at most 254 characters",
+              source: "body",
+              code: "too_long",
+            },
+          ],
         ],
         [
           "/auth/login",
           { email: 5, password: "12345678" },
-          [{ key: "email", message: "must be a string", source: "body" }],
+          [{ key: "email", message: "must be a string", source: "body", code: "invalid_type" }],
         ],
         [
           "/auth/refresh",
           { refresh_token: "" },
-          [{ key: "refresh_token", message: "is required", source: "body" }],
+          [{ key: "refresh_token", message: "is required", source: "body", code: "too_short" }],
         ],
         [
           "/auth/refresh",
           { refresh_token: "r".repeat(201) },
-          [{ key: "refresh_token", message: "must be at most 200 characters", source: "body" }],
+          [
+            {
+              key: "refresh_token",
+              message: "must be at most 200 characters",
+              source: "body",
+              code: "too_long",
+            },
+          ],
         ],
       ];
       for (const [path, json, extra] of cases) {
@@ -520,24 +567,41 @@ describe("the gateway over HTTP", () => {
       const cases: [RequestInit, unknown[]][] = [
         [
           { body: '{"email": ', headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "is not valid JSON", source: "body" }],
+          [{ key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" }],
         ],
         [
           {
             body: "email=a@example.com",
             headers: { "content-type": "application/x-www-form-urlencoded" },
           },
-          [{ key: "content-type", message: "must be application/json", source: "header" }],
+          [
+            {
+              key: "content-type",
+              message: "must be application/json",
+              source: "header",
+              code: "invalid_value",
+            },
+          ],
         ],
         [
           { body: "[1,2]", headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "must be a JSON object", source: "body" }],
+          [{ key: "body", message: "must be a JSON object", source: "body", code: "invalid_type" }],
         ],
         [
           { body: '"a string"', headers: { "content-type": "application/json" } },
-          [{ key: "body", message: "is not valid JSON", source: "body" }],
+          [{ key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" }],
         ],
-        [{}, [{ key: "body", message: "a JSON object body is required", source: "body" }]],
+        [
+          {},
+          [
+            {
+              key: "body",
+              message: "a JSON object body is required",
+              source: "body",
+              code: "required",
+            },
+          ],
+        ],
       ];
       for (const [init, extra] of cases) {
         const response = await call(gw, "/auth/login", { method: "POST", ...init });
@@ -559,16 +623,17 @@ describe("the gateway over HTTP", () => {
       expect(envelope.extra).toHaveLength(100);
       // In the order they were found: the query's first, then the body's.
       expect(envelope.extra.slice(0, 5)).toEqual([
-        { key: "a", message: "is not allowed", source: "query" },
-        { key: "b", message: "is not allowed", source: "query" },
-        { key: "email", message: "is required", source: "body" },
-        { key: "password", message: "is required", source: "body" },
-        { key: "k0", message: "is not allowed", source: "body" },
+        { key: "a", message: "is not allowed", source: "query", code: "unknown_key" },
+        { key: "b", message: "is not allowed", source: "query", code: "unknown_key" },
+        { key: "email", message: "is required", source: "body", code: "required" },
+        { key: "password", message: "is required", source: "body", code: "required" },
+        { key: "k0", message: "is not allowed", source: "body", code: "unknown_key" },
       ]);
       expect(envelope.extra.at(-1)).toEqual({
         key: key(95),
         message: "is not allowed",
         source: "body",
+        code: "unknown_key",
       });
       expect(response.text.length).toBeLessThan(10_000);
     });
@@ -581,7 +646,7 @@ describe("the gateway over HTTP", () => {
       expect(response.status).toBe(400);
       expect(response.body).toEqual(
         validation("POST", "/auth/login", [
-          { key: "limt", message: "is not allowed", source: "query" },
+          { key: "limt", message: "is not allowed", source: "query", code: "unknown_key" },
         ]),
       );
     });
@@ -617,7 +682,12 @@ describe("the gateway over HTTP", () => {
         expect(response.status).toBe(400);
         expect(response.body).toEqual(
           validation("POST", "/auth/login", [
-            { key: "email", message: "must be a valid e-mail address", source: "body" },
+            {
+              key: "email",
+              message: "must be a valid e-mail address",
+              source: "body",
+              code: "invalid_value",
+            },
           ]),
         );
       } finally {
@@ -634,7 +704,12 @@ describe("the gateway over HTTP", () => {
       });
       expect(gzipped.body).toEqual(
         validation("POST", "/auth/login", [
-          { key: "email", message: "must be a valid e-mail address", source: "body" },
+          {
+            key: "email",
+            message: "must be a valid e-mail address",
+            source: "body",
+            code: "invalid_value",
+          },
         ]),
       );
       const unknown = await call(gw, "/auth/login", {
@@ -649,6 +724,7 @@ describe("the gateway over HTTP", () => {
             key: "content-encoding",
             message: "must be gzip, deflate, br or identity",
             source: "header",
+            code: "invalid_value",
           },
         ]),
       );
@@ -681,17 +757,25 @@ describe("the gateway over HTTP", () => {
         .setSubject("1")
         .setExpirationTime("5m")
         .sign(new TextEncoder().encode("test-secret-test-secret-test-secret"));
-      const headers: (Record<string, string> | undefined)[] = [
-        undefined,
-        { authorization: "" },
-        { authorization: "Basic YTpi" },
-        { authorization: "Bearer" },
-        { authorization: "Bearer not-a-jwt" },
-        { authorization: `Bearer rb_${"a".repeat(40)}` },
-        { authorization: `Bearer ${none}` },
-        { authorization: `Bearer ${hs256}` },
+      const missing = 'Bearer realm="rowbase", error_description="send a credential';
+      const malformed = 'Bearer realm="rowbase", error="invalid_request"';
+      const invalid =
+        'Bearer realm="rowbase", error="invalid_token", error_description="the session token is malformed';
+      // Each refusal says why in WWW-Authenticate; the body is the same.
+      const headers: [Record<string, string> | undefined, string][] = [
+        [undefined, missing],
+        [{ authorization: "" }, missing],
+        [{ authorization: "Basic YTpi" }, malformed],
+        [{ authorization: "Bearer" }, malformed],
+        [{ authorization: "Bearer not-a-jwt" }, invalid],
+        [
+          { authorization: `Bearer rb_${"a".repeat(40)}` },
+          'Bearer realm="rowbase", error="invalid_token", error_description="API tokens are not accepted on this route',
+        ],
+        [{ authorization: `Bearer ${none}` }, invalid],
+        [{ authorization: `Bearer ${hs256}` }, invalid],
       ];
-      for (const header of headers) {
+      for (const [header, reason] of headers) {
         for (const [method, path] of [
           ["GET", "/auth/current"],
           ["POST", "/auth/logout"],
@@ -700,7 +784,7 @@ describe("the gateway over HTTP", () => {
           const response = await call(gw, path ?? "", { method, headers: header, body });
           expect({ header, path, status: response.status }).toEqual({ header, path, status: 401 });
           expect(response.body).toEqual({ message: "unauthorized", data: {} });
-          expect(response.headers.get("www-authenticate")).toBe('Bearer realm="rowbase"');
+          expect(response.headers.get("www-authenticate")).toContain(reason);
         }
       }
     });
@@ -711,7 +795,7 @@ describe("the gateway over HTTP", () => {
         ["GET", "/organization/list"],
         ["GET", "/api_token/list?organization_id=1"],
         ["POST", "/api_token/create?organization_id=1"],
-        ["GET", "/database/list?organization_id=1"],
+        ["POST", "/database/create?organization_id=1"],
         ["POST", "/field/create?table_id=1"],
       ] as const) {
         const response = await call(gw, path, {
@@ -720,6 +804,9 @@ describe("the gateway over HTTP", () => {
         });
         expect({ path, status: response.status }).toEqual({ path, status: 401 });
         expect(response.body).toEqual({ message: "unauthorized", data: {} });
+        expect(response.headers.get("www-authenticate")).toBe(
+          'Bearer realm="rowbase", error="invalid_token", error_description="API tokens are not accepted on this route; it takes a session token"',
+        );
       }
     });
 
@@ -757,6 +844,7 @@ describe("the gateway over HTTP", () => {
             message:
               "credentials are not accepted in the query string; use the Authorization header",
             source: "query",
+            code: "invalid_value",
           },
         ]),
       );
@@ -786,9 +874,40 @@ describe("the gateway over HTTP", () => {
       document = response.body as typeof document;
     });
 
+    it("tells the two 429s apart and documents the RateLimit headers of rate-limited routes", () => {
+      type Response = { description: string; headers?: Record<string, { description: string }> };
+      const responses = (path: string, method: string) =>
+        document.paths[path]?.[method]?.responses as Record<string, Response>;
+      const list = responses("/public/v1/databases/{database_id}/tables/{table_id}/records", "get");
+      const tooMany = list["429"];
+      expect(tooMany?.description).toContain("`too_many_requests`: throttled by a rate limit");
+      expect(tooMany?.description).toContain(
+        "`api_call_limit_exceeded`: the organization used its plan's monthly API calls",
+      );
+      expect(tooMany?.headers?.["Retry-After"]?.description).toContain("next month");
+      for (const status of ["200", "400", "401", "404", "429", "500"]) {
+        expect(Object.keys(list[status]?.headers ?? {}), status).toEqual(
+          expect.arrayContaining(["RateLimit-Policy", "RateLimit"]),
+        );
+      }
+      // Throttled only: login.
+      const login = responses("/auth/login", "post");
+      expect(login["429"]?.description).not.toContain("api_call_limit_exceeded");
+      expect(login["200"]?.headers?.RateLimit).toBeDefined();
+      // No rate limit, no RateLimit headers.
+      const databases = responses("/database/get", "get");
+      expect(databases["200"]?.headers?.RateLimit).toBeUndefined();
+      expect(databases["429"]).toBeUndefined();
+    });
+
     it("is a valid OpenAPI 3.1 document, version 1.0.0", async () => {
       expect(document.openapi).toBe("3.1.0");
       expect(document.info.version).toBe("1.0.0");
+      // Every group of routes says what it is for (Redocly's tag-description).
+      for (const tag of (document as unknown as { tags: { name: string; description?: string }[] })
+        .tags) {
+        expect(tag.description, tag.name).toMatch(/\S/);
+      }
       const result = await new Validator().validate(document);
       expect(result.errors).toBeUndefined();
       expect(result.valid).toBe(true);
@@ -1108,7 +1227,10 @@ describe("the gateway over HTTP", () => {
       for (const [method, path, parameters, body, data] of operations) {
         const operation = document.paths[path]?.[method];
         expect(operation, `${method} ${path}`).toBeDefined();
-        expect(operation?.security).toEqual([{ bearerAuth: [] }]);
+        // The schema reads take an API token too.
+        expect(operation?.security).toEqual(
+          method === "get" ? [{ bearerAuth: [] }, { apiToken: [] }] : [{ bearerAuth: [] }],
+        );
         const documented = ((operation?.parameters ?? []) as Record<string, unknown>[]).map(
           (parameter) => {
             expect(parameter).toMatchObject({
@@ -1501,6 +1623,11 @@ describe("rate limits over HTTP", () => {
       expect(statuses).toEqual([400, 400, 429]);
       expect(last?.body).toEqual({ message: "too_many_requests", data: {} });
       expect(Number(last?.headers.get("retry-after"))).toBeGreaterThan(0);
+      // The IETF RateLimit fields: the policy, and nothing left until the window ends.
+      expect(last?.headers.get("ratelimit-policy")).toBe('"auth_register_ip";q=2;w=60');
+      expect(last?.headers.get("ratelimit")).toBe(
+        `"auth_register_ip";r=0;t=${last?.headers.get("retry-after")}`,
+      );
       // Other limits keep their own count.
       expect((await call(gw, "/auth/resend_code", { method: "POST", json: {} })).status).toBe(400);
     } finally {
@@ -1520,7 +1647,11 @@ describe("rate limits over HTTP", () => {
           headers: { "x-forwarded-for": ip },
           json: { email, password: "12345678" },
         });
-      expect((await login("198.51.100.1", "ann@example.com")).status).toBe(503);
+      const first = await login("198.51.100.1", "ann@example.com");
+      expect(first.status).toBe(503);
+      // Every limit the request was counted under, each one a member of the lists.
+      expect(first.headers.get("ratelimit-policy")).toBe('"auth_login_email";q=1;w=60');
+      expect(first.headers.get("ratelimit")).toMatch(/^"auth_login_email";r=0;t=(60|59)$/);
       const second = await login("198.51.100.2", " ANN@example.com");
       expect(second.status).toBe(429);
       expect((await login("198.51.100.2", "bob@example.com")).status).toBe(503);
@@ -1545,6 +1676,7 @@ describe("rate limits over HTTP", () => {
       expect((await verify("198.51.100.2", "Ann@Example.com")).status).toBe(503);
       const third = await verify("198.51.100.3", "ann@example.com");
       expect(third.status).toBe(429);
+      expect(third.headers.get("ratelimit-policy")).toBe('"auth_verify_email";q=2;w=3600');
       expect(third.body).toEqual({ message: "too_many_requests", data: {} });
       expect((await verify("198.51.100.3", "bob@example.com")).status).toBe(503);
     } finally {

@@ -26,6 +26,7 @@ import { JsonBodyBudget } from "./http/json-body.js";
 import { mcpPathItems } from "./mcp/mcp-docs.js";
 import { mountMcpEndpoint } from "./mcp/mcp-endpoint.js";
 import { accessLog } from "./middleware/access-log.js";
+import { cors } from "./middleware/cors.js";
 import { httpMetrics } from "./middleware/http-metrics.js";
 import { normalizePath } from "./middleware/normalize-path.js";
 import { refuseQueryCredentials } from "./middleware/query-credentials.js";
@@ -178,7 +179,7 @@ export interface Gateway {
  * mount it themselves. Order matters: the path's one spelling first (everything below reads
  * it), the request's trace span next (every log line below carries its trace id), the request
  * id next (every response carries it), the metrics and the access log around the one error
- * middleware (they see the final status), the header checks and the query-credential refusal
+ * middleware (they see the final status), CORS around it (errors carry its headers too), the header checks and the query-credential refusal
  * before any route, the routes, and the 404/405 fallback last. `publicBaseUrl` is
  * PUBLIC_BASE_URL, or the address the caller listens on when it is unset.
  */
@@ -254,6 +255,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
   app.use(responseHeaders());
   app.use(httpMetrics(metrics));
   app.use(accessLog());
+  app.use(cors(config.CORS_ALLOWED_ORIGINS));
   app.use(errorMiddleware());
   app.use(checkRequestHeaders());
   app.use(refuseQueryCredentials());

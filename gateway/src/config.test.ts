@@ -34,6 +34,7 @@ describe("gateway configuration", () => {
     expect(config.FILE_UPLOAD_MAX_BYTES).toBe(1_000_000_000);
     expect(config.TRUSTED_PROXIES).toEqual([]);
     expect(config.MCP_ALLOWED_HOSTS).toEqual([]);
+    expect(config.CORS_ALLOWED_ORIGINS).toEqual([]);
     expect(config.REDIS_URL).toBeUndefined();
     expect(config.NATS_URL).toBeUndefined();
     expect(config.LOG_LEVEL).toBe("info");
@@ -90,6 +91,7 @@ describe("gateway configuration", () => {
       PUBLIC_BASE_URL: "https://api.example.com/",
       TRUSTED_PROXIES: "10.0.0.0/8, 127.0.0.1,loopback",
       MCP_ALLOWED_HOSTS: "rowbase-gateway:8080, Rowbase.internal",
+      CORS_ALLOWED_ORIGINS: "https://App.Example.com, http://localhost:3000/,",
       REDIS_URL: "redis://127.0.0.1:6379",
       NATS_URL: "nats://127.0.0.1:4222",
       LOG_LEVEL: "warn",
@@ -100,6 +102,11 @@ describe("gateway configuration", () => {
     expect(config.PUBLIC_BASE_URL).toBe("https://api.example.com");
     expect(config.TRUSTED_PROXIES).toEqual(["10.0.0.0/8", "127.0.0.1", "loopback"]);
     expect(config.MCP_ALLOWED_HOSTS).toEqual(["rowbase-gateway:8080", "rowbase.internal"]);
+    // As a browser sends them in Origin.
+    expect(config.CORS_ALLOWED_ORIGINS).toEqual([
+      "https://app.example.com",
+      "http://localhost:3000",
+    ]);
     expect(config.REDIS_URL).toBe("redis://127.0.0.1:6379");
     expect(config.NATS_URL).toBe("nats://127.0.0.1:4222");
     expect(config.RATE_LIMITS.auth_login_ip).toEqual({ points: 1, seconds: 1 });
@@ -112,6 +119,8 @@ describe("gateway configuration", () => {
       PUBLIC_BASE_URL: "ftp://example.com",
       TRUSTED_PROXIES: "10.0.0.0/8,not-an-ip",
       RATE_LIMITS: "nope=1/1",
+      CORS_ALLOWED_ORIGINS:
+        "https://ok.example.com,*,https://app.example.com/path,ftp://x.example.com",
     });
     expect(problems).toEqual(
       expect.arrayContaining([
@@ -123,9 +132,12 @@ describe("gateway configuration", () => {
         expect.stringMatching(/^INTERNAL_JWT_SECRET: must be at least 32 characters/),
         expect.stringMatching(/^PUBLIC_BASE_URL:/),
         expect.stringMatching(/^TRUSTED_PROXIES: 'not-an-ip'/),
+        expect.stringMatching(/^CORS_ALLOWED_ORIGINS: '\*' is not an origin/),
+        expect.stringMatching(/^CORS_ALLOWED_ORIGINS: 'https:\/\/app.example.com\/path' is not/),
+        expect.stringMatching(/^CORS_ALLOWED_ORIGINS: 'ftp:\/\/x.example.com' is not/),
         expect.stringMatching(/^RATE_LIMITS: unknown rate limit 'nope'/),
       ]),
     );
-    expect(problems).toHaveLength(9);
+    expect(problems).toHaveLength(12);
   });
 });

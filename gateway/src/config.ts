@@ -67,6 +67,33 @@ const mcpAllowedHosts = z
     return hosts;
   });
 
+/**
+ * Comma-separated origins (`https://app.example.com`, `http://localhost:3000`) whose pages may
+ * call the API from a browser; each is kept as the browser sends it in `Origin` (scheme, host,
+ * port if not the default).
+ */
+const corsAllowedOrigins = z
+  .string()
+  .default("")
+  .transform((raw, ctx) => {
+    const origins: string[] = [];
+    for (const entry of raw.split(",").map((value) => value.trim())) {
+      if (entry === "") continue;
+      const url = URL.parse(entry);
+      const origin = url && /^https?:$/.test(url.protocol) ? url.origin : undefined;
+      // The entry must be an origin and nothing more: a path, a query or a wildcard is refused.
+      if (!origin || entry.replace(/\/$/, "").toLowerCase() !== origin) {
+        ctx.addIssue({
+          code: "custom",
+          message: `'${entry}' is not an origin (scheme://host[:port])`,
+        });
+        continue;
+      }
+      origins.push(origin);
+    }
+    return origins;
+  });
+
 const rateLimits = z
   .string()
   .optional()
@@ -89,6 +116,8 @@ export const gatewayEnv = z.object({
   TRUSTED_PROXIES: trustedProxies,
   /** Hosts the MCP endpoint answers besides PUBLIC_BASE_URL's (DNS-rebinding check). */
   MCP_ALLOWED_HOSTS: mcpAllowedHosts,
+  /** Origins whose browser pages may call the API (CORS); none by default. */
+  CORS_ALLOWED_ORIGINS: corsAllowedOrigins,
   IDENTITY_GRPC_URL: z.url(),
   ORGANIZATION_GRPC_URL: z.url(),
   CATALOG_GRPC_URL: z.url(),

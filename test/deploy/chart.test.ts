@@ -790,6 +790,28 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     ).not.toHaveProperty("MCP_ALLOWED_HOSTS");
   });
 
+  it("passes the CORS origins to the gateway only when some are set", () => {
+    const manifests = render("deploy/ci-values/ingress.yaml");
+    expect(named(manifests, "ConfigMap", "rowbase-gateway")!.data.CORS_ALLOWED_ORIGINS).toBe(
+      undefined,
+    );
+    const origins = "https://app.example.com,http://localhost:3000";
+    const own = helmTemplate(chart, "rowbase", [
+      "-f",
+      "deploy/ci-values/ingress.yaml",
+      "--set-string",
+      `gateway.corsAllowedOrigins=${origins.replace(",", "\\,")}`,
+    ]);
+    const gateway = named(own, "ConfigMap", "rowbase-gateway")!.data;
+    expect(gateway.CORS_ALLOWED_ORIGINS).toBe(origins);
+    const env = { ...OUTSIDE_SECRETS, ...gateway, IDENTITY_GRPC_URL: "http://identity:50051" };
+    expect(gatewayEnv.parse(env).CORS_ALLOWED_ORIGINS).toEqual(origins.split(","));
+    for (const m of ofKind(own, "ConfigMap")) {
+      if (m.metadata.name !== "rowbase-gateway")
+        expect(m.data?.CORS_ALLOWED_ORIGINS).toBeUndefined();
+    }
+  });
+
   it("lets ingress-nginx stream bodies to the gateway, within the gateway's own limits", () => {
     const bodyLimits = (manifests: Manifest[]) => {
       const gateway = named(manifests, "Deployment", "rowbase-gateway")!;

@@ -254,9 +254,9 @@ describe("request errors", () => {
       status_code: 400,
       detail: "Validation failed for POST /auth/register",
       extra: [
-        { key: "email", message: expect.any(String), source: "body" },
-        { key: "password", message: expect.any(String), source: "body" },
-        { key: "role", message: expect.any(String), source: "body" },
+        { key: "email", message: expect.any(String), source: "body", code: "invalid_value" },
+        { key: "password", message: expect.any(String), source: "body", code: "too_short" },
+        { key: "role", message: expect.any(String), source: "body", code: "unknown_key" },
       ],
     });
     expect(await userCount()).toBe(users);

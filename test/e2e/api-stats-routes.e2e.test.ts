@@ -132,11 +132,18 @@ describe("/organization/api_stats", () => {
     const cases: [Record<string, string>, unknown[]][] = [
       [
         { from: "2024-01-01", to: "2026-01-01" },
-        [{ key: "from", message: "period must be at most 366 days", source: "query" }],
+        [
+          {
+            key: "from",
+            message: "period must be at most 366 days",
+            source: "query",
+            code: "out_of_range",
+          },
+        ],
       ],
       [
         { from: "2026-01-02", to: "2026-01-01" },
-        [{ key: "from", message: "must not be after to", source: "query" }],
+        [{ key: "from", message: "must not be after to", source: "query", code: "out_of_range" }],
       ],
       [
         // Before this month, with `from` left to its default (this month's first day).
@@ -146,6 +153,7 @@ describe("/organization/api_stats", () => {
             key: "to",
             message: "must not be before from (default: the first of this month)",
             source: "query",
+            code: "out_of_range",
           },
         ],
       ],

@@ -239,7 +239,12 @@ describe("/audit/list", () => {
       status_code: 400,
       detail: "Validation failed for GET /audit/list",
       extra: [
-        { key: "action", message: "must be an action such as record.updated", source: "query" },
+        {
+          key: "action",
+          message: "must be an action such as record.updated",
+          source: "query",
+          code: "invalid_value",
+        },
       ],
     });
   });

@@ -150,7 +150,7 @@ describe("databases", () => {
     });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.extra).toEqual([
-      { key: "name", message: "must be 1-100 characters", source: "body" },
+      { key: "name", message: "must be 1-100 characters", source: "body", code: "too_long" },
     ]);
   });
 });
@@ -285,7 +285,14 @@ describe("tables", () => {
     expect(refused.body).toEqual({
       status_code: 400,
       detail: "Validation failed for POST /table/create",
-      extra: [{ key: "name", message: "must contain a visible character", source: "body" }],
+      extra: [
+        {
+          key: "name",
+          message: "must contain a visible character",
+          source: "body",
+          code: "invalid_value",
+        },
+      ],
     });
     const tables = await api("GET", "/table/list", {
       token: owner.token,
@@ -297,7 +304,12 @@ describe("tables", () => {
     const field = await createField(table.table_id, { name: "\u200c\u200d", type: "text" });
     expect(field.status).toBe(400);
     expect(field.body.extra).toEqual([
-      { key: "name", message: "must contain a visible character", source: "body" },
+      {
+        key: "name",
+        message: "must contain a visible character",
+        source: "body",
+        code: "invalid_value",
+      },
     ]);
     const choice = await createField(table.table_id, {
       name: "Stage",

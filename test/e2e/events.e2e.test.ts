@@ -500,11 +500,13 @@ describe("the audit log", () => {
           key: "organization_id",
           message: "give only one of organization_id, database_id and table_id",
           source: "query",
+          code: "invalid_value",
         },
         {
           key: "table_id",
           message: "give only one of organization_id, database_id and table_id",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });
@@ -670,11 +672,25 @@ describe("api_stats", () => {
       const tenant = await createTenant(limited, limitedApi);
       const table = await createTable(limitedApi, tenant, [{ name: "Name", type: "text" }]);
       const p = v1(tenant.databaseId, table.tableId);
-      const statuses: number[] = [];
+      const responses: ApiResponse[] = [];
       for (let i = 0; i < 7; i++) {
-        statuses.push((await limitedApi("GET", p.records, { token: tenant.readToken })).status);
+        responses.push(await limitedApi("GET", p.records, { token: tenant.readToken }));
       }
-      expect(statuses).toEqual([200, 200, 200, 200, 429, 429, 429]);
+      expect(responses.map((response) => response.status)).toEqual([
+        200, 200, 200, 200, 429, 429, 429,
+      ]);
+      // Every answer says the policy and what is left, so a client can slow down before a 429.
+      for (const [i, response] of responses.entries()) {
+        expect(response.headers.get("ratelimit-policy")).toBe('"records_token";q=4;w=60');
+        const left = /^"records_token";r=(\d+);t=(\d+)$/.exec(
+          response.headers.get("ratelimit") ?? "",
+        );
+        expect(Number(left?.[1]), response.headers.get("ratelimit") ?? "").toBe(Math.max(0, 3 - i));
+        expect(Number(left?.[2])).toBeGreaterThan(0);
+      }
+      const throttled = responses[4]!;
+      expect(throttled.body).toEqual({ message: "too_many_requests", data: {} });
+      expect(Number(throttled.headers.get("retry-after"))).toBeGreaterThan(0);
       const stats = async () => {
         const response = await limitedApi("GET", "/organization/api_stats", {
           token: tenant.owner.token,

@@ -941,7 +941,14 @@ describe("uploads that store nothing", () => {
       body: {
         status_code: 400,
         detail: "Validation failed for POST /file/upload",
-        extra: [{ key: "content-type", message: "must be multipart/form-data", source: "header" }],
+        extra: [
+          {
+            key: "content-type",
+            message: "must be multipart/form-data",
+            source: "header",
+            code: "invalid_value",
+          },
+        ],
       },
     });
     await expectNothingStored(rowId, stored);

@@ -157,7 +157,7 @@ describe("signing in through the identity provider", () => {
       expect(refused.body).toEqual({
         status_code: 400,
         detail: "Validation failed for POST /oauth/exchange",
-        extra: items.map((item) => ({ ...item, source: "body" })),
+        extra: items.map((item) => ({ ...item, source: "body", code: expect.any(String) })),
       });
     }
 
@@ -171,13 +171,13 @@ describe("signing in through the identity provider", () => {
       expect(refused.body).toEqual({
         status_code: 400,
         detail: "Validation failed for GET /oauth/idp",
-        extra: [{ key: "redirect_uri", message, source: "query" }],
+        extra: [{ key: "redirect_uri", message, source: "query", code: "invalid_value" }],
       });
     }
     const unknown = await api("GET", "/oauth/idp", { query: { next: "/" } });
     expect(unknown.status).toBe(400);
     expect(unknown.body.extra).toEqual([
-      { key: "next", message: "is not allowed", source: "query" },
+      { key: "next", message: "is not allowed", source: "query", code: "unknown_key" },
     ]);
   });
 

@@ -201,6 +201,10 @@ describe("the monthly API-call allowance", () => {
     for (const response of refused) {
       expect(response.status, JSON.stringify(response.body)).toBe(429);
       expect(response.body).toEqual({ message: "api_call_limit_exceeded", data: {} });
+      // Not the throttle: its RateLimit fields still leave requests in the window.
+      expect(response.headers.get("ratelimit")).toMatch(
+        /^"records_(token|user)";r=[1-9]\d*;t=\d+$/,
+      );
       const retryAfter = Number(response.headers.get("retry-after"));
       expect(Number.isInteger(retryAfter)).toBe(true);
       expect(retryAfter).toBeGreaterThan(0);

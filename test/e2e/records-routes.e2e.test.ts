@@ -453,7 +453,7 @@ describe("v1 routes", () => {
     const [record] = await seed(api, tenant.writeToken, table, [{ Text: "kept" }]);
     const before = await list(api, tenant.readToken, table);
     const message = "must be an integer between 1 and 9007199254740991";
-    const bad = (key: string) => ({ key, message, source: "path" });
+    const bad = (key: string) => ({ key, message, source: "path", code: "invalid_value" });
     const table_ = `/public/v1/databases/${tenant.databaseId}/tables/${table.tableId}`;
     for (const [method, path, keys, body] of [
       ["GET", "/public/v1/databases/x/tables/1/records/abc", ["database_id", "row_id"]],

@@ -255,7 +255,7 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
             expect(response.body, `${method} ${rawBody}`).toEqual({
               status_code: 400,
               detail: `Validation failed for ${method} ${path}`,
-              extra: [{ key: "N", message: beyond, source: "body" }],
+              extra: [{ key: "N", message: beyond, source: "body", code: "invalid_value" }],
             });
           }
         }
@@ -288,7 +288,7 @@ describe("type confusion in record values: 400 on the key, nothing written", () 
           expect(response.body, rawBody).toEqual({
             status_code: 400,
             detail: `Validation failed for PATCH ${paths.record(rowId)}`,
-            extra: [{ key: "Price", message, source: "body" }],
+            extra: [{ key: "Price", message, source: "body", code: "invalid_value" }],
           });
         }
         const got = await ctx.api("GET", paths.record(rowId), { token: tenant.readToken });
@@ -330,7 +330,7 @@ describe("ids in v1 paths", () => {
           body: {
             status_code: 400,
             detail: `Validation failed for ${method} ${path}`,
-            extra: keys.map((key) => ({ key, message, source: "path" })),
+            extra: keys.map((key) => ({ key, message, source: "path", code: "invalid_value" })),
           },
         });
       }

@@ -100,9 +100,9 @@ export class ApiTokenAuthenticator {
   }
 
   async authenticate(credential: string, requestId: string): Promise<ApiTokenCaller> {
-    if (!isApiTokenFormat(credential)) throw unauthorized();
+    if (!isApiTokenFormat(credential)) throw unauthorized("api_token_unknown");
     const caller = await this.resolve(credential, requestId);
-    if (!caller) throw unauthorized();
+    if (!caller) throw unauthorized("api_token_unknown");
     return caller;
   }
 

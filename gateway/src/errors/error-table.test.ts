@@ -1,6 +1,7 @@
 import { Code, ConnectError, domainError, validationFailed } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import { describe, expect, it } from "vitest";
+import { unauthorized } from "../auth/authenticate.js";
 import { ERROR_STATUS, httpErrorOf } from "./error-table.js";
 import { ValidationFailed } from "./validation-failed.js";
 
@@ -114,11 +115,22 @@ describe("the error table", () => {
   });
 
   it("adds WWW-Authenticate to 401 and Allow to 405", () => {
+    // A refusal says why (gateway/src/auth writes it); a service's 401 gets a general reason.
+    expect(httpErrorOf(unauthorized("api_token_refused"), request).headers).toEqual({
+      "www-authenticate":
+        'Bearer realm="rowbase", error="invalid_token", error_description="API tokens are not accepted on this route; it takes a session token"',
+    });
     expect(httpErrorOf(domainError(Code.Unauthenticated, "unauthorized"), request).headers).toEqual(
       {
-        "www-authenticate": 'Bearer realm="rowbase"',
+        "www-authenticate":
+          'Bearer realm="rowbase", error="invalid_token", error_description="the credential is not accepted on this route"',
       },
     );
+    expect(
+      httpErrorOf(domainError(Code.Unauthenticated, "invalid_credentials"), request).headers[
+        "www-authenticate"
+      ],
+    ).toMatch(/^Bearer realm="rowbase", error_description=/);
     const notAllowed = httpErrorOf(
       domainError(Code.Unimplemented, "method_not_allowed", { allow: "POST, OPTIONS" }),
       request,
@@ -197,7 +209,7 @@ describe("the error table", () => {
 
   it("writes the exact validation envelope for the gateway's and the services' refusals", () => {
     const own = httpErrorOf(
-      ValidationFailed.of("body", "email", "must be a valid e-mail"),
+      ValidationFailed.of("body", "email", "must be a valid e-mail", "invalid_value"),
       request,
     );
     expect(own).toMatchObject({
@@ -205,17 +217,26 @@ describe("the error table", () => {
       body: {
         status_code: 400,
         detail: "Validation failed for POST /auth/login",
-        extra: [{ key: "email", message: "must be a valid e-mail", source: "body" }],
+        extra: [
+          {
+            key: "email",
+            message: "must be a valid e-mail",
+            source: "body",
+            code: "invalid_value",
+          },
+        ],
       },
     });
     const fromService = httpErrorOf(
-      validationFailed([{ key: "12", message: "must be a number", source: "body" }]),
+      validationFailed([
+        { key: "12", message: "must be a number", source: "body", code: "invalid_type" },
+      ]),
       request,
     );
     expect(fromService.body).toEqual({
       status_code: 400,
       detail: "Validation failed for POST /auth/login",
-      extra: [{ key: "12", message: "must be a number", source: "body" }],
+      extra: [{ key: "12", message: "must be a number", source: "body", code: "invalid_type" }],
     });
   });
 

@@ -7,6 +7,7 @@ import {
 } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
 import {
+  isValidationCode,
   type ValidationEnvelope,
   ValidationFailed,
   type ValidationItem,
@@ -98,6 +99,11 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 /** ErrorInfo metadata keys that become response headers, for the statuses that need them. */
 export const RETRY_AFTER_METADATA = "retry_after";
 export const ALLOW_METADATA = "allow";
+/**
+ * The `WWW-Authenticate` value of a 401, saying why the credential was refused
+ * (gateway/src/auth/authenticate.ts writes it).
+ */
+export const WWW_AUTHENTICATE_METADATA = "www_authenticate";
 /** The size of the file a 416 refers to, answered as `Content-Range: bytes *\/<size>`. */
 export const SIZE_METADATA = "size";
 
@@ -111,6 +117,19 @@ const DEFAULT_RETRY_AFTER_SECONDS = 60;
 const ERROR_DATA: Partial<Record<ErrorCode, string>> = {
   invalid_field_options: "errors",
   service_unavailable: "failing",
+};
+
+/**
+ * The `WWW-Authenticate` of a 401 that did not say why itself: a service refusing a credential
+ * the gateway let through, and the two 401s of the sign-in routes.
+ */
+const UNAUTHORIZED_BY_CODE: Partial<Record<ErrorCode, string>> = {
+  unauthorized:
+    'Bearer realm="rowbase", error="invalid_token", error_description="the credential is not accepted on this route"',
+  invalid_credentials:
+    'Bearer realm="rowbase", error_description="the e-mail address or the password is wrong"',
+  invalid_refresh_token:
+    'Bearer realm="rowbase", error_description="the refresh token is unknown, expired or already used"',
 };
 
 export interface DomainEnvelope {
@@ -187,7 +206,10 @@ function domain(code: ErrorCode, metadata: Record<string, string>): HttpErrorRes
       Number.isInteger(seconds) && seconds > 0 ? seconds : DEFAULT_RETRY_AFTER_SECONDS,
     );
   }
-  if (status === 401) headers["www-authenticate"] = 'Bearer realm="rowbase"';
+  if (status === 401) {
+    headers["www-authenticate"] =
+      metadata[WWW_AUTHENTICATE_METADATA] ?? UNAUTHORIZED_BY_CODE[code] ?? 'Bearer realm="rowbase"';
+  }
   if (status === 405 && metadata[ALLOW_METADATA]) headers.allow = metadata[ALLOW_METADATA];
   if (status === 416 && /^[0-9]{1,19}$/.test(metadata[SIZE_METADATA] ?? "")) {
     headers["content-range"] = `bytes */${metadata[SIZE_METADATA]}`;
@@ -245,13 +267,14 @@ function parseItems(raw: string | undefined): ValidationItem[] {
     if (!Array.isArray(parsed)) return [];
     return parsed.flatMap((item: unknown) => {
       if (typeof item !== "object" || item === null) return [];
-      const { key, message, source } = item as Record<string, unknown>;
+      const { key, message, source, code } = item as Record<string, unknown>;
       if (typeof key !== "string" || typeof message !== "string") return [];
       return [
         {
           key,
           message,
           source: typeof source === "string" && SOURCES.has(source) ? source : "body",
+          code: isValidationCode(code) ? code : "invalid_value",
         } as ValidationItem,
       ];
     });

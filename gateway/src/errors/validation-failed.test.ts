@@ -17,20 +17,25 @@ function itemsOf(value: unknown, source: "body" | "query" = "body") {
 describe("validation items", () => {
   it("names missing, wrong-typed, malformed and unknown keys, one item each", () => {
     expect(itemsOf({ email: "nope", nested: { flag: "yes", other: 1 }, color: "red" })).toEqual([
-      { key: "email", message: "must be a valid e-mail address", source: "body" },
-      { key: "age", message: "is required", source: "body" },
-      { key: "nested.flag", message: "must be a boolean", source: "body" },
-      { key: "nested.other", message: "is not allowed", source: "body" },
-      { key: "color", message: "is not allowed", source: "body" },
+      {
+        key: "email",
+        message: "must be a valid e-mail address",
+        source: "body",
+        code: "invalid_value",
+      },
+      { key: "age", message: "is required", source: "body", code: "required" },
+      { key: "nested.flag", message: "must be a boolean", source: "body", code: "invalid_type" },
+      { key: "nested.other", message: "is not allowed", source: "body", code: "unknown_key" },
+      { key: "color", message: "is not allowed", source: "body", code: "unknown_key" },
     ]);
   });
 
   it("says what is wrong with a body that is not an object", () => {
     expect(itemsOf(undefined)).toEqual([
-      { key: "body", message: "a JSON object body is required", source: "body" },
+      { key: "body", message: "a JSON object body is required", source: "body", code: "required" },
     ]);
     expect(itemsOf([1, 2])).toEqual([
-      { key: "body", message: "must be a JSON object", source: "body" },
+      { key: "body", message: "must be a JSON object", source: "body", code: "invalid_type" },
     ]);
   });
 
@@ -42,13 +47,18 @@ describe("validation items", () => {
     const result = z.object({ where: long }).safeParse({ where: "x".repeat(300) });
     if (result.success) throw new Error("expected a failure");
     expect(itemsFromIssues(result.error.issues, "query")).toEqual([
-      { key: "where", message: "must be at most 100 characters", source: "query" },
+      {
+        key: "where",
+        message: "must be at most 100 characters",
+        source: "query",
+        code: "too_long",
+      },
     ]);
   });
 
   it("keeps the source it is given", () => {
     expect(itemsOf({ email: "a@b.co", age: "3" }, "query")).toEqual([
-      { key: "age", message: "must be a number", source: "query" },
+      { key: "age", message: "must be a number", source: "query", code: "invalid_type" },
     ]);
   });
 
@@ -58,6 +68,7 @@ describe("validation items", () => {
         key: `k${i}`,
         message: "is not allowed",
         source: "body" as const,
+        code: "unknown_key" as const,
       }));
     const full = validationEnvelope("POST", "/x", items(VALIDATION_ITEMS_MAX));
     expect(full.detail).toBe("Validation failed for POST /x");
@@ -72,12 +83,14 @@ describe("validation items", () => {
   it("builds the exact validation envelope", () => {
     expect(
       validationEnvelope("POST", "/database/create", [
-        { key: "name", message: "must be 1-100 characters", source: "body" },
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_long" },
       ]),
     ).toEqual({
       status_code: 400,
       detail: "Validation failed for POST /database/create",
-      extra: [{ key: "name", message: "must be 1-100 characters", source: "body" }],
+      extra: [
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_long" },
+      ],
     });
   });
 });

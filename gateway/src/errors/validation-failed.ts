@@ -1,7 +1,12 @@
-import type { ValidationItem, ValidationSource } from "@rowbase/kit";
+import {
+  VALIDATION_CODES,
+  type ValidationCode,
+  type ValidationItem,
+  type ValidationSource,
+} from "@rowbase/kit";
 import type { z } from "zod";
 
-export type { ValidationItem, ValidationSource };
+export type { ValidationCode, ValidationItem, ValidationSource };
 
 /** The 400 body of a request that does not fit its route: one item per problem. */
 export interface ValidationEnvelope {
@@ -20,8 +25,13 @@ export class ValidationFailed extends Error {
     this.name = "ValidationFailed";
   }
 
-  static of(source: ValidationSource, key: string, message: string): ValidationFailed {
-    return new ValidationFailed([{ key, message, source }]);
+  static of(
+    source: ValidationSource,
+    key: string,
+    message: string,
+    code: ValidationCode,
+  ): ValidationFailed {
+    return new ValidationFailed([{ key, message, source, code }]);
   }
 }
 
@@ -71,17 +81,51 @@ export function itemsFromIssues(
   // By key and message: two checks of one value that fail with one message (a cheap length
   // check ahead of the exact one, say) are one item.
   const items = new Map<string, ValidationItem>();
-  const add = (key: string, message: string) =>
-    items.set(JSON.stringify([key, message]), { key, message, source });
+  const add = (key: string, message: string, code: ValidationCode) =>
+    items.set(JSON.stringify([key, message]), { key, message, source, code });
   for (const issue of issues) {
     const path = issue.path.map(String);
     if (issue.code === "unrecognized_keys") {
-      for (const key of issue.keys) add([...path, key].join("."), "is not allowed");
+      for (const key of issue.keys) add([...path, key].join("."), "is not allowed", "unknown_key");
       continue;
     }
-    add(path.length > 0 ? path.join(".") : source, messageOf(issue, path.length === 0, source));
+    add(
+      path.length > 0 ? path.join(".") : source,
+      messageOf(issue, path.length === 0, source),
+      codeOf(issue),
+    );
   }
   return [...items.values()];
+}
+
+/**
+ * The code of a zod issue: a missing value is `required`, a wrong JSON type `invalid_type`, a
+ * text or list past its length `too_short`/`too_long`, a number or date past its bounds
+ * `out_of_range`. A refinement names its own code in its params (`params: { code }`); any other
+ * refusal of a value of the right type is `invalid_value`.
+ */
+function codeOf(issue: z.core.$ZodIssue): ValidationCode {
+  switch (issue.code) {
+    case "invalid_type":
+      return issue.input === undefined ? "required" : "invalid_type";
+    case "too_small":
+    case "too_big": {
+      const counted =
+        issue.origin === "string" || issue.origin === "array" || issue.origin === "set";
+      if (!counted) return "out_of_range";
+      return issue.code === "too_small" ? "too_short" : "too_long";
+    }
+    case "custom": {
+      const code = (issue.params as { code?: unknown } | undefined)?.code;
+      return isValidationCode(code) ? code : "invalid_value";
+    }
+    default:
+      return "invalid_value";
+  }
+}
+
+export function isValidationCode(value: unknown): value is ValidationCode {
+  return (VALIDATION_CODES as readonly unknown[]).includes(value);
 }
 
 function messageOf(issue: z.core.$ZodIssue, atRoot: boolean, source: ValidationSource): string {

@@ -78,7 +78,9 @@ describe("JsonBodyBudget", () => {
     const fullDone = budget.run(body(1024), full.run);
     await expect(budget.run(undefined, async () => "answered")).resolves.toBe("answered");
     await expect(budget.run(body(0), async () => "too")).resolves.toBe("too");
-    const problem = { problem: ValidationFailed.of("header", "content-type", "must be json") };
+    const problem = {
+      problem: ValidationFailed.of("header", "content-type", "must be json", "invalid_value"),
+    };
     await expect(budget.run(problem, async () => "reported")).resolves.toBe("reported");
     full.finish();
     await fullDone;
@@ -147,18 +149,28 @@ describe("parseJsonBody", () => {
     ["a top-level number", "12"],
   ])("refuses %s as the 400 body item", (_, text) => {
     expect(problemOf(text)).toEqual([
-      { key: "body", message: "is not valid JSON", source: "body" },
+      { key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" },
     ]);
   });
 
   it("refuses a __proto__ key anywhere, saying so", () => {
     expect(problemOf('{"data": {"__proto__": {"admin": true}}}')).toEqual([
-      { key: "body", message: 'must not hold a "__proto__" key', source: "body" },
+      {
+        key: "body",
+        message: 'must not hold a "__proto__" key',
+        source: "body",
+        code: "invalid_value",
+      },
     ]);
   });
 
   it("reports a problem found while receiving as it was found", () => {
-    const problem = ValidationFailed.of("header", "content-type", "must be application/json");
+    const problem = ValidationFailed.of(
+      "header",
+      "content-type",
+      "must be application/json",
+      "invalid_value",
+    );
     expect(() => parseJsonBody({ problem })).toThrow(problem);
   });
 });

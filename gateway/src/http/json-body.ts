@@ -77,13 +77,27 @@ export async function receiveJsonBody(ctx: Context): Promise<ReceivedBody> {
   const type = ctx.request.is(JSON_TYPES);
   if (type === null) return undefined;
   if (type === false) {
-    return { problem: ValidationFailed.of("header", "content-type", "must be application/json") };
+    return {
+      problem: ValidationFailed.of(
+        "header",
+        "content-type",
+        "must be application/json",
+        "invalid_value",
+      ),
+    };
   }
   // The body is read as UTF-8 whatever the header says; a body labelled otherwise would be read
   // as something its sender did not mean.
   const charset = ctx.request.charset.toLowerCase();
   if (charset !== "" && charset !== "utf-8" && charset !== "utf8") {
-    return { problem: ValidationFailed.of("header", "content-type", "charset must be utf-8") };
+    return {
+      problem: ValidationFailed.of(
+        "header",
+        "content-type",
+        "charset must be utf-8",
+        "invalid_value",
+      ),
+    };
   }
   return readUtf8Body(ctx);
 }
@@ -137,13 +151,15 @@ async function readUtf8Body(ctx: Context): Promise<ReceivedBody> {
           "header",
           "content-encoding",
           "must be gzip, deflate, br or identity",
+          "invalid_value",
         ),
       };
     }
     // A body that broke off or did not inflate.
-    return { problem: ValidationFailed.of("body", "body", "is not valid JSON") };
+    return { problem: ValidationFailed.of("body", "body", "is not valid JSON", "invalid_syntax") };
   }
-  if (!isUtf8(read.bytes)) return { problem: ValidationFailed.of("body", "body", "must be UTF-8") };
+  if (!isUtf8(read.bytes))
+    return { problem: ValidationFailed.of("body", "body", "must be UTF-8", "invalid_value") };
   return { text: read.bytes.toString("utf8") };
 }
 
@@ -165,9 +181,14 @@ export function parseJsonBody(body: ReceivedBody): unknown {
     } catch (error) {
       // Valid JSON, but a key that would reach an object's prototype in JavaScript.
       if (error instanceof SyntaxError && error.message.includes("prototype property")) {
-        throw ValidationFailed.of("body", "body", 'must not hold a "__proto__" key');
+        throw ValidationFailed.of(
+          "body",
+          "body",
+          'must not hold a "__proto__" key',
+          "invalid_value",
+        );
       }
     }
   }
-  throw ValidationFailed.of("body", "body", "is not valid JSON");
+  throw ValidationFailed.of("body", "body", "is not valid JSON", "invalid_syntax");
 }

@@ -1,10 +1,11 @@
 import type { Router } from "@koa/router";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
-import { bearerOf, unauthorized } from "../auth/authenticate.js";
+import type { ApiTokenAuthenticator } from "../auth/api-token-authenticator.js";
+import { API_TOKEN_PREFIX, bearerOf, unauthorized } from "../auth/authenticate.js";
 import { downstreamCallOptions } from "../auth/downstream-call.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { type JsonBodyBudget, parseJsonBody, receiveJsonBody } from "../http/json-body.js";
+import { reportRateLimits } from "../rate-limit/rate-limit-headers.js";
 import type { RateLimits } from "../rate-limit/rate-limits.js";
 import { type McpToolDeps, mcpServer } from "./mcp-tools.js";
 
@@ -66,14 +67,17 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
   const hosts = allowedHosts(deps.publicBaseUrl, deps.extraHosts);
   const origins = allowedOrigins(deps.publicBaseUrl);
   router.post(MCP_PATH, async (ctx) => {
-    const credential = bearerOf(ctx.get("authorization") || undefined);
-    if (credential === undefined || !isApiTokenFormat(credential)) throw unauthorized();
+    const authorization = ctx.get("authorization") || undefined;
+    const credential = bearerOf(authorization);
+    if (credential === undefined) throw unauthorized(authorization ? "malformed" : "missing");
+    if (!credential.startsWith(API_TOKEN_PREFIX)) throw unauthorized("session_refused");
     const caller = await deps.apiTokens.authenticate(credential, ctx.state.requestId);
     const received = await receiveJsonBody(ctx);
     await deps.jsonBodies.run(received, async () => {
       const message = parseJsonBody(received);
+      const report = reportRateLimits(ctx);
       for (let i = toolCalls(message); i > 0; i--) {
-        await deps.rateLimits.consume("records_token", caller.tokenId.toString());
+        await deps.rateLimits.consume("records_token", caller.tokenId.toString(), report);
       }
       // The services see the token acting through MCP: its writes are audited with `via`.
       const viaMcp = { ...caller, via: "mcp" } as const;

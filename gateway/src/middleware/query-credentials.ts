@@ -21,6 +21,7 @@ export function refuseQueryCredentials(): Middleware<GatewayState> {
           key,
           message: "credentials are not accepted in the query string; use the Authorization header",
           source: "query",
+          code: "invalid_value",
         })),
       );
     }

@@ -23,13 +23,18 @@ export function checkRequestHeaders(): Middleware<GatewayState> {
     const { httpVersionMajor, httpVersionMinor, headers, headersDistinct } = ctx.req;
     const http11 = httpVersionMajor > 1 || (httpVersionMajor === 1 && httpVersionMinor >= 1);
     if (http11 && headers.host === undefined) {
-      throw ValidationFailed.of("header", "host", "is required");
+      throw ValidationFailed.of("header", "host", "is required", "required");
     }
     const repeated = ONCE.filter((name) => (headersDistinct[name]?.length ?? 0) > 1);
     if (repeated.length > 0) {
       throw new ValidationFailed(
         repeated.map(
-          (key): ValidationItem => ({ key, message: "must be sent once", source: "header" }),
+          (key): ValidationItem => ({
+            key,
+            message: "must be sent once",
+            source: "header",
+            code: "invalid_value",
+          }),
         ),
       );
     }

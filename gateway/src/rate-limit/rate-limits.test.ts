@@ -7,8 +7,9 @@ import {
   waitFor,
 } from "@rowbase/kit/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rateLimitHeaders } from "./rate-limit-headers.js";
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from "./rate-limit-settings.js";
-import { FAIL_CLOSED_LIMITS, RateLimits } from "./rate-limits.js";
+import { FAIL_CLOSED_LIMITS, type RateLimitState, RateLimits } from "./rate-limits.js";
 
 const settings: RateLimitSettings = {
   ...DEFAULT_RATE_LIMITS,
@@ -58,6 +59,34 @@ describe.each([
     const retryAfter = Number(info?.metadata.retry_after);
     expect(retryAfter).toBeGreaterThanOrEqual(59);
     expect(retryAfter).toBeLessThanOrEqual(60);
+  });
+
+  it("reports where each count stands, admitted and refused", async () => {
+    const heard: RateLimitState[] = [];
+    const report = (state: RateLimitState) => heard.push(state);
+    await limits.consume("auth_login_ip", "10.0.0.9", report);
+    await limits.consume("auth_login_ip", "10.0.0.9", report);
+    await refusal(limits.consume("auth_login_ip", "10.0.0.9", report));
+    expect(
+      heard.map(({ name, quota, windowSeconds, remaining }) => [
+        name,
+        quota,
+        windowSeconds,
+        remaining,
+      ]),
+    ).toEqual([
+      ["auth_login_ip", 2, 60, 1],
+      ["auth_login_ip", 2, 60, 0],
+      ["auth_login_ip", 2, 60, 0],
+    ]);
+    for (const state of heard) {
+      expect(state.resetSeconds).toBeGreaterThanOrEqual(59);
+      expect(state.resetSeconds).toBeLessThanOrEqual(60);
+    }
+    expect(rateLimitHeaders(heard.slice(0, 1))).toEqual({
+      "RateLimit-Policy": '"auth_login_ip";q=2;w=60',
+      RateLimit: `"auth_login_ip";r=1;t=${heard[0]?.resetSeconds}`,
+    });
   });
 
   it("counts each key on its own", async () => {

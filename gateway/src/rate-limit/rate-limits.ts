@@ -83,20 +83,25 @@ export class RateLimits {
   /**
    * Counts one request for `key` under `name`; past the limit throws 429 `too_many_requests`
    * with the seconds to wait. A store that cannot be reached is 503 for the FAIL_CLOSED_LIMITS,
-   * and this replica's own count for the others; never a silent pass.
+   * and this replica's own count for the others; never a silent pass. `report`, if given,
+   * hears where the count stands (for the RateLimit headers), admitted or refused.
    */
-  async consume(name: RateLimitName, key: string): Promise<void> {
+  async consume(name: RateLimitName, key: string, report?: RateLimitReport): Promise<void> {
     const limiter = this.limiters.get(name);
     if (!limiter) return;
     const counted = keyOf(name, key);
+    const heard = (res: RateLimiterRes) => report?.(stateOf(name, limiter, res));
     let failure: unknown = new Error("Redis connection lost");
     if (this.redis?.reachable !== false) {
       try {
-        await limiter.consume(counted);
+        heard(await limiter.consume(counted));
         return;
       } catch (error) {
         // rate-limiter-flexible rejects with a RateLimiterRes (not an Error) when over the limit.
-        if (error instanceof RateLimiterRes) throw this.refused(name, error);
+        if (error instanceof RateLimiterRes) {
+          heard(error);
+          throw this.refused(name, error);
+        }
         failure = error;
       }
     }
@@ -112,9 +117,12 @@ export class RateLimits {
       );
     }
     try {
-      await fallback.consume(counted);
+      heard(await fallback.consume(counted));
     } catch (error) {
-      if (error instanceof RateLimiterRes) throw this.refused(name, error);
+      if (error instanceof RateLimiterRes) {
+        heard(error);
+        throw this.refused(name, error);
+      }
       throw error;
     }
   }
@@ -125,6 +133,31 @@ export class RateLimits {
       [RETRY_AFTER_METADATA]: retryAfterOf(over),
     });
   }
+}
+
+/** Where one limit's count stands for one key after a request: what the RateLimit headers say. */
+export interface RateLimitState {
+  name: RateLimitName;
+  /** The requests the window allows. */
+  quota: number;
+  /** The window, in seconds. */
+  windowSeconds: number;
+  /** The requests left in this window (0 once refused). */
+  remaining: number;
+  /** Seconds until the window ends and the count starts again (at least 1). */
+  resetSeconds: number;
+}
+
+export type RateLimitReport = (state: RateLimitState) => void;
+
+function stateOf(name: RateLimitName, limiter: RateLimiterAbstract, res: RateLimiterRes) {
+  return {
+    name,
+    quota: limiter.points,
+    windowSeconds: limiter.duration,
+    remaining: Math.max(0, res.remainingPoints),
+    resetSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+  };
 }
 
 /** E-mail addresses are hashed so the store holds no personal data in its keys. */

@@ -1,4 +1,4 @@
-import { mebibytes } from "@rowbase/kit";
+import { mebibytes, VALIDATION_CODES } from "@rowbase/kit";
 import { z } from "zod";
 import { ERROR_STATUS, type ErrorCode } from "../errors/error-table.js";
 import { VALIDATION_ITEMS_MAX } from "../errors/validation-failed.js";
@@ -76,7 +76,7 @@ export function buildOpenApiDocument(
           Object.values(item).flatMap((operation) => (operation as { tags?: string[] }).tags ?? []),
         ),
       ]),
-    ].map((name) => ({ name })),
+    ].map(tagOf),
     paths,
     components: {
       schemas: { ...registrySchemas(), ...envelopeSchemas(routes) },
@@ -97,6 +97,43 @@ export function buildOpenApiDocument(
       },
     },
   };
+}
+
+/**
+ * What each group of routes is for, shown above the group in the documentation. A tag missing
+ * here fails the document's build, so that no group goes undescribed.
+ */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  Accounts:
+    "Registration, e-mail verification, login, token refresh and logout; the signed-in user.",
+  Organizations:
+    "Organizations, their plan limits and usage, API-call statistics and owner transfer.",
+  Invites: "Invitations to join an organization, sent by e-mail and accepted by the invitee.",
+  Members: "The members of an organization and their roles.",
+  "API tokens":
+    "An organization's API tokens (`read` or `read_write`) for integrations; the secret is shown once.",
+  Databases: "An organization's databases, which hold its tables.",
+  Tables: "A database's tables, with their fields.",
+  Fields: "A table's typed fields (columns): create, rename, retype, reorder, delete.",
+  Forms: "Public forms that add one record to a table, and their pages.",
+  Audit: "Who changed what in an organization, kept 90 days.",
+  "Records (v1)":
+    "A table's records by REST paths: list with filters, sort and paging; get, create, update, delete, in batches too.",
+  "Records (query form)":
+    "The same record operations with the table and row named in the query string.",
+  "Record changes":
+    "A table's changes as a feed to page through and as a live Server-Sent Events stream.",
+  Files: "Files in file fields: upload, serve, signed links, storage checks.",
+  Webhooks: "Signed HTTP calls to your endpoint for each change of a table, with retries.",
+  Health: "Liveness and readiness of the gateway and the services behind it.",
+  docs: "This document and the pages that render it.",
+  MCP: "The Model Context Protocol endpoint through which AI agents use a table with an API token.",
+};
+
+function tagOf(name: string): { name: string; description: string } {
+  const description = TAG_DESCRIPTIONS[name];
+  if (!description) throw new Error(`the tag "${name}" has no description (TAG_DESCRIPTIONS)`);
+  return { name, description };
 }
 
 function operationOf(route: Route): Record<string, unknown> {
@@ -176,7 +213,11 @@ function responsesOf(route: Route): Record<string, unknown> {
                   content: json(ref(dataId ? `${dataId}Response` : "EmptyAPIResponse")),
                 },
               };
-  return { ...(route.etag ? withEtag(responses) : responses), ...errorResponses(route) };
+  const own = route.etag ? withEtag(responses) : responses;
+  return {
+    ...(route.rateLimits.length > 0 ? withRateLimitHeaders(own) : own),
+    ...errorResponses(route),
+  };
 }
 
 /** The 200 with its `ETag` header, and the 304 that `If-None-Match` gets while it holds. */
@@ -218,13 +259,9 @@ export function errorResponses(route: Route): Record<string, unknown> {
           ? { oneOf: [ref("ValidationError"), domain] }
           : ref("ValidationError");
     responses[status] = {
-      description: describeStatus(status, codes),
+      description: status === 429 ? describeTooMany(codes) : describeStatus(status, codes),
       ...(status === 429
-        ? {
-            headers: {
-              "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } },
-            },
-          }
+        ? { headers: { "Retry-After": retryAfterHeader(codes) } }
         : status === 416
           ? {
               headers: {
@@ -242,7 +279,69 @@ export function errorResponses(route: Route): Record<string, unknown> {
     description: "Unexpected failure, with the request's id",
     content: json(ref("InternalError")),
   };
-  return responses;
+  return route.rateLimits.length > 0 ? withRateLimitHeaders(responses) : responses;
+}
+
+/**
+ * What each 429 means, side by side, so that retry middleware can tell them apart: throttling
+ * passes in seconds, the monthly allowance only when the month ends.
+ */
+const TOO_MANY: Partial<Record<ErrorCode, { description: string; retryAfter: string }>> = {
+  too_many_requests: {
+    description:
+      "`too_many_requests`: throttled by a rate limit (the `RateLimit` header shows `r=0` for " +
+      "it); retry after `Retry-After` seconds",
+    retryAfter: "`too_many_requests`: seconds until the rate limit's window starts again",
+  },
+  api_call_limit_exceeded: {
+    description:
+      "`api_call_limit_exceeded`: the organization used its plan's monthly API calls; do not " +
+      "retry before `Retry-After`, the start of next month (UTC)",
+    retryAfter: "`api_call_limit_exceeded`: seconds until 00:00 UTC on the first day of next month",
+  },
+};
+
+function describeTooMany(codes: ErrorCode[]): string {
+  const meanings = codes.map((code) => TOO_MANY[code]?.description ?? `\`${code}\``);
+  return `${STATUS_TEXT[429]}. ${meanings.join(". ")}`;
+}
+
+function retryAfterHeader(codes: ErrorCode[]) {
+  const meanings = codes.flatMap((code) => TOO_MANY[code]?.retryAfter ?? []);
+  return {
+    description: `Seconds to wait. ${meanings.join(". ")}`,
+    required: true,
+    schema: { type: "integer", minimum: 1 },
+  };
+}
+
+/**
+ * The IETF RateLimit fields every answer of a rate-limited route carries (docs/limits.md),
+ * written out in each response so that a document holding only some routes needs no shared
+ * component.
+ */
+export const RATE_LIMIT_HEADERS = {
+  "RateLimit-Policy": {
+    description:
+      'The limits the request was counted under: `"<name>";q=<requests>;w=<seconds>` each, ' +
+      "comma separated (draft-ietf-httpapi-ratelimit-headers)",
+    schema: { type: "string", examples: ['"records_token";q=40;w=2'] },
+  },
+  RateLimit: {
+    description:
+      'Where each of those limits stands: `"<name>";r=<requests left>;t=<seconds until the ' +
+      "window starts again>`, comma separated",
+    schema: { type: "string", examples: ['"records_token";r=37;t=1'] },
+  },
+};
+
+function withRateLimitHeaders(responses: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]) => {
+      const { headers, ...rest } = response as { headers?: Record<string, unknown> };
+      return [status, { ...rest, headers: { ...headers, ...RATE_LIMIT_HEADERS } }];
+    }),
+  );
 }
 
 /** One binary part, and nothing else, in a multipart/form-data body. */
@@ -431,11 +530,21 @@ export function errorSchemas(): Record<string, JsonSchema> {
           maxItems: VALIDATION_ITEMS_MAX,
           items: {
             type: "object",
-            required: ["key", "message", "source"],
+            required: ["key", "message", "source", "code"],
             properties: {
               key: { type: "string" },
-              message: { type: "string" },
+              message: { type: "string", description: "What is wrong, for people" },
               source: { enum: ["body", "query", "path", "header"] },
+              code: {
+                enum: [...VALIDATION_CODES],
+                description:
+                  "What kind of problem, for programs: `required`, `unknown_key`, " +
+                  "`invalid_type` (wrong JSON type), `invalid_value` (right type, value not " +
+                  "allowed), `too_short`/`too_long` (a text or list), `out_of_range` (a number " +
+                  "or date), `invalid_syntax` (`where`, `sort`, `fields` or a body that does " +
+                  "not parse), `not_found` (a field named that the table does not have), " +
+                  "`read_only` (a value the system writes)",
+              },
             },
           },
         },

@@ -318,15 +318,20 @@ describe("a route without a body schema", () => {
     // Bytes that are not UTF-8 are refused, not read as U+FFFD.
     expect(
       await extra(Buffer.from([0x7b, 0x22, 0x61, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d])),
-    ).toEqual([{ key: "body", message: "must be UTF-8", source: "body" }]);
+    ).toEqual([{ key: "body", message: "must be UTF-8", source: "body", code: "invalid_value" }]);
     expect(await extra('{"token_id": 3}')).toEqual([
-      { key: "token_id", message: expect.any(String), source: "body" },
+      { key: "token_id", message: expect.any(String), source: "body", code: "unknown_key" },
     ]);
     expect(await extra("{bad json")).toEqual([
-      { key: "body", message: "is not valid JSON", source: "body" },
+      { key: "body", message: "is not valid JSON", source: "body", code: "invalid_syntax" },
     ]);
     expect(await extra("<x/>", "text/xml")).toEqual([
-      { key: "content-type", message: "must be application/json", source: "header" },
+      {
+        key: "content-type",
+        message: "must be application/json",
+        source: "header",
+        code: "invalid_value",
+      },
     ]);
     const huge = await post(JSON.stringify({ pad: "x".repeat(2 * 1024 * 1024) }));
     expect(huge).toEqual({ status: 413, body: { message: "payload_too_large", data: {} } });

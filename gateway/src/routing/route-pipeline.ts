@@ -1,8 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import type { Layer, Router, RouterMiddleware } from "@koa/router";
 import { z } from "zod";
-import { type ApiTokenAuthenticator, isApiTokenFormat } from "../auth/api-token-authenticator.js";
+import type { ApiTokenAuthenticator } from "../auth/api-token-authenticator.js";
 import {
+  API_TOKEN_PREFIX,
   type ApiTokenCaller,
   bearerOf,
   type SessionAuthenticator,
@@ -25,6 +26,7 @@ import {
   receiveUrlEncodedBody,
   URL_ENCODED,
 } from "../http/json-body.js";
+import { reportRateLimits } from "../rate-limit/rate-limit-headers.js";
 import type { RateLimitKeyKind, RateLimitName } from "../rate-limit/rate-limit-settings.js";
 import { RateLimits } from "../rate-limit/rate-limits.js";
 import { restrictParams } from "./path-pattern.js";
@@ -85,16 +87,21 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
   }
 
   const run: RouterMiddleware<GatewayState> = async (ctx) => {
-    await consumeAll(deps, ipLimits, deps.clientIp(ctx.req));
+    // Every limit the request is counted under shows in its RateLimit headers, a 429 included.
+    const report = reportRateLimits(ctx);
+    const consumeAll = async (names: RateLimitName[], key: string) => {
+      for (const name of names) await deps.rateLimits.consume(name, key, report);
+    };
+    await consumeAll(ipLimits, deps.clientIp(ctx.req));
     // Per form, by the key in the path (the public form routes).
     if (formLimits.length > 0) {
       const { form_key: formKey } = (ctx as { params?: { form_key?: string } }).params ?? {};
-      await consumeAll(deps, formLimits, formKey ?? "");
+      await consumeAll(formLimits, formKey ?? "");
     }
     const caller = await callerOf(route, ctx, deps);
-    if (caller?.kind === "user") await consumeAll(deps, userLimits, caller.userId.toString());
+    if (caller?.kind === "user") await consumeAll(userLimits, caller.userId.toString());
     if (caller?.kind === "api_token") {
-      await consumeAll(deps, tokenLimits, caller.tokenId.toString());
+      await consumeAll(tokenLimits, caller.tokenId.toString());
     }
     // The body is read before it takes a share of the budget (see JsonBodyBudget). An upload
     // reads its own.
@@ -104,7 +111,10 @@ export function routePipeline(route: Route, deps: PipelineDeps): RouterMiddlewar
         : route.urlEncodedAs !== undefined && ctx.request.is(URL_ENCODED)
           ? await receiveUrlEncodedBody(ctx, route.urlEncodedAs)
           : await receiveJsonBody(ctx);
-    const answer = () => answerCall(route, deps, ctx, caller, emailLimits, body);
+    const answer = () =>
+      answerCall(route, deps, ctx, caller, body, async (validated) => {
+        if (emailLimits.length > 0) await consumeAll(emailLimits, emailOf(validated));
+      });
     await deps.jsonBodies.run(body, answer);
   };
   const { refusalPage } = route;
@@ -131,11 +141,11 @@ async function answerCall(
   deps: PipelineDeps,
   ctx: GatewayContext,
   caller: SessionCaller | ApiTokenCaller | undefined,
-  emailLimits: RateLimitName[],
   received: ReceivedBody,
+  consumeEmailLimits: (body: unknown) => Promise<void>,
 ): Promise<void> {
   const input = validate(ctx, route, received);
-  if (emailLimits.length > 0) await consumeAll(deps, emailLimits, emailOf(input.body));
+  await consumeEmailLimits(input.body);
   const call = await downstreamCallOptions(deps.internalSecret, ctx.state.requestId, caller);
   const data = await route.handle({ ctx, ...input, caller, call });
   // The handler has set the status, the headers and the body (bytes) itself.
@@ -159,8 +169,8 @@ async function answerCall(
 
 /**
  * The caller by the route's auth mode, or 401 `unauthorized`. On a `session_or_token` route a
- * bearer of the API-token form is resolved as one; anything else must be a session JWT. A
- * `session` route never resolves API tokens: they fail the JWT check like any other non-JWT.
+ * bearer starting `rb_` is resolved as an API token; anything else must be a session JWT. A
+ * `session` route never resolves API tokens: it refuses them, saying so in `WWW-Authenticate`.
  */
 export async function callerOf(
   route: Pick<Route, "auth">,
@@ -175,16 +185,12 @@ export async function callerOf(
       return deps.authenticator.authenticate(authorization);
     case "session_or_token": {
       const credential = bearerOf(authorization);
-      if (credential !== undefined && isApiTokenFormat(credential)) {
+      if (credential?.startsWith(API_TOKEN_PREFIX)) {
         return deps.apiTokens.authenticate(credential, ctx.state.requestId);
       }
       return deps.authenticator.authenticate(authorization);
     }
   }
-}
-
-async function consumeAll(deps: PipelineDeps, names: RateLimitName[], key: string) {
-  for (const name of names) await deps.rateLimits.consume(name, key);
 }
 
 /** A per-e-mail limit keys on the body's validated (lower-cased) `email`. */

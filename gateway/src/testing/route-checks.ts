@@ -36,21 +36,38 @@ export class RouteSuite {
 
   constructor(private readonly valid: ValidRequest[]) {}
 
-  /** The routes are exactly those the valid requests reach, and each takes a session only. */
-  expectSessionRoutes(routes: Route[]): void {
+  /**
+   * The routes are exactly those the valid requests reach; each takes a session only, except
+   * `tokenReads` (`GET /path`), which take an API token as well.
+   */
+  expectSessionRoutes(routes: Route[], tokenReads: string[] = []): void {
     expect(routes.map((route) => `${route.method} ${route.path}`).sort()).toEqual(
       [...new Set(this.valid.map(([method, path]) => `${method} ${path.split("?")[0]}`))].sort(),
     );
-    expect(routes.every((route) => route.auth === "session")).toBe(true);
+    for (const route of routes) {
+      const name = `${route.method} ${route.path}`;
+      const auth = tokenReads.includes(name) ? "session_or_token" : "session";
+      expect({ name, auth: route.auth }).toEqual({ name, auth });
+    }
   }
 
   /**
-   * Every route answers 401 without a session and to an API token. A POST sends `badBody`,
-   * which does not validate: authentication comes first.
+   * Every route answers 401 without a session, and to an API token unless it is one of
+   * `tokenReads` (`GET /path`); `WWW-Authenticate` says why. A POST sends `badBody`, which does
+   * not validate: authentication comes first.
    */
-  async expectUnauthorized(badBody: unknown): Promise<void> {
+  async expectUnauthorized(badBody: unknown, tokenReads: string[] = []): Promise<void> {
     for (const [method, path] of this.valid) {
-      for (const token of [undefined, `rb_${"a".repeat(40)}`]) {
+      const reads = tokenReads.includes(`${method} ${path.split("?")[0]}`);
+      const cases: [string | undefined, RegExp][] = [
+        [undefined, /^Bearer realm="rowbase", error_description=/],
+      ];
+      if (!reads)
+        cases.push([
+          `rb_${"a".repeat(40)}`,
+          /error="invalid_token", error_description="API tokens are not accepted on this route/,
+        ]);
+      for (const [token, reason] of cases) {
         const response = await this.harness.request(method, path, {
           token,
           json: method === "POST" ? badBody : undefined,
@@ -62,6 +79,7 @@ export class RouteSuite {
           status: 401,
         });
         expect(response.body).toEqual({ message: "unauthorized", data: {} });
+        expect(response.headers.get("www-authenticate")).toMatch(reason);
       }
     }
   }

@@ -1,3 +1,4 @@
+import { textProblemCode } from "@rowbase/kit";
 import {
   DESCRIPTION_MAX_LENGTH,
   DESCRIPTION_PATTERN,
@@ -41,11 +42,17 @@ export const password = z
  */
 export const CONTROL_CHARACTER_CLASS = "\\p{Cc}\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069";
 
-/** Adds the problem `problemOf` finds in a string, if any, as the value's issue. */
+/**
+ * Adds the problem `problemOf` finds in a string, if any, as the value's issue, with the code
+ * of a text rule's problem (too short, too long, or an invalid value).
+ */
 export function refusing(problemOf: (value: string) => string | undefined) {
   return (value: string, ctx: z.RefinementCtx) => {
     const problem = problemOf(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem, input: value });
+    if (problem) {
+      const code = textProblemCode(value, problem);
+      ctx.addIssue({ code: "custom", message: problem, input: value, params: { code } });
+    }
   };
 }
 

@@ -37,7 +37,7 @@ describe("a free-form JSON object", () => {
   it("says a required one that is missing is required", () => {
     const result = z.strictObject({ data: jsonObject }).safeParse({}, { reportInput: true });
     expect(result.success ? [] : itemsFromIssues(result.error.issues, "body")).toEqual([
-      { key: "data", message: "is required", source: "body" },
+      { key: "data", message: "is required", source: "body", code: "invalid_value" },
     ]);
   });
 
@@ -47,7 +47,14 @@ describe("a free-form JSON object", () => {
         options,
         result: {
           ok: false,
-          items: [{ key: "options", message: "must be a JSON object", source: "body" }],
+          items: [
+            {
+              key: "options",
+              message: "must be a JSON object",
+              source: "body",
+              code: "invalid_value",
+            },
+          ],
         },
       });
     }
@@ -63,6 +70,7 @@ describe("a free-form JSON object", () => {
           key: ["options", ...Array(MAX_JSON_DEPTH).fill("a")].join("."),
           message: `must not nest more than ${MAX_JSON_DEPTH} levels deep`,
           source: "body",
+          code: "invalid_value",
         },
       ],
     });
@@ -80,38 +88,76 @@ describe("a free-form JSON object", () => {
     // JSON.parse reads an out-of-range number as Infinity.
     expect(parse(JSON.parse('{"options": {"ok": 1, "max": 1e400}}'))).toEqual({
       ok: false,
-      items: [{ key: "options.max", message: "must be a finite number", source: "body" }],
+      items: [
+        {
+          key: "options.max",
+          message: "must be a finite number",
+          source: "body",
+          code: "invalid_value",
+        },
+      ],
     });
     expect(
       parse(JSON.parse('{"options": {"choices": [{"name": "a"}, {"__proto__": {}}]}}')),
     ).toEqual({
       ok: false,
-      items: [{ key: "options.choices.1.__proto__", message: "is not allowed", source: "body" }],
+      items: [
+        {
+          key: "options.choices.1.__proto__",
+          message: "is not allowed",
+          source: "body",
+          code: "invalid_value",
+        },
+      ],
     });
     expect(parse({ options: { at: new Date(0) } })).toEqual({
       ok: false,
-      items: [{ key: "options.at", message: "must be a JSON value", source: "body" }],
+      items: [
+        {
+          key: "options.at",
+          message: "must be a JSON value",
+          source: "body",
+          code: "invalid_value",
+        },
+      ],
     });
     expect(parse({ options: { a: [1, undefined] } })).toEqual({
       ok: false,
-      items: [{ key: "options.a.1", message: "must be a JSON value", source: "body" }],
+      items: [
+        {
+          key: "options.a.1",
+          message: "must be a JSON value",
+          source: "body",
+          code: "invalid_value",
+        },
+      ],
     });
     expect(parse({ options: { a: Number.NaN, b: Number.POSITIVE_INFINITY } })).toEqual({
       ok: false,
       items: [
-        { key: "options.a", message: "must be a finite number", source: "body" },
-        { key: "options.b", message: "must be a finite number", source: "body" },
+        {
+          key: "options.a",
+          message: "must be a finite number",
+          source: "body",
+          code: "invalid_value",
+        },
+        {
+          key: "options.b",
+          message: "must be a finite number",
+          source: "body",
+          code: "invalid_value",
+        },
       ],
     });
     // An unpaired surrogate (a `\ud800` escape) would reach the service as U+FFFD.
     const surrogate = "must be valid Unicode (no unpaired surrogates)";
     expect(parse(JSON.parse('{"options": {"ok": "😀", "a": ["x\\ud800"]}}'))).toEqual({
       ok: false,
-      items: [{ key: "options.a.0", message: surrogate, source: "body" }],
+      items: [{ key: "options.a.0", message: surrogate, source: "body", code: "invalid_value" }],
     });
     expect(parse(JSON.parse('{"options": {"\\udc00": 1}}'))).toEqual({
       ok: false,
-      items: [{ key: "options.\udc00", message: surrogate, source: "body" }],
+      items: [{ key: "options.\udc00", message: surrogate, source: "body", code: "invalid_value" }],
     });
   });
 
@@ -126,12 +172,22 @@ describe("a free-form JSON object", () => {
     expect(parse(body)).toEqual({
       ok: false,
       items: [
-        { key: "options.min", message: finite, source: "body" },
-        { key: "options.max", message: finite, source: "body" },
-        { key: "options.deep.list.1", message: finite, source: "body" },
-        { key: "options.choices.0.name", message: surrogate, source: "body" },
-        { key: "options.choices.2.name", message: surrogate, source: "body" },
-        { key: "unknown", message: "is not allowed", source: "body" },
+        { key: "options.min", message: finite, source: "body", code: "invalid_value" },
+        { key: "options.max", message: finite, source: "body", code: "invalid_value" },
+        { key: "options.deep.list.1", message: finite, source: "body", code: "invalid_value" },
+        {
+          key: "options.choices.0.name",
+          message: surrogate,
+          source: "body",
+          code: "invalid_value",
+        },
+        {
+          key: "options.choices.2.name",
+          message: surrogate,
+          source: "body",
+          code: "invalid_value",
+        },
+        { key: "unknown", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });

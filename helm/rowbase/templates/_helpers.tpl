@@ -253,6 +253,7 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- with $own.trustedProxies }}{{ $_ := set $data "TRUSTED_PROXIES" . }}{{ end }}
 {{- with $own.mcpAllowedHosts }}{{ $_ := set $data "MCP_ALLOWED_HOSTS" . }}{{ end }}
 {{- with $own.rateLimits }}{{ $_ := set $data "RATE_LIMITS" . }}{{ end }}
+{{- with $own.corsAllowedOrigins }}{{ $_ := set $data "CORS_ALLOWED_ORIGINS" . }}{{ end }}
 {{- /* The Ingress's proxy limits are derived from these two (rowbase.ingressAnnotations). */}}
 {{- $_ := set $data "FILE_UPLOAD_MAX_BYTES" (toString (int64 $own.fileUploadMaxBytes)) }}
 {{- $_ := set $data "REQUEST_BODY_IDLE_TIMEOUT_MS" (toString (mul (int64 $own.requestBodyIdleTimeoutSeconds) 1000)) }}

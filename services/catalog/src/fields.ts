@@ -175,10 +175,14 @@ export class Fields {
       patch.description === undefined ? undefined : requiredDescription(patch.description);
     const newType = patch.type === undefined ? undefined : fieldTypeFromProto(patch.type);
     if (patch.type !== undefined && newType === undefined) {
-      throw validationFailed([{ key: "type", message: TYPE_MESSAGE, source: "body" }]);
+      throw validationFailed([
+        { key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" },
+      ]);
     }
     if (patch.position !== undefined && patch.position < 0) {
-      throw validationFailed([{ key: "position", message: "must be 0 or more", source: "body" }]);
+      throw validationFailed([
+        { key: "position", message: "must be 0 or more", source: "body", code: "out_of_range" },
+      ]);
     }
     try {
       return await this.deps.tx.run(call, async (changes) => {

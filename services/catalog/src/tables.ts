@@ -55,6 +55,7 @@ function checkInitialFields(inputs: FieldInput[]): CheckedField[] {
         key: "fields",
         message: `must have at most ${MAX_FIELDS_PER_TABLE} items`,
         source: "body",
+        code: "too_long",
       },
     ]);
   }
@@ -200,7 +201,12 @@ export class Tables {
   async ids(afterTableId: bigint, limit: number): Promise<bigint[]> {
     if (limit < 0 || limit > TABLE_IDS_PAGE) {
       throw validationFailed([
-        { key: "limit", message: `must be between 1 and ${TABLE_IDS_PAGE}`, source: "body" },
+        {
+          key: "limit",
+          message: `must be between 1 and ${TABLE_IDS_PAGE}`,
+          source: "body",
+          code: "out_of_range",
+        },
       ]);
     }
     const rows = await this.deps.tx

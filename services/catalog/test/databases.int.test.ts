@@ -272,7 +272,7 @@ describe("CreateDatabase", () => {
           await as(t.editor),
         ),
       ),
-    ).toEqual([{ key: "name", message, source: "body" }]);
+    ).toEqual([{ key: "name", message, source: "body", code: expect.any(String) }]);
   });
 
   it("takes a name of 100 characters after trimming and refuses long descriptions", async () => {
@@ -285,7 +285,14 @@ describe("CreateDatabase", () => {
           await as(t.editor),
         ),
       ),
-    ).toEqual([{ key: "description", message: "must be at most 1000 characters", source: "body" }]);
+    ).toEqual([
+      {
+        key: "description",
+        message: "must be at most 1000 characters",
+        source: "body",
+        code: "too_long",
+      },
+    ]);
   });
 
   it("are at most 1000 per organization, even when creates race for the last places", async () => {
@@ -470,7 +477,9 @@ describe("UpdateDatabase", () => {
       await validationOf(
         h.catalog.updateDatabase({ databaseId: id, name: " " }, await as(t.owner)),
       ),
-    ).toEqual([{ key: "name", message: "must be 1-100 characters", source: "body" }]);
+    ).toEqual([
+      { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+    ]);
     expect(await stateOf(h.db, t.organizationId)).toEqual(before);
   });
 });

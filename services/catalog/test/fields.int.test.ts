@@ -185,23 +185,36 @@ describe("CreateField", () => {
         ),
       ),
     ).toEqual([
-      { key: "name", message: "must not contain control characters", source: "body" },
+      {
+        key: "name",
+        message: "must not contain control characters",
+        source: "body",
+        code: "invalid_value",
+      },
       {
         key: "description",
         message: "must not contain control characters other than tabs and line breaks",
         source: "body",
+        code: "invalid_value",
       },
     ]);
     expect(await validationOf(attempt(tableId, "Typeless", FieldType.UNSPECIFIED))).toEqual([
-      { key: "type", message: expect.stringMatching(/^must be one of text, /), source: "body" },
+      {
+        key: "type",
+        message: expect.stringMatching(/^must be one of text, /),
+        source: "body",
+        code: "invalid_value",
+      },
     ]);
     expect(await validationOf(attempt(tableId, "Unknown", 99 as FieldType))).toHaveLength(1);
     expect(await validationOf(h.catalog.createField({ tableId }, await as(t.editor)))).toEqual([
-      { key: "name", message: "must be 1-100 characters", source: "body" },
-      { key: "type", message: expect.any(String), source: "body" },
+      { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+      { key: "type", message: expect.any(String), source: "body", code: "invalid_value" },
     ]);
     // A name no record body could use as a key: refused on create and on rename.
-    const reserved = [{ key: "name", message: 'must not be "__proto__"', source: "body" }];
+    const reserved = [
+      { key: "name", message: 'must not be "__proto__"', source: "body", code: "invalid_value" },
+    ];
     expect(await validationOf(attempt(tableId, " __proto__ ", FieldType.TEXT))).toEqual(reserved);
     const field = await createField(tableId, "Fine", FieldType.TEXT);
     expect(
@@ -228,7 +241,14 @@ describe("CreateField", () => {
           call,
         ),
       ),
-    ).toEqual([{ key: "fields", message: "must have at most 500 items", source: "body" }]);
+    ).toEqual([
+      {
+        key: "fields",
+        message: "must have at most 500 items",
+        source: "body",
+        code: "too_long",
+      },
+    ]);
     const { table } = await h.catalog.createTable(
       { databaseId, name: "Wide", description: "", fields: defs(499) },
       call,
@@ -702,7 +722,7 @@ describe("positions", () => {
   it("refuses a negative position", async () => {
     const { id } = await tableOf(["A"]);
     expect(await validationOf(move(id("A"), -1))).toEqual([
-      { key: "position", message: "must be 0 or more", source: "body" },
+      { key: "position", message: "must be 0 or more", source: "body", code: "out_of_range" },
     ]);
   });
 
@@ -959,7 +979,9 @@ describe("type changes", () => {
           await as(t.editor),
         ),
       ),
-    ).toEqual([{ key: "type", message: expect.any(String), source: "body" }]);
+    ).toEqual([
+      { key: "type", message: expect.any(String), source: "body", code: "invalid_value" },
+    ]);
   });
 
   it("keeps a select's choices, ids included, when it becomes the other select", async () => {

@@ -217,11 +217,17 @@ describe("CreateTable", () => {
         newTable("Partial", [def(" ", FieldType.TEXT), def("Typeless", FieldType.UNSPECIFIED)]),
       ),
     ).toEqual([
-      { key: "fields.0.name", message: "must be 1-100 characters", source: "body" },
+      {
+        key: "fields.0.name",
+        message: "must be 1-100 characters",
+        source: "body",
+        code: "too_short",
+      },
       {
         key: "fields.1.type",
         message: expect.stringMatching(/^must be one of text, long_text, /),
         source: "body",
+        code: "invalid_value",
       },
     ]);
     expect(
@@ -246,7 +252,9 @@ describe("CreateTable", () => {
     ).toBe("database_not_found");
     expect(
       await validationOf(h.catalog.createTable({ ...call, name: "" }, await as(t.owner))),
-    ).toEqual([{ key: "name", message: "must be 1-100 characters", source: "body" }]);
+    ).toEqual([
+      { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+    ]);
   });
 });
 
@@ -594,7 +602,12 @@ describe("ListTableIds", () => {
     expect(await reasonOf(h.catalog.listTableIds({}))).toBe("unauthorized");
     for (const limit of [-1, 1001]) {
       expect(await validationOf(h.catalog.listTableIds({ limit }, await as(SERVICE)))).toEqual([
-        { key: "limit", message: "must be between 1 and 1000", source: "body" },
+        {
+          key: "limit",
+          message: "must be between 1 and 1000",
+          source: "body",
+          code: "out_of_range",
+        },
       ]);
     }
   });

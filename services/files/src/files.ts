@@ -5,6 +5,7 @@ import {
   Code,
   ConnectError,
   changesBetween,
+  textProblemCode,
   validationFailed,
   valuesSet,
 } from "@rowbase/kit";
@@ -131,7 +132,9 @@ export class Files {
   /** Whether a file of `fileSize` bytes would fit the plan; throws the error an upload would. */
   async storageCheck(call: Call, rowId: bigint, fileSize: bigint): Promise<void> {
     if (fileSize < 0n) {
-      throw validationFailed([{ key: "file_size", message: "must be 0 or more", source: "query" }]);
+      throw validationFailed([
+        { key: "file_size", message: "must be 0 or more", source: "query", code: "out_of_range" },
+      ]);
     }
     const target = await this.deps.access.record(call.principal, rowId, "write", call.requestId);
     const limits = await this.deps.upstream.planLimits(target.organizationId, call.requestId);
@@ -154,7 +157,9 @@ export class Files {
     cancelled?: AbortSignal,
   ): Promise<StoredFile> {
     if (header.declaredSize < 0n) {
-      throw validationFailed([{ key: "file", message: "size must be 0 or more", source: "body" }]);
+      throw validationFailed([
+        { key: "file", message: "size must be 0 or more", source: "body", code: "out_of_range" },
+      ]);
     }
     const fileName = uploadFileName(header.fileName);
     const target = await this.deps.access.pair(
@@ -400,7 +405,14 @@ export class Files {
   async rename(call: Call, rowId: bigint, fieldId: bigint, rawName: string): Promise<StoredFile> {
     const checked = checkFileName(rawName);
     if ("problem" in checked) {
-      throw validationFailed([{ key: "file_name", message: checked.problem, source: "body" }]);
+      throw validationFailed([
+        {
+          key: "file_name",
+          message: checked.problem,
+          source: "body",
+          code: textProblemCode(rawName.trim(), checked.problem),
+        },
+      ]);
     }
     const target = await this.writablePair(call, rowId, fieldId);
     return this.deps.tx.run(call, async (changes) => {
@@ -500,6 +512,7 @@ export class Files {
           key: "row_ids",
           message: `at most ${MAX_LISTED_ROWS} rows`,
           source: "body",
+          code: "out_of_range",
         },
       ]);
     }
@@ -539,6 +552,7 @@ function checkFieldTakes(
       key,
       message: `is ${file.contentType}, this field takes ${allowed.join(", ")}`,
       source,
+      code: "invalid_value",
     },
   ]);
 }

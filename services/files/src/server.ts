@@ -73,6 +73,7 @@ async function* chunksAfter(
           key: "file",
           message: "only the first message may be the header",
           source: "body",
+          code: "invalid_value",
         },
       ]);
     }
@@ -118,6 +119,7 @@ export function createRoutes({ files }: FilesServerDeps) {
               key: "file",
               message: "the first message must be the header",
               source: "body",
+              code: "invalid_value",
             },
           ]);
         }

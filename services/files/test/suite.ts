@@ -392,7 +392,12 @@ export function filesSuite(backend: Backend) {
         };
       }
       expect(await validationOf(h.files.uploadFile(chunkFirst(), await as(t.editor)))).toEqual([
-        { key: "file", message: "the first message must be the header", source: "body" },
+        {
+          key: "file",
+          message: "the first message must be the header",
+          source: "body",
+          code: "invalid_value",
+        },
       ]);
       async function* twoHeaders() {
         const messages = uploadMessages({ rowId, fieldId: ws.doc }, "abc");
@@ -402,7 +407,12 @@ export function filesSuite(backend: Backend) {
       }
       const before = await h.storedKeys();
       expect(await validationOf(h.files.uploadFile(twoHeaders(), await as(t.editor)))).toEqual([
-        { key: "file", message: "only the first message may be the header", source: "body" },
+        {
+          key: "file",
+          message: "only the first message may be the header",
+          source: "body",
+          code: "invalid_value",
+        },
       ]);
       await expectNothingLeft(rowId, before);
     });
@@ -516,7 +526,12 @@ export function filesSuite(backend: Backend) {
         await reasonOf(upload(t.editor, other, ws.picture, PNG, { declaredSize: 1001n })),
       ).toBe("file_too_large");
       expect(await validationOf(upload(t.editor, other, ws.picture, "just text"))).toEqual([
-        { key: "file", message: "is text/plain, this field takes image/*", source: "body" },
+        {
+          key: "file",
+          message: "is text/plain, this field takes image/*",
+          source: "body",
+          code: "invalid_value",
+        },
       ]);
       await expectNothingLeft(other, before);
       expect(await usage(t.organizationId)).toBe(usageBefore);
@@ -738,7 +753,7 @@ export function filesSuite(backend: Backend) {
       expect(await reasonOf(check(101n))).toBe("storage_limit_exceeded");
       expect(await check(100n)).toBeDefined();
       expect(await validationOf(check(-1n))).toEqual([
-        { key: "file_size", message: "must be 0 or more", source: "query" },
+        { key: "file_size", message: "must be 0 or more", source: "query", code: "out_of_range" },
       ]);
       expect(
         await reasonOf(h.files.storageCheck({ rowId, fileSize: 1n }, await as(small.viewer))),
@@ -1018,7 +1033,7 @@ export function filesSuite(backend: Backend) {
           await validationOf(
             h.files.renameFile({ rowId, fieldId: ws.doc, fileName }, await as(t.editor)),
           ),
-        ).toEqual([{ key: "file_name", message, source: "body" }]);
+        ).toEqual([{ key: "file_name", message, source: "body", code: expect.any(String) }]);
       }
       expect((await fileRows(rowId))[0].file_name).toBe("keep.txt");
       const { file } = await h.files.renameFile(
@@ -1113,7 +1128,12 @@ export function filesSuite(backend: Backend) {
         .poll(async () => (await failureOf(restore())).reason, { timeout: 10_000 })
         .toBe("validation_failed");
       expect(await validationOf(restore())).toEqual([
-        { key: "file", message: "is image/png, this field takes application/pdf", source: "query" },
+        {
+          key: "file",
+          message: "is image/png, this field takes application/pdf",
+          source: "query",
+          code: "invalid_value",
+        },
       ]);
       await setOptions({ max_size: 10, allowed_types: ["image/*"] });
       await expect

@@ -78,7 +78,12 @@ export class OidcSignIn {
     );
     if (!redirectUri) {
       throw validationFailed([
-        { key: "redirect_uri", message: "is not an allowed redirect URI", source: "query" },
+        {
+          key: "redirect_uri",
+          message: "is not an allowed redirect URI",
+          source: "query",
+          code: "invalid_value",
+        },
       ]);
     }
     let config: oidc.Configuration;

@@ -127,7 +127,7 @@ describe("registration and verification", () => {
     ]) {
       expect(
         await validationOf(client.register({ email, password: "a fine password", name })),
-      ).toEqual([{ key: "name", message, source: "body" }]);
+      ).toEqual([{ key: "name", message, source: "body", code: expect.any(String) }]);
     }
     const { rows } = await db.query("select 1 from identity.users where email = $1", [email]);
     expect(rows).toEqual([]);

@@ -226,7 +226,12 @@ describe("beginning a sign-in", () => {
       const info = errorInfoOf(error);
       expect(info?.reason).toBe("validation_failed");
       expect(JSON.parse(info!.metadata.extra!)).toEqual([
-        { key: "redirect_uri", message: "is not an allowed redirect URI", source: "query" },
+        {
+          key: "redirect_uri",
+          message: "is not an allowed redirect URI",
+          source: "query",
+          code: "invalid_value",
+        },
       ]);
     }
     expect(await count("identity.oidc_sign_in")).toBe(before);

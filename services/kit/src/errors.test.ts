@@ -11,8 +11,8 @@ import {
 describe("validationFailed", () => {
   it("is InvalidArgument with the validation reason and the items as JSON in `extra`", () => {
     const items: ValidationItem[] = [
-      { key: "name", message: "must be 1-100 characters", source: "body" },
-      { key: "limit", message: "must be 1-100", source: "query" },
+      { key: "name", message: "must be 1-100 characters", source: "body", code: "too_long" },
+      { key: "limit", message: "must be 1-100", source: "query", code: "out_of_range" },
     ];
     const error = validationFailed(items);
     expect(error.code).toBe(Code.InvalidArgument);
@@ -28,6 +28,7 @@ describe("validationFailed", () => {
         key: `records.${i}.data`,
         message: "must be a JSON object",
         source: "body",
+        code: "invalid_type",
       }),
     );
     const extra = errorInfoOf(validationFailed(items))?.metadata.extra ?? "[]";
@@ -58,7 +59,12 @@ describe("trimmedOrRefused", () => {
     const info = errorInfoOf(error);
     expect(info?.reason).toBe(VALIDATION_REASON);
     expect(JSON.parse(info?.metadata.extra ?? "")).toEqual([
-      { key: "fields.2.name", message: "must hold no digits", source: "body" },
+      {
+        key: "fields.2.name",
+        message: "must hold no digits",
+        source: "body",
+        code: "invalid_value",
+      },
     ]);
   });
 });

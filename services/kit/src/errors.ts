@@ -29,11 +29,34 @@ export const VALIDATION_REASON = "validation_failed";
 /** Where a refused value came from, as the validation envelope names it. */
 export type ValidationSource = "body" | "query" | "path" | "header";
 
+/**
+ * What kind of problem a validation item is, for programs to branch on (the message is for
+ * people): a value missing, a key not allowed, a value of the wrong JSON type, a value of the
+ * right type that is not allowed (a choice, a format), a text or list too short or too long, a
+ * number or date out of its range, a `where`/`sort`/`fields` text that does not parse, a field
+ * or row named that does not exist, a value that cannot be written.
+ */
+export const VALIDATION_CODES = [
+  "required",
+  "unknown_key",
+  "invalid_type",
+  "invalid_value",
+  "too_short",
+  "too_long",
+  "out_of_range",
+  "invalid_syntax",
+  "not_found",
+  "read_only",
+] as const;
+
+export type ValidationCode = (typeof VALIDATION_CODES)[number];
+
 /** One item of the validation envelope's `extra`. */
 export interface ValidationItem {
   key: string;
   message: string;
   source: ValidationSource;
+  code: ValidationCode;
 }
 
 /**
@@ -57,7 +80,11 @@ export function trimmedOrRefused(
 ): string {
   const value = raw.trim();
   const problem = problemOf(value);
-  if (problem) throw validationFailed([{ key, message: problem, source: "body" }]);
+  if (problem) {
+    throw validationFailed([
+      { key, message: problem, source: "body", code: textProblemCode(value, problem) },
+    ]);
+  }
   return value;
 }
 
@@ -80,4 +107,15 @@ export function upstreamFailure(what: string, error: unknown): Error {
     return new ConnectError(`${what}: service unavailable`, Code.Unavailable);
   }
   return new Error(`${what} failed`, { cause: error });
+}
+
+/**
+ * The code of a text rule's problem (a name, a description, a slug), from the text it refused:
+ * an empty text is too short, a text refused for its number of characters is too long, and
+ * anything else (a control character, a pattern) is an invalid value.
+ */
+export function textProblemCode(text: string, problem: string): ValidationCode {
+  if (text.length === 0) return "too_short";
+  if (/\bcharacters\b/.test(problem) && /\b(at most|1-\d+)\b/.test(problem)) return "too_long";
+  return "invalid_value";
 }

@@ -49,6 +49,7 @@ export class ApiTokens {
           key: "access",
           message: "must be read or read_write",
           source: "body",
+          code: "invalid_value",
         },
       ]);
     }

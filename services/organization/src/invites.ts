@@ -9,6 +9,7 @@ import {
   type Role,
   roleToProto,
   SUBJECTS,
+  textProblemCode,
   validationFailed,
   valuesSet,
 } from "@rowbase/kit";
@@ -76,13 +77,18 @@ export class Invites {
   ): Promise<InviteView> {
     const email = normalizeEmail(rawEmail);
     const problem = emailProblem(email);
-    if (problem) throw validationFailed([{ key: "email", message: problem, source: "body" }]);
+    if (problem) {
+      throw validationFailed([
+        { key: "email", message: problem, source: "body", code: textProblemCode(email, problem) },
+      ]);
+    }
     if (role === undefined || role === "owner") {
       throw validationFailed([
         {
           key: "role",
           message: "must be admin, editor or viewer",
           source: "body",
+          code: "invalid_value",
         },
       ]);
     }

@@ -59,6 +59,7 @@ function grantableRole(role: Role | undefined): GrantableRole {
         key: "role",
         message: "must be admin, editor or viewer",
         source: "body",
+        code: "invalid_value",
       },
     ]);
   }

@@ -9,6 +9,7 @@ import {
   type Role,
   roleToProto,
   SUBJECTS,
+  textProblemCode,
   validationFailed,
   valuesRemoved,
   valuesSet,
@@ -82,7 +83,14 @@ function slugTaken() {
 
 function requiredSlug(raw: string): string {
   if (!isSlug(raw)) {
-    throw validationFailed([{ key: "organization_slug", message: SLUG_MESSAGE, source: "body" }]);
+    throw validationFailed([
+      {
+        key: "organization_slug",
+        message: SLUG_MESSAGE,
+        source: "body",
+        code: textProblemCode(raw, SLUG_MESSAGE),
+      },
+    ]);
   }
   return raw;
 }
@@ -397,6 +405,7 @@ export class Organizations {
           key: "plan",
           message: "must be free, plus, business or enterprise",
           source: "body",
+          code: "invalid_value",
         },
       ]);
     }
@@ -406,6 +415,7 @@ export class Organizations {
           key: "enterprise_limits",
           message: "required for the enterprise plan",
           source: "body",
+          code: "required",
         },
       ]);
     }
@@ -415,6 +425,7 @@ export class Organizations {
           key: "enterprise_limits",
           message: "only the enterprise plan takes limits",
           source: "body",
+          code: "unknown_key",
         },
       ]);
     }
@@ -426,6 +437,7 @@ export class Organizations {
             key: `enterprise_limits.${p.key}`,
             message: p.message,
             source: "body" as const,
+            code: "out_of_range" as const,
           })),
         );
       }

@@ -134,6 +134,7 @@ export function createRoutes({
               key: "organization_id",
               message: "exactly one of organization_id and organization_slug is required",
               source: "query",
+              code: "required",
             },
           ]);
         }
@@ -271,6 +272,7 @@ export function createRoutes({
               key: "organization_id",
               message: "exactly one of organization_id, database_id and table_id is required",
               source: "query",
+              code: "required",
             },
           ]);
         }

@@ -252,7 +252,9 @@ describe("GetApiStats", () => {
       await validationOf(
         h.org.getApiStats({ organizationId, fromDate: "2026-02-30" }, await as(owner)),
       ),
-    ).toEqual([{ key: "from", message: "must be a date YYYY-MM-DD", source: "query" }]);
+    ).toEqual([
+      { key: "from", message: "must be a date YYYY-MM-DD", source: "query", code: "invalid_value" },
+    ]);
     expect(
       await validationOf(
         h.org.getApiStats(

@@ -153,7 +153,12 @@ describe("create and list", () => {
     // The rule for names, which organization once applied to ASCII controls only.
     for (const name of ["ci\u0085", "ci\u202e", "\u2066ci\u2069"]) {
       expect(await validationOf(createToken(id, owner, name))).toEqual([
-        { key: "name", message: "must not contain control characters", source: "body" },
+        {
+          key: "name",
+          message: "must not contain control characters",
+          source: "body",
+          code: "invalid_value",
+        },
       ]);
     }
     expect(await validationOf(createToken(id, owner, "ok", TokenAccess.UNSPECIFIED))).toEqual([

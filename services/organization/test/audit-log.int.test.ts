@@ -243,11 +243,11 @@ describe("organization changes", () => {
     expect(until.events.map((e) => e.eventId)).toEqual(all.slice(2).map((e) => e.eventId));
 
     expect(await validationOf(list(h, owner, scope, { limit: 1001 }))).toEqual([
-      { key: "limit", message: "must be 1-1000", source: "query" },
+      { key: "limit", message: "must be 1-1000", source: "query", code: "out_of_range" },
     ]);
     expect(await validationOf(list(h, owner, scope, { limit: -1, offset: -1 }))).toEqual([
-      { key: "limit", message: "must be 1-1000", source: "query" },
-      { key: "offset", message: "must be 0 or more", source: "query" },
+      { key: "limit", message: "must be 1-1000", source: "query", code: "out_of_range" },
+      { key: "offset", message: "must be 0 or more", source: "query", code: "out_of_range" },
     ]);
     expect(await validationOf(list(h, owner, scope, { action: "drop table" }))).toMatchObject([
       { key: "action" },
@@ -261,7 +261,12 @@ describe("organization changes", () => {
     expect((await list(h, owner, scope, { since: lastInstant })).events).toEqual([]);
     const past = create(TimestampSchema, { seconds: 253_402_300_800n, nanos: 0 });
     expect(await validationOf(list(h, owner, scope, { since: past }))).toEqual([
-      { key: "since", message: "must be a time in the years 1 to 9999", source: "query" },
+      {
+        key: "since",
+        message: "must be a time in the years 1 to 9999",
+        source: "query",
+        code: "out_of_range",
+      },
     ]);
     expect(await validationOf(list(h, owner, { case: undefined }))).toMatchObject([
       { key: "organization_id", source: "query" },

@@ -161,7 +161,7 @@ describe("create", () => {
           h.org.createInvite({ organizationId: id, email, role: Role.VIEWER }, await as(owner)),
         ),
         email,
-      ).toEqual([{ key: "email", message, source: "body" }]);
+      ).toEqual([{ key: "email", message, source: "body", code: expect.any(String) }]);
     }
     expect(await stateOf(h.db, id)).toEqual(before);
     await new Promise((r) => setTimeout(r, 200));

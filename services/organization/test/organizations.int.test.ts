@@ -173,11 +173,23 @@ describe("create", () => {
     ]);
     expect(
       await validationOf(h.org.createOrganization({ name: "\u200b \u200d" }, await as(owner))),
-    ).toEqual([{ key: "name", message: "must contain a visible character", source: "body" }]);
+    ).toEqual([
+      {
+        key: "name",
+        message: "must contain a visible character",
+        source: "body",
+        code: "invalid_value",
+      },
+    ]);
     // C1 and bidirectional controls, which organization's own check once let through.
     for (const name of ["Acme\u0085", "emca\u202e", "\u2067Acme\u2069"]) {
       expect(await validationOf(h.org.createOrganization({ name }, await as(owner)))).toEqual([
-        { key: "name", message: "must not contain control characters", source: "body" },
+        {
+          key: "name",
+          message: "must not contain control characters",
+          source: "body",
+          code: "invalid_value",
+        },
       ]);
     }
     const { organizations } = await h.org.listOrganizations({}, await as(owner));
@@ -365,7 +377,14 @@ describe("update", () => {
       await validationOf(
         h.org.updateOrganization({ organizationId: id, name: "Acme\u202e" }, await as(admin)),
       ),
-    ).toEqual([{ key: "name", message: "must not contain control characters", source: "body" }]);
+    ).toEqual([
+      {
+        key: "name",
+        message: "must not contain control characters",
+        source: "body",
+        code: "invalid_value",
+      },
+    ]);
     expect(await stateOf(h.db, id)).toEqual(before);
   });
   it("renames one at a time, so each audit entry's old values are what that rename replaced", async () => {

@@ -266,7 +266,12 @@ export class ChangeLog {
     const problems: ValidationItem[] = [];
     const limit = params.limit === 0 ? CHANGES_LIMIT_DEFAULT : params.limit;
     if (limit < 1 || limit > CHANGES_LIMIT_MAX) {
-      problems.push({ key: "limit", message: `must be 1-${CHANGES_LIMIT_MAX}`, source: "query" });
+      problems.push({
+        key: "limit",
+        message: `must be 1-${CHANGES_LIMIT_MAX}`,
+        source: "query",
+        code: "out_of_range",
+      });
     }
     const afterKey = params.afterSource === "header" ? "Last-Event-ID" : "after";
     const cursor =
@@ -275,6 +280,7 @@ export class ChangeLog {
       key: afterKey,
       message: "is not a change cursor of this table",
       source: params.afterSource,
+      code: "invalid_value",
     };
     if (params.after !== "" && params.after !== "now" && cursor?.tableId !== schema.tableId) {
       problems.push(badCursor);
@@ -285,6 +291,7 @@ export class ChangeLog {
         key: "types",
         message: "must be record.created, record.updated or record.deleted",
         source: "query",
+        code: "invalid_value",
       });
     }
     if (problems.length > 0) throw validationFailed(problems);

@@ -14,7 +14,7 @@ import {
  */
 export function recordsTooLarge(keys: readonly string[]): ConnectError {
   const message = `the record's values come to more than ${mebibytes(RECORD_MAX_BYTES)}`;
-  return validationFailed(keys.map((key) => ({ key, message, source: "body" })));
+  return validationFailed(keys.map((key) => ({ key, message, source: "body", code: "too_long" })));
 }
 
 /**
@@ -27,6 +27,7 @@ export function batchTooLarge(key: string, verb: "update" | "delete"): ConnectEr
       key,
       message: `the records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values; ${verb} fewer at once`,
       source: "body",
+      code: "too_long",
     },
   ]);
 }
@@ -38,6 +39,7 @@ export function pageTooLarge(): ConnectError {
       key: "limit",
       message: `the page's records hold more than ${mebibytes(PAGE_MAX_BYTES)} of values; ask for fewer records`,
       source: "query",
+      code: "too_long",
     },
   ]);
 }

@@ -176,10 +176,20 @@ export function listQuery(
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
   if (limit < 1 || limit > RECORD_LIMIT_MAX) {
-    problems.push({ key: "limit", message: `must be 1-${RECORD_LIMIT_MAX}`, source: "query" });
+    problems.push({
+      key: "limit",
+      message: `must be 1-${RECORD_LIMIT_MAX}`,
+      source: "query",
+      code: "out_of_range",
+    });
   }
   if (params.offset < 0) {
-    problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+    problems.push({
+      key: "offset",
+      message: "must be 0 or more",
+      source: "query",
+      code: "out_of_range",
+    });
   }
   if (problems.length > 0) throw validationFailed(problems);
 
@@ -401,7 +411,13 @@ function pendingItems(
       const value = values.get(change.fieldId);
       const problem =
         value === undefined ? undefined : pendingProblem(field, { fieldId: field.id, to }, value);
-      if (problem) items.push({ key: `${prefix}${field.name}`, message: problem, source: "body" });
+      if (problem)
+        items.push({
+          key: `${prefix}${field.name}`,
+          message: problem,
+          source: "body",
+          code: "invalid_value",
+        });
     }
   }
   return items;
@@ -426,7 +442,12 @@ function auditCreated(
 
 function batchSizeProblem(key: string, count: number, what: string): ValidationItem | undefined {
   if (count >= 1 && count <= RECORD_BATCH_MAX) return undefined;
-  return { key, message: `must hold 1-${RECORD_BATCH_MAX} ${what}`, source: "body" };
+  return {
+    key,
+    message: `must hold 1-${RECORD_BATCH_MAX} ${what}`,
+    source: "body",
+    code: "out_of_range",
+  };
 }
 
 /**
@@ -746,6 +767,7 @@ export class Records {
           key: `${prefix}row_id`,
           message: `appears more than once (first at records.${first})`,
           source: "body",
+          code: "invalid_value",
         });
       }
       seen.set(patch.rowId, first ?? index);

@@ -227,7 +227,9 @@ export function createRoutes({
       async checkFieldTypeChange(req, ctx) {
         requireService(ctx);
         if (!req.field) {
-          throw validationFailed([{ key: "field", message: "is required", source: "body" }]);
+          throw validationFailed([
+            { key: "field", message: "is required", source: "body", code: "required" },
+          ]);
         }
         const marks = await typeChanges.check(
           req.field,
@@ -252,10 +254,16 @@ export function createRoutes({
             key: "subject",
             message: "must be a catalog event's subject",
             source: "body",
+            code: "invalid_value",
           });
         }
         if (!UUID.test(req.eventId)) {
-          items.push({ key: "event_id", message: "must be a UUID", source: "body" });
+          items.push({
+            key: "event_id",
+            message: "must be a UUID",
+            source: "body",
+            code: "invalid_value",
+          });
         }
         if (items.length > 0) throw validationFailed(items);
         const applied = await applyCatalogEvent({

@@ -127,8 +127,20 @@ export class TypeChanges {
     const from = fieldLikeOf(field);
     const toType = fieldTypeFromProto(newType);
     const items: ValidationItem[] = [];
-    if (!from) items.push({ key: "field.type", message: "is not a known type", source: "body" });
-    if (!toType) items.push({ key: "new_type", message: "is not a known type", source: "body" });
+    if (!from)
+      items.push({
+        key: "field.type",
+        message: "is not a known type",
+        source: "body",
+        code: "invalid_value",
+      });
+    if (!toType)
+      items.push({
+        key: "new_type",
+        message: "is not a known type",
+        source: "body",
+        code: "invalid_value",
+      });
     if (!from || !toType) throw validationFailed(items);
     const to: FieldLike = { type: toType, options: newOptions ?? {} };
     if (!canChangeType(from.type, to.type)) {

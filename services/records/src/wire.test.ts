@@ -30,7 +30,12 @@ describe("dataOf", () => {
         code: Code.InvalidArgument,
         reason: "validation_failed",
         extra: JSON.stringify([
-          { key: "records.2.data", message: "must be a JSON object", source: "body" },
+          {
+            key: "records.2.data",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_type",
+          },
         ]),
       });
     }

@@ -50,7 +50,9 @@ export function dataOf(json: string, key: string): JsonObject | undefined {
     data = undefined;
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
-    throw validationFailed([{ key, message: "must be a JSON object", source: "body" }]);
+    throw validationFailed([
+      { key, message: "must be a JSON object", source: "body", code: "invalid_type" },
+    ]);
   }
   return data as JsonObject;
 }
@@ -77,9 +79,19 @@ export function outputOptionsOf(
   const text = RICH_TEXT.get(richText);
   const items: ValidationItem[] = [];
   if (!keys)
-    items.push({ key: "response_format", message: "must be ids or names", source: "query" });
+    items.push({
+      key: "response_format",
+      message: "must be ids or names",
+      source: "query",
+      code: "invalid_value",
+    });
   if (!text) {
-    items.push({ key: "rich_text", message: "must be markdown, html or plain", source: "query" });
+    items.push({
+      key: "rich_text",
+      message: "must be markdown, html or plain",
+      source: "query",
+      code: "invalid_value",
+    });
   }
   if (!keys || !text) throw validationFailed(items);
   return { keys, richText: text };
@@ -97,7 +109,12 @@ export function countModeOf(count: RecordCount): CountMode {
   const mode = COUNT_MODES.get(count);
   if (!mode) {
     throw validationFailed([
-      { key: "count", message: "must be exact, estimated or none", source: "query" },
+      {
+        key: "count",
+        message: "must be exact, estimated or none",
+        source: "query",
+        code: "invalid_value",
+      },
     ]);
   }
   return mode;

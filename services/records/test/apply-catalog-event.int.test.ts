@@ -68,8 +68,13 @@ describe("ApplyCatalogEvent", () => {
         ),
       ),
     ).toEqual([
-      { key: "subject", message: "must be a catalog event's subject", source: "body" },
-      { key: "event_id", message: "must be a UUID", source: "body" },
+      {
+        key: "subject",
+        message: "must be a catalog event's subject",
+        source: "body",
+        code: "invalid_value",
+      },
+      { key: "event_id", message: "must be a UUID", source: "body", code: "invalid_value" },
     ]);
     const request = { subject: SUBJECTS.fieldCreated, payload: fieldCreated(eventId), eventId };
     for (const caller of [token(t.organizationId, "read_write"), t.owner]) {

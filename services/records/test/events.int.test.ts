@@ -833,7 +833,9 @@ describe("a write whose schema still has a deleted field", () => {
     // it again from catalog caches the new one).
     const stale = () => h.cache.set(key, before!, 60);
     const editor = await as(t.editor);
-    const unknown = [{ key: "Gone", message: "is not a field of this table", source: "body" }];
+    const unknown = [
+      { key: "Gone", message: "is not a field of this table", source: "body", code: "not_found" },
+    ];
 
     await stale();
     expect(

@@ -379,7 +379,7 @@ describe.each([
       await validationOf(
         h.records.createRecord({ tableId: table.tableId, data: texts(0, 22) }, call),
       ),
-    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body", code: "too_long" }]);
     expect(
       await validationOf(
         h.records.batchCreateRecords(
@@ -391,8 +391,8 @@ describe.each([
         ),
       ),
     ).toEqual([
-      { key: "records.1.data", message: RECORD_MESSAGE, source: "body" },
-      { key: "records.2.data", message: RECORD_MESSAGE, source: "body" },
+      { key: "records.1.data", message: RECORD_MESSAGE, source: "body", code: "too_long" },
+      { key: "records.2.data", message: RECORD_MESSAGE, source: "body", code: "too_long" },
     ]);
     expect(await stored()).toEqual(before);
     expect(await outboxRows()).toBe(queued);
@@ -401,7 +401,7 @@ describe.each([
       await validationOf(
         h.records.createRecord({ tableId: table.tableId, data: texts(0, 11, "é") }, call),
       ),
-    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body", code: "too_long" }]);
     await h.records.createRecord({ tableId: table.tableId, data: texts(0, 20) }, call);
     expect(await stored()).toHaveLength(before.length + 1);
   });
@@ -420,7 +420,7 @@ describe.each([
       await validationOf(
         h.records.updateRecord({ tableId: table.tableId, rowId, data: texts(20, 22) }, call),
       ),
-    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body" }]);
+    ).toEqual([{ key: "data", message: RECORD_MESSAGE, source: "body", code: "too_long" }]);
     const { record: small } = await h.records.createRecord(
       { tableId: table.tableId, data: {} },
       call,
@@ -440,7 +440,9 @@ describe.each([
           call,
         ),
       ),
-    ).toEqual([{ key: "records.1.data", message: RECORD_MESSAGE, source: "body" }]);
+    ).toEqual([
+      { key: "records.1.data", message: RECORD_MESSAGE, source: "body", code: "too_long" },
+    ]);
     expect(await stored()).toEqual(afterSmall);
     expect(await outboxRows()).toBe(queuedAfterSmall);
     expect(afterSmall.filter((row) => row.row_id !== small!.rowId.toString())).toEqual(before);
@@ -475,12 +477,12 @@ describe("the size of a read", () => {
       "the page's records hold more than 16 MiB of values; ask for fewer records";
     expect(
       await validationOf(h.records.listRecords({ tableId: own.tableId, limit: 9 }, call)),
-    ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
+    ).toEqual([{ key: "limit", message: limitMessage, source: "query", code: "too_long" }]);
     expect(
       await validationOf(
         h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 9 }, call),
       ),
-    ).toEqual([{ key: "limit", message: limitMessage, source: "query" }]);
+    ).toEqual([{ key: "limit", message: limitMessage, source: "query", code: "too_long" }]);
     // The same in another order than row_id's (read by the statement that sorts the matches
     // apart from their values): one insert gave them one created_at, so row ids break the tie.
     const byCreation = { tableId: own.tableId, sortList: "created_at" };
@@ -488,7 +490,7 @@ describe("the size of a read", () => {
     expect(sorted.records.map((r) => r.rowId)).toEqual(rowIds.slice(0, 8));
     expect(sorted.total).toBe(10n);
     expect(await validationOf(h.records.listRecords({ ...byCreation, limit: 9 }, call))).toEqual([
-      { key: "limit", message: limitMessage, source: "query" },
+      { key: "limit", message: limitMessage, source: "query", code: "too_long" },
     ]);
     // Past the end the count still comes.
     const past = await h.records.listRecords({ tableId: own.tableId, limit: 1, offset: 10 }, call);
@@ -517,6 +519,7 @@ describe("the size of a read", () => {
         key: "records",
         message: "the records hold more than 16 MiB of values; update fewer at once",
         source: "body",
+        code: "too_long",
       },
     ]);
     expect(
@@ -528,6 +531,7 @@ describe("the size of a read", () => {
         key: "row_ids",
         message: "the records hold more than 16 MiB of values; delete fewer at once",
         source: "body",
+        code: "too_long",
       },
     ]);
     expect(await stored()).toEqual(before);
@@ -559,7 +563,12 @@ describe("the size of a record of large numbers", () => {
     expect(
       await validationOf(h.records.createRecord({ tableId: table.tableId, data }, call)),
     ).toEqual([
-      { key: "data", message: "the record's values come to more than 2 MiB", source: "body" },
+      {
+        key: "data",
+        message: "the record's values come to more than 2 MiB",
+        source: "body",
+        code: "too_long",
+      },
     ]);
     expect(await stored()).toBe(0);
     // Numbers that come back as they were sent, and a few large ones, are stored and read.

@@ -416,12 +416,17 @@ describe("filters, sorting and paging over every field type", () => {
       ["Age,-age", "'age' is sorted by twice at 6"],
     ] as const) {
       expect(await validationOf(list(table, { sort }))).toEqual([
-        { key: "sort", message, source: "query" },
+        { key: "sort", message, source: "query", code: expect.any(String) },
       ]);
     }
     // A blank parameter names no field (an empty one is the default order).
     expect(await validationOf(list(table, { sort: " " }))).toEqual([
-      { key: "sort", message: "must name at least one field", source: "query" },
+      {
+        key: "sort",
+        message: "must name at least one field",
+        source: "query",
+        code: "invalid_syntax",
+      },
     ]);
   });
 
@@ -439,8 +444,8 @@ describe("filters, sorting and paging over every field type", () => {
     expect((await list(table, {})).limit).toBe(50);
     const issues = await validationOf(list(table, { limit: 1001, offset: -1 }));
     expect(issues).toEqual([
-      { key: "limit", message: "must be 1-1000", source: "query" },
-      { key: "offset", message: "must be 0 or more", source: "query" },
+      { key: "limit", message: "must be 1-1000", source: "query", code: "out_of_range" },
+      { key: "offset", message: "must be 0 or more", source: "query", code: "out_of_range" },
     ]);
     expect((await validationOf(list(table, { limit: -1 })))[0]!.key).toBe("limit");
   });
@@ -1213,7 +1218,12 @@ describe("a list's count and has_more", () => {
 
   it("refuses a count mode it does not know", async () => {
     expect(await validationOf(list(table, { count: 9 as RecordCount }))).toEqual([
-      { key: "count", message: "must be exact, estimated or none", source: "query" },
+      {
+        key: "count",
+        message: "must be exact, estimated or none",
+        source: "query",
+        code: "invalid_value",
+      },
     ]);
   });
 });

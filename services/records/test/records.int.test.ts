@@ -187,7 +187,7 @@ describe("creating a record", () => {
   it.each(INVALID)("refuses a bad %s: %s, writing nothing", async (name, value, message) => {
     const before = await rowsIn(table.tableId);
     expect(await validationOf(create({ Name: "ok", [name]: value }))).toEqual([
-      { key: name, message, source: "body" },
+      { key: name, message, source: "body", code: expect.any(String) },
     ]);
     expect(await rowsIn(table.tableId)).toEqual(before);
   });
@@ -206,23 +206,28 @@ describe("creating a record", () => {
     );
     // JSON objects list integer-like keys first, in ascending order.
     expect(issues).toEqual([
-      { key: table.id.Age, message: "must be a number", source: "body" },
-      { key: "999999", message: "is not a field of this table", source: "body" },
-      { key: "Nope", message: "is not a field of this table", source: "body" },
-      { key: "age", message: `names the same field as '${table.id.Age}'`, source: "body" },
-      { key: "seq", message: "is read-only", source: "body" },
+      { key: table.id.Age, message: "must be a number", source: "body", code: "invalid_value" },
+      { key: "999999", message: "is not a field of this table", source: "body", code: "not_found" },
+      { key: "Nope", message: "is not a field of this table", source: "body", code: "not_found" },
+      {
+        key: "age",
+        message: `names the same field as '${table.id.Age}'`,
+        source: "body",
+        code: "invalid_value",
+      },
+      { key: "seq", message: "is read-only", source: "body", code: "read_only" },
     ]);
     expect(await rowsIn(table.tableId)).toEqual(before);
   });
 
   it("requires required fields to be present and non-empty", async () => {
     expect(await validationOf(create({ Count: 1 }, strict.tableId))).toEqual([
-      { key: "Title", message: "is required", source: "body" },
-      { key: "Tags", message: "is required", source: "body" },
+      { key: "Title", message: "is required", source: "body", code: "required" },
+      { key: "Tags", message: "is required", source: "body", code: "required" },
     ]);
     expect(await validationOf(create({ Title: "", Tags: [] }, strict.tableId))).toEqual([
-      { key: "Title", message: "is required", source: "body" },
-      { key: "Tags", message: "is required", source: "body" },
+      { key: "Title", message: "is required", source: "body", code: "required" },
+      { key: "Tags", message: "is required", source: "body", code: "required" },
     ]);
     expect(await rowsIn(strict.tableId)).toEqual([]);
     const record = await create({ Title: "t", Tags: ["X"] }, strict.tableId);
@@ -348,7 +353,9 @@ describe("reading a record", () => {
           await as(t.viewer),
         ),
       ),
-    ).toEqual([{ key: "fields", message: "unknown field 'Nope' at 6", source: "query" }]);
+    ).toEqual([
+      { key: "fields", message: "unknown field 'Nope' at 6", source: "query", code: "not_found" },
+    ]);
   });
 
   it("refuses an unknown response format", async () => {
@@ -359,7 +366,14 @@ describe("reading a record", () => {
           await as(t.viewer),
         ),
       ),
-    ).toEqual([{ key: "response_format", message: "must be ids or names", source: "query" }]);
+    ).toEqual([
+      {
+        key: "response_format",
+        message: "must be ids or names",
+        source: "query",
+        code: "invalid_value",
+      },
+    ]);
   });
 
   it("answers record_not_found for a missing row or one of another table", async () => {
@@ -428,9 +442,19 @@ describe("updating a record", () => {
         ),
       ),
     ).toEqual([
-      { key: "Count", message: "must be a number", source: "body" },
-      { key: "Title", message: "is required and cannot be cleared", source: "body" },
-      { key: "Tags", message: "is required and cannot be cleared", source: "body" },
+      { key: "Count", message: "must be a number", source: "body", code: "invalid_value" },
+      {
+        key: "Title",
+        message: "is required and cannot be cleared",
+        source: "body",
+        code: "required",
+      },
+      {
+        key: "Tags",
+        message: "is required and cannot be cleared",
+        source: "body",
+        code: "required",
+      },
     ]);
     expect(await rowsIn(strict.tableId)).toEqual(before);
   });
@@ -516,9 +540,19 @@ describe("batches", () => {
       ),
     );
     expect(issues).toEqual([
-      { key: "records.1.data.Age", message: "must be a number", source: "body" },
-      { key: "records.2.data.Nope", message: "is not a field of this table", source: "body" },
-      { key: "records.2.data.Seq", message: "is read-only", source: "body" },
+      {
+        key: "records.1.data.Age",
+        message: "must be a number",
+        source: "body",
+        code: "invalid_value",
+      },
+      {
+        key: "records.2.data.Nope",
+        message: "is not a field of this table",
+        source: "body",
+        code: "not_found",
+      },
+      { key: "records.2.data.Seq", message: "is read-only", source: "body", code: "read_only" },
     ]);
     expect(await rowsIn(batchTable.tableId)).toEqual([]);
   });
@@ -529,13 +563,27 @@ describe("batches", () => {
       await validationOf(
         h.records.batchCreateRecords({ tableId: batchTable.tableId, records: [] }, call),
       ),
-    ).toEqual([{ key: "records", message: "must hold 1-1000 records", source: "body" }]);
+    ).toEqual([
+      {
+        key: "records",
+        message: "must hold 1-1000 records",
+        source: "body",
+        code: "out_of_range",
+      },
+    ]);
     const many = Array.from({ length: 1001 }, () => ({ data: {} }));
     expect(
       await validationOf(
         h.records.batchCreateRecords({ tableId: batchTable.tableId, records: many }, call),
       ),
-    ).toEqual([{ key: "records", message: "must hold 1-1000 records", source: "body" }]);
+    ).toEqual([
+      {
+        key: "records",
+        message: "must hold 1-1000 records",
+        source: "body",
+        code: "out_of_range",
+      },
+    ]);
     const { records } = await h.records.batchCreateRecords(
       { tableId: batchTable.tableId, records: many.slice(1).map((_, i) => ({ data: { Age: i } })) },
       call,
@@ -596,11 +644,17 @@ describe("batches", () => {
         ),
       ),
     ).toEqual([
-      { key: "records.1.data.Age", message: "must be a number", source: "body" },
+      {
+        key: "records.1.data.Age",
+        message: "must be a number",
+        source: "body",
+        code: "invalid_value",
+      },
       {
         key: "records.2.row_id",
         message: "appears more than once (first at records.0)",
         source: "body",
+        code: "invalid_value",
       },
     ]);
     expect(await rowsIn(batchTable.tableId)).toEqual(before);
@@ -646,7 +700,9 @@ describe("batches", () => {
       await validationOf(
         h.records.batchDeleteRecords({ tableId: batchTable.tableId, rowIds: [] }, call),
       ),
-    ).toEqual([{ key: "row_ids", message: "must hold 1-1000 ids", source: "body" }]);
+    ).toEqual([
+      { key: "row_ids", message: "must hold 1-1000 ids", source: "body", code: "out_of_range" },
+    ]);
     const deleted = await h.records.batchDeleteRecords(
       { tableId: batchTable.tableId, rowIds: [ids[2]!, ids[0]!, ids[2]!] },
       call,

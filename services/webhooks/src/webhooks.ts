@@ -105,7 +105,12 @@ export class Webhooks {
   private checkUrl(url: string, problems: ValidationItem[]): void {
     const problem = webhookUrlProblem(url, this.deps.allowed);
     if (problem?.kind === "invalid")
-      problems.push({ key: "url", message: problem.message, source: "body" });
+      problems.push({
+        key: "url",
+        message: problem.message,
+        source: "body",
+        code: "invalid_value",
+      });
     if (problem?.kind === "forbidden" && problems.length === 0) throw webhookUrlForbidden();
   }
 
@@ -353,10 +358,20 @@ export class Webhooks {
     const problems: ValidationItem[] = [];
     const limit = page.limit === 0 ? 20 : page.limit;
     if (limit < 1 || limit > 100) {
-      problems.push({ key: "limit", message: "must be 1-100", source: "query" });
+      problems.push({
+        key: "limit",
+        message: "must be 1-100",
+        source: "query",
+        code: "out_of_range",
+      });
     }
     if (page.offset < 0) {
-      problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+      problems.push({
+        key: "offset",
+        message: "must be 0 or more",
+        source: "query",
+        code: "out_of_range",
+      });
     }
     refuse(problems);
     const em = this.deps.tx.em();

@@ -1,4 +1,4 @@
-import { isPlainObject, WHERE_OPERATORS } from "@rowbase/kit";
+import { isPlainObject, VALIDATION_CODES, WHERE_OPERATORS } from "@rowbase/kit";
 import fc from "fast-check";
 import { toJsonText } from "./json-text.js";
 import {
@@ -835,10 +835,11 @@ export function contractProblem(op: Operation, response: FuzzResponse): string |
     for (const item of body.extra) {
       if (
         !isPlainObject(item) ||
-        Object.keys(item).sort().join(",") !== "key,message,source" ||
+        Object.keys(item).sort().join(",") !== "code,key,message,source" ||
         typeof item.key !== "string" ||
         typeof item.message !== "string" ||
-        !SOURCES.has(item.source as string)
+        !SOURCES.has(item.source as string) ||
+        !(VALIDATION_CODES as readonly unknown[]).includes(item.code)
       ) {
         return `a validation item out of shape: ${JSON.stringify(item)}`;
       }

@@ -32,15 +32,20 @@ describe("API-token schemas", () => {
     ).toEqual({
       ok: false,
       items: [
-        { key: "access", message: "must be one of read, read_write", source: "body" },
-        { key: "scope", message: "is not allowed", source: "body" },
+        {
+          key: "access",
+          message: "must be one of read, read_write",
+          source: "body",
+          code: "invalid_value",
+        },
+        { key: "scope", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
     expect(parse(ApiTokenCreateSchema, { name: "" }, "body")).toEqual({
       ok: false,
       items: [
-        { key: "name", message: "must be 1-100 characters", source: "body" },
-        { key: "access", message: "is required", source: "body" },
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+        { key: "access", message: "is required", source: "body", code: "invalid_value" },
       ],
     });
   });
@@ -57,12 +62,15 @@ describe("API-token schemas", () => {
           key: "token_id",
           message: "must be an integer between 1 and 9007199254740991",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });
     expect(parse(ApiTokenOrganizationQuery, {}, "query")).toEqual({
       ok: false,
-      items: [{ key: "organization_id", message: "is required", source: "query" }],
+      items: [
+        { key: "organization_id", message: "is required", source: "query", code: "required" },
+      ],
     });
   });
 });

@@ -33,6 +33,7 @@ describe("/audit/list", () => {
           key,
           message: required,
           source: "query",
+          code: "invalid_value",
         })),
       ],
       [
@@ -41,16 +42,23 @@ describe("/audit/list", () => {
           key,
           message: "give only one of organization_id, database_id and table_id",
           source: "query",
+          code: "invalid_value",
         })),
       ],
       [
         "/audit/list?database_id=1&limit=0&offset=-3",
         [
-          { key: "limit", message: "must be an integer between 1 and 1000", source: "query" },
+          {
+            key: "limit",
+            message: "must be an integer between 1 and 1000",
+            source: "query",
+            code: "out_of_range",
+          },
           {
             key: "offset",
             message: "must be an integer between 0 and 2147483647",
             source: "query",
+            code: "invalid_value",
           },
         ],
       ],
@@ -61,20 +69,28 @@ describe("/audit/list", () => {
             key: "since",
             message: "must be an RFC 3339 date-time such as 2026-11-21T10:15:00.000Z",
             source: "query",
+            code: "invalid_value",
           },
         ],
       ],
       [
         "/audit/list?database_id=1&since=2026-11-21T10:00:00Z&until=2026-11-21T09:00:00Z",
-        [{ key: "until", message: "must be after since", source: "query" }],
+        [{ key: "until", message: "must be after since", source: "query", code: "invalid_value" }],
       ],
       [
         `/audit/list?table_id=1&action=${"a".repeat(101)}`,
-        [{ key: "action", message: "must be at most 100 characters", source: "query" }],
+        [
+          {
+            key: "action",
+            message: "must be at most 100 characters",
+            source: "query",
+            code: "invalid_value",
+          },
+        ],
       ],
       [
         "/audit/list?table_id=1&api_key=x",
-        [{ key: "api_key", message: expect.any(String), source: "query" }],
+        [{ key: "api_key", message: expect.any(String), source: "query", code: "invalid_value" }],
       ],
     ];
     for (const [path, extra] of cases) {

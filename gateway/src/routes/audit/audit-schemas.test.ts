@@ -39,16 +39,16 @@ describe("/audit/list parameters", () => {
     expect(parse({})).toEqual({
       ok: false,
       items: [
-        { key: "organization_id", message: SCOPE_REQUIRED, source: "query" },
-        { key: "database_id", message: SCOPE_REQUIRED, source: "query" },
-        { key: "table_id", message: SCOPE_REQUIRED, source: "query" },
+        { key: "organization_id", message: SCOPE_REQUIRED, source: "query", code: "invalid_value" },
+        { key: "database_id", message: SCOPE_REQUIRED, source: "query", code: "invalid_value" },
+        { key: "table_id", message: SCOPE_REQUIRED, source: "query", code: "invalid_value" },
       ],
     });
     expect(parse({ organization_id: "1", table_id: "2" })).toEqual({
       ok: false,
       items: [
-        { key: "organization_id", message: ONLY_ONE, source: "query" },
-        { key: "table_id", message: ONLY_ONE, source: "query" },
+        { key: "organization_id", message: ONLY_ONE, source: "query", code: "invalid_value" },
+        { key: "table_id", message: ONLY_ONE, source: "query", code: "invalid_value" },
       ],
     });
     expect(parse({ organization_id: "1", database_id: "2", table_id: "3" })).toMatchObject({
@@ -62,6 +62,7 @@ describe("/audit/list parameters", () => {
           key: "table_id",
           message: "must be an integer between 1 and 9007199254740991",
           source: "query",
+          code: "out_of_range",
         },
       ],
     });
@@ -77,13 +78,25 @@ describe("/audit/list parameters", () => {
     for (const limit of ["0", "1001", "-1", "1.5", "ten", ""]) {
       expect(parse({ table_id: "1", limit })).toEqual({
         ok: false,
-        items: [{ key: "limit", message: limitMessage, source: "query" }],
+        items: [
+          {
+            key: "limit",
+            message: limitMessage,
+            source: "query",
+            code: /^\d+$/.test(limit) ? "out_of_range" : "invalid_value",
+          },
+        ],
       });
     }
     expect(parse({ table_id: "1", offset: "-1" })).toEqual({
       ok: false,
       items: [
-        { key: "offset", message: "must be an integer between 0 and 2147483647", source: "query" },
+        {
+          key: "offset",
+          message: "must be an integer between 0 and 2147483647",
+          source: "query",
+          code: "invalid_value",
+        },
       ],
     });
     expect(parse({ table_id: "1", offset: "2147483648" })).toMatchObject({
@@ -92,7 +105,9 @@ describe("/audit/list parameters", () => {
     });
     expect(parse({ table_id: "1", limit: ["5", "6"] })).toEqual({
       ok: false,
-      items: [{ key: "limit", message: "must be given once", source: "query" }],
+      items: [
+        { key: "limit", message: "must be given once", source: "query", code: "invalid_value" },
+      ],
     });
   });
 
@@ -112,14 +127,16 @@ describe("/audit/list parameters", () => {
     expect(parse({ organization_id: "1", since: "yesterday", until: "2026-11-21" })).toEqual({
       ok: false,
       items: [
-        { key: "since", message: timeMessage, source: "query" },
-        { key: "until", message: timeMessage, source: "query" },
+        { key: "since", message: timeMessage, source: "query", code: "invalid_value" },
+        { key: "until", message: timeMessage, source: "query", code: "invalid_value" },
       ],
     });
     for (const until of ["2026-11-21T10:15:00Z", "2026-11-21T10:00:00Z"]) {
       expect(parse({ organization_id: "1", since: "2026-11-21T10:15:00Z", until })).toEqual({
         ok: false,
-        items: [{ key: "until", message: "must be after since", source: "query" }],
+        items: [
+          { key: "until", message: "must be after since", source: "query", code: "invalid_value" },
+        ],
       });
     }
     expect(
@@ -138,17 +155,29 @@ describe("/audit/list parameters", () => {
       expect(parse({ table_id: "1", action })).toEqual({
         ok: false,
         items: [
-          { key: "action", message: "must be an action such as record.updated", source: "query" },
+          {
+            key: "action",
+            message: "must be an action such as record.updated",
+            source: "query",
+            code: "invalid_value",
+          },
         ],
       });
     }
     expect(parse({ table_id: "1", action: "x".repeat(101) })).toEqual({
       ok: false,
-      items: [{ key: "action", message: "must be at most 100 characters", source: "query" }],
+      items: [
+        {
+          key: "action",
+          message: "must be at most 100 characters",
+          source: "query",
+          code: "invalid_value",
+        },
+      ],
     });
     expect(parse({ table_id: "1", page: "2" })).toEqual({
       ok: false,
-      items: [{ key: "page", message: "is not allowed", source: "query" }],
+      items: [{ key: "page", message: "is not allowed", source: "query", code: "unknown_key" }],
     });
   });
 });

@@ -189,6 +189,7 @@ function lastEventId(ctx: GatewayContext): string | undefined {
         key: "Last-Event-ID",
         message: `must be at most ${LAST_EVENT_ID_MAX} characters`,
         source: "header",
+        code: "too_long",
       },
     ]);
   }

@@ -34,16 +34,19 @@ const VALID: ValidRequest[] = [
   ["GET", "/database/list?organization_id=1"],
 ];
 
+/** The schema reads an API token may make too. */
+const TOKEN_READS = ["GET /database/get", "GET /database/list"];
+
 describe("database routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly the database routes, for a session only", async () => {
+  it("serve exactly the database routes, for a session (the reads for an API token too)", async () => {
     const routes = await routesAtClosedPort();
-    suite.expectSessionRoutes(routes);
+    suite.expectSessionRoutes(routes, TOKEN_READS);
   });
 
-  it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await suite.expectUnauthorized({ unknown: true });
+  it("answer 401 without a session, and to an API token except the reads, before reading the request", async () => {
+    await suite.expectUnauthorized({ unknown: true }, TOKEN_READS);
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
@@ -56,38 +59,50 @@ describe("database routes", () => {
         "POST",
         "/database/create",
         { name: "CRM" },
-        [{ key: "organization_id", message: "is required", source: "query" }],
+        [{ key: "organization_id", message: "is required", source: "query", code: "required" }],
       ],
       [
         "POST",
         "/database/create?organization_id=1",
         undefined,
-        [{ key: "body", message: "a JSON object body is required", source: "body" }],
+        [
+          {
+            key: "body",
+            message: "a JSON object body is required",
+            source: "body",
+            code: "required",
+          },
+        ],
       ],
       [
         "POST",
         "/database/create?organization_id=x",
         { name: "", description: 5, color: "red" },
         [
-          { key: "organization_id", message: ID_MESSAGE, source: "query" },
-          { key: "name", message: "must be 1-100 characters", source: "body" },
-          { key: "description", message: "must be a string", source: "body" },
-          { key: "color", message: "is not allowed", source: "body" },
+          { key: "organization_id", message: ID_MESSAGE, source: "query", code: "invalid_value" },
+          { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+          { key: "description", message: "must be a string", source: "body", code: "invalid_type" },
+          { key: "color", message: "is not allowed", source: "body", code: "unknown_key" },
         ],
       ],
       [
         "GET",
         "/database/get?database_id=1.0",
         undefined,
-        [{ key: "database_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "database_id", message: ID_MESSAGE, source: "query", code: "invalid_value" }],
       ],
       [
         "GET",
         "/database/get?organization_id=1",
         undefined,
         [
-          { key: "database_id", message: "is required", source: "query" },
-          { key: "organization_id", message: "is not allowed", source: "query" },
+          { key: "database_id", message: "is required", source: "query", code: "required" },
+          {
+            key: "organization_id",
+            message: "is not allowed",
+            source: "query",
+            code: "unknown_key",
+          },
         ],
       ],
       [
@@ -95,21 +110,38 @@ describe("database routes", () => {
         "/database/update?database_id=2",
         { name: "a\u0007b", organization_id: 3 },
         [
-          { key: "name", message: "must not contain control characters", source: "body" },
-          { key: "organization_id", message: "is not allowed", source: "body" },
+          {
+            key: "name",
+            message: "must not contain control characters",
+            source: "body",
+            code: "invalid_value",
+          },
+          {
+            key: "organization_id",
+            message: "is not allowed",
+            source: "body",
+            code: "unknown_key",
+          },
         ],
       ],
       [
         "POST",
         "/database/delete?database_id=0",
         undefined,
-        [{ key: "database_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "database_id", message: ID_MESSAGE, source: "query", code: "out_of_range" }],
       ],
       [
         "GET",
         "/database/list?organization_id=1&organization_id=2",
         undefined,
-        [{ key: "organization_id", message: "must be given once", source: "query" }],
+        [
+          {
+            key: "organization_id",
+            message: "must be given once",
+            source: "query",
+            code: "invalid_value",
+          },
+        ],
       ],
     ]);
   });

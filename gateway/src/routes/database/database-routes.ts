@@ -20,7 +20,7 @@ export interface DatabaseRoutesDeps {
 const tags = ["Databases"];
 
 /**
- * Databases, for a signed-in member (any member reads; owner, admin and editor write, enforced
+ * Databases, for a signed-in member (any member reads, and so does an API token of the organization; owner, admin and editor write, enforced
  * by the catalog service). Creating and deleting share `org_write_user` with the other routes
  * that create and delete what an organization holds, so that no user can flood them.
  */
@@ -56,7 +56,7 @@ export function databaseRoutes({ catalog }: DatabaseRoutesDeps): Route[] {
       operationId: "databaseGet",
       summary: "One database",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: DatabaseIdQuery,
       response: DatabaseGetSchema,
       errors: ["database_not_found"],
@@ -106,7 +106,7 @@ export function databaseRoutes({ catalog }: DatabaseRoutesDeps): Route[] {
       operationId: "databaseList",
       summary: "The organization's databases",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: DatabaseOrganizationQuery,
       response: DatabaseListSchema,
       errors: ["organization_not_found"],

@@ -26,7 +26,9 @@ describe("database bodies", () => {
     ).toEqual({ ok: true, value: { name: "CRM", description: "Leads\r\nand deals" } });
     expect(parse(DatabaseCreateSchema, { name: "CRM", organization_id: 1 }, "body")).toEqual({
       ok: false,
-      items: [{ key: "organization_id", message: "is not allowed", source: "body" }],
+      items: [
+        { key: "organization_id", message: "is not allowed", source: "body", code: "unknown_key" },
+      ],
     });
   });
 
@@ -55,7 +57,10 @@ describe("database bodies", () => {
     for (const [body, items] of cases) {
       expect({ body, result: parse(DatabaseCreateSchema, body, "body") }).toEqual({
         body,
-        result: { ok: false, items: items.map((item) => ({ ...item, source: "body" })) },
+        result: {
+          ok: false,
+          items: items.map((item) => ({ ...item, source: "body", code: expect.any(String) })),
+        },
       });
     }
     expect(
@@ -77,8 +82,8 @@ describe("database bodies", () => {
     expect(parse(DatabaseUpdateSchema, { name: "", tables: [] }, "body")).toEqual({
       ok: false,
       items: [
-        { key: "name", message: "must be 1-100 characters", source: "body" },
-        { key: "tables", message: "is not allowed", source: "body" },
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+        { key: "tables", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });
@@ -97,8 +102,8 @@ describe("database query parameters", () => {
     expect(parse(DatabaseIdQuery, { organization_id: "1" }, "query")).toEqual({
       ok: false,
       items: [
-        { key: "database_id", message: "is required", source: "query" },
-        { key: "organization_id", message: "is not allowed", source: "query" },
+        { key: "database_id", message: "is required", source: "query", code: "required" },
+        { key: "organization_id", message: "is not allowed", source: "query", code: "unknown_key" },
       ],
     });
   });

@@ -54,16 +54,19 @@ const VALID: ValidRequest[] = [
 
 const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 
+/** The schema reads an API token may make too. */
+const TOKEN_READS = ["GET /field/list"];
+
 describe("field routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly the field routes, for a session only", async () => {
+  it("serve exactly the field routes, for a session (the reads for an API token too)", async () => {
     const routes = await routesAtClosedPort();
-    suite.expectSessionRoutes(routes);
+    suite.expectSessionRoutes(routes, TOKEN_READS);
   });
 
-  it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await suite.expectUnauthorized({ type: "nope" });
+  it("answer 401 without a session, and to an API token except the reads, before reading the request", async () => {
+    await suite.expectUnauthorized({ type: "nope" }, TOKEN_READS);
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
@@ -79,31 +82,45 @@ describe("field routes", () => {
         "POST",
         "/field/create?table_id=1",
         { name: "F", type: "string" },
-        [{ key: "type", message: TYPE_MESSAGE, source: "body" }],
+        [{ key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" }],
       ],
       [
         "POST",
         "/field/create?table_id=1",
         { name: "F", type: "TEXT" },
-        [{ key: "type", message: TYPE_MESSAGE, source: "body" }],
+        [{ key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" }],
       ],
       [
         "POST",
         "/field/create?table_id=1",
         { name: "F" },
-        [{ key: "type", message: "is required", source: "body" }],
+        [{ key: "type", message: "is required", source: "body", code: "invalid_value" }],
       ],
       [
         "POST",
         "/field/create?table_id=1",
         { name: "F", type: "number", options: "decimals=2" },
-        [{ key: "options", message: "must be a JSON object", source: "body" }],
+        [
+          {
+            key: "options",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_value",
+          },
+        ],
       ],
       [
         "POST",
         "/field/create?table_id=1",
         { name: "F", type: "number", options: null },
-        [{ key: "options", message: "must be a JSON object", source: "body" }],
+        [
+          {
+            key: "options",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_value",
+          },
+        ],
       ],
       [
         "POST",
@@ -114,6 +131,7 @@ describe("field routes", () => {
             key: ["options", ...Array(MAX_JSON_DEPTH).fill("a")].join("."),
             message: `must not nest more than ${MAX_JSON_DEPTH} levels deep`,
             source: "body",
+            code: "invalid_value",
           },
         ],
       ],
@@ -122,30 +140,40 @@ describe("field routes", () => {
         "/field/create?table_id=1",
         { name: "F", type: "text", table_id: 1, id: 5 },
         [
-          { key: "table_id", message: "is not allowed", source: "body" },
-          { key: "id", message: "is not allowed", source: "body" },
+          { key: "table_id", message: "is not allowed", source: "body", code: "unknown_key" },
+          { key: "id", message: "is not allowed", source: "body", code: "unknown_key" },
         ],
       ],
       [
         "POST",
         "/field/create?table_id=abc",
         { name: "F", type: "text" },
-        [{ key: "table_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "table_id", message: ID_MESSAGE, source: "query", code: "invalid_value" }],
       ],
       [
         "GET",
         "/field/list",
         undefined,
-        [{ key: "table_id", message: "is required", source: "query" }],
+        [{ key: "table_id", message: "is required", source: "query", code: "required" }],
       ],
       [
         "POST",
         "/field/update?field_id=3",
         { type: "rich_text", options: [], position: -1 },
         [
-          { key: "type", message: TYPE_MESSAGE, source: "body" },
-          { key: "options", message: "must be a JSON object", source: "body" },
-          { key: "position", message: "must be an integer of at least 0", source: "body" },
+          { key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" },
+          {
+            key: "options",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_value",
+          },
+          {
+            key: "position",
+            message: "must be an integer of at least 0",
+            source: "body",
+            code: "out_of_range",
+          },
         ],
       ],
       [
@@ -153,8 +181,13 @@ describe("field routes", () => {
         "/field/update?field_id=3",
         { position: 1.5, table_id: 2 },
         [
-          { key: "position", message: "must be an integer of at least 0", source: "body" },
-          { key: "table_id", message: "is not allowed", source: "body" },
+          {
+            key: "position",
+            message: "must be an integer of at least 0",
+            source: "body",
+            code: "invalid_value",
+          },
+          { key: "table_id", message: "is not allowed", source: "body", code: "unknown_key" },
         ],
       ],
       [
@@ -162,15 +195,15 @@ describe("field routes", () => {
         "/field/update?table_id=1",
         { name: "F" },
         [
-          { key: "field_id", message: "is required", source: "query" },
-          { key: "table_id", message: "is not allowed", source: "query" },
+          { key: "field_id", message: "is required", source: "query", code: "required" },
+          { key: "table_id", message: "is not allowed", source: "query", code: "unknown_key" },
         ],
       ],
       [
         "POST",
         "/field/delete?field_id=9007199254740992",
         undefined,
-        [{ key: "field_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "field_id", message: ID_MESSAGE, source: "query", code: "out_of_range" }],
       ],
     ]);
   });
@@ -183,7 +216,12 @@ describe("field routes", () => {
     expect({ status: response.status, body: response.body }).toEqual({
       status: 400,
       body: validation("POST", "/field/create", [
-        { key: "options.max", message: "must be a finite number", source: "body" },
+        {
+          key: "options.max",
+          message: "must be a finite number",
+          source: "body",
+          code: "invalid_value",
+        },
       ]),
     });
   });

@@ -19,7 +19,7 @@ export interface FieldRoutesDeps {
 const tags = ["Fields"];
 
 /**
- * The fields (columns) of a table, for a signed-in member (any member reads;
+ * The fields (columns) of a table, for a signed-in member (any member reads, and so does an API token of the organization;
  * owner, admin and editor write, enforced by the catalog service, which also judges options).
  */
 export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
@@ -55,7 +55,7 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
       operationId: "fieldList",
       summary: "The table's fields in position order",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: FieldTableQuery,
       response: FieldListSchema,
       errors: ["table_not_found"],

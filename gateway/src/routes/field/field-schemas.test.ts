@@ -44,12 +44,15 @@ describe("FieldCreate", () => {
     for (const type of ["string", "Text", "FIELD_TYPE_TEXT", "single-select", "", 1, null]) {
       expect({ type, result: parse(FieldCreateSchema, { name: "x", type }, "body") }).toEqual({
         type,
-        result: { ok: false, items: [{ key: "type", message: TYPE_MESSAGE, source: "body" }] },
+        result: {
+          ok: false,
+          items: [{ key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" }],
+        },
       });
     }
     expect(parse(FieldCreateSchema, { name: "x" }, "body")).toEqual({
       ok: false,
-      items: [{ key: "type", message: "is required", source: "body" }],
+      items: [{ key: "type", message: "is required", source: "body", code: "invalid_value" }],
     });
   });
 
@@ -60,7 +63,14 @@ describe("FieldCreate", () => {
     for (const options of [[{ decimals: 2 }], "decimals=2", 2, null]) {
       expect(parse(FieldCreateSchema, { name: "x", type: "number", options }, "body")).toEqual({
         ok: false,
-        items: [{ key: "options", message: "must be a JSON object", source: "body" }],
+        items: [
+          {
+            key: "options",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_value",
+          },
+        ],
       });
     }
   });
@@ -81,10 +91,20 @@ describe("FieldCreate", () => {
     ).toEqual({
       ok: false,
       items: [
-        { key: "name", message: "must not contain control characters", source: "body" },
-        { key: "required", message: "must be a boolean", source: "body" },
-        { key: "description", message: "must be at most 1000 characters", source: "body" },
-        { key: "position", message: "is not allowed", source: "body" },
+        {
+          key: "name",
+          message: "must not contain control characters",
+          source: "body",
+          code: "invalid_value",
+        },
+        { key: "required", message: "must be a boolean", source: "body", code: "invalid_type" },
+        {
+          key: "description",
+          message: "must be at most 1000 characters",
+          source: "body",
+          code: "too_long",
+        },
+        { key: "position", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });
@@ -127,7 +147,22 @@ describe("FieldUpdate", () => {
     for (const [position, message] of cases) {
       expect({ position, result: parse(FieldUpdateSchema, { position }, "body") }).toEqual({
         position,
-        result: { ok: false, items: [{ key: "position", message, source: "body" }] },
+        result: {
+          ok: false,
+          items: [
+            {
+              key: "position",
+              message,
+              source: "body",
+              code:
+                position === -1
+                  ? "out_of_range"
+                  : position === 1.5
+                    ? "invalid_value"
+                    : "invalid_type",
+            },
+          ],
+        },
       });
     }
   });
@@ -138,10 +173,10 @@ describe("FieldUpdate", () => {
     ).toEqual({
       ok: false,
       items: [
-        { key: "name", message: "must be 1-100 characters", source: "body" },
-        { key: "type", message: TYPE_MESSAGE, source: "body" },
-        { key: "options", message: "must be a JSON object", source: "body" },
-        { key: "table_id", message: "is not allowed", source: "body" },
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+        { key: "type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" },
+        { key: "options", message: "must be a JSON object", source: "body", code: "invalid_value" },
+        { key: "table_id", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });
@@ -164,8 +199,9 @@ describe("field query parameters", () => {
           key: "field_id",
           message: "must be an integer between 1 and 9007199254740991",
           source: "query",
+          code: "out_of_range",
         },
-        { key: "table_id", message: "is not allowed", source: "query" },
+        { key: "table_id", message: "is not allowed", source: "query", code: "unknown_key" },
       ],
     });
   });

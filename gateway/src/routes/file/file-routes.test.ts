@@ -254,17 +254,31 @@ describe("file routes", () => {
       [
         "GET",
         "/file/serve?row_id=7",
-        [{ key: "field_id", message: "is required", source: "query" }],
+        [{ key: "field_id", message: "is required", source: "query", code: "required" }],
       ],
       [
         "GET",
         "/file/serve?row_id=x&field_id=3",
-        [{ key: "row_id", message: expect.stringMatching(/^must be an integer/), source: "query" }],
+        [
+          {
+            key: "row_id",
+            message: expect.stringMatching(/^must be an integer/),
+            source: "query",
+            code: "invalid_value",
+          },
+        ],
       ],
       [
         "GET",
         "/file/url?row_id=7&field_id=3&download=maybe",
-        [{ key: "download", message: "must be true or false", source: "query" }],
+        [
+          {
+            key: "download",
+            message: "must be true or false",
+            source: "query",
+            code: "invalid_value",
+          },
+        ],
       ],
       [
         "POST",
@@ -274,15 +288,20 @@ describe("file routes", () => {
             key: "file_size",
             message: expect.stringMatching(/^must be an integer between 0/),
             source: "query",
+            code: "invalid_value",
           },
         ],
       ],
       [
         "POST",
         "/file/delete?row_id=7&field_id=3&extra=1",
-        [{ key: "extra", message: "is not allowed", source: "query" }],
+        [{ key: "extra", message: "is not allowed", source: "query", code: "unknown_key" }],
       ],
-      ["GET", "/file/signed/abc?x=1", [{ key: "x", message: "is not allowed", source: "query" }]],
+      [
+        "GET",
+        "/file/signed/abc?x=1",
+        [{ key: "x", message: "is not allowed", source: "query", code: "unknown_key" }],
+      ],
     ];
     for (const [method, path, extra] of cases) {
       const response = await send(harness, method, path, { token: READ_WRITE_TOKEN });
@@ -299,7 +318,12 @@ describe("file routes", () => {
     });
     expect(json.json).toEqual(
       validation("POST", "/file/upload", [
-        { key: "content-type", message: "must be multipart/form-data", source: "header" },
+        {
+          key: "content-type",
+          message: "must be multipart/form-data",
+          source: "header",
+          code: "invalid_value",
+        },
       ]),
     );
   });
@@ -337,7 +361,12 @@ describe("file routes", () => {
         name,
         status: 400,
         body: validation("POST", "/file/rename", [
-          { key: "file_name", message: "must contain a visible character", source: "body" },
+          {
+            key: "file_name",
+            message: "must contain a visible character",
+            source: "body",
+            code: "invalid_value",
+          },
         ]),
       });
     }

@@ -174,12 +174,12 @@ async function post(
   }
 }
 
-const invalid = (key: string, message: string, source = "body") => ({
+const invalid = (key: string, message: string, source = "body", code = "invalid_value") => ({
   status: 400,
   body: {
     status_code: 400,
     detail: "Validation failed for POST /file/upload",
-    extra: [{ key, message, source }],
+    extra: [{ key, message, source, code }],
   },
 });
 
@@ -212,7 +212,9 @@ describe("receiveUpload", () => {
 
   it("refuses a part with another name, and stores nothing", async () => {
     const response = await post(multipart([{ name: "upload", filename: "a.txt", content: "x" }]));
-    expect(response).toEqual(invalid("upload", "is not expected: send one part named file"));
+    expect(response).toEqual(
+      invalid("upload", "is not expected: send one part named file", "body", "unknown_key"),
+    );
     expect(sinks.filter((s) => s.outcome === "committed")).toEqual([]);
   });
 
@@ -268,7 +270,12 @@ describe("receiveUpload", () => {
   it("asks for the part when there is none (or it has no filename)", async () => {
     for (const body of [multipart([]), multipart([{ name: "file", filename: "", content: "x" }])]) {
       expect(await post(body)).toEqual(
-        invalid("file", "is required: send one part named file with a filename"),
+        invalid(
+          "file",
+          "is required: send one part named file with a filename",
+          "body",
+          "required",
+        ),
       );
     }
     expect(sinks).toEqual([]);

@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import type { Readable } from "node:stream";
 import { Code, ConnectError, domainError } from "@rowbase/kit";
 import type { Context } from "koa";
-import { ValidationFailed } from "../../errors/validation-failed.js";
+import { type ValidationCode, ValidationFailed } from "../../errors/validation-failed.js";
 import { untilBodyStalls } from "../../http/request-body-timeouts.js";
 
 /**
@@ -302,7 +302,12 @@ class StreamedPart<T> {
  */
 export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptions<T>): Promise<T> {
   if (!ctx.request.is("multipart/form-data")) {
-    throw ValidationFailed.of("header", "content-type", "must be multipart/form-data");
+    throw ValidationFailed.of(
+      "header",
+      "content-type",
+      "must be multipart/form-data",
+      "invalid_value",
+    );
   }
   // Stored as sent: a body labelled compressed would be kept compressed (or fail to parse).
   const encoding = ctx.get("content-encoding").trim().toLowerCase();
@@ -311,6 +316,7 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
       "header",
       "content-encoding",
       "must be identity: uploads are not decoded",
+      "invalid_value",
     );
   }
   let part: StreamedPart<T> | undefined;
@@ -381,6 +387,7 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
       "body",
       options.partName,
       `is required: send one part named ${options.partName} with a filename`,
+      "required",
     );
   }
   return part.commit();
@@ -389,7 +396,8 @@ export async function receiveUpload<T>(ctx: Context, options: ReceiveUploadOptio
 /** What a failed read of the multipart body answers. */
 function refusalOf(error: unknown, ctx: Context, partName: string): unknown {
   const multer = multerCodeOf(error);
-  const invalid = (key: string, message: string) => ValidationFailed.of("body", key, message);
+  const invalid = (key: string, message: string, code: ValidationCode = "invalid_value") =>
+    ValidationFailed.of("body", key, message, code);
   if (multer) {
     switch (multer.code) {
       case "LIMIT_FILE_SIZE":
@@ -397,27 +405,35 @@ function refusalOf(error: unknown, ctx: Context, partName: string): unknown {
       case "LIMIT_UNEXPECTED_FILE":
         return multer.field === partName
           ? invalid(partName, "must be the only part")
-          : invalid(multer.field ?? "body", `is not expected: send one part named ${partName}`);
+          : invalid(
+              multer.field ?? "body",
+              `is not expected: send one part named ${partName}`,
+              "unknown_key",
+            );
       case "LIMIT_PART_COUNT":
       case "LIMIT_FILE_COUNT":
         return invalid(partName, "must be the only part");
       case "LIMIT_FIELD_COUNT":
         return invalid(partName, "must be the only part, and a file (a part with a filename)");
       default:
-        return invalid("body", `is not valid multipart/form-data: ${(error as Error).message}`);
+        return invalid(
+          "body",
+          `is not valid multipart/form-data: ${(error as Error).message}`,
+          "invalid_syntax",
+        );
     }
   }
   if (error instanceof ConnectError || error instanceof ValidationFailed) return error;
   // The client went away mid-body: nobody reads the answer; keep it out of the error log.
   if (ctx.req.destroyed && !ctx.req.readableEnded) {
-    return invalid("body", "ended before the multipart body did");
+    return invalid("body", "ended before the multipart body did", "invalid_syntax");
   }
   // busboy's parse errors: no boundary, a malformed part header, the body ending mid-part.
   if (
     error instanceof Error &&
     /multipart|boundary|part header|end of (form|file)/i.test(error.message)
   ) {
-    return invalid("body", `is not valid multipart/form-data: ${error.message}`);
+    return invalid("body", `is not valid multipart/form-data: ${error.message}`, "invalid_syntax");
   }
   return error;
 }

@@ -59,12 +59,22 @@ describe("checkSubmission", () => {
 
   it("refuses keys that are not the form's and missing required values, key by key", () => {
     expect(refusal(() => checkSubmission(FIELDS, { Other: 1, "99": 2 }, false))).toEqual([
-      { key: "data.99", message: "is not a field of this form", source: "body" },
-      { key: "data.Other", message: "is not a field of this form", source: "body" },
-      { key: "data.Name", message: "is required", source: "body" },
+      {
+        key: "data.99",
+        message: "is not a field of this form",
+        source: "body",
+        code: "unknown_key",
+      },
+      {
+        key: "data.Other",
+        message: "is not a field of this form",
+        source: "body",
+        code: "unknown_key",
+      },
+      { key: "data.Name", message: "is required", source: "body", code: "required" },
     ]);
     expect(refusal(() => checkSubmission(FIELDS, { "1": "  " }, true))).toEqual([
-      { key: "data.Name", message: "is required", source: "body" },
+      { key: "data.Name", message: "is required", source: "body", code: "required" },
     ]);
   });
 

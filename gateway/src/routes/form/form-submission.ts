@@ -105,7 +105,12 @@ export function checkSubmission(
     if (key === BOT_TRAP_NAME) continue;
     const field = fieldOf(fields, key);
     if (!field) {
-      items.push({ key: `data.${key}`, message: "is not a field of this form", source: "body" });
+      items.push({
+        key: `data.${key}`,
+        message: "is not a field of this form",
+        source: "body",
+        code: "unknown_key",
+      });
       continue;
     }
     const value = fromHtml ? fromPage(field.type, raw) : raw;
@@ -123,7 +128,12 @@ export function checkSubmission(
     const value = values[field.id.toString()];
     const missing = isEmpty(value) || (field.type === "boolean" && value === false && fromHtml);
     if (field.required && missing && !items.some((item) => item.key === `data.${field.name}`)) {
-      items.push({ key: `data.${field.name}`, message: "is required", source: "body" });
+      items.push({
+        key: `data.${field.name}`,
+        message: "is required",
+        source: "body",
+        code: "required",
+      });
     }
   }
   if (items.length > 0) throw new ValidationFailed(items);

@@ -25,28 +25,48 @@ describe("/organization/api_stats", () => {
     });
     expect(token.status).toBe(401);
     const cases: [string, unknown[]][] = [
-      ["", [{ key: "organization_id", message: "is required", source: "query" }]],
+      ["", [{ key: "organization_id", message: "is required", source: "query", code: "required" }]],
       [
         "?organization_id=7&from=2026-11-31&to=yesterday",
         [
-          { key: "from", message: "must be a date YYYY-MM-DD", source: "query" },
-          { key: "to", message: "must be a date YYYY-MM-DD", source: "query" },
+          {
+            key: "from",
+            message: "must be a date YYYY-MM-DD",
+            source: "query",
+            code: "invalid_value",
+          },
+          {
+            key: "to",
+            message: "must be a date YYYY-MM-DD",
+            source: "query",
+            code: "invalid_value",
+          },
         ],
       ],
       [
         "?organization_id=7&from=0000-01-01&to=0000-12-31",
         [
-          { key: "from", message: "must be a date YYYY-MM-DD", source: "query" },
-          { key: "to", message: "must be a date YYYY-MM-DD", source: "query" },
+          {
+            key: "from",
+            message: "must be a date YYYY-MM-DD",
+            source: "query",
+            code: "invalid_value",
+          },
+          {
+            key: "to",
+            message: "must be a date YYYY-MM-DD",
+            source: "query",
+            code: "invalid_value",
+          },
         ],
       ],
       [
         "?organization_id=7&from=2026-11-01&from=2026-11-02",
-        [{ key: "from", message: "must be given once", source: "query" }],
+        [{ key: "from", message: "must be given once", source: "query", code: "invalid_value" }],
       ],
       [
         "?organization_id=7&month=11",
-        [{ key: "month", message: "is not allowed", source: "query" }],
+        [{ key: "month", message: "is not allowed", source: "query", code: "unknown_key" }],
       ],
     ];
     for (const [query, extra] of cases) {

@@ -60,13 +60,27 @@ describe("integer ids in the query string", () => {
         bad,
         result: {
           ok: false,
-          items: [{ key: "organization_id", message: ID_MESSAGE, source: "query" }],
+          items: [
+            {
+              key: "organization_id",
+              message: ID_MESSAGE,
+              source: "query",
+              code: /^(0|[1-9][0-9]*)$/.test(bad) ? "out_of_range" : "invalid_value",
+            },
+          ],
         },
       });
     }
     expect(parse(OrganizationIdQuery, { organization_id: ["1", "2"] }, "query")).toEqual({
       ok: false,
-      items: [{ key: "organization_id", message: "must be given once", source: "query" }],
+      items: [
+        {
+          key: "organization_id",
+          message: "must be given once",
+          source: "query",
+          code: "invalid_value",
+        },
+      ],
     });
   });
 
@@ -74,8 +88,8 @@ describe("integer ids in the query string", () => {
     expect(parse(InviteIdQuery, { organization_id: "1", page: "2" }, "query")).toEqual({
       ok: false,
       items: [
-        { key: "invite_id", message: "is required", source: "query" },
-        { key: "page", message: "is not allowed", source: "query" },
+        { key: "invite_id", message: "is required", source: "query", code: "required" },
+        { key: "page", message: "is not allowed", source: "query", code: "unknown_key" },
       ],
     });
     expect(parse(MemberIdQuery, { organization_id: "3", member_id: "4" }, "query")).toEqual({
@@ -88,7 +102,9 @@ describe("integer ids in the query string", () => {
     });
     expect(parse(MyInviteIdQuery, { invite_id: "5", organization_id: "1" }, "query")).toEqual({
       ok: false,
-      items: [{ key: "organization_id", message: "is not allowed", source: "query" }],
+      items: [
+        { key: "organization_id", message: "is not allowed", source: "query", code: "unknown_key" },
+      ],
     });
   });
 });
@@ -113,6 +129,7 @@ describe("/organization/get's query", () => {
           key: "organization_id",
           message: "organization_id or organization_slug is required",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });
@@ -125,6 +142,7 @@ describe("/organization/get's query", () => {
           key: "organization_slug",
           message: "must not be given together with organization_id",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });
@@ -135,6 +153,7 @@ describe("/organization/get's query", () => {
           key: "organization_slug",
           message: "must be 3-48 characters of a-z, 0-9 and -",
           source: "query",
+          code: "invalid_value",
         },
       ],
     });
@@ -152,7 +171,7 @@ describe("organization bodies", () => {
     ).toEqual({ ok: true, value: { name: "Acme", organization_slug: "acme-2" } });
     expect(parse(OrganizationCreateSchema, { name: "A", plan: "business" }, "body")).toEqual({
       ok: false,
-      items: [{ key: "plan", message: "is not allowed", source: "body" }],
+      items: [{ key: "plan", message: "is not allowed", source: "body", code: "unknown_key" }],
     });
   });
 
@@ -184,7 +203,10 @@ describe("organization bodies", () => {
     for (const [body, items] of cases) {
       expect({ body, result: parse(OrganizationCreateSchema, body, "body") }).toEqual({
         body,
-        result: { ok: false, items: items.map((item) => ({ ...item, source: "body" })) },
+        result: {
+          ok: false,
+          items: items.map((item) => ({ ...item, source: "body", code: expect.any(String) })),
+        },
       });
     }
     expect(parse(OrganizationCreateSchema, { name: "x".repeat(100) }, "body").ok).toBe(true);
@@ -202,8 +224,8 @@ describe("organization bodies", () => {
     expect(parse(OrganizationUpdateSchema, { name: "", owner: 1 }, "body")).toEqual({
       ok: false,
       items: [
-        { key: "name", message: "must be 1-100 characters", source: "body" },
-        { key: "owner", message: "is not allowed", source: "body" },
+        { key: "name", message: "must be 1-100 characters", source: "body", code: "too_short" },
+        { key: "owner", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });
@@ -218,13 +240,18 @@ describe("invite and member bodies", () => {
     ).toEqual({ ok: true, value: { email: "ann@example.com", role: "editor" } });
     expect(parse(InviteCreateSchema, { email: "ann@example.com", role: "owner" }, "body")).toEqual({
       ok: false,
-      items: [{ key: "role", message: roleMessage, source: "body" }],
+      items: [{ key: "role", message: roleMessage, source: "body", code: "invalid_value" }],
     });
     expect(parse(InviteCreateSchema, { email: "nope" }, "body")).toEqual({
       ok: false,
       items: [
-        { key: "email", message: "must be a valid e-mail address", source: "body" },
-        { key: "role", message: "is required", source: "body" },
+        {
+          key: "email",
+          message: "must be a valid e-mail address",
+          source: "body",
+          code: "invalid_value",
+        },
+        { key: "role", message: "is required", source: "body", code: "invalid_value" },
       ],
     });
   });
@@ -236,7 +263,7 @@ describe("invite and member bodies", () => {
     for (const role of ["owner", "Admin", "", 1]) {
       expect(parse(OrgMemberUpdateSchema, { role }, "body")).toEqual({
         ok: false,
-        items: [{ key: "role", message: roleMessage, source: "body" }],
+        items: [{ key: "role", message: roleMessage, source: "body", code: "invalid_value" }],
       });
     }
   });
@@ -251,16 +278,20 @@ describe("owner transfer bodies", () => {
     for (const member_id of [0, -1, 2 ** 53]) {
       expect(parse(OwnerTransferCodeRequestSchema, { member_id }, "body")).toEqual({
         ok: false,
-        items: [{ key: "member_id", message: ID_MESSAGE, source: "body" }],
+        items: [{ key: "member_id", message: ID_MESSAGE, source: "body", code: "out_of_range" }],
       });
     }
     expect(parse(OwnerTransferCodeRequestSchema, { member_id: 1.5 }, "body")).toEqual({
       ok: false,
-      items: [{ key: "member_id", message: "must be an integer", source: "body" }],
+      items: [
+        { key: "member_id", message: "must be an integer", source: "body", code: "invalid_type" },
+      ],
     });
     expect(parse(OwnerTransferCodeRequestSchema, { member_id: "12" }, "body")).toEqual({
       ok: false,
-      items: [{ key: "member_id", message: "must be a number", source: "body" }],
+      items: [
+        { key: "member_id", message: "must be a number", source: "body", code: "invalid_type" },
+      ],
     });
   });
 
@@ -271,13 +302,13 @@ describe("owner transfer bodies", () => {
     });
     expect(parse(OwnerTransferConfirmSchema, { member_id: 3, code: "12345" }, "body")).toEqual({
       ok: false,
-      items: [{ key: "code", message: "must be 6 digits", source: "body" }],
+      items: [{ key: "code", message: "must be 6 digits", source: "body", code: "invalid_value" }],
     });
     expect(parse(OwnerTransferConfirmSchema, { code: "123456", extra: true }, "body")).toEqual({
       ok: false,
       items: [
-        { key: "member_id", message: "is required", source: "body" },
-        { key: "extra", message: "is not allowed", source: "body" },
+        { key: "member_id", message: "is required", source: "body", code: "required" },
+        { key: "extra", message: "is not allowed", source: "body", code: "unknown_key" },
       ],
     });
   });

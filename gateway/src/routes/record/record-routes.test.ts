@@ -295,8 +295,8 @@ describe("record routes", () => {
       });
       expect(batch.body).toEqual(
         validation("PATCH", `${V1}/records/batch`, [
-          { key: "records", message: "is required", source: "body" },
-          { key: "data", message: "is not allowed", source: "body" },
+          { key: "records", message: "is required", source: "body", code: "required" },
+          { key: "data", message: "is not allowed", source: "body", code: "unknown_key" },
         ]),
       );
       for (const [method, path, allow] of [
@@ -327,6 +327,8 @@ describe("record routes", () => {
               key: "row_id",
               message: ID_MESSAGE,
               source: "path",
+              // Plain digits below 1 are out of range; anything else is no id at all.
+              code: rowId === "0" ? "out_of_range" : "invalid_value",
             },
           ]),
         );
@@ -381,17 +383,29 @@ describe("record routes", () => {
         "/public/v1/databases/x/tables/0/records?limit=0&offset=-1&sort=",
         undefined,
         [
-          { key: "limit", message: "must be an integer between 1 and 1000", source: "query" },
-          { key: "offset", message: "must be an integer between 0 and 10000000", source: "query" },
+          {
+            key: "limit",
+            message: "must be an integer between 1 and 1000",
+            source: "query",
+            code: "out_of_range",
+          },
+          {
+            key: "offset",
+            message: "must be an integer between 0 and 10000000",
+            source: "query",
+            code: "invalid_value",
+          },
           {
             key: "database_id",
             message: ID_MESSAGE,
             source: "path",
+            code: "invalid_value",
           },
           {
             key: "table_id",
             message: ID_MESSAGE,
             source: "path",
+            code: "out_of_range",
           },
         ],
       ],
@@ -400,31 +414,48 @@ describe("record routes", () => {
         `/public/record/list?table_id=${TABLE}&response_format=json&where=${"x".repeat(4097)}`,
         undefined,
         [
-          { key: "database_id", message: "is required", source: "query" },
-          { key: "response_format", message: "must be one of ids, names", source: "query" },
-          { key: "where", message: "must be at most 4096 characters", source: "query" },
+          { key: "database_id", message: "is required", source: "query", code: "required" },
+          {
+            key: "response_format",
+            message: "must be one of ids, names",
+            source: "query",
+            code: "invalid_value",
+          },
+          {
+            key: "where",
+            message: "must be at most 4096 characters",
+            source: "query",
+            code: "invalid_value",
+          },
         ],
       ],
       [
         "GET",
         `/public/record/get?table_id=${TABLE}&row_id=7&limit=5`,
         undefined,
-        [{ key: "limit", message: "is not allowed", source: "query" }],
+        [{ key: "limit", message: "is not allowed", source: "query", code: "unknown_key" }],
       ],
       [
         "POST",
         `/public/record/create?table_id=${TABLE}`,
         { data: [], extra: true },
         [
-          { key: "data", message: "must be a JSON object", source: "body" },
-          { key: "extra", message: "is not allowed", source: "body" },
+          { key: "data", message: "must be a JSON object", source: "body", code: "invalid_value" },
+          { key: "extra", message: "is not allowed", source: "body", code: "unknown_key" },
         ],
       ],
       [
         "POST",
         `${V1}/records/batch`,
         { records: [] },
-        [{ key: "records", message: "must have 1-1000 items", source: "body" }],
+        [
+          {
+            key: "records",
+            message: "must have 1-1000 items",
+            source: "body",
+            code: "too_short",
+          },
+        ],
       ],
       [
         "POST",
@@ -435,6 +466,7 @@ describe("record routes", () => {
             key: "row_ids.1",
             message: ID_MESSAGE,
             source: "body",
+            code: "out_of_range",
           },
         ],
       ],
@@ -443,8 +475,8 @@ describe("record routes", () => {
         `/public/record/update?table_id=${TABLE}`,
         {},
         [
-          { key: "row_id", message: "is required", source: "query" },
-          { key: "data", message: "is required", source: "body" },
+          { key: "row_id", message: "is required", source: "query", code: "required" },
+          { key: "data", message: "is required", source: "body", code: "invalid_value" },
         ],
       ],
     ];
@@ -468,9 +500,9 @@ describe("record routes", () => {
     expect({ status: response.status, body: response.body }).toEqual({
       status: 400,
       body: validation("POST", `${V1}/records`, [
-        { key: "Price", message: finite, source: "body" },
-        { key: "Cost", message: finite, source: "body" },
-        { key: "row_id", message: "is not allowed", source: "body" },
+        { key: "Price", message: finite, source: "body", code: "invalid_value" },
+        { key: "Cost", message: finite, source: "body", code: "invalid_value" },
+        { key: "row_id", message: "is not allowed", source: "body", code: "unknown_key" },
       ]),
     });
     expect(await used(setup.cache, ORG)).toBe(0);
@@ -591,8 +623,13 @@ describe("record route rate limits", () => {
 describe("errors of the records service", () => {
   it("a refused where, sort or fields is the 400 validation shape with source query", () => {
     const items: ValidationItem[] = [
-      { key: "where", message: "unknown operator 'eqq' at 9", source: "query" },
-      { key: "sort", message: "unknown field 'Nope' at 1", source: "query" },
+      {
+        key: "where",
+        message: "unknown operator 'eqq' at 9",
+        source: "query",
+        code: "invalid_syntax",
+      },
+      { key: "sort", message: "unknown field 'Nope' at 1", source: "query", code: "not_found" },
     ];
     const response = httpErrorOf(validationFailed(items), {
       method: "GET",

@@ -46,17 +46,20 @@ const VALID: ValidRequest[] = [
 
 const TYPE_MESSAGE = `must be one of ${FIELD_TYPES.join(", ")}`;
 
+/** The schema reads an API token may make too. */
+const TOKEN_READS = ["GET /table/get", "GET /table/list"];
+
 describe("table routes", () => {
   const suite = routeSuite(routesAtClosedPort, VALID);
 
-  it("serve exactly the table routes, for a session only", async () => {
+  it("serve exactly the table routes, for a session (the reads for an API token too)", async () => {
     const routes = await routesAtClosedPort();
-    suite.expectSessionRoutes(routes);
+    suite.expectSessionRoutes(routes, TOKEN_READS);
     expect(routes.every((route) => route.rateLimits.length === 0)).toBe(true);
   });
 
-  it("answer 401 without a session, and to an API token, before reading the request", async () => {
-    await suite.expectUnauthorized({ unknown: true });
+  it("answer 401 without a session, and to an API token except the reads, before reading the request", async () => {
+    await suite.expectUnauthorized({ unknown: true }, TOKEN_READS);
   });
 
   it("call the catalog service once the request is valid (503: it is not running)", async () => {
@@ -69,7 +72,7 @@ describe("table routes", () => {
         "POST",
         "/table/create",
         { name: "T" },
-        [{ key: "database_id", message: "is required", source: "query" }],
+        [{ key: "database_id", message: "is required", source: "query", code: "required" }],
       ],
       [
         "POST",
@@ -85,48 +88,70 @@ describe("table routes", () => {
           primary_key: "ok",
         },
         [
-          { key: "fields.1.type", message: TYPE_MESSAGE, source: "body" },
-          { key: "fields.2.options", message: "must be a JSON object", source: "body" },
-          { key: "fields.3.name", message: "must be 1-100 characters", source: "body" },
-          { key: "fields.3.position", message: "is not allowed", source: "body" },
-          { key: "primary_key", message: "is not allowed", source: "body" },
+          { key: "fields.1.type", message: TYPE_MESSAGE, source: "body", code: "invalid_value" },
+          {
+            key: "fields.2.options",
+            message: "must be a JSON object",
+            source: "body",
+            code: "invalid_value",
+          },
+          {
+            key: "fields.3.name",
+            message: "must be 1-100 characters",
+            source: "body",
+            code: "too_short",
+          },
+          {
+            key: "fields.3.position",
+            message: "is not allowed",
+            source: "body",
+            code: "unknown_key",
+          },
+          { key: "primary_key", message: "is not allowed", source: "body", code: "unknown_key" },
         ],
       ],
       [
         "POST",
         "/table/create?database_id=1",
         { name: "T", fields: manyFields(501) },
-        [{ key: "fields", message: "must have at most 500 items", source: "body" }],
+        [
+          {
+            key: "fields",
+            message: "must have at most 500 items",
+            source: "body",
+            code: "too_long",
+          },
+        ],
       ],
       [
         "POST",
         "/table/create?database_id=1",
         { name: "T", fields: { name: "F", type: "text" } },
-        [{ key: "fields", message: "must be an array", source: "body" }],
+        [{ key: "fields", message: "must be an array", source: "body", code: "invalid_type" }],
       ],
       [
         "GET",
         "/table/get?table_id=-3",
         undefined,
-        [{ key: "table_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "table_id", message: ID_MESSAGE, source: "query", code: "invalid_value" }],
       ],
       [
         "POST",
         "/table/update?table_id=2",
         { name: "Deals", fields: [] },
-        [{ key: "fields", message: "is not allowed", source: "body" }],
+        [{ key: "fields", message: "is not allowed", source: "body", code: "unknown_key" }],
       ],
       [
         "POST",
         "/table/delete?table_id=2&database_id=1",
         undefined,
-        [{ key: "database_id", message: "is not allowed", source: "query" }],
+        [{ key: "database_id", message: "is not allowed", source: "query", code: "unknown_key" }],
       ],
       [
         "GET",
         "/table/list?database_id=1e3",
         undefined,
-        [{ key: "database_id", message: ID_MESSAGE, source: "query" }],
+        [{ key: "database_id", message: ID_MESSAGE, source: "query", code: "invalid_value" }],
       ],
     ]);
   });

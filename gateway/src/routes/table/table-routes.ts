@@ -22,7 +22,7 @@ export interface TableRoutesDeps {
 const tags = ["Tables"];
 
 /**
- * The tables of a database, for a signed-in member (any member reads; owner,
+ * The tables of a database, for a signed-in member (any member reads, and so does an API token of the organization; owner,
  * admin and editor write, enforced by the catalog service).
  */
 export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
@@ -67,7 +67,7 @@ export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
       operationId: "tableGet",
       summary: "One table with its fields in position order",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: TableIdQuery,
       response: TableGetSchema,
       errors: ["table_not_found"],
@@ -119,7 +119,7 @@ export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
       operationId: "tableList",
       summary: "The database's tables",
       tags,
-      auth: "session",
+      auth: "session_or_token",
       query: TableDatabaseQuery,
       response: TableListSchema,
       errors: ["database_not_found"],

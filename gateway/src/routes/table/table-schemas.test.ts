@@ -75,10 +75,21 @@ describe("TableCreate", () => {
           key: "fields.1.type",
           message: expect.stringMatching(/^must be one of text, long_text, /),
           source: "body",
+          code: "invalid_value",
         },
-        { key: "fields.2.options", message: "must be a JSON object", source: "body" },
-        { key: "fields.3.position", message: "is not allowed", source: "body" },
-        { key: "fields.4", message: "must be an object", source: "body" },
+        {
+          key: "fields.2.options",
+          message: "must be a JSON object",
+          source: "body",
+          code: "invalid_value",
+        },
+        {
+          key: "fields.3.position",
+          message: "is not allowed",
+          source: "body",
+          code: "unknown_key",
+        },
+        { key: "fields.4", message: "must be an object", source: "body", code: "invalid_type" },
       ],
     });
   });
@@ -89,11 +100,18 @@ describe("TableCreate", () => {
     expect(parse(TableCreateSchema, { name: "T", fields: fields(500) }, "body").ok).toBe(true);
     expect(parse(TableCreateSchema, { name: "T", fields: fields(501) }, "body")).toEqual({
       ok: false,
-      items: [{ key: "fields", message: "must have at most 500 items", source: "body" }],
+      items: [
+        {
+          key: "fields",
+          message: "must have at most 500 items",
+          source: "body",
+          code: "too_long",
+        },
+      ],
     });
     expect(parse(TableCreateSchema, { name: "T", fields: { a: 1 } }, "body")).toEqual({
       ok: false,
-      items: [{ key: "fields", message: "must be an array", source: "body" }],
+      items: [{ key: "fields", message: "must be an array", source: "body", code: "invalid_type" }],
     });
   });
 });
@@ -106,7 +124,7 @@ describe("TableUpdate and the query parameters", () => {
     });
     expect(parse(TableUpdateSchema, { fields: [] }, "body")).toEqual({
       ok: false,
-      items: [{ key: "fields", message: "is not allowed", source: "body" }],
+      items: [{ key: "fields", message: "is not allowed", source: "body", code: "unknown_key" }],
     });
   });
 
@@ -117,7 +135,9 @@ describe("TableUpdate and the query parameters", () => {
     });
     expect(parse(TableIdQuery, { table_id: ["1", "2"] }, "query")).toEqual({
       ok: false,
-      items: [{ key: "table_id", message: "must be given once", source: "query" }],
+      items: [
+        { key: "table_id", message: "must be given once", source: "query", code: "invalid_value" },
+      ],
     });
   });
 });

@@ -36,7 +36,14 @@ describe("checkFieldDefinition", () => {
       ),
     ).toEqual({
       ok: false,
-      validation: [{ key: "fields.3.name", message: "must be 1-100 characters", source: "body" }],
+      validation: [
+        {
+          key: "fields.3.name",
+          message: "must be 1-100 characters",
+          source: "body",
+          code: "too_short",
+        },
+      ],
       options: [
         { key: "fields.3.options.start", message: "is not allowed" },
         { key: "fields.3.required", message: "cannot be true for a read-only type" },

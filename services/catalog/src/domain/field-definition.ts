@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ValidationItem } from "@rowbase/kit";
+import { textProblemCode } from "@rowbase/kit";
 import {
   descriptionProblem,
   FIELD_TYPE_NAMES,
@@ -48,16 +49,31 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
   const name = input.name.trim();
   const nameIssue = fieldNameProblem(name);
   if (nameIssue) {
-    validation.push({ key: `${prefix}name`, message: nameIssue, source: "body" });
+    validation.push({
+      key: `${prefix}name`,
+      message: nameIssue,
+      source: "body",
+      code: textProblemCode(name, nameIssue),
+    });
   }
   const description = input.description.trim();
   const descriptionIssue = descriptionProblem(description);
   if (descriptionIssue) {
-    validation.push({ key: `${prefix}description`, message: descriptionIssue, source: "body" });
+    validation.push({
+      key: `${prefix}description`,
+      message: descriptionIssue,
+      source: "body",
+      code: textProblemCode(description, descriptionIssue),
+    });
   }
   const type = fieldTypeFromProto(input.type);
   if (!type) {
-    validation.push({ key: `${prefix}type`, message: TYPE_MESSAGE, source: "body" });
+    validation.push({
+      key: `${prefix}type`,
+      message: TYPE_MESSAGE,
+      source: "body",
+      code: "invalid_value",
+    });
     return { ok: false, validation, options: optionErrors };
   }
   const options = parseFieldOptions(type, input.options);

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type ValidationItem, validationFailed } from "@rowbase/kit";
+import { textProblemCode, type ValidationItem, validationFailed } from "@rowbase/kit";
 import {
   descriptionProblem,
   type FieldTypeName,
@@ -79,9 +79,15 @@ function resolveAll(
         key: `${key}.${index}`,
         message: "is not a field of the table",
         source: "body",
+        code: "not_found",
       });
     } else if (seen.has(field.id)) {
-      items.push({ key: `${key}.${index}`, message: "names a field twice", source: "body" });
+      items.push({
+        key: `${key}.${index}`,
+        message: "names a field twice",
+        source: "body",
+        code: "invalid_value",
+      });
     } else {
       seen.add(field.id);
       found.push({ field, index });
@@ -106,7 +112,14 @@ export function checkFormInput(
   if (input.name !== undefined) {
     const name = input.name.trim();
     const problem = nameProblem(name);
-    if (problem) items.push({ key: "name", message: problem, source: "body" });
+    if (problem) {
+      items.push({
+        key: "name",
+        message: problem,
+        source: "body",
+        code: textProblemCode(name, problem),
+      });
+    }
     checked.name = name;
   }
   let shown = current;
@@ -116,6 +129,7 @@ export function checkFormInput(
         key: "fields",
         message: `must have 1-${MAX_FORM_FIELDS} items`,
         source: "body",
+        code: "out_of_range",
       });
     }
     const fields = resolveAll(candidates, input.fields, "fields", items);
@@ -131,6 +145,7 @@ export function checkFormInput(
           key: "fields",
           message: `must include "${field.name}" (${field.id}): the table requires it`,
           source: "body",
+          code: "required",
         });
       }
     }
@@ -143,6 +158,7 @@ export function checkFormInput(
           key: `required.${index}`,
           message: "must be one of the form's fields",
           source: "body",
+          code: "not_found",
         });
       }
     }
@@ -155,13 +171,19 @@ export function checkFormInput(
   if (input.successMessage !== undefined) {
     const message = input.successMessage.trim();
     const problem = descriptionProblem(message);
-    if (problem) items.push({ key: "success_message", message: problem, source: "body" });
+    if (problem) {
+      const code = textProblemCode(message, problem);
+      items.push({ key: "success_message", message: problem, source: "body", code });
+    }
     checked.successMessage = message;
   }
   if (input.redirectUrl !== undefined) {
     const url = input.redirectUrl.trim();
     const problem = redirectUrlProblem(url);
-    if (problem) items.push({ key: "redirect_url", message: problem, source: "body" });
+    if (problem) {
+      const code = textProblemCode(url, problem);
+      items.push({ key: "redirect_url", message: problem, source: "body", code });
+    }
     checked.redirectUrl = url;
   }
   if (items.length > 0) throw validationFailed(items);

@@ -60,7 +60,7 @@ export function typeChangesFrom(from: FieldTypeName): FieldTypeName[] {
   return FIELD_TYPE_NAMES.filter((to) => canChangeType(from, to));
 }
 
-const fail = (message: string): ValueResult => ({ ok: false, message });
+const fail = (message: string): ValueResult => ({ ok: false, message, code: "invalid_value" });
 
 /** A stored value as text: numbers with the field's decimals, lists joined by ", ". */
 export function valueAsText(field: FieldLike, value: JsonValue): string {

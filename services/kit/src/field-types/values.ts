@@ -1,4 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
+import type { ValidationCode } from "../errors.js";
 import { isPlainObject } from "../plain-object.js";
 import { codePointLength } from "./names.js";
 import {
@@ -12,7 +13,9 @@ import {
 import { isReadOnlyType } from "./types.js";
 
 /** A value checked against its field: what to store, or what is wrong with it. */
-export type ValueResult = { ok: true; value: JsonValue } | { ok: false; message: string };
+export type ValueResult =
+  | { ok: true; value: JsonValue }
+  | { ok: false; message: string; code: ValidationCode };
 
 /** The largest `json` value, serialised (UTF-8 bytes of its JSON text). */
 export const JSON_MAX_BYTES = 100 * 1024;
@@ -27,7 +30,12 @@ export const PHONE_MAX_LENGTH = 40;
 const NUMBER_STRING_MAX = 400;
 
 const ok = (value: JsonValue): ValueResult => ({ ok: true, value });
-const fail = (message: string): ValueResult => ({ ok: false, message });
+/** A refused value: what is wrong, for people, and its kind (invalid_value unless said). */
+const fail = (message: string, code: ValidationCode = "invalid_value"): ValueResult => ({
+  ok: false,
+  message,
+  code,
+});
 
 /**
  * Checks one value written to a field and returns the value to store:
@@ -50,7 +58,7 @@ const fail = (message: string): ValueResult => ({ ok: false, message });
  * No string may hold NUL characters or unpaired surrogates: PostgreSQL cannot store them.
  */
 export function validateValue(field: FieldLike, value: unknown): ValueResult {
-  if (isReadOnlyType(field.type)) return fail("is read-only");
+  if (isReadOnlyType(field.type)) return fail("is read-only", "read_only");
   if (value === null || value === undefined) return ok(null);
   if (
     value === "" &&
@@ -67,7 +75,7 @@ export function validateValue(field: FieldLike, value: unknown): ValueResult {
     case "number":
       return checkNumber(value, numberSettingsOf(field));
     case "boolean":
-      return typeof value === "boolean" ? ok(value) : fail("must be true or false");
+      return typeof value === "boolean" ? ok(value) : fail("must be true or false", "invalid_type");
     case "date":
       return checkDate(value);
     case "datetime":
@@ -85,7 +93,7 @@ export function validateValue(field: FieldLike, value: unknown): ValueResult {
     case "json":
       return checkJson(value);
     default:
-      return fail("is read-only");
+      return fail("is read-only", "read_only");
   }
 }
 
@@ -107,11 +115,11 @@ function storableStringProblem(value: string): string | undefined {
 }
 
 function checkText(value: unknown, limit: number): ValueResult {
-  if (typeof value !== "string") return fail("must be a string");
+  if (typeof value !== "string") return fail("must be a string", "invalid_type");
   // Code points are at most the UTF-16 units and at least half of them: only a string between
   // `limit` and `2 * limit` units long needs counting.
   if (value.length > limit && (value.length > 2 * limit || codePointLength(value) > limit)) {
-    return fail(`must be at most ${limit} characters`);
+    return fail(`must be at most ${limit} characters`, "too_long");
   }
   const problem = storableStringProblem(value);
   return problem ? fail(problem) : ok(value);
@@ -195,9 +203,9 @@ function checkNumber(value: unknown, settings: NumberSettings): ValueResult {
   if (typeof parsed === "string") return fail(parsed);
   const n = roundTo(parsed, settings.decimals);
   if (settings.min !== undefined && n < settings.min)
-    return fail(`must be at least ${settings.min}`);
+    return fail(`must be at least ${settings.min}`, "out_of_range");
   if (settings.max !== undefined && n > settings.max)
-    return fail(`must be at most ${settings.max}`);
+    return fail(`must be at most ${settings.max}`, "out_of_range");
   const inexact = inexactNumberProblem(n, settings.decimals);
   return inexact ? fail(inexact) : ok(n);
 }
@@ -223,11 +231,12 @@ function isStorableDate(year: number, month: number, day: number): boolean {
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 function checkDate(value: unknown): ValueResult {
-  if (typeof value !== "string") return fail("must be a date string YYYY-MM-DD");
+  if (typeof value !== "string") return fail("must be a date string YYYY-MM-DD", "invalid_type");
   const match = DATE.exec(value.trim());
   if (!match) return fail("must be a date string YYYY-MM-DD");
   const [, y, m, d] = match.map(Number) as [number, number, number, number];
-  if (!isStorableDate(y, m, d)) return fail("must be a real calendar date (years 1-9999)");
+  if (!isStorableDate(y, m, d))
+    return fail("must be a real calendar date (years 1-9999)", "out_of_range");
   return ok(value.trim());
 }
 
@@ -275,7 +284,7 @@ function checkDatetime(value: unknown): ValueResult {
   const ms = parseDatetime(value);
   if (ms === undefined) return fail(message);
   const stored = datetimeString(ms);
-  return stored ? ok(stored) : fail("must lie in the years 1-9999 (UTC)");
+  return stored ? ok(stored) : fail("must lie in the years 1-9999 (UTC)", "out_of_range");
 }
 
 /** A select's choice names, and by lower case the first choice of each. */
@@ -313,17 +322,18 @@ function choiceNamed(choices: readonly Choice[], raw: string): string | undefine
 }
 
 function checkSingleSelect(value: unknown, choices: readonly Choice[]): ValueResult {
-  if (typeof value !== "string") return fail("must be a choice name (a string)");
+  if (typeof value !== "string") return fail("must be a choice name (a string)", "invalid_type");
   const name = choiceNamed(choices, value);
   return name === undefined ? fail("is not a choice of this field") : ok(name);
 }
 
 function checkMultiSelect(value: unknown, choices: readonly Choice[]): ValueResult {
-  if (!Array.isArray(value)) return fail("must be an array of choice names");
+  if (!Array.isArray(value)) return fail("must be an array of choice names", "invalid_type");
   const names: string[] = [];
   const seen = new Set<string>();
   for (const [index, item] of value.entries()) {
-    if (typeof item !== "string") return fail(`item ${index} must be a choice name (a string)`);
+    if (typeof item !== "string")
+      return fail(`item ${index} must be a choice name (a string)`, "invalid_type");
     const name = choiceNamed(choices, item);
     if (name === undefined) return fail(`item ${index} is not a choice of this field`);
     if (!seen.has(name)) {
@@ -354,7 +364,7 @@ function checkEmail(value: unknown): ValueResult {
   if (typeof value !== "string") return fail(message);
   const email = value.trim();
   if (email.length > EMAIL_MAX_LENGTH)
-    return fail(`must be at most ${EMAIL_MAX_LENGTH} characters`);
+    return fail(`must be at most ${EMAIL_MAX_LENGTH} characters`, "too_long");
   const at = email.lastIndexOf("@");
   if (at < 1) return fail(message);
   const local = email.slice(0, at);
@@ -368,7 +378,8 @@ function checkUrl(value: unknown): ValueResult {
   const message = "must be an absolute http or https URL";
   if (typeof value !== "string") return fail(message);
   const text = value.trim();
-  if (text.length > URL_MAX_LENGTH) return fail(`must be at most ${URL_MAX_LENGTH} characters`);
+  if (text.length > URL_MAX_LENGTH)
+    return fail(`must be at most ${URL_MAX_LENGTH} characters`, "too_long");
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   if (/[\s\u0000-\u001f\u007f]/.test(text)) return fail("must not contain spaces");
   if (!text.isWellFormed()) return fail(message);
@@ -392,7 +403,7 @@ function checkPhone(value: unknown): ValueResult {
   if (typeof value !== "string") return fail(message);
   const phone = value.trim();
   if (phone.length > PHONE_MAX_LENGTH)
-    return fail(`must be at most ${PHONE_MAX_LENGTH} characters`);
+    return fail(`must be at most ${PHONE_MAX_LENGTH} characters`, "too_long");
   const main = PHONE_EXTENSION.exec(phone)?.[1] ?? phone;
   if (!PHONE.test(main)) return fail(message);
   const digits = main.replace(/\D/g, "").length;
@@ -435,7 +446,7 @@ function checkJson(value: unknown): ValueResult {
   const problem = jsonProblem(value, 0);
   if (problem) return fail(problem);
   if (Buffer.byteLength(JSON.stringify(value), "utf8") > JSON_MAX_BYTES) {
-    return fail(`must be at most ${JSON_MAX_BYTES} bytes as JSON`);
+    return fail(`must be at most ${JSON_MAX_BYTES} bytes as JSON`, "too_long");
   }
   return ok(value as JsonValue);
 }

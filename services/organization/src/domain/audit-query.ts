@@ -46,25 +46,46 @@ export function auditQueryOf(input: {
   const problems: ValidationItem[] = [];
   const limit = input.limit === 0 ? AUDIT_LIMIT_DEFAULT : input.limit;
   if (!Number.isInteger(limit) || limit < 1 || limit > AUDIT_LIMIT_MAX) {
-    problems.push({ key: "limit", message: `must be 1-${AUDIT_LIMIT_MAX}`, source: "query" });
+    problems.push({
+      key: "limit",
+      message: `must be 1-${AUDIT_LIMIT_MAX}`,
+      source: "query",
+      code: "out_of_range",
+    });
   }
   if (!Number.isInteger(input.offset) || input.offset < 0) {
-    problems.push({ key: "offset", message: "must be 0 or more", source: "query" });
+    problems.push({
+      key: "offset",
+      message: "must be 0 or more",
+      source: "query",
+      code: "out_of_range",
+    });
   }
   if (!AUDIT_ACTION_FILTER.test(input.action)) {
     problems.push({
       key: "action",
       message: "must be an action such as record.updated",
       source: "query",
+      code: "invalid_value",
     });
   }
   for (const key of ["since", "until"] as const) {
     if (outOfRange(input[key])) {
-      problems.push({ key, message: "must be a time in the years 1 to 9999", source: "query" });
+      problems.push({
+        key,
+        message: "must be a time in the years 1 to 9999",
+        source: "query",
+        code: "out_of_range",
+      });
     }
   }
   if (input.since && input.until && input.until.getTime() <= input.since.getTime()) {
-    problems.push({ key: "until", message: "must be after since", source: "query" });
+    problems.push({
+      key: "until",
+      message: "must be after since",
+      source: "query",
+      code: "out_of_range",
+    });
   }
   if (problems.length > 0) return { problems };
   return {

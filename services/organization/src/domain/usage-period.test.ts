@@ -27,6 +27,7 @@ describe("usagePeriodOf", () => {
           key: "to",
           message: "must not be before from (default: the first of this month)",
           source: "query",
+          code: "out_of_range",
         },
       ],
     });
@@ -61,13 +62,20 @@ describe("usagePeriodOf", () => {
   it("refuses malformed, impossible, reversed and over-long periods", () => {
     expect(usagePeriodOf("2026-02-30", "2026-13-01", now)).toEqual({
       problems: [
-        { key: "from", message: "must be a date YYYY-MM-DD", source: "query" },
-        { key: "to", message: "must be a date YYYY-MM-DD", source: "query" },
+        {
+          key: "from",
+          message: "must be a date YYYY-MM-DD",
+          source: "query",
+          code: "invalid_value",
+        },
+        { key: "to", message: "must be a date YYYY-MM-DD", source: "query", code: "invalid_value" },
       ],
     });
     expect(usagePeriodOf("21-11-2026", "", now)).toMatchObject({ problems: [{ key: "from" }] });
     expect(usagePeriodOf("2026-11-10", "2026-11-09", now)).toEqual({
-      problems: [{ key: "from", message: "must not be after to", source: "query" }],
+      problems: [
+        { key: "from", message: "must not be after to", source: "query", code: "out_of_range" },
+      ],
     });
     expect(usagePeriodOf("2024-01-01", "2025-01-01", now)).toMatchObject({
       problems: [{ message: "period must be at most 366 days" }],

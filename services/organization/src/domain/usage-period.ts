@@ -55,9 +55,9 @@ export function usagePeriodOf(
   const toAt = parseDay(to);
   const fromAt = parseDay(from);
   if (fromText !== "" && fromAt === undefined)
-    problems.push({ key: "from", message: mustBeDate, source: "query" });
+    problems.push({ key: "from", message: mustBeDate, source: "query", code: "invalid_value" });
   if (toText !== "" && toAt === undefined)
-    problems.push({ key: "to", message: mustBeDate, source: "query" });
+    problems.push({ key: "to", message: mustBeDate, source: "query", code: "invalid_value" });
   if (problems.length > 0 || fromAt === undefined || toAt === undefined) return { problems };
   if (fromAt > toAt) {
     // Name what the client sent: a left-out `from` is this month's first day.
@@ -67,15 +67,21 @@ export function usagePeriodOf(
             key: "to",
             message: "must not be before from (default: the first of this month)",
             source: "query",
+            code: "out_of_range",
           }
-        : { key: "from", message: "must not be after to", source: "query" };
+        : { key: "from", message: "must not be after to", source: "query", code: "out_of_range" };
     return { problems: [problem] };
   }
   const count = (toAt - fromAt) / DAY_MS + 1;
   if (count > MAX_PERIOD_DAYS) {
     return {
       problems: [
-        { key: "from", message: `period must be at most ${MAX_PERIOD_DAYS} days`, source: "query" },
+        {
+          key: "from",
+          message: `period must be at most ${MAX_PERIOD_DAYS} days`,
+          source: "query",
+          code: "out_of_range",
+        },
       ],
     };
   }

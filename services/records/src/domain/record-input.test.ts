@@ -33,7 +33,7 @@ describe("checking written values", () => {
     expect(checked.ok).toBe(false);
     if (!checked.ok) {
       expect(checked.items).toEqual([
-        { key: "12", message: "is not a field of this table", source: "body" },
+        { key: "12", message: "is not a field of this table", source: "body", code: "not_found" },
       ]);
     }
   });
@@ -46,25 +46,47 @@ describe("checking written values", () => {
       "records.2.data.",
     );
     expect(checked.ok ? [] : checked.items).toEqual([
-      { key: "records.2.data.Nope", message: "is not a field of this table", source: "body" },
-      { key: "records.2.data.Age", message: "must be a number", source: "body" },
-      { key: "records.2.data.Seq", message: "is read-only", source: "body" },
-      { key: "records.2.data.NAME", message: "names the same field as 'name'", source: "body" },
+      {
+        key: "records.2.data.Nope",
+        message: "is not a field of this table",
+        source: "body",
+        code: "not_found",
+      },
+      {
+        key: "records.2.data.Age",
+        message: "must be a number",
+        source: "body",
+        code: "invalid_value",
+      },
+      { key: "records.2.data.Seq", message: "is read-only", source: "body", code: "read_only" },
+      {
+        key: "records.2.data.NAME",
+        message: "names the same field as 'name'",
+        source: "body",
+        code: "invalid_value",
+      },
     ]);
   });
 
   it("requires required fields on create and refuses to clear them", () => {
     expect(checkInput(FIELDS, { Age: 1 }, "create")).toEqual({
       ok: false,
-      items: [{ key: "Name", message: "is required", source: "body" }],
+      items: [{ key: "Name", message: "is required", source: "body", code: "required" }],
     });
     expect(checkInput(FIELDS, { Name: "" }, "create")).toEqual({
       ok: false,
-      items: [{ key: "Name", message: "is required", source: "body" }],
+      items: [{ key: "Name", message: "is required", source: "body", code: "required" }],
     });
     expect(checkInput(FIELDS, { Name: null }, "update")).toEqual({
       ok: false,
-      items: [{ key: "Name", message: "is required and cannot be cleared", source: "body" }],
+      items: [
+        {
+          key: "Name",
+          message: "is required and cannot be cleared",
+          source: "body",
+          code: "required",
+        },
+      ],
     });
     expect(checkInput(FIELDS, { Age: null }, "update")).toEqual({
       ok: true,

@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { ValidationItem } from "@rowbase/kit";
+import type { ValidationCode, ValidationItem } from "@rowbase/kit";
 import { isEmptyValue, validateValue } from "@rowbase/kit/field-types";
 import { resolveReference } from "../query/index.js";
 import type { SchemaField } from "../table-schema.js";
@@ -32,36 +32,40 @@ export function checkInput(
   const items: ValidationItem[] = [];
   const values: CheckedValues = new Map();
   const namedBy = new Map<string, string>();
-  const item = (key: string, message: string) =>
-    items.push({ key: `${prefix}${key}`, message, source: "body" });
+  const item = (key: string, message: string, code: ValidationCode) =>
+    items.push({ key: `${prefix}${key}`, message, source: "body", code });
 
   for (const [reference, raw] of Object.entries(data ?? {})) {
     const target = resolveReference(reference, queryFields, { systemColumns: false });
     if (target?.kind !== "field") {
-      item(reference, "is not a field of this table");
+      item(reference, "is not a field of this table", "not_found");
       continue;
     }
     const field = fields.find((f) => f.id === target.field.id)!;
     const earlier = namedBy.get(field.id);
     if (earlier !== undefined) {
-      item(reference, `names the same field as '${earlier}'`);
+      item(reference, `names the same field as '${earlier}'`, "invalid_value");
       continue;
     }
     namedBy.set(field.id, reference);
     const checked = validateValue(field, raw);
     if (!checked.ok) {
-      item(reference, checked.message);
+      item(reference, checked.message, checked.code);
       continue;
     }
     if (field.required && isEmptyValue(checked.value)) {
-      item(reference, mode === "create" ? "is required" : "is required and cannot be cleared");
+      item(
+        reference,
+        mode === "create" ? "is required" : "is required and cannot be cleared",
+        "required",
+      );
       continue;
     }
     values.set(field.id, checked.value);
   }
   if (mode === "create") {
     for (const field of fields) {
-      if (field.required && !namedBy.has(field.id)) item(field.name, "is required");
+      if (field.required && !namedBy.has(field.id)) item(field.name, "is required", "required");
     }
   }
   return items.length > 0 ? { ok: false, items } : { ok: true, values };

@@ -101,6 +101,7 @@ describe("renderTexts", () => {
         message:
           "the long texts of these records take too long to render: ask for fewer records or for markdown",
         source: "query",
+        code: "invalid_value",
       },
     ]);
     // The first value was rendered before the budget ran out: asking again goes further.

@@ -116,6 +116,7 @@ function renderBudgetExceeded(): ConnectError {
       message:
         "the long texts of these records take too long to render: ask for fewer records or for markdown",
       source: "query",
+      code: "invalid_value",
     },
   ]);
 }

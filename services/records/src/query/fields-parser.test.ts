@@ -57,6 +57,11 @@ describe("parseFields", () => {
     const error = fieldsError(text);
     expect(error.message).toBe(message);
     expect(error.key).toBe("fields");
-    expect(error.toValidationIssue()).toEqual({ key: "fields", message, source: "query" });
+    expect(error.toValidationIssue()).toEqual({
+      key: "fields",
+      message,
+      source: "query",
+      code: message.startsWith("unknown field") ? "not_found" : "invalid_syntax",
+    });
   });
 });

@@ -12,7 +12,12 @@ export function parseFields(text: string, fields: readonly QueryField[]): QueryF
   for (const item of splitReferenceList(text, "fields", { descending: false })) {
     const target = resolveReference(item.text, fields, { systemColumns: true });
     if (!target) {
-      throw new QueryError("fields", `unknown field ${quoteForMessage(item.text)}`, item.position);
+      throw new QueryError(
+        "fields",
+        `unknown field ${quoteForMessage(item.text)}`,
+        item.position,
+        "not_found",
+      );
     }
     if (target.kind === "column") continue;
     if (!selected.some((field) => field.id === target.field.id)) selected.push(target.field);

@@ -13,6 +13,7 @@ describe("QueryError", () => {
       key: "where",
       message: "unknown operator 'eqq' at 9",
       source: "query",
+      code: "invalid_syntax",
     });
   });
 

@@ -6,6 +6,8 @@ export interface QueryValidationIssue {
   key: QueryParameter;
   message: string;
   source: "query";
+  /** A field the text names that the table does not have, or text that does not parse. */
+  code: "not_found" | "invalid_syntax";
 }
 
 /**
@@ -23,16 +25,24 @@ export class QueryError extends Error {
   /** The message without the ` at N` suffix. */
   readonly reason: string;
   readonly position: number | undefined;
+  /** `not_found` for a field the table does not have; `invalid_syntax` otherwise. */
+  readonly code: QueryValidationIssue["code"];
 
-  constructor(key: QueryParameter, reason: string, position?: number) {
+  constructor(
+    key: QueryParameter,
+    reason: string,
+    position?: number,
+    code: QueryValidationIssue["code"] = "invalid_syntax",
+  ) {
     super(position === undefined ? reason : `${reason} at ${position}`);
     this.key = key;
     this.reason = reason;
     this.position = position;
+    this.code = code;
   }
 
   toValidationIssue(): QueryValidationIssue {
-    return { key: this.key, message: this.message, source: "query" };
+    return { key: this.key, message: this.message, source: "query", code: this.code };
   }
 }
 

@@ -39,7 +39,12 @@ export function parseSort(text: string, fields: readonly QueryField[]): SortKey[
   for (const item of items) {
     const target = resolveReference(item.text, fields, { systemColumns: true });
     if (!target) {
-      throw new QueryError("sort", `unknown field ${quoteForMessage(item.text)}`, item.position);
+      throw new QueryError(
+        "sort",
+        `unknown field ${quoteForMessage(item.text)}`,
+        item.position,
+        "not_found",
+      );
     }
     if (target.kind === "field" && !isSortable(target.field.type)) {
       throw new QueryError(

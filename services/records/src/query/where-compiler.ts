@@ -174,8 +174,12 @@ function describe(target: ReferenceTarget): string {
     : `the column ${target.column}`;
 }
 
-function fail(reason: string, position: number): QueryError {
-  return new QueryError("where", reason, position);
+function fail(
+  reason: string,
+  position: number,
+  code: "not_found" | "invalid_syntax" = "invalid_syntax",
+): QueryError {
+  return new QueryError("where", reason, position, code);
 }
 
 function parsedOrFail<T>(parsed: Parsed<T>, literal: Literal): T {
@@ -270,7 +274,9 @@ class WhereCompiler {
 
   private condition(node: ConditionNode): string {
     const target = resolveReference(node.ref.text, this.fields, { systemColumns: true });
-    if (!target) throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position);
+    if (!target) {
+      throw fail(`unknown field ${quoteForMessage(node.ref.text)}`, node.ref.position, "not_found");
+    }
     const source = valueSource(target, this.options.tableAlias, this.options.storage);
     if (source.readsField) this.readsData = true;
     if (target.kind === "field") this.fieldIds.add(target.field.id);

@@ -1,4 +1,9 @@
-import { CHANGE_TYPES, type ChangeTypeName, type ValidationItem } from "@rowbase/kit";
+import {
+  CHANGE_TYPES,
+  type ChangeTypeName,
+  textProblemCode,
+  type ValidationItem,
+} from "@rowbase/kit";
 import { descriptionProblem } from "@rowbase/kit/field-types";
 
 /** The change types a webhook may be sent, in the order a webhook lists them. */
@@ -18,6 +23,7 @@ export function eventsOf(names: readonly string[]): EventType[] | ValidationItem
       key: "events",
       message: "must be record.created, record.updated or record.deleted",
       source: "body",
+      code: "invalid_value",
     };
   }
   return names.length === 0 ? [...EVENT_TYPES] : EVENT_TYPES.filter((type) => names.includes(type));
@@ -27,7 +33,14 @@ export function eventsOf(names: readonly string[]): EventType[] | ValidationItem
 export function descriptionOf(raw: string): string | ValidationItem {
   const value = raw.trim();
   const problem = descriptionProblem(value);
-  return problem ? { key: "description", message: problem, source: "body" } : value;
+  return problem
+    ? {
+        key: "description",
+        message: problem,
+        source: "body",
+        code: textProblemCode(value, problem),
+      }
+    : value;
 }
 
 /** A `where` as stored: null for none (absent or blank), else the text; or its problem. */
@@ -38,6 +51,7 @@ export function whereOf(raw: string | undefined): string | null | ValidationItem
       key: "where",
       message: `must be at most ${WHERE_MAX_LENGTH} characters`,
       source: "body",
+      code: "too_long",
     };
   }
   return raw;
