@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -8,6 +9,7 @@ import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { client } from "./support/http.js";
 import {
+  ALL_TYPES_FIELDS,
   createTable,
   createTenant,
   RECORD_TEST_RATE_LIMITS,
@@ -23,7 +25,8 @@ import {
  * choice does not compile.
  */
 
-const NODE_MODULES = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const NODE_MODULES = join(ROOT, "node_modules");
 
 let sys: TestSystem;
 let api: ReturnType<typeof client>;
@@ -268,4 +271,28 @@ describe("a client generated from a table's document", () => {
     );
     expect(diagnostics.wrongRead).toMatch(/Property 'Nmae' does not exist/);
   });
+
+  it("passes Redocly's lint under the project's rules, in both keyings, for every field type", async () => {
+    const every = await createTable(api, tenant, ALL_TYPES_FIELDS);
+    for (const format of ["ids", "names"]) {
+      const document = await api("GET", v1(tenant.databaseId, every.tableId).openapi, {
+        token: tenant.readToken,
+        query: { response_format: format },
+      });
+      expect(document.status).toBe(200);
+      // Outside .redocly.lint-ignore.yaml's reach: no warning of a table's document is ignored.
+      const file = join(dir, `table-${format}.json`);
+      await writeFile(file, JSON.stringify(document.body, null, 2));
+      const lint = spawnSync(
+        join(NODE_MODULES, ".bin/redocly"),
+        ["lint", file, "--config", join(ROOT, "redocly.yaml"), "--format", "stylish"],
+        {
+          cwd: dir,
+          encoding: "utf8",
+          env: { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+        },
+      );
+      expect(lint.status, `${format}: ${lint.stdout}${lint.stderr}`).toBe(0);
+    }
+  }, 60_000);
 });

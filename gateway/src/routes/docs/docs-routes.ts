@@ -116,7 +116,15 @@ export function docsPathItems(): Record<string, Record<string, unknown>> {
           description: "The document itself, without an envelope",
           content: {
             "application/json": {
-              schema: { type: "object", required: ["openapi", "info", "paths"] },
+              schema: {
+                type: "object",
+                required: ["openapi", "info", "paths"],
+                properties: {
+                  openapi: { type: "string", description: "The OpenAPI version, 3.1.x" },
+                  info: { type: "object" },
+                  paths: { type: "object" },
+                },
+              },
             },
           },
         },

@@ -467,7 +467,11 @@ export function tableOpenApi(
               ...json({
                 type: "object",
                 required: ["openapi", "info", "paths"],
-                properties: { openapi: { type: "string", pattern: "^3\\.1\\." } },
+                properties: {
+                  openapi: { type: "string", pattern: "^3\\.1\\." },
+                  info: { type: "object" },
+                  paths: { type: "object" },
+                },
               }),
             }),
             "304": {
