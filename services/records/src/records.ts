@@ -41,7 +41,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
-import { indexKeysOf, keyText, type TableIndexes } from "./db/user-tables/indexes.js";
+import { indexKeysOf, keyText, orderedBy, type TableIndexes } from "./db/user-tables/indexes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
@@ -202,7 +202,7 @@ export function listQuery(
     params: [],
     readsData: false,
     fieldIds: [],
-    conjuncts: { equalities: [], ranges: [] },
+    conjuncts: { equalities: [], ranges: [], exact: [] },
   };
   if (params.where !== "") {
     try {
@@ -226,7 +226,7 @@ export function listQuery(
   const order = orderTerms(keys, {
     tableAlias: "r",
     storage,
-    ...(indexOrdered ? { indexed } : {}),
+    ...(indexOrdered ? { indexed: orderedBy(indexed, candidates?.sort ?? []) } : {}),
   });
   const page = {
     filtered: params.where !== "",

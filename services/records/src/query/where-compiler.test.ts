@@ -192,7 +192,7 @@ describe("compileWhere", () => {
         params: ["5"],
         readsData: false,
         fieldIds: [],
-        conjuncts: { equalities: [], ranges: [] },
+        conjuncts: { equalities: [], ranges: [], exact: [] },
       });
     });
 
@@ -354,7 +354,7 @@ describe("compileWhere", () => {
         params: ["%100\\%\\_a\\\\b%"],
         readsData: true,
         fieldIds: ["17"],
-        conjuncts: { equalities: [], ranges: [] },
+        conjuncts: { equalities: [], ranges: [], exact: [] },
       });
     });
 
@@ -364,14 +364,14 @@ describe("compileWhere", () => {
         params: [['{"14":["a,b"]}', '{"14":["c"]}']],
         readsData: true,
         fieldIds: ["14"],
-        conjuncts: { equalities: [], ranges: [] },
+        conjuncts: { equalities: [], ranges: [], exact: [] },
       });
       expect(buildWhere("(Tags,allof,a,b)", FIELDS, OPTIONS)).toEqual({
         sql: "data @> $2::jsonb",
         params: ['{"14":["a","b"]}'],
         readsData: true,
         fieldIds: ["14"],
-        conjuncts: { equalities: [], ranges: [] },
+        conjuncts: { equalities: [], ranges: [], exact: [] },
       });
       expect(buildWhere("(Tags,nanyof,a)", FIELDS, OPTIONS).sql).toBe(
         "(NOT data @> ANY($2::jsonb[]))",
@@ -423,7 +423,7 @@ describe("compileWhere", () => {
         params: ['{"42":"x"}'],
         readsData: true,
         fieldIds: ["42"],
-        conjuncts: { equalities: ["42"], ranges: [] },
+        conjuncts: { equalities: ["42"], ranges: [], exact: ["42"] },
       });
       const sort = buildWhere(`(${quote(nasty)},gt,x)`, fields, OPTIONS);
       expect(sort.sql).not.toContain(nasty);
@@ -457,6 +457,7 @@ describe("the conjuncts of a where", () => {
     expect(conjuncts("(Age,gte,3)~and(Name,eq,x)~and((Name,in,a,b)~and(Age,btw,1,2))")).toEqual({
       equalities: ["17", "17"],
       ranges: ["12", "12"],
+      exact: ["17"],
     });
   });
   it("leaves out what one btree cannot serve: ORs, NOTs, negations, like, blanks, checks", () => {
@@ -465,7 +466,7 @@ describe("the conjuncts of a where", () => {
       "~not(Name,eq,x)",
       "(Name,neq,x)~and(Name,like,y)~and(Name,blank)~and(Vip,checked)",
     ]) {
-      expect(conjuncts(where)).toEqual({ equalities: [], ranges: [] });
+      expect(conjuncts(where)).toEqual({ equalities: [], ranges: [], exact: [] });
     }
   });
 });

@@ -42,9 +42,11 @@ export interface CompiledWhere extends SqlFragment {
   /**
    * The fields that conditions ANDed at the top level compare for equality (`eq`, `in`) and
    * by range (`gt`, `gte`, `lt`, `lte`, `btw`), in the order named: what one index of two
-   * columns can serve (`indexes.ts`). Empty for a filter whose top level is an OR or a NOT.
+   * columns can serve (`indexes.ts`); `exact`, the equalities of one value (`eq`), after which
+   * such an index keeps its second column in order. Empty for a filter whose top level is an OR
+   * or a NOT.
    */
-  conjuncts: { equalities: string[]; ranges: string[] };
+  conjuncts: { equalities: string[]; ranges: string[]; exact: string[] };
 }
 
 const EQUALITIES: ReadonlySet<Operator> = new Set(["eq", "in"]);
@@ -52,12 +54,13 @@ const RANGES: ReadonlySet<Operator> = new Set(["gt", "gte", "lt", "lte", "btw"])
 
 /** `CompiledWhere.conjuncts` of a parsed, compiled `where`. */
 function conjunctsOf(node: WhereNode, fields: readonly QueryField[]): CompiledWhere["conjuncts"] {
-  const conjuncts = { equalities: [] as string[], ranges: [] as string[] };
+  const conjuncts = { equalities: [] as string[], ranges: [] as string[], exact: [] as string[] };
   const visit = (at: WhereNode) => {
     if (at.kind === "and") for (const operand of at.operands) visit(operand);
     if (at.kind !== "condition") return;
     const target = resolveReference(at.ref.text, fields, { systemColumns: true });
     if (target?.kind !== "field") return;
+    if (at.operator === "eq") conjuncts.exact.push(target.field.id);
     if (EQUALITIES.has(at.operator)) conjuncts.equalities.push(target.field.id);
     else if (RANGES.has(at.operator)) conjuncts.ranges.push(target.field.id);
   };

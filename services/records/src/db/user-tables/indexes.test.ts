@@ -6,6 +6,7 @@ import {
   fieldIndexChangeSql,
   fieldIndexExpression,
   indexKeysOf,
+  orderedBy,
 } from "./indexes.js";
 
 const field = (type: FieldTypeName, options: JsonObject = {}) => ({ id: 7n, type, options });
@@ -80,7 +81,8 @@ describe("the indexes a list could use", () => {
     ranges: string[],
     fieldIds: string[],
     sorted: string[] = [],
-  ) => indexKeysOf(schema, { fieldIds, conjuncts: { equalities, ranges } }, sorted);
+    exact: string[] = [],
+  ) => indexKeysOf(schema, { fieldIds, conjuncts: { equalities, ranges, exact } }, sorted);
 
   it("takes one index of an equality's field and a second condition's, the equality's first", () => {
     expect(keys(["1"], ["2"], ["2", "1"], ["3"])).toEqual({ filter: [["1", "2"]], sort: [["3"]] });
@@ -91,5 +93,30 @@ describe("the indexes a list could use", () => {
     expect(keys([], ["2", "3"], ["2", "3"])).toEqual({ filter: [["2"], ["3"]], sort: [] });
     expect(keys(["4"], ["2"], ["4", "2"], ["5"])).toEqual({ filter: [["2"]], sort: [] });
     expect(keys(["1", "1"], [], ["1"], ["1", "3"])).toEqual({ filter: [["1"]], sort: [["3"]] });
+  });
+
+  it("orders by a pair of an eq field and the first sort field, which keeps the page's order", () => {
+    // Status eq Open, Amount >= x, sorted by Due then Amount: (Status, Amount) counts,
+    // (Status, Due) hands the Open rows over in Due order; Amount's own index for the rest.
+    expect(keys(["1"], ["2"], ["1", "2"], ["3", "2"], ["1"])).toEqual({
+      filter: [["1", "2"]],
+      sort: [["1", "3"], ["2"]],
+    });
+    // `in` is no single value: its rows come in several runs of the pair, not in Due order.
+    expect(keys(["1"], ["2"], ["1", "2"], ["3"], [])).toEqual({
+      filter: [["1", "2"]],
+      sort: [["3"]],
+    });
+    // Sorted by the select itself (its choices' order): no pair; by the eq field: its own.
+    expect(keys(["2"], [], ["2"], ["1"], ["2"])).toEqual({ filter: [["2"]], sort: [["1"]] });
+    expect(keys(["2"], [], ["2"], ["2", "3"], ["2"])).toEqual({ filter: [["2"]], sort: [["3"]] });
+  });
+});
+
+describe("the fields a served index keeps in order", () => {
+  it("are those of one field, and a served sort pair's second", () => {
+    const served = new Set(["1,2", "1,3", "4"]);
+    expect([...orderedBy(served, [["1", "3"], ["5"]])].sort()).toEqual(["1,2", "1,3", "3", "4"]);
+    expect([...orderedBy(new Set(["4"]), [["1", "3"]])]).toEqual(["4"]);
   });
 });

@@ -43,16 +43,24 @@ export function keyText(key: IndexKey): string {
  * equality (`eq`, `in`) on an indexed field with a second equality or a range on another, one
  * index of the two (the equality's first), which serves both conditions and counts the matches
  * from the index alone; for any other filter, one per field it reads (`filter`). Then one per
- * field the sort orders by that the filter's do not hold already (`sort`). Fields that get no
- * index (`fieldIndexExpression`) are left out.
+ * field the sort orders by that the filter's do not hold already (`sort`); the first sort field's
+ * is of two fields, `(equality's field, sort field)`, when the filter ANDs an `eq` of one value
+ * on another indexed field, since that index hands over the matching rows in the page's order
+ * where the sort field's own would be walked past every row the equality refuses. Fields that
+ * get no index (`fieldIndexExpression`) are left out, and so is the pair for a select's order
+ * (by its choices' order, which no index keeps).
  */
 export function indexKeysOf(
   schema: TableSchema,
-  filter: { fieldIds: readonly string[]; conjuncts: { equalities: string[]; ranges: string[] } },
+  filter: {
+    fieldIds: readonly string[];
+    conjuncts: { equalities: string[]; ranges: string[]; exact: string[] };
+  },
   sortedFieldIds: readonly string[],
 ): { filter: IndexKey[]; sort: IndexKey[] } {
+  const fieldOf = (id: string) => schema.fields.find((f) => f.id === id);
   const indexed = (id: string) => {
-    const field = schema.fields.find((f) => f.id === id);
+    const field = fieldOf(id);
     return field !== undefined && fieldIndexExpression(storedField(field)) !== undefined;
   };
   const equalities = [...new Set(filter.conjuncts.equalities.filter(indexed))];
@@ -63,11 +71,28 @@ export function indexKeysOf(
       ? [[first, second]]
       : filter.fieldIds.filter(indexed).map((id): IndexKey => [id]);
   const sortKeys: IndexKey[] = [];
-  for (const id of new Set(sortedFieldIds)) {
+  [...new Set(sortedFieldIds)].forEach((id, position) => {
     const held = filterKeys.some((key) => key.length === 1 && key[0] === id);
-    if (indexed(id) && !held) sortKeys.push([id]);
-  }
+    if (!indexed(id) || held) return;
+    const type = fieldOf(id)?.type;
+    const ordered = position === 0 && type !== "single_select";
+    const exact = ordered ? filter.conjuncts.exact.find((e) => e !== id && indexed(e)) : undefined;
+    sortKeys.push(exact === undefined ? [id] : [exact, id]);
+  });
   return { filter: filterKeys, sort: sortKeys };
+}
+
+/**
+ * The fields whose index keeps the page's rows in their sort order, among `served`
+ * (`TableIndexes.served`): those of one field, and the sort field of a pair `indexKeysOf` gave
+ * for the sort, whose equality fixes the first column.
+ */
+export function orderedBy(served: ReadonlySet<string>, sortKeys: readonly IndexKey[]): Set<string> {
+  const ordered = new Set(served);
+  for (const key of sortKeys) {
+    if (key.length === 2 && served.has(keyText(key))) ordered.add(key[1]);
+  }
+  return ordered;
 }
 
 /**
