@@ -18,7 +18,7 @@ describe("the chart's process settings, as the benchmark reads them", () => {
   it("gives every process its limit and NODE_OPTIONS, a process's own over the defaults", async () => {
     const processes = await chartProcesses(repoRoot());
     expect(Object.keys(processes).sort()).toEqual(
-      ["catalog", "files", "gateway", "identity", "organization", "records"].sort(),
+      ["catalog", "files", "gateway", "identity", "organization", "records", "webhooks"].sort(),
     );
     // serviceDefaults' limit, which no process overrides.
     for (const settings of Object.values(processes)) {
