@@ -293,9 +293,17 @@ describe("consumeOnce over JetStream", () => {
       expect(dead!.header.get(DEAD_LETTER_HEADERS.id)).toBe(id);
       expect(dead!.header.get(DEAD_LETTER_HEADERS.deliveries)).toBe("2");
       expect(dead!.header.get(DEAD_LETTER_HEADERS.error)).toBe("cannot apply this");
-      // Given up: the consumer has nothing pending any more, and nothing was applied.
-      const info = await jsm.consumers.info(`${namespace}_ONCE`, "once_dead");
-      expect(info.num_ack_pending + info.num_pending).toBe(0);
+      // Given up: the consumer has nothing pending any more (its end of the message follows the
+      // dead letter's publication by a moment), and nothing was applied.
+      await expect
+        .poll(
+          async () => {
+            const info = await jsm.consumers.info(`${namespace}_ONCE`, "once_dead");
+            return info.num_ack_pending + info.num_pending;
+          },
+          { timeout: 10_000 },
+        )
+        .toBe(0);
     } finally {
       await nc.close();
     }
