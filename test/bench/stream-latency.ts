@@ -18,7 +18,8 @@ export interface StreamLatency {
 const WRITE_EVERY_MS = 100;
 const LATE_MS = 5_000;
 
-function percentile(sorted: readonly number[], p: number): number | null {
+/** The p-th percentile of sorted values (nearest rank), null for none. */
+export function percentile(sorted: readonly number[], p: number): number | null {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Api, login, type Tenant } from "./seed.js";
+import { percentile } from "./stream-latency.js";
 
 /**
  * What a webhook on the benchmark table did while a scenario wrote to it: the deliveries its
@@ -25,11 +26,6 @@ export interface WebhookDelivery {
 
 const WRITE_EVERY_MS = 100;
 const LATE_MS = 10_000;
-
-function percentile(sorted: readonly number[], p: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 /**
  * A webhook receiver on loopback in the benchmark's process: it answers 200 at once and notes
