@@ -27,6 +27,9 @@ describe("field types on the wire", () => {
       "autonumber",
       "created_at",
       "updated_at",
+      "link",
+      "lookup",
+      "rollup",
     ]);
   });
 

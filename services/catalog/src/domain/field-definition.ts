@@ -7,6 +7,7 @@ import {
   type FieldTypeName,
   fieldTypeFromProto,
   isReadOnlyType,
+  isRelationalType,
   type OptionError,
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
@@ -71,6 +72,16 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
     validation.push({
       key: `${prefix}type`,
       message: TYPE_MESSAGE,
+      source: "body",
+      code: "invalid_value",
+    });
+    return { ok: false, validation, options: optionErrors };
+  }
+  if (isRelationalType(type)) {
+    // Until catalog creates a link's inverse and records stores links: refused whole.
+    validation.push({
+      key: `${prefix}type`,
+      message: `${type} fields cannot be created yet`,
       source: "body",
       code: "invalid_value",
     });

@@ -54,10 +54,21 @@ describe("the type-change table", () => {
     }
   });
 
-  it("lets everything but file become text", () => {
+  it("lets everything but file, link, lookup and rollup become text", () => {
+    const kept = ["file", "link", "lookup", "rollup"];
     for (const type of FIELD_TYPE_NAMES) {
-      expect(canChangeType(type, "text")).toBe(type !== "file");
-      expect(canChangeType(type, "long_text")).toBe(type !== "file");
+      expect(canChangeType(type, "text")).toBe(!kept.includes(type));
+      expect(canChangeType(type, "long_text")).toBe(!kept.includes(type));
+    }
+  });
+
+  it("changes nothing into or out of a link, lookup or rollup", () => {
+    for (const relational of ["link", "lookup", "rollup"] as const) {
+      for (const other of FIELD_TYPE_NAMES) {
+        if (other === relational) continue;
+        expect(canChangeType(relational, other)).toBe(false);
+        expect(canChangeType(other, relational)).toBe(false);
+      }
     }
   });
 

@@ -1,12 +1,18 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { choicesOf, type FieldLike, isSelectType, numberSettingsOf } from "./options.js";
-import { FIELD_TYPE_NAMES, type FieldTypeName, isReadOnlyType } from "./types.js";
+import { FIELD_TYPE_NAMES, type FieldTypeName, isReadOnlyType, isRelationalType } from "./types.js";
 import { datetimeString, parseDatetime, type ValueResult, validateValue } from "./values.js";
 
 const TEXTUAL: readonly FieldTypeName[] = ["text", "long_text"];
 
-/** Every type but file can be shown as text. */
-const TO_TEXT: readonly FieldTypeName[] = FIELD_TYPE_NAMES.filter((t) => t !== "file");
+/**
+ * Every type with values of its own but file can be shown as text. Links, lookups and rollups
+ * hold no value in the record's row (their values are other records'), so they change to
+ * nothing and nothing changes to them.
+ */
+const TO_TEXT: readonly FieldTypeName[] = FIELD_TYPE_NAMES.filter(
+  (t) => t !== "file" && !isRelationalType(t),
+);
 
 /** What text converts to: every type a record can write. */
 const FROM_TEXT: readonly FieldTypeName[] = [
@@ -29,7 +35,8 @@ const FROM_TEXT: readonly FieldTypeName[] = [
  * number/boolean/date/select/email/url/phone), and the obviously safe ones: anything
  * but a file to text, single <-> multi select, date <-> datetime, autonumber to number, the
  * record times to datetime or date. No change leads to a read-only type (the system writes
- * those values) nor away from file (its values live in the files service).
+ * those values) nor away from file (its values live in the files service), and none into or
+ * out of a link, lookup or rollup.
  */
 const CONVERSIONS: ReadonlyMap<FieldTypeName, ReadonlySet<FieldTypeName>> = (() => {
   const table = new Map<FieldTypeName, Set<FieldTypeName>>(

@@ -3,11 +3,14 @@ import { formAllowsType, MAX_REDIRECT_URL_LENGTH, redirectUrlProblem } from "./f
 import { FIELD_TYPE_NAMES } from "./types.js";
 
 describe("form rules", () => {
-  it("allow every writable type but files in a form", () => {
+  it("allow every writable type but files and links in a form", () => {
     expect(FIELD_TYPE_NAMES.filter((type) => !formAllowsType(type)).sort()).toEqual([
       "autonumber",
       "created_at",
       "file",
+      "link",
+      "lookup",
+      "rollup",
       "updated_at",
     ]);
   });

@@ -11,9 +11,12 @@ export const MAX_FORM_FIELDS = 100;
 /** The longest `redirect_url` of a form. */
 export const MAX_REDIRECT_URL_LENGTH = 2_048;
 
-/** Whether a field of this type may be in a form: not read-only, and not a file. */
+/**
+ * Whether a field of this type may be in a form: not read-only, not a file, and not a link (a
+ * public submitter would name rows of another table, which the form never shows them).
+ */
 export function formAllowsType(type: FieldTypeName): boolean {
-  return !isReadOnlyType(type) && type !== "file";
+  return !isReadOnlyType(type) && type !== "file" && type !== "link";
 }
 
 const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);

@@ -1,5 +1,12 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { choicesOf, type FieldLike, numberSettingsOf, textLimitOf } from "./options.js";
+import {
+  choicesOf,
+  type FieldLike,
+  linkOptionsOf,
+  MAX_LINKS_PER_VALUE,
+  numberSettingsOf,
+  textLimitOf,
+} from "./options.js";
 import { isReadOnlyType } from "./types.js";
 import {
   EMAIL_MAX_LENGTH,
@@ -191,9 +198,65 @@ export function jsonSchemaOf(field: FieldLike, direction: SchemaDirection = "out
         description: "When the record was last changed.",
       };
       break;
+    case "link":
+      return linkSchema(field, direction);
+    case "lookup":
+      return {
+        type: "array",
+        description: "The looked-up field's values across the linked records, read-only.",
+        readOnly: true,
+        examples: [exampleValueOf(field)],
+      };
+    case "rollup":
+      return {
+        type: ["number", "string", "null"],
+        description:
+          "The rollup's function over the linked records: a number, or a date or datetime for min and max of dates; read-only.",
+        readOnly: true,
+        examples: [exampleValueOf(field)],
+      };
   }
   const result = { ...nullable(schema), examples: [exampleValueOf(field)] };
   return readOnly ? { ...result, readOnly: true } : result;
+}
+
+/**
+ * A link as records return it (the linked records, ascending by row id, each with its primary
+ * field's value) or as a write sends it (their row ids, or `{"row_id"}` objects; null or []
+ * clears it).
+ */
+function linkSchema(field: FieldLike, direction: SchemaDirection): JsonObject {
+  const maxItems = linkOptionsOf(field.options)?.multiple === false ? 1 : MAX_LINKS_PER_VALUE;
+  if (direction === "output") {
+    return {
+      type: "array",
+      items: {
+        type: "object",
+        properties: { row_id: { type: "integer" }, display: { type: "string" } },
+        required: ["row_id", "display"],
+      },
+      maxItems: MAX_LINKS_PER_VALUE,
+      description: `The linked records in row id order, at most ${MAX_LINKS_PER_VALUE} (the record's \`links_truncated\` names a field that has more).`,
+      examples: [[{ row_id: 1, display: "Example" }]],
+    };
+  }
+  return {
+    type: ["array", "null"],
+    items: {
+      anyOf: [
+        { type: "integer", minimum: 1 },
+        {
+          type: "object",
+          properties: { row_id: { type: "integer", minimum: 1 } },
+          required: ["row_id"],
+          additionalProperties: false,
+        },
+      ],
+    },
+    maxItems,
+    description: "Row ids of the linked table's records; null or [] clears the link.",
+    examples: [exampleValueOf(field)],
+  };
 }
 
 const EXAMPLE_TIME = "2026-01-15T09:30:00.000Z";
@@ -251,5 +314,11 @@ export function exampleValueOf(field: FieldLike): JsonValue {
       };
     case "autonumber":
       return 1;
+    case "link":
+      return [1];
+    case "lookup":
+      return ["Example"];
+    case "rollup":
+      return 42;
   }
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   choiceRenames,
   choicesOf,
+  computedOptionsOf,
   FIELD_TYPE_NAMES,
   FIELD_TYPES,
   type FieldTypeName,
@@ -13,6 +14,8 @@ import {
   fieldTypeToProto,
   isFieldTypeName,
   isReadOnlyType,
+  isRelationalType,
+  linkOptionsOf,
   newChoiceId,
   numberSettingsOf,
   type OptionError,
@@ -47,10 +50,10 @@ let counter = 0;
 const sequentialIds = () => `ch_${++counter}`;
 
 describe("types", () => {
-  it("names sixteen types, each with its own proto value and back", () => {
-    expect(FIELD_TYPE_NAMES).toHaveLength(16);
+  it("names nineteen types, each with its own proto value and back", () => {
+    expect(FIELD_TYPE_NAMES).toHaveLength(19);
     const protos = new Set(FIELD_TYPE_NAMES.map(fieldTypeToProto));
-    expect(protos.size).toBe(16);
+    expect(protos.size).toBe(19);
     for (const name of FIELD_TYPE_NAMES) {
       expect(fieldTypeFromProto(fieldTypeToProto(name))).toBe(name);
       expect(FIELD_TYPES[name]).toMatchObject({ name, proto: fieldTypeToProto(name) });
@@ -59,14 +62,16 @@ describe("types", () => {
     expect(fieldTypeFromProto(99 as FieldType)).toBeUndefined();
   });
 
-  it("marks file, autonumber, created_at and updated_at read-only, and only those", () => {
+  it("marks file, autonumber, the record times, lookups and rollups read-only, and only those", () => {
     expect(FIELD_TYPE_NAMES.filter(isReadOnlyType)).toEqual([
       "file",
       "autonumber",
       "created_at",
       "updated_at",
+      "lookup",
+      "rollup",
     ]);
-    expect(FIELD_TYPE_NAMES.filter((t) => FIELD_TYPES[t].readOnly)).toHaveLength(4);
+    expect(FIELD_TYPE_NAMES.filter((t) => FIELD_TYPES[t].readOnly)).toHaveLength(6);
   });
 
   it("reads field messages", () => {
@@ -88,7 +93,9 @@ describe("types", () => {
 
 describe("parseFieldOptions: shape", () => {
   it("gives every type its defaults when there are no options", () => {
-    const defaults = Object.fromEntries(FIELD_TYPE_NAMES.map((t) => [t, optionsOf(t, undefined)]));
+    const defaults = Object.fromEntries(
+      FIELD_TYPE_NAMES.filter((t) => !isRelationalType(t)).map((t) => [t, optionsOf(t, undefined)]),
+    );
     expect(defaults).toEqual({
       text: {},
       long_text: {},
@@ -109,6 +116,34 @@ describe("parseFieldOptions: shape", () => {
     });
     expect(optionsOf("number", null)).toEqual({ decimals: 0 });
     expect(optionsOf("number", {})).toEqual({ decimals: 0 });
+  });
+
+  it("needs a link's table and a lookup's or rollup's link and field", () => {
+    expect(parseFieldOptions("link", undefined)).toEqual({
+      ok: false,
+      errors: [{ key: "options.table_id", message: "must be a positive integer id" }],
+    });
+    expect(optionsOf("link", { table_id: 7 })).toEqual({ table_id: 7, multiple: true });
+    expect(parseFieldOptions("lookup", { link_field_id: 0, field_id: 2.5 })).toEqual({
+      ok: false,
+      errors: [
+        { key: "options.link_field_id", message: "must be a positive integer id" },
+        { key: "options.field_id", message: "must be a positive integer id" },
+      ],
+    });
+    expect(
+      parseFieldOptions("rollup", { link_field_id: 1, field_id: 2, function: "median" }),
+    ).toMatchObject({ ok: false, errors: [{ key: "options.function" }] });
+    expect(linkOptionsOf({ table_id: 7, multiple: false, inverse_field_id: 9 })).toEqual({
+      tableId: 7n,
+      multiple: false,
+      inverseFieldId: 9n,
+    });
+    expect(computedOptionsOf({ link_field_id: 1, field_id: 2, function: "sum" })).toEqual({
+      linkFieldId: 1n,
+      fieldId: 2n,
+      function: "sum",
+    });
   });
 
   it("refuses options that are not an object", () => {

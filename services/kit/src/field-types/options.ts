@@ -101,6 +101,16 @@ const mimeType = z
 
 const noOptions = z.strictObject({});
 
+/** An id of a table, field or record: a positive integer below 2^53. */
+const entityId = integerIn(1, Number.MAX_SAFE_INTEGER, "must be a positive integer id");
+
+/** What a rollup computes over the linked records' values. */
+export const ROLLUP_FUNCTIONS = ["count", "count_values", "sum", "avg", "min", "max"] as const;
+export type RollupFunction = (typeof ROLLUP_FUNCTIONS)[number];
+
+/** The most records one link value holds (and a record shows per link field). */
+export const MAX_LINKS_PER_VALUE = 1_000;
+
 /** `n` times 10^`places` through the decimal exponent, without binary error (0.1 × 10 is 1). */
 function shifted(n: number, places: number): number {
   const [mantissa, exponent] = n.toExponential().split("e") as [string, string];
@@ -171,7 +181,67 @@ export const OPTION_SCHEMAS = {
   autonumber: noOptions,
   created_at: noOptions,
   updated_at: noOptions,
+  /**
+   * `inverse_field_id` is the link field catalog creates in the linked table; catalog sets it,
+   * and refuses it from a client.
+   */
+  link: z.strictObject({
+    table_id: entityId,
+    multiple: z.boolean({ error: "must be true or false" }).default(true),
+    inverse_field_id: entityId.optional(),
+  }),
+  lookup: z.strictObject({ link_field_id: entityId, field_id: entityId }),
+  rollup: z.strictObject({
+    link_field_id: entityId,
+    field_id: entityId,
+    function: z.enum(ROLLUP_FUNCTIONS, { error: `must be one of ${ROLLUP_FUNCTIONS.join(", ")}` }),
+  }),
 } satisfies Record<FieldTypeName, z.ZodType>;
+
+/** A link field's options as stored (defaults filled in; `inverse_field_id` once created). */
+export interface LinkOptions {
+  tableId: bigint;
+  multiple: boolean;
+  inverseFieldId: bigint | undefined;
+}
+
+/** Reads a link field's stored options; undefined when they are not a link's. */
+export function linkOptionsOf(options: Readonly<JsonObject> | undefined): LinkOptions | undefined {
+  const tableId = options?.table_id;
+  if (typeof tableId !== "number" || !Number.isSafeInteger(tableId)) return undefined;
+  const inverse = options?.inverse_field_id;
+  return {
+    tableId: BigInt(tableId),
+    multiple: options?.multiple !== false,
+    inverseFieldId:
+      typeof inverse === "number" && Number.isSafeInteger(inverse) ? BigInt(inverse) : undefined,
+  };
+}
+
+/** A lookup's or rollup's stored options; `function` only for a rollup. */
+export interface ComputedOptions {
+  linkFieldId: bigint;
+  fieldId: bigint;
+  function: RollupFunction | undefined;
+}
+
+/** Reads a lookup's or rollup's stored options; undefined when they are neither's. */
+export function computedOptionsOf(
+  options: Readonly<JsonObject> | undefined,
+): ComputedOptions | undefined {
+  const link = options?.link_field_id;
+  const field = options?.field_id;
+  if (typeof link !== "number" || !Number.isSafeInteger(link)) return undefined;
+  if (typeof field !== "number" || !Number.isSafeInteger(field)) return undefined;
+  const fn = options?.function;
+  return {
+    linkFieldId: BigInt(link),
+    fieldId: BigInt(field),
+    function: (ROLLUP_FUNCTIONS as readonly unknown[]).includes(fn)
+      ? (fn as RollupFunction)
+      : undefined,
+  };
+}
 
 export function isSelectType(type: FieldTypeName): type is "single_select" | "multi_select" {
   return type === "single_select" || type === "multi_select";

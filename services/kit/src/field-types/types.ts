@@ -24,6 +24,9 @@ export const FIELD_TYPE_NAMES = [
   "autonumber",
   "created_at",
   "updated_at",
+  "link",
+  "lookup",
+  "rollup",
 ] as const;
 
 export type FieldTypeName = (typeof FIELD_TYPE_NAMES)[number];
@@ -45,6 +48,9 @@ const TO_PROTO: Record<FieldTypeName, FieldType> = {
   autonumber: FieldType.AUTONUMBER,
   created_at: FieldType.CREATED_AT,
   updated_at: FieldType.UPDATED_AT,
+  link: FieldType.LINK,
+  lookup: FieldType.LOOKUP,
+  rollup: FieldType.ROLLUP,
 };
 
 const FROM_PROTO = new Map<FieldType, FieldTypeName>(
@@ -52,16 +58,25 @@ const FROM_PROTO = new Map<FieldType, FieldTypeName>(
 );
 
 /**
- * Types whose values the system writes: a file field's value comes from the files service, the
- * others from the record's own bookkeeping. They can never be `required` nor written through
- * records.
+ * Types whose values the system writes: a file field's value comes from the files service,
+ * lookups and rollups are computed from linked records, the others come from the record's own
+ * bookkeeping. They can never be `required` nor written through records.
  */
 const READ_ONLY: ReadonlySet<FieldTypeName> = new Set([
   "file",
   "autonumber",
   "created_at",
   "updated_at",
+  "lookup",
+  "rollup",
 ]);
+
+/**
+ * Types that relate a record to records of another table (or its own): a link's values live in
+ * its junction table, lookups and rollups are computed through a link when records are read.
+ * None of them has a column in the record's own table.
+ */
+const RELATIONAL: ReadonlySet<FieldTypeName> = new Set(["link", "lookup", "rollup"]);
 
 export function isFieldTypeName(value: unknown): value is FieldTypeName {
   return typeof value === "string" && (FIELD_TYPE_NAMES as readonly string[]).includes(value);
@@ -78,4 +93,9 @@ export function fieldTypeFromProto(type: FieldType): FieldTypeName | undefined {
 
 export function isReadOnlyType(name: FieldTypeName): boolean {
   return READ_ONLY.has(name);
+}
+
+/** Whether a field of this type is a link, a lookup or a rollup (no column of its own). */
+export function isRelationalType(name: FieldTypeName): name is "link" | "lookup" | "rollup" {
+  return RELATIONAL.has(name);
 }

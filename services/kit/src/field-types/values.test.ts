@@ -56,7 +56,14 @@ describe("every type", () => {
   });
 
   it("refuses every value of a read-only type", () => {
-    for (const type of ["file", "autonumber", "created_at", "updated_at"] as const) {
+    for (const type of [
+      "file",
+      "autonumber",
+      "created_at",
+      "updated_at",
+      "lookup",
+      "rollup",
+    ] as const) {
       for (const value of [null, 1, "2026-01-01T00:00:00Z", { id: 1 }]) {
         expect(problem(type, value)).toBe("is read-only");
       }
@@ -66,6 +73,43 @@ describe("every type", () => {
   it("counts empty values for required fields", () => {
     for (const empty of [null, undefined, "", []]) expect(isEmptyValue(empty)).toBe(true);
     for (const value of [0, false, " ", ["a"], {}]) expect(isEmptyValue(value)).toBe(false);
+  });
+});
+
+describe("link", () => {
+  it("stores row ids ascending, each once, from ids or {row_id} objects", () => {
+    expect(stored("link", [5, { row_id: 2 }, 5, 3])).toEqual([2, 3, 5]);
+    expect(stored("link", [])).toEqual([]);
+    expect(stored("link", null)).toBeNull();
+    expect(stored("link", [7], { table_id: 1, multiple: false })).toEqual([7]);
+    expect(stored("link", [7, 7], { table_id: 1, multiple: false })).toEqual([7]);
+  });
+
+  it("refuses anything but positive integer ids, more than 1,000, and two for a single link", () => {
+    for (const value of [
+      1,
+      "1",
+      [0],
+      [-1],
+      [1.5],
+      ["1"],
+      [{ row_id: "1" }],
+      [{ id: 1 }],
+      [{ row_id: 1, x: 2 }],
+      [null],
+    ]) {
+      expect(problem("link", value)).toMatch(/^must be an array of row ids/);
+    }
+    expect(problem("link", [2 ** 53])).toMatch(/^must be an array of row ids/);
+    expect(
+      problem(
+        "link",
+        Array.from({ length: 1001 }, (_, i) => i + 1),
+      ),
+    ).toBe("must link at most 1000 records");
+    expect(problem("link", [1, 2], { table_id: 1, multiple: false })).toBe(
+      "must link at most one record",
+    );
   });
 });
 

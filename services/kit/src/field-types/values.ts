@@ -6,6 +6,8 @@ import {
   type Choice,
   choicesOf,
   type FieldLike,
+  linkOptionsOf,
+  MAX_LINKS_PER_VALUE,
   type NumberSettings,
   numberSettingsOf,
   textLimitOf,
@@ -53,7 +55,10 @@ const fail = (message: string, code: ValidationCode = "invalid_value"): ValueRes
  *   is the choice's own spelling). multi_select: an array of them, repeats dropped.
  * - email, url (http/https), phone: checked and trimmed.
  * - json: any JSON value of at most 100 KiB serialised, nested at most 64 deep.
- * - file, autonumber, created_at, updated_at: read-only, always refused.
+ * - link: an array of row ids (positive integers) or of `{"row_id"}` objects, at most 1,000,
+ *   stored as the ascending ids without repeats; at most one when `multiple` is false. Whether
+ *   each row exists in the linked table is records' check.
+ * - file, autonumber, created_at, updated_at, lookup, rollup: read-only, always refused.
  *
  * No string may hold NUL characters or unpaired surrogates: PostgreSQL cannot store them.
  */
@@ -92,6 +97,8 @@ export function validateValue(field: FieldLike, value: unknown): ValueResult {
       return checkPhone(value);
     case "json":
       return checkJson(value);
+    case "link":
+      return checkLink(value, linkOptionsOf(field.options)?.multiple !== false);
     default:
       return fail("is read-only", "read_only");
   }
@@ -105,6 +112,26 @@ export function isEmptyValue(value: unknown): boolean {
     value === "" ||
     (Array.isArray(value) && value.length === 0)
   );
+}
+
+/** A link value: the linked row ids, ascending, each once. */
+function checkLink(value: unknown, multiple: boolean): ValueResult {
+  if (!Array.isArray(value)) {
+    return fail("must be an array of row ids", "invalid_type");
+  }
+  if (value.length > MAX_LINKS_PER_VALUE) {
+    return fail(`must link at most ${MAX_LINKS_PER_VALUE} records`, "too_long");
+  }
+  const ids = new Set<number>();
+  for (const item of value) {
+    const id = isPlainObject(item) && Object.keys(item).length === 1 ? item.row_id : item;
+    if (typeof id !== "number" || !Number.isSafeInteger(id) || id < 1) {
+      return fail('must be an array of row ids or of {"row_id"} objects', "invalid_type");
+    }
+    ids.add(id);
+  }
+  if (!multiple && ids.size > 1) return fail("must link at most one record", "too_long");
+  return ok([...ids].sort((a, b) => a - b));
 }
 
 /** The problem with a string PostgreSQL could not store faithfully, if any. */

@@ -10,9 +10,14 @@ import { columnPrefix, type Storage, valueSource } from "./value-expression.js";
 
 export const SORT_MAX_KEYS = 20;
 
-/** Whether a list can sort by a field of this type: json and file values have no order. */
+/**
+ * Whether a list can sort by a field of this type: json and file values have no order; links,
+ * lookups and rollups are not sortable yet.
+ */
 export function isSortable(type: string): boolean {
-  return type !== "json" && type !== "file";
+  return (
+    type !== "json" && type !== "file" && type !== "link" && type !== "lookup" && type !== "rollup"
+  );
 }
 
 export interface SortKey {

@@ -30,6 +30,11 @@ const KIND_OF_TYPE: Readonly<Record<QueryFieldType, ValueKind>> = {
   multi_select: "multi_select",
   json: "json",
   file: "file",
+  // Not queryable yet: a link's values live in its junction table, lookups and rollups are
+  // computed through it.
+  link: "file",
+  lookup: "file",
+  rollup: "file",
 };
 
 /**

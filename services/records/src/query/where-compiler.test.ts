@@ -61,6 +61,9 @@ const ALLOWED: Record<QueryFieldType, string[]> = {
   multi_select: ["anyof", "allof", "nanyof", "blank", "notblank"],
   json: ["blank", "notblank"],
   file: [],
+  link: [],
+  lookup: [],
+  rollup: [],
 };
 
 /** A value every accepting type parses: "1" is a number, "true" a boolean... so pick per type. */
@@ -81,6 +84,9 @@ const SAMPLE: Record<QueryFieldType, string> = {
   multi_select: "x",
   json: "x",
   file: "x",
+  link: "1",
+  lookup: "x",
+  rollup: "1",
 };
 
 function conditionFor(ref: string, operator: Operator, sample: string): string {

@@ -14,8 +14,9 @@ export type ColumnType =
 
 /**
  * Each field type's column, of the value's natural type; undefined for the types that have no
- * column of their own: a file field's values live in the files service, and created_at /
- * updated_at fields show the row's own columns. Selects hold choice ids, so renaming a choice
+ * column of their own: a file field's values live in the files service, created_at /
+ * updated_at fields show the row's own columns, a link's values are rows of its junction table
+ * and lookups and rollups are computed through a link. Selects hold choice ids, so renaming a choice
  * rewrites no record.
  */
 const COLUMN_TYPES: Readonly<Record<FieldTypeName, ColumnType | undefined>> = {
@@ -35,6 +36,9 @@ const COLUMN_TYPES: Readonly<Record<FieldTypeName, ColumnType | undefined>> = {
   file: undefined,
   created_at: undefined,
   updated_at: undefined,
+  link: undefined,
+  lookup: undefined,
+  rollup: undefined,
 };
 
 export function columnTypeOf(type: FieldTypeName): ColumnType | undefined {
