@@ -3,7 +3,14 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { hasSqlState, query } from "@rowbase/kit";
 import { columnTypeOf, type StoredField } from "./columns.js";
 import { cancelIndexBuildsSql } from "./indexes.js";
-import { fieldColumn, idText, organizationSchema, userTable, userTableIndex } from "./names.js";
+import {
+  fieldColumn,
+  idText,
+  linkJunction,
+  organizationSchema,
+  userTable,
+  userTableIndex,
+} from "./names.js";
 
 /**
  * The DDL of the per-table storage, as statements: an organization's schema, a user table with
@@ -103,11 +110,15 @@ function rowTriggersSql(table: string, tableId: bigint): string[] {
   ];
 }
 
-/** Drops a user table, with its count (the rows go without their delete trigger). */
+/**
+ * Drops a user table, with its count (the rows go without their delete trigger). `cascade`
+ * drops the foreign keys of link junctions that name it; the junctions themselves go with the
+ * link fields catalog deletes with the table.
+ */
 export function dropTableSql(organizationId: bigint, tableId: bigint): string[] {
   return [
     cancelIndexBuildsSql(organizationId, tableId),
-    `drop table if exists ${userTable(organizationId, tableId)}`,
+    `drop table if exists ${userTable(organizationId, tableId)} cascade`,
     `delete from record_count where table_id = ${idText(tableId)}`,
     `delete from row_range where table_id = ${idText(tableId)}`,
     `delete from user_table where table_id = ${idText(tableId)}`,
@@ -136,6 +147,42 @@ export function dropFieldSql(organizationId: bigint, tableId: bigint, fieldId: b
     cancelIndexBuildsSql(organizationId, tableId),
     `alter table ${userTable(organizationId, tableId)} drop column if exists ${fieldColumn(fieldId)}`,
   ];
+}
+
+/**
+ * The junction table of a link field (`linkJunction`) that relates records of `tableId` to
+ * records of `linkedTableId`, shared with its inverse field: a row per linked pair, looked up
+ * from either side by an index that leads with that side's column. Each column references its
+ * user table's rows `on delete cascade`, so deleting a record unlinks it everywhere in the
+ * statement that deletes it, and no pair can name a row that does not exist.
+ */
+export function createLinkJunctionSql(
+  organizationId: bigint,
+  field: { id: bigint; tableId: bigint; inverseFieldId: bigint; linkedTableId: bigint },
+): string[] {
+  const junction = linkJunction(organizationId, field.id, field.inverseFieldId);
+  const tableOf = {
+    [junction.own]: userTable(organizationId, field.tableId),
+    [junction.other]: userTable(organizationId, field.linkedTableId),
+  } as Record<"row_id" | "linked_row_id", string>;
+  const name = junction.relation.slice(junction.relation.indexOf(".") + 1);
+  return [
+    `create table if not exists ${junction.relation} (
+       row_id bigint not null references ${tableOf.row_id} (row_id) on delete cascade,
+       linked_row_id bigint not null references ${tableOf.linked_row_id} (row_id) on delete cascade,
+       primary key (row_id, linked_row_id)
+     )`,
+    `create index if not exists ${name}_linked on ${junction.relation} (linked_row_id, row_id)`,
+  ];
+}
+
+/** Drops a link field's junction table (its inverse's too: they share it). */
+export function dropLinkJunctionSql(
+  organizationId: bigint,
+  fieldId: bigint,
+  inverseFieldId: bigint,
+): string[] {
+  return [`drop table if exists ${linkJunction(organizationId, fieldId, inverseFieldId).relation}`];
 }
 
 /** How DDL waits for its table's lock (`applyDdl`). */

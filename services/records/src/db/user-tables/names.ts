@@ -68,3 +68,29 @@ export function fieldIndex(tableId: bigint, ...fieldIds: [bigint, ...bigint[]]):
   const fields = fieldIds.map((id) => `_f${idText(id, "field id")}`).join("");
   return `t_${idText(tableId, "table id")}${fields}`;
 }
+
+/**
+ * Where a link field's values live. A link and its inverse share one junction table,
+ * `l_<the lower of the two field ids>`, a row per linked pair: its `row_id` column holds the
+ * record of the lower id's table and `linked_row_id` the other's (for a table linked to itself,
+ * both are its rows). `own` is the column of the field's own records, `other` the linked ones'.
+ */
+export interface LinkJunction {
+  relation: string;
+  own: "row_id" | "linked_row_id";
+  other: "row_id" | "linked_row_id";
+}
+
+export function linkJunction(
+  organizationId: bigint,
+  fieldId: bigint,
+  inverseFieldId: bigint,
+): LinkJunction {
+  if (fieldId === inverseFieldId) throw new Error("a link's inverse is another field");
+  const low = fieldId < inverseFieldId;
+  return {
+    relation: `${organizationSchema(organizationId)}.l_${idText(low ? fieldId : inverseFieldId, "field id")}`,
+    own: low ? "row_id" : "linked_row_id",
+    other: low ? "linked_row_id" : "row_id",
+  };
+}
