@@ -60,6 +60,8 @@ and prints a Markdown table. See test/bench/README.md.
   --out FILE       where the JSON goes (default test/bench/results/latest.json)
   --unlimited      run the processes without the chart's memory limits (by default each is
                    put in a memory cgroup of its chart limit where this machine allows it)
+  --no-probes      no change stream and no webhook next to the creates (to compare the
+                   write path with a build that had neither)
 
 With BASE_URL set it starts nothing and drives that gateway: BENCH_EMAIL and BENCH_PASSWORD
 (a verified user) are then needed; BENCH_ORGANIZATION_ID reuses an organization;
@@ -117,6 +119,7 @@ const { values: args } = parseArgs({
     "alloc-prof": { type: "boolean", default: false },
     out: { type: "string" },
     unlimited: { type: "boolean", default: false },
+    "no-probes": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -445,11 +448,14 @@ async function main(): Promise<number> {
         ctx.sessionToken = await login(api, tenant.email, tenant.password);
       }
       // A change stream next to the single creates: how soon a subscriber sees a change.
+      const probes = !args["no-probes"];
       const probe =
-        scenario.name === STREAM_PROBE_SCENARIO ? await startStreamProbe(api, tenant) : undefined;
+        probes && scenario.name === STREAM_PROBE_SCENARIO
+          ? await startStreamProbe(api, tenant)
+          : undefined;
       // A webhook on the table the creates write to: how many deliveries a second, how soon.
       const hook =
-        receiver && webhookProbed(scenario.name)
+        probes && receiver && webhookProbed(scenario.name)
           ? await startWebhookProbe(api, tenant, receiver, scenario.name)
           : undefined;
       const { result, measured, raw, used } = await runScenario(scenario, runner, () =>

@@ -143,6 +143,58 @@ describe("webhook management", () => {
     );
   });
 
+  it("deletes a webhook while one of its deliveries' outcome is being written", async () => {
+    // Switched off: no follower queues deliveries of its own.
+    const { webhook } = await created({ url: "https://hooks.example.com/busy", active: false });
+    const id = webhook.webhook_id as number;
+    const { rows } = await db.query(
+      `insert into webhooks.delivery (webhook_id, message_id, event, payload, next_attempt_at)
+       values ($1, 'msg_busy', 'record.created', '{}', now()) returning id`,
+      [id],
+    );
+    // An outcome as the deliverer writes it: its delivery's row, then its webhook's.
+    const outcome = new pg.Client({ connectionString: sys.databaseUrl });
+    await outcome.connect();
+    try {
+      await outcome.query("begin");
+      await outcome.query("update webhooks.delivery set attempts = 1 where id = $1", [rows[0].id]);
+      const deleting = api("POST", "/webhook/delete", {
+        token: tenant.owner.token,
+        query: q({ webhook_id: id }),
+      });
+      // The delete reaches a row the outcome holds and waits there.
+      const [{ pid }] = (await outcome.query("select pg_backend_pid() as pid")).rows;
+      await expect
+        .poll(async () => {
+          const waiting = await db.query(
+            `select count(*)::int as n from pg_stat_activity
+             where wait_event_type = 'Lock' and datname = current_database() and pid <> $1`,
+            [pid],
+          );
+          return waiting.rows[0].n;
+        }, EVENTUALLY)
+        .toBe(1);
+      await outcome.query("update webhooks.webhook set last_delivery_at = now() where id = $1", [
+        id,
+      ]);
+      await outcome.query("commit");
+      const deleted = await deleting;
+      expect(deleted.status, deleted.text).toBe(200);
+    } finally {
+      await outcome.end();
+    }
+    const left = await db.query(
+      "select count(*)::int as n from webhooks.delivery where webhook_id = $1",
+      [id],
+    );
+    expect(left.rows[0].n).toBe(0);
+    expectError(
+      await api("GET", "/webhook/get", { token: tenant.owner.token, query: q({ webhook_id: id }) }),
+      404,
+      "webhook_not_found",
+    );
+  });
+
   it("updates the given keys, switches a webhook off and on, and rotates its secret", async () => {
     const { webhook, secret } = await created({ url: "https://hooks.example.com/a" });
     const id = webhook.webhook_id as number;

@@ -280,11 +280,22 @@ export class Webhooks {
     });
   }
 
+  /**
+   * Deletes the webhook and its deliveries, the deliveries first: a delivery's outcome takes
+   * its delivery row and then its webhook's, and a delete taking them the other way round (the
+   * webhook's row, then its deliveries through the foreign key's cascade) would deadlock with
+   * any outcome written meanwhile.
+   */
   async delete(call: Call, webhookId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const webhook = await this.access(call, await webhookById(em, webhookId, true), "manage");
-      await query(em, "delete from webhook where id = $1", [webhookId]);
+      const webhook = await this.access(call, await webhookById(em, webhookId), "manage");
+      await query(em, "delete from delivery where webhook_id = $1", [webhookId]);
+      const deleted = await query(em, "delete from webhook where id = $1 returning id", [
+        webhookId,
+      ]);
+      // Deleted by another call since it was read.
+      if (deleted.length === 0) throw webhookNotFound();
       await changes.audit(webhook, "webhook.deleted", valuesRemoved(audited(webhook)));
     });
   }
