@@ -704,6 +704,35 @@ describe("deletions", () => {
     expect(await schemaVersionOf(s.a)).not.toBe(versionA);
   });
 
+  it("leaves no lookup behind whose field a racing deletion took", async () => {
+    const s = await linked();
+    for (let round = 0; round < 6; round += 1) {
+      const shown = await createField(s.b, `Shown ${round}`, FieldType.TEXT);
+      const outcomes = await Promise.allSettled([
+        createField(s.a, `Lookup ${round}`, FieldType.LOOKUP, {
+          link_field_id: Number(s.toB.fieldId),
+          field_id: Number(shown.fieldId),
+        }),
+        h.catalog.deleteField({ fieldId: shown.fieldId }, await as(t.editor)),
+      ]);
+      // Either may lose: the lookup to the deletion (its field gone), or either to a deadlock
+      // PostgreSQL broke (Unavailable: try again).
+      for (const outcome of outcomes) {
+        if (outcome.status === "rejected") {
+          const failure = await failureOf(Promise.reject(outcome.reason));
+          expect([3, 14]).toContain(failure.code);
+        }
+      }
+    }
+    const { rows } = await h.db.query(
+      `select f.id from catalog.fields f
+        where f.type in ('lookup', 'rollup')
+          and not exists (select 1 from catalog.fields g
+                           where g.id = (f.options->>'field_id')::bigint)`,
+    );
+    expect(rows).toEqual([]);
+  });
+
   it("a deleted table with a link to itself, or a deleted database, leaves nothing behind", async () => {
     const self = await newTable();
     await link(self, "Self", self);
