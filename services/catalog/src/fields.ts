@@ -2,16 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import {
-  type Call,
-  changesBetween,
-  type JsonValue,
-  SUBJECTS,
-  sameJson,
-  validationFailed,
-  valuesRemoved,
-  valuesSet,
-} from "@rowbase/kit";
+import { type Call, changesBetween, SUBJECTS, sameJson, validationFailed } from "@rowbase/kit";
 import {
   canChangeType,
   choiceRenames,
@@ -28,8 +19,6 @@ import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import {
   ChoiceRenameSchema,
   ChoicesRenamedSchema,
-  FieldCreatedSchema,
-  FieldDeletedSchema,
   FieldTypeChangedSchema,
   FieldUpdatedSchema,
 } from "@rowbase/proto/rowbase/events/v1/catalog_events_pb";
@@ -44,6 +33,7 @@ import {
   TYPE_MESSAGE,
 } from "./domain/field-definition.js";
 import { shiftFor, targetPosition } from "./domain/positions.js";
+import { keepLinkIdentity } from "./domain/relational-options.js";
 import { checkSchemaBytes, type SizedField, schemaBytesOf } from "./domain/schema-size.js";
 import {
   fieldNameProblem,
@@ -52,21 +42,10 @@ import {
   requiredName,
 } from "./domain/validation.js";
 import { fieldLimitExceeded, fieldNameTaken, fieldTypeChangeInvalid } from "./errors.js";
-import { removeFromForms } from "./forms.js";
+import { announceFieldCreated, fieldValues } from "./field-events.js";
+import { addInverse, checkRelations, checkRollupsOf, deleteWithDependents } from "./relations.js";
 import type { TypeChangeCheck } from "./type-change-check.js";
 import { toField } from "./wire.js";
-
-/** A field's properties as audit events show them. */
-export function fieldValues(field: FieldRow): Record<string, JsonValue> {
-  return {
-    name: field.name,
-    type: field.type,
-    options: field.options,
-    required: field.required,
-    description: field.description,
-    position: field.position,
-  };
-}
 
 export interface FieldPatch {
   name?: string | undefined;
@@ -102,7 +81,11 @@ export class Fields {
     },
   ) {}
 
-  /** Adds a field at the end of the table's field order. */
+  /**
+   * Adds a field at the end of the table's field order. What a link, lookup or rollup names is
+   * checked against the database (`checkRelations`); a link gets its inverse in its target
+   * table (`addInverse`), and both are announced once their options are final.
+   */
   async create(call: Call, tableId: bigint, input: FieldInput): Promise<FieldRow> {
     const checked = checkFieldDefinition(input);
     if (!checked.ok) {
@@ -119,20 +102,13 @@ export class Fields {
         const position = await em.count(Field, { tableId });
         if (position >= MAX_FIELDS_PER_TABLE) throw fieldLimitExceeded();
         await checkSchemaSize(em, tableId, definition);
+        const target = await checkRelations(em, access.table, definition);
         const field = em.create(Field, { tableId, ...definition, position });
         await em.flush();
-        await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {
-          ...scopeOf(access),
-          fieldId: field.id,
-          name: field.name,
-          type: fieldTypeToProto(field.type),
-        });
-        await changes.audit(
-          scopeOf(access),
-          "field.created",
-          { type: "field", id: field.id },
-          valuesSet(fieldValues(field)),
-        );
+        const inverse = target && (await addInverse(em, access.table, field, target));
+        const scope = scopeOf(access);
+        await announceFieldCreated(changes, scope, field);
+        if (inverse) await announceFieldCreated(changes, scope, inverse);
         return field;
       });
     } catch (error) {
@@ -166,7 +142,9 @@ export class Fields {
    * running, every stored value must convert, as with new options of the same type); options
    * replace the old ones as a whole, and a type change without options keeps a select's choices
    * or starts from the new type's defaults. A choice that keeps its id under a new name is a
-   * rename. A move shifts the fields in between by one.
+   * rename. A move shifts the fields in between by one. A link keeps its table and inverse;
+   * made single (`multiple: false`), records' check refuses it while a record holds more than
+   * one link. A field a rollup reads keeps a type the rollup's function takes.
    */
   async update(call: Call, fieldId: bigint, patch: FieldPatch): Promise<FieldRow> {
     const name =
@@ -196,12 +174,18 @@ export class Fields {
         const type = newType ?? field.type;
         const typeChanged = type !== field.type;
         if (typeChanged && !canChangeType(field.type, type)) throw fieldTypeChangeInvalid();
+        if (typeChanged) await checkRollupsOf(em, access.table.databaseId, fieldId, type);
 
         let options = field.options;
         if (patch.options !== undefined) {
           const parsed = parseFieldOptions(type, patch.options, { previous: old });
           if (!parsed.ok) throw invalidFieldOptions(parsed.errors);
           options = parsed.options;
+          // A link keeps its table and inverse (no type changes into or out of the relational
+          // types: `type` is the field's own here); a lookup's or rollup's new options are
+          // checked as a new field's.
+          if (type === "link") options = keepLinkIdentity(field.options, options);
+          else await checkRelations(em, access.table, { type, options });
         } else if (typeChanged) {
           options = optionsAfterTypeChange(old, type);
         }
@@ -321,32 +305,18 @@ export class Fields {
     }
   }
 
-  /** Deletes a field and closes the gap in the order; records drop its values on the event. */
+  /**
+   * Deletes a field and closes the gap in the order; records drop its values on the event. A
+   * link takes its inverse along, and any field every lookup and rollup through or of it
+   * (`deleteWithDependents`), each announced on its own.
+   */
   async delete(call: Call, fieldId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       const access = await this.deps.access.field(em, call.principal, fieldId, "write", {
         lockTable: true,
       });
-      const { field } = access;
-      await em.nativeDelete(Field, { id: fieldId });
-      await em.execute(
-        "update fields set position = position - 1 where table_id = ? and position > ?",
-        [field.tableId, field.position],
-      );
-      await removeFromForms(em, field.tableId, fieldId);
-      const scope = scopeOf(access);
-      await changes.publish(SUBJECTS.fieldDeleted, FieldDeletedSchema, {
-        ...scope,
-        fieldId,
-        type: fieldTypeToProto(field.type),
-      });
-      await changes.audit(
-        scope,
-        "field.deleted",
-        { type: "field", id: fieldId },
-        valuesRemoved(fieldValues(field)),
-      );
+      await deleteWithDependents(changes, scopeOf(access), [fieldId], [access.table.id]);
     });
   }
 }

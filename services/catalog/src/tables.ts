@@ -7,14 +7,8 @@ import {
   valuesRemoved,
   valuesSet,
 } from "@rowbase/kit";
+import { foldName, MAX_FIELDS_PER_TABLE, type OptionError } from "@rowbase/kit/field-types";
 import {
-  fieldTypeToProto,
-  foldName,
-  MAX_FIELDS_PER_TABLE,
-  type OptionError,
-} from "@rowbase/kit/field-types";
-import {
-  FieldCreatedSchema,
   TableCreatedSchema,
   TableDeletedSchema,
   TableUpdatedSchema,
@@ -29,6 +23,7 @@ import {
   violates,
 } from "./db/constraints.js";
 import { Field, type FieldRow, Table, type TableRow } from "./db/entities.js";
+import { linksInto, lockTables } from "./db/relations.js";
 import {
   type CheckedField,
   checkFieldDefinition,
@@ -37,7 +32,8 @@ import {
 import { checkSchemaBytes, schemaBytesOf } from "./domain/schema-size.js";
 import { invalidFieldOptions, requiredDescription, requiredName } from "./domain/validation.js";
 import { fieldNameTaken, tableLimitExceeded, tableNameTaken } from "./errors.js";
-import { fieldValues } from "./fields.js";
+import { announceFieldCreated } from "./field-events.js";
+import { addInverse, checkRelations, deleteWithDependents } from "./relations.js";
 
 /** The most table ids one page of `Tables.ids` answers. */
 export const TABLE_IDS_PAGE = 1000;
@@ -121,6 +117,15 @@ export class Tables {
           em.create(Field, { tableId: table.id, ...definition, position }),
         );
         await em.flush();
+        // Links to tables of the database (the new table's own id is not known to the client):
+        // each gets its inverse there. Lookups and rollups name a link of their own table,
+        // which no initial field can know either: they are refused on `link_field_id`.
+        const inverses: FieldRow[] = [];
+        for (const [index, field] of fields.entries()) {
+          const prefix = `fields.${index}.`;
+          const target = await checkRelations(em, table, field, prefix);
+          if (target) inverses.push(await addInverse(em, table, field, target, prefix));
+        }
         const scope = {
           organizationId: database.organizationId,
           databaseId,
@@ -138,21 +143,8 @@ export class Tables {
           { type: "table", id: table.id },
           valuesSet({ name, description }),
         );
-        for (const field of fields) {
-          await changes.publish(SUBJECTS.fieldCreated, FieldCreatedSchema, {
-            organizationId: database.organizationId,
-            databaseId,
-            tableId: table.id,
-            fieldId: field.id,
-            name: field.name,
-            type: fieldTypeToProto(field.type),
-          });
-          await changes.audit(
-            scope,
-            "field.created",
-            { type: "field", id: field.id },
-            valuesSet(fieldValues(field)),
-          );
+        for (const field of [...fields, ...inverses]) {
+          await announceFieldCreated(changes, scope, field);
         }
         return { table, fields };
       });
@@ -282,17 +274,37 @@ export class Tables {
     }
   }
 
-  /** Deletes a table with its fields; records and files follow the event. */
+  /**
+   * Deletes a table with its fields; records and files follow the event. The links of the
+   * database's other tables that point to it go too, with what depends on them
+   * (`deleteWithDependents`), each announced before the table.
+   */
   async delete(call: Call, tableId: bigint): Promise<void> {
     await this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
       const access = await this.deps.access.table(em, call.principal, tableId, "write", "update");
       const { table, database } = access;
+      const { databaseId } = table;
+      const scope = { organizationId: database.organizationId, databaseId };
+      // No link to this table can be added meanwhile (a new link locks its target, this row).
+      // Their tables are locked, then the links read again: one deleted while this waited for
+      // its table is not deleted twice.
+      const linking = await linksInto(em, databaseId, tableId);
+      await lockTables(em, [...new Set(linking.map((field) => field.tableId))]);
+      const incoming = await linksInto(em, databaseId, tableId);
+      const held = [tableId, ...linking.map((field) => field.tableId)];
+      await deleteWithDependents(
+        changes,
+        scope,
+        incoming.map((field) => field.id),
+        held,
+        tableId,
+      );
       const fieldCount = await em.count(Field, { tableId });
       await em.nativeDelete(Table, { id: tableId });
       await changes.publish(SUBJECTS.tableDeleted, TableDeletedSchema, {
         organizationId: database.organizationId,
-        databaseId: table.databaseId,
+        databaseId,
         tableId,
       });
       await changes.audit(

@@ -117,6 +117,7 @@ describe("CreateField", () => {
       tableId,
       name: "Second",
       type: FieldType.NUMBER,
+      options: { decimals: 2 },
     });
     const audit = await eventOf(
       h,
@@ -1176,7 +1177,9 @@ describe("choice renames", () => {
 describe("DeleteField", () => {
   it("deletes the field, announces it with its type and audits it", async () => {
     const tableId = await newTable();
-    const field = await createField(tableId, "Attachment", FieldType.FILE);
+    const field = await createField(tableId, "Attachment", FieldType.FILE, {
+      options: { max_size: 1024 },
+    });
     expect(await h.catalog.deleteField({ fieldId: field.fieldId }, await as(t.editor))).toEqual(
       expect.objectContaining({}),
     );
@@ -1192,6 +1195,7 @@ describe("DeleteField", () => {
       databaseId,
       tableId,
       type: FieldType.FILE,
+      options: { max_size: 1024 },
     });
     await eventOf(
       h,

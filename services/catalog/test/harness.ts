@@ -91,6 +91,7 @@ export async function startHarness(): Promise<Harness> {
     "NameKeys",
     "SchemaVersion",
     "Forms",
+    "RelationalFields",
   ]);
   expect(await migrateCatalog(stack.databaseUrl)).toEqual([]);
   return {

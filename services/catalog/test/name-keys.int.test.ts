@@ -32,7 +32,12 @@ beforeAll(async () => {
     `),
   );
   expect(applied).toEqual(["InitialSchema", "ProcessedEvents"]);
-  expect(await migrateCatalog(url)).toEqual(["NameKeys", "SchemaVersion", "Forms"]);
+  expect(await migrateCatalog(url)).toEqual([
+    "NameKeys",
+    "SchemaVersion",
+    "Forms",
+    "RelationalFields",
+  ]);
   orm = await createOrm({ url, schema: SCHEMA, entities, migrations });
 });
 

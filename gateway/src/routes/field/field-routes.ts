@@ -75,7 +75,9 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "`field_type_change_invalid`. A choice that keeps its `id` under a new name is renamed, " +
         "stored values included. Making a field `required` while a record's value is empty, or " +
         "changing a required field so that one becomes empty, answers " +
-        "`field_type_change_invalid`.",
+        "`field_type_change_invalid`, as does making a link single while a record holds more " +
+        "than one linked record. No type changes into or out of link, lookup or rollup, and a " +
+        "link keeps its `table_id` and `inverse_field_id`.",
       tags,
       auth: "session",
       query: FieldIdQuery,
@@ -109,6 +111,9 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
       path: "/field/delete",
       operationId: "fieldDelete",
       summary: "Delete a field and its values in every record",
+      description:
+        "A link takes its inverse along, and every lookup or rollup that goes through or shows " +
+        "a deleted field is deleted with it.",
       tags,
       auth: "session",
       query: FieldIdQuery,

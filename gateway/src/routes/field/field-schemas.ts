@@ -21,8 +21,11 @@ const fieldType = oneOf(FIELD_TYPES).describe(
  * call (400 `invalid_field_options` with `data.errors`).
  */
 const fieldOptions = jsonObject.describe(
-  'Options of the type, e.g. `{"decimals": 2}` for a number or `{"choices": [{"name": ' +
-    '"Open"}]}` for a select. Options that do not fit the type answer 400 ' +
+  'Options of the type, e.g. `{"decimals": 2}` for a number, `{"choices": [{"name": ' +
+    '"Open"}]}` for a select, `{"table_id": 12, "multiple": true}` for a link (to a table of ' +
+    'the same database; the server adds `inverse_field_id`), `{"link_field_id": 40, ' +
+    '"field_id": 41}` for a lookup and the same with `"function"` (`count`, `count_values`, ' +
+    "`sum`, `avg`, `min`, `max`) for a rollup. Options that do not fit the type answer 400 " +
     "`invalid_field_options` with `data.errors` naming each problem.",
 );
 
@@ -56,7 +59,9 @@ export const FieldCreateSchema = requestBody(
       .describe("Must be present and non-empty on record create, and cannot be cleared"),
     description: description.optional(),
   }),
-  "The field goes last in the table's field order. Without options, the type's defaults apply.",
+  "The field goes last in the table's field order. Without options, the type's defaults " +
+    "apply. A link also creates its inverse, a link back in the target table named after this " +
+    "table.",
 );
 
 export const FieldUpdateSchema = requestBody(

@@ -103,6 +103,9 @@ export function tableRoutes({ catalog }: TableRoutesDeps): Route[] {
       path: "/table/delete",
       operationId: "tableDelete",
       summary: "Delete a table with its fields, records and files",
+      description:
+        "The links of other tables that point to it are deleted too, with the lookups and " +
+        "rollups that depend on them.",
       tags,
       auth: "session",
       query: TableIdQuery,

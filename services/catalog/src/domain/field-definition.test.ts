@@ -51,6 +51,33 @@ describe("checkFieldDefinition", () => {
     });
   });
 
+  it("takes a link's options with their defaults, and refuses an inverse_field_id in them", () => {
+    expect(checkFieldDefinition(input({ type: FieldType.LINK, options: { table_id: 7 } }))).toEqual(
+      {
+        ok: true,
+        field: {
+          name: "Price",
+          type: "link",
+          options: { table_id: 7, multiple: true },
+          required: false,
+          description: "",
+        },
+      },
+    );
+    for (const inverse of [8, "8", null]) {
+      expect(
+        checkFieldDefinition(
+          input({ type: FieldType.LINK, options: { table_id: 7, inverse_field_id: inverse } }),
+          "fields.0.",
+        ),
+      ).toEqual({
+        ok: false,
+        validation: [],
+        options: [{ key: "fields.0.options.inverse_field_id", message: "is set by the server" }],
+      });
+    }
+  });
+
   it("does not look at options of an unknown type", () => {
     const result = checkFieldDefinition(input({ type: FieldType.UNSPECIFIED, options: { x: 1 } }));
     expect(result).toMatchObject({ ok: false, options: [] });

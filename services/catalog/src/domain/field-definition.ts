@@ -7,11 +7,11 @@ import {
   type FieldTypeName,
   fieldTypeFromProto,
   isReadOnlyType,
-  isRelationalType,
   type OptionError,
   parseFieldOptions,
 } from "@rowbase/kit/field-types";
 import type { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
+import { INVERSE_SET_BY_SERVER } from "./relational-options.js";
 import { fieldNameProblem } from "./validation.js";
 
 /** A field as a request defines it (FieldDefinition). */
@@ -38,6 +38,7 @@ export type FieldCheck =
 
 export const TYPE_MESSAGE = `must be one of ${FIELD_TYPE_NAMES.join(", ")}`;
 export const READ_ONLY_REQUIRED = "cannot be true for a read-only type";
+const INVERSE_KEY = "options.inverse_field_id";
 
 /**
  * Checks a new field: its name and description (validation failures) and its type's options
@@ -77,19 +78,18 @@ export function checkFieldDefinition(input: FieldInput, prefix = ""): FieldCheck
     });
     return { ok: false, validation, options: optionErrors };
   }
-  if (isRelationalType(type)) {
-    // Until catalog creates a link's inverse and records stores links: refused whole.
-    validation.push({
-      key: `${prefix}type`,
-      message: `${type} fields cannot be created yet`,
-      source: "body",
-      code: "invalid_value",
-    });
-    return { ok: false, validation, options: optionErrors };
-  }
   const options = parseFieldOptions(type, input.options);
+  // A link's inverse is the server's to make and name (Fields.create): never the client's.
+  const sentInverse = type === "link" && input.options?.inverse_field_id !== undefined;
   if (!options.ok) {
-    optionErrors.push(...options.errors.map((e) => ({ ...e, key: `${prefix}${e.key}` })));
+    optionErrors.push(
+      ...options.errors
+        .filter((e) => !(sentInverse && e.key === INVERSE_KEY))
+        .map((e) => ({ ...e, key: `${prefix}${e.key}` })),
+    );
+  }
+  if (sentInverse) {
+    optionErrors.push({ key: `${prefix}${INVERSE_KEY}`, message: INVERSE_SET_BY_SERVER });
   }
   if (input.required && isReadOnlyType(type)) {
     optionErrors.push({ key: `${prefix}required`, message: READ_ONLY_REQUIRED });

@@ -3,6 +3,7 @@ import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { Forms } from "./forms.js";
 import { NameKeys } from "./name-keys.js";
 import { ProcessedEvents } from "./processed-events.js";
+import { RelationalFields } from "./relational-fields.js";
 import { SchemaVersion } from "./schema-version.js";
 
 /**
@@ -77,4 +78,11 @@ export class InitialSchema extends Migration {
   }
 }
 
-export const migrations = [InitialSchema, ProcessedEvents, NameKeys, SchemaVersion, Forms];
+export const migrations = [
+  InitialSchema,
+  ProcessedEvents,
+  NameKeys,
+  SchemaVersion,
+  Forms,
+  RelationalFields,
+];
