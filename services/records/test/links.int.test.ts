@@ -611,7 +611,7 @@ describe("changes of links", () => {
 
     const { rows } = await h.db.query(
       `select type, data, previous from records.record_change where table_id = $1 and row_id = $2
-       order by id`,
+       order by write_position, ordinal`,
       [pair.a.tableId.toString(), ada!.rowId.toString()],
     );
     expect(rows.map((row: { type: string }) => row.type)).toEqual([
