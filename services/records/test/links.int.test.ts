@@ -659,3 +659,105 @@ describe("a link made single", () => {
     expect(await pairsOf(pair)).toEqual([[Number(ada!.rowId), Number(beta!.rowId)]]);
   });
 });
+
+describe("a table linked to itself", () => {
+  it("shows each side's links from the other, and unlinks records deleted in a batch", async () => {
+    const owner = await as(t.owner);
+    const { database } = await h.catalog.createDatabase(
+      { organizationId: t.organizationId, name: "Base", description: "" },
+      owner,
+    );
+    const databaseId = database!.databaseId;
+    const tableId = (
+      await h.catalog.createTable(
+        { databaseId, name: "People", description: "", fields: [def("Name", FieldType.TEXT)] },
+        owner,
+      )
+    ).table!.tableId;
+    nextLinkId += 2n;
+    const mentors = nextLinkId;
+    const mentees = nextLinkId + 1n;
+    const service = await as(SERVICE);
+    const side = { tableId, databaseId };
+    const mentorsOptions = linkOptions(tableId, mentees, true);
+    const menteesOptions = linkOptions(tableId, mentors, true);
+    await h.records.applyCatalogEvent(fieldCreated(side, mentors, mentorsOptions), service);
+    await h.records.applyCatalogEvent(fieldCreated(side, mentees, menteesOptions), service);
+    const schema = tableSchemaOf(await h.catalog.getTableSchema({ tableId }, service), h.logger);
+    const linkField = (id: bigint, name: string, options: JsonObject): SchemaField => ({
+      id: id.toString(),
+      name,
+      type: "link",
+      options,
+      required: false,
+      description: "",
+    });
+    const fields = [
+      ...schema.fields,
+      linkField(mentors, "Mentors", mentorsOptions),
+      linkField(mentees, "Mentees", menteesOptions),
+    ];
+    const seed = async () => {
+      nextVersion += 1n;
+      await h.cache.setVersioned(
+        tableSchemaCacheKey(tableId),
+        nextVersion,
+        encodeCachedTableSchema({ ...schema, fields }),
+        60,
+      );
+    };
+    const editor = await as(t.editor);
+    await seed();
+    const { records: people } = await h.records.batchCreateRecords(
+      {
+        tableId,
+        records: ["Ada", "Bob", "Cy", "Di"].map((Name) => ({ data: { Name } })),
+      },
+      editor,
+    );
+    const [ada, bob, cy, di] = people.map((p) => p.rowId) as [bigint, bigint, bigint, bigint];
+    await seed();
+    const { record: adaNow } = await h.records.updateRecord(
+      { tableId, rowId: ada, data: { Mentees: [Number(bob), Number(cy), Number(ada)] } },
+      editor,
+    );
+    expect(adaNow!.data[mentees.toString()]).toEqual([
+      link(ada, "Ada"),
+      link(bob, "Bob"),
+      link(cy, "Cy"),
+    ]);
+    expect(adaNow!.data[mentors.toString()]).toEqual([link(ada, "Ada")]);
+    await seed();
+    const { record: bobNow } = await h.records.getRecord({ tableId, rowId: bob }, editor);
+    expect(bobNow!.data[mentors.toString()]).toEqual([link(ada, "Ada")]);
+    expect(bobNow!.data[mentees.toString()]).toEqual([]);
+
+    // Made required, the mentors link is refused while a record has none.
+    const field = create(FieldSchema, {
+      fieldId: mentors,
+      tableId,
+      name: "Mentors",
+      type: FieldType.LINK,
+      options: mentorsOptions,
+    });
+    const refused = await failureOf(
+      h.records.checkFieldTypeChange(
+        { field, newType: FieldType.LINK, newOptions: mentorsOptions, newRequired: true },
+        service,
+      ),
+    );
+    expect(refused.reason).toBe("field_type_change_invalid");
+    expect(refused.metadata).toMatchObject({ count: "1", row_ids: JSON.stringify([Number(di)]) });
+
+    // A batch delete unlinks the records deleted, on both sides.
+    await seed();
+    await h.records.batchDeleteRecords({ tableId, rowIds: [ada, bob] }, editor);
+    const { rows } = await h.db.query(
+      `select count(*)::int as pairs from org_${t.organizationId}.l_${mentors}`,
+    );
+    expect(rows[0].pairs).toBe(0);
+    await seed();
+    const { record: cyNow } = await h.records.getRecord({ tableId, rowId: cy }, editor);
+    expect(cyNow!.data[mentors.toString()]).toEqual([]);
+  });
+});
