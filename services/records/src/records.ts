@@ -317,6 +317,15 @@ function schemaMismatch(error: unknown): boolean {
 }
 
 /**
+ * Whether PostgreSQL broke a deadlock by failing this write (deadlock_detected): two link writes
+ * that lock records of both sides of a link whose inverse links one record (`writeLinks`) can
+ * meet crosswise. The write rolled back whole, and is made again.
+ */
+function linkDeadlock(error: unknown): boolean {
+  return hasSqlState(error, "40P01");
+}
+
+/**
  * Waits a little before a call retries with the schema read again: a schema change reaches the
  * user table just before catalog commits it, so for a few milliseconds catalog still answers
  * the schema the statement failed on.
@@ -622,7 +631,7 @@ export class Records {
       try {
         return await this.createWith(call, schema, inputs, batch, fresh, pending);
       } catch (error) {
-        const mismatch = schemaMismatch(error);
+        const mismatch = schemaMismatch(error) || linkDeadlock(error);
         if (!(error instanceof StaleSchema || error instanceof PendingChanges || mismatch)) {
           throw error;
         }
@@ -830,7 +839,10 @@ export class Records {
       try {
         return await this.updateWith(call, schema, patches, batch);
       } catch (error) {
-        const mismatch = schemaMismatch(error) || (await this.missedMove(error, schema, legacy));
+        const mismatch =
+          schemaMismatch(error) ||
+          linkDeadlock(error) ||
+          (await this.missedMove(error, schema, legacy));
         if (!(error instanceof StaleSchema || mismatch)) throw error;
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
         if (mismatch) await beforeRetry(attempt);

@@ -32,8 +32,8 @@ function item(key: string, message: string, code: ValidationItem["code"]): Valid
  *   `not_found`. A record deleted after the check is caught by the junction's foreign key, with
  *   the same answer;
  * - when the inverse field links one record at most, an id another record links already, or
- *   that two records of the write name: `invalid_value`. The linked records' ids are locked
- *   (advisory, in id order, for the transaction) so that two writes cannot both take one.
+ *   that two records of the write name: `invalid_value`. The linked records are locked (in id
+ *   order, for the transaction) so that two writes, from either side, cannot both take one.
  */
 export async function writeLinks(
   em: EntityManager,
@@ -113,11 +113,13 @@ async function takenByOthers(
   named: readonly number[],
 ): Promise<ValidationItem[]> {
   const { junction } = link;
+  // The linked records are locked, so that two writes naming one of them take turns, and a
+  // write of that record (which locks it to write its own side of the link) waits too.
   await query(
     em,
-    `select pg_advisory_xact_lock(hashtextextended($1::text || ':' || x, 0))
-     from (select x from unnest($2::bigint[]) x order by x offset 0) ids`,
-    [`records.link:${junction.relation}`, named],
+    `select t.row_id from ${link.target} t where t.row_id = any($1::bigint[])
+     order by t.row_id for no key update of t`,
+    [named],
   );
   const taken = await query<{ other: string; own: string }>(
     em,
