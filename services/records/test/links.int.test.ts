@@ -761,3 +761,70 @@ describe("a table linked to itself", () => {
     expect(cyNow!.data[mentors.toString()]).toEqual([]);
   });
 });
+
+describe("random link writes from both sides", () => {
+  it("leave the junction and both sides' values as a model of the pairs says", async () => {
+    const pair = await linkedTables();
+    const people = (
+      await createIn(
+        pair,
+        pair.a,
+        ["P0", "P1", "P2", "P3"].map((Name) => ({ Name })),
+      )
+    ).map((r) => r.rowId);
+    const projects = (
+      await createIn(
+        pair,
+        pair.b,
+        ["J0", "J1", "J2", "J3"].map((Title) => ({ Title })),
+      )
+    ).map((r) => r.rowId);
+    const names = new Map<bigint, string>([
+      ...people.map((id, i) => [id, `P${i}`] as const),
+      ...projects.map((id, i) => [id, `J${i}`] as const),
+    ]);
+    // A small deterministic generator (xorshift), so that a failure repeats.
+    let state = 0x2545f491;
+    const random = (n: number) => {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      return (state >>> 0) % n;
+    };
+    const subset = (ids: readonly bigint[]) => ids.filter(() => random(2) === 1);
+    const model = new Set<string>();
+    const key = (person: bigint, project: bigint) => `${person}:${project}`;
+    for (let step = 0; step < 25; step++) {
+      const fromA = random(2) === 0;
+      const own = fromA ? people : projects;
+      const other = fromA ? projects : people;
+      const rowId = own[random(own.length)]!;
+      const linked = subset(other);
+      const { record } = await updateIn(pair, fromA ? pair.a : pair.b, rowId, {
+        [fromA ? "Projects" : "People"]: linked.map(Number),
+      });
+      for (const id of other) {
+        const k = fromA ? key(rowId, id) : key(id, rowId);
+        if (linked.includes(id)) model.add(k);
+        else model.delete(k);
+      }
+      const sorted = [...linked].sort((x, y) => (x < y ? -1 : 1));
+      expect(record!.data[fromA ? pair.a.link : pair.b.link]).toEqual(
+        sorted.map((id) => link(id, names.get(id)!)),
+      );
+      const expected = [...model]
+        .map((k) => k.split(":").map(Number) as [number, number])
+        .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+      expect(await pairsOf(pair)).toEqual(expected);
+      // Any record of either side shows what the model says it links.
+      const probeA = random(2) === 0;
+      const probe = (probeA ? people : projects)[random(4)]!;
+      const shown = await getIn(pair, probeA ? pair.a : pair.b, probe);
+      const links = expected
+        .filter(([p, j]) => (probeA ? p : j) === Number(probe))
+        .map(([p, j]) => BigInt(probeA ? j : p))
+        .map((id) => link(id, names.get(id)!));
+      expect(shown.data[probeA ? pair.a.link : pair.b.link]).toEqual(links);
+    }
+  });
+});
