@@ -6,7 +6,13 @@ import {
   RecordSchema,
 } from "@rowbase/proto/rowbase/records/v1/records_pb";
 import { describe, expect, it } from "vitest";
-import { CHANGE_TYPES, changeJson, changeTypeName, changeTypeValue } from "./change-json.js";
+import {
+  CHANGE_TYPES,
+  changeJson,
+  changeTypeName,
+  changeTypeValue,
+  recordJson,
+} from "./change-json.js";
 
 const at = timestampFromDate(new Date("2026-12-06T12:00:00.123Z"));
 
@@ -79,5 +85,16 @@ describe("changeJson", () => {
       expect(changeTypeName(change(changeTypeValue(name)))).toBe(name);
     }
     expect(() => changeJson(change(ChangeType.UNSPECIFIED))).toThrow(/unknown type/);
+  });
+});
+
+describe("recordJson", () => {
+  it("names the links cut only when a link was", () => {
+    expect(JSON.parse(recordJson(record))).not.toHaveProperty("links_truncated");
+    const cut = create(RecordSchema, { ...record, linksTruncated: ["12"] });
+    expect(JSON.parse(recordJson(cut))).toMatchObject({
+      data: { fld_b: 3 },
+      links_truncated: ["12"],
+    });
   });
 });

@@ -60,10 +60,11 @@ export function timeOf(timestamp: Timestamp | undefined): string {
 /**
  * A record as JSON text. `data` arrives as JSON text of an object, already keyed as the
  * response format says and with the values as the contract writes them, and goes in as it is.
+ * `links_truncated` only when a link's value was cut.
  */
 export function recordJson(record: RecordMessage | undefined): string {
   if (!record) throw new Error("a required record is missing from the service's answer");
-  return `{"row_id":${idOf(record.rowId)},"table_id":${idOf(record.tableId)},"created_at":${JSON.stringify(timeOf(record.createdAt))},"updated_at":${JSON.stringify(timeOf(record.updatedAt))},"data":${record.dataJson === "" ? "{}" : record.dataJson}}`;
+  return `{"row_id":${idOf(record.rowId)},"table_id":${idOf(record.tableId)},"created_at":${JSON.stringify(timeOf(record.createdAt))},"updated_at":${JSON.stringify(timeOf(record.updatedAt))},"data":${record.dataJson === "" ? "{}" : record.dataJson}${record.linksTruncated.length > 0 ? `,"links_truncated":${JSON.stringify(record.linksTruncated)}` : ""}}`;
 }
 
 /**

@@ -1,6 +1,8 @@
-import type { Authorizer, Call, Permission, Role } from "@rowbase/kit";
+import { type Authorizer, type Call, errorInfoOf, type Permission, type Role } from "@rowbase/kit";
+import { linkOptionsOf } from "@rowbase/kit/field-types";
+import type { LinkedSchemas } from "./db/user-tables/link-values.js";
 import { tableNotFound } from "./errors.js";
-import type { TableSchema, TableSchemas } from "./table-schema.js";
+import type { SchemaField, TableSchema, TableSchemas } from "./table-schema.js";
 
 export interface TableAccess {
   schema: TableSchema;
@@ -58,5 +60,37 @@ export class Access {
       "table_not_found",
     );
     return { schema, role };
+  }
+
+  /**
+   * The fields of the tables `schema`'s link fields link to (its lookups and rollups read
+   * through those links), by table id; empty for a table without links. A linked table that
+   * is gone, or of another organization (which catalog never links), is left out: its records
+   * then show by row id. Read with the caller's rights on `schema` alone: a link shows what the
+   * linked records are called, as the table's own record does.
+   */
+  async linked(schema: TableSchema, requestId: string): Promise<LinkedSchemas> {
+    const ids = new Set<bigint>();
+    for (const field of schema.fields) {
+      if (field.type !== "link") continue;
+      const options = linkOptionsOf(field.options);
+      if (options) ids.add(options.tableId);
+    }
+    const linked = new Map<string, readonly SchemaField[]>();
+    for (const tableId of ids) {
+      if (tableId === schema.tableId) {
+        linked.set(tableId.toString(), schema.fields);
+        continue;
+      }
+      try {
+        const target = await this.schemas.get(tableId, requestId);
+        if (target.organizationId === schema.organizationId) {
+          linked.set(tableId.toString(), target.fields);
+        }
+      } catch (error) {
+        if (errorInfoOf(error)?.reason !== "table_not_found") throw error;
+      }
+    }
+    return linked;
   }
 }

@@ -10,8 +10,14 @@ import {
   type Orm,
   query,
   SUBJECTS,
+  validationFailed,
 } from "@rowbase/kit";
-import { fieldLikeOf } from "@rowbase/kit/field-types";
+import {
+  type FieldLike,
+  fieldLikeOf,
+  isRelationalType,
+  linkOptionsOf,
+} from "@rowbase/kit/field-types";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import {
   ChoicesRenamedSchema,
@@ -45,7 +51,9 @@ import {
   addUserTableField,
   changeUserTableField,
   confirmFieldChange,
+  createLinkJunction,
   createUserTable,
+  dropLinkJunction,
   dropUserTableField,
   dropUserTables,
 } from "./db/user-tables/schema-changes.js";
@@ -168,12 +176,24 @@ export class CatalogEvents {
       case SUBJECTS.fieldCreated: {
         const event = fromBinary(FieldCreatedSchema, message.data);
         const type = fieldLikeOf({ type: event.type });
+        if (type?.type === "link") {
+          await this.createJunction(em, event, { type: "link", options: event.options ?? {} });
+          return true;
+        }
         if (!type || !(await this.deps.tables.inUserTable(event.tableId))) return false;
         await addUserTableField(em, event, { id: event.fieldId, ...type });
         return true;
       }
       case SUBJECTS.fieldDeleted: {
         const event = fromBinary(FieldDeletedSchema, message.data);
+        const inverseFieldId =
+          fieldLikeOf({ type: event.type })?.type === "link"
+            ? linkOptionsOf(event.options)?.inverseFieldId
+            : undefined;
+        // A link's junction lives in the organization's schema, whatever stores its tables.
+        if (inverseFieldId !== undefined) {
+          await dropLinkJunction(em, event.organizationId, event.fieldId, inverseFieldId);
+        }
         if (!(await this.deps.tables.inUserTable(event.tableId))) return false;
         await dropUserTableField(em, event, event.fieldId);
         return true;
@@ -181,6 +201,9 @@ export class CatalogEvents {
       case SUBJECTS.fieldTypeChanged: {
         const change = typeChangeOf(message);
         if (!change || !(await this.deps.tables.inUserTable(change.scope.tableId))) return false;
+        // A link, lookup or rollup has no column: a change of its options converts nothing
+        // (the check refused a link made single while a record held more).
+        if (isRelationalType(change.from.type) || isRelationalType(change.to.type)) return true;
         // Converted by the check catalog asked for before it committed (CheckFieldTypeChange):
         // the values from before it go. Without such a check, converted now.
         const table = change.scope;
@@ -220,6 +243,44 @@ export class CatalogEvents {
       default:
         return false;
     }
+  }
+
+  /**
+   * A new link field's junction (`createLinkJunction`, once for the pair). Both tables must be
+   * stored in their user tables, whose rows the junction references: a table still stored in
+   * `record` (the upgrade has not moved it yet) cannot hold links, and the link is refused with
+   * a 400 on its type, which rolls catalog's change back. So is a link whose event names no
+   * inverse field or linked table (catalog names both).
+   */
+  private async createJunction(
+    em: EntityManager,
+    event: { organizationId: bigint; tableId: bigint; fieldId: bigint },
+    field: FieldLike,
+  ): Promise<void> {
+    const options = linkOptionsOf(field.options);
+    const refuse = (message: string) =>
+      validationFailed([{ key: "type", message, source: "body", code: "invalid_value" }]);
+    if (!options?.inverseFieldId) {
+      throw refuse(
+        "a link needs its linked table and inverse field (options.table_id, inverse_field_id)",
+      );
+    }
+    for (const tableId of new Set([event.tableId, options.tableId])) {
+      const stored = await this.deps.tables.userTableOf(tableId);
+      // Without `record`, a table not registered is one catalog deleted since: nothing to link.
+      if (!stored && (await this.deps.tables.recordGone())) return;
+      if (!stored || stored.organizationId !== event.organizationId) {
+        throw refuse(
+          `table ${tableId} cannot hold links yet: its records are still being moved to the new storage; try again later`,
+        );
+      }
+    }
+    await createLinkJunction(em, event.organizationId, {
+      id: event.fieldId,
+      tableId: event.tableId,
+      inverseFieldId: options.inverseFieldId,
+      linkedTableId: options.tableId,
+    });
   }
 
   /** Whether the event changes a table stored in its user table (`applyToUserTables` did it). */

@@ -21,7 +21,7 @@ export function recordsTooLarge(keys: readonly string[]): ConnectError {
  * A batch update or delete whose records hold more than PAGE_MAX_BYTES of values (it reads them
  * whole, and an update answers them): 400 on `key`, asking for fewer at once.
  */
-export function batchTooLarge(key: string, verb: "update" | "delete"): ConnectError {
+export function batchTooLarge(key: string, verb: "create" | "update" | "delete"): ConnectError {
   return validationFailed([
     {
       key,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   type Call,
   errorInfoOf,
@@ -42,6 +43,8 @@ import {
   pendingTypeChanges,
 } from "./db/schema-changes.js";
 import { indexKeysOf, keyText, orderedBy, type TableIndexes } from "./db/user-tables/indexes.js";
+import { type LinkedSchemas, linkStoragesOf } from "./db/user-tables/link-values.js";
+import { type LinkWrite, writeLinks } from "./db/user-tables/link-writes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
@@ -53,6 +56,7 @@ import {
   writeRecords,
 } from "./db/writes.js";
 import { valueChanges } from "./domain/audit.js";
+import { emptyLinksCleared, hasLinks, valueKey, withLinkIds } from "./domain/link-changes.js";
 import { queryFieldsOf } from "./domain/query-fields.js";
 import { createdChange, deletedChange, updatedChange } from "./domain/record-changes.js";
 import { applyValues, type CheckedValues, checkInput } from "./domain/record-input.js";
@@ -164,7 +168,8 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md),
  * whose `indexed` field indexes (`TableIndexes.served`) the page may take its order from, unless
  * it counts every match of a filter exactly and no index serves the filter (it then reads the
- * matches all, once, to count and sort them).
+ * matches all, once, to count and sort them). `linked`: the fields of the tables its links name
+ * (`Access.linked`).
  */
 export function listQuery(
   schema: TableSchema,
@@ -172,6 +177,7 @@ export function listQuery(
     Partial<Pick<ListParams, "count">>,
   storage: Storage = "jsonb",
   indexed: ReadonlySet<string> = new Set(),
+  linked: LinkedSchemas = new Map(),
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -246,7 +252,7 @@ export function listQuery(
       params: [schema.tableId, ...filter.params],
     };
   }
-  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
+  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields, linked);
   return {
     ...page,
     indexCandidates: candidates ? [...candidates.filter, ...candidates.sort] : [],
@@ -308,6 +314,15 @@ const SCHEMA_MISMATCH = [
 
 function schemaMismatch(error: unknown): boolean {
   return SCHEMA_MISMATCH.some((state) => hasSqlState(error, state));
+}
+
+/**
+ * Whether PostgreSQL broke a deadlock by failing this write (deadlock_detected): two link writes
+ * that lock records of both sides of a link whose inverse links one record (`writeLinks`) can
+ * meet crosswise. The write rolled back whole, and is made again.
+ */
+function linkDeadlock(error: unknown): boolean {
+  return hasSqlState(error, "40P01");
 }
 
 /**
@@ -479,15 +494,15 @@ export class Records {
   private async reading<T>(
     call: Call,
     table: TableRef,
-    read: (schema: TableSchema, rows: TableRows) => Promise<T>,
+    read: (schema: TableSchema, rows: TableRows, linked: LinkedSchemas) => Promise<T>,
     /** Whether a read found nothing: on `record`, the table may have moved meanwhile. */
     foundNothing: (result: T) => boolean,
   ): Promise<T> {
     let { schema } = await this.deps.access.table(call, table.tableId, table.databaseId, "read");
     for (let attempt = 1; ; attempt++) {
       try {
-        const rows = await this.deps.tables.rowsOf(schema);
-        const result = await read(schema, rows);
+        const { rows, linked } = await this.rowsFor(schema, call.requestId);
+        const result = await read(schema, rows, linked);
         if (!foundNothing(result) || !(await this.movedMeanwhile(schema, rows))) return result;
         continue;
       } catch (error) {
@@ -498,6 +513,78 @@ export class Records {
         fresh: true,
       }));
     }
+  }
+
+  /**
+   * The statements' view of the table's records (`StoredTables.rowsOf`), with the fields of the
+   * tables its links name, which its link values show.
+   */
+  private async rowsFor(
+    schema: TableSchema,
+    requestId: string,
+  ): Promise<{ rows: TableRows; linked: LinkedSchemas }> {
+    const linked = hasLinks(schema.fields)
+      ? await this.deps.access.linked(schema, requestId)
+      : new Map<string, readonly SchemaField[]>();
+    return { rows: await this.deps.tables.rowsOf(schema, linked), linked };
+  }
+
+  /**
+   * The link values a write sets, in the write's transaction (`writeLinks`, a field at a time):
+   * `writes` are the written records with their checked values and the request's data (for
+   * the keys a refusal names). A create skips the links it leaves empty.
+   */
+  private async writeLinksOf(
+    em: EntityManager,
+    schema: TableSchema,
+    linked: LinkedSchemas,
+    writes: readonly {
+      rowId: bigint;
+      values: CheckedValues;
+      data: JsonObject | undefined;
+      prefix: string;
+    }[],
+    create: boolean,
+  ): Promise<void> {
+    for (const link of linkStoragesOf(schema.organizationId, schema.fields, linked)) {
+      const field = link.field;
+      const values: LinkWrite[] = [];
+      for (const write of writes) {
+        if (!write.values.has(field.id)) continue;
+        const ids = (write.values.get(field.id) ?? []) as number[];
+        if (create && ids.length === 0) continue;
+        values.push({
+          rowId: write.rowId,
+          ids,
+          key: valueKey(schema.fields, write.data, field, write.prefix),
+        });
+      }
+      await writeLinks(em, link, values);
+    }
+  }
+
+  /**
+   * Written records as a write answers them: read again in the write's transaction when the
+   * table has links, whose values show the linked records (a write holds their ids).
+   */
+  private async shown(
+    em: EntityManager,
+    schema: TableSchema,
+    rows: TableRows,
+    records: readonly StoredRecord[],
+    what: "create" | "update",
+  ): Promise<StoredRecord[]> {
+    if (!hasLinks(schema.fields) || records.length === 0) return [...records];
+    const found = await findRecords(
+      em,
+      schema.tableId,
+      records.map((record) => record.rowId),
+      { lock: false },
+      rows,
+    );
+    if (found === "over_budget") throw batchTooLarge("records", what);
+    const byId = new Map(found.map((record) => [record.rowId, record]));
+    return records.map((record) => byId.get(record.rowId) ?? record);
   }
 
   /**
@@ -544,7 +631,7 @@ export class Records {
       try {
         return await this.createWith(call, schema, inputs, batch, fresh, pending);
       } catch (error) {
-        const mismatch = schemaMismatch(error);
+        const mismatch = schemaMismatch(error) || linkDeadlock(error);
         if (!(error instanceof StaleSchema || error instanceof PendingChanges || mismatch)) {
           throw error;
         }
@@ -585,6 +672,7 @@ export class Records {
       if (result.ok) checked.push(result.values);
       else items.push(...result.items);
     });
+    const links = hasLinks(schema.fields);
     if (items.length === 0) {
       const writes = checked.map((values, index) => ({
         values,
@@ -594,8 +682,10 @@ export class Records {
     }
     if (items.length > 0) throw validationFailed(items);
     const quota = await this.deps.plans.quotaOf(schema.organizationId, call.requestId);
-    const rows = await this.deps.tables.rowsOf(schema);
-    const datas = checked.map((values) => applyValues({}, values));
+    const { rows, linked } = await this.rowsFor(schema, call.requestId);
+    const datas = checked.map((values) =>
+      applyValues({}, emptyLinksCleared(schema.fields, values)),
+    );
     const autonumbers = schema.fields.filter((field) => field.type === "autonumber");
     const gate = {
       tableId: schema.tableId,
@@ -611,7 +701,8 @@ export class Records {
     const marks = marksOf(schema, pending, checked);
     // The records' size is measured as the statement serializes them (RECORD_MAX_BYTES).
     const tooLarge = (error: unknown) => refusedSize(error, batch, (index) => index);
-    if (autonumbers.length === 0 && marks.length === 0) {
+    // A table with links writes them in the create's transaction.
+    if (autonumbers.length === 0 && marks.length === 0 && !links) {
       return this.deps.tx.once(call, async (changes) => {
         const rowIds = await allocateRowIds(changes.em, datas.length);
         const created = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
@@ -648,6 +739,18 @@ export class Records {
         },
         datas,
       ).catch(tooLarge);
+      await this.writeLinksOf(
+        em,
+        schema,
+        linked,
+        records.map((record, index) => ({
+          rowId: record.rowId,
+          values: checked[index]!,
+          data: inputs[index],
+          prefix: batch ? `records.${index}.data.` : "",
+        })),
+        true,
+      );
       await notePendingWrites(
         em,
         schema.tableId,
@@ -659,7 +762,11 @@ export class Records {
       // commit, and every create of the organization waits for it.
       const outcome = await passCreateGate(em, gate, records.length, changes.takeEvents());
       if (outcome !== "ok") throw refusedCreate(outcome);
-      return { schema, records, files: new Map() };
+      return {
+        schema,
+        records: await this.shown(em, schema, rows, records, "create"),
+        files: new Map(),
+      };
     });
   }
 
@@ -689,10 +796,10 @@ export class Records {
     const { schema, page, fields, found } = await this.reading(
       call,
       table,
-      async (schema, rows) => {
+      async (schema, rows, linked) => {
         const storage = rows === RECORD_ROWS ? "jsonb" : "columns";
         const indexes = this.deps.indexes;
-        const page = listQuery(schema, params, storage, indexes?.served(schema.tableId));
+        const page = listQuery(schema, params, storage, indexes?.served(schema.tableId), linked);
         indexes?.noteQuery(schema, page.indexCandidates);
         const fields = selectedFields(schema, params.fields);
         return { schema, page, fields, found: await pageWithTotal(this.deps.read, page) };
@@ -732,7 +839,10 @@ export class Records {
       try {
         return await this.updateWith(call, schema, patches, batch);
       } catch (error) {
-        const mismatch = schemaMismatch(error) || (await this.missedMove(error, schema, legacy));
+        const mismatch =
+          schemaMismatch(error) ||
+          linkDeadlock(error) ||
+          (await this.missedMove(error, schema, legacy));
         if (!(error instanceof StaleSchema || mismatch)) throw error;
         if (attempt === WRITE_ATTEMPTS) throw fieldsKeptChanging();
         if (mismatch) await beforeRetry(attempt);
@@ -772,7 +882,7 @@ export class Records {
       }
       seen.set(patch.rowId, first ?? index);
       const result = checkInput(schema.fields, patch.data, "update", batch ? `${prefix}data.` : "");
-      if (result.ok) checked.push(result.values);
+      if (result.ok) checked.push(emptyLinksCleared(schema.fields, result.values));
       else items.push(...result.items);
     });
     if (items.length > 0) throw validationFailed(items);
@@ -780,8 +890,9 @@ export class Records {
     // refuses the request with nothing written instead of failing after the commit.
     const rowIds = patches.map((patch) => patch.rowId);
     const files = await this.deps.files.of(schema.fields, rowIds, call.requestId);
-    const rows = await this.deps.tables.rowsOf(schema);
-    if (!batch && patches.length === 1) {
+    const { rows, linked } = await this.rowsFor(schema, call.requestId);
+    // A table with links writes them in the update's transaction.
+    if (!batch && patches.length === 1 && !hasLinks(schema.fields)) {
       const updated = await this.updateOneAsRead(
         call,
         schema,
@@ -824,7 +935,10 @@ export class Records {
         if (problems.length > 0) throw validationFailed(problems);
         await notePendingWrites(em, schema.tableId, marksOf(schema, pending, checked), rowIds);
       }
-      const byId = new Map(found.map((record) => [record.rowId, record]));
+      // Links as row ids, as a change compares and records them.
+      const byId = new Map(
+        found.map((record) => [record.rowId, withLinkIds(schema.fields, record)]),
+      );
       // `index`: the patch's in the request, which a refusal of the record's size names.
       const writes: { rowId: bigint; data: JsonObject; index: number }[] = [];
       patches.forEach((patch, index) => {
@@ -837,6 +951,18 @@ export class Records {
           changes.recordChanged(scopeOf(schema), updatedChange(before, data, changed));
         }
       });
+      await this.writeLinksOf(
+        em,
+        schema,
+        linked,
+        writes.map((write) => ({
+          rowId: write.rowId,
+          values: checked[write.index]!,
+          data: patches[write.index]!.data,
+          prefix: batch ? `records.${write.index}.data.` : "",
+        })),
+        false,
+      );
       const written =
         writes.length > 0
           ? await writeRecords(
@@ -848,7 +974,8 @@ export class Records {
             ).catch((error) => refusedSize(error, batch, (index) => writes[index]!.index))
           : [];
       for (const after of written) byId.set(after.rowId, after);
-      return { schema, records: rowIds.map((rowId) => byId.get(rowId)!), files };
+      const records = rowIds.map((rowId) => byId.get(rowId)!);
+      return { schema, records: await this.shown(em, schema, rows, records, "update"), files };
     });
   }
 
@@ -933,6 +1060,8 @@ export class Records {
     schema: TableSchema,
     rowIds: readonly bigint[],
   ): Promise<bigint[]> {
+    // A deleted record's links go with it (the junctions' foreign keys cascade); its audit and
+    // change events hold their row ids, which need no linked table's fields.
     const rows = await this.deps.tables.rowsOf(schema);
     if (rowIds.length === 1 && (await this.deleteOneAsRead(call, schema, rows, rowIds[0]!))) {
       return [...rowIds];
@@ -983,7 +1112,8 @@ export class Records {
     schema: TableSchema,
     records: readonly StoredRecord[],
   ): Promise<void> {
-    for (const record of records) {
+    for (const read of records) {
+      const record = withLinkIds(schema.fields, read);
       changes.auditRecord(
         scopeOf(schema),
         "deleted",

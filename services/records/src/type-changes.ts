@@ -13,6 +13,7 @@ import {
   type FieldLike,
   fieldLikeOf,
   fieldTypeFromProto,
+  isRelationalType,
 } from "@rowbase/kit/field-types";
 import type { Field, FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { ChangeSet, type RecordScope, type Transactions } from "./change-set.js";
@@ -23,6 +24,7 @@ import {
   markTypeChangePending,
   notProcessed,
 } from "./db/schema-changes.js";
+import { linkChangeRefusal } from "./db/user-tables/link-writes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { changeUserTableField, undoFieldChange } from "./db/user-tables/schema-changes.js";
 import {
@@ -158,6 +160,28 @@ export class TypeChanges {
       // the client's next request sees it, and a refusal leaves both unchanged. No mark holds
       // writes: the conversion holds the table's writes itself, and a write of the old type
       // that lands in between is refused by its column and retried with the new schema.
+      // A link has no column: its change converts nothing, the check reads its junction.
+      if (from.type === "link" && to.type === "link") {
+        const refused = await linkChangeRefusal(
+          this.tx.em(),
+          userTable,
+          field.fieldId,
+          from,
+          to,
+          rule === "made",
+          EXAMPLES,
+        );
+        if (refused) {
+          throw fieldTypeChangeInvalid({
+            row_ids: JSON.stringify(refused.rowIds.map(Number)),
+            count: String(refused.count),
+            message: refused.message,
+          });
+        }
+        return [];
+      }
+      // Lookups and rollups are computed when read: nothing stored to convert.
+      if (isRelationalType(from.type) || isRelationalType(to.type)) return [];
       if (!converts && rule !== "made") return [];
       const { refused } = await changeUserTableField(
         this.tx.em(),

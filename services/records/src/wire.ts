@@ -33,7 +33,21 @@ export function toRecord(
     createdAt: timestampFromDate(record.createdAt),
     updatedAt: timestampFromDate(record.updatedAt),
     dataJson: JSON.stringify(outputData(record, fields, options, files)),
+    linksTruncated: truncatedKeys(record, fields, options),
   });
+}
+
+/** The record's cut link fields that are shown, keyed as its data is. */
+function truncatedKeys(
+  record: StoredRecord,
+  fields: readonly SchemaField[],
+  options: OutputOptions,
+): string[] {
+  const cut = record.linksTruncated;
+  if (!cut) return [];
+  return fields
+    .filter((field) => cut.includes(field.id))
+    .map((field) => (options.keys === "ids" ? field.id : field.name));
 }
 
 /**

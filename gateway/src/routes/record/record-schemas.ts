@@ -283,6 +283,13 @@ export const RecordSchema = responseData(
         "One key per field of the table (or of `fields`): the field id as a decimal string, or " +
           "its name with `response_format=names`. An empty cell is `null`, never left out",
       ),
+    links_truncated: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "The link fields (keyed as `data`) whose values show only their first 1000 linked " +
+          "records; absent when none was cut",
+      ),
   }),
 );
 

@@ -191,6 +191,11 @@ function components(schema: TableRecordSchema, format: ResponseFormatName): Json
       created_at: { type: "string", format: "date-time" },
       updated_at: { type: "string", format: "date-time" },
       data: ref(data),
+      links_truncated: {
+        type: "array",
+        items: { type: "string" },
+        description: `The link fields, keyed by ${keyed}, whose values show only their first 1000 linked records; absent when none was cut.`,
+      },
     },
   });
   const byName = format === "names";

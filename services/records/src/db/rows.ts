@@ -17,6 +17,8 @@ export interface RecordRow {
   data: JsonObject;
   created_ms: number;
   updated_ms: number;
+  /** A user table with link fields: those whose values were cut (`linksTruncatedSql`). */
+  links_truncated?: string[] | null;
 }
 
 /** Epoch milliseconds of a timestamptz column, as a JSON-safe double. */
@@ -41,13 +43,17 @@ export function columnsButData(alias?: string): string {
 export const RECORD_COLUMNS = recordColumns();
 
 export function toStored(row: RecordRow): StoredRecord {
-  return {
+  const record: StoredRecord = {
     rowId: BigInt(row.row_id),
     tableId: BigInt(row.table_id),
     data: row.data,
     createdAt: new Date(row.created_ms),
     updatedAt: new Date(row.updated_ms),
   };
+  if (row.links_truncated && row.links_truncated.length > 0) {
+    record.linksTruncated = row.links_truncated;
+  }
+  return record;
 }
 
 export const byRowId = (a: StoredRecord, b: StoredRecord) =>

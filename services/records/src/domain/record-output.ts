@@ -11,6 +11,11 @@ export interface StoredRecord {
   data: JsonObject;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * The link fields (ids) whose values hold more linked records than a value shows
+   * (MAX_LINKS_PER_VALUE); absent when none was cut.
+   */
+  linksTruncated?: string[];
 }
 
 /**
@@ -138,6 +143,9 @@ function cellOf(
       return record.updatedAt.toISOString();
     case "file":
       return files?.get(field.id) ?? null;
+    case "link":
+      // The linked records as read (`{row_id, display}`), or the row ids a change holds.
+      return record.data[field.id] ?? [];
     case "long_text": {
       const value = record.data[field.id];
       if (typeof value !== "string") return value ?? null;

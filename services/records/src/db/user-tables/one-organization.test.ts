@@ -6,8 +6,10 @@ import { listQuery } from "../../records.js";
 import { pageStatement } from "../reads.js";
 import {
   addFieldSql,
+  createLinkJunctionSql,
   createTableSql,
   dropFieldSql,
+  dropLinkJunctionSql,
   dropOrganizationSchemaSql,
   dropTableSql,
 } from "./ddl.js";
@@ -29,6 +31,16 @@ const FIELDS: SchemaField[] = TYPES.map((type, i) => ({
   required: false,
   description: "",
 }));
+// A link to a second table of the organization, and that table's fields (for the display).
+FIELDS.push({
+  id: "4190",
+  name: "Link",
+  type: "link",
+  options: { table_id: 411, multiple: true, inverse_field_id: 4191 },
+  required: false,
+  description: "",
+});
+const LINKED = new Map([["411", [FIELDS[0]!]]]);
 const STORED = FIELDS.map((f) => ({ ...f, id: BigInt(f.id) }));
 
 function schemasNamed(sql: string): string[] {
@@ -41,6 +53,8 @@ describe("the per-table storage's statements", () => {
       { tableId: TABLE, databaseId: 1n, organizationId: ORGANIZATION, name: "T", fields: FIELDS },
       { limit: 10, offset: 0, where: "(F0,eq,x)~or(F2,eq,A)", sort: "-F1,F4", count: "estimated" },
       "columns",
+      new Set(),
+      LINKED,
     );
     const statements = [
       ...createTableSql(ORGANIZATION, TABLE, STORED),
@@ -50,7 +64,15 @@ describe("the per-table storage's statements", () => {
       ...dropOrganizationSchemaSql(ORGANIZATION),
       keepChoicesSql(ORGANIZATION, TABLE, STORED[3]!.id, true),
       numberRowsSql(ORGANIZATION, TABLE, STORED[0]!.id),
-      userTableRows(ORGANIZATION, TABLE, FIELDS).columns(1).sql,
+      userTableRows(ORGANIZATION, TABLE, FIELDS, LINKED).columns(1).sql,
+      userTableRows(ORGANIZATION, TABLE, FIELDS, LINKED).values,
+      ...createLinkJunctionSql(ORGANIZATION, {
+        id: 4190n,
+        tableId: TABLE,
+        inverseFieldId: 4191n,
+        linkedTableId: 411n,
+      }),
+      ...dropLinkJunctionSql(ORGANIZATION, 4190n, 4191n),
       userTableRows(ORGANIZATION, TABLE, FIELDS).insert({
         tableId: "$1",
         organizationId: "$2",

@@ -3,6 +3,7 @@ import { hasSqlState, query, type TableSchema } from "@rowbase/kit";
 import { tableNotFound } from "../../errors.js";
 import { findHome } from "../reads.js";
 import { RECORD_ROWS, type TableRows } from "../rows.js";
+import type { LinkedSchemas } from "./link-values.js";
 import { userTable } from "./names.js";
 import { userTableRows } from "./table-rows.js";
 
@@ -66,11 +67,12 @@ export class StoredTables {
 
   /**
    * The statements' view of the table's records, in whichever storage holds them;
-   * table_not_found for a table not registered once `record` is gone.
+   * table_not_found for a table not registered once `record` is gone. `linked`: the fields of
+   * the tables its links name (`Access.linked`), for their values.
    */
-  async rowsOf(schema: TableSchema): Promise<TableRows> {
+  async rowsOf(schema: TableSchema, linked?: LinkedSchemas): Promise<TableRows> {
     if (await this.inUserTable(schema.tableId)) {
-      return userTableRows(schema.organizationId, schema.tableId, schema.fields);
+      return userTableRows(schema.organizationId, schema.tableId, schema.fields, linked);
     }
     if (this.recordDropped) throw tableNotFound();
     return RECORD_ROWS;

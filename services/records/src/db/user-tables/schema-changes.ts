@@ -7,8 +7,10 @@ import { columnTypeOf, isEmptyColumnSql, type StoredField } from "./columns.js";
 import {
   addFieldSql,
   applyDdl,
+  createLinkJunctionSql,
   createTableSql,
   dropFieldSql,
+  dropLinkJunctionSql,
   dropOrganizationSchemaSql,
   dropTableSql,
   registerUserTableSql,
@@ -73,6 +75,32 @@ export async function addUserTableField(
     if (!started) return;
     await query(tx, numberRowsSql(table.organizationId, table.tableId, field.id), [0]);
   });
+}
+
+/**
+ * A new link field's junction table, shared with its inverse: made by whichever of the two
+ * fields' events comes first (the first already names both), found made by the other.
+ */
+export async function createLinkJunction(
+  em: EntityManager,
+  organizationId: bigint,
+  field: { id: bigint; tableId: bigint; inverseFieldId: bigint; linkedTableId: bigint },
+): Promise<void> {
+  await applyDdl(em, [
+    cancelIndexBuildsSql(organizationId, field.tableId),
+    cancelIndexBuildsSql(organizationId, field.linkedTableId),
+    ...createLinkJunctionSql(organizationId, field),
+  ]);
+}
+
+/** Drops a deleted link field's junction table (its inverse's, which catalog deletes with it). */
+export async function dropLinkJunction(
+  em: EntityManager,
+  organizationId: bigint,
+  fieldId: bigint,
+  inverseFieldId: bigint,
+): Promise<void> {
+  await applyDdl(em, dropLinkJunctionSql(organizationId, fieldId, inverseFieldId));
 }
 
 /** Drops a deleted field's column; its autonumber counter, if any, numbers no more. */

@@ -3,6 +3,12 @@ import type { SchemaField } from "@rowbase/kit";
 import { choicesOf } from "@rowbase/kit/field-types";
 import { checkDataSizes, epochMs, type TableRows } from "../rows.js";
 import { columnFromJson, columnJson, columnRead, columnTypeOf, columnValue } from "./columns.js";
+import {
+  type LinkedSchemas,
+  linkStoragesOf,
+  linksTruncatedSql,
+  linkValueSql,
+} from "./link-values.js";
 import { fieldColumn, userTable } from "./names.js";
 
 /** Pairs per `jsonb_build_object` call: PostgreSQL takes at most 100 arguments. */
@@ -19,14 +25,28 @@ const PAIRS_PER_CALL = 50;
  * columns take them (`columnJson`: choice ids, numbers as exact text) in one JSON parameter;
  * every write of a row counts its `version` up. A record over RECORD_MAX_BYTES is refused as in
  * the jsonb storage, measured on its values as written.
+ *
+ * A link field's value is read in the same statement from its junction table (`link-values.ts`:
+ * the linked records with their display, `linked` giving the linked tables' fields), and the
+ * record's `links_truncated` column names the links that hold more than a value shows. A write
+ * sends no link value: the links are written to their junctions apart (`link-writes.ts`).
  */
 export function userTableRows(
   organizationId: bigint,
   tableId: bigint,
   fields: readonly SchemaField[],
+  linked: LinkedSchemas = new Map(),
 ): TableRows {
   const relation = userTable(organizationId, tableId);
   const stored = fields.filter((field) => columnTypeOf(field.type) !== undefined);
+  const links = linkStoragesOf(organizationId, fields, linked);
+  const truncated = links.length > 0 ? `, ${linksTruncatedSql(links)} as links_truncated` : "";
+  // A link field read by id: its value as a column `l_<field id>`, put in `data` by `dataOf`.
+  const linkColumns = links.map((link) => ({
+    field: link.field,
+    column: `l_${BigInt(link.field.id)}`,
+    sql: linkValueSql(link),
+  }));
   const fromData = (data: string) =>
     stored.map((field) => ({
       column: fieldColumn(BigInt(field.id)),
@@ -34,9 +54,14 @@ export function userTableRows(
     }));
   const head = `r.row_id, ${tableId}::bigint as table_id, ${epochMs("r.created_at")} as created_ms, ${epochMs("r.updated_at")} as updated_ms`;
   // In the order of jsonb's keys (shorter first, then by their text: by id), as `columns`' data.
-  const byKey = stored
-    .map((field) => ({ field, column: fieldColumn(BigInt(field.id)) }))
-    .sort((a, b) => a.field.id.length - b.field.id.length || (a.field.id < b.field.id ? -1 : 1));
+  const byKey = [
+    ...stored.map((field) => ({
+      field,
+      column: fieldColumn(BigInt(field.id)),
+      sql: columnRead(columnTypeOf(field.type)!, `r.${fieldColumn(BigInt(field.id))}`),
+    })),
+    ...linkColumns,
+  ].sort((a, b) => a.field.id.length - b.field.id.length || (a.field.id < b.field.id ? -1 : 1));
   return {
     relation,
     // Only this table's rows are in its relation: the placeholder must name it.
@@ -64,17 +89,21 @@ export function userTableRows(
         }
         return `'${BigInt(field.id)}', ${value}`;
       });
+      for (const link of linkColumns) pairs.push(`'${BigInt(link.field.id)}', ${link.sql}`);
       const calls: string[] = [];
       for (let i = 0; i < pairs.length; i += PAIRS_PER_CALL) {
         calls.push(`jsonb_build_object(${pairs.slice(i, i + PAIRS_PER_CALL).join(", ")})`);
       }
       const data = calls.length > 0 ? calls.join(" || ") : "'{}'::jsonb";
-      return { sql: `${head}, ${data} as data`, params };
+      return { sql: `${head}, ${data} as data${truncated}`, params };
     },
-    values: `${head}${byKey.map(({ field, column }) => `, ${columnRead(columnTypeOf(field.type)!, `r.${column}`)} as ${column}`).join("")}`,
+    values: `${head}${byKey.map(({ sql, column }) => `, ${sql} as ${column}`).join("")}${truncated}`,
     dataOf(row) {
       const data: JsonObject = {};
-      for (const { field, column } of byKey) data[field.id] = columnValue(field, row[column]);
+      for (const { field, column } of byKey) {
+        data[field.id] =
+          field.type === "link" ? (row[column] as JsonValue) : columnValue(field, row[column]);
+      }
       return data;
     },
     insert(p) {
