@@ -29,19 +29,20 @@ export async function storedRows(
     h.logger,
   );
   const rows = userTableRows(schema.organizationId, tableId, schema.fields);
-  const columns = rows.columns(2);
   const { rows: found } = await h.db.query(
-    `select ${columns.sql}, ${schema.organizationId}::text as organization_id, r.version::text,
+    `select ${rows.values}, ${schema.organizationId}::text as organization_id, r.version::text,
        r.created_by, r.updated_by
      from ${rows.relation} r where $1::bigint[] is null or r.row_id = any($1::bigint[])
      order by r.row_id`,
-    [rowIds ?? null, ...columns.params],
+    [rowIds ?? null],
   );
   // An empty column reads as null; the routes leave such a field out of `data`.
-  return found.map((row: StoredRow) => ({
+  return found.map((row: StoredRow & Record<string, unknown>) => ({
     row_id: String(row.row_id),
     organization_id: row.organization_id,
-    data: Object.fromEntries(Object.entries(row.data).filter(([, value]) => value !== null)),
+    data: Object.fromEntries(
+      Object.entries(rows.dataOf(row)).filter(([, value]) => value !== null),
+    ),
     version: row.version,
     created_by: row.created_by,
     updated_by: row.updated_by,

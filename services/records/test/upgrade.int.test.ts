@@ -180,17 +180,18 @@ async function createJsonb(schema: TableSchema, datas: readonly JsonObject[]): P
 
 /** Every record of a table in row id order, through a storage's select list. */
 async function readAll(rows: TableRows, tableId: bigint) {
-  const columns = rows.columns(2);
-  const read = await query<RecordRow>(
+  const read = await query<RecordRow & Record<string, unknown>>(
     em(),
-    `select ${columns.sql} from ${rows.relation} r where ${rows.ofTable("$1")} order by r.row_id`,
-    [tableId, ...columns.params],
+    `select ${rows.values} from ${rows.relation} r where ${rows.ofTable("$1")} order by r.row_id`,
+    [tableId],
   );
-  return read.map(toStored).map((record) => ({
-    ...record,
-    // The user table names every field with a column, empty ones as null; `data` leaves them out.
-    data: Object.fromEntries(Object.entries(record.data).filter(([, value]) => value !== null)),
-  }));
+  return read
+    .map((row) => toStored({ ...row, data: rows.dataOf(row) }))
+    .map((record) => ({
+      ...record,
+      // The user table names every field with a column, empty ones as null; `data` leaves them out.
+      data: Object.fromEntries(Object.entries(record.data).filter(([, value]) => value !== null)),
+    }));
 }
 
 async function keptCount(tableId: bigint): Promise<string> {

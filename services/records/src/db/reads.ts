@@ -19,19 +19,28 @@ import { userTable } from "./user-tables/names.js";
 
 /**
  * `select` (rows holding `data`, in order) as a statement that PostgreSQL answers only within
- * PAGE_MAX_BYTES of values, measured as it sends them (`data` as text): every row in order with
+ * PAGE_MAX_BYTES of values, measured as the storage holds them (`TableRows.sizeOf`: the
+ * jsonb storage's `data` as text, a user table's columns): every row in order with
  * `fits` true, or one row of nulls with `fits` false. An empty `select` answers one row of
  * nulls with `fits` true (the budget's row, which every answer carries). The rows are numbered
  * as `select` gives them, so that the join keeps its order.
  */
-function withinReadBudget(select: string): string {
+function withinReadBudget(select: string, rows: TableRows): string {
   return `with page as materialized (
        select selected.*, row_number() over () as budget_n from (${select}) selected
      ),
      budget as (
-       select coalesce(sum(octet_length(data::text)), 0) <= ${PAGE_MAX_BYTES} as fits from page
+       select coalesce(sum(${rows.sizeOf("page")}), 0) <= ${PAGE_MAX_BYTES} as fits from page
      )
      select page.*, budget.fits from budget left join page on budget.fits order by page.budget_n`;
+}
+
+/** A row selected through `TableRows.values`: the record's head and its stored values. */
+type ValuesRow = Omit<RecordRow, "data"> & Record<string, unknown>;
+
+/** A record from its row selected through `TableRows.values`. */
+function storedOf(row: ValuesRow, table: TableRows): StoredRecord {
+  return toStored({ ...row, data: table.dataOf(row) } as RecordRow);
 }
 
 /** A row of a `withinReadBudget` statement: the select's columns (null in the budget's row). */
@@ -124,15 +133,17 @@ export function pageStatement(page: PageQuery): Statement {
     count = page.filtered ? "select count(*) from matching" : countSql(page);
   }
   const total = totalSql(page, count, prelude === "" ? page.matching : "from matching");
-  const row = page.rows.columns(next + 3);
   const more = `exists (select 1 ${prelude === "" ? page.matching : "from matching"}
        offset $${next + 1}::bigint + $${next + 2}::bigint)`;
   return {
-    sql: withinReadBudget(`${prelude}select ${row.sql}, (${total}) as total,
+    sql: withinReadBudget(
+      `${prelude}select ${page.rows.values}, (${total}) as total,
        ${page.count === "exact" ? "false" : more} as more
      from (${top}) top join ${page.rows.relation} r on r.row_id = top.row_id
-     order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`),
-    params: [...page.params, page.limit, page.offset, ...row.params],
+     order by ${orderBySql(page.order, (term, index) => `top.${column(term, index)}`)}`,
+      page.rows,
+    ),
+    params: [...page.params, page.limit, page.offset],
     prepare: false,
   };
 }
@@ -198,7 +209,7 @@ export async function pageWithTotal(
 ): Promise<({ records: StoredRecord[]; hasMore: boolean } & PageCount) | "over_budget"> {
   const { sql, params } = pageStatement(page);
   const rows = withinBudget(
-    await read<BudgetedRow<RecordRow & { total: string | null; more: boolean }>>(sql, params),
+    await read<BudgetedRow<ValuesRow & { total: string | null; more: boolean }>>(sql, params),
   );
   if (!rows) return "over_budget";
   let counted: bigint | null;
@@ -223,7 +234,7 @@ export async function pageWithTotal(
   // An exact count (and an estimated one that counted every match) says whether more follow;
   // otherwise the statement looked for a match past the page.
   const hasMore = count.total === null || count.estimated ? rows[0]!.more : count.total > seen;
-  return { records: rows.map(toStored), hasMore, ...count };
+  return { records: rows.map((row) => storedOf(row, page.rows)), hasMore, ...count };
 }
 
 /** A record of a table (one record is within the read budget: it is not measured). */
@@ -234,8 +245,8 @@ export async function findRecord(
   table: TableRows = RECORD_ROWS,
 ): Promise<StoredRecord | undefined> {
   const { sql, params, prepare } = findRecordStatement(tableId, rowId, table);
-  const [row] = await query<RecordRow & Record<string, unknown>>(em, sql, params, { prepare });
-  return row && toStored({ ...row, data: table.dataOf(row) });
+  const [row] = await query<ValuesRow>(em, sql, params, { prepare });
+  return row && storedOf(row, table);
 }
 
 /**
@@ -274,8 +285,8 @@ export async function findRecords(
     undefined,
     table,
   );
-  const rows = withinBudget(await query<BudgetedRow<RecordRow>>(em, sql, params, { prepare }));
-  return rows ? rows.map(toStored) : "over_budget";
+  const rows = withinBudget(await query<BudgetedRow<ValuesRow>>(em, sql, params, { prepare }));
+  return rows ? rows.map((row) => storedOf(row, table)) : "over_budget";
 }
 
 /**
@@ -293,12 +304,12 @@ export async function lockRecordsForWrite(
 ): Promise<{ records: StoredRecord[]; outcome: WriteGateOutcome } | "over_budget"> {
   const { sql, params, prepare } = findRecordsStatement(tableId, rowIds, true, gate, table);
   const rows = withinBudget(
-    await query<BudgetedRow<RecordRow & { gate: WriteGateOutcome }>>(em, sql, params, {
+    await query<BudgetedRow<ValuesRow & { gate: WriteGateOutcome }>>(em, sql, params, {
       prepare,
     }),
   );
   if (!rows) return "over_budget";
-  return { records: rows.map(toStored), outcome: rows[0]?.gate ?? "ok" };
+  return { records: rows.map((row) => storedOf(row, table)), outcome: rows[0]?.gate ?? "ok" };
 }
 
 /**
@@ -320,27 +331,26 @@ export function findRecordsStatement(
   gate?: WriteGate,
   table: TableRows = RECORD_ROWS,
 ): Statement {
-  const measured = (sql: string) => (rowIds.length > UNMEASURED_READ ? withinReadBudget(sql) : sql);
+  const measured = (sql: string) =>
+    rowIds.length > UNMEASURED_READ ? withinReadBudget(sql, table) : sql;
   if (!gate) {
-    const row = table.columns(3);
     return {
-      sql: measured(`select ${row.sql} from ${table.relation} r
+      sql: measured(`select ${table.values} from ${table.relation} r
      where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
      order by r.row_id ${lock ? "for update of r" : ""}`),
-      params: [tableId, rowIds, ...row.params],
+      params: [tableId, rowIds],
       prepare: true,
     };
   }
-  const row = table.columns(5);
   return {
     sql: measured(`with gate as materialized (
        select write_gate($1::bigint, $3::bigint[], $4::bigint[]) as outcome
      )
-     select ${row.sql}, (select outcome from gate) as gate from ${table.relation} r
+     select ${table.values}, (select outcome from gate) as gate from ${table.relation} r
      where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
        and (select outcome from gate) is not null
      order by r.row_id ${lock ? "for update of r" : ""}`),
-    params: [tableId, rowIds, gate.fields, gate.pendingChecked, ...row.params],
+    params: [tableId, rowIds, gate.fields, gate.pendingChecked],
     prepare: true,
   };
 }
@@ -373,13 +383,8 @@ export async function readRecordVersion(
   table: TableRows = RECORD_ROWS,
 ): Promise<VersionedRecord | undefined> {
   const { sql, params, prepare } = recordVersionStatement(tableId, rowId, table);
-  const [row] = await query<RecordRow & Record<string, unknown> & { version: string }>(
-    em,
-    sql,
-    params,
-    { prepare },
-  );
-  return row && { record: toStored({ ...row, data: table.dataOf(row) }), version: row.version };
+  const [row] = await query<ValuesRow & { version: string }>(em, sql, params, { prepare });
+  return row && { record: storedOf(row, table), version: row.version };
 }
 
 /**

@@ -64,7 +64,6 @@ describe("the per-table storage's statements", () => {
       ...dropOrganizationSchemaSql(ORGANIZATION),
       keepChoicesSql(ORGANIZATION, TABLE, STORED[3]!.id, true),
       numberRowsSql(ORGANIZATION, TABLE, STORED[0]!.id),
-      userTableRows(ORGANIZATION, TABLE, FIELDS, LINKED).columns(1).sql,
       userTableRows(ORGANIZATION, TABLE, FIELDS, LINKED).values,
       ...createLinkJunctionSql(ORGANIZATION, {
         id: 4190n,

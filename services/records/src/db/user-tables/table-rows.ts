@@ -1,6 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SchemaField } from "@rowbase/kit";
-import { choicesOf } from "@rowbase/kit/field-types";
 import { checkDataSizes, epochMs, type TableRows } from "../rows.js";
 import { columnFromJson, columnJson, columnRead, columnTypeOf, columnValue } from "./columns.js";
 import {
@@ -11,17 +10,15 @@ import {
 } from "./link-values.js";
 import { fieldColumn, userTable } from "./names.js";
 
-/** Pairs per `jsonb_build_object` call: PostgreSQL takes at most 100 arguments. */
-const PAIRS_PER_CALL = 50;
-
 /**
  * A user table's records as the statements reach them (`TableRows`): a column per field that has
  * one. A record's `data` is keyed by field id with each value as the jsonb storage holds it
  * (choice names, dates and datetimes in their stored forms), so everything after a read (the
- * page budget, the output, the files) is the same for both storages. Lists and reads of several
- * records build it in the statement from the columns (`columns`: the page budget measures it
- * there; choice names and ids are parameters); a read of one record selects the columns as they
- * are and builds it here (`values`, `dataOf`), which costs PostgreSQL a third as much. Writes send each record's values as its
+ * output, the files) is the same for both storages. Every read selects the columns as they are
+ * and builds `data` here (`values`, `dataOf`): building it in the statement (jsonb of every
+ * column, choice ids mapped to names) cost PostgreSQL two to three times as much per page as
+ * the shared jsonb table's stored documents did. The page budget adds the columns' sizes
+ * (`sizeOf`). Writes send each record's values as its
  * columns take them (`columnJson`: choice ids, numbers as exact text) in one JSON parameter;
  * every write of a row counts its `version` up. A record over RECORD_MAX_BYTES is refused as in
  * the jsonb storage, measured on its values as written.
@@ -69,34 +66,6 @@ export function userTableRows(
     head,
     // Kept by the table's triggers (createTableSql), as the jsonb storage's by `record`'s.
     count: `select coalesce(sum(delta), 0)::bigint from record_count where table_id = ${tableId}`,
-    columns(firstParam) {
-      const params: unknown[] = [];
-      const param = (value: unknown) => {
-        params.push(value);
-        return `$${firstParam + params.length - 1}::text[]`;
-      };
-      const pairs = stored.map((field) => {
-        const column = `r.${fieldColumn(BigInt(field.id))}`;
-        let value = columnRead(columnTypeOf(field.type)!, column);
-        if (field.type === "single_select" || field.type === "multi_select") {
-          const choices = choicesOf(field.options);
-          const names = param(choices.map((c) => c.name));
-          const ids = param(choices.map((c) => c.id));
-          value =
-            field.type === "single_select"
-              ? `(${names})[array_position(${ids}, ${column})]`
-              : `(CASE WHEN ${column} IS NOT NULL THEN coalesce((select jsonb_agg((${names})[array_position(${ids}, c)] order by n) from unnest(${column}) with ordinality as u(c, n) where array_position(${ids}, c) IS NOT NULL), '[]'::jsonb) END)`;
-        }
-        return `'${BigInt(field.id)}', ${value}`;
-      });
-      for (const link of linkColumns) pairs.push(`'${BigInt(link.field.id)}', ${link.sql}`);
-      const calls: string[] = [];
-      for (let i = 0; i < pairs.length; i += PAIRS_PER_CALL) {
-        calls.push(`jsonb_build_object(${pairs.slice(i, i + PAIRS_PER_CALL).join(", ")})`);
-      }
-      const data = calls.length > 0 ? calls.join(" || ") : "'{}'::jsonb";
-      return { sql: `${head}, ${data} as data${truncated}`, params };
-    },
     values: `${head}${byKey.map(({ sql, column }) => `, ${sql} as ${column}`).join("")}${truncated}`,
     dataOf(row) {
       const data: JsonObject = {};
@@ -106,6 +75,23 @@ export function userTableRows(
       }
       return data;
     },
+    sizeOf: (alias) =>
+      byKey.length === 0
+        ? "0"
+        : byKey
+            .map(({ field, column }) => {
+              const type = columnTypeOf(field.type);
+              const value = `${alias}.${column}`;
+              // Text (dates and datetimes are read as text) by its length; a json field's value
+              // as the text it is sent as; the rest (numbers, booleans, choice id arrays, link
+              // values built by the statement) as PostgreSQL holds them.
+              if (type === "text" || type === "date" || type === "timestamptz") {
+                return `coalesce(octet_length(${value}), 0)`;
+              }
+              if (type === "jsonb") return `coalesce(octet_length(${value}::text), 0)`;
+              return `coalesce(pg_column_size(${value}), 0)`;
+            })
+            .join(" + "),
     insert(p) {
       const values = fromData("item.data");
       return `insert into ${relation}
