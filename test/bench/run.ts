@@ -190,6 +190,7 @@ async function callsBeforeLimit(runner: ScenarioRunner, creates: number): Promis
  */
 async function runScenario(scenario: Scenario, runner: ScenarioRunner, loadEnded?: () => void) {
   const { api, pool, sampler, abort, check, ctx, settings } = runner;
+  await scenario.prepare?.(ctx, api);
   if (pool && scenario.check) await scenario.check(ctx, api, pool);
   const requests = scenario.requests(ctx);
   const load = async (seconds: number) => {

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type autocannon from "autocannon";
 import type pg from "pg";
+import { linkedScenarios } from "./links.js";
 import {
   benchRows,
   benchSchema,
@@ -37,6 +38,8 @@ export interface Scenario {
   requests(ctx: ScenarioContext): autocannon.Request[];
   /** One operation of the ceiling: the statements the records service sends for one request. */
   raw(ctx: ScenarioContext): (client: pg.PoolClient) => Promise<void>;
+  /** Makes what the scenario reads, before anything else (its own tables, say). */
+  prepare?(ctx: ScenarioContext, api: Api): Promise<void>;
   /** Checks, before measuring, that the raw statements answer what Rowbase answers. */
   check?(ctx: ScenarioContext, api: Api, pool: pg.Pool): Promise<void>;
   /** Records each request creates (the quota guard and records/s). */
@@ -249,6 +252,7 @@ export function scenarios(deepOffset: number): Scenario[] {
         `limit=50&where=${encodeURIComponent(WHERE)}&sort=${encodeURIComponent(SORT)}&count=none`,
     ),
     listScenario(`list 50 at offset ${deepOffset}`, "deep", () => `limit=50&offset=${deepOffset}`),
+    ...linkedScenarios(),
     getScenario("get by id", (ctx) => ctx.tenant.apiToken),
     getScenario("auth: api token", (ctx) => ctx.tenant.apiToken, true),
     getScenario("auth: session jwt", (ctx) => ctx.sessionToken, true),
