@@ -41,6 +41,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
+import { type LinkedFields, withRelations } from "./db/user-tables/computed-values.js";
 import { indexKeysOf, keyText, orderedBy, type TableIndexes } from "./db/user-tables/indexes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
@@ -164,7 +165,8 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * table, or the table's own PostgreSQL table with a column per field (docs/records-storage.md),
  * whose `indexed` field indexes (`TableIndexes.served`) the page may take its order from, unless
  * it counts every match of a filter exactly and no index serves the filter (it then reads the
- * matches all, once, to count and sort them).
+ * matches all, once, to count and sort them). `linked` holds the fields of the tables its links
+ * reach (by table id), for its lookups and rollups (`user-tables/computed-values.ts`).
  */
 export function listQuery(
   schema: TableSchema,
@@ -172,6 +174,7 @@ export function listQuery(
     Partial<Pick<ListParams, "count">>,
   storage: Storage = "jsonb",
   indexed: ReadonlySet<string> = new Set(),
+  linked: LinkedFields = new Map(),
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -193,8 +196,11 @@ export function listQuery(
   }
   if (problems.length > 0) throw validationFailed(problems);
 
-  const queryFields = queryFieldsOf(schema.fields);
   const jsonb = storage === "jsonb";
+  // On the per-table storage, links, lookups and rollups are reached through their junctions.
+  const queryFields = jsonb
+    ? queryFieldsOf(schema.fields)
+    : withRelations(schema.organizationId, schema.fields, queryFieldsOf(schema.fields), linked);
   const count = params.count ?? "exact";
   const keys = sortKeys(queryFields, params.sort);
   let filter: CompiledWhere = {
@@ -246,7 +252,7 @@ export function listQuery(
       params: [schema.tableId, ...filter.params],
     };
   }
-  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields);
+  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields, linked);
   return {
     ...page,
     indexCandidates: candidates ? [...candidates.filter, ...candidates.sort] : [],

@@ -148,6 +148,23 @@ export function columnFromJson(type: ColumnType, json: string): string {
   }
 }
 
+/**
+ * SQL that reads a select's column (`column`, choice ids) as the record output shows it, in
+ * `jsonb_build_object`: a single select's choice name, a multi select's names in the order
+ * written (`[]` for none); an id no choice has any more reads as no value. `names` and `ids`
+ * are `text[]` parameters of the choices' names and ids, in one order.
+ */
+export function choiceNamesSql(
+  type: "single_select" | "multi_select",
+  column: string,
+  names: string,
+  ids: string,
+): string {
+  return type === "single_select"
+    ? `(${names})[array_position(${ids}, ${column})]`
+    : `(CASE WHEN ${column} IS NOT NULL THEN coalesce((select jsonb_agg((${names})[array_position(${ids}, c)] order by n) from unnest(${column}) with ordinality as u(c, n) where array_position(${ids}, c) IS NOT NULL), '[]'::jsonb) END)`;
+}
+
 /** SQL that holds when a column of this type holds an empty value (none, `''`, `{}`). */
 export function isEmptyColumnSql(type: ColumnType, column: string): string {
   if (type === "text") return `(${column} is null or ${column} = '')`;

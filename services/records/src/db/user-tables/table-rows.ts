@@ -2,7 +2,15 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SchemaField } from "@rowbase/kit";
 import { choicesOf } from "@rowbase/kit/field-types";
 import { checkDataSizes, epochMs, type TableRows } from "../rows.js";
-import { columnFromJson, columnJson, columnRead, columnTypeOf, columnValue } from "./columns.js";
+import {
+  choiceNamesSql,
+  columnFromJson,
+  columnJson,
+  columnRead,
+  columnTypeOf,
+  columnValue,
+} from "./columns.js";
+import { computedValues, type LinkedFields } from "./computed-values.js";
 import { fieldColumn, userTable } from "./names.js";
 
 /** Pairs per `jsonb_build_object` call: PostgreSQL takes at most 100 arguments. */
@@ -24,8 +32,11 @@ export function userTableRows(
   organizationId: bigint,
   tableId: bigint,
   fields: readonly SchemaField[],
+  linked: LinkedFields = new Map(),
 ): TableRows {
   const relation = userTable(organizationId, tableId);
+  // Lookups and rollups, computed in the statement (computed-values.ts).
+  const computed = computedValues(organizationId, fields, linked);
   const stored = fields.filter((field) => columnTypeOf(field.type) !== undefined);
   const fromData = (data: string) =>
     stored.map((field) => ({
@@ -57,10 +68,7 @@ export function userTableRows(
           const choices = choicesOf(field.options);
           const names = param(choices.map((c) => c.name));
           const ids = param(choices.map((c) => c.id));
-          value =
-            field.type === "single_select"
-              ? `(${names})[array_position(${ids}, ${column})]`
-              : `(CASE WHEN ${column} IS NOT NULL THEN coalesce((select jsonb_agg((${names})[array_position(${ids}, c)] order by n) from unnest(${column}) with ordinality as u(c, n) where array_position(${ids}, c) IS NOT NULL), '[]'::jsonb) END)`;
+          value = choiceNamesSql(field.type, column, names, ids);
         }
         return `'${BigInt(field.id)}', ${value}`;
       });
@@ -68,14 +76,16 @@ export function userTableRows(
       for (let i = 0; i < pairs.length; i += PAIRS_PER_CALL) {
         calls.push(`jsonb_build_object(${pairs.slice(i, i + PAIRS_PER_CALL).join(", ")})`);
       }
+      const computedData = computed.data(param);
+      if (computedData) calls.push(computedData);
       const data = calls.length > 0 ? calls.join(" || ") : "'{}'::jsonb";
       return { sql: `${head}, ${data} as data`, params };
     },
-    values: `${head}${byKey.map(({ field, column }) => `, ${columnRead(columnTypeOf(field.type)!, `r.${column}`)} as ${column}`).join("")}`,
+    values: `${head}${byKey.map(({ field, column }) => `, ${columnRead(columnTypeOf(field.type)!, `r.${column}`)} as ${column}`).join("")}${computed.select}`,
     dataOf(row) {
       const data: JsonObject = {};
       for (const { field, column } of byKey) data[field.id] = columnValue(field, row[column]);
-      return data;
+      return computed.dataOf(data, row);
     },
     insert(p) {
       const values = fromData("item.data");
