@@ -413,3 +413,81 @@ describe("sort by rollups and links", () => {
     expect(await refusal("", "Task names")).toContain("cannot sort by lookup field 'Task names'");
   });
 });
+
+describe("a table linked to itself", () => {
+  const TABLE = 80n;
+  const FIELDS: SchemaField[] = [
+    field("40", "Name", "text"),
+    field("41", "Parent", "link", { table_id: 80, multiple: false, inverse_field_id: 42 }),
+    field("42", "Children", "link", { table_id: 80, multiple: true, inverse_field_id: 41 }),
+    field("43", "Child count", "rollup", { link_field_id: 42, field_id: 40, function: "count" }),
+    field("44", "Parent name", "lookup", { link_field_id: 41, field_id: 40 }),
+    field("45", "Child names", "lookup", { link_field_id: 42, field_id: 40 }),
+  ];
+  const TREE: TableSchema = { ...SCHEMA, tableId: TABLE, name: "Tree", fields: FIELDS };
+  const linked = new Map([[TABLE.toString(), FIELDS]]);
+
+  beforeAll(async () => {
+    await applyDdl(db.orm.em.fork(), [
+      ...createTableSql(
+        ORGANIZATION,
+        TABLE,
+        FIELDS.map((f) => ({ ...f, id: BigInt(f.id) })),
+      ),
+      ...createLinkJunctionSql(ORGANIZATION, {
+        id: 41n,
+        tableId: TABLE,
+        inverseFieldId: 42n,
+        linkedTableId: TABLE,
+      }),
+    ]);
+    for (const [n, name] of [
+      [201, "Root"],
+      [202, "A"],
+      [203, "B"],
+    ] as const) {
+      await run(
+        `insert into ${userTable(ORGANIZATION, TABLE)} (row_id, created_by, updated_by, f_40)
+         values ($1, 'system', 'system', $2)`,
+        [n, name],
+      );
+    }
+    // Parent (field 41) of 202 and 203 is 201; Children (its inverse) of 201 are them.
+    const parent = linkJunction(ORGANIZATION, 41n, 42n);
+    for (const child of [202, 203]) {
+      await run(
+        `insert into ${parent.relation} (${parent.own}, ${parent.other}) values ($1, 201)`,
+        [child],
+      );
+    }
+  });
+
+  const list = (where: string, sort = "") =>
+    listQuery(TREE, { where, sort, limit: 50, offset: 0 }, "columns", new Set(), linked);
+
+  it("reads each side of the junction for its own link", async () => {
+    const page = await pageWithTotal(read, list(""));
+    if (page === "over_budget") throw new Error("over budget");
+    expect(page.records.map((r) => r.data)).toEqual([
+      { 40: "Root", 43: 2, 44: [], 45: ["A", "B"] },
+      { 40: "A", 43: 0, 44: ["Root"], 45: [] },
+      { 40: "B", 43: 0, 44: ["Root"], 45: [] },
+    ]);
+    const rows = userTableRows(ORGANIZATION, TABLE, FIELDS, linked);
+    const one = await findRecord(db.orm.em.fork(), TABLE, 201n, rows);
+    expect(one?.data).toEqual(page.records[0]!.data);
+  });
+
+  it("filters and sorts by either side", async () => {
+    const ids = async (where: string, sort = "") => {
+      const page = await pageWithTotal(read, list(where, sort));
+      if (page === "over_budget") throw new Error("over budget");
+      return page.records.map((r) => Number(r.rowId));
+    };
+    expect(await ids("(Children,has,202)")).toEqual([201]);
+    expect(await ids("(Parent,has,201)")).toEqual([202, 203]);
+    expect(await ids("(Parent,blank)")).toEqual([201]);
+    expect(await ids("(Parent name,eq,Root)")).toEqual([202, 203]);
+    expect(await ids("", "-Children,-Name")).toEqual([201, 203, 202]);
+  });
+});
