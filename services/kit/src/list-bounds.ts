@@ -39,6 +39,8 @@ export const WHERE_OPERATORS = [
   "anyof",
   "allof",
   "nanyof",
+  "has",
+  "hasnot",
 ] as const;
 /** The longest `sort` or `fields` text, in characters: room for hundreds of field names. */
 export const REFERENCE_LIST_MAX_LENGTH = 16_384;

@@ -42,6 +42,7 @@ import {
   type PendingTypeChange,
   pendingTypeChanges,
 } from "./db/schema-changes.js";
+import { withRelations } from "./db/user-tables/computed-values.js";
 import { indexKeysOf, keyText, orderedBy, type TableIndexes } from "./db/user-tables/indexes.js";
 import { type LinkedSchemas, linkStoragesOf } from "./db/user-tables/link-values.js";
 import { type LinkWrite, writeLinks } from "./db/user-tables/link-writes.js";
@@ -169,7 +170,7 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * whose `indexed` field indexes (`TableIndexes.served`) the page may take its order from, unless
  * it counts every match of a filter exactly and no index serves the filter (it then reads the
  * matches all, once, to count and sort them). `linked`: the fields of the tables its links name
- * (`Access.linked`).
+ * (`Access.linked`), for its link values, lookups and rollups.
  */
 export function listQuery(
   schema: TableSchema,
@@ -199,8 +200,11 @@ export function listQuery(
   }
   if (problems.length > 0) throw validationFailed(problems);
 
-  const queryFields = queryFieldsOf(schema.fields);
   const jsonb = storage === "jsonb";
+  // On the per-table storage, links, lookups and rollups are reached through their junctions.
+  const queryFields = jsonb
+    ? queryFieldsOf(schema.fields)
+    : withRelations(schema.organizationId, schema.fields, queryFieldsOf(schema.fields), linked);
   const count = params.count ?? "exact";
   const keys = sortKeys(queryFields, params.sort);
   let filter: CompiledWhere = {

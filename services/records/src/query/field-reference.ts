@@ -18,7 +18,39 @@ export interface QueryField {
   choices?: readonly string[];
   /** The choices' ids, in the order of `choices`: what a select's column holds (column storage). */
   choiceIds?: readonly string[];
+  /**
+   * How a link's, lookup's or rollup's values are reached, on the per-table storage (made by
+   * `user-tables/computed-values.ts` from the table's and the linked tables' schemas). Absent
+   * for such a field whose link, inverse or looked-up field is not in the schemas (deleted
+   * mid-flight): it then has no value.
+   */
+  relation?: FieldRelation;
 }
+
+/**
+ * The linked records of a link field: its junction table (`relation`, the record's own row ids in
+ * `own`, the linked ones' in `other`) and the linked user table. SQL identifiers made by
+ * `user-tables/names.ts` from ids only.
+ */
+export interface LinkPath {
+  junction: string;
+  own: "row_id" | "linked_row_id";
+  other: "row_id" | "linked_row_id";
+  table: string;
+}
+
+/** What a rollup computes over the linked records (kit's `ROLLUP_FUNCTIONS`). */
+export type RollupFunctionName = "count" | "count_values" | "sum" | "avg" | "min" | "max";
+
+/**
+ * A relational field's values: a link's linked records; a lookup's values of `field` (a field of
+ * the linked table) across them; a rollup's one value over them (`field` undefined when the
+ * looked-up field is gone: then only `count` has a value).
+ */
+export type FieldRelation =
+  | { type: "link"; path: LinkPath }
+  | { type: "lookup"; path: LinkPath; field: QueryField }
+  | { type: "rollup"; path: LinkPath; function: RollupFunctionName; field: QueryField | undefined };
 
 /** Record columns that `where` and `sort` accept besides fields. */
 export const SYSTEM_COLUMNS = ["row_id", "created_at", "updated_at"] as const;

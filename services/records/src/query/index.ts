@@ -5,9 +5,12 @@
  * mistake is a QueryError with the parameter and a 1-based position.
  */
 export {
+  type FieldRelation,
+  type LinkPath,
   type QueryField,
   type QueryFieldType,
   type ReferenceTarget,
+  type RollupFunctionName,
   resolveReference,
   SYSTEM_COLUMNS,
   type SystemColumn,

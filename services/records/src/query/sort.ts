@@ -11,13 +11,12 @@ import { columnPrefix, type Storage, valueSource } from "./value-expression.js";
 export const SORT_MAX_KEYS = 20;
 
 /**
- * Whether a list can sort by a field of this type: json and file values have no order; links,
- * lookups and rollups are not sortable yet.
+ * Whether a list can sort by a field of this type: json and file values have no order, nor has
+ * a lookup's list of values. A link sorts by its count of links, a rollup by its value
+ * (`relationalSource`).
  */
 export function isSortable(type: string): boolean {
-  return (
-    type !== "json" && type !== "file" && type !== "link" && type !== "lookup" && type !== "rollup"
-  );
+  return type !== "json" && type !== "file" && type !== "lookup";
 }
 
 export interface SortKey {
@@ -28,8 +27,8 @@ export interface SortKey {
 /**
  * Parses `sort`: comma-separated references, `-` before one for descending,
  * `row_id`, `created_at` and `updated_at` accepted besides fields. Unknown references, the same
- * field twice (whatever the direction or spelling), more than 20 keys, and json or file fields
- * (which have no order) are errors.
+ * field twice (whatever the direction or spelling), more than 20 keys, and json, file or lookup
+ * fields (which have no order) are errors.
  */
 export function parseSort(text: string, fields: readonly QueryField[]): SortKey[] {
   const items = splitReferenceList(text, "sort", { descending: true });
@@ -110,6 +109,7 @@ export function orderTerms(
       source.storage === "columns" &&
       key.target.kind === "field" &&
       options.indexed?.has(key.target.field.id) === true &&
+      source.computed !== true &&
       source.kind !== "single_select" &&
       source.kind !== "multi_select";
     return {

@@ -1,4 +1,5 @@
 import type { QueryField, QueryFieldType, ReferenceTarget } from "./field-reference.js";
+import { relationalSource } from "./relational-source.js";
 
 /** How the query language treats a value: which operators fit, how it is read and compared. */
 export type ValueKind =
@@ -11,6 +12,7 @@ export type ValueKind =
   | "datetime"
   | "boolean"
   | "json"
+  | "link"
   | "file";
 
 const KIND_OF_TYPE: Readonly<Record<QueryFieldType, ValueKind>> = {
@@ -30,8 +32,8 @@ const KIND_OF_TYPE: Readonly<Record<QueryFieldType, ValueKind>> = {
   multi_select: "multi_select",
   json: "json",
   file: "file",
-  // Not queryable yet: a link's values live in its junction table, lookups and rollups are
-  // computed through it.
+  // In `data` (the jsonb storage, which holds no relational field) they have no value; on the
+  // per-table storage they are `relationalSource`'s.
   link: "file",
   lookup: "file",
   rollup: "file",
@@ -78,6 +80,22 @@ export interface ValueSource {
   blank: string;
   /** False when `typed` is never NULL (`row_id`, the primary key). */
   nullable: boolean;
+  /**
+   * True when `typed` is a subquery (a rollup's aggregate, a link's count): a comparison is
+   * then made TRUE or FALSE by `coalesce`, reading it once, and no field index keeps its order.
+   */
+  computed?: boolean;
+  /**
+   * A link's records (`relationalSource`): `from`, the `from ... where` of its junction's rows for
+   * the record, and `linked`, the linked row id's column in them.
+   */
+  link?: { from: string; linked: string };
+  /**
+   * A lookup's linked records (`from`, the `from ... where` of them for the record) and the
+   * looked-up field's value in one of them (`inner`): a condition holds when one value satisfies
+   * it.
+   */
+  lookup?: { from: string; inner: ValueSource };
 }
 
 /** How records are stored: see `ValueSource.storage`. */
@@ -152,7 +170,12 @@ export function valueSource(
   if (!FIELD_ID.test(field.id)) {
     throw new Error(`field id must be 1-19 digits, got ${JSON.stringify(field.id)}`);
   }
-  if (storage === "columns") return fieldColumnSource(field, prefix);
+  if (storage === "columns") {
+    if (field.type === "link" || field.type === "lookup" || field.type === "rollup") {
+      return relationalSource(field, prefix);
+    }
+    return fieldColumnSource(field, prefix);
+  }
   const kind = KIND_OF_TYPE[field.type];
   const json = `${data}->'${field.id}'`;
   const text = `(${data}->>'${field.id}')`;
@@ -224,6 +247,7 @@ function typedValue(kind: ValueKind, json: string, text: string): string {
       // The array's JSON text: it orders by the first choice, then the next.
       return `(CASE WHEN jsonb_typeof(${json}) = 'array' AND ${json} <> '[]'::jsonb THEN ${text} END)`;
     case "json":
+    case "link":
     case "file":
       return json;
   }

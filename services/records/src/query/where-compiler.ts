@@ -104,6 +104,8 @@ const OPERATORS_BY_KIND: Readonly<Record<ValueKind, ReadonlySet<Operator>>> = {
   datetime: new Set(COMPARISONS),
   boolean: new Set(["eq", "neq", "checked", "notchecked", "blank", "notblank"]),
   json: new Set(["blank", "notblank"]),
+  // A link: whether it links a record (by row id), or any.
+  link: new Set(["has", "hasnot", "blank", "notblank"]),
   // A file field's value lives in the files service, not in `data`: nothing here can test it.
   file: new Set(),
 };
@@ -116,6 +118,7 @@ const NEGATED: ReadonlyMap<Operator, Operator> = new Map<Operator, Operator>([
   ["nanyof", "anyof"],
   ["notchecked", "checked"],
   ["notblank", "blank"],
+  ["hasnot", "has"],
 ]);
 
 const SYMBOL = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
@@ -145,6 +148,10 @@ type Inequality = keyof typeof SYMBOL;
  *   date (or today, daysAgo:N, ...) names its whole UTC day: `(At,eq,today)` is any time today,
  *   `(At,lte,2026-01-31)` includes all of 31 January.
  * - A created_at / updated_at field reads the record's own column.
+ * - On the per-table storage (`relationalSource`): a link takes `has` / `hasnot` (a row id) and
+ *   blank (no links); a lookup the operators of the field it looks up, holding when any linked
+ *   value does (its negative operators when none does), blank when it has no value; a rollup
+ *   those of its value (a number, a date or a datetime).
  */
 export function compileWhere(
   node: WhereNode,
@@ -290,8 +297,18 @@ class WhereCompiler {
       );
     }
     const positive = NEGATED.get(node.operator);
-    if (positive) return `(NOT ${this.positive(source, positive, node)})`;
-    return this.positive(source, node.operator, node);
+    if (positive) return `(NOT ${this.holds(source, positive, node)})`;
+    return this.holds(source, node.operator, node);
+  }
+
+  /**
+   * A positive operator, on a lookup for any of its values: EXISTS a linked record whose value
+   * satisfies it (so its negative holds when none does), and blank when none holds a value.
+   */
+  private holds(source: ValueSource, operator: Operator, node: ConditionNode): string {
+    if (!source.lookup || operator === "blank") return this.positive(source, operator, node);
+    const { from, inner } = source.lookup;
+    return `(EXISTS (select 1 ${from} and ${this.positive(inner, operator, node)}))`;
   }
 
   /** A positive operator: TRUE or FALSE, and FALSE for a blank value (blank aside). */
@@ -328,6 +345,13 @@ class WhereCompiler {
       }
       case "anyof":
         return this.anyOf(source, items());
+      case "has": {
+        const link = source.link;
+        if (!link) throw new Error("has without a link");
+        const rowId = parsedOrFail(parseIntegerValue(single().text), single());
+        const param = this.params.add(rowId, "bigint");
+        return `(EXISTS (select 1 ${link.from} and ${link.linked} = ${param}))`;
+      }
       case "allof": {
         if (source.storage === "columns") {
           const ids = items().map((item) => choiceId(source, item.text));
@@ -350,7 +374,9 @@ class WhereCompiler {
    */
   private orFalse(source: ValueSource, comparison: string): string {
     if (!source.nullable) return comparison;
-    if (source.fieldId === undefined) return `(${comparison} AND ${source.typed} IS NOT NULL)`;
+    if (source.fieldId === undefined && !source.computed) {
+      return `(${comparison} AND ${source.typed} IS NOT NULL)`;
+    }
     return `coalesce(${comparison}, false)`;
   }
 

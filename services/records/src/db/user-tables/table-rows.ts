@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SchemaField } from "@rowbase/kit";
 import { checkDataSizes, epochMs, type TableRows } from "../rows.js";
 import { columnFromJson, columnJson, columnRead, columnTypeOf, columnValue } from "./columns.js";
+import { computedValues } from "./computed-values.js";
 import {
   type LinkedSchemas,
   linkStoragesOf,
@@ -35,6 +36,8 @@ export function userTableRows(
   linked: LinkedSchemas = new Map(),
 ): TableRows {
   const relation = userTable(organizationId, tableId);
+  // Lookups and rollups, computed in the statement (computed-values.ts).
+  const computed = computedValues(organizationId, fields, linked);
   const stored = fields.filter((field) => columnTypeOf(field.type) !== undefined);
   const links = linkStoragesOf(organizationId, fields, linked);
   const truncated = links.length > 0 ? `, ${linksTruncatedSql(links)} as links_truncated` : "";
@@ -66,32 +69,33 @@ export function userTableRows(
     head,
     // Kept by the table's triggers (createTableSql), as the jsonb storage's by `record`'s.
     count: `select coalesce(sum(delta), 0)::bigint from record_count where table_id = ${tableId}`,
-    values: `${head}${byKey.map(({ sql, column }) => `, ${sql} as ${column}`).join("")}${truncated}`,
+    values: `${head}${byKey.map(({ sql, column }) => `, ${sql} as ${column}`).join("")}${truncated}${computed.select}`,
     dataOf(row) {
       const data: JsonObject = {};
       for (const { field, column } of byKey) {
         data[field.id] =
           field.type === "link" ? (row[column] as JsonValue) : columnValue(field, row[column]);
       }
-      return data;
+      return computed.dataOf(data, row);
     },
     sizeOf: (alias) =>
-      byKey.length === 0
-        ? "0"
-        : byKey
-            .map(({ field, column }) => {
-              const type = columnTypeOf(field.type);
-              const value = `${alias}.${column}`;
-              // Text (dates and datetimes are read as text) by its length; a json field's value
-              // as the text it is sent as; the rest (numbers, booleans, choice id arrays, link
-              // values built by the statement) as PostgreSQL holds them.
-              if (type === "text" || type === "date" || type === "timestamptz") {
-                return `coalesce(octet_length(${value}), 0)`;
-              }
-              if (type === "jsonb") return `coalesce(octet_length(${value}::text), 0)`;
-              return `coalesce(pg_column_size(${value}), 0)`;
-            })
-            .join(" + "),
+      [
+        "0",
+        ...byKey.map(({ field, column }) => {
+          const type = columnTypeOf(field.type);
+          const value = `${alias}.${column}`;
+          // Text (dates and datetimes are read as text) by its length; a json field's value
+          // as the text it is sent as; the rest (numbers, booleans, choice id arrays, link
+          // values built by the statement) as PostgreSQL holds them.
+          if (type === "text" || type === "date" || type === "timestamptz") {
+            return `coalesce(octet_length(${value}), 0)`;
+          }
+          if (type === "jsonb") return `coalesce(octet_length(${value}::text), 0)`;
+          return `coalesce(pg_column_size(${value}), 0)`;
+        }),
+        // Lookups and rollups, jsonb objects the statement built.
+        ...computed.columns.map((column) => `coalesce(pg_column_size(${alias}.${column}), 0)`),
+      ].join(" + "),
     insert(p) {
       const values = fromData("item.data");
       return `insert into ${relation}
