@@ -267,12 +267,19 @@ async function refusal(where: string, sort = ""): Promise<string> {
   throw new Error(`${where} ${sort} was accepted`);
 }
 
+/** A record's data without its link fields' values (the link tests' concern, links.int.test.ts). */
+function computedData(data: JsonObject): JsonObject {
+  // The link fields of both schemas here: Projects/Tasks (20, 2) and Parent/Children (41, 42).
+  const links = new Set(["2", "20", "41", "42"]);
+  return Object.fromEntries(Object.entries(data).filter(([key]) => !links.has(key)));
+}
+
 describe("lookup and rollup values", () => {
   it("computes each project's lookups and rollups in the page's statement", async () => {
     const page = await pageOf("");
     expect(page.records.map((r) => Number(r.rowId))).toEqual([1, 2, 3, 4, 5]);
     for (const record of page.records) {
-      expect(record.data).toEqual(EXPECTED[Number(record.rowId)]);
+      expect(computedData(record.data)).toEqual(EXPECTED[Number(record.rowId)]);
     }
   });
 
@@ -281,7 +288,7 @@ describe("lookup and rollup values", () => {
     const page = await pageOf("");
     for (const n of [1, 3, 4, 5]) {
       const one = await findRecord(db.orm.em.fork(), PROJECTS, BigInt(n), rows);
-      expect(one?.data).toEqual(EXPECTED[n]);
+      expect(computedData(one!.data)).toEqual(EXPECTED[n]);
       // In jsonb's key order, as the page's record has them.
       const listed = page.records.find((r) => r.rowId === BigInt(n))!;
       expect(Object.keys(one!.data)).toEqual(Object.keys(listed.data));
@@ -300,7 +307,7 @@ describe("lookup and rollup values", () => {
       ),
     );
     if (page === "over_budget") throw new Error("over budget");
-    expect(page.records[0]!.data).toEqual({
+    expect(computedData(page.records[0]!.data)).toEqual({
       ...Object.fromEntries(
         PROJECT_FIELDS.filter((f) => f.type === "lookup").map((f) => [f.id, []]),
       ),
@@ -468,7 +475,7 @@ describe("a table linked to itself", () => {
   it("reads each side of the junction for its own link", async () => {
     const page = await pageWithTotal(read, list(""));
     if (page === "over_budget") throw new Error("over budget");
-    expect(page.records.map((r) => r.data)).toEqual([
+    expect(page.records.map((r) => computedData(r.data))).toEqual([
       { 40: "Root", 43: 2, 44: [], 45: ["A", "B"] },
       { 40: "A", 43: 0, 44: ["Root"], 45: [] },
       { 40: "B", 43: 0, 44: ["Root"], 45: [] },
