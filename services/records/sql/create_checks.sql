@@ -15,6 +15,8 @@
 --   (write_gate's answer for p_fields and p_pending_checked when it is not ok);
 --   over_limit  the create alone is larger than the limit;
 --   ok          otherwise.
+-- The locks are waited for at most 5 s, as write_gate's (its lock_timeout): a create never
+-- lands after its client gave up on it.
 -- A VOLATILE function's queries each read a fresh snapshot, so the marks looked for after a
 -- wait on a deletion's lock include the one it committed. It leaves the quota to the caller
 -- (reserve_records after the insert, or create_gate), since the usage row it takes stays
@@ -24,6 +26,7 @@ create or replace function create_checks(
   p_autonumber_fields bigint[], p_fields bigint[], p_pending_checked bigint[]
 ) returns text language plpgsql volatile
 set search_path from current
+set lock_timeout = '5s'
 as $gate$
 declare
   v_written text;

@@ -14,6 +14,11 @@
 --            between; it must check its values against the change too, or the conversion would
 --            clear a value the client was told was stored;
 --   ok       otherwise.
+-- The wait for the lock is at most 5 s (the function's lock_timeout; WRITE_LOCK_TIMEOUT_MS in
+-- src/db/create-gate.ts): a type change holds the lock while it converts the table, for minutes
+-- on millions of records, and a write that waited longer than its client (the gateway's 10 s)
+-- would be applied after the client was told 503. Past it the write fails with
+-- lock_not_available (55P03), writes nothing, and answers 503 with Retry-After.
 -- A VOLATILE function's queries each read a fresh snapshot, so the marks looked for after a wait
 -- on the lock include the one its holder committed. An update calls it in the statement that
 -- locks its records (or writes one record as it was read); a create through create_checks or
@@ -22,6 +27,7 @@ create or replace function write_gate(
   p_table_id bigint, p_fields bigint[], p_pending_checked bigint[]
 ) returns text language plpgsql volatile
 set search_path from current
+set lock_timeout = '5s'
 as $gate$
 begin
   perform pg_advisory_xact_lock_shared(hashtextextended('records.table:' || p_table_id, 0));

@@ -24,6 +24,17 @@ function organizationLockKey(organizationId: bigint): string {
 }
 
 /**
+ * The longest a write waits for its table's lock (and its organization's, for a create): a
+ * type change holds the table's exclusively while it converts the table, for minutes on
+ * millions of records, and a write that waited longer than its client (the gateway's 10 s)
+ * would be applied after the client was told 503. Past it PostgreSQL refuses the statement
+ * with lock_not_available, nothing is written, and the call answers 503 with Retry-After
+ * (kit's grpc-server). The same bound is the `lock_timeout` of the SQL functions that take the
+ * lock for a write (sql/write_gate.sql, create_checks.sql), which a test holds to this one.
+ */
+export const WRITE_LOCK_TIMEOUT_MS = 5_000;
+
+/**
  * Taken (shared) by every create until its transaction ends (the table's also by every update,
  * through `write_gate`), and exclusively by the deletion of the table or the organization (the
  * table's also by a field's deletion and a type change's check, sql/write_gate.sql): a
@@ -38,11 +49,15 @@ export async function lockForCreate(
   tableId: bigint,
   organizationId: bigint,
 ): Promise<void> {
+  // The materialized CTE sets the wait's bound before the locks are asked for; it holds for the
+  // rest of the create's transaction, whose other waits are a moment's.
   await query(
     em,
-    `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0))`,
-    [organizationLockKey(organizationId), tableLockKey(tableId)],
+    `with bound as materialized (select set_config('lock_timeout', $3, true))
+     select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+            pg_advisory_xact_lock_shared(hashtextextended($2, 0))
+     from bound`,
+    [organizationLockKey(organizationId), tableLockKey(tableId), `${WRITE_LOCK_TIMEOUT_MS}ms`],
     { prepare: true },
   );
 }
