@@ -169,6 +169,9 @@ export async function changeFieldType(
         }
       }
       await settings.beforeCommit?.(tx);
+      // Its caller may have given up during the last range or the swap: rolled back, not
+      // committed behind its back (catalog would have to take it back with a release).
+      settings.signal?.throwIfAborted();
       return converted;
     });
     return { converted };
