@@ -22,9 +22,10 @@ import {
  * of the table waits a bounded time for the conversion's lock and is refused, 503 with
  * Retry-After, and never stored later; reads answer as usual.
  *
- * The conversion is made slow on purpose, on a table of a few records: a statement trigger on
- * the user table waits for an advisory lock the test holds, so the conversion's first UPDATE
- * stalls (holding the table's write lock, as a long conversion does) until the test lets go.
+ * The conversion is made slow on purpose, on a table of a few records: a row trigger on the
+ * user table waits for an advisory lock the test holds, so the conversion's first row stalls
+ * (holding the table's write lock, as a long conversion does) until the test lets go. A write
+ * reaches its rows only past the write lock, so the trigger holds up the conversion alone.
  */
 
 /** The advisory lock the stalling trigger waits for (classid 0, objid this). */
@@ -72,10 +73,10 @@ class SchemaChangeSystem {
     const fn = `org_${this.tenant.orgId}.stall_${table.tableId}`;
     await this.db.query(
       `create function ${fn}() returns trigger language plpgsql as $$
-       begin perform pg_advisory_xact_lock_shared(${STALL_KEY}); return null; end $$`,
+       begin perform pg_advisory_xact_lock_shared(${STALL_KEY}); return new; end $$`,
     );
     await this.db.query(
-      `create trigger stall before update on ${relation} for each statement execute function ${fn}()`,
+      `create trigger stall before update on ${relation} for each row execute function ${fn}()`,
     );
     const holder = new pg.Client({ connectionString: this.sys.databaseUrl });
     await holder.connect();

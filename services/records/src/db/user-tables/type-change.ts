@@ -383,9 +383,22 @@ async function swapIn(
 }
 
 /**
+ * How many times the last statements are tried again after a deadlock with writes (each found
+ * after PostgreSQL's `deadlock_timeout`, 1 s by default): more than the writes wait
+ * (`WRITE_LOCK_TIMEOUT_MS`, 5 s), so the writes give up first.
+ */
+const DEADLOCK_ATTEMPTS = 20;
+
+/**
  * The last statements of a change, which need the table's ACCESS EXCLUSIVE lock: in a savepoint
  * that waits at most `lockTimeoutMs` for the lock and is tried again, so the work of the fill is
  * kept while reads finish, and reads wait for the lock only from here to the commit.
+ *
+ * A write of the table holds its ROW EXCLUSIVE lock from the start of its statement, so one
+ * waiting in `write_gate` for the write lock this change holds blocks the lock these statements
+ * need: a deadlock, which PostgreSQL breaks by failing one of the two (40P01). When it is these
+ * statements, they are tried again: such a write gives up within `WRITE_LOCK_TIMEOUT_MS`, and
+ * a write that starts later queues behind this lock's request without taking its own lock.
  */
 async function lastInSavepoint(
   tx: EntityManager,
@@ -393,7 +406,7 @@ async function lastInSavepoint(
   work: () => Promise<void>,
 ): Promise<void> {
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1, deadlocks = 0; ; ) {
     await query(tx, "savepoint last_statements");
     try {
       await work();
@@ -401,7 +414,8 @@ async function lastInSavepoint(
       return;
     } catch (error) {
       await query(tx, "rollback to savepoint last_statements");
-      if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
+      if (hasSqlState(error, "40P01") && ++deadlocks < DEADLOCK_ATTEMPTS) continue;
+      if (!hasSqlState(error, "55P03") || ++attempt > lock.attempts) throw error;
     }
   }
 }
