@@ -175,9 +175,7 @@ export function callContextInterceptor(
         // A lock not had within its `lock_timeout` (a write of a table being converted):
         // nothing was written, and the client is told when to try again.
         logger.warn({ ...line, status: "Unavailable", err: error }, "rpc failed: a lock is held");
-        throw domainError(Code.Unavailable, "service_unavailable", {
-          [RETRY_AFTER_METADATA]: String(LOCK_RETRY_AFTER_SECONDS),
-        });
+        throw lockHeld();
       }
       logger.error({ ...line, status: "Internal", err: error }, "rpc failed");
       throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
@@ -190,6 +188,17 @@ export function callContextInterceptor(
  * being converted hold its writes for seconds to minutes.
  */
 const LOCK_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A call refused because what it must lock is held (a write of a table whose values are being
+ * converted, records' `write_gate`): 503 `service_unavailable` with `Retry-After`, nothing
+ * written. PostgreSQL's lock_not_available becomes this (`callContextInterceptor`).
+ */
+export function lockHeld(): ConnectError {
+  return domainError(Code.Unavailable, "service_unavailable", {
+    [RETRY_AFTER_METADATA]: String(LOCK_RETRY_AFTER_SECONDS),
+  });
+}
 
 function elapsed(started: number): number {
   return Math.round((performance.now() - started) * 10) / 10;

@@ -6,6 +6,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   hasSqlState,
+  lockHeld,
   OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
   outboxInsert,
@@ -17,6 +18,15 @@ import { epochMs, RECORD_ROWS, type Statement, type TableRows } from "./rows.js"
 
 function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
+}
+
+/**
+ * Held exclusively by a type change while it converts the table's values (user-tables/
+ * type-change.ts); a write only tries it, shared, and is refused while it is held
+ * (sql/write_gate.sql says why).
+ */
+export function tableConversionLockKey(tableId: bigint): string {
+  return `records.conversion:${tableId}`;
 }
 
 function organizationLockKey(organizationId: bigint): string {
@@ -49,17 +59,29 @@ export async function lockForCreate(
   tableId: bigint,
   organizationId: bigint,
 ): Promise<void> {
-  // The materialized CTE sets the wait's bound before the locks are asked for; it holds for the
-  // rest of the create's transaction, whose other waits are a moment's.
-  await query(
+  // As create_checks: refused at once while the table's values are being converted, else the
+  // locks waited for within the bound, which the first CTE sets before they are asked for and
+  // which holds for the rest of the create's transaction (its other waits are a moment's).
+  const locked = await query(
     em,
-    `with bound as materialized (select set_config('lock_timeout', $3, true))
-     select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0))
-     from bound`,
-    [organizationLockKey(organizationId), tableLockKey(tableId), `${WRITE_LOCK_TIMEOUT_MS}ms`],
+    `with bound as materialized (select set_config('lock_timeout', $3, true)),
+     free as materialized (
+       select pg_try_advisory_xact_lock_shared(hashtextextended($4, 0)) as ok from bound
+     )
+     select 1 as locked from free, lateral (
+       select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+              pg_advisory_xact_lock_shared(hashtextextended($2, 0))
+       where free.ok
+     ) as locks`,
+    [
+      organizationLockKey(organizationId),
+      tableLockKey(tableId),
+      `${WRITE_LOCK_TIMEOUT_MS}ms`,
+      tableConversionLockKey(tableId),
+    ],
     { prepare: true },
   );
+  if (locked.length === 0) throw lockHeld();
 }
 
 export async function lockTableExclusive(em: EntityManager, tableId: bigint): Promise<void> {

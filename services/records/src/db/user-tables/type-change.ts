@@ -17,6 +17,7 @@ import {
   type RequiredRule,
   sourceValue,
 } from "../../domain/type-change.js";
+import { tableConversionLockKey } from "../create-gate.js";
 import {
   type ColumnType,
   columnFromJson,
@@ -108,7 +109,9 @@ class Refused extends Error {
  * rewritten in place, a chunk of rows per statement; when it changes, a shadow column of the new
  * type is added and filled the same way, then takes the old one's place (drop, rename) in a
  * statement that waits at most `lock.lockTimeoutMs` for its lock, retried. Writes of the table
- * wait for the change: it holds the table's write lock (`tableWriteLockKey`) throughout.
+ * are refused while it converts (503 with Retry-After): it holds the table's conversion lock
+ * (`tableConversionLockKey`), which writes try without waiting, and its write lock
+ * (`tableWriteLockKey`) throughout.
  */
 export async function changeFieldType(
   em: EntityManager,
@@ -143,9 +146,16 @@ export async function changeFieldType(
   }
   try {
     const converted = await em.transactional(async (tx) => {
-      await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      // The conversion lock first: from then on a write of the table is refused at once (503
+      // with Retry-After) rather than wait, holding the table's ROW EXCLUSIVE lock, which the
+      // swap needs (sql/write_gate.sql); then the write lock, once the writes under way are done.
+      // In that order, as writes take them: a write holding the first may wait for the second.
+      for (const key of [
+        tableConversionLockKey(change.tableId),
         tableWriteLockKey(change.tableId),
-      ]);
+      ]) {
+        await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [key]);
+      }
       const converted = await convertAll(tx, change, {
         table,
         read: source ? fieldColumn(from.id) : rowTimeColumn(from.type),
