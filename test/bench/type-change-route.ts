@@ -10,8 +10,8 @@ import { Api, seedTenant } from "./seed.js";
  * through the API would take minutes), then POST /field/update `{"type": "number"}` timed,
  * while writers update random records (PATCH) and readers read random records by id through
  * the gateway. Reports the change's status and time, and the writes' and reads' statuses and
- * latencies through it: a write that arrives during the conversion waits for the table's write
- * lock at most WRITE_LOCK_TIMEOUT_MS and answers 503 with Retry-After. Not part of `npm test`;
+ * latencies through it: a write that arrives during the conversion is refused at once, 503 with
+ * Retry-After (docs/records-storage.md, "Locks"). Not part of `npm test`;
  * README.md ("Decisions worth knowing", the type change paragraph) holds its figures.
  *
  *   npm run build && npx tsx test/bench/type-change-route.ts [--records N] [--writers W]
