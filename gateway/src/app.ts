@@ -6,6 +6,7 @@ import {
   type Logger,
   type MetricsRegistry,
   processMetricsRegistry,
+  schemaChangeDeadlines,
 } from "@rowbase/kit";
 import type { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import type { FilesService } from "@rowbase/proto/rowbase/files/v1/files_service_pb";
@@ -128,7 +129,10 @@ export function gatewayRoutes(
     ...apiTokenRoutes({ organization: deps.organization }),
     ...databaseRoutes({ catalog: deps.catalog }),
     ...tableRoutes({ catalog: deps.catalog }),
-    ...fieldRoutes({ catalog: deps.catalog }),
+    ...fieldRoutes({
+      catalog: deps.catalog,
+      schemaChangeMs: schemaChangeDeadlines(deps.config.SCHEMA_CHANGE_TIMEOUT_SECONDS).requestMs,
+    }),
     ...formRoutes({ catalog: deps.catalog }),
     ...publicFormRoutes({
       catalog: deps.catalog,

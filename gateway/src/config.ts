@@ -4,6 +4,7 @@ import {
   optionalUrl,
   parseConfig,
   port,
+  schemaChangeTimeoutSeconds,
   secret,
   wholeNumber,
 } from "@rowbase/kit";
@@ -153,6 +154,12 @@ export const gatewayEnv = z.object({
    * reading passed, or 408 as above; 0: none.
    */
   REQUEST_BODY_MIN_BYTES_PER_SECOND: wholeNumber(0, Number.MAX_SAFE_INTEGER, 1_000),
+  /**
+   * How long a field change that converts stored values may take (kit's
+   * `schemaChangeDeadlines`): POST /field/update waits that long for catalog, plus a margin,
+   * instead of the 10 s of every other call.
+   */
+  SCHEMA_CHANGE_TIMEOUT_SECONDS: schemaChangeTimeoutSeconds,
   /** Unset: in-process stand-ins for the cache and rate limits (single-process mode only). */
   REDIS_URL: optionalUrl,
   /**

@@ -840,9 +840,11 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     // framing (MULTIPART_FRAMING_BYTES, 64 KiB); a larger one gets the gateway's own 413.
     expect(Number(nginx("proxy-body-size"))).toBe(env.FILE_UPLOAD_MAX_BYTES + 64 * 1024);
     // The proxy waits for the gateway at least as long as the gateway waits for a client,
-    // and never less than ingress-nginx's own 60 s.
+    // and never less than ingress-nginx's own 60 s; for its answer, also as long as the
+    // gateway waits for a schema change (SCHEMA_CHANGE_TIMEOUT_SECONDS and 2 s), and 3 s more.
     expect(nginx("proxy-send-timeout")).toBe("60");
-    expect(nginx("proxy-read-timeout")).toBe("60");
+    expect(env.SCHEMA_CHANGE_TIMEOUT_SECONDS).toBe(600);
+    expect(nginx("proxy-read-timeout")).toBe("605");
     const raised = bodyLimits(
       helmTemplate(chart, "rowbase", [
         "-f",
@@ -857,7 +859,7 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
     expect(raised.env.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(300_000);
     expect(raised.nginx("proxy-body-size")).toBe("5000065536");
     expect(raised.nginx("proxy-send-timeout")).toBe("300");
-    expect(raised.nginx("proxy-read-timeout")).toBe("300");
+    expect(raised.nginx("proxy-read-timeout")).toBe("605");
     const shortened = bodyLimits(
       helmTemplate(chart, "rowbase", [
         "-f",
@@ -867,7 +869,19 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
       ]),
     );
     expect(shortened.env.REQUEST_BODY_IDLE_TIMEOUT_MS).toBe(20_000);
-    expect(shortened.nginx("proxy-read-timeout")).toBe("60");
+    expect(shortened.nginx("proxy-send-timeout")).toBe("60");
+    const quickChanges = bodyLimits(
+      helmTemplate(chart, "rowbase", [
+        "-f",
+        "deploy/ci-values/ingress.yaml",
+        "--set",
+        "config.schemaChangeTimeoutSeconds=30",
+        "--set",
+        "gateway.requestBodyIdleTimeoutSeconds=120",
+      ]),
+    );
+    expect(quickChanges.env.SCHEMA_CHANGE_TIMEOUT_SECONDS).toBe(30);
+    expect(quickChanges.nginx("proxy-read-timeout")).toBe("120");
     // One place for each limit: neither the gateway's variables nor the derived annotations
     // may be set beside the values they come from.
     const run = (...args: string[]) =>
@@ -877,6 +891,9 @@ describe.skipIf(!haveHelm)("the rowbase chart, rendered", () => {
         { cwd: root, encoding: "utf8" },
       );
     const viaEnv = run("--set", "gateway.env.FILE_UPLOAD_MAX_BYTES=5");
+    const timeoutViaEnv = run("--set", "records.env.SCHEMA_CHANGE_TIMEOUT_SECONDS=5");
+    expect(timeoutViaEnv.status).not.toBe(0);
+    expect(timeoutViaEnv.stderr).toContain("set config.schemaChangeTimeoutSeconds instead");
     expect(viaEnv.status).not.toBe(0);
     expect(viaEnv.stderr).toContain("set gateway.fileUploadMaxBytes instead");
     const viaExtraEnv = run(

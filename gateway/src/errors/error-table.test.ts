@@ -107,6 +107,21 @@ describe("the error table", () => {
     expect(Number(quota.headers["retry-after"])).toBeGreaterThan(0);
   });
 
+  it("sets Retry-After on a 503 whose service said when, and on no other 503", () => {
+    const busy = httpErrorOf(
+      domainError(Code.Unavailable, "service_unavailable", { retry_after: "5" }),
+      request,
+    );
+    expect(busy).toMatchObject({
+      status: 503,
+      body: { message: "service_unavailable", data: {} },
+      headers: { "retry-after": "5" },
+    });
+    expect(httpErrorOf(new ConnectError("away", Code.Unavailable), request).headers).toEqual({});
+    const nonsense = domainError(Code.Unavailable, "service_unavailable", { retry_after: "-1" });
+    expect(httpErrorOf(nonsense, request).headers).toEqual({});
+  });
+
   it("answers a raw RateLimiterRes as 429 with the seconds to wait, rounded up", () => {
     const response = httpErrorOf(new RateLimiterRes(0, 1_200, 11, false), request);
     expect(response.status).toBe(429);

@@ -3,6 +3,7 @@ import {
   ConnectError,
   errorInfoOf,
   isUnreachableDependency,
+  RETRY_AFTER_METADATA,
   VALIDATION_REASON,
 } from "@rowbase/kit";
 import { RateLimiterRes } from "rate-limiter-flexible";
@@ -96,8 +97,12 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-/** ErrorInfo metadata keys that become response headers, for the statuses that need them. */
-export const RETRY_AFTER_METADATA = "retry_after";
+/**
+ * ErrorInfo metadata keys that become response headers, for the statuses that need them:
+ * `Retry-After` of a 429, and of a 503 whose service said when (a write of a table whose
+ * values are being converted: kit's grpc-server).
+ */
+export { RETRY_AFTER_METADATA };
 export const ALLOW_METADATA = "allow";
 /**
  * The `WWW-Authenticate` value of a 401, saying why the credential was refused
@@ -205,6 +210,9 @@ function domain(code: ErrorCode, metadata: Record<string, string>): HttpErrorRes
     headers["retry-after"] = String(
       Number.isInteger(seconds) && seconds > 0 ? seconds : DEFAULT_RETRY_AFTER_SECONDS,
     );
+  }
+  if (status === 503 && /^[1-9][0-9]{0,4}$/.test(metadata[RETRY_AFTER_METADATA] ?? "")) {
+    headers["retry-after"] = metadata[RETRY_AFTER_METADATA]!;
   }
   if (status === 401) {
     headers["www-authenticate"] =

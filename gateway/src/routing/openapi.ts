@@ -262,16 +262,18 @@ export function errorResponses(route: Route): Record<string, unknown> {
       description: status === 429 ? describeTooMany(codes) : describeStatus(status, codes),
       ...(status === 429
         ? { headers: { "Retry-After": retryAfterHeader(codes) } }
-        : status === 416
-          ? {
-              headers: {
-                "Content-Range": {
-                  description: "`bytes */size`: the size of the file",
-                  schema: { type: "string" },
+        : status === 503
+          ? { headers: { "Retry-After": UNAVAILABLE_RETRY_AFTER } }
+          : status === 416
+            ? {
+                headers: {
+                  "Content-Range": {
+                    description: "`bytes */size`: the size of the file",
+                    schema: { type: "string" },
+                  },
                 },
-              },
-            }
-          : {}),
+              }
+            : {}),
       content: json(schema ?? {}),
     };
   }
@@ -314,6 +316,18 @@ function retryAfterHeader(codes: ErrorCode[]) {
     schema: { type: "integer", minimum: 1 },
   };
 }
+
+/**
+ * A 503's `Retry-After`, when the service said when (error-table.ts): a write of a table whose
+ * stored values are being converted by a type change, refused after a bounded wait.
+ */
+const UNAVAILABLE_RETRY_AFTER = {
+  description:
+    "Seconds to wait, when known: a write of a table whose field is being converted (a type " +
+    "change holds the table's writes; nothing was written)",
+  required: false,
+  schema: { type: "integer", minimum: 1 },
+};
 
 /**
  * The IETF RateLimit fields every answer of a rate-limited route carries (docs/limits.md),

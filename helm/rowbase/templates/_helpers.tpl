@@ -200,17 +200,21 @@ to its disk first (proxy-request-buffering off, which also leaves the pace of a 
 gateway's rules), lets through every body the gateway takes (an upload and its multipart
 framing, MULTIPART_FRAMING_BYTES in gateway/src/routes/file/multipart-upload.ts), and waits
 for the gateway (to take the next bytes of a body, to answer) at least as long as the gateway
-waits for a client's next chunk, never less than ingress-nginx's own 60 s. client-body-timeout
-and client-header-timeout are settings of the controller's ConfigMap, not of an Ingress
-(README "Run on Kubernetes").
+waits for a client's next chunk, never less than ingress-nginx's own 60 s; for its answer, also
+as long as a schema change may take (config.schemaChangeTimeoutSeconds: the gateway waits 2 s
+more than it, and the proxy 5 s more, so that the client gets the gateway's answer, 200 or 503,
+and never a 504 about a change that then commits). client-body-timeout and
+client-header-timeout are settings of the controller's ConfigMap, not of an Ingress (README
+"Run on Kubernetes").
 */}}
 {{- define "rowbase.ingressAnnotations" -}}
 {{- $gateway := .Values.gateway }}
-{{- $wait := max 60 (int64 $gateway.requestBodyIdleTimeoutSeconds) | toString }}
+{{- $wait := max 60 (int64 $gateway.requestBodyIdleTimeoutSeconds) }}
+{{- $answer := max $wait (add (int64 .Values.config.schemaChangeTimeoutSeconds) 5) }}
 nginx.ingress.kubernetes.io/proxy-request-buffering: "off"
 nginx.ingress.kubernetes.io/proxy-body-size: {{ add (int64 $gateway.fileUploadMaxBytes) 65536 | toString | quote }}
-nginx.ingress.kubernetes.io/proxy-send-timeout: {{ $wait | quote }}
-nginx.ingress.kubernetes.io/proxy-read-timeout: {{ $wait | quote }}
+nginx.ingress.kubernetes.io/proxy-send-timeout: {{ $wait | toString | quote }}
+nginx.ingress.kubernetes.io/proxy-read-timeout: {{ $answer | toString | quote }}
 {{- end }}
 
 {{/*
@@ -246,6 +250,8 @@ migration container (the hook Job runs before the ConfigMap exists). Call with
 {{- $own := index $root.Values .name }}
 {{- $s := include "rowbase.settings" . | fromYaml }}
 {{- $data := dict "LOG_LEVEL" $root.Values.config.logLevel }}
+{{- /* Every process: catalog's wait for a conversion, the gateway's for catalog, and every gRPC server's longest call. */}}
+{{- $_ := set $data "SCHEMA_CHANGE_TIMEOUT_SECONDS" (toString (int64 $root.Values.config.schemaChangeTimeoutSeconds)) }}
 {{- $_ := set $data "METRICS_PORT" (toString (int $root.Values.metrics.port)) }}
 {{- with $root.Values.tracing.otlpEndpoint }}{{ $_ := set $data "OTEL_EXPORTER_OTLP_ENDPOINT" . }}{{ end }}
 {{- if eq $c.kind "http" }}
@@ -432,7 +438,7 @@ change the pods unseen by the chart's checks.
 {{- range (include "rowbase.components" . | fromYamlArray) }}
 {{- $name := .name }}
 {{- if (index $v $name).enabled }}
-{{- $fromValues := dict }}
+{{- $fromValues := dict "SCHEMA_CHANGE_TIMEOUT_SECONDS" "config.schemaChangeTimeoutSeconds" }}
 {{- if has "database" .needs }}{{ $_ := set $fromValues "DATABASE_POOL_MAX" (printf "%s.databasePoolMax" $name) }}{{ end }}
 {{- if eq .kind "http" }}
 {{- $_ := set $fromValues "FILE_UPLOAD_MAX_BYTES" "gateway.fileUploadMaxBytes" }}
@@ -480,7 +486,7 @@ service's migrations in one transaction), fewer than any rollout's surge pods ho
 {{- if and $v.ingress.enabled $v.gateway.enabled }}
 {{- range $key, $_ := include "rowbase.ingressAnnotations" . | fromYaml }}
 {{- if hasKey $v.ingress.annotations $key }}
-{{- $problems = append $problems (printf "ingress.annotations: the chart sets %s to fit the gateway's body limits; change gateway.fileUploadMaxBytes or gateway.requestBodyIdleTimeoutSeconds instead (README \"Run on Kubernetes\")" $key) }}
+{{- $problems = append $problems (printf "ingress.annotations: the chart sets %s to fit the gateway's body limits and its wait for a schema change; change gateway.fileUploadMaxBytes, gateway.requestBodyIdleTimeoutSeconds or config.schemaChangeTimeoutSeconds instead (README \"Run on Kubernetes\")" $key) }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -42,8 +42,13 @@ const BEFORE_COMMIT_TIMEOUT_MS = 8_000;
 /**
  * How long catalog waits for records to apply one event. The change is committed by then, and
  * the event reaches records through the bus anyway, so past this the route answers without it.
- * A type change's check may already have taken up to DEFAULT_RPC_TIMEOUT_MS (8 s): together they
- * stay within the gateway's 10 s, so the client is never told 503 about a committed change.
+ * A type change's check may already have taken up to its own deadline (kit's
+ * `schemaChangeDeadlines`, SCHEMA_CHANGE_TIMEOUT_SECONDS): the gateway waits 2 s more than
+ * that, so together they stay within its wait, and the client is never told 503 about a
+ * committed change. For a type change the event only drops the column of the values as they
+ * were (`f_<id>_prev`), which changes PostgreSQL's catalog and rewrites no row: milliseconds,
+ * unless a long read holds the table (the DROP waits for it, records' ddl.ts); the bus's copy
+ * drops it then.
  */
 const APPLY_TIMEOUT_MS = 1_500;
 

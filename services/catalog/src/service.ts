@@ -6,6 +6,7 @@ import {
   organizationMembershipLookup,
   type RunningService,
   type ServiceDeps,
+  schemaChangeDeadlines,
   serveService,
   serviceDatabase,
 } from "@rowbase/kit";
@@ -65,7 +66,11 @@ export async function startCatalog(
     tx,
     access,
     typeChanges: config.RECORDS_GRPC_URL
-      ? recordsTypeChangeCheck(config.RECORDS_GRPC_URL, config.INTERNAL_JWT_SECRET)
+      ? recordsTypeChangeCheck(
+          config.RECORDS_GRPC_URL,
+          config.INTERNAL_JWT_SECRET,
+          schemaChangeDeadlines(config.SCHEMA_CHANGE_TIMEOUT_SECONDS).conversionMs,
+        )
       : undefined,
   });
   // The plan's `forms`, through the plan entry the gateway, records and files share.

@@ -7,8 +7,9 @@ import { fieldTypeChangeInvalid } from "./errors.js";
 
 /**
  * How long catalog waits for a release. It can follow a check that waited for records its whole
- * deadline (DEFAULT_RPC_TIMEOUT_MS, 8 s): together they stay within the gateway's 10 s, so the
- * caller still gets catalog's answer. A release that times out leaves the marks to expire.
+ * deadline (`conversionMs`): together they stay within the gateway's wait for a schema change
+ * (kit's `schemaChangeDeadlines`, 2 s more), so the caller still gets catalog's answer. A
+ * release that times out leaves the marks to expire.
  */
 const RELEASE_TIMEOUT_MS = 1_000;
 
@@ -46,9 +47,16 @@ export interface TypeChangeCheck {
  * The check through RecordsService.CheckFieldTypeChange, called as the catalog service. A
  * refusal becomes catalog's own field_type_change_invalid (with the records service's
  * metadata); records being unreachable fails the update with Unavailable (503), since the
- * change cannot be judged safe without it. The release through ReleaseFieldTypeChange.
+ * change cannot be judged safe without it. The check waits `conversionMs` (kit's
+ * `schemaChangeDeadlines`): records converts a user table's column before it answers, and the
+ * call's deadline is the conversion's, past which it rolls back whole (and catalog does not
+ * commit: the route answers 503). The release through ReleaseFieldTypeChange.
  */
-export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string): TypeChangeCheck {
+export function recordsTypeChangeCheck(
+  baseUrl: string,
+  internalSecret: string,
+  conversionMs: number,
+): TypeChangeCheck {
   const records = createServiceClient(RecordsService, baseUrl);
   const asCatalog = (context: CallContext) =>
     callAs(internalSecret, { kind: "service", service: "catalog" }, context.requestId);
@@ -57,7 +65,7 @@ export function recordsTypeChangeCheck(baseUrl: string, internalSecret: string):
       try {
         const { markIds } = await records.checkFieldTypeChange(
           { field, newType, newOptions, newRequired, changeId },
-          await asCatalog(context),
+          { ...(await asCatalog(context)), timeoutMs: conversionMs },
         );
         return markIds;
       } catch (error) {

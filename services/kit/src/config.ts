@@ -63,6 +63,16 @@ export const databasePoolMax = optionalWholeNumber(1, 500);
  */
 export const changeRetentionSeconds = wholeNumber(1, 366 * 24 * 3600, 604_800);
 
+/**
+ * SCHEMA_CHANGE_TIMEOUT_SECONDS: how long a schema change that converts stored values (a
+ * field's type, options or required flag: POST /field/update) may take, end to end (600 s; 1 s
+ * to an hour). One setting, read by each process: catalog waits this long for records'
+ * conversion (`CheckFieldTypeChange`, whose deadline is records' too), and the gateway a little
+ * longer for catalog (`schemaChangeDeadlines`). Past it the change rolls back whole and the
+ * client gets 503.
+ */
+export const schemaChangeTimeoutSeconds = wholeNumber(1, 3600, 600);
+
 /** A TCP port, 0 meaning "any free port". */
 export const port = (fallback: number) => wholeNumber(0, 65535, fallback);
 
@@ -104,5 +114,7 @@ export const serviceEnv = z.object({
   INTERNAL_JWT_SECRET_PREVIOUS: optionalSecret,
   LOG_LEVEL: logLevel,
   GRPC_HOST: listenHost,
+  /** Catalog's wait for a conversion; every service's calls may last that long (README). */
+  SCHEMA_CHANGE_TIMEOUT_SECONDS: schemaChangeTimeoutSeconds,
   ...observabilityEnv.shape,
 });

@@ -4,6 +4,12 @@ import { type ErrorInfo, ErrorInfoSchema } from "@rowbase/proto/google/rpc/error
 
 export { Code, ConnectError };
 
+/**
+ * ErrorInfo metadata of a refusal to try again later (429, 503): the seconds to wait, which the
+ * gateway answers as `Retry-After`.
+ */
+export const RETRY_AFTER_METADATA = "retry_after";
+
 /** The ErrorInfo domain of every Rowbase error. */
 export const ERROR_DOMAIN = "rowbase";
 

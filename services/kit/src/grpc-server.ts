@@ -15,7 +15,7 @@ import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@rowbase/proto/grpc/health/v1/health_pb";
-import { errorInfoOf } from "./errors.js";
+import { domainError, errorInfoOf, RETRY_AFTER_METADATA } from "./errors.js";
 import { registerReflection } from "./grpc-reflection.js";
 import { isRefusedStream } from "./grpc-retry.js";
 import type { Logger } from "./logger.js";
@@ -31,6 +31,7 @@ import {
 import { rpcObservabilityInterceptor } from "./rpc-observability.js";
 import {
   isCancelledStatement,
+  isLockNotAvailable,
   isTransientConflict,
   isUnreachableDependency,
 } from "./unreachable.js";
@@ -70,6 +71,12 @@ export interface GrpcServerOptions {
   maxConnectionAgeMs?: number;
   /** How long `close` waits for running calls before it cuts their connections (10 s). */
   closeGraceMs?: number;
+  /**
+   * The longest deadline a call of this server may have (a schema change's conversion,
+   * `SCHEMA_CHANGE_TIMEOUT_SECONDS`): a retired connection's calls may run that long before the
+   * connection is cut (at least `CONNECTION_AGE_GRACE_MS`).
+   */
+  longestCallMs?: number;
 }
 
 const DEFAULT_MAX_CONNECTION_AGE_MS = 5 * 60_000;
@@ -84,13 +91,13 @@ const DEFAULT_CLOSE_GRACE_MS = 10_000;
  * every call already on the wire is still accepted; a second later the session closes (the
  * real GOAWAY), and calls still running after the grace are cut.
  */
-function retire(session: http2.ServerHttp2Session): void {
+function retire(session: http2.ServerHttp2Session, graceMs: number): void {
   if (session.closed || session.destroyed) return;
   session.goaway(http2.constants.NGHTTP2_NO_ERROR, LAST_STREAM_ID);
   setTimeout(() => {
     if (session.closed || session.destroyed) return;
     session.close();
-    setTimeout(() => session.destroy(), CONNECTION_AGE_GRACE_MS).unref();
+    setTimeout(() => session.destroy(), graceMs).unref();
   }, 1_000).unref();
 }
 
@@ -164,10 +171,33 @@ export function callContextInterceptor(
         logger.warn({ ...line, status: "Unavailable", err: error }, "rpc failed: try again");
         throw new ConnectError("a conflicting change: try again", Code.Unavailable);
       }
+      if (isLockNotAvailable(error)) {
+        // A lock not had within its `lock_timeout` (a write of a table being converted):
+        // nothing was written, and the client is told when to try again.
+        logger.warn({ ...line, status: "Unavailable", err: error }, "rpc failed: a lock is held");
+        throw lockHeld();
+      }
       logger.error({ ...line, status: "Internal", err: error }, "rpc failed");
       throw new ConnectError("internal error", Code.Internal, undefined, undefined, error);
     }
   };
+}
+
+/**
+ * The `Retry-After` of a call refused because a lock was held past its wait: a table's values
+ * being converted hold its writes for seconds to minutes.
+ */
+const LOCK_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A call refused because what it must lock is held (a write of a table whose values are being
+ * converted, records' `write_gate`): 503 `service_unavailable` with `Retry-After`, nothing
+ * written. PostgreSQL's lock_not_available becomes this (`callContextInterceptor`).
+ */
+export function lockHeld(): ConnectError {
+  return domainError(Code.Unavailable, "service_unavailable", {
+    [RETRY_AFTER_METADATA]: String(LOCK_RETRY_AFTER_SECONDS),
+  });
 }
 
 function elapsed(started: number): number {
@@ -243,9 +273,11 @@ export async function startGrpcServer(options: GrpcServerOptions): Promise<GrpcS
     socket.once("close", () => sockets.delete(socket));
   });
   const maxAge = options.maxConnectionAgeMs ?? DEFAULT_MAX_CONNECTION_AGE_MS;
+  // A call that started just before its connection was retired still gets its whole deadline.
+  const graceMs = Math.max(CONNECTION_AGE_GRACE_MS, options.longestCallMs ?? 0);
   server.on("session", (session) => {
     sessions.add(session);
-    const aged = setTimeout(() => retire(session), maxAge * (0.9 + Math.random() * 0.2));
+    const aged = setTimeout(() => retire(session, graceMs), maxAge * (0.9 + Math.random() * 0.2));
     aged.unref();
     session.on("close", () => {
       clearTimeout(aged);

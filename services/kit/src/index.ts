@@ -33,6 +33,7 @@ export * from "./plain-object.js";
 export * from "./plan-cache.js";
 export * from "./principal.js";
 export * from "./rpc-observability.js";
+export * from "./schema-change-deadline.js";
 export * from "./secrets.js";
 export * from "./service-main.js";
 export * from "./sql.js";

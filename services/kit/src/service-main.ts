@@ -6,6 +6,7 @@ import { createBus } from "./create-bus.js";
 import { type GrpcServer, type GrpcServerOptions, startGrpcServer } from "./grpc-server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { startObservability } from "./observability.js";
+import { schemaChangeDeadlines } from "./schema-change-deadline.js";
 
 interface BaseServiceConfig {
   METRICS_PORT: number;
@@ -28,6 +29,8 @@ interface GrpcServiceConfig {
   GRPC_PORT: number;
   INTERNAL_JWT_SECRET: string;
   INTERNAL_JWT_SECRET_PREVIOUS?: string | undefined;
+  /** A schema change's conversion may take this long: the longest call a service serves. */
+  SCHEMA_CHANGE_TIMEOUT_SECONDS?: number | undefined;
 }
 
 /** A running event consumer. */
@@ -66,6 +69,11 @@ export async function serveService(
       logger,
       internalSecret: config.INTERNAL_JWT_SECRET,
       previousInternalSecret: config.INTERNAL_JWT_SECRET_PREVIOUS,
+      ...(config.SCHEMA_CHANGE_TIMEOUT_SECONDS
+        ? {
+            longestCallMs: schemaChangeDeadlines(config.SCHEMA_CHANGE_TIMEOUT_SECONDS).requestMs,
+          }
+        : {}),
     });
   } catch (error) {
     await stopParts();

@@ -36,6 +36,16 @@ export function isCancelledStatement(error: unknown): boolean {
   return hasSqlState(error, "57014");
 }
 
+/**
+ * Whether a statement waited for a lock longer than its `lock_timeout` (55P03,
+ * lock_not_available): a write of a table whose values are being converted waits at most that
+ * long for the table's write lock (records' `write_gate`), so that a write its client gave up
+ * on is never applied later. Nothing was written; the same call later normally goes through.
+ */
+export function isLockNotAvailable(error: unknown): boolean {
+  return hasSqlState(error, "55P03");
+}
+
 /** Whether PostgreSQL refused a statement with this SQLSTATE (the error or one of its causes). */
 export function hasSqlState(error: unknown, state: string): boolean {
   return someCause(error, (current) => (current as Error & { code?: unknown }).code === state);

@@ -15,6 +15,8 @@
 --   (write_gate's answer for p_fields and p_pending_checked when it is not ok);
 --   over_limit  the create alone is larger than the limit;
 --   ok          otherwise.
+-- As write_gate, a create is refused at once while the table's values are being converted, and
+-- waits at most 5 s for the locks (its lock_timeout): it never lands after its client gave up.
 -- A VOLATILE function's queries each read a fresh snapshot, so the marks looked for after a
 -- wait on a deletion's lock include the one it committed. It leaves the quota to the caller
 -- (reserve_records after the insert, or create_gate), since the usage row it takes stays
@@ -24,10 +26,15 @@ create or replace function create_checks(
   p_autonumber_fields bigint[], p_fields bigint[], p_pending_checked bigint[]
 ) returns text language plpgsql volatile
 set search_path from current
+set lock_timeout = '5s'
 as $gate$
 declare
   v_written text;
 begin
+  if not pg_try_advisory_xact_lock_shared(hashtextextended('records.conversion:' || p_table_id, 0))
+  then
+    raise exception 'table % is being converted', p_table_id using errcode = 'lock_not_available';
+  end if;
   perform pg_advisory_xact_lock_shared(
             hashtextextended('records.organization:' || p_organization_id, 0)),
           pg_advisory_xact_lock_shared(hashtextextended('records.table:' || p_table_id, 0));

@@ -14,6 +14,15 @@
 --            between; it must check its values against the change too, or the conversion would
 --            clear a value the client was told was stored;
 --   ok       otherwise.
+-- A type change converting the table's values (minutes on millions of records) also holds the
+-- table's conversion lock ('records.conversion:<table id>'), which a write only tries: while it
+-- is held, the write is refused at once with lock_not_available (55P03), writes nothing, and
+-- answers 503 with Retry-After. A write waiting for the conversion would hold the table's ROW
+-- EXCLUSIVE lock (taken as its statement starts), which the conversion's last statements need.
+-- The wait for the write lock held by anything else is at most 5 s (the function's
+-- lock_timeout; WRITE_LOCK_TIMEOUT_MS in src/db/create-gate.ts), refused the same way past it:
+-- a write that waited longer than its client (the gateway's 10 s) would be applied after the
+-- client was told 503.
 -- A VOLATILE function's queries each read a fresh snapshot, so the marks looked for after a wait
 -- on the lock include the one its holder committed. An update calls it in the statement that
 -- locks its records (or writes one record as it was read); a create through create_checks or
@@ -22,8 +31,13 @@ create or replace function write_gate(
   p_table_id bigint, p_fields bigint[], p_pending_checked bigint[]
 ) returns text language plpgsql volatile
 set search_path from current
+set lock_timeout = '5s'
 as $gate$
 begin
+  if not pg_try_advisory_xact_lock_shared(hashtextextended('records.conversion:' || p_table_id, 0))
+  then
+    raise exception 'table % is being converted', p_table_id using errcode = 'lock_not_available';
+  end if;
   perform pg_advisory_xact_lock_shared(hashtextextended('records.table:' || p_table_id, 0));
   if exists (
     select 1 from deleted_field where table_id = p_table_id and field_id = any (p_fields)

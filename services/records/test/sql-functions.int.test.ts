@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { createTestDatabase, migrateBefore, sessionIn, testInfra } from "@rowbase/kit/testing";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WRITE_LOCK_TIMEOUT_MS } from "../src/db/create-gate.js";
 import { migrations } from "../src/migrations/initial-schema.js";
 import { migrateRecords, SCHEMA } from "../src/service.js";
 import { SQL_FILES } from "./sql-files.js";
@@ -140,6 +141,20 @@ describe("records' SQL functions", () => {
     const { functions } = await definitionsIn(await fresh.session());
     expect(functions.map((f) => f.body).sort()).toEqual(await fileBodies());
     expect(functions.map((f) => `${f.signature.replace(/\(.*$/, "")}.sql`)).toEqual(SQL_FILES);
+  });
+
+  it("bound a write's wait for its table's lock as the create of several statements does", async () => {
+    const { rows } = await (await fresh.session()).query<{ name: string; config: string[] }>(
+      `select proname as name, proconfig as config from pg_proc
+       where pronamespace = $1::regnamespace and proname in ('write_gate', 'create_checks')
+       order by 1`,
+      [SCHEMA],
+    );
+    const bound = `lock_timeout=${WRITE_LOCK_TIMEOUT_MS / 1000}s`;
+    expect(rows.map((row) => [row.name, row.config.includes(bound)])).toEqual([
+      ["create_checks", true],
+      ["write_gate", true],
+    ]);
   });
 
   it("count records once on the migrated database: its old triggers were replaced", async () => {

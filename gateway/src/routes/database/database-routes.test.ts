@@ -158,7 +158,7 @@ describe("org_write_user on the database routes", () => {
         ...organizationRoutes({ organization }),
         ...databaseRoutes({ catalog }),
         ...tableRoutes({ catalog }),
-        ...fieldRoutes({ catalog }),
+        ...fieldRoutes({ catalog, schemaChangeMs: 60_000 }),
       ],
       { rateLimits: settings.settings },
     );

@@ -1,3 +1,4 @@
+import type { CallOptions, Client } from "@connectrpc/connect";
 import { createServiceClient } from "@rowbase/kit";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import { describe, expect, it } from "vitest";
@@ -21,8 +22,10 @@ import { fieldRoutes } from "./field-routes.js";
 
 async function routesAtClosedPort(): Promise<Route[]> {
   const catalog = createServiceClient(CatalogService, await closedPortUrl());
-  return fieldRoutes({ catalog });
+  return fieldRoutes({ catalog, schemaChangeMs: SCHEMA_CHANGE_MS });
 }
+
+const SCHEMA_CHANGE_MS = 602_000;
 
 /** Each route with a request that passes validation. */
 const VALID: ValidRequest[] = [
@@ -224,5 +227,44 @@ describe("field routes", () => {
         },
       ]),
     });
+  });
+
+  it("give an update that may convert stored values the schema change's deadline, any other the request's", async () => {
+    const deadlines: (number | undefined)[] = [];
+    const catalog = {
+      async updateField(_request: unknown, options: CallOptions) {
+        deadlines.push(options.timeoutMs);
+        throw new Error("not answered");
+      },
+    } as unknown as Client<typeof CatalogService>;
+    const update = fieldRoutes({ catalog, schemaChangeMs: SCHEMA_CHANGE_MS }).find(
+      (route) => route.path === "/field/update",
+    )!;
+    const bodies = [
+      { type: "number" },
+      { options: { decimals: 2 } },
+      { required: true },
+      { name: "Renamed" },
+      { position: 2, description: "moved" },
+    ];
+    for (const body of bodies) {
+      await expect(
+        update.handle({
+          ctx: undefined as never,
+          query: { field_id: 3n },
+          body,
+          params: undefined,
+          caller: undefined,
+          call: { timeoutMs: 10_000 },
+        }),
+      ).rejects.toThrow("not answered");
+    }
+    expect(deadlines).toEqual([
+      SCHEMA_CHANGE_MS,
+      SCHEMA_CHANGE_MS,
+      SCHEMA_CHANGE_MS,
+      10_000,
+      10_000,
+    ]);
   });
 });

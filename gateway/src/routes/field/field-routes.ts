@@ -14,6 +14,12 @@ import {
 
 export interface FieldRoutesDeps {
   catalog: Client<typeof CatalogService>;
+  /**
+   * How long an update that may convert stored values waits for catalog: records converts the
+   * field's column before catalog answers, which takes minutes on a table of millions of
+   * records (`SCHEMA_CHANGE_TIMEOUT_SECONDS`, kit's `schemaChangeDeadlines`).
+   */
+  schemaChangeMs: number;
 }
 
 const tags = ["Fields"];
@@ -22,7 +28,7 @@ const tags = ["Fields"];
  * The fields (columns) of a table, for a signed-in member (any member reads, and so does an API token of the organization;
  * owner, admin and editor write, enforced by the catalog service, which also judges options).
  */
-export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
+export function fieldRoutes({ catalog, schemaChangeMs }: FieldRoutesDeps): Route[] {
   return [
     defineRoute({
       method: "POST",
@@ -77,7 +83,9 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "changing a required field so that one becomes empty, answers " +
         "`field_type_change_invalid`, as does making a link single while a record holds more " +
         "than one linked record. No type changes into or out of link, lookup or rollup, and a " +
-        "link keeps its `table_id` and `inverse_field_id`.",
+        "link keeps its `table_id` and `inverse_field_id`. A change that converts stored values " +
+        "(`type`, `options` or `required`) is made before the answer and may take minutes on a " +
+        "large table; past the server's limit it answers 503 and nothing changes.",
       tags,
       auth: "session",
       query: FieldIdQuery,
@@ -91,6 +99,10 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
         "field_type_change_invalid",
       ],
       async handle({ query, body, call }) {
+        // Only a change records may convert values for gets the long deadline: a rename or a
+        // move keeps the ordinary one, so a hung service still costs it 10 s at most.
+        const converts =
+          body.type !== undefined || body.options !== undefined || body.required !== undefined;
         const response = await catalog.updateField(
           {
             fieldId: query.field_id,
@@ -101,7 +113,7 @@ export function fieldRoutes({ catalog }: FieldRoutesDeps): Route[] {
             description: body.description,
             position: body.position,
           },
-          call,
+          converts ? { ...call, timeoutMs: schemaChangeMs } : call,
         );
         return { field: presentField(response.field) };
       },

@@ -6,6 +6,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   hasSqlState,
+  lockHeld,
   OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
   outboxInsert,
@@ -19,9 +20,29 @@ function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
 }
 
+/**
+ * Held exclusively by a type change while it converts the table's values (user-tables/
+ * type-change.ts); a write only tries it, shared, and is refused while it is held
+ * (sql/write_gate.sql says why).
+ */
+export function tableConversionLockKey(tableId: bigint): string {
+  return `records.conversion:${tableId}`;
+}
+
 function organizationLockKey(organizationId: bigint): string {
   return `records.organization:${organizationId}`;
 }
+
+/**
+ * The longest a write waits for its table's lock (and its organization's, for a create): a
+ * type change holds the table's exclusively while it converts the table, for minutes on
+ * millions of records, and a write that waited longer than its client (the gateway's 10 s)
+ * would be applied after the client was told 503. Past it PostgreSQL refuses the statement
+ * with lock_not_available, nothing is written, and the call answers 503 with Retry-After
+ * (kit's grpc-server). The same bound is the `lock_timeout` of the SQL functions that take the
+ * lock for a write (sql/write_gate.sql, create_checks.sql), which a test holds to this one.
+ */
+export const WRITE_LOCK_TIMEOUT_MS = 5_000;
 
 /**
  * Taken (shared) by every create until its transaction ends (the table's also by every update,
@@ -38,13 +59,29 @@ export async function lockForCreate(
   tableId: bigint,
   organizationId: bigint,
 ): Promise<void> {
-  await query(
+  // As create_checks: refused at once while the table's values are being converted, else the
+  // locks waited for within the bound, which the first CTE sets before they are asked for and
+  // which holds for the rest of the create's transaction (its other waits are a moment's).
+  const locked = await query(
     em,
-    `select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
-            pg_advisory_xact_lock_shared(hashtextextended($2, 0))`,
-    [organizationLockKey(organizationId), tableLockKey(tableId)],
+    `with bound as materialized (select set_config('lock_timeout', $3, true)),
+     free as materialized (
+       select pg_try_advisory_xact_lock_shared(hashtextextended($4, 0)) as ok from bound
+     )
+     select 1 as locked from free, lateral (
+       select pg_advisory_xact_lock_shared(hashtextextended($1, 0)),
+              pg_advisory_xact_lock_shared(hashtextextended($2, 0))
+       where free.ok
+     ) as locks`,
+    [
+      organizationLockKey(organizationId),
+      tableLockKey(tableId),
+      `${WRITE_LOCK_TIMEOUT_MS}ms`,
+      tableConversionLockKey(tableId),
+    ],
     { prepare: true },
   );
+  if (locked.length === 0) throw lockHeld();
 }
 
 export async function lockTableExclusive(em: EntityManager, tableId: bigint): Promise<void> {

@@ -17,6 +17,7 @@ import {
   type RequiredRule,
   sourceValue,
 } from "../../domain/type-change.js";
+import { tableConversionLockKey } from "../create-gate.js";
 import {
   type ColumnType,
   columnFromJson,
@@ -108,7 +109,9 @@ class Refused extends Error {
  * rewritten in place, a chunk of rows per statement; when it changes, a shadow column of the new
  * type is added and filled the same way, then takes the old one's place (drop, rename) in a
  * statement that waits at most `lock.lockTimeoutMs` for its lock, retried. Writes of the table
- * wait for the change: it holds the table's write lock (`tableWriteLockKey`) throughout.
+ * are refused while it converts (503 with Retry-After): it holds the table's conversion lock
+ * (`tableConversionLockKey`), which writes try without waiting, and its write lock
+ * (`tableWriteLockKey`) throughout.
  */
 export async function changeFieldType(
   em: EntityManager,
@@ -143,9 +146,16 @@ export async function changeFieldType(
   }
   try {
     const converted = await em.transactional(async (tx) => {
-      await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      // The conversion lock first: from then on a write of the table is refused at once (503
+      // with Retry-After) rather than wait, holding the table's ROW EXCLUSIVE lock, which the
+      // swap needs (sql/write_gate.sql); then the write lock, once the writes under way are done.
+      // In that order, as writes take them: a write holding the first may wait for the second.
+      for (const key of [
+        tableConversionLockKey(change.tableId),
         tableWriteLockKey(change.tableId),
-      ]);
+      ]) {
+        await query(tx, "select pg_advisory_xact_lock(hashtextextended($1, 0))", [key]);
+      }
       const converted = await convertAll(tx, change, {
         table,
         read: source ? fieldColumn(from.id) : rowTimeColumn(from.type),
@@ -169,6 +179,9 @@ export async function changeFieldType(
         }
       }
       await settings.beforeCommit?.(tx);
+      // Its caller may have given up during the last range or the swap: rolled back, not
+      // committed behind its back (catalog would have to take it back with a release).
+      settings.signal?.throwIfAborted();
       return converted;
     });
     return { converted };
@@ -380,9 +393,22 @@ async function swapIn(
 }
 
 /**
+ * How many times the last statements are tried again after a deadlock with writes (each found
+ * after PostgreSQL's `deadlock_timeout`, 1 s by default): more than the writes wait
+ * (`WRITE_LOCK_TIMEOUT_MS`, 5 s), so the writes give up first.
+ */
+const DEADLOCK_ATTEMPTS = 20;
+
+/**
  * The last statements of a change, which need the table's ACCESS EXCLUSIVE lock: in a savepoint
  * that waits at most `lockTimeoutMs` for the lock and is tried again, so the work of the fill is
  * kept while reads finish, and reads wait for the lock only from here to the commit.
+ *
+ * A write of the table holds its ROW EXCLUSIVE lock from the start of its statement, so one
+ * waiting in `write_gate` for the write lock this change holds blocks the lock these statements
+ * need: a deadlock, which PostgreSQL breaks by failing one of the two (40P01). When it is these
+ * statements, they are tried again: such a write gives up within `WRITE_LOCK_TIMEOUT_MS`, and
+ * a write that starts later queues behind this lock's request without taking its own lock.
  */
 async function lastInSavepoint(
   tx: EntityManager,
@@ -390,7 +416,7 @@ async function lastInSavepoint(
   work: () => Promise<void>,
 ): Promise<void> {
   await query(tx, "select set_config('lock_timeout', $1, true)", [String(lock.lockTimeoutMs)]);
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1, deadlocks = 0; ; ) {
     await query(tx, "savepoint last_statements");
     try {
       await work();
@@ -398,7 +424,8 @@ async function lastInSavepoint(
       return;
     } catch (error) {
       await query(tx, "rollback to savepoint last_statements");
-      if (!hasSqlState(error, "55P03") || attempt >= lock.attempts) throw error;
+      if (hasSqlState(error, "40P01") && ++deadlocks < DEADLOCK_ATTEMPTS) continue;
+      if (!hasSqlState(error, "55P03") || ++attempt > lock.attempts) throw error;
     }
   }
 }
