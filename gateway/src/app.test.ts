@@ -1274,6 +1274,9 @@ describe("the gateway over HTTP", () => {
         "autonumber",
         "created_at",
         "updated_at",
+        "link",
+        "lookup",
+        "rollup",
       ];
       expect(schemas.FieldCreateSchema).toMatchObject({
         required: ["name", "type"],
