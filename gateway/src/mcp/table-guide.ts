@@ -63,6 +63,9 @@ export function exampleCondition(field: GuideField): string | undefined {
     case "multi_select":
       return choices.length > 0 ? `(${ref},anyof,${value(choices[0] as string)})` : undefined;
     case "json":
+    case "link":
+    case "lookup":
+    case "rollup":
       return `(${ref},notblank)`;
     case "file":
       return undefined;
@@ -74,6 +77,7 @@ const OPERATOR_LINES = [
   "Text, numbers, dates and datetimes: eq, neq, gt, gte, lt, lte, btw (two values, inclusive), in, nin (comma lists), blank, notblank; text also like, nlike (case-insensitive substring).",
   "single_select: eq, neq, in, nin, anyof, nanyof, like, nlike, blank, notblank. multi_select: anyof, allof, nanyof (comma lists), blank, notblank.",
   "boolean: checked, notchecked, eq, neq, blank, notblank. json: blank, notblank. File fields cannot be filtered.",
+  "link: has, hasnot (a row id), blank, notblank. lookup: the operators of the looked-up field, true when any linked value matches (neq, nlike, nanyof: when none does). rollup: the operators of its number or date.",
   "Dates and datetimes also take today, yesterday, tomorrow, daysAgo:N, daysFromNow:N (UTC).",
 ];
 
