@@ -177,19 +177,17 @@ function query(withLinks: boolean): string {
 
 function statement(withLinks: boolean) {
   const { orders, lines } = tables!;
-  const schema = withLinks
-    ? orders.schema
-    : {
-        ...orders.schema,
-        fields: orders.schema.fields.filter((f) => f.type !== "link" && f.type !== "rollup"),
-      };
+  const read = withLinks
+    ? orders.schema.fields
+    : orders.schema.fields.filter((f) => f.type !== "link" && f.type !== "rollup");
   return pageStatement(
     listQuery(
-      schema,
+      orders.schema,
       { limit: 50, offset: 0, where: "", sort: "", count: "exact" },
       "columns",
       new Set(),
       new Map([[String(lines.tableId), lines.schema.fields]]),
+      read,
     ),
   );
 }

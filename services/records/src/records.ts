@@ -170,7 +170,9 @@ function sortKeys(queryFields: readonly QueryField[], text: string): SortKey[] {
  * whose `indexed` field indexes (`TableIndexes.served`) the page may take its order from, unless
  * it counts every match of a filter exactly and no index serves the filter (it then reads the
  * matches all, once, to count and sort them). `linked`: the fields of the tables its links name
- * (`Access.linked`), for its link values, lookups and rollups.
+ * (`Access.linked`), for its link values, lookups and rollups. `read`: the fields whose values
+ * the page reads (a list's `fields`; `where` and `sort` reach every field of the schema), so that
+ * a page without its links' fields does not compute them.
  */
 export function listQuery(
   schema: TableSchema,
@@ -179,6 +181,7 @@ export function listQuery(
   storage: Storage = "jsonb",
   indexed: ReadonlySet<string> = new Set(),
   linked: LinkedSchemas = new Map(),
+  read: readonly SchemaField[] = schema.fields,
 ): PageQuery {
   const problems: ValidationItem[] = [];
   const limit = params.limit === 0 ? RECORD_LIMIT_DEFAULT : params.limit;
@@ -256,7 +259,7 @@ export function listQuery(
       params: [schema.tableId, ...filter.params],
     };
   }
-  const rows = userTableRows(schema.organizationId, schema.tableId, schema.fields, linked);
+  const rows = userTableRows(schema.organizationId, schema.tableId, read, linked);
   return {
     ...page,
     indexCandidates: candidates ? [...candidates.filter, ...candidates.sort] : [],
@@ -803,9 +806,16 @@ export class Records {
       async (schema, rows, linked) => {
         const storage = rows === RECORD_ROWS ? "jsonb" : "columns";
         const indexes = this.deps.indexes;
-        const page = listQuery(schema, params, storage, indexes?.served(schema.tableId), linked);
-        indexes?.noteQuery(schema, page.indexCandidates);
         const fields = selectedFields(schema, params.fields);
+        const page = listQuery(
+          schema,
+          params,
+          storage,
+          indexes?.served(schema.tableId),
+          linked,
+          fields,
+        );
+        indexes?.noteQuery(schema, page.indexCandidates);
         return { schema, page, fields, found: await pageWithTotal(this.deps.read, page) };
       },
       (read) => read.found !== "over_budget" && read.found.records.length === 0,

@@ -169,7 +169,7 @@ export function computedValues(
   const objectSql = (object: (typeof objects)[number]) => {
     const pairs = object.members.map((m) => `'${BigInt(m.field.id)}', ${m.sql()}`);
     const built = `jsonb_build_object(${pairs.join(", ")})`;
-    return object.path ? `(select ${built} ${linkedFrom(object.path, "r.row_id")})` : built;
+    return object.path ? `(select ${built} ${linkedFrom(object.path, "r.row_id", true)})` : built;
   };
   const alias = (n: number) => `computed_${n}`;
   return {

@@ -84,10 +84,12 @@ export function linkValueSql(link: LinkStorage, row = "r"): string {
   const display = primary
     ? `coalesce(nullif(t.${fieldColumn(BigInt(primary.id))}, ''), t.row_id::text)`
     : "t.row_id::text";
+  // Each linked record is looked up by its key (`offset 0` keeps PostgreSQL from hashing the
+  // whole linked table for every record instead: `linkedFrom` says why).
   return `coalesce((select jsonb_agg(jsonb_build_object('row_id', t.row_id, 'display', ${display}) order by t.row_id)
        from (select j.${junction.other} as row_id from ${junction.relation} j
          where j.${junction.own} = ${row}.row_id order by j.${junction.other} limit ${MAX_LINKS_PER_VALUE}) l
-       join ${link.target} t on t.row_id = l.row_id), '[]'::jsonb)`;
+       cross join lateral (select * from ${link.target} t where t.row_id = l.row_id offset 0) t), '[]'::jsonb)`;
 }
 
 /**
