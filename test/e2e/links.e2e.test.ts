@@ -300,6 +300,9 @@ describe("lookups and rollups", () => {
       Spent: 0,
       "Orders count": 0,
     });
+    // A page that shows a rollup and a lookup without their link still follows it.
+    const shown = await list(api, tenant.readToken, customers, { fields: "Name,Spent,Items" });
+    expect(shown.records[0]!.data).toEqual({ Name: "Ada", Spent: 7.5, Items: ["Tea", "Cake"] });
     expect(await byName({ sort: "-Spent" })).toEqual(["Grace", "Ada", ""]);
     expect(await byName({ sort: `-${inverse.name},Name` })).toEqual(["Ada", "Grace", ""]);
     expect(await byName({ where: `(${inverse.name},has,${tea!.row_id})` })).toEqual(["Ada"]);

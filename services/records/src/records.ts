@@ -14,7 +14,7 @@ import {
   type ValidationItem,
   validationFailed,
 } from "@rowbase/kit";
-import type { FieldLike } from "@rowbase/kit/field-types";
+import { computedOptionsOf, type FieldLike } from "@rowbase/kit/field-types";
 import { RecordsDeletedSchema } from "@rowbase/proto/rowbase/events/v1/records_events_pb";
 import type { Access } from "./access.js";
 import { actorName, type ChangeSet, type Transactions } from "./change-set.js";
@@ -259,7 +259,12 @@ export function listQuery(
       params: [schema.tableId, ...filter.params],
     };
   }
-  const rows = userTableRows(schema.organizationId, schema.tableId, read, linked);
+  const rows = userTableRows(
+    schema.organizationId,
+    schema.tableId,
+    withLinksOf(read, schema),
+    linked,
+  );
   return {
     ...page,
     indexCandidates: candidates ? [...candidates.filter, ...candidates.sort] : [],
@@ -267,6 +272,23 @@ export function listQuery(
     matching: `from ${rows.relation} r where ${filter.sql}`,
     params: filter.params,
   };
+}
+
+/**
+ * `read` with the link fields its lookups and rollups follow: a lookup is computed through its
+ * link, which the statement must know even when the page does not show it.
+ */
+function withLinksOf(read: readonly SchemaField[], schema: TableSchema): readonly SchemaField[] {
+  if (read === schema.fields) return read;
+  const needed = new Set(
+    read.flatMap((field) => {
+      const options = computedOptionsOf(field.options);
+      return (field.type === "lookup" || field.type === "rollup") && options
+        ? [String(options.linkFieldId)]
+        : [];
+    }),
+  );
+  return schema.fields.filter((field) => read.includes(field) || needed.has(field.id));
 }
 
 function scopeOf(schema: TableSchema) {
