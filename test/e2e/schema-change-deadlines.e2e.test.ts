@@ -153,8 +153,9 @@ describe("a type change longer than the ordinary deadlines", () => {
       const listed = await list(s.api, s.tenant.readToken, table);
       expect(listed.total).toBe(3);
 
-      // Writes are refused while the table is converted (a write waiting for the conversion
-      // would hold a lock its swap needs), told when to come back, and never stored later.
+      // Writes and deletes are refused while the table is converted (one waiting for the
+      // conversion would hold a lock its swap needs, and land after its client gave up), told
+      // when to come back, and never applied later.
       const created = await s.api("POST", routes.records, {
         token: s.tenant.writeToken,
         body: { data: { Name: "late", Amount: "4" } },
@@ -163,7 +164,14 @@ describe("a type change longer than the ordinary deadlines", () => {
         token: s.tenant.writeToken,
         body: { data: { Name: "changed" } },
       });
-      for (const refused of [created, updated]) {
+      const deleted = await s.api("DELETE", routes.record(rowIds[2]!), {
+        token: s.tenant.writeToken,
+      });
+      const batchDeleted = await s.api("POST", routes.batchDelete, {
+        token: s.tenant.writeToken,
+        body: { row_ids: [rowIds[0], rowIds[2]] },
+      });
+      for (const refused of [created, updated, deleted, batchDeleted]) {
         expect(refused.status, JSON.stringify(refused.body)).toBe(503);
         expect(refused.body).toEqual({ message: "service_unavailable", data: {} });
         expect(refused.headers.get("retry-after")).toBe("5");

@@ -1104,8 +1104,16 @@ export class Records {
     }
     return this.deps.tx.run(call, async (changes) => {
       const { em } = changes;
-      const found = await findRecords(em, schema.tableId, rowIds, { lock: true }, rows);
-      if (found === "over_budget") throw batchTooLarge("row_ids", "delete");
+      // Behind `write_gate`, as an update: a table being converted refuses the delete at once.
+      const locked = await lockRecordsForWrite(
+        em,
+        schema.tableId,
+        rowIds,
+        { fields: [], pendingChecked: [] },
+        rows,
+      );
+      if (locked === "over_budget") throw batchTooLarge("row_ids", "delete");
+      const found = locked.records;
       if (found.length !== rowIds.length) throw recordNotFound();
       await deleteRecords(em, schema.tableId, rowIds, rows);
       await this.announceDeletion(changes, schema, found);

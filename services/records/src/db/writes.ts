@@ -218,9 +218,11 @@ export interface UnchangedDelete {
 }
 
 /**
- * `deleteRecordIfUnchanged`'s statement: the record deleted only if it is still the version
- * read, then, only when it was, the organization's count given back (last, as a create takes
- * it) and `events` written. Its one row: how many records it deleted (0 or 1).
+ * `deleteRecordIfUnchanged`'s statement: `write_gate` first (sql/write_gate.sql: a table being
+ * converted refuses the delete at once rather than have it wait behind the conversion and land
+ * after its client gave up), then the record deleted only if it is still the version read, then,
+ * only when it was, the organization's count given back (last, as a create takes it) and
+ * `events` written. Its one row: how many records it deleted (0 or 1).
  */
 export function deleteRecordIfUnchangedStatement(
   target: UnchangedDelete,
@@ -230,9 +232,12 @@ export function deleteRecordIfUnchangedStatement(
   const params = [target.tableId, target.rowId, target.version, target.organizationId];
   const enqueue = outboxInsert(events, params.length + 1, "exists (select from deleted)");
   return {
-    sql: `with deleted as (
+    sql: `with gate as materialized (
+       select write_gate($1::bigint, '{}'::bigint[], '{}'::bigint[]) as outcome
+     ),
+     deleted as (
        delete from ${table.relation} r where ${table.ofTable("$1")} and r.row_id = $2
-         and r.xmin = $3::xid
+         and r.xmin = $3::xid and (select outcome from gate) is not null
        returning r.row_id
      ),
      released as (
