@@ -183,7 +183,7 @@ export async function rawList(client: Client, statement: Statement) {
 export async function rawGet(client: Client, rows: TableRows, tableId: number, rowId: number) {
   const found = await send(client, findRecordStatement(BigInt(tableId), BigInt(rowId), rows));
   if (found.rows.length !== 1) throw new Error(`record ${rowId} not found`);
-  rows.dataOf(found.rows[0]!);
+  rows.recordOf(found.rows[0]!);
 }
 
 /** Where raw writes go, and the audit events they store (copies of the service's). */
@@ -288,7 +288,7 @@ export async function rawPatch(
   );
   const row = read.rows[0];
   if (!row) throw new Error(`record ${rowId} not found`);
-  const before = { data: rows.dataOf(row), version: row.version };
+  const before = { data: rows.recordOf(row).data, version: row.version };
   const written = await send<{ gate: string; row_id: string | null }>(
     client,
     writeRecordIfUnchangedStatement(

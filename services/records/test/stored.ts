@@ -41,7 +41,7 @@ export async function storedRows(
     row_id: String(row.row_id),
     organization_id: row.organization_id,
     data: Object.fromEntries(
-      Object.entries(rows.dataOf(row)).filter(([, value]) => value !== null),
+      Object.entries(rows.recordOf(row).data).filter(([, value]) => value !== null),
     ),
     version: row.version,
     created_by: row.created_by,

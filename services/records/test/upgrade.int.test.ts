@@ -186,7 +186,7 @@ async function readAll(rows: TableRows, tableId: bigint) {
     [tableId],
   );
   return read
-    .map((row) => toStored({ ...row, data: rows.dataOf(row) }))
+    .map((row) => toStored({ ...row, data: rows.recordOf(row).data }))
     .map((record) => ({
       ...record,
       // The user table names every field with a column, empty ones as null; `data` leaves them out.

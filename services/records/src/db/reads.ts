@@ -40,7 +40,8 @@ type ValuesRow = Omit<RecordRow, "data"> & Record<string, unknown>;
 
 /** A record from its row selected through `TableRows.values`. */
 function storedOf(row: ValuesRow, table: TableRows): StoredRecord {
-  return toStored({ ...row, data: table.dataOf(row) } as RecordRow);
+  const { data, linksTruncated } = table.recordOf(row);
+  return toStored({ ...row, data, links_truncated: linksTruncated } as RecordRow);
 }
 
 /** A row of a `withinReadBudget` statement: the select's columns (null in the budget's row). */
@@ -251,7 +252,7 @@ export async function findRecord(
 
 /**
  * `findRecord`'s statement: the record's values as its storage holds them (`TableRows.values`),
- * its `data` built by `dataOf`, which costs PostgreSQL less than building it in the statement.
+ * its `data` built by `recordOf`, which costs PostgreSQL less than building it in the statement.
  */
 export function findRecordStatement(
   tableId: bigint,

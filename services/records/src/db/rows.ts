@@ -17,7 +17,7 @@ export interface RecordRow {
   data: JsonObject;
   created_ms: number;
   updated_ms: number;
-  /** A user table with link fields: those whose values were cut (`linksTruncatedSql`). */
+  /** A user table with link fields: those whose values were cut (`TableRows.recordOf`). */
   links_truncated?: string[] | null;
 }
 
@@ -214,12 +214,12 @@ export interface TableRows {
   head: string;
   /**
    * A record's select list over `r`, without parameters: the head, then the values as the
-   * storage holds them, which `dataOf` turns into the record's `data`. Every read selects
+   * storage holds them, which `recordOf` turns into the record's `data`. Every read selects
    * this: building `data` in Node costs PostgreSQL a fraction of building it in the statement.
    */
   values: string;
-  /** The `data` of a row read through `values`. */
-  dataOf(row: Record<string, unknown>): JsonObject;
+  /** The `data` of a row read through `values`, and its link fields whose values were cut. */
+  recordOf(row: Record<string, unknown>): { data: JsonObject; linksTruncated?: string[] };
   /**
    * SQL of the bytes one row selected through `values` holds, over the columns of that select
    * named `alias` (the page budget, `withinReadBudget`): text by its length, without reading
@@ -243,7 +243,7 @@ export const RECORD_ROWS: TableRows = {
   ofTable: (tableId) => `r.table_id = ${tableId}`,
   head: columnsButData("r"),
   values: recordColumns("r"),
-  dataOf: (row) => row.data as JsonObject,
+  recordOf: (row) => ({ data: row.data as JsonObject }),
   sizeOf: (alias) => `octet_length(${alias}.data::text)`,
   count: "select coalesce(sum(delta), 0)::bigint from record_count where table_id = $1",
   insert: (

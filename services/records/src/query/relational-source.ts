@@ -19,18 +19,13 @@ export function linksFrom(path: LinkPath, row: string): string {
 }
 
 /**
- * `linksFrom` joined to the linked records (aliased LINKED_ALIAS) by their primary key. With
- * `byKey` (a page's values: the links of one record at a time) each linked record is looked up
- * in a fenced lateral subquery (`offset 0`): joined plainly, PostgreSQL hashes the whole linked
- * table once per record of the page when that table is small (a thousand rows: twice the time
- * of the page's 20 lookups per record). A filter or sort, which reaches the links of every
- * record, keeps the plain join, which PostgreSQL may hash once for all of them.
+ * `linksFrom` joined to the linked records (aliased LINKED_ALIAS) by their primary key: what a
+ * filter or sort reaches for the links of every record, which PostgreSQL may hash once for all
+ * of them. (A page's values look the linked records of each record up by key instead:
+ * `linkRows` in computed-values.ts.)
  */
-export function linkedFrom(path: LinkPath, row: string, byKey = false): string {
-  const linked = byKey
-    ? `cross join lateral (select * from ${path.table} t where t.row_id = ${JUNCTION_ALIAS}.${path.other} offset 0) ${LINKED_ALIAS}`
-    : `join ${path.table} ${LINKED_ALIAS} on ${LINKED_ALIAS}.row_id = ${JUNCTION_ALIAS}.${path.other}`;
-  return `from ${path.junction} ${JUNCTION_ALIAS} ${linked} where ${JUNCTION_ALIAS}.${path.own} = ${row}`;
+export function linkedFrom(path: LinkPath, row: string): string {
+  return `from ${path.junction} ${JUNCTION_ALIAS} join ${path.table} ${LINKED_ALIAS} on ${LINKED_ALIAS}.row_id = ${JUNCTION_ALIAS}.${path.other} where ${JUNCTION_ALIAS}.${path.own} = ${row}`;
 }
 
 /**

@@ -1,26 +1,36 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { SchemaField } from "@rowbase/kit";
-import { computedOptionsOf, type FieldLike, linkOptionsOf } from "@rowbase/kit/field-types";
+import {
+  computedOptionsOf,
+  type FieldLike,
+  linkOptionsOf,
+  MAX_LINKS_PER_VALUE,
+} from "@rowbase/kit/field-types";
 import { queryFieldsOf } from "../../domain/query-fields.js";
 import type { FieldRelation, LinkPath, QueryField } from "../../query/index.js";
 import {
+  JUNCTION_ALIAS,
   LINKED_ALIAS,
-  linkedFrom,
   linkedValue,
   rollupAggregate,
 } from "../../query/relational-source.js";
 import { type ColumnType, columnRead, columnValue } from "./columns.js";
-import type { LinkedSchemas } from "./link-values.js";
+import { type LinkedSchemas, primaryFieldOf } from "./link-values.js";
 import { fieldColumn, linkJunction, userTable } from "./names.js";
 
 /**
- * Lookups and rollups on the per-table storage: computed in the statement that reads the records
- * (a page, a read by id), never stored and never a query per record. Each is a correlated
- * subquery over the link's junction joined to the linked user table, through the junction's
- * index that leads with the record's own side (`linkedFrom`): for a page, PostgreSQL runs it for
- * the page's rows only. A lookup is the array of the looked-up field's non-blank values across the
- * linked records, by linked row id, `[]` for none; a rollup one value (`rollupAggregate`). A
- * lookup or rollup whose link, inverse or looked-up field is not in the schemas (deleted
+ * Links, lookups and rollups on the per-table storage: read in the statement that reads the
+ * records (a page, a read by id), never stored and never a query per record. Everything a read
+ * shows through one link (the link's value, and its lookups and rollups) is one correlated
+ * subquery over the link's junction and the linked records (`linkRows`): for a page, PostgreSQL
+ * runs it for the page's rows only, and reads each linked record once however many values it
+ * feeds.
+ * - A link's value is its first MAX_LINKS_PER_VALUE linked records in row id order, each
+ *   `{"row_id", "display"}` (`linkMember`), `[]` for none; the subquery says too whether the
+ *   record links more (`links_truncated`).
+ * - A lookup is the array of the looked-up field's non-blank values across the linked records,
+ *   by linked row id, `[]` for none; a rollup one value over all of them (`rollupAggregate`).
+ * A lookup or rollup whose link, inverse or looked-up field is not in the schemas (deleted
  * mid-flight) reads `[]` or null, as does a lookup of a field with no value to look up.
  */
 
@@ -103,50 +113,75 @@ export function withRelations(
 }
 
 /**
- * One lookup's or rollup's output: an aggregate over the linked rows of its link (`linkedFrom`,
- * the linked record aliased LINKED_ALIAS), or a constant for one with nothing to compute.
+ * One link's, lookup's or rollup's output: an aggregate over the records its link links
+ * (`linkRows`, aliased LINKED_ALIAS, in row id order), or a constant for one with nothing to
+ * compute.
  */
 interface Member {
   field: SchemaField;
-  /**
-   * Its value as SQL within `jsonb_build_object`, as stored: choice ids are left for `decode`.
-   */
+  /** Its value as SQL within `json_build_object`, as stored: choice ids are left for `decode`. */
   sql(): string;
-  /** Its value from a read (as node-postgres parsed the jsonb), as output. */
+  /** Its value from a read (as node-postgres parsed the json), as output. */
   decode(raw: unknown): JsonValue;
 }
 
 /**
- * A table's lookups and rollups as a read selects them: every one over the same link is an
- * aggregate of one subquery, so each link's linked records are read once per record, however
- * many lookups and rollups it has.
+ * A table's links, lookups and rollups as a read selects them: every one over the same link is
+ * an aggregate of one subquery, so each link's linked records are read once per record, however
+ * many values they feed.
  */
-export interface ComputedValues {
+export interface LinkedValues {
   /** The select list's entries of a read (no parameters): `, <sql> as computed_<n>`. */
   select: string;
   /** The names of `select`'s columns. */
   columns: string[];
-  /** `data` of a row read by id with `select`'s columns added, its keys in jsonb's order. */
-  dataOf(data: JsonObject, row: Record<string, unknown>): JsonObject;
+  /**
+   * `data` of a row read with `select`'s columns added, its keys in jsonb's order, and the link
+   * fields whose values were cut at MAX_LINKS_PER_VALUE.
+   */
+  recordOf(
+    data: JsonObject,
+    row: Record<string, unknown>,
+  ): { data: JsonObject; linksTruncated: string[] };
 }
 
-/** Pairs per `jsonb_build_object` call: PostgreSQL takes at most 100 arguments. */
+/** Pairs per `json_build_object` call: PostgreSQL takes at most 100 arguments. */
 const PAIRS_PER_CALL = 50;
 
-/** The table's lookups and rollups, computed per link in the statement that reads the records. */
-export function computedValues(
+/** The key of a link subquery's object that says whether the link's value was cut. */
+const TRUNCATED = "truncated";
+
+/** The links, lookups and rollups of `fields`, computed per link in the statement that reads them. */
+export function linkedValues(
   organizationId: bigint,
   fields: readonly SchemaField[],
   linked: LinkedSchemas,
-): ComputedValues {
+): LinkedValues {
   // The SQL of each object: the constants', then one subquery per link (and per 50 values).
-  const groups = new Map<string, { path: LinkPath | undefined; members: Member[] }>();
+  interface Group {
+    path: LinkPath | undefined;
+    members: Member[];
+    /** The link field whose value the group shows. */
+    shown?: SchemaField;
+  }
+  const groups = new Map<string, Group>();
   const add = (key: string, path: LinkPath | undefined, member: Member) => {
     const group = groups.get(key) ?? { path, members: [] };
     group.members.push(member);
     groups.set(key, group);
+    return group;
   };
   for (const field of fields) {
+    if (field.type === "link") {
+      const path = linkPathOf(organizationId, field);
+      const target = linkOptionsOf(field.options)?.tableId.toString();
+      if (!path || target === undefined) continue;
+      // First in its group, so that it is in the group's first object with the cut flag.
+      const group = add(linkKey(path), path, linkMember(field, linked.get(target)));
+      group.members.unshift(group.members.pop()!);
+      group.shown = field;
+      continue;
+    }
     if (field.type !== "lookup" && field.type !== "rollup") continue;
     const found = resolved(organizationId, fields, linked, field);
     const relation = found?.relation;
@@ -160,34 +195,90 @@ export function computedValues(
       add("", undefined, constant(field));
     }
   }
-  const objects: { path: LinkPath | undefined; members: Member[] }[] = [];
+  // A group's members in chunks of PAIRS_PER_CALL (the shown link's value in the first), each
+  // chunk one object; a group of a link reads it in one subquery per chunk.
+  const objects: Group[] = [];
   for (const group of groups.values()) {
-    for (let i = 0; i < group.members.length; i += PAIRS_PER_CALL) {
-      objects.push({ path: group.path, members: group.members.slice(i, i + PAIRS_PER_CALL) });
+    for (let i = 0; i < group.members.length; i += PAIRS_PER_CALL - 1) {
+      objects.push({
+        path: group.path,
+        members: group.members.slice(i, i + PAIRS_PER_CALL - 1),
+        ...(i === 0 && group.shown ? { shown: group.shown } : {}),
+      });
     }
   }
-  const objectSql = (object: (typeof objects)[number]) => {
-    const pairs = object.members.map((m) => `'${BigInt(m.field.id)}', ${m.sql()}`);
-    const built = `jsonb_build_object(${pairs.join(", ")})`;
-    return object.path ? `(select ${built} ${linkedFrom(object.path, "r.row_id", true)})` : built;
+  const objectSql = ({ path, members, shown }: Group) => {
+    const pairs = members.map((m) => `'${BigInt(m.field.id)}', ${m.sql()}`);
+    if (shown) pairs.push(`'${TRUNCATED}', count(*) > ${MAX_LINKS_PER_VALUE}`);
+    const built = `json_build_object(${pairs.join(", ")})`;
+    if (!path) return built;
+    // Only the link's own value: its first MAX_LINKS_PER_VALUE links and one more, to tell
+    // whether it was cut; anything computed over the link reads all of them.
+    const onlyValue = shown !== undefined && members.length === 1;
+    return `(select ${built} ${linkRows(path, onlyValue)})`;
   };
   const alias = (n: number) => `computed_${n}`;
   return {
     select: objects.map((o, n) => `, ${objectSql(o)} as ${alias(n)}`).join(""),
     columns: objects.map((_, n) => alias(n)),
-    dataOf(data, row) {
-      if (objects.length === 0) return data;
+    recordOf(data, row) {
+      const linksTruncated: string[] = [];
+      if (objects.length === 0) return { data, linksTruncated };
       const all: JsonObject = { ...data };
       objects.forEach((object, n) => {
         const values = (row[alias(n)] ?? {}) as Record<string, unknown>;
         for (const member of object.members) {
           all[member.field.id] = member.decode(values[member.field.id]);
         }
+        if (object.shown && values[TRUNCATED] === true) linksTruncated.push(object.shown.id);
       });
       const keys = Object.keys(all).sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
       const ordered: JsonObject = {};
       for (const key of keys) ordered[key] = all[key]!;
-      return ordered;
+      return { data: ordered, linksTruncated };
+    },
+  };
+}
+
+/**
+ * `from` the record `r`'s links (the junction's linked row ids in order, aliased JUNCTION_ALIAS)
+ * joined to the records they link (LINKED_ALIAS): `capped` reads only the first
+ * MAX_LINKS_PER_VALUE and one more. Each linked record is looked up by its key in a fenced
+ * lateral subquery (`offset 0`): joined plainly, PostgreSQL hashes the whole linked table once
+ * per record of the page when that table is small, and looking them up at once
+ * (`row_id = any(...)`) turns into a scan of the whole table until it has statistics. The lateral
+ * lookup is a nested loop, which keeps the junction's order: the aggregates take the linked
+ * records in row id order without sorting them again.
+ */
+function linkRows(path: LinkPath, capped: boolean): string {
+  const j = JUNCTION_ALIAS;
+  const cap = capped ? ` limit ${MAX_LINKS_PER_VALUE + 1}` : "";
+  return `from (select ${j}.${path.other} as linked_row_id from ${path.junction} ${j}
+       where ${j}.${path.own} = r.row_id order by ${j}.${path.other}${cap}) ${j}
+     cross join lateral (select * from ${path.table} t where t.row_id = ${j}.linked_row_id offset 0) ${LINKED_ALIAS}`;
+}
+
+/**
+ * A link's value: its first MAX_LINKS_PER_VALUE linked records in row id order, each
+ * `{"row_id", "display"}`. `display` is the linked record's primary field (`primaryFieldOf` of
+ * `targetFields`, the linked table's fields), or its row id as text when the table has none or
+ * the value is empty. The statement sends the ids and the displays as two arrays (a JSON object
+ * per linked record costs PostgreSQL more than the rest of the lookup).
+ */
+function linkMember(field: SchemaField, targetFields: readonly SchemaField[] | undefined): Member {
+  const primary = targetFields && primaryFieldOf(targetFields);
+  const id = `${LINKED_ALIAS}.row_id`;
+  const display = primary
+    ? `coalesce(nullif(${LINKED_ALIAS}.${fieldColumn(BigInt(primary.id))}, ''), ${id}::text)`
+    : `${id}::text`;
+  const first = `[1:${MAX_LINKS_PER_VALUE}]`;
+  return {
+    field,
+    sql: () => `json_build_array((array_agg(${id}))${first}, (array_agg(${display}))${first})`,
+    decode(raw) {
+      const [ids, displays] = (raw ?? []) as [number[] | null, string[] | null];
+      if (!ids || !displays) return [];
+      return ids.map((rowId, i) => ({ row_id: rowId, display: displays[i]! }));
     },
   };
 }
@@ -200,7 +291,7 @@ function constant(field: SchemaField): Member {
   const lookup = field.type === "lookup";
   return {
     field,
-    sql: () => (lookup ? "'[]'::jsonb" : "NULL::numeric"),
+    sql: () => (lookup ? "'[]'::json" : "NULL::numeric"),
     decode: () => (lookup ? [] : null),
   };
 }
@@ -263,7 +354,7 @@ function lookupMember(
     field,
     sql() {
       const value = columnRead(type, column);
-      return `coalesce(jsonb_agg(${value} order by ${LINKED_ALIAS}.row_id) filter (where not ${inner.blank}), '[]'::jsonb)`;
+      return `coalesce(json_agg(${value}) filter (where not ${inner.blank}), '[]')`;
     },
     decode(raw) {
       const items = Array.isArray(raw) ? raw : [];

@@ -1,6 +1,6 @@
 import type { SchemaField } from "@rowbase/kit";
-import { linkOptionsOf, MAX_LINKS_PER_VALUE } from "@rowbase/kit/field-types";
-import { fieldColumn, type LinkJunction, linkJunction, userTable } from "./names.js";
+import { linkOptionsOf } from "@rowbase/kit/field-types";
+import { type LinkJunction, linkJunction, userTable } from "./names.js";
 
 /**
  * The fields of the tables a table's link fields name, by table id (decimal string): what a
@@ -69,38 +69,4 @@ export function linkStoragesOf(
     const storage = linkStorageOf(organizationId, field, linked);
     return storage ? [storage] : [];
   });
-}
-
-/**
- * SQL of a link's value for the record `r`: its first MAX_LINKS_PER_VALUE linked records in row
- * id order, each `{"row_id", "display"}`, `[]` when none. `display` is the linked record's
- * primary field, or its row id as text when the table has none or the value is empty. The ids
- * come from the junction's primary key (`own`, `other`) in order and stop at the cap; each
- * linked record is then read by its primary key.
- */
-export function linkValueSql(link: LinkStorage, row = "r"): string {
-  const { junction } = link;
-  const primary = link.targetFields && primaryFieldOf(link.targetFields);
-  const display = primary
-    ? `coalesce(nullif(t.${fieldColumn(BigInt(primary.id))}, ''), t.row_id::text)`
-    : "t.row_id::text";
-  // Each linked record is looked up by its key (`offset 0` keeps PostgreSQL from hashing the
-  // whole linked table for every record instead: `linkedFrom` says why).
-  return `coalesce((select jsonb_agg(jsonb_build_object('row_id', t.row_id, 'display', ${display}) order by t.row_id)
-       from (select j.${junction.other} as row_id from ${junction.relation} j
-         where j.${junction.own} = ${row}.row_id order by j.${junction.other} limit ${MAX_LINKS_PER_VALUE}) l
-       cross join lateral (select * from ${link.target} t where t.row_id = l.row_id offset 0) t), '[]'::jsonb)`;
-}
-
-/**
- * SQL of the ids (text[]) of the link fields whose values for `r` hold more records than a
- * value shows (MAX_LINKS_PER_VALUE): each a probe of the junction's index past the cap.
- */
-export function linksTruncatedSql(links: readonly LinkStorage[], row = "r"): string {
-  const probes = links.map(
-    ({ field, junction }) =>
-      `case when exists (select from ${junction.relation} j where j.${junction.own} = ${row}.row_id
-         offset ${MAX_LINKS_PER_VALUE}) then '${BigInt(field.id)}' end`,
-  );
-  return `array_remove(array[${probes.join(", ")}]::text[], null)`;
 }
