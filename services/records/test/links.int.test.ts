@@ -225,8 +225,8 @@ async function linkedTables(
 /** The pairs of the link's junction, as (People row, Projects row), in order. */
 async function pairsOf(pair: Pair): Promise<[number, number][]> {
   const { rows } = await h.db.query(
-    `select row_id::text, linked_row_id::text from org_${t.organizationId}.l_${pair.a.link}
-     order by 1, 2`,
+    `select j.row_id::text, j.linked_row_id::text from org_${t.organizationId}.l_${pair.a.link} j
+     order by j.row_id, j.linked_row_id`,
   );
   return rows.map((row: { row_id: string; linked_row_id: string }) => [
     Number(row.row_id),

@@ -136,8 +136,8 @@ export interface LinkedValues {
   /** The names of `select`'s columns. */
   columns: string[];
   /**
-   * `data` of a row read with `select`'s columns added, its keys in jsonb's order, and the link
-   * fields whose values were cut at MAX_LINKS_PER_VALUE.
+   * A row read with `select`'s columns added: `data` (the row's other values) with these added,
+   * and the link fields whose values were cut at MAX_LINKS_PER_VALUE.
    */
   recordOf(
     data: JsonObject,
@@ -223,19 +223,14 @@ export function linkedValues(
     columns: objects.map((_, n) => alias(n)),
     recordOf(data, row) {
       const linksTruncated: string[] = [];
-      if (objects.length === 0) return { data, linksTruncated };
-      const all: JsonObject = { ...data };
       objects.forEach((object, n) => {
         const values = (row[alias(n)] ?? {}) as Record<string, unknown>;
         for (const member of object.members) {
-          all[member.field.id] = member.decode(values[member.field.id]);
+          data[member.field.id] = member.decode(values[member.field.id]);
         }
         if (object.shown && values[TRUNCATED] === true) linksTruncated.push(object.shown.id);
       });
-      const keys = Object.keys(all).sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
-      const ordered: JsonObject = {};
-      for (const key of keys) ordered[key] = all[key]!;
-      return { data: ordered, linksTruncated };
+      return { data, linksTruncated };
     },
   };
 }
