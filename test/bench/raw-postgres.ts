@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import {
-  batchAuditEvents,
+  auditBatchEvents,
   buildAuditEvent,
+  compactAuditEvents,
   OUTBOX_PREPARED_EVENTS_MAX,
   type OutboxEntry,
   preparedName,
@@ -222,13 +223,13 @@ function withEvents(entries: OutboxEntry[], statement: Statement): Statement {
   };
 }
 
-/** One audit event per record, each with its own id, packed as the service packs them. */
+/** One audit event per record, packed as the service packs them (kit `compactAuditEvents`). */
 function audits(event: AuditEvent, count: number): OutboxEntry[] {
-  return batchAuditEvents(
-    Array.from({ length: count }, () => ({
-      ...event,
-      meta: event.meta && { ...event.meta, eventId: randomUUID() },
-    })),
+  const item = { targetId: event.target?.id ?? 0n, changesJson: event.changesJson };
+  return compactAuditEvents(
+    event,
+    Array.from({ length: count }, () => item),
+    {},
   );
 }
 
@@ -399,7 +400,9 @@ export async function auditSample(pool: pg.Pool, action: string): Promise<AuditE
     "select payload from records.outbox where subject = $1 order by seq desc limit 1",
     [SUBJECTS.auditBatch],
   );
-  const stored = batch.rows[0] && fromBinary(AuditEventBatchSchema, batch.rows[0].payload).events;
+  const stored =
+    batch.rows[0] &&
+    auditBatchEvents(fromBinary(AuditEventBatchSchema, batch.rows[0].payload), randomUUID());
   return (
     stored?.find((event) => event.action === action) ??
     buildAuditEvent(

@@ -9,9 +9,12 @@ import { describe, expect, it } from "vitest";
 import { auditChangesJson } from "./audit-changes.js";
 import {
   AUDIT_BATCH_BYTES,
+  auditBatchEvents,
   batchAuditEvents,
   buildAuditEvent,
   buildEvent,
+  compactAuditEventId,
+  compactAuditEvents,
   eventTraceparent,
   SUBJECTS,
 } from "./events.js";
@@ -136,5 +139,58 @@ describe("eventTraceparent", () => {
     }
     // The events the change keeps are left as they were.
     expect(events.every((event) => event.meta?.traceparent === traceparent)).toBe(true);
+  });
+});
+
+describe("compactAuditEvents", () => {
+  const common = {
+    organizationId: 7n,
+    databaseId: 8n,
+    tableId: 9n,
+    action: "record.updated",
+    target: create(AuditEvent_TargetSchema, { type: "record" }),
+  };
+  const itemOf = (rowId: number, size = 10) => ({
+    targetId: BigInt(rowId),
+    changesJson: auditChangesJson([{ key: "1", label: "Name", old: "a", new: "é".repeat(size) }]),
+  });
+
+  it("sends a lone event as an ordinary event on its own subject", () => {
+    const [message, ...more] = compactAuditEvents(common, [itemOf(1)], { requestId: "r1" });
+    expect(more).toEqual([]);
+    expect(message!.subject).toBe(SUBJECTS.audit("record.updated"));
+    const event = fromBinary(AuditEventSchema, message!.payload);
+    expect(event.meta?.eventId).toBe(message!.eventId);
+    expect([event.target?.id, event.changesJson]).toEqual([1n, itemOf(1).changesJson]);
+    expect(compactAuditEvents(common, [], {})).toEqual([]);
+  });
+
+  it("sends many in compact messages under the budget that expand to the events, in order", () => {
+    // About 2.2 budgets of changes: three messages, every item in one of them once.
+    const items = Array.from({ length: 600 }, (_, i) => itemOf(i + 1, 900));
+    const messages = compactAuditEvents(common, items, { requestId: "r1" });
+    expect(messages).toHaveLength(3);
+    const events = messages.flatMap((message) => {
+      expect(message.subject).toBe(SUBJECTS.auditBatch);
+      expect(message.payload.byteLength).toBeLessThan(3 * AUDIT_BATCH_BYTES);
+      const batch = fromBinary(AuditEventBatchSchema, message.payload);
+      expect(batch.events).toEqual([]);
+      expect(batch.common?.meta?.eventId).toBe(message.eventId);
+      expect(batch.common?.meta?.requestId).toBe("r1");
+      return auditBatchEvents(batch, message.eventId);
+    });
+    expect(events.map((e) => [e.target?.id, e.changesJson, e.action, e.tableId])).toEqual(
+      items.map((item) => [item.targetId, item.changesJson, "record.updated", 9n]),
+    );
+    expect(new Set(events.map((e) => e.meta?.eventId)).size).toBe(600);
+    expect(events[0]!.meta?.eventId).toBe(compactAuditEventId(messages[0]!.eventId, 0));
+  });
+
+  it("makes an event's id a UUID of the message's id and the event's place, the same each time", () => {
+    const id = compactAuditEventId("a1b2", 0);
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    expect(compactAuditEventId("a1b2", 0)).toBe(id);
+    expect(compactAuditEventId("a1b2", 1)).not.toBe(id);
+    expect(compactAuditEventId("a1b3", 0)).not.toBe(id);
   });
 });

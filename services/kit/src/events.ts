@@ -1,9 +1,12 @@
-import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import { clone, create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   type AuditEvent,
+  AuditEvent_TargetSchema,
+  type AuditEventBatch,
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -285,4 +288,118 @@ export function batchAuditEvents(events: AuditEvent[]): OutboxEntry[] {
 /** An event without its trace context, which its batch carries once for all its events. */
 function withoutTraceparent(event: AuditEvent): AuditEvent {
   return event.meta?.traceparent ? { ...event, meta: { ...event.meta, traceparent: "" } } : event;
+}
+
+/** One event of a compact `audit.batch` (`compactAuditEvents`): its target's id and changes. */
+export interface CompactAuditItem {
+  targetId: bigint;
+  /** As AuditEvent.changes_json (empty text: none). */
+  changesJson: string;
+}
+
+/** What a compact message spends on its shared parts: the budget for its items is the rest. */
+const COMPACT_SHARED_BYTES = 4 * 1024;
+
+/**
+ * Audit events that differ only in their target's id and changes (the records of one batch
+ * write), as outbox entries: a lone one is an ordinary event on its own subject
+ * (`batchAuditEvents`); more go in `audit.batch` messages of the compact form
+ * (AuditEventBatch.common, target_ids, changes_json), which carry the shared parts once and
+ * each record's id and changes as they are, so that neither side builds or decodes an event per
+ * record. A message holds items up to AUDIT_BATCH_BYTES of changes text (counted in UTF-16
+ * units: at most three bytes each, still far under the bus's limit); an item over the budget
+ * goes alone. `common.target.id` is ignored (0 in the message).
+ */
+export function compactAuditEvents(
+  common: Omit<AuditEvent, "$typeName" | "meta" | "changesJson">,
+  items: readonly CompactAuditItem[],
+  context: EventContext,
+): OutboxEntry[] {
+  const eventOf = (item: CompactAuditItem) =>
+    buildAuditEvent(
+      {
+        ...common,
+        target: targetWithId(common, item.targetId),
+        changesJson: item.changesJson,
+      },
+      context,
+    );
+  const [first] = items;
+  if (first === undefined) return [];
+  if (items.length === 1) return batchAuditEvents([eventOf(first)]);
+  const budget = AUDIT_BATCH_BYTES - COMPACT_SHARED_BYTES;
+  const entries: OutboxEntry[] = [];
+  const message = (chunk: readonly CompactAuditItem[]): OutboxEntry => {
+    const meta = eventMeta(context);
+    const batch = create(AuditEventBatchSchema, {
+      traceparent: meta.traceparent,
+      common: create(AuditEventSchema, {
+        ...common,
+        meta: { ...meta, traceparent: "" },
+        target: targetWithId(common, 0n),
+        changesJson: "",
+      }),
+      targetIds: chunk.map((item) => item.targetId),
+      changesJson: `[${chunk.map((item) => item.changesJson || "[]").join(",")}]`,
+    });
+    return {
+      subject: SUBJECTS.auditBatch,
+      payload: toBinary(AuditEventBatchSchema, batch),
+      eventId: meta.eventId,
+    };
+  };
+  let start = 0;
+  let size = 0;
+  items.forEach((item, i) => {
+    const itemSize = item.changesJson.length + 12;
+    if (i > start && size + itemSize > budget) {
+      entries.push(message(items.slice(start, i)));
+      start = i;
+      size = 0;
+    }
+    size += itemSize;
+  });
+  entries.push(message(items.slice(start)));
+  return entries;
+}
+
+/**
+ * The id of event `index` (0-based) of the compact `audit.batch` message `messageId`: a UUID
+ * made from both (MD5), the same every time, which the audit store gives the event as it
+ * stores it (organization's AuditLog, in SQL, the same way).
+ */
+export function compactAuditEventId(messageId: string, index: number): string {
+  const hex = createHash("md5")
+    .update(`${messageId}:${index + 1}`)
+    .digest("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * The events of an `audit.batch` message (`messageId` its id), in order, as if each had come
+ * alone: those it holds, or those of its compact form with their ids and changes filled in.
+ */
+export function auditBatchEvents(batch: AuditEventBatch, messageId: string): AuditEvent[] {
+  const { common } = batch;
+  if (!common) return batch.events;
+  const changes = JSON.parse(batch.changesJson || "[]") as unknown[];
+  return batch.targetIds.map((id, index) => {
+    const meta = clone(EventMetaSchema, common.meta ?? create(EventMetaSchema));
+    meta.eventId = compactAuditEventId(messageId, index);
+    return create(AuditEventSchema, {
+      ...common,
+      meta,
+      target: targetWithId(common, id),
+      changesJson: JSON.stringify(changes[index] ?? []),
+    });
+  });
+}
+
+/** `event`'s target with the id `id`. */
+function targetWithId(event: Pick<AuditEvent, "target">, id: bigint) {
+  return create(AuditEvent_TargetSchema, {
+    type: event.target?.type ?? "",
+    id,
+    fieldId: event.target?.fieldId ?? 0n,
+  });
 }

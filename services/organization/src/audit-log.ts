@@ -16,6 +16,7 @@ import {
 } from "@rowbase/kit";
 import {
   type AuditEvent,
+  type AuditEventBatch,
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -104,16 +105,11 @@ const SCOPE_NAMES = {
 const nullIfZero = (id: bigint) => (id === 0n ? null : id);
 const bigintOrNull = (value: string | null) => (value === null ? null : BigInt(value));
 
-/**
- * One event as a row of `audit_event`, as the JSON text `AuditLog.apply` inserts from. Its
- * `changes` stay the event's `changes_json` text, a string in the row that PostgreSQL casts:
- * parsing them here only to write them out again cost a third of the consumer's time.
- */
-function rowJson(event: AuditEvent, messageId: string, at: Date): string {
+/** The columns of `audit_event` that the events of a compact `audit.batch` share. */
+function sharedColumns(event: AuditEvent, messageId: string, at: Date) {
   const actor = event.meta?.actor;
-  return JSON.stringify({
+  return {
     message_id: messageId,
-    event_id: event.meta?.eventId || messageId,
     at: at.toISOString(),
     organization_id: String(event.organizationId),
     database_id: nullIfZero(event.databaseId)?.toString() ?? null,
@@ -122,19 +118,37 @@ function rowJson(event: AuditEvent, messageId: string, at: Date): string {
     actor_id: String(actor?.id ?? 0n),
     action: event.action,
     target_type: event.target?.type ?? "",
-    target_id: String(event.target?.id ?? 0n),
     target_field_id: nullIfZero(event.target?.fieldId ?? 0n)?.toString() ?? null,
-    changes: event.changesJson || "[]",
     request_id: event.meta?.requestId || null,
     via: event.meta?.via || null,
+  };
+}
+
+/**
+ * One event as a row of `audit_event`, as the JSON text `AuditLog.apply` inserts from. Its
+ * `changes` stay the event's `changes_json` text, a string in the row that PostgreSQL casts:
+ * parsing them here only to write them out again cost a third of the consumer's time.
+ */
+function rowJson(event: AuditEvent, messageId: string, at: Date): string {
+  return JSON.stringify({
+    ...sharedColumns(event, messageId, at),
+    event_id: event.meta?.eventId || messageId,
+    target_id: String(event.target?.id ?? 0n),
+    changes: event.changesJson || "[]",
   });
 }
 
-/** The events of one AUDIT message: an `AuditEvent`, or on `audit.batch` an `AuditEventBatch`. */
-function eventsOf(message: BusMessage): AuditEvent[] {
-  return message.subject === SUBJECTS.auditBatch
-    ? fromBinary(AuditEventBatchSchema, message.data).events
-    : [fromBinary(AuditEventSchema, message.data)];
+/**
+ * A compact `audit.batch` (AuditEventBatch.common) as the JSON text `AuditLog.apply` expands
+ * into rows: the shared columns, the target ids, and the changes as the producer wrote them
+ * (a JSON array of the events' changes arrays), put in as they are, not parsed here.
+ */
+function compactJson(batch: AuditEventBatch, messageId: string, at: Date): string {
+  const shared = JSON.stringify({
+    ...sharedColumns(batch.common!, messageId, at),
+    target_ids: batch.targetIds.map(String),
+  });
+  return `${shared.slice(0, -1)},"changes":${batch.changesJson || "[]"}}`;
 }
 
 /**
@@ -161,8 +175,11 @@ export class AuditLog {
    * Stores AUDIT messages (each an `AuditEvent`, or on `audit.batch` an `AuditEventBatch` of
    * them) that `consumer` has not stored yet, in one statement: their ids claimed in
    * `processed_event` and the rows of the claimed ones inserted, atomically (see
-   * `consumeClaimed`), from one JSON parameter (a real parameter: `em.execute` would quote it
-   * into the SQL text, which cost more than the insert; written as bytes, `jsonArrayText`).
+   * `consumeClaimed`), from two JSON parameters (real parameters: `em.execute` would quote
+   * them into the SQL text, which cost more than the insert; written as bytes, `jsonArrayText`):
+   * a row per event, and the compact `audit.batch` messages (`compactJson`), which the
+   * statement expands into a row per event, each event's id made from the message's id and the
+   * event's place (kit `compactAuditEventId`).
    * Events already past the retention (delivered more than 90 days late) are not stored.
    * Returns how many events it offered.
    */
@@ -174,9 +191,28 @@ export class AuditLog {
   ): Promise<number> {
     const cutoff = retentionCutoff(now).getTime();
     const rows: string[] = [];
+    const compact: string[] = [];
+    let offered = 0;
+    const atOf = (event: AuditEvent | undefined) =>
+      event?.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
     for (const message of messages) {
-      for (const event of eventsOf(message)) {
-        const at = event.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
+      if (message.subject !== SUBJECTS.auditBatch) {
+        const event = fromBinary(AuditEventSchema, message.data);
+        const at = atOf(event);
+        if (at.getTime() >= cutoff) rows.push(rowJson(event, message.id, at));
+        continue;
+      }
+      const batch = fromBinary(AuditEventBatchSchema, message.data);
+      if (batch.common) {
+        const at = atOf(batch.common);
+        if (at.getTime() >= cutoff) {
+          compact.push(compactJson(batch, message.id, at));
+          offered += batch.targetIds.length;
+        }
+        continue;
+      }
+      for (const event of batch.events) {
+        const at = atOf(event);
         if (at.getTime() >= cutoff) rows.push(rowJson(event, message.id, at));
       }
     }
@@ -197,11 +233,28 @@ export class AuditLog {
          actor_id bigint, action text, target_type text, target_id bigint,
          target_field_id bigint, changes text, request_id text, via text)
        where e.message_id in (select event_id from claimed)
+       union all
+       select md5(c.message_id || ':' || x.n)::uuid::text, c.at, c.organization_id,
+         c.database_id, c.table_id, c.actor_type, c.actor_id, c.action, c.target_type,
+         x.id::bigint, c.target_field_id, coalesce(x.changes, '[]'), c.request_id, c.via
+       from jsonb_array_elements($4::text::jsonb) as m(batch)
+         cross join lateral jsonb_to_record(m.batch) as c(message_id text, at timestamptz,
+           organization_id bigint, database_id bigint, table_id bigint, actor_type text,
+           actor_id bigint, action text, target_type text, target_field_id bigint,
+           request_id text, via text)
+         cross join lateral rows from (jsonb_array_elements_text(m.batch -> 'target_ids'),
+           jsonb_array_elements(m.batch -> 'changes')) with ordinality as x(id, changes, n)
+       where c.message_id in (select event_id from claimed) and x.id is not null
        on conflict do nothing`,
-      [consumer, [...new Set(messages.map((m) => m.id))], jsonArrayText(rows)],
+      [
+        consumer,
+        [...new Set(messages.map((m) => m.id))],
+        jsonArrayText(rows),
+        jsonArrayText(compact),
+      ],
       { prepare: true },
     );
-    return rows.length;
+    return rows.length + offered;
   }
 
   /**

@@ -4,6 +4,8 @@ import {
   type AuditChange,
   auditChangesJson,
   batchAuditEvents,
+  compactAuditEventId,
+  compactAuditEvents,
   createLogger,
   isCancelledStatement,
   listReads,
@@ -793,6 +795,73 @@ describe("the audit consumer", () => {
       [organizationId],
     );
     expect(rows[0].n).toBe(2);
+  });
+
+  it("stores every event of a compact audit.batch once, its ids made from the message's", async () => {
+    const owner = await h.user("Compact");
+    const { organizationId } = await newOrganization(h, owner, "Compact");
+    const items = [7n, 8n, 9n].map((targetId) => ({
+      targetId,
+      changesJson: auditChangesJson([{ key: "1", label: "Name", new: `row ${targetId}` }]),
+    }));
+    // Row 9's changes hold text that JSON escapes, and row 8 has none.
+    items[2]!.changesJson = auditChangesJson([{ key: "1", label: "Name", new: 'say "hi"\n' }]);
+    items[1]!.changesJson = "";
+    const [message, ...more] = compactAuditEvents(
+      {
+        organizationId,
+        databaseId: 5n,
+        tableId: 6n,
+        action: "record.created",
+        target: create(AuditEvent_TargetSchema, { type: "record" }),
+      },
+      items,
+      { principal: { kind: "user", userId: owner.id, sessionId: "s" }, requestId: "req-1" },
+    );
+    expect(more).toEqual([]);
+    expect(message!.subject).toBe(SUBJECTS.auditBatch);
+    await withAuditLog(async (auditLog, orm) => {
+      const delivered = {
+        subject: message!.subject,
+        data: message!.payload,
+        id: message!.eventId,
+        deliveryCount: 1,
+      };
+      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [delivered])).toBe(3);
+      // A redelivery stores nothing more.
+      await auditLog.apply(orm.em.fork(), DURABLES.audit, [{ ...delivered, deliveryCount: 2 }]);
+    });
+    const stored = (
+      await list(h, owner, byOrganization(organizationId), { action: "record.created" })
+    ).events.sort((a, b) => Number(a.target!.id - b.target!.id));
+    expect(
+      stored.map((e) => ({
+        eventId: e.eventId,
+        action: e.action,
+        target: [e.target?.type, e.target?.id],
+        scope: [e.databaseId, e.tableId],
+        actor: e.actor?.id,
+        changes: e.changes.map((c) => [c.key, c.label, c.newValue?.kind.value]),
+      })),
+    ).toEqual(
+      [
+        [7n, [["1", "Name", "row 7"]]],
+        [8n, []],
+        [9n, [["1", "Name", 'say "hi"\n']]],
+      ].map(([id, changes], i) => ({
+        eventId: compactAuditEventId(message!.eventId, i),
+        action: "record.created",
+        target: ["record", id],
+        scope: [5n, 6n],
+        actor: owner.id,
+        changes,
+      })),
+    );
+    const { rows } = await h.db.query(
+      "select count(*)::int as n, count(distinct request_id)::int as requests from organization.audit_event where organization_id = $1 and action = 'record.created'",
+      [organizationId],
+    );
+    expect(rows[0]).toEqual({ n: 3, requests: 1 });
   });
 
   it("stores several messages in one statement, skipping those already stored, all or nothing", async () => {

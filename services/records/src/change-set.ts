@@ -3,10 +3,10 @@ import {
   auditChangesJson,
   ChangeSet as BaseChangeSet,
   Transactions as BaseTransactions,
-  batchAuditEvents,
-  buildAuditEvent,
   buildEvent,
   type CallContext,
+  type CompactAuditItem,
+  compactAuditEvents,
   enqueueEvents,
   type Logger,
   type Orm,
@@ -14,12 +14,12 @@ import {
   type OutboxRelay,
   type Principal,
 } from "@rowbase/kit";
-import {
-  type AuditEvent,
-  AuditEvent_TargetSchema,
-} from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
+import { AuditEvent_TargetSchema } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import type { ValueChange } from "./domain/audit.js";
 import { type RecordChangeEntry, recordChangesEntry } from "./domain/record-changes.js";
+
+/** What an audit event of a record says was done to it. */
+type RecordVerb = "created" | "updated" | "deleted";
 
 /** Where a record lives, for its events and audit entries. */
 export interface RecordScope {
@@ -44,14 +44,22 @@ export function actorName(principal: Principal | undefined): string {
  */
 export class ChangeSet extends BaseChangeSet {
   private readonly pending: OutboxEntry[] = [];
-  /** Audit events, sent together at `flush` (`batchAuditEvents`). */
-  private readonly audits: AuditEvent[] = [];
+  /**
+   * Audit events of records by table and action, in the order first added, sent at `flush`
+   * (`compactAuditEvents`: the records of one batch write in compact messages).
+   */
+  private readonly audits = new Map<
+    string,
+    { scope: RecordScope; verb: RecordVerb; items: CompactAuditItem[] }
+  >();
+  /** How many audit events `audits` holds. */
+  private auditCount = 0;
   /** Record changes for the table's change log, written together at `flush`. */
   private recordChanges: { scope: RecordScope; changes: RecordChangeEntry[] } | undefined;
 
   /** Events added and not yet written or taken. */
   get untaken(): number {
-    return this.pending.length + this.audits.length + (this.recordChanges ? 1 : 0);
+    return this.pending.length + this.auditCount + (this.recordChanges ? 1 : 0);
   }
 
   /** Adds an event; it reaches the outbox with the others at `flush`, before the commit. */
@@ -86,9 +94,24 @@ export class ChangeSet extends BaseChangeSet {
   takeEvents(): OutboxEntry[] {
     const changes = this.recordChanges;
     this.recordChanges = undefined;
+    const audits = [...this.audits.values()];
+    this.audits.clear();
+    this.auditCount = 0;
     return [
       ...this.pending.splice(0),
-      ...batchAuditEvents(this.audits.splice(0)),
+      ...audits.flatMap(({ scope, verb, items }) =>
+        compactAuditEvents(
+          {
+            organizationId: scope.organizationId,
+            databaseId: scope.databaseId,
+            tableId: scope.tableId,
+            action: `record.${verb}`,
+            target: create(AuditEvent_TargetSchema, { type: "record" }),
+          },
+          items,
+          this.eventContext(),
+        ),
+      ),
       ...(changes
         ? [recordChangesEntry(changes.scope, changes.changes, this.context.principal)]
         : []),
@@ -112,29 +135,20 @@ export class ChangeSet extends BaseChangeSet {
 
   /**
    * An audit event `audit.record.<verb>` on the AUDIT stream, sent at `flush` together with the
-   * transaction's other audit events; each change is keyed by field id with the field's name at
+   * transaction's other audit events of the table and verb (the records of a batch write in
+   * compact `audit.batch` messages); each change is keyed by field id with the field's name at
    * the time as its label, so that an entry still reads after the field is renamed.
    */
-  auditRecord(
-    scope: RecordScope,
-    verb: "created" | "updated" | "deleted",
-    rowId: bigint,
-    changes: ValueChange[],
-  ): void {
+  auditRecord(scope: RecordScope, verb: RecordVerb, rowId: bigint, changes: ValueChange[]): void {
     this.events += 1;
-    this.audits.push(
-      buildAuditEvent(
-        {
-          organizationId: scope.organizationId,
-          databaseId: scope.databaseId,
-          tableId: scope.tableId,
-          action: `record.${verb}`,
-          target: create(AuditEvent_TargetSchema, { type: "record", id: rowId }),
-          changesJson: auditChangesJson(changes),
-        },
-        this.eventContext(),
-      ),
-    );
+    this.auditCount += 1;
+    const key = `${scope.tableId}:${verb}`;
+    let group = this.audits.get(key);
+    if (!group) {
+      group = { scope, verb, items: [] };
+      this.audits.set(key, group);
+    }
+    group.items.push({ targetId: rowId, changesJson: auditChangesJson(changes) });
   }
 }
 

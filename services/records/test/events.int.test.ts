@@ -1,6 +1,7 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import {
   applyOnce,
+  auditBatchEvents,
   auditChangesOf,
   type BusMessage,
   Code,
@@ -14,7 +15,7 @@ import {
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { CatalogService } from "@rowbase/proto/rowbase/catalog/v1/catalog_service_pb";
 import {
-  type AuditEventBatch,
+  type AuditEvent,
   AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
@@ -397,14 +398,21 @@ describe("audit events of batches", () => {
     );
     await h.records.batchDeleteRecords({ tableId: table.tableId, rowIds: ids }, call);
 
-    const batches = () =>
-      eventsOf(h.events, SUBJECTS.auditBatch, AuditEventBatchSchema).filter(
-        (b) => b.events[0]?.tableId === table.tableId,
-      );
-    await eventually(() => expect(batches()).toHaveLength(3));
+    // Each batch write's events in compact messages: the shared parts once, then the records.
+    const messages = () =>
+      h.events
+        .filter((m) => m.subject === SUBJECTS.auditBatch)
+        .map((m) => ({ id: m.id, batch: fromBinary(AuditEventBatchSchema, m.data) }))
+        .filter(({ batch }) => batch.common?.tableId === table.tableId);
+    await eventually(() => expect(messages()).toHaveLength(3));
+    for (const { batch } of messages()) {
+      expect(batch.events).toEqual([]);
+      expect(batch.common?.target?.id).toBe(0n);
+    }
+    const batches = () => messages().map(({ id, batch }) => auditBatchEvents(batch, id));
     const [creates, updates, deletes] = batches();
-    const summary = (batch: AuditEventBatch | undefined) =>
-      batch?.events.map((e) => [
+    const summary = (events: AuditEvent[] | undefined) =>
+      events?.map((e) => [
         e.action,
         e.target?.id,
         e.meta?.actor?.id,
@@ -432,7 +440,7 @@ describe("audit events of batches", () => {
         [[name, v, undefined]],
       ]),
     );
-    expect(new Set(batches().flatMap((b) => b.events.map((e) => e.meta?.eventId))).size).toBe(8);
+    expect(new Set(batches().flatMap((b) => b.map((e) => e.meta?.eventId))).size).toBe(8);
     // None of them also came alone.
     const alone = ["created", "updated", "deleted"].flatMap((verb) =>
       eventsOf(h.events, SUBJECTS.audit(`record.${verb}`), AuditEventSchema).filter(

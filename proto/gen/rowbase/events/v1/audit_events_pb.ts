@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/audit_events.proto.
  */
 export const file_rowbase_events_v1_audit_events: GenFile = /*@__PURE__*/
-  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMiVQoPQXVkaXRFdmVudEJhdGNoEi0KBmV2ZW50cxgBIAMoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnQSEwoLdHJhY2VwYXJlbnQYAiABKAliBnByb3RvMw", [file_rowbase_events_v1_envelope]);
+  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMirgEKD0F1ZGl0RXZlbnRCYXRjaBItCgZldmVudHMYASADKAsyHS5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50EhMKC3RyYWNlcGFyZW50GAIgASgJEi0KBmNvbW1vbhgDIAEoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnQSEgoKdGFyZ2V0X2lkcxgEIAMoAxIUCgxjaGFuZ2VzX2pzb24YBSABKAliBnByb3RvMw", [file_rowbase_events_v1_envelope]);
 
 /**
  * One change of an organization, member, invite, token, database, table, field, record or
@@ -141,6 +141,28 @@ export type AuditEventBatch = Message<"rowbase.events.v1.AuditEventBatch"> & {
    * @generated from field: string traceparent = 2;
    */
   traceparent: string;
+
+  /**
+   * The compact form, for events that differ only in their target's id and their changes (the
+   * records of one batch write): `events` is then empty, and event i is `common` with
+   * `target.id` = `target_ids[i]` and as its changes element i of `changes_json`, a JSON array
+   * of the events' changes arrays (AuditEvent.changes_json). `common.meta.event_id` names the
+   * message; each event's own id is made from it and i by the audit store. The shared parts
+   * travel and are decoded once, not once per record.
+   *
+   * @generated from field: rowbase.events.v1.AuditEvent common = 3;
+   */
+  common?: AuditEvent | undefined;
+
+  /**
+   * @generated from field: repeated int64 target_ids = 4;
+   */
+  targetIds: bigint[];
+
+  /**
+   * @generated from field: string changes_json = 5;
+   */
+  changesJson: string;
 };
 
 /**
