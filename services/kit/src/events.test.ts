@@ -10,8 +10,6 @@ import { auditChangesJson } from "./audit-changes.js";
 import {
   AUDIT_BATCH_BYTES,
   auditBatchEvents,
-  batchAuditEvents,
-  buildAuditEvent,
   buildEvent,
   compactAuditEventId,
   compactAuditEvents,
@@ -19,70 +17,6 @@ import {
   SUBJECTS,
 } from "./events.js";
 import { ensureTracing, inServerSpan } from "./tracing.js";
-
-const auditOf = (rowId: number, label = "Name") =>
-  buildAuditEvent(
-    {
-      organizationId: 7n,
-      databaseId: 8n,
-      tableId: 9n,
-      action: "record.created",
-      target: create(AuditEvent_TargetSchema, { type: "record", id: BigInt(rowId) }),
-      changesJson: auditChangesJson([{ key: "1", label, new: "x" }]),
-    },
-    { requestId: "r1" },
-  );
-
-const eventIdOf = (event: ReturnType<typeof auditOf>) => event.meta?.eventId;
-
-describe("batchAuditEvents", () => {
-  it("sends a lone event as its own message on its own subject", () => {
-    const event = auditOf(1);
-    const [message, ...more] = batchAuditEvents([event]);
-    expect(more).toEqual([]);
-    expect(message!.subject).toBe(SUBJECTS.audit("record.created"));
-    expect(message!.eventId).toBe(eventIdOf(event));
-    expect(fromBinary(AuditEventSchema, message!.payload)).toEqual(event);
-    expect(batchAuditEvents([])).toEqual([]);
-  });
-
-  it("sends several events as one audit.batch message that decodes to the same events, in order", () => {
-    const events = [auditOf(1), auditOf(2), auditOf(3)];
-    const messages = batchAuditEvents(events);
-    expect(messages).toHaveLength(1);
-    const [message] = messages;
-    expect(message!.subject).toBe(SUBJECTS.auditBatch);
-    expect(events.map(eventIdOf)).not.toContain(message!.eventId);
-    expect(fromBinary(AuditEventBatchSchema, message!.payload).events).toEqual(events);
-  });
-
-  it("splits events over the size budget into several messages, none over it, all in order", () => {
-    // About 10 KiB each: 100 of them need 4 messages of at most 256 KiB.
-    const events = Array.from({ length: 100 }, (_, i) => auditOf(i + 1, "x".repeat(10_000)));
-    const messages = batchAuditEvents(events);
-    expect(messages.length).toBe(4);
-    expect(new Set(messages.map((m) => m.eventId)).size).toBe(4);
-    for (const message of messages) {
-      expect(message.subject).toBe(SUBJECTS.auditBatch);
-      expect(message.payload.length).toBeLessThanOrEqual(AUDIT_BATCH_BYTES);
-    }
-    const all = messages.flatMap((m) => fromBinary(AuditEventBatchSchema, m.payload).events);
-    expect(all).toEqual(events);
-  });
-
-  it("sends an event bigger than the budget in a message of its own", () => {
-    // Its changes as a service could not make them (auditChangesJson keeps them under the
-    // budget): the event around them passes it anyway.
-    const big = auditOf(2);
-    big.changesJson = JSON.stringify([{ key: "1", label: "y".repeat(AUDIT_BATCH_BYTES + 1) }]);
-    const messages = batchAuditEvents([auditOf(1), big, auditOf(3)]);
-    expect(
-      messages.map((m) =>
-        fromBinary(AuditEventBatchSchema, m.payload).events.map((e) => e.target?.id),
-      ),
-    ).toEqual([[1n], [2n], [3n]]);
-  });
-});
 
 describe("eventTraceparent", () => {
   ensureTracing();
@@ -118,27 +52,33 @@ describe("eventTraceparent", () => {
 
   it("carries an audit batch's context once, in every message of it, not in its events", async () => {
     const big = "x".repeat(AUDIT_BATCH_BYTES / 3);
-    const events = await within("2bf92f3577b34da6a3ce929d0e0e4736", () =>
-      [1, 2, 3, 4].map((n) => {
-        const event = auditOf(n);
-        event.changesJson = JSON.stringify([{ key: "1", label: big }]);
-        return event;
-      }),
+    const messages = await within("2bf92f3577b34da6a3ce929d0e0e4736", () =>
+      compactAuditEvents(
+        {
+          organizationId: 7n,
+          databaseId: 8n,
+          tableId: 9n,
+          action: "record.created",
+          target: create(AuditEvent_TargetSchema, { type: "record" }),
+        },
+        [1n, 2n, 3n, 4n].map((targetId) => ({
+          targetId,
+          changesJson: JSON.stringify([{ key: "1", label: big }]),
+        })),
+        {},
+      ),
     );
-    const traceparent = events[0]!.meta?.traceparent;
-    expect(traceparent).toContain("2bf92f3577b34da6a3ce929d0e0e4736");
-    const messages = batchAuditEvents(events);
     expect(messages.length).toBeGreaterThan(1);
+    const traceparent = eventTraceparent(messages[0]!.subject, messages[0]!.payload);
+    expect(traceparent).toContain("2bf92f3577b34da6a3ce929d0e0e4736");
     for (const message of messages) {
       expect(message.subject).toBe(SUBJECTS.auditBatch);
       expect(message.payload.length).toBeLessThanOrEqual(AUDIT_BATCH_BYTES);
       expect(eventTraceparent(message.subject, message.payload)).toBe(traceparent);
       const decoded = fromBinary(AuditEventBatchSchema, message.payload);
       expect(decoded.traceparent).toBe(traceparent);
-      for (const event of decoded.events) expect(event.meta?.traceparent).toBe("");
+      expect(decoded.common?.meta?.traceparent).toBe("");
     }
-    // The events the change keeps are left as they were.
-    expect(events.every((event) => event.meta?.traceparent === traceparent)).toBe(true);
   });
 });
 
@@ -184,6 +124,20 @@ describe("compactAuditEvents", () => {
     );
     expect(new Set(events.map((e) => e.meta?.eventId)).size).toBe(600);
     expect(events[0]!.meta?.eventId).toBe(compactAuditEventId(messages[0]!.eventId, 0));
+  });
+
+  it("sends an item bigger than the budget in a message of its own", () => {
+    // Changes as a service could not make them (auditChangesJson keeps them under the budget).
+    const big = {
+      targetId: 2n,
+      changesJson: JSON.stringify([{ key: "1", label: "y".repeat(AUDIT_BATCH_BYTES) }]),
+    };
+    const messages = compactAuditEvents(common, [itemOf(1), big, itemOf(3)], {});
+    expect(messages.map((m) => fromBinary(AuditEventBatchSchema, m.payload).targetIds)).toEqual([
+      [1n],
+      [2n],
+      [3n],
+    ]);
   });
 
   it("makes an event's id a UUID of the message's id and the event's place, the same each time", () => {

@@ -117,7 +117,7 @@ export const SUBJECTS = {
   auditAny: "audit.>",
   /** Audit events: `audit.<target type>.<verb>`, e.g. `audit.member.updated`. */
   audit: (action: string) => `audit.${action}`,
-  /** Several audit events of one change in one message (AuditEventBatch, `batchAuditEvents`). */
+  /** Several audit events of one change in one message (AuditEventBatch, `compactAuditEvents`). */
   auditBatch: "audit.batch",
 } as const;
 
@@ -222,7 +222,7 @@ export function buildEvent<D extends DescMessage>(
   return { subject, payload: toBinary(schema, message), eventId: meta.eventId };
 }
 
-/** An audit event with its `meta` filled in, not yet encoded: `batchAuditEvents` sends it. */
+/** An audit event with its `meta` filled in, not yet encoded. */
 export function buildAuditEvent(
   init: Omit<AuditEvent, "$typeName" | "meta">,
   context: EventContext,
@@ -230,65 +230,8 @@ export function buildAuditEvent(
   return create(AuditEventSchema, { ...init, meta: eventMeta(context) });
 }
 
-/** The most bytes of audit events `batchAuditEvents` puts in one message (NATS allows 1 MiB). */
+/** The most bytes of audit events `compactAuditEvents` puts in one message (NATS allows 1 MiB). */
 export const AUDIT_BATCH_BYTES = 256 * 1024;
-
-/**
- * The audit events of one change, in order, as outbox entries: a lone event is its own message
- * on its own subject (`audit.<action>`); several go in `audit.batch` messages (AuditEventBatch)
- * of at most `AUDIT_BATCH_BYTES` each, so that a batch of 1000 records costs one outbox row, one
- * publish and one insert into the audit store instead of 1000 of each. The events are encoded
- * together, into one buffer, and the messages are slices of it cut between events (an event
- * bigger than the budget goes alone): encoding them one by one cost an allocation per event.
- */
-export function batchAuditEvents(events: AuditEvent[]): OutboxEntry[] {
-  const [first] = events;
-  if (first === undefined) return [];
-  if (events.length === 1) {
-    return [
-      {
-        subject: SUBJECTS.audit(first.action),
-        payload: toBinary(AuditEventSchema, first),
-        eventId: first.meta?.eventId ?? crypto.randomUUID(),
-      },
-    ];
-  }
-  // The events of one change share the trace of the work that made them: the context goes
-  // once per message, after the events (AuditEventBatch.traceparent), not in every event's meta.
-  const context = toBinary(
-    AuditEventBatchSchema,
-    create(AuditEventBatchSchema, { traceparent: first.meta?.traceparent ?? "" }),
-  );
-  const encoded = toBinary(
-    AuditEventBatchSchema,
-    create(AuditEventBatchSchema, { events: events.map(withoutTraceparent) }),
-  );
-  const batch = (slice: Uint8Array): OutboxEntry => {
-    const payload = new Uint8Array(slice.length + context.length);
-    payload.set(slice);
-    payload.set(context, slice.length);
-    return { subject: SUBJECTS.auditBatch, payload, eventId: crypto.randomUUID() };
-  };
-  const budget = AUDIT_BATCH_BYTES - context.length;
-  const batches: OutboxEntry[] = [];
-  const reader = new BinaryReader(encoded);
-  let start = 0;
-  while (reader.pos < encoded.length) {
-    const eventStart = reader.pos;
-    reader.skip(reader.tag()[1]);
-    if (eventStart > start && reader.pos - start > budget) {
-      batches.push(batch(encoded.subarray(start, eventStart)));
-      start = eventStart;
-    }
-  }
-  batches.push(batch(encoded.subarray(start)));
-  return batches;
-}
-
-/** An event without its trace context, which its batch carries once for all its events. */
-function withoutTraceparent(event: AuditEvent): AuditEvent {
-  return event.meta?.traceparent ? { ...event, meta: { ...event.meta, traceparent: "" } } : event;
-}
 
 /** One event of a compact `audit.batch` (`compactAuditEvents`): its target's id and changes. */
 export interface CompactAuditItem {
@@ -303,7 +246,7 @@ const COMPACT_SHARED_BYTES = 4 * 1024;
 /**
  * Audit events that differ only in their target's id and changes (the records of one batch
  * write), as outbox entries: a lone one is an ordinary event on its own subject
- * (`batchAuditEvents`); more go in `audit.batch` messages of the compact form
+ * (`audit.<action>`); more go in `audit.batch` messages of the compact form
  * (AuditEventBatch.common, target_ids, changes_json), which carry the shared parts once and
  * each record's id and changes as they are, so that neither side builds or decodes an event per
  * record. A message holds items up to AUDIT_BATCH_BYTES of changes text (counted in UTF-16
@@ -326,7 +269,16 @@ export function compactAuditEvents(
     );
   const [first] = items;
   if (first === undefined) return [];
-  if (items.length === 1) return batchAuditEvents([eventOf(first)]);
+  if (items.length === 1) {
+    const event = eventOf(first);
+    return [
+      {
+        subject: SUBJECTS.audit(event.action),
+        payload: toBinary(AuditEventSchema, event),
+        eventId: event.meta!.eventId,
+      },
+    ];
+  }
   const budget = AUDIT_BATCH_BYTES - COMPACT_SHARED_BYTES;
   const entries: OutboxEntry[] = [];
   const message = (chunk: readonly CompactAuditItem[]): OutboxEntry => {

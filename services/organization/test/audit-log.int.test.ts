@@ -3,7 +3,6 @@ import { TimestampSchema, timestampFromDate, ValueSchema } from "@bufbuild/proto
 import {
   type AuditChange,
   auditChangesJson,
-  batchAuditEvents,
   compactAuditEventId,
   compactAuditEvents,
   createLogger,
@@ -15,6 +14,7 @@ import {
 } from "@rowbase/kit";
 import {
   AuditEvent_TargetSchema,
+  AuditEventBatchSchema,
   AuditEventSchema,
 } from "@rowbase/proto/rowbase/events/v1/audit_events_pb";
 import {
@@ -737,7 +737,7 @@ describe("the audit consumer", () => {
     });
   });
 
-  it("stores every event of an audit.batch message once, as if each had come alone", async () => {
+  it("stores every event of an audit.batch message of events (as earlier releases sent them) once, as if each had come alone", async () => {
     const owner = await h.user("Batcher");
     const { organizationId } = await newOrganization(h, owner, "Batcher");
     const record = (id: bigint, at?: Date) =>
@@ -752,7 +752,14 @@ describe("the audit consumer", () => {
         ...(at ? { at } : {}),
       });
     const events = [record(1n), record(2n, new Date(Date.now() - 91 * DAY_MS)), record(3n)];
-    const [message] = batchAuditEvents(events.map((e) => e.event));
+    const message = {
+      subject: SUBJECTS.auditBatch,
+      payload: toBinary(
+        AuditEventBatchSchema,
+        create(AuditEventBatchSchema, { events: events.map((e) => e.event) }),
+      ),
+      eventId: crypto.randomUUID(),
+    };
     await h.bus.publish(message!.subject, message!.payload, message!.eventId);
 
     const created = async () =>
@@ -820,6 +827,19 @@ describe("the audit consumer", () => {
     );
     expect(more).toEqual([]);
     expect(message!.subject).toBe(SUBJECTS.auditBatch);
+    // A lone event, delivered with it: an ordinary event on its own subject.
+    const [lone] = compactAuditEvents(
+      {
+        organizationId,
+        databaseId: 5n,
+        tableId: 6n,
+        action: "record.created",
+        target: create(AuditEvent_TargetSchema, { type: "record" }),
+      },
+      [{ targetId: 10n, changesJson: "" }],
+      { principal: { kind: "user", userId: owner.id, sessionId: "s" }, requestId: "req-1" },
+    );
+    expect(lone!.subject).toBe(SUBJECTS.audit("record.created"));
     await withAuditLog(async (auditLog, orm) => {
       const delivered = {
         subject: message!.subject,
@@ -827,7 +847,15 @@ describe("the audit consumer", () => {
         id: message!.eventId,
         deliveryCount: 1,
       };
-      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [delivered])).toBe(3);
+      const loneDelivered = {
+        subject: lone!.subject,
+        data: lone!.payload,
+        id: lone!.eventId,
+        deliveryCount: 1,
+      };
+      expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [delivered, loneDelivered])).toBe(
+        4,
+      );
       // A redelivery stores nothing more.
       await auditLog.apply(orm.em.fork(), DURABLES.audit, [{ ...delivered, deliveryCount: 2 }]);
     });
@@ -848,8 +876,9 @@ describe("the audit consumer", () => {
         [7n, [["1", "Name", "row 7"]]],
         [8n, []],
         [9n, [["1", "Name", 'say "hi"\n']]],
+        [10n, []],
       ].map(([id, changes], i) => ({
-        eventId: compactAuditEventId(message!.eventId, i),
+        eventId: i < 3 ? compactAuditEventId(message!.eventId, i) : lone!.eventId,
         action: "record.created",
         target: ["record", id],
         scope: [5n, 6n],
@@ -861,7 +890,7 @@ describe("the audit consumer", () => {
       "select count(*)::int as n, count(distinct request_id)::int as requests from organization.audit_event where organization_id = $1 and action = 'record.created'",
       [organizationId],
     );
-    expect(rows[0]).toEqual({ n: 3, requests: 1 });
+    expect(rows[0]).toEqual({ n: 4, requests: 1 });
   });
 
   it("stores several messages in one statement, skipping those already stored, all or nothing", async () => {

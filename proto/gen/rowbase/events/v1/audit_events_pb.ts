@@ -128,8 +128,9 @@ export const AuditEvent_TargetSchema: GenMessage<AuditEvent_Target> = /*@__PURE_
  */
 export type AuditEventBatch = Message<"rowbase.events.v1.AuditEventBatch"> & {
   /**
-   * Their metas carry no traceparent: the events of one change share the trace of the work
-   * that made them, given here once for the message.
+   * The events, as releases before the compact form (below) sent them, which the audit store
+   * still takes. Their metas carry no traceparent: the events of one change share the trace
+   * of the work that made them, given here once for the message.
    *
    * @generated from field: repeated rowbase.events.v1.AuditEvent events = 1;
    */
