@@ -318,7 +318,7 @@ export function compactAuditEvents(
 /**
  * The id of event `index` (0-based) of the compact `audit.batch` message `messageId`: a UUID
  * made from both (MD5), the same every time, which the audit store gives the event as it
- * stores it (organization's AuditLog, in SQL, the same way).
+ * lists it (organization's AuditLog, in SQL, the same way).
  */
 export function compactAuditEventId(messageId: string, index: number): string {
   const hex = createHash("md5")

@@ -139,9 +139,10 @@ function rowJson(event: AuditEvent, messageId: string, at: Date): string {
 }
 
 /**
- * A compact `audit.batch` (AuditEventBatch.common) as the JSON text `AuditLog.apply` expands
- * into rows: the shared columns, the target ids, and the changes as the producer wrote them
- * (a JSON array of the events' changes arrays), put in as they are, not parsed here.
+ * A compact `audit.batch` (AuditEventBatch.common) as the JSON text `AuditLog.apply` stores as
+ * one row of its events (a group, migration AuditGroups): the shared columns, the target ids,
+ * and the changes as the producer wrote them (a JSON array of the events' changes arrays), put
+ * in as they are, not parsed here.
  */
 function compactJson(batch: AuditEventBatch, messageId: string, at: Date): string {
   const shared = JSON.stringify({
@@ -177,9 +178,9 @@ export class AuditLog {
    * `processed_event` and the rows of the claimed ones inserted, atomically (see
    * `consumeClaimed`), from two JSON parameters (real parameters: `em.execute` would quote
    * them into the SQL text, which cost more than the insert; written as bytes, `jsonArrayText`):
-   * a row per event, and the compact `audit.batch` messages (`compactJson`), which the
-   * statement expands into a row per event, each event's id made from the message's id and the
-   * event's place (kit `compactAuditEventId`).
+   * a row per event, and the compact `audit.batch` messages (`compactJson`), each stored as
+   * one row holding its events (`list` gives each event the id kit `compactAuditEventId`
+   * makes from the message's id and the event's place).
    * Events already past the retention (delivered more than 90 days late) are not stored.
    * Returns how many events it offered.
    */
@@ -224,27 +225,30 @@ export class AuditLog {
        )
        insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
-         request_id, via)
+         request_id, via, events, target_ids)
        select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
          e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes::jsonb,
-         e.request_id, e.via
+         e.request_id, e.via, 1, null
        from jsonb_to_recordset($3::text::jsonb) as e(message_id text, event_id text, at timestamptz,
          organization_id bigint, database_id bigint, table_id bigint, actor_type text,
          actor_id bigint, action text, target_type text, target_id bigint,
          target_field_id bigint, changes text, request_id text, via text)
        where e.message_id in (select event_id from claimed)
        union all
-       select md5(c.message_id || ':' || x.n)::uuid::text, c.at, c.organization_id,
-         c.database_id, c.table_id, c.actor_type, c.actor_id, c.action, c.target_type,
-         x.id::bigint, c.target_field_id, coalesce(x.changes, '[]'), c.request_id, c.via
+       select c.message_id, c.at, c.organization_id, c.database_id, c.table_id, c.actor_type,
+         c.actor_id, c.action, c.target_type, g.ids[1], c.target_field_id, g.changes,
+         c.request_id, c.via, cardinality(g.ids), g.ids
        from jsonb_array_elements($4::text::jsonb) as m(batch)
          cross join lateral jsonb_to_record(m.batch) as c(message_id text, at timestamptz,
            organization_id bigint, database_id bigint, table_id bigint, actor_type text,
            actor_id bigint, action text, target_type text, target_field_id bigint,
            request_id text, via text)
-         cross join lateral rows from (jsonb_array_elements_text(m.batch -> 'target_ids'),
-           jsonb_array_elements(m.batch -> 'changes')) with ordinality as x(id, changes, n)
-       where c.message_id in (select event_id from claimed) and x.id is not null
+         cross join lateral (
+           select array(select jsonb_array_elements_text(m.batch -> 'target_ids')::bigint) as ids,
+             case when jsonb_typeof(m.batch -> 'changes') = 'array' then m.batch -> 'changes'
+               else '[]' end as changes
+         ) g
+       where c.message_id in (select event_id from claimed) and cardinality(g.ids) > 0
        on conflict do nothing`,
       [
         consumer,
@@ -294,7 +298,7 @@ export class AuditLog {
     // partial hours at its ends one by one (migration AuditCounts).
     const { whole, partial } = totalParts(since, query.until);
     const parts = partial.map(
-      (range) => `(select count(*) from audit_event where ${events(range)})`,
+      (range) => `(select coalesce(sum(events), 0) from audit_event where ${events(range)})`,
     );
     if (whole) {
       parts.push(
@@ -306,21 +310,40 @@ export class AuditLog {
     }
     // The total and the page in one statement, so one snapshot: as two, an event stored between
     // them made the total disagree with the page. The total's row stays when the page is empty
-    // (an offset past the end); its columns are then null. The page's ids come from the scope's
-    // index alone (skipped rows included), then only its events are read.
+    // (an offset past the end); its columns are then null. The page's rows come from the scope's
+    // index alone, the rows before it skipped by a running sum of their events (a group counts
+    // all of its own); then only the page's rows are read, a group's events taken from it in
+    // its order, each with its own id (kit `compactAuditEventId`, made the same way).
+    const offset = param(query.offset);
+    const end = param(query.offset + query.limit);
     const rows = await this.deps.read<PageRow & { total: string }>(
-      `select t.total, e.event_id, e.at,
+      `select t.total, x.event_id, e.at,
          to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
          e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
-         e.target_type, e.target_id, e.target_field_id, e.changes, e.via
+         e.target_type, x.target_id, e.target_field_id, x.changes, e.via
        from (select (${parts.join(" + ")})::bigint as total) t
        left join lateral (
-         select event_id, at from audit_event
-         where ${events({ from: since, to: query.until })}
-         order by at desc, event_id desc limit ${param(query.limit)} offset ${param(query.offset)}
+         select r.event_id, r.at, r.through - r.events as before
+         from (
+           select event_id, at, events,
+             sum(events) over (order by at desc, event_id desc rows unbounded preceding) as through
+           from audit_event
+           where ${events({ from: since, to: query.until })}
+           order by at desc, event_id desc
+         ) r
+         where r.through > ${offset}
+         limit ${param(query.limit)}
        ) p on true
        left join audit_event e on e.event_id = p.event_id and e.at = p.at
-       order by p.at desc, p.event_id desc`,
+       left join lateral (
+         select e.event_id, e.target_id, e.changes, 1::bigint as n where e.target_ids is null
+         union all
+         select md5(e.event_id || ':' || g.n)::uuid::text, g.id, coalesce(g.changes, '[]'), g.n
+         from rows from (unnest(e.target_ids), jsonb_array_elements(e.changes))
+           with ordinality as g(id, changes, n)
+         where e.target_ids is not null and g.id is not null
+       ) x on p.before + x.n > ${offset} and p.before + x.n <= ${end}
+       order by p.at desc, p.event_id desc, x.n`,
       params,
     );
     const entries = rows.filter(

@@ -66,7 +66,12 @@ beforeAll(async () => {
   await migrateBefore({ url, schema: SCHEMA, entities: [], migrations }, "AuditCounts", (old) =>
     query(old.em.fork(), INSERT, events(1, "2026-11-20T09:10:00Z", 30, 7)),
   );
-  expect(await migrateOrganization(url)).toEqual(["AuditCounts", "AuditVia", "FormActor"]);
+  expect(await migrateOrganization(url)).toEqual([
+    "AuditCounts",
+    "AuditVia",
+    "FormActor",
+    "AuditGroups",
+  ]);
   orm = await createOrganizationOrm(url);
 });
 

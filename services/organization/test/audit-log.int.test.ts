@@ -887,10 +887,110 @@ describe("the audit consumer", () => {
       })),
     );
     const { rows } = await h.db.query(
-      "select count(*)::int as n, count(distinct request_id)::int as requests from organization.audit_event where organization_id = $1 and action = 'record.created'",
+      "select count(*)::int as n, sum(events)::int as events, count(distinct request_id)::int as requests from organization.audit_event where organization_id = $1 and action = 'record.created'",
       [organizationId],
     );
-    expect(rows[0]).toEqual({ n: 4, requests: 1 });
+    // The compact message's events in one row, the lone one in its own.
+    expect(rows[0]).toEqual({ n: 2, events: 4, requests: 1 });
+  });
+
+  it("lists a stored group's events one by one: every offset, limit, total and action filter as if each were a row", async () => {
+    const owner = await h.user("Grouped");
+    const { organizationId } = await newOrganization(h, owner, "Grouped");
+    const base = Date.now() - 60_000;
+    const lone = (id: bigint, seconds: number, action = "record.updated") =>
+      auditEventOf({
+        organizationId,
+        databaseId: 5n,
+        tableId: 6n,
+        action,
+        target: { type: "record", id },
+        actor: owner,
+        at: new Date(base + seconds * 1000),
+      });
+    const group = (ids: bigint[], seconds: number) => {
+      const eventId = crypto.randomUUID();
+      const batch = create(AuditEventBatchSchema, {
+        common: {
+          meta: {
+            eventId,
+            occurredAt: timestampFromDate(new Date(base + seconds * 1000)),
+            actor: { type: Actor_Type.USER, id: owner.id },
+            requestId: "test",
+          },
+          organizationId,
+          databaseId: 5n,
+          tableId: 6n,
+          action: "record.created",
+          target: { type: "record" },
+        },
+        targetIds: ids,
+        changesJson: JSON.stringify(ids.map((id) => [{ key: "1", label: "N", new: `v${id}` }])),
+      });
+      return { eventId, payload: toBinary(AuditEventBatchSchema, batch), ids };
+    };
+    const first = lone(1n, 1);
+    const big = group([11n, 12n, 13n, 14n, 15n], 2);
+    const middle = lone(2n, 3);
+    const small = group([21n, 22n], 4);
+    const last = lone(3n, 5);
+    await withAuditLog(async (auditLog, orm) => {
+      const message = (m: { eventId: string; payload: Uint8Array }, subject: string) => ({
+        subject,
+        data: m.payload,
+        id: m.eventId,
+        deliveryCount: 1,
+      });
+      const updated = SUBJECTS.audit("record.updated");
+      expect(
+        await auditLog.apply(orm.em.fork(), DURABLES.audit, [
+          message(first, updated),
+          message(big, SUBJECTS.auditBatch),
+          message(middle, updated),
+          message(small, SUBJECTS.auditBatch),
+          message(last, updated),
+        ]),
+      ).toBe(10);
+    });
+    // Newest first; a group's events in the order written.
+    const all = [
+      [last.eventId, 3n],
+      ...small.ids.map((id, i) => [compactAuditEventId(small.eventId, i), id]),
+      [middle.eventId, 2n],
+      ...big.ids.map((id, i) => [compactAuditEventId(big.eventId, i), id]),
+      [first.eventId, 1n],
+    ];
+    const scope = byOrganization(organizationId);
+    // The range holds these events only (not the organization's own, made just now).
+    const since = timestampFromDate(new Date(base));
+    const until = timestampFromDate(new Date(base + 10_000));
+    const page = async (offset: number, limit: number, action = "") => {
+      const listed = await list(h, owner, scope, { offset, limit, since, until, action });
+      return {
+        total: listed.total,
+        events: listed.events.map((e) => [e.eventId, e.target!.id]),
+        changes: listed.events.map((e) => e.changes.map((c) => c.newValue?.kind.value)),
+      };
+    };
+    expect((await page(0, 50)).events).toEqual(all);
+    for (const limit of [1, 2, 3, 4]) {
+      for (let offset = 0; offset <= all.length; offset++) {
+        const { total, events } = await page(offset, limit);
+        expect(total).toBe(10n);
+        expect(events).toEqual(all.slice(offset, offset + limit));
+      }
+    }
+    const created = await page(1, 4, "record.created");
+    expect(created.total).toBe(7n);
+    expect(created.events).toEqual([all[2], all[4], all[5], all[6]]);
+    expect(created.changes).toEqual([["v22"], ["v11"], ["v12"], ["v13"]]);
+    // The kept counts add a group's events (the whole hours of a range come from them).
+    const { rows } = await h.db.query(
+      `select coalesce(sum(n), 0)::int as n from organization.audit_count
+       where scope = 'table' and scope_id = 6 and organization_id = $1 and action = 'record.created'`,
+      [organizationId],
+    );
+    expect(rows[0].n).toBe(7);
   });
 
   it("stores several messages in one statement, skipping those already stored, all or nothing", async () => {

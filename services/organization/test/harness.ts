@@ -83,6 +83,7 @@ export async function startHarness(
     "AuditCounts",
     "AuditVia",
     "FormActor",
+    "AuditGroups",
   ]);
   const { service, config } = services.service("organization");
   return {

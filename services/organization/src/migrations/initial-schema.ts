@@ -1,6 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditCounts } from "./audit-counts.js";
+import { AuditGroups } from "./audit-groups.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 import { AuditVia } from "./audit-via.js";
 import { FormActor } from "./form-actor.js";
@@ -141,4 +142,5 @@ export const migrations = [
   AuditCounts,
   AuditVia,
   FormActor,
+  AuditGroups,
 ];
