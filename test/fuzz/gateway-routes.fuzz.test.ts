@@ -77,7 +77,7 @@ async function fuzz(op: Operation, runs: number): Promise<void> {
       const started = performance.now();
       const response = await send(world, request);
       const took = performance.now() - started;
-      const problem = contractProblem(op, response);
+      const problem = contractProblem(op, response, request.url);
       if (process.env.FUZZ_STATS) {
         const counts = stats.get(nameOf(op)) ?? new Map<string, number>();
         const code = /"message":"([a-z_]+)"/.exec(response.text)?.[1] ?? "";
@@ -147,7 +147,7 @@ describe("every gateway route under fuzzed requests", () => {
         const response = await send(world, { method: m, url, credential: "owner", headers: {} });
         // OPTIONS on a known path answers what it allows, without a body (RFC 9110 9.3.7).
         if (m === "OPTIONS" && response.status === 204) return;
-        const problem = contractProblem(op, response);
+        const problem = contractProblem(op, response, url);
         if (problem || response.status < 400) {
           throw new Error(
             describeFailure(

@@ -771,16 +771,24 @@ export async function send(w: World, request: FuzzRequest): Promise<FuzzResponse
 const SOURCES = new Set(["body", "query", "path", "header"]);
 
 /** Why the answer breaks the envelope conventions, or undefined when it keeps it. */
-export function contractProblem(op: Operation, response: FuzzResponse): string | undefined {
+export function contractProblem(
+  op: Operation,
+  response: FuzzResponse,
+  /** The request's path and query as sent (`FuzzRequest.url`). */
+  url = "",
+): string | undefined {
   const { status } = response;
   if (status >= 500) return `status ${status}`;
   // Files, and the Swagger UI page and its files, answer in their own types.
   const binary =
     op.path === "/file/serve" || op.path.startsWith("/file/signed/") || op.path.startsWith("/docs");
+  // A form key of "." or ".." (also as %2e) is resolved away by the client before the request
+  // leaves (`/forms/./schema` is sent as `/forms/schema`): the form page answers it.
+  const dotKey = /^\/forms\/(\.|%2e){1,2}\//i.test(url);
   // A form's page, and the pages its post answers, are HTML for people.
   const page =
     response.contentType.startsWith("text/html") &&
-    (op.path === "/forms/{form_key}"
+    (op.path === "/forms/{form_key}" || dotKey
       ? status === 200 || status === 404
       : op.path === "/forms/{form_key}/submit" && [200, 400, 403, 404, 429].includes(status));
   if (page) return undefined;
