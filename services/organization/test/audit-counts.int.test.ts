@@ -71,6 +71,7 @@ beforeAll(async () => {
     "AuditVia",
     "FormActor",
     "AuditGroups",
+    "Lz4Compression",
   ]);
   orm = await createOrganizationOrm(url);
 });

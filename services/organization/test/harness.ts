@@ -84,6 +84,7 @@ export async function startHarness(
     "AuditVia",
     "FormActor",
     "AuditGroups",
+    "Lz4Compression",
   ]);
   const { service, config } = services.service("organization");
   return {

@@ -50,7 +50,11 @@ beforeAll(async () => {
       before = await query(em, `select ${COLUMNS} from record_change order by id`);
     },
   );
-  expect(await migrateRecords(db.url)).toEqual(["RecordChangeWrites", ...SQL_FILES]);
+  expect(await migrateRecords(db.url)).toEqual([
+    "RecordChangeWrites",
+    "Lz4Compression",
+    ...SQL_FILES,
+  ]);
   session = await sessionIn(db.url, SCHEMA);
 });
 

@@ -113,6 +113,7 @@ export async function startHarness(
     "RecordChanges",
     "RowIdSequence",
     "RecordChangeWrites",
+    "Lz4Compression",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

@@ -64,6 +64,7 @@ beforeAll(async () => {
     "RecordChanges",
     "RowIdSequence",
     "RecordChangeWrites",
+    "Lz4Compression",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

@@ -87,6 +87,7 @@ beforeAll(async () => {
     "RecordChanges",
     "RowIdSequence",
     "RecordChangeWrites",
+    "Lz4Compression",
     ...SQL_FILES,
   ]);
 });

@@ -44,6 +44,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
       "RecordChanges",
       "RowIdSequence",
       "RecordChangeWrites",
+      "Lz4Compression",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(

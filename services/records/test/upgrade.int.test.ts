@@ -895,6 +895,7 @@ describe("the row ids' sequence", () => {
       expect(await migrateRecords(db.url)).toEqual([
         "RowIdSequence",
         "RecordChangeWrites",
+        "Lz4Compression",
         ...SQL_FILES,
       ]);
       upgraded = await createRecordsOrm(db.url);

@@ -5,6 +5,7 @@ import { AuditGroups } from "./audit-groups.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 import { AuditVia } from "./audit-via.js";
 import { FormActor } from "./form-actor.js";
+import { Lz4Compression } from "./lz4-compression.js";
 import { PlanVersion } from "./plan-version.js";
 
 /**
@@ -143,4 +144,5 @@ export const migrations = [
   AuditVia,
   FormActor,
   AuditGroups,
+  Lz4Compression,
 ];

@@ -4,6 +4,7 @@ import { ChangeIds } from "./change-ids.js";
 import { CreateGateAutonumbers } from "./create-gate-autonumbers.js";
 import { DropCreateGateOverloads } from "./drop-create-gate-overloads.js";
 import { IcuCollation } from "./icu-collation.js";
+import { Lz4Compression } from "./lz4-compression.js";
 import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { RecordChangeWrites } from "./record-change-writes.js";
@@ -100,4 +101,5 @@ export const migrations = [
   RecordChanges,
   RowIdSequence,
   RecordChangeWrites,
+  Lz4Compression,
 ];
