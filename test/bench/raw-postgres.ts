@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import {
+  type AuditChange,
   auditBatchEvents,
   buildAuditEvent,
   compactAuditEvents,
@@ -225,7 +226,10 @@ function withEvents(entries: OutboxEntry[], statement: Statement): Statement {
 
 /** One audit event per record, packed as the service packs them (kit `compactAuditEvents`). */
 function audits(event: AuditEvent, count: number): OutboxEntry[] {
-  const item = { targetId: event.target?.id ?? 0n, changesJson: event.changesJson };
+  const item = {
+    targetId: event.target?.id ?? 0n,
+    changes: JSON.parse(event.changesJson || "[]") as AuditChange[],
+  };
   return compactAuditEvents(
     event,
     Array.from({ length: count }, () => item),

@@ -56,6 +56,9 @@ interface AuditEvent {
   changes: { key: string; label?: string; old: unknown; new: unknown }[];
 }
 
+/** Orders values by their JSON text. */
+const byJson = (a: unknown, b: unknown) => JSON.stringify(a).localeCompare(JSON.stringify(b));
+
 interface AuditPage {
   events: AuditEvent[];
   total: number;
@@ -198,6 +201,11 @@ describe("/audit/list", () => {
     expect(all.total).toBe(57);
     expect(new Set(all.events.map((e) => e.action))).toEqual(
       new Set(["record.created", "field.created", "table.created"]),
+    );
+    // Each record's change named by its field, the label stored once for the batch.
+    const created = all.events.filter((e) => e.action === "record.created");
+    expect(created.map((e) => e.changes.map((c) => [c.key, c.label, c.new])).sort(byJson)).toEqual(
+      Array.from({ length: 55 }, (_, i) => [[table.id("Name"), "Name", `r${i}`]]).sort(byJson),
     );
 
     const response = await api("GET", "/audit/list", {

@@ -61,10 +61,7 @@ describe("eventTraceparent", () => {
           action: "record.created",
           target: create(AuditEvent_TargetSchema, { type: "record" }),
         },
-        [1n, 2n, 3n, 4n].map((targetId) => ({
-          targetId,
-          changesJson: JSON.stringify([{ key: "1", label: big }]),
-        })),
+        [1n, 2n, 3n, 4n].map((targetId) => ({ targetId, changes: [{ key: "1", label: big }] })),
         {},
       ),
     );
@@ -92,7 +89,7 @@ describe("compactAuditEvents", () => {
   };
   const itemOf = (rowId: number, size = 10) => ({
     targetId: BigInt(rowId),
-    changesJson: auditChangesJson([{ key: "1", label: "Name", old: "a", new: "é".repeat(size) }]),
+    changes: [{ key: "1", label: "Name", old: "a", new: "é".repeat(size) }],
   });
 
   it("sends a lone event as an ordinary event on its own subject", () => {
@@ -101,7 +98,10 @@ describe("compactAuditEvents", () => {
     expect(message!.subject).toBe(SUBJECTS.audit("record.updated"));
     const event = fromBinary(AuditEventSchema, message!.payload);
     expect(event.meta?.eventId).toBe(message!.eventId);
-    expect([event.target?.id, event.changesJson]).toEqual([1n, itemOf(1).changesJson]);
+    expect([event.target?.id, event.changesJson]).toEqual([
+      1n,
+      auditChangesJson(itemOf(1).changes),
+    ]);
     expect(compactAuditEvents(common, [], {})).toEqual([]);
   });
 
@@ -120,17 +120,17 @@ describe("compactAuditEvents", () => {
       return auditBatchEvents(batch, message.eventId);
     });
     expect(events.map((e) => [e.target?.id, e.changesJson, e.action, e.tableId])).toEqual(
-      items.map((item) => [item.targetId, item.changesJson, "record.updated", 9n]),
+      items.map((item) => [item.targetId, auditChangesJson(item.changes), "record.updated", 9n]),
     );
     expect(new Set(events.map((e) => e.meta?.eventId)).size).toBe(600);
     expect(events[0]!.meta?.eventId).toBe(compactAuditEventId(messages[0]!.eventId, 0));
   });
 
   it("sends an item bigger than the budget in a message of its own", () => {
-    // Changes as a service could not make them (auditChangesJson keeps them under the budget).
+    // Under the changes' own limit (auditChangesJson), over the budget that the shared parts leave.
     const big = {
       targetId: 2n,
-      changesJson: JSON.stringify([{ key: "1", label: "y".repeat(AUDIT_BATCH_BYTES) }]),
+      changes: [{ key: "2", new: "y".repeat(AUDIT_BATCH_BYTES - 1024) }],
     };
     const messages = compactAuditEvents(common, [itemOf(1), big, itemOf(3)], {});
     expect(messages.map((m) => fromBinary(AuditEventBatchSchema, m.payload).targetIds)).toEqual([
@@ -138,6 +138,49 @@ describe("compactAuditEvents", () => {
       [2n],
       [3n],
     ]);
+  });
+
+  it("sends each label once per message, and a change whose label differs keeps its own", () => {
+    const changesOf = (name: string, label: string) => [
+      { key: "1", label, new: name },
+      { key: "2", label: "Amount", new: 5 },
+      { key: "*", label: "2 more not recorded" },
+    ];
+    // The third record was written after field 1 was renamed (a label of its own).
+    const items = [
+      { targetId: 1n, changes: changesOf("a", "Name") },
+      { targetId: 2n, changes: changesOf("b", "Name") },
+      { targetId: 3n, changes: changesOf("c", "Title") },
+    ];
+    const [message, ...more] = compactAuditEvents(common, items, {});
+    expect(more).toEqual([]);
+    const batch = fromBinary(AuditEventBatchSchema, message!.payload);
+    expect(JSON.parse(batch.labelsJson)).toEqual({
+      "1": "Name",
+      "2": "Amount",
+      "*": "2 more not recorded",
+    });
+    expect(JSON.parse(batch.changesJson)).toEqual([
+      [{ key: "1", new: "a" }, { key: "2", new: 5 }, { key: "*" }],
+      [{ key: "1", new: "b" }, { key: "2", new: 5 }, { key: "*" }],
+      [{ key: "1", label: "Title", new: "c" }, { key: "2", new: 5 }, { key: "*" }],
+    ]);
+    expect(auditBatchEvents(batch, message!.eventId).map((event) => event.changesJson)).toEqual(
+      items.map((item) => auditChangesJson(item.changes)),
+    );
+  });
+
+  it("keeps labels in place when they are too long to share", () => {
+    const label = "L".repeat(AUDIT_BATCH_BYTES / 2);
+    const items = [1n, 2n].map((targetId) => ({ targetId, changes: [{ key: "1", label }] }));
+    const batches = compactAuditEvents(common, items, {}).map((m) =>
+      fromBinary(AuditEventBatchSchema, m.payload),
+    );
+    expect(batches.map((batch) => [batch.labelsJson, batch.targetIds])).toEqual([
+      ["", [1n]],
+      ["", [2n]],
+    ]);
+    expect(JSON.parse(batches[0]!.changesJson)).toEqual([[{ key: "1", label }]]);
   });
 
   it("makes an event's id a UUID of the message's id and the event's place, the same each time", () => {

@@ -16,6 +16,7 @@ import {
   ActorSchema,
   EventMetaSchema,
 } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
+import { type AuditChange, auditChangesJson } from "./audit-changes.js";
 import type { StreamSpec } from "./bus.js";
 import { enqueueEvent, type OutboxEntry } from "./outbox.js";
 import type { Principal } from "./principal.js";
@@ -236,20 +237,26 @@ export const AUDIT_BATCH_BYTES = 256 * 1024;
 /** One event of a compact `audit.batch` (`compactAuditEvents`): its target's id and changes. */
 export interface CompactAuditItem {
   targetId: bigint;
-  /** As AuditEvent.changes_json (empty text: none). */
-  changesJson: string;
+  /** What AuditEvent.changes_json holds (`auditChangesJson`). */
+  changes: readonly AuditChange[];
 }
 
-/** What a compact message spends on its shared parts: the budget for its items is the rest. */
+/**
+ * What a compact message spends on its shared parts besides the labels: the budget for its
+ * items is the rest.
+ */
 const COMPACT_SHARED_BYTES = 4 * 1024;
+
+/** The longest labels JSON a compact message shares (a quarter of its budget). */
+const MAX_SHARED_LABELS_LENGTH = AUDIT_BATCH_BYTES / 4;
 
 /**
  * Audit events that differ only in their target's id and changes (the records of one batch
  * write), as outbox entries: a lone one is an ordinary event on its own subject
  * (`audit.<action>`); more go in `audit.batch` messages of the compact form
- * (AuditEventBatch.common, target_ids, changes_json), which carry the shared parts once and
- * each record's id and changes as they are, so that neither side builds or decodes an event per
- * record. A message holds items up to AUDIT_BATCH_BYTES of changes text (counted in UTF-16
+ * (AuditEventBatch.common, target_ids, changes_json, labels_json), which carry the shared parts
+ * once (the changes' labels too) and each record's id and changes, so that neither side builds
+ * or decodes an event per record. A message holds items up to AUDIT_BATCH_BYTES of changes text (counted in UTF-16
  * units: at most three bytes each, still far under the bus's limit); an item over the budget
  * goes alone. `common.target.id` is ignored (0 in the message).
  */
@@ -258,19 +265,17 @@ export function compactAuditEvents(
   items: readonly CompactAuditItem[],
   context: EventContext,
 ): OutboxEntry[] {
-  const eventOf = (item: CompactAuditItem) =>
-    buildAuditEvent(
-      {
-        ...common,
-        target: targetWithId(common, item.targetId),
-        changesJson: item.changesJson,
-      },
-      context,
-    );
   const [first] = items;
   if (first === undefined) return [];
   if (items.length === 1) {
-    const event = eventOf(first);
+    const event = buildAuditEvent(
+      {
+        ...common,
+        target: targetWithId(common, first.targetId),
+        changesJson: auditChangesJson(first.changes),
+      },
+      context,
+    );
     return [
       {
         subject: SUBJECTS.audit(event.action),
@@ -279,9 +284,23 @@ export function compactAuditEvents(
       },
     ];
   }
-  const budget = AUDIT_BATCH_BYTES - COMPACT_SHARED_BYTES;
+  const labels = new Map<string, string>();
+  let compacted = items.map((item) => ({
+    targetId: item.targetId,
+    changesJson: auditChangesJson(withoutSharedLabels(item.changes, labels)),
+  }));
+  let labelsJson = labels.size > 0 ? JSON.stringify(Object.fromEntries(labels)) : "";
+  // Labels too long to share in every message (fields named at great length) stay in place.
+  if (labelsJson.length > MAX_SHARED_LABELS_LENGTH) {
+    labelsJson = "";
+    compacted = items.map((item) => ({
+      targetId: item.targetId,
+      changesJson: auditChangesJson(item.changes),
+    }));
+  }
+  const budget = AUDIT_BATCH_BYTES - COMPACT_SHARED_BYTES - labelsJson.length;
   const entries: OutboxEntry[] = [];
-  const message = (chunk: readonly CompactAuditItem[]): OutboxEntry => {
+  const message = (chunk: typeof compacted): OutboxEntry => {
     const meta = eventMeta(context);
     const batch = create(AuditEventBatchSchema, {
       traceparent: meta.traceparent,
@@ -293,6 +312,7 @@ export function compactAuditEvents(
       }),
       targetIds: chunk.map((item) => item.targetId),
       changesJson: `[${chunk.map((item) => item.changesJson || "[]").join(",")}]`,
+      labelsJson,
     });
     return {
       subject: SUBJECTS.auditBatch,
@@ -302,17 +322,36 @@ export function compactAuditEvents(
   };
   let start = 0;
   let size = 0;
-  items.forEach((item, i) => {
+  compacted.forEach((item, i) => {
     const itemSize = item.changesJson.length + 12;
     if (i > start && size + itemSize > budget) {
-      entries.push(message(items.slice(start, i)));
+      entries.push(message(compacted.slice(start, i)));
       start = i;
       size = 0;
     }
     size += itemSize;
   });
-  entries.push(message(items.slice(start)));
+  entries.push(message(compacted.slice(start)));
   return entries;
+}
+
+/**
+ * `changes` without the labels that `labels` (key to label, shared by a compact message's
+ * changes) holds: a key's first label is shared from then on; a change whose label differs
+ * from its key's shared one keeps it.
+ */
+function withoutSharedLabels(
+  changes: readonly AuditChange[],
+  labels: Map<string, string>,
+): AuditChange[] {
+  return changes.map((change) => {
+    const { label, ...unlabelled } = change;
+    if (label === undefined) return change;
+    const shared = labels.get(change.key);
+    if (shared === undefined) labels.set(change.key, label);
+    else if (shared !== label) return change;
+    return unlabelled;
+  });
 }
 
 /**
@@ -334,7 +373,15 @@ export function compactAuditEventId(messageId: string, index: number): string {
 export function auditBatchEvents(batch: AuditEventBatch, messageId: string): AuditEvent[] {
   const { common } = batch;
   if (!common) return batch.events;
-  const changes = JSON.parse(batch.changesJson || "[]") as unknown[];
+  const changes = JSON.parse(batch.changesJson || "[]") as AuditChange[][];
+  const labels = new Map(
+    Object.entries(JSON.parse(batch.labelsJson || "{}") as Record<string, string>),
+  );
+  const labelled = (change: AuditChange): AuditChange => {
+    const label = change.label === undefined ? labels.get(change.key) : undefined;
+    const { key, ...rest } = change;
+    return label === undefined ? change : { key, label, ...rest };
+  };
   return batch.targetIds.map((id, index) => {
     const meta = clone(EventMetaSchema, common.meta ?? create(EventMetaSchema));
     meta.eventId = compactAuditEventId(messageId, index);
@@ -342,7 +389,7 @@ export function auditBatchEvents(batch: AuditEventBatch, messageId: string): Aud
       ...common,
       meta,
       target: targetWithId(common, id),
-      changesJson: JSON.stringify(changes[index] ?? []),
+      changesJson: JSON.stringify((changes[index] ?? []).map(labelled)),
     });
   });
 }

@@ -79,6 +79,8 @@ interface AuditRow {
   target_id: string;
   target_field_id: string | null;
   changes: AuditChange[];
+  /** A group's shared labels (AuditEventBatch.labels_json), for its changes that have none. */
+  labels: Record<string, string> | null;
   via: string | null;
 }
 
@@ -140,16 +142,18 @@ function rowJson(event: AuditEvent, messageId: string, at: Date): string {
 
 /**
  * A compact `audit.batch` (AuditEventBatch.common) as the JSON text `AuditLog.apply` stores as
- * one row of its events (a group, migration AuditGroups): the shared columns, the target ids,
- * and the changes as the producer wrote them (a JSON array of the events' changes arrays), put
- * in as they are, not parsed here.
+ * one row of its events (a group, migrations AuditGroups and AuditGroupLabels): the shared
+ * columns, the target ids, the changes as the producer wrote them (a JSON array of the events'
+ * changes arrays) and the labels they share, put in as they are, not parsed here.
  */
 function compactJson(batch: AuditEventBatch, messageId: string, at: Date): string {
   const shared = JSON.stringify({
     ...sharedColumns(batch.common!, messageId, at),
     target_ids: batch.targetIds.map(String),
   });
-  return `${shared.slice(0, -1)},"changes":${batch.changesJson || "[]"}}`;
+  return `${shared.slice(0, -1)},"labels":${batch.labelsJson || "null"},"changes":${
+    batch.changesJson || "[]"
+  }}`;
 }
 
 /**
@@ -225,10 +229,10 @@ export class AuditLog {
        )
        insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
-         request_id, via, events, target_ids)
+         request_id, via, events, target_ids, labels)
        select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
          e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes::jsonb,
-         e.request_id, e.via, 1, null
+         e.request_id, e.via, 1, null, null
        from jsonb_to_recordset($3::text::jsonb) as e(message_id text, event_id text, at timestamptz,
          organization_id bigint, database_id bigint, table_id bigint, actor_type text,
          actor_id bigint, action text, target_type text, target_id bigint,
@@ -237,7 +241,8 @@ export class AuditLog {
        union all
        select c.message_id, c.at, c.organization_id, c.database_id, c.table_id, c.actor_type,
          c.actor_id, c.action, c.target_type, g.ids[1], c.target_field_id, g.changes,
-         c.request_id, c.via, cardinality(g.ids), g.ids
+         c.request_id, c.via, cardinality(g.ids), g.ids,
+         case when jsonb_typeof(m.batch -> 'labels') = 'object' then m.batch -> 'labels' end
        from jsonb_array_elements($4::text::jsonb) as m(batch)
          cross join lateral jsonb_to_record(m.batch) as c(message_id text, at timestamptz,
            organization_id bigint, database_id bigint, table_id bigint, actor_type text,
@@ -320,7 +325,7 @@ export class AuditLog {
       `select t.total, x.event_id, e.at,
          to_char(e.at at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at_iso,
          e.organization_id, e.database_id, e.table_id, e.actor_type, e.actor_id, e.action,
-         e.target_type, x.target_id, e.target_field_id, x.changes, e.via
+         e.target_type, x.target_id, e.target_field_id, x.changes, e.labels, e.via
        from (select (${parts.join(" + ")})::bigint as total) t
        left join lateral (
          select r.event_id, r.at, r.through - r.events as before
@@ -470,6 +475,16 @@ export class AuditLog {
   }
 }
 
+/** `changes` with a group's shared `labels` given to those that have none of their own. */
+function labelled(changes: AuditChange[], labels: Record<string, string> | null): AuditChange[] {
+  if (!labels) return changes;
+  return changes.map((change) => {
+    if (change.label !== undefined || !Object.hasOwn(labels, change.key)) return change;
+    const { key, ...rest } = change;
+    return { key, label: labels[change.key], ...rest };
+  });
+}
+
 function toEntry(row: AuditRow): AuditEntry {
   return {
     eventId: row.event_id,
@@ -484,7 +499,7 @@ function toEntry(row: AuditRow): AuditEntry {
       id: BigInt(row.target_id),
       fieldId: bigintOrNull(row.target_field_id),
     },
-    changes: row.changes,
+    changes: labelled(row.changes, row.labels),
     via: row.via,
   };
 }

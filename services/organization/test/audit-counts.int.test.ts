@@ -72,6 +72,7 @@ beforeAll(async () => {
     "FormActor",
     "AuditGroups",
     "Lz4Compression",
+    "AuditGroupLabels",
   ]);
   orm = await createOrganizationOrm(url);
 });

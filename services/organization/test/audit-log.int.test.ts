@@ -807,13 +807,14 @@ describe("the audit consumer", () => {
   it("stores every event of a compact audit.batch once, its ids made from the message's", async () => {
     const owner = await h.user("Compact");
     const { organizationId } = await newOrganization(h, owner, "Compact");
-    const items = [7n, 8n, 9n].map((targetId) => ({
-      targetId,
-      changesJson: auditChangesJson([{ key: "1", label: "Name", new: `row ${targetId}` }]),
-    }));
-    // Row 9's changes hold text that JSON escapes, and row 8 has none.
-    items[2]!.changesJson = auditChangesJson([{ key: "1", label: "Name", new: 'say "hi"\n' }]);
-    items[1]!.changesJson = "";
+    // Row 9's changes hold text that JSON escapes, row 8 has none, and row 11 was written with
+    // field 1 named otherwise (its label its own, the others' shared by the message).
+    const items = [
+      { targetId: 7n, changes: [{ key: "1", label: "Name", new: "row 7" }] },
+      { targetId: 8n, changes: [] },
+      { targetId: 9n, changes: [{ key: "1", label: "Name", new: 'say "hi"\n' }] },
+      { targetId: 11n, changes: [{ key: "1", label: "Title", new: "row 11" }] },
+    ];
     const [message, ...more] = compactAuditEvents(
       {
         organizationId,
@@ -836,7 +837,7 @@ describe("the audit consumer", () => {
         action: "record.created",
         target: create(AuditEvent_TargetSchema, { type: "record" }),
       },
-      [{ targetId: 10n, changesJson: "" }],
+      [{ targetId: 10n, changes: [] }],
       { principal: { kind: "user", userId: owner.id, sessionId: "s" }, requestId: "req-1" },
     );
     expect(lone!.subject).toBe(SUBJECTS.audit("record.created"));
@@ -854,7 +855,7 @@ describe("the audit consumer", () => {
         deliveryCount: 1,
       };
       expect(await auditLog.apply(orm.em.fork(), DURABLES.audit, [delivered, loneDelivered])).toBe(
-        4,
+        5,
       );
       // A redelivery stores nothing more.
       await auditLog.apply(orm.em.fork(), DURABLES.audit, [{ ...delivered, deliveryCount: 2 }]);
@@ -877,8 +878,9 @@ describe("the audit consumer", () => {
         [8n, []],
         [9n, [["1", "Name", 'say "hi"\n']]],
         [10n, []],
+        [11n, [["1", "Title", "row 11"]]],
       ].map(([id, changes], i) => ({
-        eventId: i < 3 ? compactAuditEventId(message!.eventId, i) : lone!.eventId,
+        eventId: i === 3 ? lone!.eventId : compactAuditEventId(message!.eventId, i < 3 ? i : 3),
         action: "record.created",
         target: ["record", id],
         scope: [5n, 6n],
@@ -891,7 +893,23 @@ describe("the audit consumer", () => {
       [organizationId],
     );
     // The compact message's events in one row, the lone one in its own.
-    expect(rows[0]).toEqual({ n: 2, events: 4, requests: 1 });
+    expect(rows[0]).toEqual({ n: 2, events: 5, requests: 1 });
+    // The group's label is stored once, not with each change.
+    const { rows: groups } = await h.db.query(
+      "select labels, changes from organization.audit_event where organization_id = $1 and events > 1",
+      [organizationId],
+    );
+    expect(groups).toEqual([
+      {
+        labels: { "1": "Name" },
+        changes: [
+          [{ key: "1", new: "row 7" }],
+          [],
+          [{ key: "1", new: 'say "hi"\n' }],
+          [{ key: "1", label: "Title", new: "row 11" }],
+        ],
+      },
+    ]);
   });
 
   it("lists a stored group's events one by one: every offset, limit, total and action filter as if each were a row", async () => {

@@ -85,6 +85,7 @@ export async function startHarness(
     "FormActor",
     "AuditGroups",
     "Lz4Compression",
+    "AuditGroupLabels",
   ]);
   const { service, config } = services.service("organization");
   return {

@@ -1,6 +1,5 @@
 import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
-  auditChangesJson,
   ChangeSet as BaseChangeSet,
   Transactions as BaseTransactions,
   buildEvent,
@@ -148,7 +147,7 @@ export class ChangeSet extends BaseChangeSet {
       group = { scope, verb, items: [] };
       this.audits.set(key, group);
     }
-    group.items.push({ targetId: rowId, changesJson: auditChangesJson(changes) });
+    group.items.push({ targetId: rowId, changes });
   }
 }
 

@@ -1,6 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditCounts } from "./audit-counts.js";
+import { AuditGroupLabels } from "./audit-group-labels.js";
 import { AuditGroups } from "./audit-groups.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
 import { AuditVia } from "./audit-via.js";
@@ -145,4 +146,5 @@ export const migrations = [
   FormActor,
   AuditGroups,
   Lz4Compression,
+  AuditGroupLabels,
 ];

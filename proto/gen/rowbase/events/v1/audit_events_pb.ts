@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file rowbase/events/v1/audit_events.proto.
  */
 export const file_rowbase_events_v1_audit_events: GenFile = /*@__PURE__*/
-  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMirgEKD0F1ZGl0RXZlbnRCYXRjaBItCgZldmVudHMYASADKAsyHS5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50EhMKC3RyYWNlcGFyZW50GAIgASgJEi0KBmNvbW1vbhgDIAEoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnQSEgoKdGFyZ2V0X2lkcxgEIAMoAxIUCgxjaGFuZ2VzX2pzb24YBSABKAliBnByb3RvMw", [file_rowbase_events_v1_envelope]);
+  fileDesc("CiRyb3diYXNlL2V2ZW50cy92MS9hdWRpdF9ldmVudHMucHJvdG8SEXJvd2Jhc2UuZXZlbnRzLnYxIpkCCgpBdWRpdEV2ZW50EioKBG1ldGEYASABKAsyHC5yb3diYXNlLmV2ZW50cy52MS5FdmVudE1ldGESFwoPb3JnYW5pemF0aW9uX2lkGAIgASgDEhMKC2RhdGFiYXNlX2lkGAMgASgDEhAKCHRhYmxlX2lkGAQgASgDEg4KBmFjdGlvbhgFIAEoCRI0CgZ0YXJnZXQYBiABKAsyJC5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50LlRhcmdldBIUCgxjaGFuZ2VzX2pzb24YCCABKAkaNAoGVGFyZ2V0EgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAMSEAoIZmllbGRfaWQYAyABKANKBAgHEAhSB2NoYW5nZXMiwwEKD0F1ZGl0RXZlbnRCYXRjaBItCgZldmVudHMYASADKAsyHS5yb3diYXNlLmV2ZW50cy52MS5BdWRpdEV2ZW50EhMKC3RyYWNlcGFyZW50GAIgASgJEi0KBmNvbW1vbhgDIAEoCzIdLnJvd2Jhc2UuZXZlbnRzLnYxLkF1ZGl0RXZlbnQSEgoKdGFyZ2V0X2lkcxgEIAMoAxIUCgxjaGFuZ2VzX2pzb24YBSABKAkSEwoLbGFiZWxzX2pzb24YBiABKAliBnByb3RvMw", [file_rowbase_events_v1_envelope]);
 
 /**
  * One change of an organization, member, invite, token, database, table, field, record or
@@ -164,6 +164,16 @@ export type AuditEventBatch = Message<"rowbase.events.v1.AuditEventBatch"> & {
    * @generated from field: string changes_json = 5;
    */
   changesJson: string;
+
+  /**
+   * The labels of the compact form's changes: a JSON object from a change's key to its label,
+   * for the changes in `changes_json` that leave theirs out (the records of one write name the
+   * same fields, so each name travels once per message, not once per record). A change that
+   * has a label of its own keeps it. Empty: every change has its own.
+   *
+   * @generated from field: string labels_json = 6;
+   */
+  labelsJson: string;
 };
 
 /**
