@@ -256,9 +256,9 @@ const MAX_SHARED_LABELS_LENGTH = AUDIT_BATCH_BYTES / 4;
  * (`audit.<action>`); more go in `audit.batch` messages of the compact form
  * (AuditEventBatch.common, target_ids, changes_json, labels_json), which carry the shared parts
  * once (the changes' labels too) and each record's id and changes, so that neither side builds
- * or decodes an event per record. A message holds items up to AUDIT_BATCH_BYTES of changes text (counted in UTF-16
- * units: at most three bytes each, still far under the bus's limit); an item over the budget
- * goes alone. `common.target.id` is ignored (0 in the message).
+ * or decodes an event per record. A message holds items and labels up to AUDIT_BATCH_BYTES of
+ * text (counted in UTF-16 units: at most three bytes each, still far under the bus's limit);
+ * an item over the budget goes alone. `common.target.id` is ignored (0 in the message).
  */
 export function compactAuditEvents(
   common: Omit<AuditEvent, "$typeName" | "meta" | "changesJson">,
