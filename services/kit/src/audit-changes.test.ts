@@ -5,6 +5,7 @@ import {
   auditChangesJson,
   auditChangesOf,
   changesBetween,
+  withSharedLabels,
 } from "./audit-changes.js";
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
@@ -66,5 +67,24 @@ describe("changesBetween", () => {
       changesBetween(before, { options: { max: 9, min: 1, decimals: 2 }, name: "Amount" }),
     ).toEqual([{ key: "options", old: before.options, new: { max: 9, min: 1, decimals: 2 } }]);
     expect(changesBetween({ list: [1, 2] }, { list: [2, 1] })).toHaveLength(1);
+  });
+});
+
+describe("withSharedLabels", () => {
+  it("gives a change without a label its key's shared one, and keeps a label of its own", () => {
+    const labels = { "1": "Name", "2": "Amount" };
+    expect(
+      withSharedLabels(
+        [{ key: "1", new: "a" }, { key: "2", label: "Total", old: 1, new: 2 }, { key: "3" }],
+        labels,
+      ),
+    ).toEqual([
+      { key: "1", label: "Name", new: "a" },
+      { key: "2", label: "Total", old: 1, new: 2 },
+      { key: "3" },
+    ]);
+    // A key that is only an inherited property of an object is no label.
+    expect(withSharedLabels([{ key: "toString" }], labels)).toEqual([{ key: "toString" }]);
+    expect(withSharedLabels([{ key: "1" }], null)).toEqual([{ key: "1" }]);
   });
 });

@@ -22,6 +22,22 @@ export interface AuditChange {
 }
 
 /**
+ * `changes` with the labels a compact audit message's changes share (AuditEventBatch.labels_json,
+ * key to label) given to those that have none of their own, as if each had come alone.
+ */
+export function withSharedLabels(
+  changes: readonly AuditChange[],
+  labels: Readonly<Record<string, string>> | null,
+): AuditChange[] {
+  if (!labels) return [...changes];
+  return changes.map((change) => {
+    if (change.label !== undefined || !Object.hasOwn(labels, change.key)) return change;
+    const { key, ...rest } = change;
+    return { key, label: labels[key], ...rest };
+  });
+}
+
+/**
  * What `action` of the audit log's list may be: empty (every action) or `<target>.<verb>`,
  * e.g. `record.updated`. The gateway checks it and documents it; the organization service too.
  */

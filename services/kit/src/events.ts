@@ -16,7 +16,7 @@ import {
   ActorSchema,
   EventMetaSchema,
 } from "@rowbase/proto/rowbase/events/v1/envelope_pb";
-import { type AuditChange, auditChangesJson } from "./audit-changes.js";
+import { type AuditChange, auditChangesJson, withSharedLabels } from "./audit-changes.js";
 import type { StreamSpec } from "./bus.js";
 import { enqueueEvent, type OutboxEntry } from "./outbox.js";
 import type { Principal } from "./principal.js";
@@ -374,14 +374,7 @@ export function auditBatchEvents(batch: AuditEventBatch, messageId: string): Aud
   const { common } = batch;
   if (!common) return batch.events;
   const changes = JSON.parse(batch.changesJson || "[]") as AuditChange[][];
-  const labels = new Map(
-    Object.entries(JSON.parse(batch.labelsJson || "{}") as Record<string, string>),
-  );
-  const labelled = (change: AuditChange): AuditChange => {
-    const label = change.label === undefined ? labels.get(change.key) : undefined;
-    const { key, ...rest } = change;
-    return label === undefined ? change : { key, label, ...rest };
-  };
+  const labels = JSON.parse(batch.labelsJson || "null") as Record<string, string> | null;
   return batch.targetIds.map((id, index) => {
     const meta = clone(EventMetaSchema, common.meta ?? create(EventMetaSchema));
     meta.eventId = compactAuditEventId(messageId, index);
@@ -389,7 +382,7 @@ export function auditBatchEvents(batch: AuditEventBatch, messageId: string): Aud
       ...common,
       meta,
       target: targetWithId(common, id),
-      changesJson: JSON.stringify((changes[index] ?? []).map(labelled)),
+      changesJson: JSON.stringify(withSharedLabels(changes[index] ?? [], labels)),
     });
   });
 }

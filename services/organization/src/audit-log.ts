@@ -13,6 +13,7 @@ import {
   type ReadStatement,
   SUBJECTS,
   validationFailed,
+  withSharedLabels,
 } from "@rowbase/kit";
 import {
   type AuditEvent,
@@ -475,16 +476,6 @@ export class AuditLog {
   }
 }
 
-/** `changes` with a group's shared `labels` given to those that have none of their own. */
-function labelled(changes: AuditChange[], labels: Record<string, string> | null): AuditChange[] {
-  if (!labels) return changes;
-  return changes.map((change) => {
-    if (change.label !== undefined || !Object.hasOwn(labels, change.key)) return change;
-    const { key, ...rest } = change;
-    return { key, label: labels[change.key], ...rest };
-  });
-}
-
 function toEntry(row: AuditRow): AuditEntry {
   return {
     eventId: row.event_id,
@@ -499,7 +490,7 @@ function toEntry(row: AuditRow): AuditEntry {
       id: BigInt(row.target_id),
       fieldId: bigintOrNull(row.target_field_id),
     },
-    changes: labelled(row.changes, row.labels),
+    changes: withSharedLabels(row.changes, row.labels),
     via: row.via,
   };
 }
