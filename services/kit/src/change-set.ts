@@ -32,6 +32,8 @@ export type AfterCommitStep = () => Promise<void> | void;
 export class ChangeSet {
   /** Events this change has added; the outbox relay is woken after the commit when any were. */
   protected events = 0;
+  /** The events this change has written to the outbox, for the relay to hold (`written`). */
+  private readonly writtenEntries: OutboxEntry[] = [];
   private readonly committedSteps: AfterCommitStep[] = [];
   private readonly undos: (() => Promise<void>)[] = [];
 
@@ -53,7 +55,21 @@ export class ChangeSet {
     const entry = buildEvent(subject, schema, init, this.eventContext());
     await enqueueEvents(this.em, [entry]);
     this.events += 1;
+    this.written(entry);
     return entry;
+  }
+
+  /**
+   * Notes events this change wrote to the outbox (or hands to a statement that writes them): once
+   * it has committed, the relay publishes them from memory instead of reading them back.
+   */
+  protected written(...entries: readonly OutboxEntry[]): void {
+    this.writtenEntries.push(...entries);
+  }
+
+  /** The events noted as written (`written`), in order. */
+  get writtenEvents(): readonly OutboxEntry[] {
+    return this.writtenEntries;
   }
 
   protected eventContext(): EventContext {
@@ -178,9 +194,12 @@ export class Transactions<C extends ChangeSet = ChangeSet> {
     return result;
   }
 
-  /** What follows the commit of `changes`: the relay is woken, then each step is taken. */
+  /**
+   * What follows the commit of `changes`: the relay is woken with the events written, then each
+   * step is taken.
+   */
   protected async committed(changes: C): Promise<void> {
-    if (changes.enqueuedEvents > 0) this.relay.kick();
+    if (changes.enqueuedEvents > 0) this.relay.kick(changes.writtenEvents);
     for (const step of changes.stepsAfterCommit()) {
       try {
         await step();

@@ -180,6 +180,12 @@ export interface OutboxRelayOptions {
    * absent.
    */
   giveUp?: { attempts: number; afterMs: number };
+  /**
+   * The payloads of committed events the relay keeps to publish them from memory (`kick`): at
+   * most this many events and bytes, each for at most `ms` (the payload of an event another
+   * replica relays is let go when its time is up). 256 events, 16 MiB and 30 s when absent.
+   */
+  hold?: { events: number; bytes: number; ms: number };
 }
 
 /** Where a schema's given-up events go (the DEAD stream stores `dead.>`). */
@@ -187,12 +193,12 @@ export function outboxDeadLetterSubject(schema: string): string {
   return `dead.outbox.${schema.replace(/[^A-Za-z0-9_-]/g, "_")}`;
 }
 
-/** A pending row as a relay round claims it. */
+/** A pending row as a relay round claims it: no payload for an event the relay holds. */
 interface ClaimedRow {
   seq: string;
   event_id: string;
   subject: string;
-  payload: string;
+  payload: string | null;
 }
 
 /**
@@ -222,8 +228,12 @@ export class OutboxRelay {
   private readonly lag: ReturnType<typeof outboxMetrics>;
   private readonly schema: string;
   private readonly giveUp: { attempts: number; afterMs: number };
+  private readonly hold: { events: number; bytes: number; ms: number };
   /** The rows whose publish failed in the last round: failed rounds in a row, since when. */
   private failures = new Map<string, { attempts: number; since: number }>();
+  /** Payloads of committed events not yet published, by event id (`kick`, `hold`). */
+  private readonly held = new Map<string, { payload: Uint8Array; at: number }>();
+  private heldBytes = 0;
 
   constructor(
     private readonly orm: Orm,
@@ -238,6 +248,7 @@ export class OutboxRelay {
     this.lag = outboxMetrics(options.metrics ?? processMetricsRegistry());
     this.schema = String(orm.config.get("schema") ?? "public");
     this.giveUp = options.giveUp ?? { attempts: 10, afterMs: 5 * 60_000 };
+    this.hold = options.hold ?? { events: 256, bytes: 16 * 1024 * 1024, ms: 30_000 };
   }
 
   start() {
@@ -247,9 +258,24 @@ export class OutboxRelay {
     this.kick();
   }
 
-  /** Runs a relay round now (called after a commit that enqueued events). */
-  kick(): void {
+  /**
+   * Runs a relay round now; called after a commit that enqueued events, with those events. Their
+   * payloads are kept (within `hold`) for the round that claims their rows, so that it publishes
+   * them as they are instead of reading them back: a batch write's audit messages are hundreds
+   * of kilobytes, which PostgreSQL would decompress and encode and the driver decode again.
+   * The outbox stays the record of what to publish: a payload held for a row that is never
+   * claimed here (rolled back after all, or relayed by another replica) is only let go.
+   */
+  kick(committed: readonly OutboxEntry[] = []): void {
     if (this.stopped) return;
+    const now = Date.now();
+    for (const entry of committed) {
+      const bytes = entry.payload.byteLength;
+      if (entry.local || this.held.has(entry.eventId)) continue;
+      if (this.held.size >= this.hold.events || this.heldBytes + bytes > this.hold.bytes) break;
+      this.held.set(entry.eventId, { payload: entry.payload, at: now });
+      this.heldBytes += bytes;
+    }
     if (this.running) {
       this.again = true;
       return;
@@ -324,14 +350,16 @@ export class OutboxRelay {
 
   /** Publishes one batch in one transaction; returns how many rows it published. */
   private async relayBatch(): Promise<number> {
-    return this.orm.em.fork().transactional(async (em) => {
+    const held = this.heldNow();
+    const published = await this.orm.em.fork().transactional(async (em) => {
       // Claimed and marked in one statement: the rows stay locked until the publishes are
       // acknowledged, and a failure rolls the mark back. One replica relays a schema's outbox at
       // a time (the advisory lock; the others' rounds find nothing), so events reach the stream
       // in the order they were written: two relays publishing neighbouring batches at once could
       // deliver a table's later change before its earlier one. The payload comes as base64
       // rather than bytea's hex text: a third less text for the driver to decode (it reads every
-      // column as a string), which was a tenth of records' time in batch imports.
+      // column as a string), which was a tenth of records' time in batch imports; and not at all
+      // for the events whose payloads the relay holds.
       const rows = await query<ClaimedRow>(
         em,
         `with relay as materialized (
@@ -342,17 +370,17 @@ export class OutboxRelay {
          where relay.mine
            and seq in (select seq from outbox where published_at is null
                        order by seq limit $1 for update skip locked)
-         returning seq, event_id, subject, encode(payload, 'base64') as payload`,
-        [this.batchSize],
+         returning seq, event_id, subject,
+           case when event_id = any($2::uuid[]) then null
+                else encode(payload, 'base64') end as payload`,
+        [this.batchSize, [...held.keys()]],
         { prepare: true },
       );
       rows.sort((a, b) => (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1));
       // Sent in order on one connection, acknowledged together; a failure leaves the whole batch
       // pending, and JetStream drops the repeats of those already stored (same message id).
       const publishAll = () =>
-        rows.map((row) =>
-          this.bus.publish(row.subject, Buffer.from(row.payload, "base64"), row.event_id),
-        );
+        rows.map((row) => this.bus.publish(row.subject, payloadOf(row, held), row.event_id));
       // The in-process bus runs consumers inside publish: their errors keep their stacks.
       const settled = await Promise.allSettled(
         this.bus.kind === "nats" ? withoutStackTraces(publishAll) : publishAll(),
@@ -361,10 +389,26 @@ export class OutboxRelay {
         const outcome = settled[i] as PromiseSettledResult<void>;
         return outcome.status === "rejected" ? [{ row, error: outcome.reason as unknown }] : [];
       });
-      if (failed.length > 0) await this.deadLetterOrThrow(failed);
+      if (failed.length > 0) await this.deadLetterOrThrow(failed, held);
       this.failures.clear();
-      return rows.length;
+      return rows;
     });
+    for (const row of published) this.release(row.event_id);
+    return published.length;
+  }
+
+  /** The payloads held now, those held for too long let go first. */
+  private heldNow(): ReadonlyMap<string, Uint8Array> {
+    const since = Date.now() - this.hold.ms;
+    for (const [eventId, { at }] of this.held) if (at < since) this.release(eventId);
+    return new Map([...this.held].map(([eventId, { payload }]) => [eventId, payload]));
+  }
+
+  private release(eventId: string): void {
+    const entry = this.held.get(eventId);
+    if (!entry) return;
+    this.held.delete(eventId);
+    this.heldBytes -= entry.payload.byteLength;
   }
 
   /**
@@ -372,7 +416,10 @@ export class OutboxRelay {
    * dead-letters them (and the round commits), else throws the first error (and the batch
    * stays pending).
    */
-  private async deadLetterOrThrow(failed: { row: ClaimedRow; error: unknown }[]): Promise<void> {
+  private async deadLetterOrThrow(
+    failed: { row: ClaimedRow; error: unknown }[],
+    held: ReadonlyMap<string, Uint8Array>,
+  ): Promise<void> {
     const now = Date.now();
     const previous = this.failures;
     this.failures = new Map(
@@ -393,7 +440,7 @@ export class OutboxRelay {
         subject: outboxDeadLetterSubject(this.schema),
         message: {
           subject: row.subject,
-          data: Buffer.from(row.payload, "base64"),
+          data: payloadOf(row, held),
           id: row.event_id,
         },
         origin: `outbox:${this.schema}`,
@@ -406,6 +453,14 @@ export class OutboxRelay {
       );
     }
   }
+}
+
+/** A claimed row's payload: the one held for it, else the one it came with. */
+function payloadOf(row: ClaimedRow, held: ReadonlyMap<string, Uint8Array>): Uint8Array {
+  const payload = held.get(row.event_id);
+  if (payload) return payload;
+  if (row.payload === null) throw new Error(`outbox event ${row.event_id} came without payload`);
+  return Buffer.from(row.payload, "base64");
 }
 
 /**

@@ -46,6 +46,8 @@ const CONTEXT: CallContext = { principal: undefined, requestId: "change-set-test
 let orm: Orm;
 let drop: () => Promise<void>;
 let kicks = 0;
+/** The events each kick handed the relay (event ids), in order. */
+let kicked: string[] = [];
 const warnings: { msg: string; err?: { message: string } }[] = [];
 let tx: Transactions<BufferingChangeSet>;
 
@@ -66,8 +68,8 @@ async function names(): Promise<string[]> {
   return rows.map((row) => row.name);
 }
 
-async function outbox(): Promise<{ subject: string; payload: Buffer }[]> {
-  return query(orm.em.fork(), "select subject, payload from outbox order by seq");
+async function outbox(): Promise<{ subject: string; payload: Buffer; event_id: string }[]> {
+  return query(orm.em.fork(), "select subject, payload, event_id from outbox order by seq");
 }
 
 async function audit(changes: ChangeSet, action: string): Promise<void> {
@@ -97,8 +99,9 @@ beforeAll(async () => {
   tx = new Transactions(
     orm,
     {
-      kick: () => {
+      kick: (committed = []) => {
         kicks += 1;
+        kicked.push(...committed.map((entry) => entry.eventId));
       },
     },
     createLogger("kit-test", "info", capture()),
@@ -114,11 +117,12 @@ afterAll(async () => {
 beforeEach(async () => {
   await query(orm.em.fork(), "truncate item, link, outbox");
   kicks = 0;
+  kicked = [];
   warnings.length = 0;
 });
 
 describe("Transactions.run", () => {
-  it("commits the work and its events, then wakes the relay and takes the steps in order", async () => {
+  it("commits the work and its events, then wakes the relay with them and takes the steps in order", async () => {
     const seen: string[][] = [];
     const result = await tx.run(
       { principal: { kind: "user", userId: 7n, sessionId: "s" }, requestId: "req-1" },
@@ -137,6 +141,7 @@ describe("Transactions.run", () => {
     const [event, ...more] = await outbox();
     expect(more).toEqual([]);
     expect(event!.subject).toBe("audit.item.created");
+    expect(kicked).toEqual([event!.event_id]);
     const meta = fromBinary(AuditEventSchema, event!.payload).meta!;
     expect(meta.requestId).toBe("req-1");
     expect(meta.actor).toMatchObject({ type: Actor_Type.USER, id: 7n });

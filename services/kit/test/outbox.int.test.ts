@@ -192,6 +192,94 @@ describe("outbox relay against PostgreSQL and NATS JetStream", () => {
     expect(await published()).toBe(true);
   });
 
+  describe("events a commit hands to the relay", () => {
+    // Each event is written with the payload "stored" and handed over with "held": what the
+    // bus receives shows where the relay took it from.
+    const stored = new TextEncoder().encode("stored");
+    const held = new TextEncoder().encode("held");
+    const receive = async (
+      durable: string,
+      subject: string,
+      count: number,
+      work: () => Promise<void>,
+    ) => {
+      const received: BusMessage[] = [];
+      const consumer = await bus.consume({ stream: "TEST", durable, subject }, async (m) => {
+        received.push(m);
+      });
+      await work();
+      await expect.poll(() => received.length, { timeout: 5000 }).toBe(count);
+      await consumer.stop();
+      return new Map(received.map((m) => [m.id, new TextDecoder().decode(m.data)]));
+    };
+    const write = async (subject: string, count: number) => {
+      const entries = Array.from({ length: count }, () => ({
+        subject,
+        payload: stored,
+        eventId: randomUUID(),
+      }));
+      await orm.em.fork().transactional(async (em) => {
+        await enqueueEvents(em, entries);
+      });
+      return entries;
+    };
+
+    it("are published from the payloads it holds, the others as stored, each once", async () => {
+      const entries = await write("test.held.a", 3);
+      const relay = new OutboxRelay(orm, bus, logger, { intervalMs: 60_000 });
+      // Held: the first, and an event that was never written (it must not be published).
+      const ghost = { subject: "test.held.a", payload: held, eventId: randomUUID() };
+      const data = await receive("kit_test_held", "test.held.a", 3, async () => {
+        relay.kick([{ ...entries[0]!, payload: held }, ghost]);
+        await relay.stop();
+      });
+      expect([...data]).toEqual([
+        [entries[0]!.eventId, "held"],
+        [entries[1]!.eventId, "stored"],
+        [entries[2]!.eventId, "stored"],
+      ]);
+      const [row] = await orm.em
+        .fork()
+        .execute<{ n: number }[]>(
+          "select count(*)::int as n from outbox where subject = 'test.held.a' and published_at is null",
+        );
+      expect(row!.n).toBe(0);
+    });
+
+    it("are held up to the relay's bounds and for its time only", async () => {
+      const entries = await write("test.held.b", 5);
+      const relay = new OutboxRelay(orm, bus, logger, {
+        intervalMs: 60_000,
+        hold: { events: 2, bytes: 1024, ms: 60_000 },
+      });
+      const data = await receive("kit_test_held_bounds", "test.held.b", 5, async () => {
+        relay.kick(entries.map((entry) => ({ ...entry, payload: held })));
+        await relay.stop();
+      });
+      expect([...data.values()]).toEqual(["held", "held", "stored", "stored", "stored"]);
+
+      // Handed over before their rows exist (as a replica whose rows another relays): a round
+      // finds nothing, and the payloads are let go once their time is up.
+      const late = ["test.held.c", "test.held.c"].map((subject) => ({
+        subject,
+        payload: stored,
+        eventId: randomUUID(),
+      }));
+      const brief = new OutboxRelay(orm, bus, logger, {
+        intervalMs: 60_000,
+        hold: { events: 10, bytes: 1024, ms: 20 },
+      });
+      brief.kick(late.map((entry) => ({ ...entry, payload: held })));
+      await brief.stop();
+      await new Promise((r) => setTimeout(r, 50));
+      await orm.em.fork().transactional(async (em) => {
+        await enqueueEvents(em, late);
+      });
+      const lateData = await receive("kit_test_held_time", "test.held.c", 2, () => brief.flush());
+      expect([...lateData.values()]).toEqual(["stored", "stored"]);
+    });
+  });
+
   it("refuses an event the bus could never take, writing nothing", async () => {
     const eventId = randomUUID();
     await expect(

@@ -96,7 +96,7 @@ export class ChangeSet extends BaseChangeSet {
     const audits = [...this.audits.values()];
     this.audits.clear();
     this.auditCount = 0;
-    return [
+    const entries = [
       ...this.pending.splice(0),
       ...audits.flatMap(({ scope, verb, items }) =>
         compactAuditEvents(
@@ -115,6 +115,8 @@ export class ChangeSet extends BaseChangeSet {
         ? [recordChangesEntry(changes.scope, changes.changes, this.context.principal)]
         : []),
     ];
+    this.written(...entries);
+    return entries;
   }
 
   /**

@@ -77,8 +77,8 @@ export async function startRecords(
   const tx = new Transactions(
     orm,
     {
-      kick() {
-        relay.kick();
+      kick(committed) {
+        relay.kick(committed);
         sequencer.kick();
       },
     },
