@@ -75,13 +75,10 @@ export function parseCursor(text: string): Cursor | undefined {
 /**
  * Gives committed changes their positions (sql/record_change_sequence.sql), soon after each
  * write: `kick` after a commit that wrote changes, and a round every `intervalMs` for changes
- * whose writer went away before kicking. The kicks of `settleMs` make one round (under load a
- * round per write was most of what the change log cost a one-record create in PostgreSQL);
- * kicks while a round runs make one more round.
+ * whose writer went away before kicking. Kicks while a round runs make one more round.
  */
 export class ChangeSequencer {
   private timer: NodeJS.Timeout | undefined;
-  private settling: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private again = false;
   private stopped = false;
@@ -90,7 +87,6 @@ export class ChangeSequencer {
     private readonly orm: Orm,
     private readonly logger: Logger,
     private readonly intervalMs = 250,
-    private readonly settleMs = 10,
   ) {}
 
   start(): void {
@@ -100,16 +96,7 @@ export class ChangeSequencer {
     this.kick();
   }
 
-  /** A round within `settleMs`, for this kick and those that follow it meanwhile. */
   kick(): void {
-    if (this.stopped || this.settling) return;
-    this.settling = setTimeout(() => {
-      this.settling = undefined;
-      this.run();
-    }, this.settleMs);
-  }
-
-  private run(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
@@ -121,7 +108,7 @@ export class ChangeSequencer {
         this.running = undefined;
         if (this.again) {
           this.again = false;
-          this.run();
+          this.kick();
         }
       });
   }
@@ -129,8 +116,6 @@ export class ChangeSequencer {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    clearTimeout(this.settling);
-    this.settling = undefined;
     await this.running;
   }
 
