@@ -143,18 +143,16 @@ function rowJson(event: AuditEvent, messageId: string, at: Date): string {
 
 /**
  * A compact `audit.batch` (AuditEventBatch.common) as the JSON text `AuditLog.apply` stores as
- * one row of its events (a group, migrations AuditGroups and AuditGroupLabels): the shared
- * columns, the target ids, the changes as the producer wrote them (a JSON array of the events'
- * changes arrays) and the labels they share, put in as they are, not parsed here.
+ * one row of its events (a group, migrations AuditGroups, AuditGroupLabels and
+ * AuditGroupChangesJson): the shared columns, the target ids and the labels its changes share,
+ * put in as they are. Its changes go beside it, in `apply`'s changes parameter.
  */
 function compactJson(batch: AuditEventBatch, messageId: string, at: Date): string {
   const shared = JSON.stringify({
     ...sharedColumns(batch.common!, messageId, at),
     target_ids: batch.targetIds.map(String),
   });
-  return `${shared.slice(0, -1)},"labels":${batch.labelsJson || "null"},"changes":${
-    batch.changesJson || "[]"
-  }}`;
+  return `${shared.slice(0, -1)},"labels":${batch.labelsJson || "null"}}`;
 }
 
 /**
@@ -185,7 +183,10 @@ export class AuditLog {
    * them into the SQL text, which cost more than the insert; written as bytes, `jsonArrayText`):
    * a row per event, and the compact `audit.batch` messages (`compactJson`), each stored as
    * one row holding its events (`list` gives each event the id kit `compactAuditEventId`
-   * makes from the message's id and the event's place).
+   * makes from the message's id and the event's place); and a third, the compact messages'
+   * changes as the producer wrote them (AuditEventBatch.changes_json), one element per
+   * message in the same order, which PostgreSQL checks and stores as `json` without
+   * building a `jsonb` document of them.
    * Events already past the retention (delivered more than 90 days late) are not stored.
    * Returns how many events it offered.
    */
@@ -198,6 +199,7 @@ export class AuditLog {
     const cutoff = retentionCutoff(now).getTime();
     const rows: string[] = [];
     const compact: string[] = [];
+    const groupChanges: string[] = [];
     let offered = 0;
     const atOf = (event: AuditEvent | undefined) =>
       event?.meta?.occurredAt ? timestampDate(event.meta.occurredAt) : now;
@@ -213,6 +215,7 @@ export class AuditLog {
         const at = atOf(batch.common);
         if (at.getTime() >= cutoff) {
           compact.push(compactJson(batch, message.id, at));
+          groupChanges.push(batch.changesJson || "[]");
           offered += batch.targetIds.length;
         }
         continue;
@@ -230,10 +233,10 @@ export class AuditLog {
        )
        insert into audit_event (event_id, at, organization_id, database_id, table_id,
          actor_type, actor_id, action, target_type, target_id, target_field_id, changes,
-         request_id, via, events, target_ids, labels)
+         request_id, via, events, target_ids, labels, group_changes)
        select e.event_id, e.at, e.organization_id, e.database_id, e.table_id, e.actor_type,
          e.actor_id, e.action, e.target_type, e.target_id, e.target_field_id, e.changes::jsonb,
-         e.request_id, e.via, 1, null, null
+         e.request_id, e.via, 1, null, null, null
        from jsonb_to_recordset($3::text::jsonb) as e(message_id text, event_id text, at timestamptz,
          organization_id bigint, database_id bigint, table_id bigint, actor_type text,
          actor_id bigint, action text, target_type text, target_id bigint,
@@ -241,18 +244,18 @@ export class AuditLog {
        where e.message_id in (select event_id from claimed)
        union all
        select c.message_id, c.at, c.organization_id, c.database_id, c.table_id, c.actor_type,
-         c.actor_id, c.action, c.target_type, g.ids[1], c.target_field_id, g.changes,
+         c.actor_id, c.action, c.target_type, g.ids[1], c.target_field_id, '[]',
          c.request_id, c.via, cardinality(g.ids), g.ids,
-         case when jsonb_typeof(m.batch -> 'labels') = 'object' then m.batch -> 'labels' end
-       from jsonb_array_elements($4::text::jsonb) as m(batch)
+         case when jsonb_typeof(m.batch -> 'labels') = 'object' then m.batch -> 'labels' end,
+         case when json_typeof(m.changes) = 'array' then m.changes else '[]' end
+       from rows from (jsonb_array_elements($4::text::jsonb), json_array_elements($5::text::json))
+           as m(batch, changes)
          cross join lateral jsonb_to_record(m.batch) as c(message_id text, at timestamptz,
            organization_id bigint, database_id bigint, table_id bigint, actor_type text,
            actor_id bigint, action text, target_type text, target_field_id bigint,
            request_id text, via text)
          cross join lateral (
-           select array(select jsonb_array_elements_text(m.batch -> 'target_ids')::bigint) as ids,
-             case when jsonb_typeof(m.batch -> 'changes') = 'array' then m.batch -> 'changes'
-               else '[]' end as changes
+           select array(select jsonb_array_elements_text(m.batch -> 'target_ids')::bigint) as ids
          ) g
        where c.message_id in (select event_id from claimed) and cardinality(g.ids) > 0
        on conflict do nothing`,
@@ -261,6 +264,7 @@ export class AuditLog {
         [...new Set(messages.map((m) => m.id))],
         jsonArrayText(rows),
         jsonArrayText(compact),
+        jsonArrayText(groupChanges),
       ],
       { prepare: true },
     );
@@ -319,7 +323,8 @@ export class AuditLog {
     // (an offset past the end); its columns are then null. The page's rows come from the scope's
     // index alone, the rows before it skipped by a running sum of their events (a group counts
     // all of its own); then only the page's rows are read, a group's events taken from it in
-    // its order, each with its own id (kit `compactAuditEventId`, made the same way).
+    // its order, each with its own id (kit `compactAuditEventId`, made the same way), and its
+    // changes from `group_changes` (or `changes`, for a group stored before that column).
     const offset = param(query.offset);
     const end = param(query.offset + query.limit);
     const rows = await this.deps.read<PageRow & { total: string }>(
@@ -344,9 +349,11 @@ export class AuditLog {
        left join lateral (
          select e.event_id, e.target_id, e.changes, 1::bigint as n where e.target_ids is null
          union all
-         select md5(e.event_id || ':' || g.n)::uuid::text, g.id, coalesce(g.changes, '[]'), g.n
-         from rows from (unnest(e.target_ids), jsonb_array_elements(e.changes))
-           with ordinality as g(id, changes, n)
+         select md5(e.event_id || ':' || g.n)::uuid::text, g.id, coalesce(g.changes::jsonb, '[]'),
+           g.n
+         from rows from (
+           unnest(e.target_ids), json_array_elements(coalesce(e.group_changes, e.changes::json))
+         ) with ordinality as g(id, changes, n)
          where e.target_ids is not null and g.id is not null
        ) x on p.before + x.n > ${offset} and p.before + x.n <= ${end}
        order by p.at desc, p.event_id desc, x.n`,

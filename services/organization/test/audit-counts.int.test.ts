@@ -73,6 +73,7 @@ beforeAll(async () => {
     "AuditGroups",
     "Lz4Compression",
     "AuditGroupLabels",
+    "AuditGroupChangesJson",
   ]);
   orm = await createOrganizationOrm(url);
 });

@@ -860,19 +860,19 @@ describe("the audit consumer", () => {
       // A redelivery stores nothing more.
       await auditLog.apply(orm.em.fork(), DURABLES.audit, [{ ...delivered, deliveryCount: 2 }]);
     });
-    const stored = (
-      await list(h, owner, byOrganization(organizationId), { action: "record.created" })
-    ).events.sort((a, b) => Number(a.target!.id - b.target!.id));
-    expect(
-      stored.map((e) => ({
-        eventId: e.eventId,
-        action: e.action,
-        target: [e.target?.type, e.target?.id],
-        scope: [e.databaseId, e.tableId],
-        actor: e.actor?.id,
-        changes: e.changes.map((c) => [c.key, c.label, c.newValue?.kind.value]),
-      })),
-    ).toEqual(
+    const listed = async () =>
+      (await list(h, owner, byOrganization(organizationId), { action: "record.created" })).events
+        .sort((a, b) => Number(a.target!.id - b.target!.id))
+        .map((e) => ({
+          eventId: e.eventId,
+          action: e.action,
+          target: [e.target?.type, e.target?.id],
+          scope: [e.databaseId, e.tableId],
+          actor: e.actor?.id,
+          changes: e.changes.map((c) => [c.key, c.label, c.newValue?.kind.value]),
+        }));
+    const stored = await listed();
+    expect(stored).toEqual(
       [
         [7n, [["1", "Name", "row 7"]]],
         [8n, []],
@@ -895,14 +895,16 @@ describe("the audit consumer", () => {
     // The compact message's events in one row, the lone one in its own.
     expect(rows[0]).toEqual({ n: 2, events: 5, requests: 1 });
     // The group's label is stored once, not with each change.
+    // Its changes are kept as the producer wrote them (json), not in the `jsonb` column.
     const { rows: groups } = await h.db.query(
-      "select labels, changes from organization.audit_event where organization_id = $1 and events > 1",
+      "select labels, changes, group_changes from organization.audit_event where organization_id = $1 and events > 1",
       [organizationId],
     );
     expect(groups).toEqual([
       {
         labels: { "1": "Name" },
-        changes: [
+        changes: [],
+        group_changes: [
           [{ key: "1", new: "row 7" }],
           [],
           [{ key: "1", new: 'say "hi"\n' }],
@@ -910,6 +912,14 @@ describe("the audit consumer", () => {
         ],
       },
     ]);
+    // A group stored before `group_changes` (its changes in `changes`) lists the same.
+    const moved = await h.db.query(
+      `update organization.audit_event set changes = group_changes::jsonb, group_changes = null
+       where organization_id = $1 and events > 1`,
+      [organizationId],
+    );
+    expect(moved.rowCount).toBe(1);
+    expect(await listed()).toEqual(stored);
   });
 
   it("lists a stored group's events one by one: every offset, limit, total and action filter as if each were a row", async () => {

@@ -86,6 +86,7 @@ export async function startHarness(
     "AuditGroups",
     "Lz4Compression",
     "AuditGroupLabels",
+    "AuditGroupChangesJson",
   ]);
   const { service, config } = services.service("organization");
   return {

@@ -1,6 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 import { OUTBOX_TABLE_SQL } from "@rowbase/kit";
 import { AuditCounts } from "./audit-counts.js";
+import { AuditGroupChangesJson } from "./audit-group-changes-json.js";
 import { AuditGroupLabels } from "./audit-group-labels.js";
 import { AuditGroups } from "./audit-groups.js";
 import { AuditLogAndUsage } from "./audit-log-and-usage.js";
@@ -147,4 +148,5 @@ export const migrations = [
   AuditGroups,
   Lz4Compression,
   AuditGroupLabels,
+  AuditGroupChangesJson,
 ];
