@@ -53,6 +53,7 @@ beforeAll(async () => {
   expect(await migrateRecords(db.url)).toEqual([
     "RecordChangeWrites",
     "Lz4Compression",
+    "RecordChangesJson",
     ...SQL_FILES,
   ]);
   session = await sessionIn(db.url, SCHEMA);

@@ -172,6 +172,13 @@ describe("a write's block of changes", () => {
     await read("now"); // the write answered, so it is sequenced after this
     const [write] = await writesOf(table.tableId);
     expect(await writesOf(table.tableId)).toEqual([{ last: expect.any(BigInt), size: 1000 }]);
+    // Kept as the json text the write handed over (changes_json), not as jsonb (changes).
+    const { rows: forms } = await h.db.query(
+      `select changes is null as no_jsonb, json_array_length(changes_json) as n
+       from records.record_change_write where table_id = $1`,
+      [table.tableId.toString()],
+    );
+    expect(forms).toEqual([{ no_jsonb: true, n: 1000 }]);
 
     // Pages of 300 from the start: 300, 300, 300, 100, each change once, in the batch's order,
     // at consecutive positions ending at the block's last.

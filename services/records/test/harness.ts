@@ -114,6 +114,7 @@ export async function startHarness(
     "RowIdSequence",
     "RecordChangeWrites",
     "Lz4Compression",
+    "RecordChangesJson",
     ...SQL_FILES,
   ]);
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);

@@ -65,6 +65,7 @@ beforeAll(async () => {
     "RowIdSequence",
     "RecordChangeWrites",
     "Lz4Compression",
+    "RecordChangesJson",
     ...SQL_FILES,
   ]);
   orm = await createRecordsOrm(url);

@@ -88,6 +88,7 @@ beforeAll(async () => {
     "RowIdSequence",
     "RecordChangeWrites",
     "Lz4Compression",
+    "RecordChangesJson",
     ...SQL_FILES,
   ]);
 });

@@ -45,6 +45,7 @@ it("keeps an index built beforehand under its name and builds the other", async 
       "RowIdSequence",
       "RecordChangeWrites",
       "Lz4Compression",
+      "RecordChangesJson",
       ...SQL_FILES,
     ]);
     const { rows } = await session.query<{ indexname: string; indexdef: string }>(

@@ -896,6 +896,7 @@ describe("the row ids' sequence", () => {
         "RowIdSequence",
         "RecordChangeWrites",
         "Lz4Compression",
+        "RecordChangesJson",
         ...SQL_FILES,
       ]);
       upgraded = await createRecordsOrm(db.url);

@@ -9,6 +9,7 @@ import { PendingWrites } from "./pending-writes.js";
 import { PendingWritesAsChanged } from "./pending-writes-as-changed.js";
 import { RecordChangeWrites } from "./record-change-writes.js";
 import { RecordChanges } from "./record-changes.js";
+import { RecordChangesJson } from "./record-changes-json.js";
 import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { RowIdSequence } from "./row-id-sequence.js";
@@ -102,4 +103,5 @@ export const migrations = [
   RowIdSequence,
   RecordChangeWrites,
   Lz4Compression,
+  RecordChangesJson,
 ];
