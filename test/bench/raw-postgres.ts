@@ -19,6 +19,7 @@ import {
 import {
   allocateRowIdsStatement,
   type CountMode,
+  createdChange,
   createRecordsStatement,
   createTableSql,
   fieldIndexKeyOf,
@@ -27,11 +28,13 @@ import {
   listQuery,
   organizationSchema,
   pageStatement,
+  recordChangesEntry,
   recordVersionStatement,
   type SchemaField,
   type Statement,
   type TableRows,
   type TableSchema,
+  updatedChange,
   userTable,
   userTableRows,
   writeRecordIfUnchangedStatement,
@@ -238,10 +241,26 @@ function audits(event: AuditEvent, count: number): OutboxEntry[] {
 }
 
 /**
+ * A write's change log entry, as the service adds it to the write's outbox rows (its
+ * `records.changes` row, which the capture trigger on `bench_raw.outbox` turns into a
+ * `record_change_write` row of the made-up table), written by the system actor.
+ */
+function changeLogEntry(
+  target: RawWriteTarget,
+  changes: Parameters<typeof recordChangesEntry>[1],
+): OutboxEntry {
+  return recordChangesEntry(
+    { organizationId: target.organizationId, databaseId: 0n, tableId: target.tableId },
+    changes,
+    undefined,
+  );
+}
+
+/**
  * Records.create of a table without autonumber fields: row ids first (`allocateRowIds`), then
  * one statement (`createRecords`) that passes `create_checks`, inserts the records into `rows`
- * (the target's user table, `rawWriteSchema`) and one audit event per record and counts them
- * with `reserve_records`, outside a transaction.
+ * (the target's user table, `rawWriteSchema`), one audit event per record and the write's
+ * change log entry, and counts them with `reserve_records`, outside a transaction.
  */
 export async function rawCreate(
   client: Client,
@@ -265,7 +284,13 @@ export async function rawCreate(
         rows,
       },
       records,
-      audits(target.createdEvent, datas.length),
+      [
+        ...audits(target.createdEvent, datas.length),
+        changeLogEntry(
+          target,
+          records.map(({ rowId, data }) => createdChange(rowId, data)),
+        ),
+      ],
     ),
   );
   if (created.rows[0]?.outcome !== "ok") throw new Error("raw create refused");
@@ -294,6 +319,26 @@ export async function rawPatch(
   const row = read.rows[0];
   if (!row) throw new Error(`record ${rowId} not found`);
   const before = { data: rows.recordOf(row).data, version: row.version };
+  const after = { ...before.data, ...change };
+  // Its change log entry goes to the made-up table (`target`), not to the benchmark table's.
+  const logged = changeLogEntry(target, [
+    updatedChange(
+      {
+        rowId: BigInt(rowId),
+        tableId: target.tableId,
+        data: before.data,
+        createdAt: new Date(),
+        updatedAt: new Date(),
+      },
+      after,
+      fields.map((key) => ({
+        key,
+        label: key,
+        old: before.data[key] ?? null,
+        new: after[key] ?? null,
+      })),
+    ),
+  ]);
   const written = await send<{ gate: string; row_id: string | null }>(
     client,
     writeRecordIfUnchangedStatement(
@@ -302,11 +347,11 @@ export async function rawPatch(
         rowId: BigInt(rowId),
         version: before.version,
         actor: target.actor,
-        data: { ...before.data, ...change },
+        data: after,
         fields,
         rows,
       },
-      audits(target.updatedEvent, 1),
+      [...audits(target.updatedEvent, 1), logged],
     ),
   );
   if (written.rows[0]?.row_id != null) return;
@@ -326,7 +371,7 @@ export async function rawPatch(
     await send(
       client,
       withEvents(
-        audits(target.updatedEvent, 1),
+        [...audits(target.updatedEvent, 1), logged],
         writeRecordsStatement(
           target.actor,
           [{ rowId: BigInt(rowId), data: { ...locked.data, ...change } }],
@@ -351,8 +396,12 @@ export async function rawPool(
   const admin = new pg.Client({ connectionString: databaseUrl, options: "-c search_path=records" });
   await admin.connect();
   try {
+    // `like` copies no trigger: the change log's capture is made as records makes it.
     await admin.query(`create schema if not exists bench_raw;
-      create table if not exists bench_raw.outbox (like records.outbox including all)`);
+      create table if not exists bench_raw.outbox (like records.outbox including all);
+      create or replace trigger record_change_capture before insert on bench_raw.outbox
+        for each row when (new.subject = 'records.changes')
+        execute function records.record_change_capture()`);
     const fields = writes.fields.map((field) => ({ ...field, id: BigInt(field.id) }));
     for (const sql of createTableSql(writes.organizationId, writes.tableId, fields)) {
       await admin.query(sql);
@@ -369,15 +418,19 @@ export async function rawPool(
 
 /**
  * Removes what raw writes left (with BASE_URL the database is not ours to drop): their user
- * table's schema, and the count and row ranges its triggers kept for the made-up table id (the
- * schema goes without its delete trigger).
+ * table's schema, the count and row ranges its triggers kept for the made-up table id (the
+ * schema goes without its delete trigger), and the change log rows of that table id.
  */
 export async function removeRawWrites(databaseUrl: string, target: RawWriteTarget) {
   const admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   try {
     await admin.query(`drop schema if exists ${organizationSchema(target.organizationId)} cascade`);
-    for (const table of ["records.record_count", "records.row_range"]) {
+    for (const table of [
+      "records.record_count",
+      "records.row_range",
+      "records.record_change_write",
+    ]) {
       await admin.query(`delete from ${table} where table_id = $1`, [target.tableId]);
     }
     await admin.query("delete from records.organization_usage where organization_id = $1", [

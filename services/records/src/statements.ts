@@ -35,5 +35,6 @@ export {
   writeRecordIfUnchangedStatement,
   writeRecordsStatement,
 } from "./db/writes.js";
+export { createdChange, recordChangesEntry, updatedChange } from "./domain/record-changes.js";
 export { listQuery } from "./records.js";
 export type { SchemaField, TableSchema } from "./table-schema.js";
