@@ -33,22 +33,21 @@ const TRANSPORT_FAILURE_CODES = new Set([Code.Canceled, Code.Aborted, Code.Inter
  * connection was reset or closed mid-call) is Unavailable: the service cannot be reached, as
  * when the connection is refused (503 at the gateway). connect-node reports these as Canceled
  * (the session went away: its streams are cancelled), Aborted (ECONNRESET) or Internal (a
- * stream closed with an error). An error the service itself sent is left as it is: a unary
- * one (Connect protocol) comes with the headers of the service's answer, a content-type at
- * least; a streaming one (gRPC) with its `grpc-status` trailer. So is a call this process
- * cancelled (its signal is aborted).
+ * stream closed with an error, or ended without its status). A streaming call can break after
+ * its answer's headers, as it reads the answer's messages, so those are classified too. An
+ * error the service itself sent is left as it is: a unary one (Connect protocol) comes with the
+ * headers of the service's answer, a content-type at least; a streaming one (gRPC) with its
+ * `grpc-status` trailer. So is a call this process cancelled (its signal is aborted).
  */
 export const transportFailureInterceptor: Interceptor = (next) => async (req) => {
-  try {
-    return await next(req);
-  } catch (error) {
+  const classify = (error: unknown): unknown => {
     if (
       error instanceof ConnectError &&
       TRANSPORT_FAILURE_CODES.has(error.code) &&
       !error.metadata.has(req.stream ? "grpc-status" : "content-type") &&
       !req.signal.aborted
     ) {
-      throw new ConnectError(
+      return new ConnectError(
         `connection to the service failed: ${error.rawMessage}`,
         Code.Unavailable,
         undefined,
@@ -56,9 +55,27 @@ export const transportFailureInterceptor: Interceptor = (next) => async (req) =>
         error,
       );
     }
-    throw error;
+    return error;
+  };
+  try {
+    const res = await next(req);
+    return res.stream ? { ...res, message: classified(res.message, classify) } : res;
+  } catch (error) {
+    throw classify(error);
   }
 };
+
+/** The messages of a streaming answer, an error reading them classified by `classify`. */
+async function* classified<T>(
+  messages: AsyncIterable<T>,
+  classify: (error: unknown) => unknown,
+): AsyncGenerator<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw classify(error);
+  }
+}
 
 /** The signal of the streaming call that is opening its HTTP/2 stream. */
 const streamCallSignal = new AsyncLocalStorage<AbortSignal>();
