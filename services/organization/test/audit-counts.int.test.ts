@@ -66,15 +66,8 @@ beforeAll(async () => {
   await migrateBefore({ url, schema: SCHEMA, entities: [], migrations }, "AuditCounts", (old) =>
     query(old.em.fork(), INSERT, events(1, "2026-11-20T09:10:00Z", 30, 7)),
   );
-  expect(await migrateOrganization(url)).toEqual([
-    "AuditCounts",
-    "AuditVia",
-    "FormActor",
-    "AuditGroups",
-    "Lz4Compression",
-    "AuditGroupLabels",
-    "AuditGroupChangesJson",
-  ]);
+  const names = migrations.map((migration) => migration.name);
+  expect(await migrateOrganization(url)).toEqual(names.slice(names.indexOf("AuditCounts")));
   orm = await createOrganizationOrm(url);
 });
 

@@ -76,6 +76,8 @@ export async function startHarness(
     ...options,
   });
   const { stack } = services;
+  // Every migration, by name: the list is append-only (a database keeps the names it ran), so
+  // a new migration is added here, at the end, and nothing before it moves.
   expect(services.migrated.organization).toEqual([
     "InitialSchema",
     "AuditLogAndUsage",

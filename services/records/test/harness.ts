@@ -27,7 +27,7 @@ import {
 import { expect } from "vitest";
 import { migrateRecords } from "../src/index.js";
 import { type JsonRecordsClient, jsonRecordsClient } from "./json-records-client.js";
-import { SQL_FILES } from "./sql-files.js";
+import { appliedFrom } from "./sql-files.js";
 
 export type { TestUser };
 export { as, eventsOf, failureOf, reasonOf, TEST_SECRET as SECRET, validationOf };
@@ -97,26 +97,7 @@ export async function startHarness(
     ...options,
   });
   const { stack } = services;
-  expect(services.migrated.records).toEqual([
-    "InitialSchema",
-    "CreateGateAutonumbers",
-    "WriteGate",
-    "PendingWrites",
-    "RequiredMarks",
-    "ChangeIds",
-    "IcuCollation",
-    "RecordCounts",
-    "PendingWritesAsChanged",
-    "TimestampIndexes",
-    "DropCreateGateOverloads",
-    "UserTables",
-    "RecordChanges",
-    "RowIdSequence",
-    "RecordChangeWrites",
-    "Lz4Compression",
-    "RecordChangesJson",
-    ...SQL_FILES,
-  ]);
+  expect(services.migrated.records).toEqual(appliedFrom());
   expect(await migrateRecords(stack.databaseUrl)).toEqual([]);
 
   return {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteTablesRecords } from "../src/db/schema-changes.js";
 import { migrations } from "../src/migrations/initial-schema.js";
 import { createRecordsOrm, migrateRecords, SCHEMA } from "../src/service.js";
-import { SQL_FILES } from "./sql-files.js";
+import { appliedFrom } from "./sql-files.js";
 
 // `record_count` (migration RecordCounts): the records a table holds, kept by triggers on
 // `record` in the writing transaction, against what count(*) says, with writers racing.
@@ -55,19 +55,7 @@ beforeAll(async () => {
       await query(em, INSERT, [2, 2]);
     },
   );
-  expect(await migrateRecords(url)).toEqual([
-    "RecordCounts",
-    "PendingWritesAsChanged",
-    "TimestampIndexes",
-    "DropCreateGateOverloads",
-    "UserTables",
-    "RecordChanges",
-    "RowIdSequence",
-    "RecordChangeWrites",
-    "Lz4Compression",
-    "RecordChangesJson",
-    ...SQL_FILES,
-  ]);
+  expect(await migrateRecords(url)).toEqual(appliedFrom("RecordCounts"));
   orm = await createRecordsOrm(url);
 });
 
