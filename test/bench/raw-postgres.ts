@@ -433,9 +433,9 @@ export async function removeRawWrites(databaseUrl: string, target: RawWriteTarge
     ]) {
       await admin.query(`delete from ${table} where table_id = $1`, [target.tableId]);
     }
-    await admin.query("delete from records.organization_usage where organization_id = $1", [
-      target.organizationId,
-    ]);
+    for (const table of ["records.organization_usage", "records.organization_usage_share"]) {
+      await admin.query(`delete from ${table} where organization_id = $1`, [target.organizationId]);
+    }
     await admin.query("drop schema if exists bench_raw cascade");
   } finally {
     await admin.end();

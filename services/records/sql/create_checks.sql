@@ -19,8 +19,8 @@
 -- waits at most 5 s for the locks (its lock_timeout): it never lands after its client gave up.
 -- A VOLATILE function's queries each read a fresh snapshot, so the marks looked for after a
 -- wait on a deletion's lock include the one it committed. It leaves the quota to the caller
--- (reserve_records after the insert, or create_gate), since the usage row it takes stays
--- locked until the commit.
+-- (reserve_records after the insert, or create_gate), since the usage lock it takes is held
+-- until the commit.
 create or replace function create_checks(
   p_table_id bigint, p_organization_id bigint, p_count bigint, p_limit bigint,
   p_autonumber_fields bigint[], p_fields bigint[], p_pending_checked bigint[]

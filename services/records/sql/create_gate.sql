@@ -1,7 +1,7 @@
 -- create_gate: create_checks and then the quota (take_records), for a create of several
 -- statements (one that numbers autonumber fields, or writes under pending type changes), which
--- calls it as the last statement of its transaction, the usage row it takes staying locked
--- until the commit. Answers create_checks' answer when it is not ok, over_limit when the
+-- calls it as the last statement of its transaction, the usage lock it takes held until the
+-- commit. Answers create_checks' answer when it is not ok, over_limit when the
 -- records do not fit the organization's limit, else ok; anything but ok makes the caller roll
 -- back.
 create or replace function create_gate(

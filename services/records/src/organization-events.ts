@@ -27,7 +27,7 @@ export const ORG_DELETED_CONSUMER = "records_org_deleted";
  * `records_org_deleted`): under the organization's lock it marks the organization gone, so that
  * no create can follow (a transaction of its own), deletes its records a table at a time, a
  * chunk per statement (`deleteRecordsInChunks`), then, in the transaction that records the
- * event, what is left and its usage row. Catalog's DatabaseDeleted events for the same tables
+ * event, what is left and its usage. Catalog's DatabaseDeleted events for the same tables
  * find no records left, and delete every table's autonumber counters, those of tables without
  * records included: records knows a table's organization only through its records. Applied
  * once (`consumeOnce`: the event id is recorded in the same transaction) and acknowledged after

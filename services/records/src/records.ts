@@ -787,8 +787,8 @@ export class Records {
         records.map((record) => record.rowId),
       );
       auditCreated(changes, schema, records);
-      // Last, with the events: the organization's usage row stays locked from here to the
-      // commit, and every create of the organization waits for it.
+      // Last, with the events: the organization's usage lock is held from here to the commit
+      // (near the plan's limit, every create of the organization waits for it).
       const outcome = await passCreateGate(em, gate, records.length, changes.takeEvents());
       if (outcome !== "ok") throw refusedCreate(outcome);
       return {
@@ -1117,7 +1117,7 @@ export class Records {
       if (found.length !== rowIds.length) throw recordNotFound();
       await deleteRecords(em, schema.tableId, rowIds, rows);
       await this.announceDeletion(changes, schema, found);
-      // Last, with the events, as in create: the usage row stays locked until the commit.
+      // Last, with the events, as in create.
       await releaseRecords(em, schema.organizationId, found.length, changes.takeEvents());
       return [...rowIds];
     });

@@ -332,10 +332,7 @@ describe("a deleted table's records", () => {
   it("go a chunk at a time, their count given back to the organization's usage", async () => {
     const usage = async () =>
       (
-        await query<{ records: string }>(
-          orm.em.fork(),
-          "select records from organization_usage where organization_id = 1",
-        )
+        await query<{ records: string }>(orm.em.fork(), "select record_usage(1)::text as records")
       )[0]?.records;
     await insert(
       50,

@@ -293,10 +293,9 @@ describe("audit and deletion events", () => {
     ).map((r) => r.rowId);
     const raced = rowIds.slice(0, 4);
     const usage = async () => {
-      const { rows } = await h.db.query(
-        "select records from records.organization_usage where organization_id = $1",
-        [t.organizationId.toString()],
-      );
+      const { rows } = await h.db.query("select records.record_usage($1) as records", [
+        t.organizationId.toString(),
+      ]);
       return Number(rows[0].records);
     };
     const before = await usage();

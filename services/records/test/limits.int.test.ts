@@ -2,6 +2,7 @@ import { Code, cachePlan, planCacheKey, versionedEntryOf } from "@rowbase/kit";
 import { holdAnswers } from "@rowbase/kit/testing";
 import { FieldType } from "@rowbase/proto/rowbase/catalog/v1/catalog_pb";
 import { PlanName } from "@rowbase/proto/rowbase/organization/v1/organization_pb";
+import type { PoolClient } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fieldColumn, userTable } from "../src/db/user-tables/names.js";
 import { Plans } from "../src/plans.js";
@@ -585,9 +586,10 @@ describe("the size of a record of large numbers", () => {
   });
 });
 
-describe("the organization's usage row", () => {
-  // A create of one statement writes its records first and takes the usage row (the quota)
-  // last: the organization's other creates wait for its commit, not for its insert.
+describe("the organization's usage lock", () => {
+  // A create of one statement writes its records first and takes the usage lock (the quota)
+  // last: near the limit, the organization's other creates wait for its commit, not for its
+  // insert.
   it("is taken after the records are written", async () => {
     const owner = await h.user("Quota last");
     const organizationId = await organizationOf(owner);
@@ -597,10 +599,7 @@ describe("the organization's usage row", () => {
     const holder = await h.db.connect();
     try {
       await holder.query("begin");
-      await holder.query(
-        "select records from records.organization_usage where organization_id = $1 for update",
-        [organizationId.toString()],
-      );
+      await holder.query("select pg_advisory_xact_lock($1)", [await usageLock(organizationId)]);
       const creating = h.records.batchCreateRecords(
         {
           tableId: table.tableId,
@@ -628,5 +627,179 @@ describe("the organization's usage row", () => {
       await holder.query("rollback").catch(() => undefined);
       holder.release();
     }
+  });
+});
+
+/** The advisory lock of an organization's record count (sql/take_records.sql). */
+async function usageLock(organizationId: bigint): Promise<string> {
+  const { rows } = await h.db.query(
+    "select hashtextextended('records.usage:' || $1, 0)::text as key",
+    [organizationId.toString()],
+  );
+  return rows[0].key;
+}
+
+describe("take_records, the record quota", () => {
+  // How many records may be counted and not yet committed at once: far from the limit by more
+  // than this, creates count without waiting for each other.
+  let open: bigint;
+  let nextOrganization = 9_000_000_000n;
+  const organization = () => nextOrganization++;
+  const take = (client: { query: PoolClient["query"] }, id: bigint, count: number, limit: bigint) =>
+    client
+      .query("select records.take_records($1, $2, $3) as ok", [
+        id.toString(),
+        count,
+        limit.toString(),
+      ])
+      .then((result) => result.rows[0].ok as boolean);
+  const counted = async (id: bigint) => {
+    const { rows } = await h.db.query("select records.record_usage($1)::text as n", [
+      id.toString(),
+    ]);
+    return BigInt(rows[0].n);
+  };
+  /** Counts `records` in a share of the organization's, or in its row (counted before shares). */
+  const share = (id: bigint, records: bigint, table = "organization_usage_share") =>
+    h.db.query(`insert into records.${table} (organization_id, records) values ($1, $2)`, [
+      id.toString(),
+      records.toString(),
+    ]);
+  /** Runs `work` in a transaction of its own, left open until `end` is called. */
+  async function holding<T>(work: (client: PoolClient) => Promise<T>) {
+    const client = await h.db.connect();
+    await client.query("begin");
+    const result = await work(client);
+    return {
+      result,
+      async end(how: "commit" | "rollback") {
+        try {
+          await client.query(how);
+        } finally {
+          client.release();
+        }
+      },
+    };
+  }
+
+  beforeAll(async () => {
+    const { rows } = await h.db.query(
+      `select 1000 * (current_setting('max_connections')::bigint
+         + current_setting('max_prepared_transactions')::bigint) as open`,
+    );
+    open = BigInt(rows[0].open);
+  });
+
+  it("lets parallel creates far from the limit count without waiting for each other", async () => {
+    const id = organization();
+    const limit = 10n * open;
+    const first = await holding((client) => take(client, id, 1000, limit));
+    try {
+      expect(first.result).toBe(true);
+      // Another transaction counts while the first is open (a wait would time out).
+      const second = await holding(async (client) => {
+        await client.query("set local lock_timeout = '1s'");
+        return take(client, id, 1, limit);
+      });
+      expect(second.result).toBe(true);
+      await second.end("commit");
+    } finally {
+      await first.end("commit");
+    }
+    expect(await counted(id)).toBe(1001n);
+    // Two transactions at once took two shares.
+    const { rows } = await h.db.query(
+      "select count(*)::int as n from records.organization_usage_share where organization_id = $1",
+      [id.toString()],
+    );
+    expect(rows[0].n).toBe(2);
+  });
+
+  it("counts exactly near the limit: a create waits for the one before it to commit", async () => {
+    const id = organization();
+    const limit = 2n * open;
+    const first = await holding((client) => take(client, id, 1, limit));
+    expect(first.result).toBe(true);
+    const second = await holding(async (client) => {
+      await client.query("set local lock_timeout = '200ms'");
+      return take(client, id, 1, limit).catch((error: { code?: string }) => error.code);
+    });
+    await second.end("rollback");
+    await first.end("commit");
+    // lock_not_available: it waited for the first create's lock.
+    expect(second.result).toBe("55P03");
+    expect(await counted(id)).toBe(1n);
+  });
+
+  it("never passes the limit, whichever way each of many parallel creates counts", async () => {
+    // Counted so far: near enough to the limit that the first creates count shared and the
+    // later ones, which find the others' records committed, exactly; 20 more than fit.
+    const id = organization();
+    const limit = 4n * open;
+    await share(id, limit - 2n * open - 3000n, "organization_usage");
+    const fits = Number((2n * open + 3000n) / 1000n);
+    const results = await Promise.all(
+      Array.from({ length: fits + 20 }, async () => {
+        const { result, end } = await holding((client) => take(client, id, 1000, limit));
+        await end("commit");
+        return result;
+      }),
+    );
+    expect(results.filter(Boolean)).toHaveLength(fits);
+    expect(await counted(id)).toBe(limit - 2n * open - 3000n + BigInt(fits) * 1000n);
+    expect(await counted(id)).toBeLessThanOrEqual(limit);
+  });
+
+  it("counts exactly when the records committed while it waited bring the limit near", async () => {
+    const id = organization();
+    const limit = 3n * open;
+    // An exact create holds the lock and counts records the second create cannot see yet.
+    const holder = await holding(async (client) => {
+      await client.query("select pg_advisory_xact_lock($1)", [await usageLock(id)]);
+      await client.query("select records.record_usage_add($1, $2)", [
+        id.toString(),
+        (limit - 5n).toString(),
+      ]);
+    });
+    const client = await h.db.connect();
+    try {
+      // The sum it reads first (0) lets it ask for the lock shared; under the lock it finds
+      // limit - 5 counted and counts exactly: 5 fit, 6 do not.
+      const six = take(client, id, 6, limit);
+      await eventually(async () => {
+        const { rows } = await h.db.query(
+          `select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock'
+             and query like '%take_records%'`,
+        );
+        expect(rows[0].n).toBe(1);
+      });
+      await holder.end("commit");
+      expect(await six).toBe(false);
+      expect(await take(client, id, 5, limit)).toBe(true);
+    } finally {
+      client.release();
+    }
+    expect(await counted(id)).toBe(limit);
+  });
+
+  it("adds a delete to a share no one holds, and the sum is the count", async () => {
+    const id = organization();
+    await share(id, 3n);
+    const holder = await holding((client) =>
+      client.query("select records.record_usage_add($1, 4)", [id.toString()]),
+    );
+    try {
+      // The first share is held: the delete goes to a new one, negative, and does not wait.
+      await h.db.query("select records.record_usage_add($1, -2)", [id.toString()]);
+    } finally {
+      await holder.end("commit");
+    }
+    const { rows } = await h.db.query(
+      "select records::int from records.organization_usage_share where organization_id = $1 order by id",
+      [id.toString()],
+    );
+    expect(rows.map((row) => row.records)).toEqual([7, -2]);
+    expect(await counted(id)).toBe(5n);
   });
 });

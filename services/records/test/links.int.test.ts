@@ -499,10 +499,9 @@ describe("changes of links", () => {
     const usage = async () =>
       Number(
         (
-          await h.db.query(
-            "select records from records.organization_usage where organization_id = $1",
-            [t.organizationId.toString()],
-          )
+          await h.db.query("select records.record_usage($1) as records", [
+            t.organizationId.toString(),
+          ])
         ).rows[0].records,
       );
     const count = await usage();

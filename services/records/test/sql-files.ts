@@ -8,6 +8,8 @@ export const SQL_FILES = [
   "record_change_sequence.sql",
   "record_count_add.sql",
   "record_count_change.sql",
+  "record_usage.sql",
+  "record_usage_add.sql",
   "reserve_records.sql",
   "take_records.sql",
   "user_table_rows_change.sql",

@@ -112,6 +112,7 @@ describe("records' migrations", () => {
       "RecordChangeWrites",
       "Lz4Compression",
       "RecordChangesJson",
+      "UsageShares",
     ]);
   });
 });
@@ -131,6 +132,8 @@ describe("records' SQL functions", () => {
       "record_change_sequence(integer)",
       "record_count_add(bigint,bigint)",
       "record_count_change()",
+      "record_usage(bigint)",
+      "record_usage_add(bigint,bigint)",
       "reserve_records(bigint,bigint,bigint)",
       "take_records(bigint,bigint,bigint)",
       "user_table_rows_change()",

@@ -445,10 +445,9 @@ describe("a create on a table per user table", () => {
 
   it("counts against the organization's record limit and writes nothing past it", async () => {
     const before = await all(61n, "columns");
-    const [usage] = await read<{ records: string }>(
-      "select records::text from organization_usage where organization_id = $1",
-      [ORGANIZATION + 1n],
-    );
+    const [usage] = await read<{ records: string }>("select record_usage($1)::text as records", [
+      ORGANIZATION + 1n,
+    ]);
     // 40 records in each table, two of each deleted since.
     expect(usage?.records).toBe("78");
     const refused = await create(61n, "columns", [{}, {}], 79n);

@@ -168,8 +168,9 @@ export interface CreateTarget extends GateTarget {
  * changes of the fields it writes, write_gate.sql), as a materialized CTE; the insert and the
  * events only when it answers `ok`; then, in the select list and so after every CTE of its
  * FROM is complete, `reserve_records` counts the records against the limit, taking the
- * organization's usage row, which stays locked to the commit: the organization's other creates
- * wait for the commit, not for this insert. Over the limit, it raises RB001 and the statement
+ * organization's usage lock to the commit (sql/take_records.sql: shared far from the limit,
+ * exclusive near it, when the organization's other creates wait for the commit, not for this
+ * insert). Over the limit, it raises RB001 and the statement
  * writes nothing. It answers one row: the outcome, how many records it inserted and their
  * times (the columns' default, `now()`, is the same for every row of a statement), so that a
  * batch does not read back a row per record.
@@ -270,7 +271,7 @@ export async function createRecords(
 
 /**
  * The last statement of a create's transaction: `create_gate` looks for the deletion marks and
- * counts the records against `limit` (the usage row stays locked until the commit, so it comes
+ * counts the records against `limit` (the usage lock is held until the commit, so it comes
  * last), and the transaction's `events` go to the outbox with it. Anything but `ok` means the
  * caller rolls back, events included.
  */
@@ -298,21 +299,16 @@ export async function releaseRecords(
   events: readonly OutboxEntry[] = [],
 ): Promise<void> {
   if (count === 0 && events.length === 0) return;
-  await queryWithOutbox(
-    em,
-    events,
-    `update organization_usage set records = greatest(records - $2, 0)
-     where organization_id = $1`,
-    [organizationId, count],
-  );
+  await queryWithOutbox(em, events, "select record_usage_add($1, -$2::bigint)", [
+    organizationId,
+    count,
+  ]);
 }
 
-/** The records an organization holds, as counted. */
+/** The records an organization holds, as counted (sql/record_usage.sql). */
 export async function recordUsage(em: EntityManager, organizationId: bigint): Promise<bigint> {
-  const rows = await query<{ records: string }>(
-    em,
-    "select records from organization_usage where organization_id = $1",
-    [organizationId],
-  );
+  const rows = await query<{ records: string }>(em, "select record_usage($1)::text as records", [
+    organizationId,
+  ]);
   return BigInt(rows[0]?.records ?? 0);
 }

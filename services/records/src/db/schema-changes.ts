@@ -556,12 +556,10 @@ export async function deleteRecordsInChunks(
      ), changed as (
        delete from record r using chunk where r.table_id = $1 and r.row_id = chunk.row_id
        returning r.organization_id
-     ), released as (
-       update organization_usage u set records = greatest(u.records - counted.n, 0)
-       from (select organization_id, count(*) as n from changed group by organization_id) counted
-       where u.organization_id = counted.organization_id
+     ), released as materialized (
+       select record_usage_add(organization_id, -count(*)) from changed group by organization_id
      )
-     ${CHUNK_RESULT}`,
+     ${CHUNK_RESULT}, (select count(*) from released) as organizations`,
     (after) => [tableId, after, chunk],
     (deleted) => deleted === chunk,
   );
@@ -585,11 +583,11 @@ export async function deleteTablesRecords(
            delete from record where table_id = any($1::bigint[]) returning organization_id
          ), counted as (
            select organization_id, count(*) as n from gone group by organization_id
-         ), released as (
-           update organization_usage u set records = greatest(u.records - counted.n, 0)
-           from counted where u.organization_id = counted.organization_id
+         ), released as materialized (
+           select record_usage_add(organization_id, -n) from counted
          )
-         select coalesce(sum(n), 0) as deleted from counted`,
+         select coalesce(sum(n), 0) as deleted, (select count(*) from released) as organizations
+         from counted`,
         [tableIds],
       );
   // Their counts (record_count), but for a row a writer holds: it counts nothing that can be
@@ -609,10 +607,10 @@ export async function deleteTablesRecords(
 }
 
 /**
- * Deletes every record of an organization and its usage row, and the autonumber counters of the
- * tables that hold records and of `tableIds` (those whose records went before, in chunks);
- * those of empty tables go with catalog's DatabaseDeleted (`deleteTablesRecords`), which names
- * every table. Returns how many records it deleted.
+ * Deletes every record of an organization and its usage (its row and its shares), and the
+ * autonumber counters of the tables that hold records and of `tableIds` (those whose records
+ * went before, in chunks); those of empty tables go with catalog's DatabaseDeleted
+ * (`deleteTablesRecords`), which names every table. Returns how many records it deleted.
  */
 export async function deleteOrganizationRecords(
   em: EntityManager,
@@ -638,7 +636,12 @@ export async function deleteOrganizationRecords(
         [organizationId],
       )
     : [];
-  await query(em, "delete from organization_usage where organization_id = $1", [organizationId]);
+  await query(
+    em,
+    `with shares as (delete from organization_usage_share where organization_id = $1)
+     delete from organization_usage where organization_id = $1`,
+    [organizationId],
+  );
   return Number(rows[0]?.deleted ?? 0);
 }
 

@@ -240,12 +240,11 @@ export function deleteRecordIfUnchangedStatement(
          and r.xmin = $3::xid and (select outcome from gate) is not null
        returning r.row_id
      ),
-     released as (
-       update organization_usage set records = greatest(records - 1, 0)
-       where organization_id = $4 and exists (select from deleted)
+     released as materialized (
+       select record_usage_add($4, -(select count(*) from deleted))
      ),
      enqueued as (${enqueue.sql})
-     select count(*)::int as deleted from deleted`,
+     select (select count(*) from deleted)::int as deleted from released`,
     params: [...params, ...enqueue.params],
     prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
   };

@@ -14,6 +14,7 @@ import { RecordCounts } from "./record-counts.js";
 import { RequiredMarks } from "./required-marks.js";
 import { RowIdSequence } from "./row-id-sequence.js";
 import { TimestampIndexes } from "./timestamp-indexes.js";
+import { UsageShares } from "./usage-shares.js";
 import { UserTables } from "./user-tables.js";
 import { WriteGate } from "./write-gate.js";
 
@@ -104,4 +105,5 @@ export const migrations = [
   RecordChangeWrites,
   Lz4Compression,
   RecordChangesJson,
+  UsageShares,
 ];

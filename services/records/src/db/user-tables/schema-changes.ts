@@ -141,9 +141,8 @@ export async function dropUserTables(
       const organizationId = BigInt(registered.organization_id);
       await query(
         tx,
-        `update organization_usage set records = greatest(records - (
-           select coalesce(sum(delta), 0) from record_count where table_id = $2), 0)
-         where organization_id = $1`,
+        `select record_usage_add($1, -(
+           select coalesce(sum(delta), 0) from record_count where table_id = $2)::bigint)`,
         [organizationId, tableId],
       );
       for (const statement of dropTableSql(organizationId, tableId)) await query(tx, statement);
@@ -155,7 +154,7 @@ export async function dropUserTables(
 
 /**
  * Drops a deleted organization's schema with every user table in it, in the caller's
- * transaction (the deletion saga's, which also deletes its usage row).
+ * transaction (the deletion saga's, which also deletes its usage).
  */
 export async function dropOrganizationTables(
   em: EntityManager,
