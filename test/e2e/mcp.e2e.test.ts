@@ -184,6 +184,28 @@ describe("tools per access level", () => {
       expect(refused.headers.get("allow")).toBe("POST, OPTIONS");
     }
   });
+
+  it("answers a body it cannot take with a JSON-RPC error, as the MCP SDK answers one", async () => {
+    for (const [rawBody, code, message] of [
+      ['{"jsonrpc": "2.0", "id": 1,', -32700, "Parse error: the body is not valid JSON"],
+      [
+        '{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"__proto__": {}}}',
+        -32600,
+        'Invalid Request: the body must not hold a "__proto__" key',
+      ],
+    ] as const) {
+      const refused = await api("POST", "/mcp", {
+        rawBody,
+        token: tenant.readToken,
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({ jsonrpc: "2.0", error: { code, message }, id: null });
+    }
+  });
 });
 
 describe("every tool", () => {
@@ -523,8 +545,8 @@ describe("fuzzed arguments", () => {
     await fc.assert(
       fc.asyncProperty(calls, fc.option(extra), async ([name, args], more) => {
         const sent = { ...more, ...args };
-        // fast-check makes `__proto__` keys now and then: a body holding one is refused with
-        // HTTP 400 on every route, /mcp included (the test below).
+        // fast-check makes `__proto__` keys now and then: every route refuses a body holding
+        // one, /mcp with a JSON-RPC error (the test below).
         fc.pre(!/"__proto__"\s*:/.test(JSON.stringify(sent)));
         // A JSON-RPC error or an HTTP failure rejects here; a tool's refusal is a result.
         const result = await call(writer, name, sent);
@@ -541,10 +563,10 @@ describe("fuzzed arguments", () => {
     );
   }, 180_000);
 
-  it("refuses arguments holding a __proto__ key with the HTTP 400 every route gives a body", async () => {
+  it("refuses arguments holding a __proto__ key as an invalid JSON-RPC request", async () => {
     const args = JSON.parse('{"table_id": 1, "sort": {"__proto__": false}}');
     await expect(call(writer, "list_records", args)).rejects.toThrow(
-      /"status_code":400.*must not hold a \\"__proto__\\" key/,
+      /-32600.*must not hold a \\"__proto__\\" key/,
     );
   });
 });

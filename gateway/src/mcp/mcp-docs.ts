@@ -55,8 +55,9 @@ export function mcpPathItems(): Record<string, Record<string, unknown>> {
           },
           202: { description: "A notification or response was accepted (no body)" },
           400: {
-            description: "Not JSON, or not a JSON-RPC message",
-            content: { "application/json": { schema: schemaRef("ValidationError") } },
+            description:
+              "Not JSON (-32700), a `__proto__` key (-32600), or not a JSON-RPC message: a JSON-RPC error",
+            content: { "application/json": { schema: jsonRpc } },
           },
           401: {
             description: "No valid API token: `unauthorized`",

@@ -3,6 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import type { ApiTokenAuthenticator } from "../auth/api-token-authenticator.js";
 import { API_TOKEN_PREFIX, bearerOf, unauthorized } from "../auth/authenticate.js";
 import { downstreamCallOptions } from "../auth/downstream-call.js";
+import { ValidationFailed } from "../errors/validation-failed.js";
 import type { GatewayContext, GatewayState } from "../gateway-context.js";
 import { type JsonBodyBudget, parseJsonBody, receiveJsonBody } from "../http/json-body.js";
 import { reportRateLimits } from "../rate-limit/rate-limit-headers.js";
@@ -74,7 +75,13 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
     const caller = await deps.apiTokens.authenticate(credential, ctx.state.requestId);
     const received = await receiveJsonBody(ctx);
     await deps.jsonBodies.run(received, async () => {
-      const message = parseJsonBody(received);
+      let message: unknown;
+      try {
+        message = parseJsonBody(received);
+      } catch (error) {
+        if (error instanceof ValidationFailed) return refuseBody(ctx, error);
+        throw error;
+      }
       const report = reportRateLimits(ctx);
       for (let i = toolCalls(message); i > 0; i--) {
         await deps.rateLimits.consume("records_token", caller.tokenId.toString(), report);
@@ -98,6 +105,25 @@ export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpoint
         await server.close();
       }
     });
+  });
+}
+
+/**
+ * A body /mcp does not take, answered as the SDK answers one (HTTP 400 and a JSON-RPC error with
+ * a null id) rather than with the REST routes' envelope, which an MCP client does not read:
+ * malformed JSON is a parse error (-32700); valid JSON no route takes (a `__proto__` key) or a
+ * body that is not UTF-8, an invalid request (-32600).
+ */
+function refuseBody(ctx: GatewayContext, refusal: ValidationFailed): void {
+  const [item] = refusal.items;
+  const parse = item?.code === "invalid_syntax";
+  const message = `${parse ? "Parse error" : "Invalid Request"}: the body ${item?.message}`;
+  ctx.status = 400;
+  ctx.type = "application/json";
+  ctx.body = JSON.stringify({
+    jsonrpc: "2.0",
+    error: { code: parse ? -32700 : -32600, message },
+    id: null,
   });
 }
 
