@@ -559,6 +559,7 @@ export async function deleteRecordsInChunks(
      ), released as materialized (
        select record_usage_add(organization_id, -count(*)) from changed group by organization_id
      )
+     -- A CTE that writes nothing runs only when read: the organizations column reads it.
      ${CHUNK_RESULT}, (select count(*) from released) as organizations`,
     (after) => [tableId, after, chunk],
     (deleted) => deleted === chunk,
@@ -586,6 +587,7 @@ export async function deleteTablesRecords(
          ), released as materialized (
            select record_usage_add(organization_id, -n) from counted
          )
+         -- A CTE that writes nothing runs only when read: the organizations column reads it.
          select coalesce(sum(n), 0) as deleted, (select count(*) from released) as organizations
          from counted`,
         [tableIds],

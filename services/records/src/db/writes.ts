@@ -244,6 +244,7 @@ export function deleteRecordIfUnchangedStatement(
        select record_usage_add($4, -(select count(*) from deleted))
      ),
      enqueued as (${enqueue.sql})
+     -- A CTE that writes nothing runs only when read: this select reads it.
      select (select count(*) from deleted)::int as deleted from released`,
     params: [...params, ...enqueue.params],
     prepare: events.length <= OUTBOX_PREPARED_EVENTS_MAX,
