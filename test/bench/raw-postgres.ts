@@ -30,6 +30,7 @@ import {
   pageStatement,
   recordChangesEntry,
   recordVersionStatement,
+  rowIdsOf,
   type SchemaField,
   type Statement,
   type TableRows,
@@ -268,8 +269,8 @@ export async function rawCreate(
   rows: TableRows,
   datas: JsonObject[],
 ) {
-  const ids = await send<{ id: string }>(client, allocateRowIdsStatement(datas.length));
-  const records = ids.rows.map((row, index) => ({ rowId: BigInt(row.id), data: datas[index]! }));
+  const ids = await send<{ ids: string }>(client, allocateRowIdsStatement(datas.length));
+  const records = rowIdsOf(ids.rows[0]!).map((rowId, index) => ({ rowId, data: datas[index]! }));
   const created = await send<{ outcome: string }>(
     client,
     createRecordsStatement(

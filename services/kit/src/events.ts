@@ -345,11 +345,16 @@ function withoutSharedLabels(
   labels: Map<string, string>,
 ): AuditChange[] {
   return changes.map((change) => {
-    const { label, ...unlabelled } = change;
+    const { label } = change;
     if (label === undefined) return change;
     const shared = labels.get(change.key);
     if (shared === undefined) labels.set(change.key, label);
     else if (shared !== label) return change;
+    // Built field by field, in the change's order: an object rest copy is several times slower,
+    // and a batch has a change per value of each of its 1,000 records.
+    const unlabelled: AuditChange = { key: change.key };
+    if (change.old !== undefined) unlabelled.old = change.old;
+    if (change.new !== undefined) unlabelled.new = change.new;
     return unlabelled;
   });
 }

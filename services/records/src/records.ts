@@ -394,7 +394,10 @@ function fieldsKeptChanging(): ConnectError {
 function fieldsWritten(values: readonly CheckedValues[]): string[] {
   const fields = new Set<string>();
   for (const checked of values) {
-    for (const [id, value] of checked) if (value !== null) fields.add(id);
+    // forEach, not for-of: no [id, value] array per value of every record of a batch.
+    checked.forEach((value, id) => {
+      if (value !== null) fields.add(id);
+    });
   }
   return [...fields];
 }

@@ -183,6 +183,12 @@ export function parseNumber(value: unknown): number | string {
  */
 export function roundTo(n: number, decimals: number): number {
   if (!Number.isFinite(n) || Math.abs(n) * 10 ** decimals >= 2 ** 53) return n === 0 ? 0 : n;
+  // No more places than `decimals` in its shortest form (most values as sent): nothing to round.
+  const text = String(n);
+  if (!text.includes("e")) {
+    const point = text.indexOf(".");
+    if (point < 0 || text.length - point - 1 <= decimals) return n === 0 ? 0 : n;
+  }
   const [mantissa, exponent] = Math.abs(n).toExponential().split("e") as [string, string];
   const shifted = Math.round(Number(`${mantissa}e${Number(exponent) + decimals}`));
   const rounded = Math.sign(n) * Number(`${shifted}e${-decimals}`);
@@ -197,8 +203,17 @@ export const EXACT_SIGNIFICANT_DIGITS = 15;
 
 /** The significant digits of a finite number as JavaScript writes it (its shortest form). */
 function significantDigits(n: number): number {
-  const [mantissa] = Math.abs(n).toExponential().split("e") as [string];
-  return mantissa.replace(".", "").length;
+  const text = String(Math.abs(n));
+  if (text.includes("e") || !text.includes(".")) {
+    const [mantissa] = Math.abs(n).toExponential().split("e") as [string];
+    return mantissa.replace(".", "").length;
+  }
+  // A fraction written out: its digits but the leading zeros (0.05: one). Its shortest form
+  // ends in no zero, so every other digit is significant, as toExponential counts them.
+  const digits = text.replace(".", "");
+  let first = 0;
+  while (first < digits.length - 1 && digits[first] === "0") first++;
+  return digits.length - first;
 }
 
 /**
@@ -305,9 +320,18 @@ export function datetimeString(ms: number): string | undefined {
   return date.toISOString();
 }
 
+/** The stored form of a datetime (`datetimeString`), years 1000-9999. */
+const STORED_DATETIME = /^[1-9]\d{3}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 function checkDatetime(value: unknown): ValueResult {
   const message = "must be an RFC 3339 date-time such as 2026-11-21T10:15:00Z";
   if (typeof value !== "string") return fail(message);
+  // Already in the stored form, as a client that writes back what it read sends it: valid
+  // when it reads back unchanged (a 30 February or a 24:00 would come back as another day).
+  if (STORED_DATETIME.test(value)) {
+    const parsed = Date.parse(value);
+    if (!Number.isNaN(parsed) && new Date(parsed).toISOString() === value) return ok(value);
+  }
   const ms = parseDatetime(value);
   if (ms === undefined) return fail(message);
   const stored = datetimeString(ms);

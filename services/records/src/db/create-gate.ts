@@ -14,7 +14,7 @@ import {
   queryWithOutbox,
 } from "@rowbase/kit";
 import type { StoredRecord } from "../domain/record-output.js";
-import { epochMs, RECORD_ROWS, type Statement, type TableRows } from "./rows.js";
+import { epochMs, RECORD_ROWS, rowIdsParam, type Statement, type TableRows } from "./rows.js";
 
 function tableLockKey(tableId: bigint): string {
   return `records.table:${tableId}`;
@@ -183,7 +183,7 @@ export function createRecordsStatement(
   const params: unknown[] = [
     ...gateParams(target, rows.length),
     target.actor,
-    rows.map((row) => row.rowId),
+    rowIdsParam(rows.map((row) => row.rowId)),
     (target.rows ?? RECORD_ROWS).dataParam(rows.map((row) => row.data)),
   ];
   const enqueue = outboxInsert(events, params.length + 1, "(select outcome from gate) = 'ok'");

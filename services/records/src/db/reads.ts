@@ -13,7 +13,14 @@ import {
 import type { StoredRecord } from "../domain/record-output.js";
 import { type OrderTerm, orderBySql } from "../query/index.js";
 import type { WriteGate, WriteGateOutcome } from "./create-gate.js";
-import { RECORD_ROWS, type RecordRow, type Statement, type TableRows, toStored } from "./rows.js";
+import {
+  RECORD_ROWS,
+  type RecordRow,
+  rowIdsParam,
+  type Statement,
+  type TableRows,
+  toStored,
+} from "./rows.js";
 import type { IndexKey } from "./user-tables/indexes.js";
 import { userTable } from "./user-tables/names.js";
 
@@ -339,7 +346,7 @@ export function findRecordsStatement(
       sql: measured(`select ${table.values} from ${table.relation} r
      where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
      order by r.row_id ${lock ? "for update of r" : ""}`),
-      params: [tableId, rowIds],
+      params: [tableId, rowIdsParam(rowIds)],
       prepare: true,
     };
   }
@@ -351,7 +358,7 @@ export function findRecordsStatement(
      where ${table.ofTable("$1")} and r.row_id = any($2::bigint[])
        and (select outcome from gate) is not null
      order by r.row_id ${lock ? "for update of r" : ""}`),
-    params: [tableId, rowIds, gate.fields, gate.pendingChecked],
+    params: [tableId, rowIdsParam(rowIds), gate.fields, gate.pendingChecked],
     prepare: true,
   };
 }

@@ -257,3 +257,11 @@ export const RECORD_ROWS: TableRows = {
   assign: (data) => `data = ${data}`,
   dataParam: dataArrayJson,
 };
+
+/**
+ * Row ids as a `bigint[]` parameter's text (`{1,2,3}`): the driver's own writing of an array
+ * checks and quotes every element.
+ */
+export function rowIdsParam(rowIds: readonly bigint[]): string {
+  return `{${rowIds.join(",")}}`;
+}
