@@ -257,6 +257,23 @@ describe("number", () => {
     expect(roundTo(2 ** 53 + 2, 3)).toBe(2 ** 53 + 2);
   });
 
+  it("keeps a number with no more places than the decimals as it is, and -0 as 0", () => {
+    expect(roundTo(123.45, 2)).toBe(123.45);
+    expect(roundTo(0.1 + 0.2, 2)).toBe(0.3);
+    expect(roundTo(1.5e-7, 8)).toBe(1.5e-7);
+    expect(roundTo(1.5e-7, 6)).toBe(0);
+    expect(Object.is(roundTo(-0, 2), 0)).toBe(true);
+    expect(Object.is(roundTo(-0.001, 2), 0)).toBe(true);
+  });
+
+  it("counts a fraction's significant digits without its leading zeros", () => {
+    expect(stored("number", 0.012_345_678_9, { decimals: 10 })).toBe(0.012_345_678_9);
+    expect(stored("number", 12_345.123_456_789_1, { decimals: 10 })).toBe(12_345.123_456_789_1);
+    expect(problem("number", 123_456.123_456_789_1, { decimals: 10 })).toMatch(
+      /at most 15 significant digits/,
+    );
+  });
+
   it("keeps a number that already has no digits past its decimals, however many they are", () => {
     // Shifted by the decimals these pass 1e21, which JavaScript writes with an exponent.
     expect(roundTo(123_456_789_012, 10)).toBe(123_456_789_012);
@@ -326,6 +343,8 @@ describe("datetime", () => {
     expect(stored("datetime", "2026-11-21 10:15:00z")).toBe("2026-11-21T10:15:00.000Z");
     expect(stored("datetime", "2024-02-29T00:00:00-00:00")).toBe("2024-02-29T00:00:00.000Z");
     expect(stored("datetime", "0050-06-01T00:00:00Z")).toBe("0050-06-01T00:00:00.000Z");
+    expect(stored("datetime", "2024-02-29T23:59:59.999Z")).toBe("2024-02-29T23:59:59.999Z");
+    expect(stored("datetime", "9999-12-31T23:59:59.999Z")).toBe("9999-12-31T23:59:59.999Z");
   });
 
   it.each([
@@ -341,6 +360,11 @@ describe("datetime", () => {
     "2026-11-21T10:15:00+0200",
     "Sat, 21 Nov 2026 10:15:00 GMT",
     "1763720100000",
+    // In the stored form, which is taken without parsing it apart when it reads back the same.
+    "2026-02-29T10:15:00.000Z",
+    "2026-04-31T10:15:00.000Z",
+    "2026-11-21T24:00:00.000Z",
+    "2026-11-21T10:15:60.000Z",
   ])("refuses %s", (value) => {
     expect(problem("datetime", value)).toBe(
       "must be an RFC 3339 date-time such as 2026-11-21T10:15:00Z",
