@@ -1,4 +1,3 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import {
   isPlainObject,
   mebibytes,
@@ -14,7 +13,7 @@ import {
 import { z } from "zod";
 import { requestBody, responseData } from "../../routing/api-schemas.js";
 import { bodyId, oneOf, queryId } from "../../validation/fields.js";
-import { jsonObject } from "../../validation/json-object.js";
+import { checkedObject, jsonObject } from "../../validation/json-object.js";
 import { once, queryInteger, queryText } from "../../validation/query-values.js";
 
 /**
@@ -185,7 +184,7 @@ const data = z
       return values;
     },
     // Reached only by a value jsonObject took; the document still reads `type: object`.
-    z.looseObject({}).transform((values) => values as JsonObject),
+    checkedObject(),
   )
   .describe(
     "Values keyed by field id (all digits) or field name. Unknown and read-only fields and " +
