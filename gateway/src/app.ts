@@ -243,6 +243,7 @@ export function createGateway(deps: GatewayDeps, publicBaseUrl: string): Gateway
     internalSecret: config.INTERNAL_JWT_SECRET,
     publicBaseUrl,
     extraHosts: config.MCP_ALLOWED_HOSTS,
+    extraOrigins: config.CORS_ALLOWED_ORIGINS,
   });
   mountDocsRoutes(router, () =>
     buildOpenApiDocument(routes, {

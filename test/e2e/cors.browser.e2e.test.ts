@@ -101,7 +101,8 @@ describe("CORS", () => {
       expect(corsHeaders(response.headers)).toEqual({
         "access-control-allow-origin": origin,
         "access-control-allow-methods": "GET,HEAD,POST,PUT,PATCH,DELETE",
-        "access-control-allow-headers": "Authorization,Content-Type,X-Request-Id",
+        "access-control-allow-headers":
+          "Authorization,Content-Type,X-Request-Id,Mcp-Protocol-Version",
         "access-control-max-age": "600",
       });
       expect(response.headers.get("vary")).toContain("Origin");
@@ -189,6 +190,26 @@ describe("CORS", () => {
     );
     expect(fields.status).toBe(200);
     expect(fields.body.data.fields.map((field) => field.name)).toEqual(["Name"]);
+    // And /mcp, with the headers an MCP client sends once it has initialized.
+    const tools = await page.evaluate(
+      async ({ url, token }) => {
+        const response = await fetch(url, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${token}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+        });
+        const body = (await response.json()) as { result?: { tools: { name: string }[] } };
+        return { status: response.status, names: body.result?.tools.map((tool) => tool.name) };
+      },
+      { url: `${base}/mcp`, token: tenant.readToken },
+    );
+    expect(tools.status).toBe(200);
+    expect(tools.names).toContain("list_records");
 
     await page.goto(`${refusedSite.origin}/`);
     const refused = await page.evaluate(

@@ -101,7 +101,10 @@ let writer: Client;
 let reader: Client;
 
 beforeAll(async () => {
-  sys = await startTestSystem({ RATE_LIMITS: RECORD_TEST_RATE_LIMITS });
+  sys = await startTestSystem({
+    RATE_LIMITS: RECORD_TEST_RATE_LIMITS,
+    CORS_ALLOWED_ORIGINS: "https://app.example.com",
+  });
   api = client(sys.baseUrl);
   [tenant, other] = await Promise.all([
     createTenant(sys, api, { plan: "business" }),
@@ -437,7 +440,7 @@ describe("refusals", () => {
     expect(rest.status).toBe(200);
   });
 
-  it("refuses a Host or Origin that is not the deployment's (DNS rebinding)", async () => {
+  it("refuses a Host or Origin that is not the deployment's nor a CORS origin (DNS rebinding)", async () => {
     const { port } = new URL(sys.baseUrl);
     const post = (headers: Record<string, string>) =>
       new Promise<number>((resolve, reject) => {
@@ -464,6 +467,9 @@ describe("refusals", () => {
       });
     expect(await post({ host: "evil.example" })).toBe(403);
     expect(await post({ origin: "https://evil.example" })).toBe(403);
+    expect(await post({ origin: "https://app.example.com.evil.example" })).toBe(403);
+    expect(await post({ origin: "https://app.example.com" })).toBe(200);
+    expect(await post({ origin: sys.baseUrl.replace(/\/$/, "") })).toBe(200);
     expect(await post({})).toBe(200);
   });
 });

@@ -40,7 +40,8 @@ export function mcpPathItems(): Record<string, Record<string, unknown>> {
           "argument answers a tool result with `isError: true` and the REST route's 400 " +
           `message. Write tools take 1-${MCP_BATCH_MAX} records, all or none, and are ` +
           'audited with `via: "mcp"`. `Host` must be the public base URL\'s host and a ' +
-          "browser's `Origin` its origin (DNS rebinding). GET and DELETE answer 405.\n\n" +
+          "browser's `Origin` its origin or one CORS allows (DNS rebinding). GET and DELETE " +
+          "answer 405.\n\n" +
           `Tools:\n${tools}`,
         tags: ["MCP"],
         security: [{ apiToken: [] }],
@@ -65,7 +66,7 @@ export function mcpPathItems(): Record<string, Record<string, unknown>> {
           },
           403: {
             description:
-              "`Host` or `Origin` not this deployment's (DNS rebinding): a JSON-RPC error",
+              "`Host` not this deployment's, or an `Origin` neither its own nor one CORS allows (DNS rebinding): a JSON-RPC error",
             content: { "application/json": { schema: jsonRpc } },
           },
           406: {

@@ -21,6 +21,8 @@ export interface McpEndpointDeps extends McpToolDeps {
   publicBaseUrl: string;
   /** MCP_ALLOWED_HOSTS: other `Host` values it answers (in-cluster names). */
   extraHosts: readonly string[];
+  /** CORS_ALLOWED_ORIGINS: the other origins whose pages may call it, as they may the API. */
+  extraOrigins: readonly string[];
 }
 
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"];
@@ -39,10 +41,15 @@ export function allowedHosts(publicBaseUrl: string, extraHosts: readonly string[
   return [...new Set([...own, ...extraHosts])];
 }
 
-/** The `Origin` a browser may send: PUBLIC_BASE_URL's (and loopback spellings of it). */
-function allowedOrigins(publicBaseUrl: string): string[] {
+/**
+ * The `Origin` a browser may send: PUBLIC_BASE_URL's (and loopback spellings of it), and the
+ * origins the operator lets call the API from a browser (CORS_ALLOWED_ORIGINS), whose
+ * preflights to /mcp the CORS middleware answers as to any route.
+ */
+function allowedOrigins(publicBaseUrl: string, extraOrigins: readonly string[]): string[] {
   const { protocol } = new URL(publicBaseUrl);
-  return allowedHosts(publicBaseUrl).map((host) => `${protocol}//${host}`);
+  const own = allowedHosts(publicBaseUrl).map((host) => `${protocol}//${host}`);
+  return [...new Set([...own, ...extraOrigins])];
 }
 
 /** The JSON-RPC messages of a body that call a tool: each is one API call under the limits. */
@@ -66,7 +73,7 @@ function toolCalls(message: unknown): number {
  */
 export function mountMcpEndpoint(router: Router<GatewayState>, deps: McpEndpointDeps): void {
   const hosts = allowedHosts(deps.publicBaseUrl, deps.extraHosts);
-  const origins = allowedOrigins(deps.publicBaseUrl);
+  const origins = allowedOrigins(deps.publicBaseUrl, deps.extraOrigins);
   router.post(MCP_PATH, async (ctx) => {
     const authorization = ctx.get("authorization") || undefined;
     const credential = bearerOf(authorization);

@@ -4,8 +4,11 @@ import type { GatewayState } from "../gateway-context.js";
 
 /** The methods the routes answer, which a preflight allows. */
 const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
-/** What a browser page may send: the credential, a JSON body, its own request id. */
-const REQUEST_HEADERS = ["Authorization", "Content-Type", "X-Request-Id"];
+/**
+ * What a browser page may send: the credential, a JSON body, its own request id, and the MCP
+ * protocol version an MCP client sends to /mcp after it initialized.
+ */
+const REQUEST_HEADERS = ["Authorization", "Content-Type", "X-Request-Id", "Mcp-Protocol-Version"];
 /** What a browser page may read besides the simple headers: for support, retries and pacing. */
 export const EXPOSED_HEADERS = ["X-Request-Id", "Retry-After", "RateLimit", "RateLimit-Policy"];
 /** How long a browser may keep a preflight's answer (10 minutes, Chromium's ceiling is 2 hours). */
