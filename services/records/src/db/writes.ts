@@ -35,15 +35,15 @@ export function allocateRowIdsStatement(count: number): Statement {
   };
 }
 
-/** The row ids of `allocateRowIdsStatement`'s answer. */
-export function rowIdsOf(answer: { ids: string }): bigint[] {
-  return answer.ids.split(",").map(BigInt);
+/** The row ids of `allocateRowIdsStatement`'s answer (no text: none were asked for). */
+export function rowIdsOf(answer: { ids: string | null }): bigint[] {
+  return answer.ids ? answer.ids.split(",").map(BigInt) : [];
 }
 
 /** `count` new row ids, ascending, for records a create is about to insert. */
 export async function allocateRowIds(em: EntityManager, count: number): Promise<bigint[]> {
   const { sql, params, prepare } = allocateRowIdsStatement(count);
-  const [answer] = await query<{ ids: string }>(em, sql, params, { prepare });
+  const [answer] = await query<{ ids: string | null }>(em, sql, params, { prepare });
   return rowIdsOf(answer!);
 }
 
