@@ -28,6 +28,7 @@ import {
   listQuery,
   organizationSchema,
   pageStatement,
+  RowIdBlock,
   recordChangesEntry,
   recordVersionStatement,
   rowIdsOf,
@@ -201,6 +202,16 @@ export interface RawWriteTarget {
   /** An `audit.record.created` / `audit.record.updated` event the service wrote. */
   createdEvent: AuditEvent;
   updatedEvent: AuditEvent;
+  /** Where a create's row ids come from, as in the records service (`rawRowIds`). */
+  rowIds: RowIdBlock<Client>;
+}
+
+/** Row ids taken as the records service takes them: a block at a time for small creates. */
+export function rawRowIds(): RowIdBlock<Client> {
+  return new RowIdBlock<Client>(async (client, count) => {
+    const answer = await send<{ ids: string | null }>(client, allocateRowIdsStatement(count));
+    return rowIdsOf(answer.rows[0]!);
+  });
 }
 
 async function transaction<T>(client: Client, work: () => Promise<T>): Promise<T> {
@@ -258,7 +269,7 @@ function changeLogEntry(
 }
 
 /**
- * Records.create of a table without autonumber fields: row ids first (`allocateRowIds`), then
+ * Records.create of a table without autonumber fields: row ids (a block's, `RowIdBlock`), then
  * one statement (`createRecords`) that passes `create_checks`, inserts the records into `rows`
  * (the target's user table, `rawWriteSchema`), one audit event per record and the write's
  * change log entry, and counts them with `reserve_records`, outside a transaction.
@@ -269,8 +280,8 @@ export async function rawCreate(
   rows: TableRows,
   datas: JsonObject[],
 ) {
-  const ids = await send<{ ids: string }>(client, allocateRowIdsStatement(datas.length));
-  const records = rowIdsOf(ids.rows[0]!).map((rowId, index) => ({ rowId, data: datas[index]! }));
+  const ids = await target.rowIds.take(client, datas.length);
+  const records = ids.map((rowId, index) => ({ rowId, data: datas[index]! }));
   const created = await send<{ outcome: string }>(
     client,
     createRecordsStatement(

@@ -16,6 +16,7 @@ import {
   benchSchema,
   type RawWriteTarget,
   rawPool,
+  rawRowIds,
   rawWriteSchema,
   removeRawWrites,
 } from "./raw-postgres.js";
@@ -327,6 +328,7 @@ async function main(): Promise<number> {
     actor: "api_token:0",
     createdEvent: create(AuditEventSchema),
     updatedEvent: create(AuditEventSchema),
+    rowIds: rawRowIds(),
   };
   try {
     const baseUrl = env.BASE_URL;

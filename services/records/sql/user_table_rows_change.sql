@@ -16,13 +16,20 @@ as $rows$
 declare
   v_table_id bigint := tg_argv[0]::bigint;
   v_count bigint;
+  v_first bigint;
+  v_last bigint;
 begin
   if tg_op = 'INSERT' then
-    select count(*) into v_count from new_rows;
-    insert into row_range (table_id, ids)
-    select v_table_id, int8range(min(row_id), max(row_id), '[]')
-    from (select row_id, row_id - row_number() over (order by row_id) as island from new_rows) ids
-    group by island;
+    select count(*), min(row_id), max(row_id) into v_count, v_first, v_last from new_rows;
+    if v_last - v_first + 1 = v_count then
+      -- One range (row ids are unique): no second pass over the rows to split them.
+      insert into row_range (table_id, ids) values (v_table_id, int8range(v_first, v_last, '[]'));
+    elsif v_count > 0 then
+      insert into row_range (table_id, ids)
+      select v_table_id, int8range(min(row_id), max(row_id), '[]')
+      from (select row_id, row_id - row_number() over (order by row_id) as island from new_rows) ids
+      group by island;
+    end if;
   else
     select -count(*) into v_count from old_rows;
   end if;

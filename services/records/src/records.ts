@@ -49,10 +49,10 @@ import { type LinkWrite, writeLinks } from "./db/user-tables/link-writes.js";
 import type { StoredTables } from "./db/user-tables/registry.js";
 import { userTableRows } from "./db/user-tables/table-rows.js";
 import {
-  allocateRowIds,
   deleteRecordIfUnchanged,
   deleteRecords,
   insertRecords,
+  type RowIdBlock,
   writeRecordIfUnchanged,
   writeRecords,
 } from "./db/writes.js";
@@ -515,6 +515,8 @@ export class Records {
       tables: StoredTables;
       /** The per-table storage's field indexes, built as lists ask for them. */
       indexes?: TableIndexes;
+      /** Row ids for the creates of one statement. */
+      rowIds: RowIdBlock;
     },
   ) {}
 
@@ -736,7 +738,7 @@ export class Records {
     // A table with links writes them in the create's transaction.
     if (autonumbers.length === 0 && marks.length === 0 && !links) {
       return this.deps.tx.once(call, async (changes) => {
-        const rowIds = await allocateRowIds(changes.em, datas.length);
+        const rowIds = await this.deps.rowIds.take(changes.em, datas.length);
         const created = rowIds.map((rowId, index) => ({ rowId, data: datas[index]! }));
         auditCreated(changes, schema, created);
         const outcome = await createRecords(
@@ -770,6 +772,7 @@ export class Records {
           rows,
         },
         datas,
+        await this.deps.rowIds.take(em, datas.length),
       ).catch(tooLarge);
       await this.writeLinksOf(
         em,

@@ -21,6 +21,7 @@ import type { RecordsConfig } from "./config.js";
 import { recordUsage } from "./db/create-gate.js";
 import { TableIndexes } from "./db/user-tables/indexes.js";
 import { StoredTables } from "./db/user-tables/registry.js";
+import { allocateRowIds, RowIdBlock } from "./db/writes.js";
 import { FileValues } from "./file-values.js";
 import { migrations } from "./migrations/initial-schema.js";
 import { listenForOrganizationDeletion } from "./organization-events.js";
@@ -116,6 +117,7 @@ export async function startRecords(
     read,
     tables,
     indexes,
+    rowIds: new RowIdBlock(allocateRowIds),
   });
   const typeChanges = new TypeChanges(tx, tables);
   const catalogEvents = new CatalogEvents({

@@ -32,6 +32,7 @@ export { userTableRows } from "./db/user-tables/table-rows.js";
 export { changeFieldType } from "./db/user-tables/type-change.js";
 export {
   allocateRowIdsStatement,
+  RowIdBlock,
   rowIdsOf,
   writeRecordIfUnchangedStatement,
   writeRecordsStatement,

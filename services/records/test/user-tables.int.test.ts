@@ -187,6 +187,45 @@ describe("a user table", () => {
     expect(await roundTrip(organizationId, tableId, 2n, empty)).toEqual(empty);
   });
 
+  it("notes each insert's row ids as ranges of consecutive ids, and counts its rows", async () => {
+    const ranges = async () =>
+      (
+        await run(
+          "select lower(ids)::text as first, (upper(ids) - 1)::text as last from row_range where table_id = $1 order by ids",
+          [tableId],
+        )
+      ).map((row) => `${row.first}-${row.last}`);
+    const count = async () =>
+      Number(
+        (
+          await run(
+            "select coalesce(sum(delta), 0)::text as n from record_count where table_id = $1",
+            [tableId],
+          )
+        )[0]!.n,
+      );
+    const before = await ranges();
+    const counted = await count();
+    const insert = (ids: number[]) =>
+      run(
+        `insert into ${userTable(organizationId, tableId)} (row_id, created_by, updated_by)
+         select id, 'system', 'system' from unnest($1::bigint[]) as id`,
+        [ids],
+      );
+    await insert([9001, 9002, 9003]);
+    await insert([9010]);
+    await insert([9024, 9020, 9021, 9030, 9022]);
+    await insert([]);
+    expect((await ranges()).filter((range) => !before.includes(range))).toEqual([
+      "9001-9003",
+      "9010-9010",
+      "9020-9022",
+      "9024-9024",
+      "9030-9030",
+    ]);
+    expect((await count()) - counted).toBe(9);
+  });
+
   it("keeps choice ids, not names, so a renamed choice needs no rewrite", async () => {
     const [row] = await run(
       `select ${fieldColumn(status.id)} as one, ${fieldColumn(tags.id)} as many

@@ -47,21 +47,88 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
   return rowIdsOf(answer!);
 }
 
+/** How many row ids a `RowIdBlock` takes from the sequence at once, and how long it keeps them. */
+export const ROW_ID_BLOCK = { size: 64, maxAgeMs: 250 } as const;
+
+/** The most records of one create that `RowIdBlock` serves; a larger create takes its own. */
+const ROW_ID_BLOCK_SERVES = 8;
+
 /**
- * Inserts records in the given order, with new row ids (`allocateRowIds`); the result is in the
- * same order. For a create of several statements: the one-statement create is
+ * Row ids for the creates of a records process, small ones taken from the sequence a block at a
+ * time: a create of one record then needs one statement (the create's), not two. Each create
+ * gets ids above those of the creates before it in the process. A block is let go after
+ * `ROW_ID_BLOCK.maxAgeMs`, so that ids stay in creation order across replicas, each with its own
+ * block, for records created further apart than that (within that time two creates on different
+ * replicas are concurrent, and a sequence gives no order to concurrent creates either: its ids
+ * are taken before their commits). Ids of a block let go, or of a replica that stops, are
+ * never used, as a sequence leaves gaps after a rollback.
+ */
+export class RowIdBlock<Connection = EntityManager> {
+  private ids: bigint[] = [];
+  private at = 0;
+  private takenAt = 0;
+  private refill: Promise<void> | undefined;
+
+  constructor(
+    /** Takes `count` ids from the sequence on a connection (`allocateRowIds`). */
+    private readonly allocate: (on: Connection, count: number) => Promise<bigint[]>,
+    private readonly options: { size: number; maxAgeMs: number } = ROW_ID_BLOCK,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * `count` new row ids, ascending, and above every id this block gave before; taken on `on`
+   * when the block has too few. A larger create takes its own from the sequence, and the block's
+   * rest is let go, lest a later create be given an id below them.
+   */
+  async take(on: Connection, count: number): Promise<bigint[]> {
+    if (count > ROW_ID_BLOCK_SERVES) {
+      this.ids = [];
+      return this.allocate(on, count);
+    }
+    for (;;) {
+      if (this.ids.length - this.at >= count && this.now() - this.takenAt < this.options.maxAgeMs) {
+        this.at += count;
+        return this.ids.slice(this.at - count, this.at);
+      }
+      // One refill at a time: the creates that find the block spent meanwhile share the next.
+      // It is taken on the caller's connection (within its transaction, if any: a nextval is not
+      // rolled back), never on another of the pool, which creates holding every connection of
+      // it would wait for. A create whose refill failed fails; the others sharing it try again.
+      const mine = this.refill === undefined;
+      this.refill ??= this.allocate(on, this.options.size)
+        .then((ids) => {
+          this.ids = ids;
+          this.at = 0;
+          this.takenAt = this.now();
+        })
+        .finally(() => {
+          this.refill = undefined;
+        });
+      try {
+        await this.refill;
+      } catch (error) {
+        if (mine) throw error;
+      }
+    }
+  }
+}
+
+/**
+ * Inserts records in the given order, with new row ids (`RowIdBlock`, one per record); the
+ * result is in the same order. For a create of several statements: the one-statement create is
  * `createRecordsStatement`.
  */
 export async function insertRecords(
   em: EntityManager,
   target: { tableId: bigint; organizationId: bigint; actor: string; rows: TableRows },
   datas: readonly JsonObject[],
+  rowIds: readonly bigint[],
 ): Promise<StoredRecord[]> {
   // One JSON text for the whole batch rather than a jsonb[] (which the driver would write as an
   // array literal, escaping every quote of every record), and the data not read back: it is
   // what was sent. The rows of one statement share their times (`now()`).
   const data = target.rows.dataParam(datas);
-  const rowIds = await allocateRowIds(em, datas.length);
   const insert = target.rows.insert({
     tableId: "$1",
     organizationId: "$2",
