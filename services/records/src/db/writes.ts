@@ -48,7 +48,7 @@ export async function allocateRowIds(em: EntityManager, count: number): Promise<
 }
 
 /** How many row ids a `RowIdBlock` takes from the sequence at once, and how long it keeps them. */
-export const ROW_ID_BLOCK = { size: 64, maxAgeMs: 250 } as const;
+const ROW_ID_BLOCK = { size: 64, maxAgeMs: 250 } as const;
 
 /** The most records of one create that `RowIdBlock` serves; a larger create takes its own. */
 const ROW_ID_BLOCK_SERVES = 8;
