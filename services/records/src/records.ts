@@ -515,7 +515,7 @@ export class Records {
       tables: StoredTables;
       /** The per-table storage's field indexes, built as lists ask for them. */
       indexes?: TableIndexes;
-      /** Row ids for the creates of one statement. */
+      /** Where every create takes its row ids (a block of them for small creates). */
       rowIds: RowIdBlock;
     },
   ) {}

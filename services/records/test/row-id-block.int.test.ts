@@ -23,25 +23,36 @@ async function sequenceNext(): Promise<bigint> {
   return next!;
 }
 
+/**
+ * A block over the sequence that counts the statements it sends (its refills, and the ids of a
+ * larger create); one sent on `broken` fails.
+ */
+function countedBlock(size: number, broken?: EntityManager) {
+  const sent = { statements: 0 };
+  const block = new RowIdBlock(
+    (on: EntityManager, count: number) => {
+      sent.statements += 1;
+      return on === broken
+        ? Promise.reject(new Error("connection lost"))
+        : allocateRowIds(on, count);
+    },
+    { size, maxAgeMs: 60_000 },
+  );
+  return { block, sent };
+}
+
 describe("RowIdBlock", () => {
   it("hands out a block's ids in order, one statement per block, then takes the next", async () => {
-    let taken = 0;
-    const block = new RowIdBlock(
-      (on: EntityManager, count: number) => {
-        taken += 1;
-        return allocateRowIds(on, count);
-      },
-      { size: 4, maxAgeMs: 60_000 },
-    );
+    const { block, sent } = countedBlock(4);
     const first = await block.take(em(), 1);
     const more = await block.take(em(), 3);
-    expect(taken).toBe(1);
+    expect(sent.statements).toBe(1);
     expect([...first, ...more]).toEqual([0n, 1n, 2n, 3n].map((i) => first[0]! + i));
 
     // Spent: the next create takes a new block, above what the sequence gave meanwhile.
     const between = await sequenceNext();
     const [next] = await block.take(em(), 1);
-    expect(taken).toBe(2);
+    expect(sent.statements).toBe(2);
     expect(next).toBeGreaterThan(between);
   });
 
@@ -60,48 +71,31 @@ describe("RowIdBlock", () => {
   });
 
   it("leaves a create larger than it serves to the sequence, and gives later creates ids above it", async () => {
-    const block = new RowIdBlock(allocateRowIds, {
-      size: 64,
-      maxAgeMs: 60_000,
-    });
+    const { block, sent } = countedBlock(64);
     const [small] = await block.take(em(), 1);
     const large = await block.take(em(), 9);
     expect(large).toHaveLength(9);
+    expect(sent.statements).toBe(2);
     // The block's other 63 ids are not used for it: the large create's come after them, and a
     // later create's after those (the block's rest is let go).
     expect(large[0]).toBeGreaterThan(small! + 63n);
     const [later] = await block.take(em(), 1);
     expect(later).toBeGreaterThan(large[8]!);
+    expect(sent.statements).toBe(3);
   });
 
   it("gives parallel creates distinct ids, sharing one refill", async () => {
-    let taken = 0;
-    const block = new RowIdBlock(
-      (on: EntityManager, count: number) => {
-        taken += 1;
-        return allocateRowIds(on, count);
-      },
-      { size: 16, maxAgeMs: 60_000 },
-    );
+    const { block, sent } = countedBlock(16);
     const ids = (await Promise.all(Array.from({ length: 40 }, () => block.take(em(), 1)))).flat();
     expect(new Set(ids).size).toBe(40);
-    expect(taken).toBe(3);
+    expect(sent.statements).toBe(3);
     // Each create's id in the order the creates asked for them.
     expect([...ids].sort((x, y) => (x < y ? -1 : 1))).toEqual(ids);
   });
 
   it("fails only the create whose refill failed; the creates that shared it take their own", async () => {
     const broken = em();
-    let refills = 0;
-    const block = new RowIdBlock(
-      (on: EntityManager, count: number) => {
-        refills += 1;
-        return on === broken
-          ? Promise.reject(new Error("connection lost"))
-          : allocateRowIds(on, count);
-      },
-      { size: 16, maxAgeMs: 60_000 },
-    );
+    const { block, sent } = countedBlock(16, broken);
     const [first, second, third] = await Promise.allSettled([
       block.take(broken, 1),
       block.take(em(), 1),
@@ -112,6 +106,6 @@ describe("RowIdBlock", () => {
     expect(third).toMatchObject({ status: "fulfilled" });
     const [a] = (second as PromiseFulfilledResult<bigint[]>).value;
     expect((third as PromiseFulfilledResult<bigint[]>).value).toEqual([a! + 1n]);
-    expect(refills).toBe(2);
+    expect(sent.statements).toBe(2);
   });
 });
